@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian machine with Go: installs the real
+# peers the tests run against (when missing), checks formatting and vet, and
+# runs every test under the race detector. Tests start and stop their own
+# peers (nginx, tinyproxy, redis-server, chromium) in temporary directories,
+# so nothing is left running afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the real-peer tests need, as "command:package".
+peers=(nginx:nginx tinyproxy:tinyproxy redis-server:redis-server chromium:chromium)
+
+missing=()
+for p in "${peers[@]}"; do
+	command -v "${p%%:*}" >/dev/null 2>&1 || missing+=("${p#*:}")
+done
+if ((${#missing[@]})); then
+	echo "test.sh: installing ${missing[*]}" >&2
+	sudo=""
+	[[ $(id -u) -eq 0 ]] || sudo="sudo"
+	# Keep package scripts from starting system services: the tests start
+	# their own instances on loopback and stop them.
+	policy=/usr/sbin/policy-rc.d
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+		$sudo chmod +x "$policy"
+		trap '$sudo rm -f "$policy"' EXIT
+	fi
+	$sudo apt-get update -qq >/dev/null
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n $unformatted ]]; then
+	echo "test.sh: gofmt would rewrite:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+
+# Real-peer tests fail instead of skipping when their program is missing.
+export EXITGATE_REQUIRE_PEERS=1
+go test -race -timeout 12m "$@" ./...

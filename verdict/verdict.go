@@ -1,0 +1,76 @@
+// Package verdict names what the outcome of one request means for the limiter
+// and the frontier: ok, throttled, busy, retryable, banned, proxy failure or
+// fatal. The table in DESIGN.md is the contract; Classify applies it.
+package verdict
+
+import "fmt"
+
+// Verdict is the meaning of one request's outcome. The zero value is OK.
+type Verdict uint8
+
+const (
+	// OK: 2xx or 3xx. Lane and host nudge their rates up.
+	OK Verdict = iota
+	// Throttled: 429 (or a configured equivalent). The lane cools down and
+	// learns a lower capacity; the URL goes to another exit.
+	Throttled
+	// Busy: 503 with Retry-After or an overload page. The whole host pauses;
+	// it says nothing about one lane.
+	Busy
+	// Retryable: 5xx, 408, timeouts and resets. Only this request backs off.
+	Retryable
+	// Banned: 403 waves and block pages. This lane is quarantined.
+	Banned
+	// ProxyFailure: 407 and proxy connect errors. The exit is unhealthy and
+	// the URL is not charged an attempt.
+	ProxyFailure
+	// Fatal: 401, 404, 410 and other 4xx. No retry; the URL is abandoned.
+	Fatal
+)
+
+var names = [...]string{
+	OK:           "ok",
+	Throttled:    "throttled",
+	Busy:         "busy",
+	Retryable:    "retryable",
+	Banned:       "banned",
+	ProxyFailure: "proxy_failure",
+	Fatal:        "fatal",
+}
+
+// String returns the snake_case name used in JSON, metrics and reports.
+func (v Verdict) String() string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler; it accepts the names
+// String returns.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	p, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*v = p
+	return nil
+}
+
+// Parse returns the verdict named s, as String spells it.
+func Parse(s string) (Verdict, error) {
+	for i, n := range names {
+		if n == s {
+			return Verdict(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown verdict %q (want one of ok, throttled, busy, retryable, banned, proxy_failure, fatal)", s)
+}
+
+// All lists every verdict in order, for reports and metrics.
+func All() []Verdict {
+	return []Verdict{OK, Throttled, Busy, Retryable, Banned, ProxyFailure, Fatal}
+}
