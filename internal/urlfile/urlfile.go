@@ -1,0 +1,87 @@
+// Package urlfile reads a crawl's URL list: one absolute http(s) URL per line,
+// with blank lines and "#" comments allowed. A bad line is reported with its
+// file name and line number and skipped; it never stops the rest.
+package urlfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+)
+
+// LineError is one line that could not be used.
+type LineError struct {
+	File   string
+	Line   int
+	Reason string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+
+// MaxLine is the longest line accepted; longer lines are reported.
+const MaxLine = 64 << 10
+
+// Read calls add for each usable URL of r, in order, and returns the bad
+// lines. name labels errors. The error is non-nil only when r itself fails.
+func Read(r io.Reader, name string, add func(rawURL string) error) ([]*LineError, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var bad []*LineError
+	for n := 1; ; n++ {
+		line, err := br.ReadString('\n')
+		if len(line) > MaxLine {
+			bad = append(bad, &LineError{name, n, fmt.Sprintf("line is %d bytes, longer than %d", len(line), MaxLine)})
+		} else if reason := check(line); reason != "" {
+			bad = append(bad, &LineError{name, n, reason})
+		} else if u := strings.TrimSpace(line); u != "" && !strings.HasPrefix(u, "#") {
+			if aerr := add(u); aerr != nil {
+				return bad, aerr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return bad, nil
+		}
+		if err != nil {
+			return bad, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+}
+
+// check returns why a line is not a usable URL, or "" if it is (or is blank
+// or a comment).
+func check(line string) string {
+	s := strings.TrimSpace(line)
+	if s == "" || strings.HasPrefix(s, "#") {
+		return ""
+	}
+	if strings.ContainsAny(s, " \t") {
+		return fmt.Sprintf("%q: a URL cannot contain spaces (one URL per line)", clip(s))
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Sprintf("%q: %v", clip(s), err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		if u.Scheme == "" {
+			return fmt.Sprintf("%q: not an absolute URL (want http:// or https://)", clip(s))
+		}
+		return fmt.Sprintf("%q: scheme %q is not http or https", clip(s), u.Scheme)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Sprintf("%q: no host", clip(s))
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}

@@ -1,0 +1,87 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/verdict"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func TestTallyCounts(t *testing.T) {
+	ta := NewTally(t0)
+	ta.Record(Event{Host: "a", Exit: "e1", Status: 200, Verdict: verdict.OK, Bytes: 10, At: t0.Add(time.Second)})
+	ta.Record(Event{Host: "a", Exit: "e2", Status: 429, Verdict: verdict.Throttled, At: t0.Add(time.Second)})
+	ta.Record(Event{Host: "b", Exit: "e1", Status: 0, Verdict: verdict.Retryable, At: t0.Add(2 * time.Second)})
+	ta.Record(Event{Host: "b", Exit: "e1", Status: 200, Verdict: verdict.OK, At: t0.Add(3 * time.Second)})
+	ta.Abandon("b", "status 404")
+	ta.Throttled("a", 1500*time.Millisecond)
+
+	s := ta.Snapshot(t0.Add(4 * time.Second))
+	if s.Total.Requests != 4 || s.Total.Successes != 2 || s.Total.Throttled429 != 1 || s.Total.TransportErrors != 1 {
+		t.Errorf("total = %+v, want 4 requests, 2 successes, one 429, one transport error", s.Total)
+	}
+	if got := s.Total.Ratio429(); got != 0.25 {
+		t.Errorf("Ratio429 = %v, want 0.25", got)
+	}
+	if got := s.EffectiveRate(); got != 0.5 {
+		t.Errorf("EffectiveRate = %v, want 0.5 (2 successes in 4 s)", got)
+	}
+	if len(s.Hosts) != 2 || s.Hosts[0].Name != "a" || s.Hosts[0].ThrottledSeconds != 1.5 {
+		t.Errorf("hosts = %+v, want a (1.5 s throttled) then b", s.Hosts)
+	}
+	if s.Hosts[1].Abandoned["status 404"] != 1 || s.Total.Abandoned["status 404"] != 1 {
+		t.Errorf("abandoned not counted per host and in total: %+v", s.Hosts[1].Abandoned)
+	}
+	if len(s.Exits) != 2 || s.Exits[0].Requests != 3 {
+		t.Errorf("exits = %+v, want e1 with 3 requests", s.Exits)
+	}
+	// The snapshot is a copy.
+	s.Total.ByStatus[200] = 99
+	if ta.Snapshot(t0).Total.ByStatus[200] != 2 {
+		t.Errorf("Snapshot shares its maps with the tally")
+	}
+}
+
+func TestRollingRatioForgetsOldSeconds(t *testing.T) {
+	var r rolling
+	for i := range 10 {
+		r.add(t0.Add(time.Duration(i)*time.Second), true)
+	}
+	r.add(t0.Add(70*time.Second), false)
+	if got := r.ratio(t0.Add(70 * time.Second)); got != 0 {
+		t.Errorf("ratio after 60 s = %v, want 0: the old 429s fell out", got)
+	}
+	r.add(t0.Add(71*time.Second), true)
+	if got := r.ratio(t0.Add(71 * time.Second)); got != 0.5 {
+		t.Errorf("ratio = %v, want 0.5", got)
+	}
+}
+
+func TestPrometheusMatchesTally(t *testing.T) {
+	ta := NewTally(t0)
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, ta); err != nil {
+		t.Fatal(err)
+	}
+	ta.Record(Event{Host: "a", Exit: "e1", Status: 429, Verdict: verdict.Throttled, RetryAfter: 2 * time.Second, HasRetryAfter: true, At: time.Now()})
+	ta.Abandon("a", "retries exhausted")
+	want := `
+# HELP exitgate_abandoned_total URLs given up, by host and reason.
+# TYPE exitgate_abandoned_total counter
+exitgate_abandoned_total{host="a",reason="retries exhausted"} 1
+# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error).
+# TYPE exitgate_requests_total counter
+exitgate_requests_total{host="a",status="429"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "exitgate_requests_total", "exitgate_abandoned_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "exitgate_retry_after_seconds"); n != 1 {
+		t.Errorf("retry-after histogram series = %d, want 1", n)
+	}
+}

@@ -1,0 +1,212 @@
+// Package metrics counts what happened during a run — requests, statuses,
+// verdicts, 429s, time throttled, abandoned URLs — per host and per exit, and
+// exposes the counts two ways: a Snapshot for reports and the dashboard, and a
+// Prometheus collector over the same numbers, so the report and /metrics can
+// never disagree.
+package metrics
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// Event is one finished request attempt.
+type Event struct {
+	Host    string
+	Exit    string
+	Status  int // 0 when no response arrived (transport error)
+	Verdict verdict.Verdict
+	// RetryAfter is the server's requested wait; HasRetryAfter says it was sent.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	Latency       time.Duration
+	Bytes         int64
+	At            time.Time // when the response (or error) arrived
+}
+
+// Counters are the totals for one scope (the run, a host or an exit).
+type Counters struct {
+	Requests         int64            `json:"requests"`
+	Successes        int64            `json:"successes"`
+	ByStatus         map[int]int64    `json:"responses_by_status"`
+	ByVerdict        map[string]int64 `json:"by_verdict"`
+	Throttled429     int64            `json:"responses_429"`
+	TransportErrors  int64            `json:"transport_errors"`
+	Bytes            int64            `json:"bytes"`
+	ThrottledSeconds float64          `json:"throttled_seconds"`
+	Abandoned        map[string]int64 `json:"abandoned"`
+	latencySum       time.Duration
+}
+
+// Ratio429 is the share of requests answered 429.
+func (c Counters) Ratio429() float64 {
+	if c.Requests == 0 {
+		return 0
+	}
+	return float64(c.Throttled429) / float64(c.Requests)
+}
+
+// MeanLatency is the mean time to a response or error.
+func (c Counters) MeanLatency() time.Duration {
+	if c.Requests == 0 {
+		return 0
+	}
+	return c.latencySum / time.Duration(c.Requests)
+}
+
+func (c *Counters) add(e Event) {
+	c.Requests++
+	if c.ByStatus == nil {
+		c.ByStatus = map[int]int64{}
+		c.ByVerdict = map[string]int64{}
+	}
+	if e.Status == 0 {
+		c.TransportErrors++
+	} else {
+		c.ByStatus[e.Status]++
+	}
+	if e.Status == 429 {
+		c.Throttled429++
+	}
+	if e.Verdict == verdict.OK {
+		c.Successes++
+	}
+	c.ByVerdict[e.Verdict.String()]++
+	c.Bytes += e.Bytes
+	c.latencySum += e.Latency
+}
+
+func (c *Counters) abandon(reason string) {
+	if c.Abandoned == nil {
+		c.Abandoned = map[string]int64{}
+	}
+	c.Abandoned[reason]++
+}
+
+func (c Counters) clone() Counters {
+	out := c
+	out.ByStatus = cloneMap(c.ByStatus)
+	out.ByVerdict = cloneMap(c.ByVerdict)
+	out.Abandoned = cloneMap(c.Abandoned)
+	return out
+}
+
+func cloneMap[K comparable](m map[K]int64) map[K]int64 {
+	out := make(map[K]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Tally accumulates Events. It is safe for concurrent use; its zero value is
+// not usable, call NewTally.
+type Tally struct {
+	mu      sync.Mutex
+	start   time.Time
+	total   Counters
+	hosts   map[string]*Counters
+	exits   map[string]*Counters
+	rolling rolling
+	// retryAfter receives each Retry-After, for the histogram.
+	onRetryAfter func(host string, d time.Duration)
+}
+
+// NewTally starts a tally whose effective rate is measured from start.
+func NewTally(start time.Time) *Tally {
+	return &Tally{start: start, hosts: map[string]*Counters{}, exits: map[string]*Counters{}}
+}
+
+// Record counts one finished request attempt.
+func (t *Tally) Record(e Event) {
+	t.mu.Lock()
+	t.total.add(e)
+	counter(t.hosts, e.Host).add(e)
+	if e.Exit != "" {
+		counter(t.exits, e.Exit).add(e)
+	}
+	t.rolling.add(e.At, e.Status == 429)
+	hook := t.onRetryAfter
+	t.mu.Unlock()
+	if hook != nil && e.HasRetryAfter {
+		hook(e.Host, e.RetryAfter)
+	}
+}
+
+// Abandon counts one URL given up for reason.
+func (t *Tally) Abandon(host, reason string) {
+	t.mu.Lock()
+	t.total.abandon(reason)
+	counter(t.hosts, host).abandon(reason)
+	t.mu.Unlock()
+}
+
+// Throttled adds d to the time host had due work that the limiter held back.
+func (t *Tally) Throttled(host string, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t.mu.Lock()
+	t.total.ThrottledSeconds += d.Seconds()
+	counter(t.hosts, host).ThrottledSeconds += d.Seconds()
+	t.mu.Unlock()
+}
+
+func counter(m map[string]*Counters, key string) *Counters {
+	c := m[key]
+	if c == nil {
+		c = &Counters{}
+		m[key] = c
+	}
+	return c
+}
+
+// Scoped is the counters of one host or exit.
+type Scoped struct {
+	Name string `json:"name"`
+	Counters
+}
+
+// Snapshot is a consistent copy of a Tally at one instant.
+type Snapshot struct {
+	Start      time.Time `json:"start"`
+	At         time.Time `json:"at"`
+	Total      Counters  `json:"total"`
+	Hosts      []Scoped  `json:"hosts"`
+	Exits      []Scoped  `json:"exits"`
+	Rolling429 float64   `json:"rolling_429_ratio"` // over the last RollingWindow
+}
+
+// Elapsed is the time from the start of the tally to the snapshot.
+func (s Snapshot) Elapsed() time.Duration { return s.At.Sub(s.Start) }
+
+// EffectiveRate is successes per second since the start.
+func (s Snapshot) EffectiveRate() float64 {
+	sec := s.Elapsed().Seconds()
+	if sec <= 0 {
+		return 0
+	}
+	return float64(s.Total.Successes) / sec
+}
+
+// Snapshot copies the tally at now; hosts and exits are sorted by name.
+func (t *Tally) Snapshot(now time.Time) Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := Snapshot{Start: t.start, At: now, Total: t.total.clone(), Rolling429: t.rolling.ratio(now)}
+	s.Hosts = scopedList(t.hosts)
+	s.Exits = scopedList(t.exits)
+	return s
+}
+
+func scopedList(m map[string]*Counters) []Scoped {
+	out := make([]Scoped, 0, len(m))
+	for k, c := range m {
+		out = append(out, Scoped{Name: k, Counters: c.clone()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,112 @@
+package robots
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const sample = `# comment
+User-agent: *
+Disallow: /private/
+Allow: /private/open
+Disallow: /*.pdf$
+Crawl-delay: 2
+
+User-agent: exitgate
+User-agent: other
+Disallow: /no-exitgate
+Crawl-delay: 0.5
+
+User-agent: greedy
+Disallow: /
+Sitemap: https://example.com/sitemap.xml
+`
+
+func TestAllowed(t *testing.T) {
+	tests := []struct {
+		ua, path string
+		want     bool
+	}{
+		{"somebot/1.0", "/", true},
+		{"somebot/1.0", "/private/x", false},
+		{"somebot/1.0", "/private/open", true}, // longer Allow wins
+		{"somebot/1.0", "/private/openness", true},
+		{"somebot/1.0", "/doc.pdf", false},
+		{"somebot/1.0", "/doc.pdf?x=1", true}, // $ anchors the end
+		{"somebot/1.0", "/robots.txt", true},
+		{"exitgate/0.1 (+https://example)", "/private/x", true}, // own group replaces *
+		{"exitgate/0.1", "/no-exitgate/page", false},
+		{"Other", "/no-exitgate", false}, // case-insensitive, grouped agents
+		{"greedy", "/anything", false},
+		{"greedy", "/robots.txt", true},
+	}
+	for _, tt := range tests {
+		r := Parse(strings.NewReader(sample), tt.ua)
+		if got := r.Allowed(tt.path); got != tt.want {
+			t.Errorf("Parse(sample, %q).Allowed(%q) = %v, want %v", tt.ua, tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestCrawlDelay(t *testing.T) {
+	tests := []struct {
+		ua   string
+		want time.Duration
+	}{
+		{"somebot", 2 * time.Second},
+		{"exitgate", 500 * time.Millisecond},
+		{"greedy", 0},
+	}
+	for _, tt := range tests {
+		if got := Parse(strings.NewReader(sample), tt.ua).CrawlDelay(); got != tt.want {
+			t.Errorf("Parse(sample, %q).CrawlDelay() = %v, want %v", tt.ua, got, tt.want)
+		}
+	}
+}
+
+func TestMatch(t *testing.T) {
+	tests := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"/", "/a", true},
+		{"/a", "/b", false},
+		{"/*/x", "/a/b/x/y", true},
+		{"/*.php$", "/index.php", true},
+		{"/*.php$", "/index.php5", false},
+		{"/fish*", "/fishheads", true},
+		{"/fish$", "/fish", true},
+		{"/fish$", "/fishy", false},
+		{"*", "/anything", true},
+		{"/a*b*c", "/axxbyyc", true},
+		{"/a*b*c", "/axxcyyb", false},
+	}
+	for _, tt := range tests {
+		if got := match(tt.pattern, tt.path); got != tt.want {
+			t.Errorf("match(%q, %q) = %v, want %v", tt.pattern, tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestGarbageAllowsAll(t *testing.T) {
+	r := Parse(strings.NewReader("<html>not robots</html>\n\x00\xff:::\nDisallow: /x\n"), "bot")
+	if !r.Allowed("/x") {
+		t.Errorf("a Disallow outside any group applied; want it ignored")
+	}
+	if !AllowAll.Allowed("/x") || DisallowAll.Allowed("/x") {
+		t.Errorf("AllowAll/DisallowAll do not mean what they say")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(sample, "exitgate", "/private/x")
+	f.Add("User-agent: *\nDisallow: /*a*$\n", "x", "/bab")
+	f.Fuzz(func(t *testing.T, body, ua, path string) {
+		r := Parse(strings.NewReader(body), ua)
+		r.Allowed(path)
+		if d := r.CrawlDelay(); d < 0 {
+			t.Fatalf("negative crawl delay %v", d)
+		}
+	})
+}
