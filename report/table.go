@@ -1,0 +1,60 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+)
+
+// WriteTable prints the summary for people: the totals, why URLs were
+// abandoned, and one row per host and per exit.
+func WriteTable(w io.Writer, s Summary) {
+	fmt.Fprintf(w, "\nURLs %d: %d done, %d abandoned, %d parked, %d queued\n", s.URLs, s.Done, s.Abandoned, s.Parked, s.Queued)
+	fmt.Fprintf(w, "Requests %d in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %.2f retries per success, %.1fs throttled\n",
+		s.Requests, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, s.RetriesPerSuccess, s.ThrottledSeconds)
+	if len(s.AbandonedByReason) > 0 {
+		fmt.Fprintln(w, "Abandoned:")
+		reasons := make([]string, 0, len(s.AbandonedByReason))
+		for r := range s.AbandonedByReason {
+			reasons = append(reasons, r)
+		}
+		sort.Slice(reasons, func(i, j int) bool { return s.AbandonedByReason[reasons[i]] > s.AbandonedByReason[reasons[j]] })
+		for _, r := range reasons {
+			fmt.Fprintf(w, "  %6d  %s\n", s.AbandonedByReason[r], r)
+		}
+	}
+	table(w, "HOST", s.PerHost, 20)
+	table(w, "EXIT", s.PerExit, 20)
+}
+
+func table(w io.Writer, title string, rows []Scoped, limit int) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\trequests\tok/s\t429%%\tthrottled s\tlearned/s\tabandoned\t\n", title)
+	shown := rows
+	if len(shown) > limit {
+		// The busiest rows matter most.
+		shown = append([]Scoped(nil), rows...)
+		sort.Slice(shown, func(i, j int) bool { return shown[i].Requests > shown[j].Requests })
+		shown = shown[:limit]
+	}
+	for _, r := range shown {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.1f\t%.2f\t%d\t\n", clip(r.Name, 40), r.Requests, r.EffectiveRate,
+			100*r.Ratio429, r.ThrottledSeconds, r.PerSecond, r.Abandoned)
+	}
+	tw.Flush()
+	if len(rows) > limit {
+		fmt.Fprintf(w, "  ... and %d more in summary.json\n", len(rows)-limit)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
