@@ -1,0 +1,540 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+)
+
+// Policy is the quota a limiter enforces per key: Quota requests per Window.
+// Burst only matters to the bucket algorithms (token bucket, GCRA): it is how
+// many requests an idle key may send back to back.
+//
+// Zero fields mean defaults: Quota 1, Window 1 s, Burst = Quota.
+type Policy struct {
+	Quota  int
+	Window time.Duration
+	Burst  int
+}
+
+func (p Policy) withDefaults() Policy {
+	if p.Quota == 0 {
+		p.Quota = 1
+	}
+	if p.Window == 0 {
+		p.Window = time.Second
+	}
+	if p.Burst == 0 {
+		p.Burst = p.Quota
+	}
+	return p
+}
+
+// maxQuotaWindow bounds Quota*Window (and Burst*Window) so the integer math in
+// the algorithms never overflows int64.
+const maxQuotaWindow = math.MaxInt64 / 4
+
+func (p Policy) validate() error {
+	switch {
+	case p.Quota < 0:
+		return fmt.Errorf("policy quota %d is negative", p.Quota)
+	case p.Window < 0:
+		return fmt.Errorf("policy window %v is negative", p.Window)
+	case p.Burst < 0:
+		return fmt.Errorf("policy burst %d is negative", p.Burst)
+	}
+	d := p.withDefaults()
+	if int64(d.Window)/int64(d.Quota) == 0 {
+		return fmt.Errorf("policy %d per %v is finer than one request per nanosecond", d.Quota, d.Window)
+	}
+	if int64(d.Window) > maxQuotaWindow/int64(max(d.Quota, d.Burst)) {
+		return fmt.Errorf("policy %d (burst %d) per %v is too large", d.Quota, d.Burst, d.Window)
+	}
+	return nil
+}
+
+// Rate is the long-run allowed rate of one key in requests per second
+// (Quota/Window, with defaults applied).
+func (p Policy) Rate() float64 {
+	d := p.withDefaults()
+	return float64(d.Quota) / d.Window.Seconds()
+}
+
+// Decision is what a limiter decided for one request and what the server
+// would tell the client about it.
+type Decision struct {
+	// Allowed reports whether the request passes.
+	Allowed bool
+	// Limit is the quota the client is told (Quota, or Burst for buckets).
+	Limit int
+	// Window is the period Limit refers to (for RateLimit-Policy w=).
+	Window time.Duration
+	// Remaining is what is left of Limit after this request.
+	Remaining int
+	// Reset is the time until the window ends (window algorithms) or until
+	// the next token (bucket algorithms).
+	Reset time.Duration
+	// RetryAfter is zero when allowed; otherwise the time until a request
+	// from this key would next be allowed if it sent nothing meanwhile.
+	RetryAfter time.Duration
+}
+
+// Algorithm is one rate-limiting algorithm holding state per key.
+//
+// Implementations are not safe for concurrent use (Site serialises them).
+// They expect Now values per key to be nondecreasing; an earlier instant is
+// treated as the latest one seen. Memory: one entry per distinct key ever
+// seen (a sliding log holds up to Quota timestamps per key); nothing is
+// evicted, which suits simulations with tens to thousands of keys.
+type Algorithm interface {
+	// Decide charges one request from key at now.
+	Decide(key string, now time.Time) Decision
+	// SetPolicy replaces the policy; per-key state carries over.
+	SetPolicy(p Policy) error
+	// Policy returns the policy in force, defaults applied.
+	Policy() Policy
+	// Keys returns the number of keys holding state.
+	Keys() int
+}
+
+// Algo names an algorithm.
+type Algo uint8
+
+const (
+	// TokenBucket refills Quota tokens per Window up to Burst; a request
+	// takes one token.
+	TokenBucket Algo = iota
+	// FixedWindow allows Quota requests per Window, windows aligned to the
+	// Unix epoch.
+	FixedWindow
+	// SlidingLog allows Quota requests within any Window, keeping a
+	// timestamp per allowed request.
+	SlidingLog
+	// SlidingWindow estimates the last Window's count from the current and
+	// previous fixed windows, weighting the previous by its overlap
+	// (Cloudflare, nginx-style approximation). Rejected requests do not count.
+	SlidingWindow
+	// GCRA is the generic cell rate algorithm (virtual scheduling):
+	// emission interval Window/Quota, tolerance for Burst back-to-back.
+	GCRA
+	// Penalising is SlidingWindow counting every request, rejected ones too,
+	// as HAProxy's http_req_rate in a stick table: a client that keeps
+	// sending while limited stays limited.
+	Penalising
+)
+
+var algoNames = [...]string{
+	TokenBucket:   "token-bucket",
+	FixedWindow:   "fixed-window",
+	SlidingLog:    "sliding-log",
+	SlidingWindow: "sliding-window",
+	GCRA:          "gcra",
+	Penalising:    "penalising",
+}
+
+// String returns the kebab-case name used in scenarios and reports.
+func (a Algo) String() string {
+	if int(a) < len(algoNames) {
+		return algoNames[a]
+	}
+	return fmt.Sprintf("algo(%d)", uint8(a))
+}
+
+// ErrUnknownAlgo is returned for an Algo value with no implementation.
+var ErrUnknownAlgo = errors.New("unknown algorithm")
+
+// NewAlgorithm returns a fresh algorithm of kind a enforcing p (zero fields
+// of p mean defaults).
+func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	p = p.withDefaults()
+	var alg Algorithm
+	switch a {
+	case TokenBucket:
+		alg = &tokenBucket{keys: make(map[string]*tbState)}
+	case FixedWindow:
+		alg = &fixedWindow{keys: make(map[string]*fwState)}
+	case SlidingLog:
+		alg = &slidingLog{keys: make(map[string]*slState)}
+	case SlidingWindow:
+		alg = &slidingWindow{keys: make(map[string]*swState)}
+	case GCRA:
+		alg = &gcra{keys: make(map[string]*int64)}
+	case Penalising:
+		alg = &slidingWindow{keys: make(map[string]*swState), countRejected: true}
+	default:
+		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
+	}
+	if err := alg.SetPolicy(p); err != nil {
+		return nil, err
+	}
+	return alg, nil
+}
+
+// ceilDiv returns ceil(a/b) for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// floorDiv returns floor(a/b) for b > 0, also for negative a (instants
+// before 1970 in virtual time).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// mulDivCeil returns ceil(a*b/c) for non-negative a, b and positive c,
+// saturating at MaxInt64; the product may exceed 64 bits.
+func mulDivCeil(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
+	q, r := bits.Div64(hi, lo, uint64(c))
+	if r != 0 {
+		q++
+	}
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
+}
+
+// ---- token bucket ----
+
+// tokenBucket keeps each key's level in units of token·Window-nanoseconds
+// (one token = Window), so refill is the exact integer elapsed*Quota.
+type tokenBucket struct {
+	p        Policy
+	w, full  int64 // Window in ns; Burst*Window
+	q        int64
+	burstWin time.Duration
+	keys     map[string]*tbState
+}
+
+type tbState struct{ level, last int64 }
+
+func (b *tokenBucket) Policy() Policy { return b.p }
+func (b *tokenBucket) Keys() int      { return len(b.keys) }
+
+func (b *tokenBucket) SetPolicy(p Policy) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	p = p.withDefaults()
+	oldW := b.w
+	b.p = p
+	b.w, b.q = int64(p.Window), int64(p.Quota)
+	b.full = int64(p.Burst) * b.w
+	b.burstWin = time.Duration(int64(p.Burst) * b.w / b.q)
+	for _, s := range b.keys {
+		if oldW != b.w && oldW != 0 {
+			// Rescale to the new unit once; float precision is ample for
+			// a one-off change.
+			s.level = int64(float64(s.level) / float64(oldW) * float64(b.w))
+		}
+		s.level = min(s.level, b.full)
+	}
+	return nil
+}
+
+func (b *tokenBucket) Decide(key string, now time.Time) Decision {
+	t := now.UnixNano()
+	s := b.keys[key]
+	if s == nil {
+		s = &tbState{level: b.full, last: t}
+		b.keys[key] = s
+	}
+	if el := t - s.last; el > 0 {
+		if el >= ceilDiv(b.full-s.level, b.q) {
+			s.level = b.full
+		} else {
+			s.level += el * b.q
+		}
+		s.last = t
+	}
+	d := Decision{Limit: b.p.Burst, Window: b.burstWin}
+	if s.level >= b.w {
+		s.level -= b.w
+		d.Allowed = true
+	}
+	rem := s.level / b.w
+	d.Remaining = int(rem)
+	if s.level < b.full {
+		d.Reset = time.Duration(ceilDiv((rem+1)*b.w-s.level, b.q))
+	}
+	if !d.Allowed {
+		d.RetryAfter = d.Reset
+	}
+	return d
+}
+
+// ---- GCRA ----
+
+// gcra stores the theoretical arrival time (TAT) per key.
+type gcra struct {
+	p        Policy
+	t, tau   int64 // emission interval; tolerance (Burst-1)*t
+	burstWin time.Duration
+	keys     map[string]*int64
+}
+
+func (g *gcra) Policy() Policy { return g.p }
+func (g *gcra) Keys() int      { return len(g.keys) }
+
+func (g *gcra) SetPolicy(p Policy) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	p = p.withDefaults()
+	g.p = p
+	g.t = int64(p.Window) / int64(p.Quota)
+	g.tau = int64(p.Burst-1) * g.t
+	g.burstWin = time.Duration(int64(p.Burst) * g.t)
+	return nil
+}
+
+func (g *gcra) Decide(key string, now time.Time) Decision {
+	t := now.UnixNano()
+	tatp := g.keys[key]
+	if tatp == nil {
+		tatp = new(int64)
+		*tatp = t
+		g.keys[key] = tatp
+	}
+	tat := max(*tatp, t)
+	d := Decision{Limit: g.p.Burst, Window: g.burstWin}
+	if allowAt := tat - g.tau; t < allowAt {
+		d.RetryAfter = time.Duration(allowAt - t)
+		d.Reset = d.RetryAfter
+		return d
+	}
+	newTAT := tat + g.t
+	*tatp = newTAT
+	d.Allowed = true
+	slack := g.tau + g.t - (newTAT - t) // time credit left, >= 0
+	rem := slack / g.t
+	d.Remaining = int(rem)
+	d.Reset = time.Duration((rem+1)*g.t - slack)
+	return d
+}
+
+// ---- fixed window ----
+
+type fixedWindow struct {
+	p    Policy
+	w, q int64
+	keys map[string]*fwState
+}
+
+type fwState struct {
+	idx   int64
+	count int64
+}
+
+func (f *fixedWindow) Policy() Policy { return f.p }
+func (f *fixedWindow) Keys() int      { return len(f.keys) }
+
+func (f *fixedWindow) SetPolicy(p Policy) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	f.p = p.withDefaults()
+	f.w, f.q = int64(f.p.Window), int64(f.p.Quota)
+	return nil
+}
+
+func (f *fixedWindow) Decide(key string, now time.Time) Decision {
+	t := now.UnixNano()
+	idx := floorDiv(t, f.w)
+	s := f.keys[key]
+	if s == nil {
+		s = &fwState{idx: idx}
+		f.keys[key] = s
+	}
+	if s.idx != idx {
+		// A later window starts empty; an earlier instant (out of order)
+		// is charged to the window already held.
+		if idx > s.idx {
+			s.idx, s.count = idx, 0
+		}
+	}
+	d := Decision{Limit: f.p.Quota, Window: f.p.Window}
+	if s.count < f.q {
+		s.count++
+		d.Allowed = true
+	}
+	d.Remaining = int(f.q - s.count)
+	d.Reset = time.Duration(max((s.idx+1)*f.w-t, 0))
+	if !d.Allowed {
+		d.RetryAfter = d.Reset
+	}
+	return d
+}
+
+// ---- sliding log ----
+
+type slidingLog struct {
+	p    Policy
+	w    int64
+	keys map[string]*slState
+}
+
+// slState is a ring of the allowed requests' instants, oldest at head.
+type slState struct {
+	ring    []int64
+	head, n int
+}
+
+func (l *slidingLog) Policy() Policy { return l.p }
+func (l *slidingLog) Keys() int      { return len(l.keys) }
+
+func (l *slidingLog) SetPolicy(p Policy) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	p = p.withDefaults()
+	if p.Quota != l.p.Quota {
+		for _, s := range l.keys {
+			s.resize(p.Quota)
+		}
+	}
+	l.p = p
+	l.w = int64(p.Window)
+	return nil
+}
+
+// resize keeps the newest entries that fit in a ring of size q.
+func (s *slState) resize(q int) {
+	ring := make([]int64, q)
+	keep := min(s.n, q)
+	for i := range keep {
+		ring[i] = s.ring[(s.head+s.n-keep+i)%len(s.ring)]
+	}
+	s.ring, s.head, s.n = ring, 0, keep
+}
+
+func (l *slidingLog) Decide(key string, now time.Time) Decision {
+	t := now.UnixNano()
+	s := l.keys[key]
+	if s == nil {
+		s = &slState{ring: make([]int64, l.p.Quota)}
+		l.keys[key] = s
+	}
+	for s.n > 0 && s.ring[s.head]+l.w <= t {
+		s.head = (s.head + 1) % len(s.ring)
+		s.n--
+	}
+	d := Decision{Limit: l.p.Quota, Window: l.p.Window}
+	if s.n < len(s.ring) {
+		s.ring[(s.head+s.n)%len(s.ring)] = t
+		s.n++
+		d.Allowed = true
+	}
+	d.Remaining = len(s.ring) - s.n
+	d.Reset = time.Duration(max(s.ring[s.head]+l.w-t, 0))
+	if !d.Allowed {
+		d.RetryAfter = d.Reset
+	}
+	return d
+}
+
+// ---- sliding window counter (and the penalising variant) ----
+
+type slidingWindow struct {
+	p             Policy
+	w, q          int64
+	countRejected bool
+	keys          map[string]*swState
+}
+
+type swState struct {
+	idx       int64
+	prev, cur int64
+}
+
+func (sw *slidingWindow) Policy() Policy { return sw.p }
+func (sw *slidingWindow) Keys() int      { return len(sw.keys) }
+
+func (sw *slidingWindow) SetPolicy(p Policy) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	sw.p = p.withDefaults()
+	sw.w, sw.q = int64(sw.p.Window), int64(sw.p.Quota)
+	return nil
+}
+
+// fits reports whether one more request fits when the previous window held
+// prev, the current one holds cur and e ns of it have elapsed:
+// prev*(w-e)/w + cur + 1 <= q, computed without overflow.
+func (sw *slidingWindow) fits(prev, cur, e int64) bool {
+	if cur+1 > sw.q {
+		return false
+	}
+	return prev == 0 || sw.w-e <= (sw.q-cur-1)*sw.w/prev
+}
+
+// wait returns how long after e (ns into the current window) one more
+// request would fit, assuming nothing else arrives.
+func (sw *slidingWindow) wait(prev, cur, e int64) int64 {
+	if cur+1 <= sw.q {
+		if prev == 0 {
+			return 0
+		}
+		if m := (sw.q - cur - 1) * sw.w / prev; m > 0 {
+			return max(sw.w-m-e, 0)
+		}
+	}
+	// Next window: cur becomes prev.
+	toNext := sw.w - e
+	if cur == 0 {
+		return toNext
+	}
+	if m := (sw.q - 1) * sw.w / cur; m > 0 {
+		return toNext + max(sw.w-m, 0)
+	}
+	return toNext + sw.w
+}
+
+func (sw *slidingWindow) Decide(key string, now time.Time) Decision {
+	t := now.UnixNano()
+	idx := floorDiv(t, sw.w)
+	s := sw.keys[key]
+	if s == nil {
+		s = &swState{idx: idx}
+		sw.keys[key] = s
+	}
+	switch {
+	case idx == s.idx+1:
+		s.prev, s.cur, s.idx = s.cur, 0, idx
+	case idx > s.idx:
+		s.prev, s.cur, s.idx = 0, 0, idx
+	}
+	e := min(max(t-s.idx*sw.w, 0), sw.w-1)
+	d := Decision{Limit: sw.p.Quota, Window: sw.p.Window}
+	if sw.countRejected {
+		// HAProxy tracks the request first, then compares the rate
+		// including it against the limit.
+		d.Allowed = sw.fits(s.prev, s.cur, e)
+		s.cur++
+	} else if sw.fits(s.prev, s.cur, e) {
+		s.cur++
+		d.Allowed = true
+	}
+	// Remaining = floor(q - cur - prev*(w-e)/w); the weighted part may be
+	// huge for a penalised key, so compare before subtracting.
+	if pp := mulDivCeil(s.prev, sw.w-e, sw.w); pp < sw.q && s.cur < sw.q-pp {
+		d.Remaining = int(sw.q - pp - s.cur)
+	}
+	d.Reset = time.Duration(sw.w - e)
+	if !d.Allowed {
+		d.RetryAfter = time.Duration(sw.wait(s.prev, s.cur, e))
+	}
+	return d
+}

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// HeaderMode says which rate-limit fields a site sends.
+type HeaderMode uint8
+
+const (
+	// HeadersNone sends no rate-limit fields at all: a bare 429.
+	HeadersNone HeaderMode = iota
+	// HeadersRetryAfter sends Retry-After (delay-seconds) on 429 only.
+	HeadersRetryAfter
+	// HeadersXRateLimit sends X-RateLimit-Limit, -Remaining and -Reset on
+	// every limited-path response, and Retry-After on 429 unless
+	// Config.NoRetryAfter.
+	HeadersXRateLimit
+	// HeadersIETF sends RateLimit-Policy and RateLimit
+	// (draft-ietf-httpapi-ratelimit-headers) on every limited-path response,
+	// and Retry-After on 429 unless Config.NoRetryAfter.
+	HeadersIETF
+)
+
+var headerModeNames = [...]string{HeadersNone: "none", HeadersRetryAfter: "retry-after", HeadersXRateLimit: "x-ratelimit", HeadersIETF: "ietf"}
+
+// String returns the kebab-case name.
+func (m HeaderMode) String() string {
+	if int(m) < len(headerModeNames) {
+		return headerModeNames[m]
+	}
+	return fmt.Sprintf("headermode(%d)", uint8(m))
+}
+
+// ResetFormat says how X-RateLimit-Reset is written.
+type ResetFormat uint8
+
+const (
+	// ResetEpoch writes the Unix time in seconds at which the window ends
+	// (GitHub style), rounded up.
+	ResetEpoch ResetFormat = iota
+	// ResetDelta writes the seconds until the window ends (Reddit style),
+	// rounded up.
+	ResetDelta
+)
+
+// Canonical forms, set directly in the map to skip canonicalisation.
+const (
+	hRetryAfter  = "Retry-After"
+	hXRLLimit    = "X-Ratelimit-Limit"
+	hXRLRemain   = "X-Ratelimit-Remaining"
+	hXRLReset    = "X-Ratelimit-Reset"
+	hRateLimit   = "Ratelimit"
+	hRLPolicy    = "Ratelimit-Policy"
+	hContentType = "Content-Type"
+)
+
+// Shared, immutable value slices (cap = len, so an append copies).
+var (
+	ctText = []string{"text/plain; charset=utf-8"}[:1:1]
+	ctHTML = []string{"text/html; charset=UTF-8"}[:1:1]
+)
+
+// ceilSeconds rounds d up to whole seconds, so a client that waits the
+// advertised time is never early.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// hdrKey is everything a rendered header depends on, in the units written.
+type hdrKey struct {
+	limit, remaining int
+	reset, window    int64 // seconds as written (epoch or delta); 0 if unused
+	retry            int64 // Retry-After seconds; 0 = absent
+}
+
+// maxHeaderCache bounds the shared-header cache; it is emptied when full.
+const maxHeaderCache = 4096
+
+// headerLocked returns the header for decision d at now (ns). The numbers a
+// header carries repeat a lot (a few limits, remaining counts and whole
+// seconds), so rendered headers are cached and shared read-only, which
+// keeps Handle allocation-free in steady state.
+func (s *Site) headerLocked(d Decision, now int64) http.Header {
+	var k hdrKey
+	if !d.Allowed && (s.cfg.Headers == HeadersRetryAfter || !s.cfg.NoRetryAfter) {
+		k.retry = max(ceilSeconds(d.RetryAfter), 1)
+	}
+	switch s.cfg.Headers {
+	case HeadersNone:
+		return s.hPlain
+	case HeadersRetryAfter:
+		if d.Allowed {
+			return s.hPlain
+		}
+	case HeadersXRateLimit:
+		k.limit, k.remaining = d.Limit, d.Remaining
+		if s.cfg.ResetFormat == ResetDelta {
+			k.reset = ceilSeconds(d.Reset)
+		} else {
+			k.reset = ceilDivSigned(now+int64(d.Reset), int64(time.Second))
+		}
+	case HeadersIETF:
+		k.limit, k.remaining = d.Limit, d.Remaining
+		k.reset = ceilSeconds(d.Reset)
+		k.window = max(ceilSeconds(d.Window), 1)
+	}
+	if h := s.hCache[k]; h != nil {
+		return h
+	}
+	h := s.renderHeader(k)
+	if len(s.hCache) >= maxHeaderCache {
+		clear(s.hCache)
+	}
+	s.hCache[k] = h
+	return h
+}
+
+func (s *Site) renderHeader(k hdrKey) http.Header {
+	h := http.Header{hContentType: ctText}
+	itoa := func(v int64) []string { return []string{strconv.FormatInt(v, 10)} }
+	if k.retry > 0 {
+		h[hRetryAfter] = itoa(k.retry)
+	}
+	switch s.cfg.Headers {
+	case HeadersXRateLimit:
+		h[hXRLLimit] = itoa(int64(k.limit))
+		h[hXRLRemain] = itoa(int64(k.remaining))
+		h[hXRLReset] = itoa(k.reset)
+	case HeadersIETF:
+		name := `"` + s.cfg.PolicyName + `"`
+		h[hRLPolicy] = []string{name + ";q=" + strconv.Itoa(k.limit) + ";w=" + strconv.FormatInt(k.window, 10)}
+		h[hRateLimit] = []string{name + ";r=" + strconv.Itoa(k.remaining) + ";t=" + strconv.FormatInt(k.reset, 10)}
+	}
+	return h
+}
+
+// ceilDivSigned is ceil(a/b) for b > 0 and any a.
+func ceilDivSigned(a, b int64) int64 { return -floorDiv(-a, b) }
+
+// validPolicyName reports whether n can sit in a Structured Fields String
+// without escaping (printable ASCII, no quote or backslash).
+func validPolicyName(n string) bool {
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
