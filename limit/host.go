@@ -1,0 +1,652 @@
+package limit
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// lane is the state of one (host, exit) pair. It is kept small: an idle lane
+// costs about 200 bytes with its map entry and heap slot (see memstore's
+// TestIdleLaneBytes).
+type lane struct {
+	exit     string
+	idx      int32 // position in the host heap; -1 = not in it
+	inFlight int32
+	key      int64  // heap key: earliest time this lane may go
+	tat      int64  // GCRA theoretical arrival time
+	cool     int64  // 429 cooldown until
+	ban      int64  // Banned quarantine until
+	epAt     int64  // when the current 429 episode began
+	last     int64  // last acquire or release, for idle expiry
+	taken    uint64 // host sequence number of the last take: ties go to the least recently used
+	hot      bool   // the last take came within one interval of the lane becoming ready
+	bans     uint8
+	l        learner
+	q        *quota
+	c        laneCount
+}
+
+type laneCount struct{ req, ok, thr, err, ban, fail uint32 }
+
+// quota is what the server declared: limit per window, and what remains of
+// the current window. Rare, so it lives behind a pointer.
+type quota struct {
+	limit  float64 // declared requests per window; 0 = unknown
+	window int64
+	rem    float64 // remaining before reset; valid while now < reset
+	reset  int64
+	nextAt int64 // even pacing of rem over the rest of the window
+}
+
+func (q *quota) readyAt(now int64) int64 {
+	if q == nil || q.reset == 0 || now >= q.reset {
+		return 0
+	}
+	if q.rem < 1 {
+		return q.reset
+	}
+	return q.nextAt
+}
+
+func (q *quota) take(now int64) {
+	if q == nil || q.reset == 0 {
+		return
+	}
+	if now >= q.reset {
+		if q.limit <= 0 || q.window <= 0 {
+			q.reset = 0
+			return
+		}
+		// A new window of the declared size began; the next response
+		// corrects it.
+		for q.reset <= now {
+			q.reset += q.window
+		}
+		q.rem = q.limit
+	}
+	q.rem--
+	if q.rem >= 1 {
+		q.nextAt = now + (q.reset-now)/int64(q.rem+1)
+	} else {
+		q.nextAt = q.reset
+	}
+}
+
+// update applies a response's quota fields. inFlight is the number of this
+// scope's requests still out: they may not be counted in Remaining yet.
+func (q *quota) update(o *Outcome, now int64, inFlight int32) {
+	if o.Quota > 0 && o.Window > 0 {
+		q.limit, q.window = o.Quota, int64(o.Window)
+	}
+	if o.HasRemaining && o.ResetIn > 0 {
+		q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
+		q.reset = now + int64(o.ResetIn)
+		q.nextAt = now
+		if q.rem >= 1 {
+			q.nextAt = now + (q.reset-now)/int64(q.rem+1)
+		}
+	}
+}
+
+// HostState is all limiter state for one host: its lanes, its gates and its
+// learning. A Store keeps one per host and runs AcquireHost and ReleaseHost on
+// it atomically; it is not safe for concurrent use on its own.
+type HostState struct {
+	lanes   map[string]*lane
+	heap    []*lane
+	tickets map[uint64]ticketRec
+	seq     uint64
+
+	poolVer  uint64
+	cursor   int32
+	passDone bool
+
+	inFlight int32
+	last     int64
+	pause    int64 // shared not-before (busy, host-scoped Retry-After)
+	busyEps  int16
+	ceilTat  int64
+
+	scope   Scope
+	hinted  bool  // scope came from headers
+	scopeAt int64 // last evidence for a shared scope
+	aimd    float64
+	aimdTat int64
+	epAt    int64 // host-scoped 429 episode start
+	hostEps int16
+	ev      [8]scopeEv
+	evN     uint8
+	q       *quota // declared quota when the scope is shared
+
+	winAt    int64
+	winN     int32
+	sendRate float64
+
+	c Counters
+}
+
+type scopeEv struct {
+	exit string
+	at   int64
+}
+
+type ticketRec struct {
+	l                    *lane
+	at                   int64
+	laneIv, ceilIv, aiIv int64
+	quota, hostQuota     bool
+}
+
+// NewHostState returns empty state for one host.
+func NewHostState() *HostState {
+	return &HostState{lanes: make(map[string]*lane), tickets: make(map[uint64]ticketRec)}
+}
+
+// Idle reports whether h has nothing in flight and has not been used since
+// now-ttl, so a store may drop it.
+func (h *HostState) Idle(now time.Time, ttl time.Duration) bool {
+	return h.inFlight == 0 && now.UnixNano()-h.last > int64(ttl)
+}
+
+// Lanes is the number of lanes h holds.
+func (h *HostState) Lanes() int { return len(h.lanes) }
+
+// --- heap of lanes keyed by the time they may next go ---
+
+func (h *HostState) less(i, j int) bool {
+	a, b := h.heap[i], h.heap[j]
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return a.taken < b.taken
+}
+
+func (h *HostState) swap(i, j int) {
+	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
+	h.heap[i].idx, h.heap[j].idx = int32(i), int32(j)
+}
+
+func (h *HostState) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h *HostState) down(i int) bool {
+	i0, n := i, len(h.heap)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && h.less(j2, j) {
+			j = j2
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (h *HostState) push(l *lane) {
+	l.idx = int32(len(h.heap))
+	h.heap = append(h.heap, l)
+	h.up(int(l.idx))
+}
+
+func (h *HostState) remove(l *lane) {
+	i := int(l.idx)
+	if i < 0 {
+		return
+	}
+	n := len(h.heap) - 1
+	if i != n {
+		h.swap(i, n)
+	}
+	h.heap[n] = nil
+	h.heap = h.heap[:n]
+	l.idx = -1
+	if i != n && !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h *HostState) fix(l *lane) {
+	if l.idx < 0 {
+		return
+	}
+	if !h.down(int(l.idx)) {
+		h.up(int(l.idx))
+	}
+}
+
+// laneReady is the earliest instant l may send, from its own state alone.
+func (r *Rules) laneReady(l *lane) int64 {
+	t := max(l.tat-r.tau(&l.l), l.cool, l.ban)
+	if l.q != nil {
+		t = max(t, l.q.readyAt(l.last))
+	}
+	return t
+}
+
+func (r *Rules) rekey(h *HostState, l *lane) {
+	l.key = r.laneReady(l)
+	h.fix(l)
+}
+
+func (h *HostState) newLane(r *Rules, exit string, now int64) *lane {
+	l := &lane{exit: exit, idx: -1, last: now, l: learner{pace: r.First}}
+	l.key = r.laneReady(l)
+	h.lanes[exit] = l
+	h.push(l)
+	return l
+}
+
+func (h *HostState) dropLane(l *lane) {
+	h.remove(l)
+	delete(h.lanes, l.exit)
+	h.passDone = false
+}
+
+// ExitReadyFunc reports when an exit may next be used on any host (health,
+// quarantine, provider limits) and whether taking it needs a separate exit
+// operation (the exit has provider limits or is due a recovery probe).
+type ExitReadyFunc func(exit string, now int64) (ready int64, gated bool)
+
+// maxScan bounds the lanes one Acquire examines, so a decision stays O(log n)
+// in the pool size even when many exits are blocked.
+const maxScan = 32
+
+// AcquireHost decides whether one request to host h may go at req.Now and on
+// which lane, taking its tokens and slots if so. It is the host-level half of
+// Limiter.Acquire; a Store runs it atomically on one host's state.
+func AcquireHost(r *Rules, h *HostState, pool *Pool, req *AcquireRequest, exitReady ExitReadyFunc) AcquireResult {
+	now := req.Now.UnixNano()
+	h.last = now
+	if h.scope.shared() && !h.hinted && now-h.scopeAt > r.ScopeRevert {
+		h.scope = ScopeExit
+	}
+
+	// Host gates: shared pause, politeness ceiling, AIMD rate when the
+	// server limits host-wide.
+	gate := h.pause
+	if r.Ceiling > 0 {
+		gate = max(gate, h.ceilTat)
+	}
+	if h.scope.shared() {
+		gate = max(gate, h.aimdTat)
+		if h.q != nil {
+			gate = max(gate, h.q.readyAt(now))
+		}
+	}
+
+	var (
+		l      *lane
+		ready  int64
+		gated  bool
+		soonst int64 = math.MaxInt64
+	)
+	if pin := req.Want.Pin; pin != "" {
+		l = h.lanes[pin]
+		if l == nil {
+			l = h.newLane(r, pin, now)
+		}
+		er, g := exitReady(pin, now)
+		ready, gated = max(r.laneReady(l), er), g
+	} else {
+		l, ready, gated, soonst = h.pick(r, pool, req.Want.Avoid, now, exitReady)
+	}
+	if l == nil {
+		next := max(gate, soonst)
+		if soonst == math.MaxInt64 {
+			next = max(gate, now+r.Recheck)
+		}
+		return AcquireResult{Next: time.Unix(0, next)}
+	}
+	ready = max(ready, gate)
+	if h.inFlight >= int32(r.HostConc) {
+		ready = max(ready, now+r.Recheck)
+	}
+	if ready > now {
+		return AcquireResult{Next: time.Unix(0, ready)}
+	}
+
+	// Take: lane token, host ceiling, AIMD, quota and slots.
+	rec := ticketRec{l: l, at: now}
+	iv := r.interval(&l.l)
+	before := r.laneReady(l)
+	l.hot = now-before <= iv
+	l.tat = max(l.tat, now) + iv
+	rec.laneIv = iv
+	if l.q != nil && l.q.reset != 0 {
+		l.q.take(now)
+		rec.quota = true
+	}
+	if r.Ceiling > 0 {
+		rec.ceilIv = int64(1e9 / r.Ceiling)
+		h.ceilTat = max(h.ceilTat, now) + rec.ceilIv
+	}
+	if h.scope.shared() {
+		rec.aiIv = int64(1e9 / h.aimd)
+		h.aimdTat = max(h.aimdTat, now) + rec.aiIv
+		if h.q != nil && h.q.reset != 0 {
+			h.q.take(now)
+			rec.hostQuota = true
+		}
+	}
+	l.inFlight++
+	l.last = now
+	h.inFlight++
+	h.seq++
+	l.taken = h.seq
+	h.tickets[h.seq] = rec
+	if now-h.winAt >= int64(10*time.Second) {
+		if h.winAt != 0 {
+			h.sendRate = float64(h.winN) / secs(now-h.winAt)
+		}
+		h.winAt, h.winN = now, 0
+	}
+	h.winN++
+	r.rekey(h, l)
+	return AcquireResult{
+		OK:        true,
+		ExitGated: gated,
+		Ticket:    Ticket{Host: req.Host, Exit: l.exit, At: req.Now, Seq: h.seq},
+	}
+}
+
+// pick chooses the lane for an unpinned request: a never-used pool exit
+// first (it has been idle longest), else the heap's earliest lane. It returns
+// the lane and when it may go, or nil and the soonest time one might.
+func (h *HostState) pick(r *Rules, pool *Pool, avoid []string, now int64, exitReady ExitReadyFunc) (*lane, int64, bool, int64) {
+	if h.poolVer != pool.ver {
+		h.poolVer, h.cursor, h.passDone = pool.ver, 0, false
+	}
+	// Lazy cursor over pool exits this host has no lane for. Bounded steps
+	// per call; a full pass is amortised over many calls.
+	if !h.passDone && len(h.lanes) < pool.Len() {
+		for range maxScan {
+			if int(h.cursor) >= pool.Len() {
+				h.cursor, h.passDone = 0, true
+				break
+			}
+			id := pool.exits[h.cursor].ID
+			h.cursor++
+			if h.lanes[id] != nil || slices.Contains(avoid, id) {
+				continue
+			}
+			er, g := exitReady(id, now)
+			l := h.newLane(r, id, now)
+			if er <= now {
+				return l, now, g, 0
+			}
+			// Blocked everywhere for now: the lane waits in the heap.
+			l.key = er
+			h.fix(l)
+		}
+	}
+	var aside [maxScan]*lane
+	n := 0
+	defer func() {
+		for _, l := range aside[:n] {
+			h.push(l)
+		}
+	}()
+	for range maxScan + len(avoid) {
+		if len(h.heap) == 0 {
+			break
+		}
+		top := h.heap[0]
+		if top.inFlight == 0 {
+			if _, ok := pool.idx[top.exit]; !ok || now-top.last > r.IdleTTL {
+				// Gone from the pool, or idle past the TTL: forget it. A
+				// later pass of the cursor may bring the exit back fresh.
+				h.dropLane(top)
+				continue
+			}
+		}
+		if slices.Contains(avoid, top.exit) {
+			if n == len(aside) {
+				break
+			}
+			h.remove(top)
+			aside[n] = top
+			n++
+			continue
+		}
+		er, g := exitReady(top.exit, now)
+		if er > top.key {
+			// The exit is blocked everywhere (quarantine, provider limit):
+			// sink the lane until then instead of scanning it again.
+			top.key = er
+			h.fix(top)
+			continue
+		}
+		return top, top.key, g, 0
+	}
+	soon := int64(math.MaxInt64)
+	if len(h.heap) > 0 {
+		soon = h.heap[0].key
+	}
+	return nil, 0, false, soon
+}
+
+// ReleaseHost settles one ticket on host h: Done with req.Outcome, or Cancel.
+// It reports false when the ticket was unknown or already settled, so every
+// ticket releases its slots exactly once.
+func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
+	rec, ok := h.tickets[req.Ticket.Seq]
+	if !ok || rec.l.exit != req.Ticket.Exit {
+		return false
+	}
+	delete(h.tickets, req.Ticket.Seq)
+	now := req.Now.UnixNano()
+	l := rec.l
+	l.inFlight--
+	h.inFlight--
+	l.last, h.last = max(l.last, now), max(h.last, now)
+	o := &req.Outcome
+	if req.Cancel || o.Verdict == verdict.ProxyFailure {
+		// Never reached the server: give back exactly what was taken.
+		l.tat -= rec.laneIv
+		if rec.quota {
+			l.q.rem++
+		}
+		h.ceilTat -= rec.ceilIv
+		h.aimdTat -= rec.aiIv
+		if rec.hostQuota {
+			h.q.rem++
+		}
+		if req.Cancel {
+			h.c.Canceled++
+		} else {
+			h.c.Requests++
+			h.c.ProxyFailures++
+			l.c.fail++
+		}
+		r.settle(h, l)
+		return true
+	}
+	h.c.Requests++
+	l.c.req++
+	sent := rec.at
+	if !o.SentAt.IsZero() {
+		sent = o.SentAt.UnixNano()
+	}
+	if o.Scope != ScopeUnknown {
+		h.hinted = true
+		h.setScope(r, o.Scope, now)
+	}
+	switch o.Verdict {
+	case verdict.OK:
+		h.c.OK++
+		l.c.ok++
+		r.onOK(&l.l, now)
+		if h.scope.shared() {
+			h.hostEps = 0
+			h.aimd += r.HostInc
+			if r.Ceiling > 0 {
+				h.aimd = min(h.aimd, r.Ceiling)
+			}
+		}
+		h.busyEps = 0
+	case verdict.Throttled:
+		h.c.Throttled++
+		l.c.thr++
+		r.throttled(h, l, o, sent, now, req.Jitter)
+	case verdict.Busy:
+		h.c.Busy++
+		h.busyEps++
+		d := int64(o.RetryAfter)
+		if d <= 0 {
+			d = int64(FullJitter(req.Jitter, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.busyEps)-1))
+		}
+		if until := now + d; until > h.pause {
+			h.c.ThrottledNs += until - max(h.pause, now)
+			h.pause = until
+		}
+	case verdict.Retryable:
+		h.c.Errors++
+		l.c.err++
+	case verdict.Banned:
+		h.c.Banned++
+		l.c.ban++
+		if l.bans < 62 {
+			l.bans++
+		}
+		d := min(r.BanMax, r.BanBase<<min(l.bans-1, 30))
+		l.ban = max(l.ban, now+d)
+	default:
+		h.c.Fatal++
+	}
+	if (o.Quota > 0 && o.Window > 0) || (o.HasRemaining && o.ResetIn > 0) {
+		if h.scope.shared() {
+			if h.q == nil {
+				h.q = &quota{}
+			}
+			h.q.update(o, now, h.inFlight)
+		} else {
+			if l.q == nil {
+				l.q = &quota{}
+			}
+			l.q.update(o, now, l.inFlight)
+			if l.q.limit > 0 && r.Policy == Adaptive {
+				// A declared quota sets the capacity exactly.
+				l.l.pace = max(r.MinLane, l.q.limit/secs(l.q.window))
+				l.l.fixed = true
+			}
+		}
+	}
+	r.settle(h, l)
+	return true
+}
+
+func (r *Rules) settle(h *HostState, l *lane) {
+	if l.idx >= 0 {
+		r.rekey(h, l)
+	}
+}
+
+func (h *HostState) setScope(r *Rules, s Scope, now int64) {
+	if s.shared() && !h.scope.shared() {
+		// Control moves to the host: start the AIMD rate from what the
+		// host was actually sent, cut once.
+		base := h.sendRate
+		if base <= 0 {
+			base = r.First
+		}
+		h.aimd = max(r.HostMin, base*r.HostDec)
+		if r.Ceiling > 0 {
+			h.aimd = min(h.aimd, r.Ceiling)
+		}
+	}
+	if s.shared() {
+		h.scopeAt = now
+	}
+	h.scope = s
+}
+
+// throttled handles a 429 on lane l.
+func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u float64) {
+	if h.scope.shared() {
+		r.hostThrottled(h, o, sent, now, u)
+		return
+	}
+	if l.epAt != 0 && sent < l.epAt {
+		// Sent before this lane's episode began: the same event, already
+		// counted. Only a longer Retry-After is news.
+		if o.RetryAfter > 0 {
+			l.cool = max(l.cool, now+int64(o.RetryAfter))
+		}
+		return
+	}
+	l.epAt = now
+	if !l.hot {
+		// The lane was under its learned capacity: this 429 is evidence
+		// of a shared limit, not of this lane's size.
+		h.ev[h.evN%uint8(len(h.ev))] = scopeEv{exit: l.exit, at: now}
+		h.evN++
+		if h.countEvidence(now-r.ScopeSpan) >= r.ScopeLanes && !h.hinted {
+			h.setScope(r, ScopeHost, now)
+			r.hostThrottled(h, o, sent, now, u)
+			return
+		}
+		l.l.eps++
+		d := r.cooldown(&l.l, o.RetryAfter, u)
+		h.c.ThrottledNs += d
+		l.cool = now + d
+		return
+	}
+	if h.scope == ScopeUnknown {
+		h.scope = ScopeExit
+	}
+	r.on429(&l.l, now)
+	d := r.cooldown(&l.l, o.RetryAfter, u)
+	h.c.ThrottledNs += d
+	l.cool = now + d
+}
+
+func (h *HostState) countEvidence(since int64) int {
+	var seen [8]string
+	n := 0
+	for _, e := range h.ev {
+		if e.exit == "" || e.at < since || slices.Contains(seen[:n], e.exit) {
+			continue
+		}
+		seen[n] = e.exit
+		n++
+	}
+	return n
+}
+
+func (r *Rules) hostThrottled(h *HostState, o *Outcome, sent, now int64, u float64) {
+	if h.epAt != 0 && sent < h.epAt {
+		if o.RetryAfter > 0 {
+			h.pause = max(h.pause, now+int64(o.RetryAfter))
+		}
+		return
+	}
+	h.epAt = now
+	h.scopeAt = now
+	h.hostEps++
+	h.aimd = max(r.HostMin, h.aimd*r.HostDec)
+	d := int64(o.RetryAfter)
+	if d <= 0 {
+		d = int64(FullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.hostEps)-1))
+	}
+	if until := now + d; until > h.pause {
+		h.c.ThrottledNs += until - max(h.pause, now)
+		h.pause = until
+	}
+}

@@ -1,0 +1,145 @@
+package limit
+
+import "time"
+
+// learner is one lane's capacity estimate. All rates are requests per
+// second; all times are Unix nanoseconds. The methods are the learning rules
+// the package doc describes; they are pure functions of the state, the rules
+// and the instant, so a store in another language can be checked against
+// the same tables.
+type learner struct {
+	pace    float64 // current even-spacing rate
+	hi      float64 // ceiling estimate: lowest pace that drew a 429; 0 = none seen
+	lo      float64 // floor: proven lower bound on the server's sustained rate; 0 = none
+	cumAt   int64   // first 429 of the current series: the server's bucket was empty then
+	runAt   int64   // start of the current run of successes
+	quietAt int64   // last 429 or last ceiling drift
+	cumN    int32   // successes since cumAt
+	runN    int32   // successes in the current run
+	streak  int32   // consecutive successes (article policy)
+	eps     int16   // consecutive 429 episodes, for backoff
+	fixed   bool    // a declared quota set the pace; do not probe
+}
+
+func secs(ns int64) float64 { return float64(ns) / 1e9 }
+
+// onOK applies one success at now.
+func (r *Rules) onOK(l *learner, now int64) {
+	l.eps = 0
+	if r.Policy == ArticlePerExit {
+		// Article: after 100 consecutive successes grow 25% toward the
+		// default, never above it.
+		l.streak++
+		if l.streak >= 100 {
+			l.streak = 0
+			l.pace = min(r.First, l.pace*1.25)
+		}
+		return
+	}
+	if l.cumAt != 0 {
+		l.cumN++
+	}
+	if l.runAt == 0 {
+		l.runAt, l.runN = now, 0
+	}
+	l.runN++
+	if int(l.runN) < r.RunLength {
+		return
+	}
+	el := now - l.runAt
+	// A run only proves something if the lane was sending at its pace: a
+	// lane that idles is never pushed back and must not creep upward.
+	saturated := el > 0 && float64(l.runN-1)/secs(el) >= 0.8*l.pace
+	l.runAt, l.runN = now, 1
+	if !saturated || l.fixed {
+		return
+	}
+	if l.hi == 0 {
+		// Nothing has pushed back yet: probe multiplicatively.
+		l.pace = min(r.MaxLane, l.pace*r.ProbeUp)
+		return
+	}
+	limit := r.Settle * l.hi
+	if l.pace >= limit*0.999 {
+		// Settled. Limits change: after a long quiet time let the ceiling
+		// drift up a little so the lane re-probes.
+		if now-l.quietAt < r.Reprobe {
+			return
+		}
+		l.hi *= 1 + r.Creep
+		l.quietAt = now
+		limit = r.Settle * l.hi
+	}
+	// Close half the gap to the settle point, at least Creep per run.
+	l.pace = min(r.MaxLane, limit, max(l.pace*(1+r.Creep), (l.pace+limit)/2))
+}
+
+// on429 applies the first 429 of an episode at now.
+func (r *Rules) on429(l *learner, now int64) {
+	l.eps++
+	l.streak = 0
+	l.runAt, l.runN = 0, 0
+	l.quietAt = now
+	if r.Policy == ArticlePerExit {
+		l.pace = max(r.MinLane, l.pace*0.5)
+		return
+	}
+	x := l.pace
+	if l.hi == 0 || x < l.hi {
+		l.hi = x
+	}
+	if l.lo >= l.hi {
+		// Pushed back below what we had proven: the limit moved. Forget.
+		l.lo, l.cumAt = 0, 0
+	}
+	if l.cumAt != 0 {
+		// The bucket was empty at cumAt and is empty now, so the server
+		// refilled at least cumN-1 tokens in between, whatever its burst.
+		if el := now - l.cumAt; el > 0 && l.cumN > 1 {
+			if b := float64(l.cumN-1) / secs(el); b < l.hi {
+				l.lo = max(l.lo, b)
+			}
+		}
+	} else {
+		l.cumAt, l.cumN = now, 0
+	}
+	p := l.hi * r.Decrease
+	if l.lo > 0 {
+		p = min(r.Settle*l.hi, max(r.Settle*l.lo, p))
+	}
+	l.pace = max(r.MinLane, p)
+}
+
+// cooldown is how long a lane rests after the first 429 of an episode, given
+// the server's Retry-After (0 = none) and a uniform u in [0,1).
+func (r *Rules) cooldown(l *learner, retryAfter time.Duration, u float64) int64 {
+	if retryAfter > 0 {
+		return int64(retryAfter)
+	}
+	d := int64(FullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(l.eps)-1))
+	if r.Policy == Adaptive {
+		// At least two intervals at the new pace, so the server's bucket
+		// holds a token again even if it also charged the rejected request.
+		d = max(d, 2*r.interval(l))
+	}
+	return d
+}
+
+// interval is the even spacing at the lane's pace, in ns.
+func (r *Rules) interval(l *learner) int64 {
+	if l.pace <= 0 {
+		return int64(time.Hour)
+	}
+	return int64(1e9 / l.pace)
+}
+
+// tau is the GCRA burst tolerance: how far ahead of its schedule a lane may
+// send. The article refills a full bucket of capacity per minute; the
+// adaptive policy allows LaneBurst back-to-back requests.
+func (r *Rules) tau(l *learner) int64 {
+	b := r.LaneBurst
+	if r.Policy == ArticlePerExit {
+		b = max(1, l.pace*60)
+	}
+	return int64((b - 1) * float64(r.interval(l)))
+}

@@ -1,0 +1,158 @@
+package limit
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func testRules(t *testing.T, c Config) *Rules {
+	t.Helper()
+	r, err := c.rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func perMin(hz float64) float64 { return math.Round(hz*60*1000) / 1000 }
+
+var at0 = time.Unix(1_800_000_000, 0).UnixNano()
+
+func sec(s float64) int64 { return at0 + int64(s*1e9) }
+
+// TestOn429 tabulates the adaptive rule after the first 429 of an episode.
+func TestOn429(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name         string
+		in           learner
+		now          int64
+		pace, hi, lo float64 // per minute
+	}{
+		{"first 429: ceiling=pace, cut by Decrease", learner{pace: 0.5}, sec(30), 21, 30, 0},
+		{"second 429: floor from successes between, settle", learner{pace: 0.35, hi: 0.5, cumAt: sec(0), cumN: 11}, sec(60), 14.7, 21, 10},
+		{"floor bounds the cut", learner{pace: 0.2, hi: 0.25, cumAt: sec(0), cumN: 101}, sec(600), 9.7, 12, 10},
+		{"pushed below the floor: forget it", learner{pace: 0.1, hi: 0.5, lo: 0.15, cumAt: sec(0), cumN: 50}, sec(600), 4.2, 6, 0},
+		{"rate floor", learner{pace: 1.0 / 60}, sec(1), 1, 1, 0},
+	} {
+		l := tc.in
+		r.on429(&l, tc.now)
+		if perMin(l.pace) != tc.pace || perMin(l.hi) != tc.hi || perMin(l.lo) != tc.lo {
+			t.Errorf("%s: on429(%+v) = pace %v hi %v lo %v /min, want %v %v %v",
+				tc.name, tc.in, perMin(l.pace), perMin(l.hi), perMin(l.lo), tc.pace, tc.hi, tc.lo)
+		}
+	}
+}
+
+// TestOnOK tabulates the adaptive rule at the end of a run of successes.
+func TestOnOK(t *testing.T) {
+	r := testRules(t, Config{})
+	run := func(pace float64) learner { // 19 successes so far, evenly at pace
+		return learner{pace: pace, runAt: sec(0), runN: 19}
+	}
+	for _, tc := range []struct {
+		name string
+		in   learner
+		now  int64
+		pace float64 // per minute
+	}{
+		{"saturated, nothing pushed back: probe x1.25", run(0.5), sec(38), 37.5},
+		{"idle lane proves nothing", run(0.5), sec(380), 30},
+		{"below ceiling: half the gap", func() learner { l := run(0.5); l.hi = 1; return l }(), sec(38), 44.1},
+		{"near ceiling: settle at 97%", func() learner { l := run(0.96); l.hi = 1; l.quietAt = sec(0); return l }(), sec(19.8), 58.2},
+		{"settled: hold", func() learner { l := run(0.97); l.hi = 1; l.quietAt = sec(0); return l }(), sec(19.6), 58.2},
+		{"settled long: ceiling drifts up", func() learner { l := run(0.97); l.hi = 1; l.quietAt = sec(-3600); return l }(), sec(19.6), 59.364},
+		{"declared quota: fixed", func() learner { l := run(0.5); l.fixed = true; return l }(), sec(38), 30},
+	} {
+		l := tc.in
+		r.onOK(&l, tc.now)
+		if got := perMin(l.pace); got != tc.pace {
+			t.Errorf("%s: onOK = pace %v/min, want %v", tc.name, got, tc.pace)
+		}
+	}
+}
+
+// TestArticleRules: halve with a 2/min floor; +25% toward the first guess
+// after 100 successes, never above it.
+func TestArticleRules(t *testing.T) {
+	r := testRules(t, Config{Policy: ArticlePerExit})
+	l := learner{pace: 0.5}
+	var got []float64
+	for range 5 {
+		r.on429(&l, sec(0))
+		got = append(got, perMin(l.pace))
+	}
+	if want := []float64{15, 7.5, 3.75, 2, 2}; !equal(got, want) {
+		t.Errorf("article halvings = %v, want %v", got, want)
+	}
+	for range 99 {
+		r.onOK(&l, sec(1))
+	}
+	if perMin(l.pace) != 2 {
+		t.Errorf("after 99 successes pace %v/min, want 2", perMin(l.pace))
+	}
+	r.onOK(&l, sec(1))
+	if perMin(l.pace) != 2.5 {
+		t.Errorf("after 100 successes pace %v/min, want 2.5", perMin(l.pace))
+	}
+	l.pace = 0.45
+	for range 100 {
+		r.onOK(&l, sec(1))
+	}
+	if perMin(l.pace) != 30 {
+		t.Errorf("growth capped at %v/min, want the first guess 30", perMin(l.pace))
+	}
+}
+
+func equal(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCooldown(t *testing.T) {
+	r := testRules(t, Config{})
+	l := learner{pace: 0.5, eps: 1}
+	for _, tc := range []struct {
+		ra   time.Duration
+		u    float64
+		eps  int16
+		want time.Duration
+	}{
+		{30 * time.Second, 0.5, 1, 30 * time.Second},             // Retry-After wins
+		{0, 0.5, 1, 4 * time.Second},                             // two intervals at 30/min beat 0.5s jitter
+		{0, 0.5, 4, 4 * time.Second},                             // 0.5 * 8s = 4s
+		{0, 0.99, 8, time.Duration(0.99 * float64(time.Minute))}, // capped at 60s
+	} {
+		l.eps = tc.eps
+		if got := time.Duration(r.cooldown(&l, tc.ra, tc.u)); got != tc.want {
+			t.Errorf("cooldown(ra=%v, u=%v, eps=%d) = %v, want %v", tc.ra, tc.u, tc.eps, got, tc.want)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, c := range []Config{
+		{Settle: 1.5},
+		{FirstGuess: PerMinute(1), MinLaneRate: PerMinute(5)},
+		{HostConcurrency: -1},
+		{BackoffBase: time.Minute, BackoffCap: time.Second},
+		{Policy: 9},
+		{FirstGuess: Rate{N: math.Inf(1)}},
+	} {
+		if _, err := c.rules(); err == nil {
+			t.Errorf("rules(%+v) = nil error, want ErrConfig", c)
+		}
+	}
+	r := testRules(t, Config{})
+	if r.First != 0.5 || r.HostConc != 32 || r.MaxInFlight != 256 || r.Settle != 0.97 {
+		t.Errorf("defaults %+v", r)
+	}
+}

@@ -1,0 +1,434 @@
+// Package limittest is a conformance suite for limit.Store implementations,
+// in the style of testing/fstest: every store (memstore, a Redis store) runs
+// TestStore from its own tests and must behave exactly like the reference
+// math in package limit.
+package limittest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+func exits(n int) []limit.Exit {
+	es := make([]limit.Exit, n)
+	for i := range es {
+		es[i].ID = fmt.Sprintf("x%02d", i)
+	}
+	return es
+}
+
+func newLimiter(t *testing.T, newStore func(t *testing.T) limit.Store, cfg limit.Config, n int) *limit.Limiter {
+	t.Helper()
+	cfg.Rand = rand.New(rand.NewPCG(7, 7))
+	l, err := limit.New(cfg, newStore(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	l.SetExits(exits(n))
+	return l
+}
+
+func acquire(t *testing.T, l *limit.Limiter, host string, w limit.Want, now time.Time) (limit.Ticket, bool, time.Time) {
+	t.Helper()
+	tk, ok, next, err := l.Acquire(host, w, now)
+	if err != nil {
+		t.Fatalf("Acquire(%q, %+v, %v) error %v", host, w, now, err)
+	}
+	return tk, ok, next
+}
+
+func laneOf(s limit.Snapshot, host, exit string) (limit.LaneSnapshot, bool) {
+	for _, h := range s.Hosts {
+		if h.Host != host {
+			continue
+		}
+		for _, ln := range h.Lanes {
+			if ln.Exit == exit {
+				return ln, true
+			}
+		}
+	}
+	return limit.LaneSnapshot{}, false
+}
+
+func hostOf(s limit.Snapshot, host string) limit.HostSnapshot {
+	for _, h := range s.Hosts {
+		if h.Host == host {
+			return h
+		}
+	}
+	return limit.HostSnapshot{}
+}
+
+// saturate sends ok requests on (host, exit) at its pace, each answered at
+// once, then one that draws a 429; it returns the time of the 429.
+func saturate(t *testing.T, l *limit.Limiter, host, exit string, now time.Time, ok int) time.Time {
+	t.Helper()
+	for i := 0; i <= ok; i++ {
+		tk, got, next := acquire(t, l, host, limit.Want{Pin: exit}, now)
+		if !got {
+			now = next
+			if tk, got, _ = acquire(t, l, host, limit.Want{Pin: exit}, now); !got {
+				t.Fatalf("Acquire(%s, %s) at its reported next %v not ok", host, exit, next)
+			}
+		}
+		o := limit.Outcome{}
+		if i == ok {
+			o.Verdict = verdict.Throttled
+		}
+		l.Done(tk, o, now)
+	}
+	return now
+}
+
+// TestStore runs the conformance suite against stores made by newStore; each
+// subtest gets a fresh store.
+func TestStore(t *testing.T, newStore func(t *testing.T) limit.Store) {
+	t.Run("SpreadsOverExits", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 5)
+		seen := map[string]int{}
+		for i := range 5 {
+			tk, ok, _ := acquire(t, l, "h", limit.Want{}, t0)
+			if !ok {
+				t.Fatalf("Acquire #%d at t0 not ok; 5 fresh exits should each go once", i)
+			}
+			seen[tk.Exit]++
+		}
+		if len(seen) != 5 {
+			t.Errorf("5 acquires used exits %v, want all 5 once", seen)
+		}
+		_, ok, next := acquire(t, l, "h", limit.Want{}, t0)
+		if ok {
+			t.Fatalf("sixth Acquire at t0 ok; every lane is paced at 30/min")
+		}
+		if want := t0.Add(2 * time.Second); !next.Equal(want) {
+			t.Errorf("next = %v, want %v (one interval at 30/min)", next.Sub(t0), want.Sub(t0))
+		}
+		if _, ok, _ := acquire(t, l, "h", limit.Want{}, next); !ok {
+			t.Errorf("Acquire at next=%v not ok", next.Sub(t0))
+		}
+	})
+	t.Run("LeastRecentlyUsedFirst", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 3)
+		var order []string
+		now := t0
+		for range 9 {
+			tk, ok, next := acquire(t, l, "h", limit.Want{}, now)
+			if !ok {
+				now = next
+				tk, ok, _ = acquire(t, l, "h", limit.Want{}, now)
+				if !ok {
+					t.Fatalf("Acquire at reported next %v not ok", next)
+				}
+			}
+			order = append(order, tk.Exit)
+			l.Done(tk, limit.Outcome{}, now)
+		}
+		for i := 3; i < len(order); i++ {
+			if order[i] != order[i-3] {
+				t.Fatalf("exit order %v, want round robin (idle longest first)", order)
+			}
+		}
+	})
+	t.Run("PinWaits", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 3)
+		pin := limit.Want{Pin: "x01"}
+		tk, ok, _ := acquire(t, l, "h", pin, t0)
+		if !ok || tk.Exit != "x01" {
+			t.Fatalf("pinned Acquire = %v %v, want x01", tk.Exit, ok)
+		}
+		_, ok, next := acquire(t, l, "h", pin, t0.Add(time.Second))
+		if ok || !next.Equal(t0.Add(2*time.Second)) {
+			t.Errorf("second pinned Acquire ok=%v next=%v, want wait until +2s, never switch", ok, next.Sub(t0))
+		}
+		if _, _, _, err := l.Acquire("h", limit.Want{Pin: "nope"}, t0); err == nil {
+			t.Errorf("Acquire pinned to unknown exit: nil error, want ErrUnknownExit")
+		}
+	})
+	t.Run("Avoid", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 3)
+		for range 2 {
+			tk, ok, _ := acquire(t, l, "h", limit.Want{Avoid: []string{"x00"}}, t0)
+			if !ok || tk.Exit == "x00" {
+				t.Fatalf("Acquire avoiding x00 = %q ok=%v", tk.Exit, ok)
+			}
+		}
+		if _, ok, _ := acquire(t, l, "h", limit.Want{Avoid: []string{"x00"}}, t0); ok {
+			t.Errorf("third Acquire avoiding x00 ok; only x00 is ready")
+		}
+	})
+	t.Run("CancelGivesBackExactly", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{HostCeiling: limit.PerSecond(1)}, 1)
+		for i := range 50 {
+			tk, ok, _ := acquire(t, l, "h", limit.Want{}, t0)
+			if !ok {
+				t.Fatalf("Acquire #%d after %d cancels not ok: a cancel leaked a token", i, i)
+			}
+			l.Cancel(tk, t0)
+			l.Cancel(tk, t0) // twice: must be ignored
+		}
+		s := l.Snapshot(t0)
+		if s.InFlight != 0 || hostOf(s, "h").InFlight != 0 {
+			t.Errorf("in flight after cancels: limiter %d host %d, want 0", s.InFlight, hostOf(s, "h").InFlight)
+		}
+		tk, ok, _ := acquire(t, l, "h", limit.Want{}, t0)
+		if !ok {
+			t.Fatal("Acquire after cancels not ok")
+		}
+		l.Done(tk, limit.Outcome{}, t0)
+		l.Done(tk, limit.Outcome{}, t0)
+		if c := hostOf(l.Snapshot(t0), "h").Counters; c.Requests != 1 || c.Canceled != 50 {
+			t.Errorf("counters %+v, want 1 request and 50 cancels", c)
+		}
+	})
+	t.Run("HostConcurrency", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{HostConcurrency: 2, MaxInFlight: 3}, 10)
+		a, _, _ := acquire(t, l, "a", limit.Want{}, t0)
+		acquire(t, l, "a", limit.Want{}, t0)
+		if _, ok, next := acquire(t, l, "a", limit.Want{}, t0); ok || !next.After(t0) {
+			t.Errorf("third in-flight Acquire on host a ok=%v next=%v, want refused with a recheck time", ok, next)
+		}
+		acquire(t, l, "b", limit.Want{}, t0)
+		if _, ok, _ := acquire(t, l, "c", limit.Want{}, t0); ok {
+			t.Errorf("fourth in-flight Acquire overall ok, MaxInFlight is 3")
+		}
+		l.Done(a, limit.Outcome{}, t0)
+		if _, ok, _ := acquire(t, l, "a", limit.Want{}, t0); !ok {
+			t.Errorf("Acquire after Done not ok")
+		}
+	})
+	t.Run("HostCeiling", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{HostCeiling: limit.PerSecond(2)}, 100)
+		n := 0
+		for ms := 0; ms < 10_000; ms += 10 {
+			now := t0.Add(time.Duration(ms) * time.Millisecond)
+			for {
+				tk, ok, _ := acquire(t, l, "h", limit.Want{}, now)
+				if !ok {
+					break
+				}
+				n++
+				l.Done(tk, limit.Outcome{}, now)
+			}
+		}
+		if n < 19 || n > 21 {
+			t.Errorf("%d requests in 10s under a 2/s ceiling over 100 exits, want 20", n)
+		}
+	})
+	t.Run("ThrottleCooldownAndFold", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 1)
+		var tks []limit.Ticket
+		now := t0
+		for range 3 {
+			tk, ok, next := acquire(t, l, "h", limit.Want{}, now)
+			if !ok {
+				now = next
+				tk, _, _ = acquire(t, l, "h", limit.Want{}, now)
+			}
+			tks = append(tks, tk)
+		}
+		resp := now.Add(100 * time.Millisecond)
+		for _, tk := range tks {
+			l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: 30 * time.Second}, resp)
+		}
+		ln, _ := laneOf(l.Snapshot(resp), "h", "x00")
+		if ln.Throttled != 3 {
+			t.Errorf("lane throttled count %d, want 3", ln.Throttled)
+		}
+		if want := limit.PerMinute(21); ln.Rate != want {
+			t.Errorf("lane rate after one 429 burst %v, want %v (one episode: 30*0.7)", ln.Rate, want)
+		}
+		if !ln.CooldownUntil.Equal(resp.Add(30 * time.Second).UTC()) {
+			t.Errorf("cooldown until %v, want Retry-After 30s after %v", ln.CooldownUntil, resp)
+		}
+		if _, ok, next := acquire(t, l, "h", limit.Want{}, resp.Add(time.Second)); ok || next.Before(resp.Add(30*time.Second)) {
+			t.Errorf("Acquire during cooldown ok=%v next=%v", ok, next)
+		}
+	})
+	t.Run("ProxyFailureQuarantinesExit", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{QuarantineBase: 10 * time.Second}, 2)
+		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, t0)
+		l.Done(tk, limit.Outcome{Verdict: verdict.ProxyFailure}, t0)
+		for _, host := range []string{"a", "b"} {
+			tk, ok, _ := acquire(t, l, host, limit.Want{}, t0.Add(time.Second))
+			if !ok || tk.Exit != "x01" {
+				t.Errorf("Acquire on %s during quarantine = %q ok=%v, want x01", host, tk.Exit, ok)
+			}
+		}
+		_, ok, next := acquire(t, l, "b", limit.Want{Pin: "x00"}, t0.Add(time.Second))
+		if ok || !next.Equal(t0.Add(10*time.Second)) {
+			t.Errorf("pinned to quarantined exit ok=%v next=%v, want wait until +10s", ok, next.Sub(t0))
+		}
+		at := t0.Add(10 * time.Second)
+		probe, ok, _ := acquire(t, l, "b", limit.Want{Pin: "x00"}, at)
+		if !ok || !probe.Probe {
+			t.Fatalf("after quarantine: ok=%v probe=%v, want one probe", ok, probe.Probe)
+		}
+		if _, ok, _ := acquire(t, l, "c", limit.Want{Pin: "x00"}, at); ok {
+			t.Errorf("second request while the probe is out ok, want only one probe")
+		}
+		l.Done(probe, limit.Outcome{Verdict: verdict.ProxyFailure}, at)
+		var ex limit.ExitSnapshot
+		for _, e := range l.Snapshot(at).Exits {
+			if e.ID == "x00" {
+				ex = e
+			}
+		}
+		if ex.Healthy || !ex.QuarantinedUntil.Equal(at.Add(20*time.Second).UTC()) {
+			t.Errorf("after failed probe: %+v, want quarantine doubled to 20s", ex)
+		}
+		at = at.Add(20 * time.Second)
+		probe, ok, _ = acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+		if !ok || !probe.Probe {
+			t.Fatalf("second probe ok=%v probe=%v", ok, probe.Probe)
+		}
+		l.Done(probe, limit.Outcome{}, at)
+		if tk, ok, _ := acquire(t, l, "c", limit.Want{Pin: "x00"}, at); !ok || tk.Probe {
+			t.Errorf("after good probe ok=%v probe=%v, want healthy", ok, tk.Probe)
+		}
+	})
+	t.Run("BannedLaneOnly", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 2)
+		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, t0)
+		l.Done(tk, limit.Outcome{Verdict: verdict.Banned}, t0)
+		at := t0.Add(time.Minute)
+		if _, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at); ok {
+			t.Errorf("banned lane (a, x00) went a minute later")
+		}
+		if _, ok, _ := acquire(t, l, "b", limit.Want{Pin: "x00"}, at); !ok {
+			t.Errorf("exit x00 refused on host b: a ban is per lane")
+		}
+	})
+	t.Run("ProviderLimits", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 0)
+		l.SetExits([]limit.Exit{{ID: "p", Rate: limit.PerSecond(1), Concurrency: 1}})
+		tk, ok, _ := acquire(t, l, "a", limit.Want{}, t0)
+		if !ok || !tk.ExitHeld {
+			t.Fatalf("first Acquire ok=%v held=%v", ok, tk.ExitHeld)
+		}
+		if _, ok, _ := acquire(t, l, "b", limit.Want{}, t0.Add(2*time.Second)); ok {
+			t.Errorf("second host went while the exit's one slot is held")
+		}
+		l.Done(tk, limit.Outcome{}, t0.Add(2*time.Second))
+		// A lane blocked by a concurrency cap is rechecked after Recheck (20ms).
+		if _, ok, _ := acquire(t, l, "b", limit.Want{}, t0.Add(2050*time.Millisecond)); !ok {
+			t.Errorf("other host refused after the slot was released")
+		}
+		if _, ok, _ := acquire(t, l, "c", limit.Want{}, t0.Add(2100*time.Millisecond)); ok {
+			t.Errorf("exit rate 1/s across hosts exceeded")
+		}
+	})
+	t.Run("ScopeInference", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 6)
+		now := t0
+		for i := range 3 {
+			tk, ok, _ := acquire(t, l, "site", limit.Want{}, now)
+			if !ok {
+				t.Fatalf("Acquire %d not ok", i)
+			}
+			l.Done(tk, limit.Outcome{Verdict: verdict.Throttled}, now.Add(50*time.Millisecond))
+			now = now.Add(time.Second)
+		}
+		h := hostOf(l.Snapshot(now), "site")
+		if h.Scope != limit.ScopeHost || h.Rate.IsZero() {
+			t.Errorf("after 429s on 3 idle lanes: scope %v rate %v, want host with an AIMD rate", h.Scope, h.Rate)
+		}
+		for _, ln := range h.Lanes {
+			if ln.Rate != limit.PerMinute(30) {
+				t.Errorf("lane %s rate %v, want untouched 30/min under a host-wide limit", ln.Exit, ln.Rate)
+			}
+		}
+		// A per-IP host: 429s stay on one saturated lane.
+		l2 := newLimiter(t, newStore, limit.Config{}, 1)
+		saturate(t, l2, "ip", "x00", t0, 3)
+		if s := hostOf(l2.Snapshot(t0), "ip").Scope; s != limit.ScopeExit {
+			t.Errorf("429 on one saturated lane: scope %v, want exit", s)
+		}
+		// A header hint decides at once.
+		tk, _, _ := acquire(t, l2, "api", limit.Want{}, t0)
+		l2.Done(tk, limit.Outcome{Scope: limit.ScopeCredential}, t0)
+		if s := hostOf(l2.Snapshot(t0), "api"); s.Scope != limit.ScopeCredential || !s.ScopeHinted {
+			t.Errorf("hinted scope %v hinted=%v, want credential", s.Scope, s.ScopeHinted)
+		}
+	})
+	t.Run("EarlyWarning", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{}, 4)
+		now := t0
+		for i := range 4 {
+			tk, _, _ := acquire(t, l, "h", limit.Want{Pin: fmt.Sprintf("x%02d", i)}, now)
+			l.Done(tk, limit.Outcome{}, now)
+		}
+		for range 3 { // three episodes on a saturated x03: 30 -> 21 -> ...
+			now = saturate(t, l, "h", "x03", now, 2)
+		}
+		s := l.Snapshot(now)
+		var warned []string
+		for _, e := range s.Exits {
+			if len(e.Warnings) > 0 {
+				warned = append(warned, e.ID)
+			}
+		}
+		if !slices.Equal(warned, []string{"x03"}) {
+			t.Errorf("exits with early warnings %v, want [x03]", warned)
+		}
+	})
+	t.Run("Expiry", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{IdleTTL: time.Minute}, 2)
+		tk, _, _ := acquire(t, l, "old", limit.Want{}, t0)
+		l.Done(tk, limit.Outcome{}, t0)
+		later := t0.Add(10 * time.Minute)
+		acquire(t, l, "new", limit.Want{}, later)
+		for _, h := range l.Snapshot(later).Hosts {
+			if h.Host == "old" {
+				t.Errorf("host idle for 10x IdleTTL still held")
+			}
+		}
+	})
+	t.Run("Concurrent", func(t *testing.T) {
+		l := newLimiter(t, newStore, limit.Config{HostConcurrency: 8, MaxInFlight: 16}, 50)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 500 {
+					now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+					host := fmt.Sprintf("h%d", (g+i)%3)
+					tk, ok, _, err := l.Acquire(host, limit.Want{}, now)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !ok {
+						continue
+					}
+					switch i % 3 {
+					case 0:
+						l.Cancel(tk, now)
+					case 1:
+						l.Done(tk, limit.Outcome{Verdict: verdict.Throttled}, now)
+					default:
+						l.Done(tk, limit.Outcome{}, now)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		s := l.Snapshot(t0)
+		if s.InFlight != 0 {
+			t.Errorf("in flight after all settled: %d, want 0", s.InFlight)
+		}
+		for _, h := range s.Hosts {
+			if h.InFlight != 0 {
+				t.Errorf("host %s in flight %d, want 0", h.Host, h.InFlight)
+			}
+		}
+	})
+}

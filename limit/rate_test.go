@@ -1,0 +1,61 @@
+package limit
+
+import (
+	"testing"
+	"time"
+)
+
+var rateTests = []struct {
+	in   string
+	want Rate
+	str  string
+}{
+	{"30/min", Rate{30, time.Minute}, "30/min"},
+	{"30/m", Rate{30, time.Minute}, "30/min"},
+	{"5/s", Rate{5, time.Second}, "5/s"},
+	{"5", Rate{5, time.Second}, "5/s"},
+	{"100/h", Rate{100, time.Hour}, "100/h"},
+	{"7/2s", Rate{7, 2 * time.Second}, "7/2s"},
+	{"0.5/s", Rate{0.5, time.Second}, "0.5/s"},
+	{"0", Rate{}, "0"},
+}
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range rateTests {
+		got, err := ParseRate(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRate(%q) = %v, %v, want %v", tc.in, got, err, tc.want)
+		}
+		if s := got.String(); s != tc.str {
+			t.Errorf("ParseRate(%q).String() = %q, want %q", tc.in, s, tc.str)
+		}
+	}
+	for _, bad := range []string{"x/min", "-1/s", "5/fortnight", "5/-1s", "NaN/s", "/"} {
+		if r, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) = %v, nil, want error", bad, r)
+		}
+	}
+	if hz := PerMinute(30).Hz(); hz != 0.5 {
+		t.Errorf("PerMinute(30).Hz() = %v, want 0.5", hz)
+	}
+	if iv := PerMinute(30).Interval(); iv != 2*time.Second {
+		t.Errorf("PerMinute(30).Interval() = %v, want 2s", iv)
+	}
+}
+
+func FuzzParseRate(f *testing.F) {
+	for _, tc := range rateTests {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate(s)
+		if err != nil {
+			return
+		}
+		// What parses must print and parse back to the same rate.
+		back, err := ParseRate(r.String())
+		if err != nil || back.Hz() != r.Hz() && (back.Hz()-r.Hz())/r.Hz() > 1e-9 {
+			t.Errorf("ParseRate(%q) = %v; re-parse of %q = %v, %v", s, r, r.String(), back, err)
+		}
+	})
+}

@@ -1,0 +1,174 @@
+package limit
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// Errors returned by the Limiter; callers branch on them with errors.Is.
+var (
+	// ErrNoExits: Acquire was called before SetExits gave a non-empty pool.
+	ErrNoExits = errors.New("limit: no exits in the pool")
+	// ErrUnknownExit: Want.Pin names an exit that is not in the pool.
+	ErrUnknownExit = errors.New("limit: pinned exit not in the pool")
+	// ErrNoHost: the host key is empty.
+	ErrNoHost = errors.New("limit: empty host")
+)
+
+// Exit is one identity a server sees (a proxy, a sticky session, a source
+// address) with optional provider limits that apply across all hosts.
+type Exit struct {
+	ID          string // unique key; the resolved exit IP when known
+	Rate        Rate   // provider rate limit across hosts; zero = none
+	Concurrency int    // provider in-flight cap across hosts; 0 = none
+}
+
+func (e Exit) gated() bool { return e.Rate.N > 0 || e.Concurrency > 0 }
+
+// Want says which exits an Acquire may use.
+type Want struct {
+	// Pin is a sticky exit: wait for it, never switch. Empty = any exit.
+	Pin string
+	// Avoid lists exits not to use for this request (e.g. just throttled).
+	Avoid []string
+}
+
+// Ticket is permission for one request: to Host, through Exit. It is a small
+// value; pass it back to Done or Cancel exactly once (extra calls are ignored).
+type Ticket struct {
+	Host string    `json:"host"`
+	Exit string    `json:"exit"`
+	At   time.Time `json:"at"`  // when Acquire granted it
+	Seq  uint64    `json:"seq"` // unique within the host; releases are matched on it
+	// ExitHeld is set when the exit's provider limits or a recovery probe
+	// were charged, so release must also reach the exit state.
+	ExitHeld bool `json:"exit_held,omitempty"`
+	Probe    bool `json:"probe,omitempty"` // this request is an exit recovery probe
+}
+
+// Scope is where a server enforces a limit.
+type Scope uint8
+
+const (
+	ScopeUnknown    Scope = iota // no evidence yet
+	ScopeExit                    // per client IP: each lane has its own budget
+	ScopeHost                    // site-wide: all exits share one budget
+	ScopeCredential              // per credential or session: shared across exits like ScopeHost
+)
+
+var scopeNames = [...]string{"unknown", "exit", "host", "credential"}
+
+// String returns the JSON name of s.
+func (s Scope) String() string {
+	if int(s) < len(scopeNames) {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("scope(%d)", uint8(s))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Scope) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Scope) UnmarshalText(b []byte) error {
+	for i, n := range scopeNames {
+		if n == string(b) {
+			*s = Scope(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown scope %q", b)
+}
+
+func (s Scope) shared() bool { return s == ScopeHost || s == ScopeCredential }
+
+// Outcome is what one response said, already classified and normalised
+// (header parsing lives elsewhere; only plain numbers arrive here).
+type Outcome struct {
+	Verdict    verdict.Verdict
+	RetryAfter time.Duration // 0 = unknown
+	// Quota requests per Window, as declared by the server; 0 = unknown.
+	Quota  float64
+	Window time.Duration
+	// Remaining requests before ResetIn elapses, when HasRemaining.
+	Remaining    float64
+	HasRemaining bool
+	ResetIn      time.Duration
+	// Scope is the headers' hint about where the limit is enforced.
+	Scope Scope
+	// SentAt is when the request went out; zero = the ticket's At.
+	SentAt time.Time
+}
+
+// Pool is an immutable, indexed snapshot of the exits set by SetExits. Stores
+// receive it with each Acquire to walk exits lazily. Safe for concurrent use.
+type Pool struct {
+	ver   uint64
+	exits []Exit
+	idx   map[string]int32
+}
+
+var poolVersions atomic.Uint64
+
+// NewPool indexes exits; later duplicates of an ID replace earlier ones and
+// entries with an empty ID are dropped.
+func NewPool(exits []Exit) *Pool {
+	p := &Pool{ver: poolVersions.Add(1), idx: make(map[string]int32, len(exits))}
+	for _, e := range exits {
+		if e.ID == "" {
+			continue
+		}
+		if i, ok := p.idx[e.ID]; ok {
+			p.exits[i] = e
+			continue
+		}
+		p.idx[e.ID] = int32(len(p.exits))
+		p.exits = append(p.exits, e)
+	}
+	return p
+}
+
+// Len is the number of exits.
+func (p *Pool) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.exits)
+}
+
+// At returns the i'th exit.
+func (p *Pool) At(i int) Exit { return p.exits[i] }
+
+// Lookup returns the exit with id.
+func (p *Pool) Lookup(id string) (Exit, bool) {
+	if p == nil {
+		return Exit{}, false
+	}
+	i, ok := p.idx[id]
+	if !ok {
+		return Exit{}, false
+	}
+	return p.exits[i], true
+}
+
+// Version identifies this pool; every NewPool gets a fresh one.
+func (p *Pool) Version() uint64 { return p.ver }
+
+// FullJitter returns a uniform delay in [0, min(cap, base*2^attempt)) drawn
+// from u, a uniform number in [0,1). Stores take u precomputed so the math
+// stays deterministic and portable.
+func FullJitter(u float64, base, cap time.Duration, attempt int) time.Duration {
+	if attempt < 0 {
+		attempt = 0
+	}
+	ceil := float64(base) * math.Pow(2, float64(min(attempt, 62)))
+	if ceil > float64(cap) {
+		ceil = float64(cap)
+	}
+	return time.Duration(u * ceil)
+}

@@ -1,0 +1,105 @@
+package limit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/limit/memstore"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+func newTestLimiter(t *testing.T, cfg limit.Config, ids ...string) *limit.Limiter {
+	t.Helper()
+	l, err := limit.New(cfg, memstore.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es []limit.Exit
+	for _, id := range ids {
+		es = append(es, limit.Exit{ID: id})
+	}
+	l.SetExits(es)
+	return l
+}
+
+// TestWaitPaces: Wait blocks exactly one interval between requests on one
+// lane, and honours a cooldown.
+func TestWaitPaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, limit.Config{}, "a")
+		ctx := context.Background()
+		start := time.Now()
+		tk, err := l.Wait(ctx, "h", limit.Want{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Done(tk, limit.Outcome{}, time.Now())
+		tk, err = l.Wait(ctx, "h", limit.Want{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 2*time.Second {
+			t.Errorf("second Wait returned after %v, want 2s at 30/min", d)
+		}
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: time.Minute}, time.Now())
+		mark := time.Now()
+		if _, err := l.Wait(ctx, "h", limit.Want{}); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(mark); d != time.Minute {
+			t.Errorf("Wait after Retry-After 1m returned after %v, want 1m", d)
+		}
+	})
+}
+
+// TestWaitCancel: a canceled Wait returns the context's error and holds
+// nothing.
+func TestWaitCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, limit.Config{}, "a")
+		tk, _ := l.Wait(context.Background(), "h", limit.Want{})
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: time.Hour}, time.Now())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := l.Wait(ctx, "h", limit.Want{})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Wait under a 1h cooldown with a 1s deadline = %v, want DeadlineExceeded", err)
+		}
+		if n := l.Snapshot(time.Now()).InFlight; n != 0 {
+			t.Errorf("in flight after a canceled Wait: %d, want 0", n)
+		}
+	})
+}
+
+// TestWaitConcurrencyFrees: a Wait blocked only by the host concurrency cap
+// goes once a request finishes.
+func TestWaitConcurrencyFrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, limit.Config{HostConcurrency: 1}, "a", "b")
+		first, _ := l.Wait(context.Background(), "h", limit.Want{})
+		got := make(chan limit.Ticket)
+		go func() {
+			tk, err := l.Wait(context.Background(), "h", limit.Want{})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- tk
+		}()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("second Wait went while the only slot was held")
+		default:
+		}
+		l.Done(first, limit.Outcome{}, time.Now())
+		tk := <-got
+		if tk.Exit == first.Exit {
+			t.Errorf("second request reused %s; the other exit was idle longer", tk.Exit)
+		}
+	})
+}
