@@ -76,6 +76,14 @@ func (p Policy) Delay(r *rand.Rand, attempt int, prev time.Duration) time.Durati
 	return uniform(r, 0, p.Ceiling(attempt))
 }
 
+// At returns the full-jitter delay for a uniform draw u in [0, 1):
+// u·Ceiling(attempt). It serves state machines that draw their own u (so that
+// a port to another runtime, such as a Redis script, can replay them).
+func (p Policy) At(u float64, attempt int) time.Duration {
+	u = min(max(u, 0), 1)
+	return time.Duration(u * float64(p.Ceiling(attempt)))
+}
+
 // FullJitter is the shorthand for Policy{Base: base, Cap: cap}.Delay(r, attempt, 0).
 func FullJitter(r *rand.Rand, base, cap time.Duration, attempt int) time.Duration {
 	return Policy{Base: base, Cap: cap}.Delay(r, attempt, 0)

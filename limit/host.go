@@ -510,7 +510,7 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 		h.busyEps++
 		d := int64(o.RetryAfter)
 		if d <= 0 {
-			d = int64(FullJitter(req.Jitter, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.busyEps)-1))
+			d = int64(fullJitter(req.Jitter, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.busyEps)-1))
 		}
 		if until := now + d; until > h.pause {
 			h.c.ThrottledNs += until - max(h.pause, now)
@@ -643,7 +643,7 @@ func (r *Rules) hostThrottled(h *HostState, o *Outcome, sent, now int64, u float
 	h.aimd = max(r.HostMin, h.aimd*r.HostDec)
 	d := int64(o.RetryAfter)
 	if d <= 0 {
-		d = int64(FullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.hostEps)-1))
+		d = int64(fullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.hostEps)-1))
 	}
 	if until := now + d; until > h.pause {
 		h.c.ThrottledNs += until - max(h.pause, now)

@@ -116,7 +116,7 @@ func (r *Rules) cooldown(l *learner, retryAfter time.Duration, u float64) int64 
 	if retryAfter > 0 {
 		return int64(retryAfter)
 	}
-	d := int64(FullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(l.eps)-1))
+	d := int64(fullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(l.eps)-1))
 	if r.Policy == Adaptive {
 		// At least two intervals at the new pace, so the server's bucket
 		// holds a token again even if it also charged the rejected request.

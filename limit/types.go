@@ -3,7 +3,7 @@ package limit
 import (
 	"errors"
 	"fmt"
-	"math"
+	"github.com/exitgate/exitgate/backoff"
 	"sync/atomic"
 	"time"
 
@@ -159,16 +159,8 @@ func (p *Pool) Lookup(id string) (Exit, bool) {
 // Version identifies this pool; every NewPool gets a fresh one.
 func (p *Pool) Version() uint64 { return p.ver }
 
-// FullJitter returns a uniform delay in [0, min(cap, base*2^attempt)) drawn
-// from u, a uniform number in [0,1). Stores take u precomputed so the math
-// stays deterministic and portable.
-func FullJitter(u float64, base, cap time.Duration, attempt int) time.Duration {
-	if attempt < 0 {
-		attempt = 0
-	}
-	ceil := float64(base) * math.Pow(2, float64(min(attempt, 62)))
-	if ceil > float64(cap) {
-		ceil = float64(cap)
-	}
-	return time.Duration(u * ceil)
+// fullJitter is backoff's full jitter for a uniform draw u in [0,1): stores
+// take u precomputed so the math stays deterministic and portable.
+func fullJitter(u float64, base, cap time.Duration, attempt int) time.Duration {
+	return backoff.Policy{Base: base, Cap: cap}.At(u, attempt)
 }
