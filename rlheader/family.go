@@ -1,0 +1,543 @@
+package rlheader
+
+import (
+	"math"
+	"strings"
+	"time"
+)
+
+// fgroup gathers the headers of one family group: one tier and one suffix,
+// such as X-RateLimit-Limit-Minute + X-RateLimit-Remaining-Minute.
+type fgroup struct {
+	tier   int
+	suffix string
+	name   string // X-RateLimit-Resource, when given
+
+	limit, remaining, used    int64
+	hasLimit, hasRem, hasUsed bool
+	srcLimit, srcRem, srcUsed string
+	reset, resetAfter         time.Duration
+	hasReset, hasResetAfter   bool
+	srcReset, srcResetAfter   string
+	window                    time.Duration
+	srcWindow                 string
+	riders                    []ipol // policies riding in the limit ("100, 100;w=10")
+}
+
+func (ps *parser) group(groups *[]fgroup, tier int, suffix string) *fgroup {
+	for i := range *groups {
+		if g := &(*groups)[i]; g.tier == tier && g.suffix == suffix {
+			return g
+		}
+	}
+	*groups = append(*groups, fgroup{tier: tier, suffix: suffix})
+	return &(*groups)[len(*groups)-1]
+}
+
+// family parses the RateLimit-* / X-RateLimit-* family and Shopify's pair.
+func (ps *parser) family() {
+	var buf [4]fgroup
+	groups := buf[:0]
+	for i := range ps.ents {
+		e := &ps.ents[i]
+		switch e.kind {
+		case kShopify:
+			ps.shopify(e, ps.group(&groups, tierVendor, "api-call-limit"))
+		case kFamily:
+			ps.familyField(e, &groups)
+		}
+	}
+	for i := range groups {
+		ps.groupPolicies(&groups[i])
+	}
+}
+
+func (ps *parser) shopify(e *entry, g *fgroup) {
+	v, err := single(e.vals)
+	if err != nil {
+		ps.ignore(e.name, v, err.Error())
+		return
+	}
+	us, ss, ok := strings.Cut(v, "/")
+	used, uerr := parseCount(trimOWS(us))
+	size, serr := parseCount(trimOWS(ss))
+	if !ok || uerr != nil || serr != nil {
+		ps.ignore(e.name, v, "want used/size, such as 39/40")
+		return
+	}
+	g.limit, g.hasLimit, g.srcLimit = size, true, e.name
+	g.used, g.hasUsed, g.srcUsed = used, true, e.name
+}
+
+// familyField files one X-RateLimit-family header into its group.
+func (ps *parser) familyField(e *entry, groups *[]fgroup) {
+	rest := e.rest
+	var field, suffix string
+	switch {
+	case rest == "retry-after" || rest == "retry-after-ms":
+		ps.vendorWait(e, rest == "retry-after-ms")
+		return
+	case strings.HasPrefix(rest, "reset-after"):
+		field, suffix = "reset-after", strings.TrimPrefix(rest[len("reset-after"):], "-")
+	default:
+		field, suffix, _ = strings.Cut(rest, "-")
+	}
+	millis := false
+	if suffix == "ms" {
+		millis, suffix = true, ""
+	}
+	raw := strings.Join(e.vals, ", ")
+	switch field {
+	case "limit", "remaining", "used", "reset", "reset-after", "window", "interval", "resource":
+	case "bucket":
+		v, err := single(e.vals)
+		if err != nil {
+			ps.ignore(e.name, raw, err.Error())
+		} else if ps.sig.Bucket == "" {
+			ps.sig.Bucket, ps.sig.Sources.Bucket = v, e.name
+		}
+		return
+	case "scope", "global":
+		ps.scope(e, field)
+		return
+	default:
+		ps.ignore(e.name, raw, "unrecognised rate-limit header")
+		return
+	}
+	g := ps.group(groups, e.tier, suffix)
+	dup := func(have bool, src string) bool {
+		if have {
+			ps.ignore(e.name, raw, "duplicate of "+src)
+		}
+		return have
+	}
+	switch field {
+	case "limit":
+		if dup(g.hasLimit, g.srcLimit) {
+			return
+		}
+		ps.limitField(e, g, raw)
+	case "remaining", "used":
+		v, err := single(e.vals)
+		var n int64
+		if err == nil {
+			n, err = parseCount(v)
+		}
+		if err != nil {
+			ps.ignore(e.name, raw, field+": "+err.Error())
+			return
+		}
+		if field == "remaining" {
+			if !dup(g.hasRem, g.srcRem) {
+				g.remaining, g.hasRem, g.srcRem = n, true, e.name
+			}
+		} else if !dup(g.hasUsed, g.srcUsed) {
+			g.used, g.hasUsed, g.srcUsed = n, true, e.name
+		}
+	case "reset", "reset-after":
+		mode := ps.prof.Reset
+		if field == "reset-after" {
+			// Reset-After is a delta by definition (Discord).
+			mode = ResetDeltaSeconds
+			if millis || ps.prof.Reset == ResetDeltaMillis {
+				mode = ResetDeltaMillis
+			}
+		} else if millis && mode == ResetAuto {
+			mode = resetAutoMillis
+		}
+		d, err := ParseReset(raw, ps.base, mode)
+		if err != nil {
+			v, serr := single(e.vals)
+			if serr != nil {
+				if serr == ErrConflict {
+					err = serr
+				}
+				ps.ignore(e.name, raw, field+": "+err.Error())
+				return
+			}
+			if d, err = ParseReset(v, ps.base, mode); err != nil {
+				ps.ignore(e.name, raw, field+": "+err.Error())
+				return
+			}
+		}
+		if field == "reset" {
+			if !dup(g.hasReset, g.srcReset) {
+				g.reset, g.hasReset, g.srcReset = d, true, e.name
+			}
+		} else if !dup(g.hasResetAfter, g.srcResetAfter) {
+			g.resetAfter, g.hasResetAfter, g.srcResetAfter = d, true, e.name
+		}
+	case "window", "interval":
+		v, err := single(e.vals)
+		var d time.Duration
+		if err == nil {
+			d, err = parseWindow(v)
+		}
+		if err != nil {
+			ps.ignore(e.name, raw, field+": "+err.Error())
+			return
+		}
+		if !dup(g.srcWindow != "", g.srcWindow) {
+			g.window, g.srcWindow = d, e.name
+		}
+	case "resource":
+		v, err := single(e.vals)
+		if err != nil {
+			ps.ignore(e.name, raw, err.Error())
+			return
+		}
+		g.name = v
+	}
+}
+
+// limitField reads a limit, possibly with policies riding along
+// ("100, 100;w=10", an older IETF draft's form).
+func (ps *parser) limitField(e *entry, g *fgroup, raw string) {
+	var (
+		have  bool
+		first int64
+	)
+	for _, line := range e.vals {
+		for part := range strings.SplitSeq(line, ",") {
+			part = trimOWS(part)
+			if part == "" {
+				continue
+			}
+			numStr, params, hasParams := strings.Cut(part, ";")
+			n, err := parseCount(trimOWS(numStr))
+			if err != nil {
+				ps.ignore(e.name, raw, "limit: "+err.Error())
+				return
+			}
+			var w time.Duration
+			if hasParams {
+				for kv := range strings.SplitSeq(params, ";") {
+					k, val, _ := strings.Cut(trimOWS(kv), "=")
+					if k != "w" {
+						continue // comment= and friends carry nothing we use
+					}
+					f, ok, err := parseDecimal(trimOWS(val))
+					if !ok || err != nil || f <= 0 {
+						ps.ignore(e.name, raw, "limit: w must be a positive number of seconds")
+						return
+					}
+					w = secondsToDuration(f)
+				}
+			}
+			switch {
+			case !have:
+				have, first = true, n
+				if w > 0 {
+					g.window, g.srcWindow = w, e.name
+				}
+			case w > 0:
+				if n == first && g.srcWindow == "" {
+					g.window, g.srcWindow = w, e.name
+					continue
+				}
+				if n == first && g.window == w {
+					continue
+				}
+				p := ipol{tier: g.tier, rider: true, srcQuota: e.name, srcWindow: e.name}
+				p.Quota, p.HasQuota, p.Window, p.Source = n, true, w, e.name
+				g.riders = append(g.riders, p)
+			case n != first:
+				ps.ignore(e.name, raw, "limit: "+ErrConflict.Error())
+				return
+			}
+		}
+	}
+	if !have {
+		ps.ignore(e.name, raw, "limit: "+ErrEmpty.Error())
+		return
+	}
+	g.limit, g.hasLimit, g.srcLimit = first, true, e.name
+}
+
+func (ps *parser) scope(e *entry, field string) {
+	raw := strings.Join(e.vals, ", ")
+	v, err := single(e.vals)
+	if err != nil {
+		ps.ignore(e.name, raw, err.Error())
+		return
+	}
+	var sc Scope
+	switch strings.ToLower(v) {
+	case "user", "per-user", "client", "ip":
+		sc = ScopeUser
+	case "global":
+		sc = ScopeGlobal
+	case "shared":
+		sc = ScopeShared
+	case "true":
+		if field == "global" {
+			sc = ScopeGlobal
+		}
+	case "false":
+		if field == "global" {
+			return // says only that this is not the global limit
+		}
+	}
+	if sc == ScopeUnknown {
+		ps.ignore(e.name, raw, "unrecognised scope")
+		return
+	}
+	// An explicit Scope header is more specific than Global: true.
+	if ps.sig.Scope == ScopeUnknown || field == "scope" {
+		ps.sig.Scope, ps.sig.Sources.Scope = sc, e.name
+	}
+}
+
+// vendorWait handles X-RateLimit-Retry-After (seconds or a date) and
+// -Retry-After-Ms, used only when there is no Retry-After.
+func (ps *parser) vendorWait(e *entry, millis bool) {
+	raw := strings.Join(e.vals, ", ")
+	var d time.Duration
+	var err error
+	if millis {
+		var v string
+		v, err = single(e.vals)
+		if err == nil {
+			var f float64
+			var ok bool
+			f, ok, err = parseDecimal(v)
+			if err == nil && !ok {
+				err = ErrSyntax
+			}
+			d = millisToDuration(f)
+		}
+	} else {
+		d, err = ParseRetryAfter(raw, ps.base)
+	}
+	switch {
+	case err != nil:
+		ps.ignore(e.name, raw, "wait: "+err.Error())
+	case ps.sig.HasRetryAfter:
+		ps.ignore(e.name, raw, "superseded by "+ps.sig.Sources.RetryAfter)
+	default:
+		ps.setRetryAfter(d, e.name)
+	}
+}
+
+// groupPolicies turns a group into policies.
+func (ps *parser) groupPolicies(g *fgroup) {
+	if g.hasLimit || g.hasRem || g.hasReset || g.hasResetAfter || g.hasUsed {
+		p := ipol{tier: g.tier}
+		p.Name = g.name
+		if p.Name == "" {
+			p.Name = g.suffix
+		}
+		if g.hasLimit {
+			p.Quota, p.HasQuota, p.srcQuota = g.limit, true, g.srcLimit
+		}
+		switch {
+		case g.hasRem:
+			p.Remaining, p.HasRemaining, p.srcRemain = g.remaining, true, g.srcRem
+		case g.hasUsed && g.hasLimit:
+			p.Remaining, p.HasRemaining, p.srcRemain = max(0, g.limit-g.used), true, g.srcUsed
+		}
+		switch {
+		case g.hasResetAfter:
+			// A delta is immune to clock skew: prefer it.
+			p.Reset, p.HasReset, p.srcReset = g.resetAfter, true, g.srcResetAfter
+		case g.hasReset:
+			p.Reset, p.HasReset, p.srcReset = g.reset, true, g.srcReset
+		}
+		p.Window, p.srcWindow = g.window, g.srcWindow
+		if p.Window == 0 {
+			if w := suffixWindow(g.suffix); w > 0 {
+				p.Window, p.srcWindow = w, firstNonEmpty(g.srcLimit, g.srcRem, g.srcReset, g.srcResetAfter)
+			}
+		}
+		switch g.suffix {
+		case "requests", "tokens":
+			p.Unit = g.suffix
+		case "":
+		default:
+			if suffixWindow(g.suffix) == 0 && g.suffix != "api-call-limit" {
+				p.Unit = g.suffix // some other unit or resource; not requests
+			}
+		}
+		p.Source = firstNonEmpty(g.srcLimit, g.srcRem, g.srcUsed, g.srcReset, g.srcResetAfter)
+		ps.addPolicy(p)
+	} else if g.srcWindow != "" {
+		ps.ignore(g.srcWindow, g.window.String(), "a window without a limit, remaining or reset")
+	}
+	ps.pols = append(ps.pols, g.riders...)
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// suffixWindow maps a name suffix such as "minute" to its window.
+func suffixWindow(s string) time.Duration {
+	switch s {
+	case "second", "seconds", "sec", "s":
+		return time.Second
+	case "minute", "minutes", "min", "m":
+		return time.Minute
+	case "hour", "hours", "h":
+		return time.Hour
+	case "day", "days", "d":
+		return 24 * time.Hour
+	case "week", "weeks":
+		return 7 * 24 * time.Hour
+	}
+	return 0
+}
+
+// parseWindow reads X-RateLimit-Window / -Interval: seconds, a Go duration
+// ("1m"), or a unit word ("minute").
+func parseWindow(v string) (time.Duration, error) {
+	if f, ok, err := parseDecimal(v); ok {
+		if err != nil {
+			return 0, err
+		}
+		if f == 0 {
+			return 0, ErrSyntax
+		}
+		return secondsToDuration(f), nil
+	}
+	if w := suffixWindow(strings.ToLower(v)); w > 0 {
+		return w, nil
+	}
+	if d, err := parseGoDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, ErrSyntax
+}
+
+// parseCount reads a count: an integer or a decimal such as Reddit's
+// "598.0" (floored), never negative.
+func parseCount(v string) (int64, error) {
+	f, ok, err := parseDecimal(v)
+	switch {
+	case v == "":
+		return 0, ErrEmpty
+	case !ok:
+		return 0, ErrSyntax
+	case err != nil:
+		return 0, err
+	}
+	if f >= math.MaxInt64 {
+		return math.MaxInt64, nil
+	}
+	return int64(f), nil
+}
+
+// resetAutoMillis is the auto mode for names ending in -ms: epoch
+// milliseconds when huge, else delta milliseconds.
+const resetAutoMillis ResetMode = 255
+
+// ParseReset reads one reset value and returns the time from the response
+// until the reset. serverNow is the server's clock at the response (its Date
+// header when valid, else the receive time); absolute values are measured
+// against it, and a reset in the past yields zero.
+//
+// Bare numbers (decimals allowed) are read as mode says, ResetAuto deciding
+// by magnitude. Go duration strings ("6m0s", "250ms", "1h2m3.5s") are
+// deltas; ISO 8601 times ("2026-03-26T16:00Z") and HTTP-dates are absolute.
+// The error is ErrEmpty, ErrNegative or ErrSyntax.
+func ParseReset(v string, serverNow time.Time, mode ResetMode) (time.Duration, error) {
+	v = trimOWS(v)
+	if v == "" {
+		return 0, ErrEmpty
+	}
+	if f, ok, err := parseDecimal(v); ok {
+		if err != nil {
+			return 0, err
+		}
+		switch mode {
+		case resetAutoMillis:
+			if f >= 1e12 {
+				return sinceEpoch(f/1000, serverNow), nil
+			}
+			return millisToDuration(f), nil
+		case ResetEpochSeconds:
+			return sinceEpoch(f, serverNow), nil
+		case ResetEpochMillis:
+			return sinceEpoch(f/1000, serverNow), nil
+		case ResetDeltaSeconds:
+			return secondsToDuration(f), nil
+		case ResetDeltaMillis:
+			return millisToDuration(f), nil
+		default:
+			switch {
+			case f >= 1e12:
+				return sinceEpoch(f/1000, serverNow), nil
+			case f >= 1e9:
+				return sinceEpoch(f, serverNow), nil
+			default:
+				return secondsToDuration(f), nil
+			}
+		}
+	}
+	if d, err := parseGoDuration(v); err == nil {
+		if d < 0 {
+			return 0, ErrNegative
+		}
+		return d, nil
+	}
+	if t, ok := parseISO8601(v); ok {
+		return untilTime(t, serverNow), nil
+	}
+	if t, err := ParseHTTPDate(v, serverNow); err == nil {
+		return untilTime(t, serverNow), nil
+	}
+	return 0, ErrSyntax
+}
+
+// sinceEpoch returns the time from serverNow until the Unix time sec,
+// clamped at zero. Float arithmetic keeps absurd inputs from overflowing.
+func sinceEpoch(sec float64, serverNow time.Time) time.Duration {
+	now := float64(serverNow.Unix()) + float64(serverNow.Nanosecond())/1e9
+	if d := sec - now; d > 0 {
+		return secondsToDuration(d)
+	}
+	return 0
+}
+
+func untilTime(t, serverNow time.Time) time.Duration {
+	if d := t.Sub(serverNow); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// parseGoDuration accepts time.ParseDuration's syntax but only with a unit
+// letter, so bare numbers stay numbers.
+func parseGoDuration(v string) (time.Duration, error) {
+	if v == "" || v[len(v)-1] < 'a' || v[len(v)-1] > 'z' {
+		return 0, ErrSyntax
+	}
+	return time.ParseDuration(v)
+}
+
+var isoLayouts = [...]string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04Z07:00",
+	"2006-01-02T15:04:05.999999999Z0700",
+	"2006-01-02T15:04Z0700",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02T15:04:05.999999999", // no zone: UTC, as servers mean it
+	"2006-01-02T15:04",
+}
+
+// parseISO8601 reads the ISO 8601 / RFC 3339 shapes seen in reset headers.
+func parseISO8601(v string) (time.Time, bool) {
+	if len(v) < 16 || v[4] != '-' || v[7] != '-' {
+		return time.Time{}, false
+	}
+	for _, l := range isoLayouts {
+		if t, err := time.Parse(l, v); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}

@@ -1,0 +1,386 @@
+package rlheader
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// kind is what a relevant header is, by name.
+type kind uint8
+
+const (
+	kRetryAfter kind = iota + 1 // Retry-After
+	kWaitMillis                 // retry-after-ms, x-retry-after-ms, x-ms-retry-after-ms
+	kIETF                       // RateLimit, Beta-RateLimit
+	kIETFPolicy                 // RateLimit-Policy, Beta-RateLimit-Policy
+	kFamily                     // RateLimit-*, X-RateLimit-*, X-Rate-Limit-*, Rate-Limit-*
+	kShopify                    // X-Shopify-Shop-Api-Call-Limit
+)
+
+// Tiers of precedence for limit, remaining, window and reset.
+const (
+	tierIETF   = iota // RateLimit / RateLimit-Policy
+	tierLegacy        // RateLimit-Limit / -Remaining / -Reset
+	tierVendor        // X-RateLimit-* and friends
+	numTiers
+)
+
+type entry struct {
+	name  string   // as in the header map
+	lower string   // lowercased name
+	vals  []string // field lines
+	kind  kind
+	tier  int    // kFamily: tierLegacy or tierVendor
+	rest  string // kIETF*: the vendor prefix ("" or "beta-"); kFamily: the name after the family prefix
+}
+
+// ipol is a policy with the header behind each of its numbers.
+type ipol struct {
+	Policy
+	tier int
+	// rider marks a policy that rode along in a limit field
+	// ("100, 1000;w=3600"): listed, but the first value governs.
+	rider                                    bool
+	srcQuota, srcRemain, srcReset, srcWindow string
+}
+
+type parser struct {
+	sig      Signal
+	prof     Profile
+	ents     []entry
+	dateName string
+	dateVals []string
+	base     time.Time // the server's "now": Date header, else received
+	pols     []ipol
+}
+
+// collect makes the single pass over the header map. Only names that
+// maybeRelevant accepts are looked at more closely, so an ordinary response
+// costs a byte or two and a suffix check per header, and no allocation.
+func (ps *parser) collect(h map[string][]string) {
+	for k, vs := range h {
+		if len(k) == 4 && strings.EqualFold(k, "date") {
+			if len(vs) > 0 && (ps.dateVals == nil || k < ps.dateName) { // deterministic if repeated in two spellings
+				ps.dateName, ps.dateVals = k, vs
+			}
+			continue
+		}
+		if !maybeRelevant(k) {
+			continue
+		}
+		lower := lowerName(k)
+		e := entry{name: k, lower: lower, vals: vs}
+		switch {
+		case lower == "retry-after":
+			e.kind = kRetryAfter
+		case lower == "retry-after-ms" || lower == "x-retry-after-ms" || lower == "x-ms-retry-after-ms":
+			e.kind = kWaitMillis
+		case lower == "x-shopify-shop-api-call-limit":
+			e.kind = kShopify
+		case strings.HasSuffix(lower, "ratelimit-policy") && (len(lower) == 16 || lower[len(lower)-17] == '-'):
+			e.kind, e.rest = kIETFPolicy, lower[:len(lower)-16]
+		case strings.HasSuffix(lower, "ratelimit") && (len(lower) == 9 || lower[len(lower)-10] == '-'):
+			e.kind, e.rest = kIETF, lower[:len(lower)-9]
+		default:
+			tier, rest, ok := familyName(lower)
+			if !ok {
+				continue
+			}
+			e.kind, e.tier, e.rest = kFamily, tier, rest
+		}
+		if ps.ents == nil {
+			ps.ents = make([]entry, 0, 8)
+		}
+		ps.ents = append(ps.ents, e)
+	}
+}
+
+// lowerName lowercases a header name. The common rate-limit names come back
+// as constants so that parsing a typical head does not allocate for them.
+func lowerName(k string) string {
+	var buf [40]byte
+	if len(k) > len(buf) {
+		return strings.ToLower(k)
+	}
+	b := buf[:len(k)]
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	for _, n := range commonNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
+}
+
+var commonNames = [...]string{
+	"retry-after", "ratelimit", "ratelimit-policy",
+	"ratelimit-limit", "ratelimit-remaining", "ratelimit-reset",
+	"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset",
+	"x-ratelimit-used", "x-ratelimit-resource", "x-ratelimit-reset-after",
+	"x-ratelimit-bucket", "x-ratelimit-scope", "x-ratelimit-global",
+	"x-rate-limit-limit", "x-rate-limit-remaining", "x-rate-limit-reset",
+}
+
+// maybeRelevant reports, ignoring ASCII case and without allocating,
+// whether name may be a rate-limit header: it starts like one of the
+// families (retry-after, ratelimit, rate-limit, x-...) or ends in
+// "ratelimit" / "ratelimit-policy" (vendor-prefixed IETF fields). Ordinary
+// headers fail on their first byte and a suffix check.
+func maybeRelevant(name string) bool {
+	if len(name) == 0 {
+		return false
+	}
+	switch name[0] | 0x20 {
+	case 'r':
+		if hasFoldAt(name, 0, "retry-after") || hasFoldAt(name, 0, "ratelimit") || hasFoldAt(name, 0, "rate-limit") {
+			return true
+		}
+	case 'x':
+		if hasFoldAt(name, 0, "x-ratelimit") || hasFoldAt(name, 0, "x-rate-limit") || hasFoldAt(name, 0, "x-retry-after-ms") ||
+			hasFoldAt(name, 0, "x-ms-retry-after-ms") || hasFoldAt(name, 0, "x-shopify-shop-api-call-limit") {
+			return true
+		}
+	}
+	return hasFoldSuffix(name, "ratelimit") || hasFoldSuffix(name, "ratelimit-policy")
+}
+
+func hasFoldSuffix(s, lower string) bool {
+	return len(s) >= len(lower) && hasFoldAt(s, len(s)-len(lower), lower)
+}
+
+// hasFoldAt reports whether s[i:] starts with lower (lowercase ASCII),
+// ignoring ASCII case in s.
+func hasFoldAt(s string, i int, lower string) bool {
+	if len(s)-i < len(lower) {
+		return false
+	}
+	for j := 0; j < len(lower); j++ {
+		c := s[i+j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// familyName splits a lowercased X-RateLimit-family name into its tier and
+// the part after the family prefix.
+func familyName(lower string) (tier int, rest string, ok bool) {
+	for _, p := range [...]struct {
+		prefix string
+		tier   int
+	}{
+		{"ratelimit-", tierLegacy},
+		{"x-ratelimit-", tierVendor},
+		{"x-rate-limit-", tierVendor},
+		{"rate-limit-", tierVendor},
+	} {
+		if r, found := strings.CutPrefix(lower, p.prefix); found && r != "" {
+			return p.tier, r, true
+		}
+	}
+	return 0, "", false
+}
+
+func (ps *parser) ignore(header, value, reason string) {
+	ps.sig.Ignored = append(ps.sig.Ignored, Ignored{Header: header, Value: value, Reason: reason})
+}
+
+// run interprets the collected headers. Entries are sorted by name first so
+// that the outcome never depends on map order.
+func (ps *parser) run() {
+	if len(ps.ents) > 1 {
+		slices.SortFunc(ps.ents, func(a, b entry) int {
+			return cmp.Or(cmp.Compare(a.lower, b.lower), cmp.Compare(a.name, b.name))
+		})
+	}
+	ps.base = ps.sig.Received
+	if ps.dateVals != nil {
+		v := ps.dateVals[0]
+		if t, err := ParseHTTPDate(v, ps.sig.Received); err == nil {
+			ps.sig.ServerDate, ps.base = t, t
+		} else {
+			ps.ignore(ps.dateName, v, "invalid HTTP-date; measuring from the receive time instead")
+		}
+	}
+	ps.retryAfter()
+	ps.ietf()
+	ps.family()
+	ps.combine()
+}
+
+// retryAfter applies Retry-After, then vendor waits when it is absent.
+func (ps *parser) retryAfter() {
+	var name string
+	var vals []string
+	for i := range ps.ents {
+		e := &ps.ents[i]
+		if e.kind == kRetryAfter {
+			if name == "" {
+				name = e.name
+			}
+			vals = appendLines(vals, e.vals)
+		}
+	}
+	if name != "" {
+		v := strings.Join(vals, ", ")
+		if d, err := ParseRetryAfter(v, ps.base); err != nil {
+			ps.ignore(name, v, err.Error())
+		} else {
+			ps.setRetryAfter(d, "Retry-After")
+		}
+	}
+	for i := range ps.ents {
+		e := &ps.ents[i]
+		if e.kind != kWaitMillis {
+			continue
+		}
+		v, err := single(e.vals)
+		var f float64
+		if err == nil {
+			var ok bool
+			f, ok, err = parseDecimal(v)
+			if err == nil && !ok {
+				err = ErrSyntax
+			}
+		}
+		switch {
+		case err != nil:
+			ps.ignore(e.name, v, "millisecond wait: "+err.Error())
+		case ps.sig.HasRetryAfter:
+			ps.ignore(e.name, v, "superseded by "+ps.sig.Sources.RetryAfter)
+		default:
+			ps.setRetryAfter(millisToDuration(f), e.name)
+		}
+	}
+}
+
+func (ps *parser) setRetryAfter(d time.Duration, src string) {
+	s := &ps.sig
+	s.RetryAfter, s.HasRetryAfter, s.Sources.RetryAfter = d, true, src
+	s.RetryAfterAt = s.Received.Add(d)
+	max := ps.prof.MaxRetryAfter
+	if max == 0 {
+		max = DefaultMaxRetryAfter
+	}
+	s.RetryAfterExcessive = max > 0 && d > max
+}
+
+// combine picks the governing policy of each tier and fills the top-level
+// numbers tier by tier, so a higher tier always wins.
+func (ps *parser) combine() {
+	s := &ps.sig
+	for tier := range numTiers {
+		g := governing(ps.pols, tier)
+		if g == nil {
+			continue
+		}
+		if !s.HasLimit && g.HasQuota {
+			s.Limit, s.HasLimit, s.Sources.Limit = g.Quota, true, g.srcQuota
+		}
+		if !s.HasRemaining && g.HasRemaining {
+			s.Remaining, s.HasRemaining, s.Sources.Remaining = g.Remaining, true, g.srcRemain
+		}
+		if !s.HasWindow && g.Window > 0 {
+			s.Window, s.HasWindow, s.Sources.Window = g.Window, true, g.srcWindow
+		}
+		if !s.HasReset && g.HasReset {
+			s.Reset, s.HasReset, s.Sources.Reset = g.Reset, true, g.srcReset
+			s.ResetAt = s.Received.Add(g.Reset)
+		}
+	}
+	if len(ps.pols) > 0 {
+		s.Policies = make([]Policy, len(ps.pols))
+		for i := range ps.pols {
+			s.Policies[i] = ps.pols[i].Policy
+		}
+	}
+}
+
+// governing returns the most restrictive request-counting policy of a tier,
+// or nil.
+func governing(pols []ipol, tier int) *ipol {
+	var g *ipol
+	for i := range pols {
+		p := &pols[i]
+		if p.tier != tier || p.rider || !p.CountsRequests() || !(p.HasQuota || p.HasRemaining || p.HasReset) {
+			continue
+		}
+		if g == nil || moreRestrictive(p, g) {
+			g = p
+		}
+	}
+	return g
+}
+
+// moreRestrictive reports whether a constrains the client more than b:
+// fewer remaining, else the later reset, else the lower rate.
+func moreRestrictive(a, b *ipol) bool {
+	if a.HasRemaining != b.HasRemaining {
+		return a.HasRemaining
+	}
+	if a.HasRemaining && a.Remaining != b.Remaining {
+		return a.Remaining < b.Remaining
+	}
+	if a.HasReset != b.HasReset {
+		return a.HasReset
+	}
+	if a.HasReset && a.Reset != b.Reset {
+		return a.Reset > b.Reset
+	}
+	if a.HasQuota && b.HasQuota && a.Window > 0 && b.Window > 0 {
+		return float64(a.Quota)*float64(b.Window) < float64(b.Quota)*float64(a.Window)
+	}
+	return false
+}
+
+// single returns the one value of a field that may have been repeated or
+// joined with commas by a proxy: all parts must agree.
+func single(vals []string) (string, error) {
+	out, have := "", false
+	for _, line := range vals {
+		for part := range strings.SplitSeq(line, ",") {
+			part = trimOWS(part)
+			if part == "" {
+				continue
+			}
+			if have && part != out {
+				return strings.Join(vals, ", "), ErrConflict
+			}
+			out, have = part, true
+		}
+	}
+	if !have {
+		return "", ErrEmpty
+	}
+	return out, nil
+}
+
+// appendLines gathers the lines of a field met under several names. The
+// common case, one name, reuses the header's own slice; later names force a
+// copy so the header map is never written to.
+func appendLines(dst, lines []string) []string {
+	if dst == nil {
+		return lines
+	}
+	return append(dst[:len(dst):len(dst)], lines...)
+}
+
+// addPolicy appends a policy, allocating room for a few at once.
+func (ps *parser) addPolicy(p ipol) {
+	if ps.pols == nil {
+		ps.pols = make([]ipol, 0, 4)
+	}
+	ps.pols = append(ps.pols, p)
+}

@@ -1,0 +1,271 @@
+package verdict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"syscall"
+
+	"github.com/exitgate/exitgate/rlheader"
+)
+
+// DefaultSniffBytes is how much of a body Classify looks at for block-page
+// markers when Rules.SniffBytes is zero.
+const DefaultSniffBytes = 4096
+
+// DefaultBlockMarkers are lowercase fragments of well-known challenge and
+// block pages (Cloudflare, Akamai, PerimeterX, DataDome, Imperva, generic
+// captchas). Matching ignores ASCII case.
+func DefaultBlockMarkers() []string {
+	return []string{
+		"attention required! | cloudflare",
+		"cf-chl",
+		"cf_chl",
+		"just a moment...",
+		"access denied",
+		"px-captcha",
+		"perimeterx",
+		"datadome",
+		"captcha-delivery.com",
+		"incapsula incident",
+		"_incapsula_resource",
+		"captcha",
+	}
+}
+
+// Rules adjusts classification for one host. The zero value applies the
+// table in DESIGN.md: sniff 503 bodies for block pages with the default
+// markers, 403 banned unless the response carries a rate-limit signal.
+// Rules is a plain value; share it freely but do not mutate it while
+// Classify may read it.
+type Rules struct {
+	// Status maps a status code to a fixed verdict, overriding everything
+	// else: {403: Throttled} for a site that signals rate limits with 403,
+	// {503: Banned} for one that serves block pages as 503.
+	Status map[int]Verdict
+	// SniffStatuses lists the statuses whose bodies are checked for block
+	// markers (a match means Banned). Nil means 403 and 503; add 200 for
+	// sites that serve challenges with 200.
+	SniffStatuses []int
+	// Markers replaces DefaultBlockMarkers when non-nil. Lowercase ASCII;
+	// matching ignores case.
+	Markers []string
+	// SniffBytes bounds how much of the body is examined; zero means
+	// DefaultSniffBytes.
+	SniffBytes int
+}
+
+// Classify says what one response means. status is the HTTP status; sig is
+// the parsed signal (the zero Signal when not parsed); body is a prefix of the body
+// (only the first Rules.SniffBytes are read; nil is fine).
+//
+//	2xx, 3xx                       ok
+//	429                            throttled
+//	403 with Retry-After or
+//	    remaining 0 (GitHub)       throttled
+//	403                            banned
+//	503 with Retry-After, 503      busy (RFC 9110: overload or maintenance)
+//	500 502 504 408 522 524,
+//	    other 5xx                  retryable
+//	407                            proxy_failure
+//	401 404 410, other 4xx         fatal
+//	block page in a sniffed body   banned
+//	1xx or out of range            retryable (not a final answer)
+//
+// Rules.Status overrides all of it. A single 403 already reads as banned:
+// telling a wave of them (a real ban of the lane) from one forbidden URL
+// takes history, which is the limiter's job, not this function's.
+// Classify never panics and is safe for concurrent use.
+func Classify(status int, sig rlheader.Signal, body []byte, rules Rules) Verdict {
+	if v, ok := rules.Status[status]; ok {
+		return v
+	}
+	if rules.sniffs(status) && hasBlockMarker(body, rules) {
+		return Banned
+	}
+	switch {
+	case status >= 200 && status < 400:
+		return OK
+	case status == http.StatusTooManyRequests:
+		return Throttled
+	case status == http.StatusForbidden:
+		if sig.HasRetryAfter || sig.HasRemaining && sig.Remaining == 0 {
+			return Throttled
+		}
+		return Banned
+	case status == http.StatusProxyAuthRequired:
+		return ProxyFailure
+	case status == http.StatusServiceUnavailable:
+		return Busy
+	case status == http.StatusRequestTimeout:
+		return Retryable
+	case status >= 400 && status < 500:
+		return Fatal
+	default: // 5xx (500, 502, 504, 522, 524, ...), 1xx, nonsense
+		return Retryable
+	}
+}
+
+func (r *Rules) sniffs(status int) bool {
+	if r.SniffStatuses == nil {
+		return status == http.StatusForbidden || status == http.StatusServiceUnavailable
+	}
+	for _, s := range r.SniffStatuses {
+		if s == status {
+			return true
+		}
+	}
+	return false
+}
+
+// hasBlockMarker looks for a marker in the first SniffBytes of body,
+// ignoring ASCII case, without allocating.
+func hasBlockMarker(body []byte, r Rules) bool {
+	n := r.SniffBytes
+	if n <= 0 {
+		n = DefaultSniffBytes
+	}
+	if len(body) > n {
+		body = body[:n]
+	}
+	if len(body) == 0 {
+		return false
+	}
+	markers := r.Markers
+	if markers == nil {
+		markers = DefaultBlockMarkers()
+	}
+	for _, m := range markers {
+		if m != "" && containsFold(body, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(s []byte, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for ; j < len(lower); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
+}
+
+// ProxyConnectError reports that a proxy refused a CONNECT. net/http returns
+// only an untyped error with the proxy's reason phrase; set
+// http.Transport.OnProxyConnectResponse to ProxyConnectHook to get this
+// typed error instead. It is immutable once made, safe for concurrent use.
+type ProxyConnectError struct {
+	Proxy      string // the proxy URL, without credentials
+	StatusCode int
+	Status     string
+}
+
+// Error describes the refusal.
+func (e *ProxyConnectError) Error() string {
+	return fmt.Sprintf("proxy %s refused CONNECT: %s", e.Proxy, e.Status)
+}
+
+// ProxyConnectHook has the signature of http.Transport.OnProxyConnectResponse
+// and turns a non-200 answer to CONNECT into a *ProxyConnectError, which
+// ClassifyError recognises. It is safe for concurrent use.
+func ProxyConnectHook(_ context.Context, proxyURL *url.URL, _ *http.Request, resp *http.Response) error {
+	if resp == nil || resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	p := ""
+	if proxyURL != nil {
+		p = proxyURL.Redacted()
+	}
+	return &ProxyConnectError{Proxy: p, StatusCode: resp.StatusCode, Status: resp.Status}
+}
+
+// ClassifyError says what a transport error means:
+//
+//   - nil: ok;
+//   - *ProxyConnectError, a *net.OpError with Op "proxyconnect" (net/http's
+//     typed error for failing to reach or dial through the proxy), and the
+//     untyped CONNECT refusal net/http returns (see below): proxy_failure;
+//   - timeouts (net.Error.Timeout, context.DeadlineExceeded,
+//     os.ErrDeadlineExceeded), connection resets, refusals, broken pipes,
+//     unexpected EOFs: retryable;
+//   - a DNS name that does not exist: fatal;
+//   - anything else: retryable, bounded by the caller's retry budget.
+//
+// It branches on typed errors with errors.As and errors.Is. The one
+// exception is net/http's CONNECT refusal, which it only reports as
+// errors.New(reason phrase): an error whose whole text is the standard
+// reason phrase of a 4xx or 5xx status is taken to be one. Use
+// ProxyConnectHook to avoid relying on that. A canceled context is
+// retryable too: callers check their own context before classifying.
+// ClassifyError is safe for concurrent use.
+func ClassifyError(err error) Verdict {
+	if err == nil {
+		return OK
+	}
+	var pce *ProxyConnectError
+	if errors.As(err, &pce) {
+		return ProxyFailure
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "proxyconnect" {
+		return ProxyFailure
+	}
+	if isConnectRefusal(err) {
+		return ProxyFailure
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return Fatal
+		}
+		return Retryable
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return Retryable
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Retryable
+	}
+	return Retryable
+}
+
+// isConnectRefusal recognises net/http's untyped CONNECT refusal: the
+// innermost error's text is exactly a standard 4xx/5xx reason phrase.
+func isConnectRefusal(err error) bool {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			break
+		}
+		err = next
+	}
+	msg := err.Error()
+	for code := 400; code < 600; code++ {
+		if t := http.StatusText(code); t != "" && t == msg {
+			return true
+		}
+	}
+	return false
+}

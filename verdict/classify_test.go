@@ -1,0 +1,219 @@
+package verdict
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/rlheader"
+)
+
+func TestClassify(t *testing.T) {
+	ra := rlheader.Signal{HasRetryAfter: true, RetryAfter: time.Second}
+	dry := rlheader.Signal{HasRemaining: true}
+	some := rlheader.Signal{HasRemaining: true, Remaining: 3}
+	var none rlheader.Signal
+	cf := []byte("<!DOCTYPE html><title>Attention Required! | Cloudflare</title>")
+	tests := []struct {
+		status int
+		sig    rlheader.Signal
+		body   string
+		rules  Rules
+		want   Verdict
+	}{
+		{200, none, "", Rules{}, OK},
+		{204, none, "", Rules{}, OK},
+		{301, none, "", Rules{}, OK},
+		{304, none, "", Rules{}, OK},
+		{200, none, string(cf), Rules{}, OK}, // 200 bodies are not sniffed by default
+		{200, none, string(cf), Rules{SniffStatuses: []int{200}}, Banned},
+		{429, none, "", Rules{}, Throttled},
+		{429, ra, "captcha", Rules{}, Throttled},
+		{503, ra, "", Rules{}, Busy},
+		{503, none, "Service overloaded", Rules{}, Busy},
+		{503, none, string(cf), Rules{}, Banned},
+		{503, none, "<title>Just a moment...</title>", Rules{}, Banned},
+		{500, none, "", Rules{}, Retryable},
+		{502, none, "", Rules{}, Retryable},
+		{504, none, "", Rules{}, Retryable},
+		{408, none, "", Rules{}, Retryable},
+		{522, none, "", Rules{}, Retryable},
+		{524, none, "", Rules{}, Retryable},
+		{599, none, "", Rules{}, Retryable},
+		{403, none, "", Rules{}, Banned},
+		{403, none, "<TITLE>Access Denied</TITLE> Reference #18.", Rules{}, Banned},
+		{403, ra, "", Rules{}, Throttled},  // GitHub secondary limits
+		{403, dry, "", Rules{}, Throttled}, // GitHub primary limit: remaining 0
+		{403, some, "", Rules{}, Banned},
+		{403, dry, "<div id=\"px-captcha\">", Rules{}, Banned},
+		{403, none, "", Rules{Status: map[int]Verdict{403: Throttled}}, Throttled},
+		{403, none, string(cf), Rules{Status: map[int]Verdict{403: Throttled}}, Throttled},
+		{503, none, "", Rules{Status: map[int]Verdict{503: Banned}}, Banned},
+		{404, none, "", Rules{Status: map[int]Verdict{404: Retryable}}, Retryable},
+		{407, none, "", Rules{}, ProxyFailure},
+		{401, none, "", Rules{}, Fatal},
+		{404, none, "", Rules{}, Fatal},
+		{410, none, "", Rules{}, Fatal},
+		{400, none, "", Rules{}, Fatal},
+		{451, none, "", Rules{}, Fatal},
+		{100, none, "", Rules{}, Retryable},
+		{0, none, "", Rules{}, Retryable},
+		{-1, none, "", Rules{}, Retryable},
+		{999, none, "", Rules{}, Retryable},
+		// Markers: custom, case, and the sniff bound.
+		{503, none, "geh weg", Rules{Markers: []string{"geh weg"}}, Banned},
+		{503, none, string(cf), Rules{Markers: []string{"geh weg"}}, Busy},
+		{503, none, "DataDome", Rules{}, Banned},
+		{503, none, strings.Repeat(" ", 5000) + "captcha", Rules{}, Busy},
+		{503, none, strings.Repeat(" ", 5000) + "captcha", Rules{SniffBytes: 8000}, Banned},
+		{503, none, "capt", Rules{}, Busy},
+	}
+	for _, tt := range tests {
+		got := Classify(tt.status, tt.sig, []byte(tt.body), tt.rules)
+		if got != tt.want {
+			t.Errorf("Classify(%d, %+v, %.40q, %+v) = %v, want %v", tt.status, tt.sig, tt.body, tt.rules, got, tt.want)
+		}
+	}
+}
+
+func TestClassifyWithParsedSignal(t *testing.T) {
+	h := http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1774540900"}}
+	sig := rlheader.Parse(h, time.Unix(1774540800, 0), rlheader.Profile{})
+	if got := Classify(403, sig, nil, Rules{}); got != Throttled {
+		t.Errorf("Classify(403, GitHub remaining 0) = %v, want throttled", got)
+	}
+}
+
+func TestClassifyErrorSynthetic(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want Verdict
+	}{
+		{"nil", nil, OK},
+		{"timeout", &url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}}, Retryable},
+		{"context deadline", fmt.Errorf("fetch: %w", context.DeadlineExceeded), Retryable},
+		{"reset", &url.Error{Op: "Get", Err: &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}, Retryable},
+		{"refused by target", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, Retryable},
+		{"unexpected EOF", &url.Error{Op: "Get", Err: io.ErrUnexpectedEOF}, Retryable},
+		{"proxyconnect dial", &url.Error{Op: "Get", Err: &net.OpError{Op: "proxyconnect", Net: "tcp",
+			Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}}, ProxyFailure},
+		{"proxyconnect timeout", &net.OpError{Op: "proxyconnect", Err: os.ErrDeadlineExceeded}, ProxyFailure},
+		{"typed CONNECT refusal", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 403, Status: "403 Forbidden"}}, ProxyFailure},
+		{"untyped CONNECT refusal", &url.Error{Op: "Get", Err: errors.New("Proxy Authentication Required")}, ProxyFailure},
+		{"no such host", &url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, Fatal},
+		{"DNS timeout", &net.DNSError{Err: "i/o timeout", IsTimeout: true}, Retryable},
+		{"other", errors.New("something odd"), Retryable},
+	}
+	for _, tt := range tests {
+		if got := ClassifyError(tt.err); got != tt.want {
+			t.Errorf("%s: ClassifyError(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestClassifyErrorRealTransport makes net/http produce the errors on
+// loopback: a dead proxy, and a proxy that refuses CONNECT with 407, with
+// and without ProxyConnectHook.
+func TestClassifyErrorRealTransport(t *testing.T) {
+	// A port nothing listens on: listen, note the address, close.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusProxyAuthRequired)
+	}))
+	defer refusing.Close()
+
+	get := func(proxy string, hook bool) error {
+		pu, _ := url.Parse(proxy)
+		tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{}}
+		if hook {
+			tr.OnProxyConnectResponse = ProxyConnectHook
+		}
+		defer tr.CloseIdleConnections()
+		c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		resp, err := c.Get("https://target.invalid/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+
+	err = get("http://"+dead, false)
+	if got := ClassifyError(err); got != ProxyFailure {
+		t.Errorf("ClassifyError(dead proxy: %v) = %v, want proxy_failure", err, got)
+	}
+	err = get(refusing.URL, false)
+	if got := ClassifyError(err); got != ProxyFailure {
+		t.Errorf("ClassifyError(CONNECT 407 untyped: %v) = %v, want proxy_failure", err, got)
+	}
+	err = get(refusing.URL, true)
+	var pce *ProxyConnectError
+	if !errors.As(err, &pce) || pce.StatusCode != 407 {
+		t.Errorf("with ProxyConnectHook, error = %v, want a *ProxyConnectError with 407", err)
+	}
+	if got := ClassifyError(err); got != ProxyFailure {
+		t.Errorf("ClassifyError(CONNECT 407 typed: %v) = %v, want proxy_failure", err, got)
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	for _, s := range []int{200, 301, 403, 404, 407, 408, 429, 500, 503, 522, 0, -1, 999} {
+		f.Add(s, "", false, false, int64(0), 0, "")
+		f.Add(s, "<title>Attention Required! | Cloudflare</title>", true, true, int64(0), 10, "captcha")
+	}
+	f.Fuzz(func(t *testing.T, status int, body string, hasRA, hasRem bool, rem int64, sniff int, marker string) {
+		sig := rlheader.Signal{HasRetryAfter: hasRA, HasRemaining: hasRem, Remaining: rem}
+		r := Rules{SniffBytes: sniff, SniffStatuses: []int{status}}
+		if marker != "" {
+			r.Markers = []string{strings.ToLower(marker)}
+		}
+		v := Classify(status, sig, []byte(body), r)
+		if int(v) >= len(All()) {
+			t.Fatalf("Classify(%d, %q) = %v, not a verdict", status, body, v)
+		}
+		if v2 := Classify(status, rlheader.Signal{}, []byte(body), Rules{}); int(v2) >= len(All()) {
+			t.Fatalf("Classify(%d, nil sig) = %v", status, v2)
+		}
+		r.Status = map[int]Verdict{status: Fatal}
+		if v := Classify(status, sig, []byte(body), r); v != Fatal {
+			t.Fatalf("Classify with override = %v, want fatal", v)
+		}
+	})
+}
+
+// TestImports keeps verdict light: the standard library, rlheader and the
+// structured-fields parser rlheader uses, nothing else.
+func TestImports(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	allowed := map[string]bool{
+		"github.com/exitgate/exitgate/verdict":  true,
+		"github.com/exitgate/exitgate/rlheader": true,
+		"github.com/dunglas/httpsfv":            true,
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if !allowed[p] {
+			t.Errorf("verdict depends on %s; keep it to the standard library and rlheader", p)
+		}
+	}
+}
