@@ -1,0 +1,11 @@
+//go:build unix && !linux
+
+package peertest
+
+import "syscall"
+
+// sysProcAttr puts the peer in its own process group, so cleanup can kill its children
+// too.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
