@@ -30,6 +30,9 @@ budget per (target host, exit) lane and a polite ceiling per host.`,
 	}
 	root.AddCommand(
 		newVersionCmd(),
+		newHeadersCmd(),
+		newProxiesCmd(),
+		newCrawlCmd(),
 	)
 	return root
 }

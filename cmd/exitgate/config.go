@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v4"
+)
+
+// applyConfigFile reads a YAML file whose keys are the command's flag names
+// and sets every flag the command line did not set. Unknown keys and bad
+// values are errors that name the file, line and key. Flags given on the
+// command line win over the file.
+func applyConfigFile(flags *pflag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 { // empty file
+		return nil
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s:%d: want a mapping of flag names to values", path, m.Line)
+	}
+	var errs []string
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		f := flags.Lookup(k.Value)
+		if f == nil || k.Value == "config" || k.Value == "help" {
+			errs = append(errs, fmt.Sprintf("%s:%d: unknown key %q", path, k.Line, k.Value))
+			continue
+		}
+		if f.Changed {
+			continue // the command line wins
+		}
+		val, err := scalar(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
+			continue
+		}
+		if err := flags.Set(k.Value, val); err != nil {
+			errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// scalar returns a YAML value as the string a flag parses; a sequence of
+// scalars becomes a comma-separated list.
+func scalar(n *yaml.Node) (string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Value, nil
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return "", fmt.Errorf("want a list of plain values")
+			}
+			parts = append(parts, c.Value)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", fmt.Errorf("want a plain value, not a mapping")
+}

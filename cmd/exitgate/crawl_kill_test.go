@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// crawlHelperEnv carries, JSON-encoded, the arguments with which the test
+// binary re-executed as TestCrawlHelperProcess runs the exitgate command.
+const crawlHelperEnv = "EXITGATE_CRAWL_HELPER_ARGS"
+
+// TestCrawlHelperProcess is not a test: it is the exitgate command inside a
+// re-executed test binary, so that TestCrawlKillResume can kill -9 a real
+// crawl process. It exits the way main does.
+func TestCrawlHelperProcess(t *testing.T) {
+	raw := os.Getenv(crawlHelperEnv)
+	if raw == "" {
+		t.Skip("helper process of TestCrawlKillResume; runs only when re-executed by it")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		fmt.Fprintln(os.Stderr, "helper: bad", crawlHelperEnv, err)
+		os.Exit(2)
+	}
+	root := newRootCmd()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "exitgate:", err)
+		os.Exit(exitCode(err))
+	}
+	os.Exit(0)
+}
+
+// helperProc is a running re-executed crawl.
+type helperProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{} // closed when Wait returned; err is set then
+	err            error
+}
+
+func startCrawlHelper(t *testing.T, args ...string) *helperProc {
+	t.Helper()
+	enc, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &helperProc{done: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], "-test.run=^TestCrawlHelperProcess$", "-test.count=1")
+	p.cmd.Env = append(os.Environ(), crawlHelperEnv+"="+string(enc))
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.cmd.WaitDelay = 5 * time.Second
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start helper: %v", err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill() // our own child, by its pid
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait waits for the helper to exit, killing it after timeout.
+func (p *helperProc) wait(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("helper still running after %v; killed\nstderr:\n%s", timeout, p.stderr.String())
+		return nil
+	}
+}
+
+// TestCrawlKillResume: a crawl killed with SIGKILL in the middle loses
+// nothing and repeats almost nothing. Running the same command again
+// finishes every URL exactly once in results.jsonl; only the URLs whose
+// requests were in flight at the kill (at most --concurrency of them) are
+// fetched a second time. URLs recorded done before the kill are not fetched
+// again, and URLs claimed but not yet sent are simply queued again.
+func TestCrawlKillResume(t *testing.T) {
+	const (
+		nURLs       = 300
+		concurrency = 4
+		killAfter   = 60 // requests served before the kill
+	)
+	var (
+		mu      sync.Mutex
+		seen    = map[string]int{}
+		served  int
+		reached = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		if served++; served == killAfter {
+			close(reached)
+		}
+		mu.Unlock()
+		// Service time, so that the crawl lasts long enough to be killed
+		// with requests in flight; not a synchronisation.
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "page %s\n", r.URL.Path)
+	}))
+	defer srv.Close()
+	snapshot := func() (map[string]int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make(map[string]int, len(seen))
+		for k, v := range seen {
+			out[k] = v
+		}
+		return out, served
+	}
+
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, nURLs)
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	out := filepath.Join(dir, "out")
+	args := []string{"crawl", "--out", out, "--concurrency", strconv.Itoa(concurrency),
+		"--lane-rate", "100/s", "--ignore-robots", "--progress", "0", urlFile}
+
+	first := startCrawlHelper(t, args...)
+	select {
+	case <-reached:
+	case <-first.done:
+		t.Fatalf("first crawl exited (%v) before the server had served %d requests\nstderr:\n%s", first.err, killAfter, first.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server served fewer than %d requests in 60s\nstderr:\n%s", killAfter, first.stderr.String())
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 the first crawl: %v", err)
+	}
+	err := first.wait(t, 10*time.Second)
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("first crawl ended with %v, want killed by SIGKILL (did it finish first?)\nstderr:\n%s", err, first.stderr.String())
+	}
+	atKill, servedAtKill := snapshot()
+	if len(atKill) >= nURLs {
+		t.Fatalf("the first crawl had fetched all %d URLs before the kill; the test proves nothing", nURLs)
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("results.jsonl after kill -9: stat err %v, want none written (the kill came before the report)", err)
+	}
+	t.Logf("killed after %d requests, %d distinct URLs", servedAtKill, len(atKill))
+
+	second := startCrawlHelper(t, args...)
+	if err := second.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("resumed crawl: %v\nstderr:\n%s", err, second.stderr.String())
+	}
+	stderr := second.stderr.String()
+	m := regexp.MustCompile(`resumed: (\d+) jobs`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Errorf("resumed crawl's stderr does not report the recovered jobs:\n%s", stderr)
+	} else if n, _ := strconv.Atoi(m[1]); n < 1 || n > 3*concurrency+8 {
+		// Leased at the kill: those in flight (<= concurrency) and those the
+		// engine had claimed ahead (<= 2*concurrency+8).
+		t.Errorf("resumed %d jobs, want between 1 and %d (in flight plus buffered)", n, 3*concurrency+8)
+	} else {
+		t.Logf("the resumed run queued again %d jobs leased at the kill", n)
+	}
+	if !bytes.Contains(second.stdout.Bytes(), []byte("Results:")) {
+		t.Errorf("resumed crawl's stdout lacks the report:\n%s", second.stdout.String())
+	}
+
+	checkAllDoneOnce(t, readResults(t, out), urls)
+	final, _ := snapshot()
+	var twice []string
+	for i := range nURLs {
+		path := fmt.Sprintf("/p/%03d", i)
+		switch n := final[path]; {
+		case n == 0:
+			t.Errorf("%s was never fetched, yet is done", path)
+		case n == 2:
+			twice = append(twice, path)
+			if atKill[path] != 1 {
+				t.Errorf("%s fetched twice but %d times before the kill: the resumed run fetched it twice", path, atKill[path])
+			}
+		case n > 2:
+			t.Errorf("%s fetched %d times, want at most twice", path, n)
+		}
+	}
+	// A request is counted by the server when it arrives, and the engine
+	// records its job before dispatching anything new, so only the at most
+	// --concurrency requests in flight at the kill may be repeated.
+	if len(twice) > concurrency {
+		t.Errorf("%d URLs fetched twice (%v), want at most %d (the requests in flight at the kill)", len(twice), twice, concurrency)
+	}
+	t.Logf("fetched twice: %d %v", len(twice), twice)
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Errorf("summary.json after the resumed run: %v", err)
+	}
+	sum := readSummary(t, out)
+	if sum.Done != nURLs || sum.Queued+sum.Parked+sum.Abandoned != 0 {
+		t.Errorf("summary: done %d queued %d parked %d abandoned %d, want all %d done", sum.Done, sum.Queued, sum.Parked, sum.Abandoned, nURLs)
+	}
+}

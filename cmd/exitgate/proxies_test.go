@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/exitgate/exitgate/internal/peertest"
+)
+
+// run executes the root command in-process and returns stdout, the error text and the
+// process exit code main would use.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetIn(strings.NewReader(""))
+	root.SetArgs(args)
+	err := root.Execute()
+	code, msg := 0, ""
+	if err != nil {
+		code, msg = exitCode(err), err.Error()
+	}
+	return out.String() + errOut.String(), msg, code
+}
+
+func writeList(t *testing.T, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "proxies.txt")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// echo answers any request, including an absolute-form one sent to it as a proxy,
+// with the client's address: a stand-in for a gateway whose sessions share one IP.
+func echo(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprint(w, host)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestProxiesCheckRealCredentials: tinyproxy with BasicAuth; the right credentials
+// work, missing ones draw a 407 and wrong ones tinyproxy's 401, both reported as
+// rejected credentials; the command exits 1 and never prints the passwords.
+func TestProxiesCheckRealCredentials(t *testing.T) {
+	ng := peertest.StartNginx(t, peertest.NginxConfig{Rate: "100r/s", Burst: 50})
+	p := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.14", User: "alice", Password: "RightPw1"})
+	list := writeList(t,
+		"# three ways into one authenticated proxy",
+		"http://alice:RightPw1@"+p.Addr(),
+		p.Addr(),
+		p.Addr()+":mallory:WrongPw2", // alice twice would be a duplicate exit
+	)
+	out, msg, code := run(t, "proxies", "check", "--echo-url", ng.URL()+"/ip", "--timeout", "10s", list)
+	if code != 1 || msg != "2 of 3 exits failed" {
+		t.Errorf("proxies check = exit %d %q, want 1 %q\n%s", code, msg, "2 of 3 exits failed", out)
+	}
+	for _, want := range []string{
+		"127.0.0.14",
+		"proxy rejected credentials (407)",
+		"proxy rejected credentials (401)",
+		"3 exits: 1 ok, 2 failed, 0 duplicate IP",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("proxies check output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{"RightPw1", "WrongPw2"} {
+		if strings.Contains(out+msg, secret) {
+			t.Errorf("proxies check output leaks %q:\n%s", secret, out)
+		}
+	}
+}
+
+// TestProxiesCheckRealExits: two tinyproxy exits, each resolved to its bind address, in JSON.
+func TestProxiesCheckRealExits(t *testing.T) {
+	ng := peertest.StartNginx(t, peertest.NginxConfig{Rate: "100r/s", Burst: 50})
+	p1 := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.11"})
+	p2 := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.12"})
+	list := writeList(t, p1.URL(), p2.Addr())
+	out, msg, code := run(t, "proxies", "check", "--json", "--echo-url", ng.URL()+"/ip", list)
+	if code != 0 {
+		t.Fatalf("proxies check = exit %d %q, want 0\n%s", code, msg, out)
+	}
+	var doc checkJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if doc.OK != 2 || doc.Failed != 0 || len(doc.Exits) != 2 {
+		t.Fatalf("JSON summary = %+v, want 2 ok", doc)
+	}
+	for i, want := range []string{"127.0.0.11", "127.0.0.12"} {
+		e := doc.Exits[i]
+		if e.Status != "ok" || e.IP != want || e.LatencyMS <= 0 {
+			t.Errorf("exit %d = %+v, want ok with IP %s and a latency", i, e, want)
+		}
+	}
+}
+
+func TestProxiesCheckBadLinesRefused(t *testing.T) {
+	srv := echo(t)
+	list := writeList(t, "h:1", "http://u:SECRETpw@h:99999", "bind:127.0.0.300")
+	out, msg, code := run(t, "proxies", "check", "--echo-url", srv.URL, list)
+	want := fmt.Sprintf("2 bad line(s), nothing checked:\n%s:2: port \"99999\" out of range\n%s:3: bad bind address \"127.0.0.300\"", list, list)
+	if code != 2 || msg != want {
+		t.Errorf("proxies check = exit %d\n%s\nwant exit 2\n%s", code, msg, want)
+	}
+	if out != "" || strings.Contains(msg, "SECRETpw") {
+		t.Errorf("refused run printed %q / leaked in %q", out, msg)
+	}
+}
+
+func TestProxiesCheckTemplateDuplicates(t *testing.T) {
+	gw := echo(t) // every session comes out from the same IP
+	tmpl := "http://user-session-{session}:SECRETpw@" + gw.Listener.Addr().String()
+	out, msg, code := run(t, "proxies", "check", "--proxy-template", tmpl, "--sessions", "3", "--echo-url", "http://echo.test/ip")
+	if code != 0 {
+		t.Errorf("duplicates without --fail-duplicates = exit %d %q, want 0", code, msg)
+	}
+	id := gw.Listener.Addr().String()
+	for _, want := range []string{
+		id + "#session-1  ok",
+		id + "#session-2  dup",
+		"same exit IP as " + id + "#session-1",
+		"3 exits: 1 ok, 0 failed, 2 duplicate IP",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "SECRETpw") || strings.Contains(out, "user-session") {
+		t.Errorf("output leaks credentials:\n%s", out)
+	}
+	_, msg, code = run(t, "proxies", "check", "--proxy-template", tmpl, "--sessions", "3", "--fail-duplicates", "--echo-url", "http://echo.test/ip")
+	if code != 1 || msg != "2 of 3 exits share an exit IP with another" {
+		t.Errorf("--fail-duplicates = exit %d %q, want 1", code, msg)
+	}
+}
+
+func TestProxiesCheckBindAndStdin(t *testing.T) {
+	srv := echo(t)
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetIn(strings.NewReader("bind:127.0.0.31-127.0.0.32\n"))
+	root.SetArgs([]string{"proxies", "check", "--echo-url", srv.URL, "-"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("check from stdin: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"bind:127.0.0.31  ok      127.0.0.31", "bind:127.0.0.32  ok      127.0.0.32"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestProxiesCheckFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"proxies", "check", "--sessions", "3"},
+		{"proxies", "check", "--timeout", "0s"},
+		{"proxies", "check", "--concurrency", "0"},
+		{"proxies", "check", "--nope"},
+		{"proxies", "check", "a", "b"},
+		{"proxies", "check", "--proxy-template", "http://u:SECRETpw@gw:1"},
+		{"proxies", "check", "--echo-url", "ftp://x"},
+		{"proxies", "check", filepath.Join(t.TempDir(), "missing.txt")},
+	} {
+		_, msg, code := run(t, args...)
+		if code != 2 || strings.Contains(msg, "SECRETpw") {
+			t.Errorf("%v = exit %d %q, want 2 without the password", args, code, msg)
+		}
+	}
+}
+
+func TestProxiesCheckHelp(t *testing.T) {
+	out, _, code := run(t, "proxies", "check", "--help")
+	if code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, want := range []string{
+		"--proxy-template", "--sessions int", "(default 10)", "--echo-url", `(default "https://api.ipify.org")`,
+		"--ip-header", "--timeout duration", "(default 15s)", "--concurrency int", "(default 16)",
+		"--json", "--fail-duplicates", "Exit status",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}

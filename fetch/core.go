@@ -1,0 +1,659 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/rlheader"
+	"github.com/exitgate/exitgate/robots"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// Limiter is what the engine needs from a limiter: limit.Limiter in
+// production, and the baseline strategies in the simulator. Implementations
+// must be safe for concurrent use.
+type Limiter interface {
+	// Acquire decides at now whether a request to host may go, and on which
+	// exit. When it may not, it returns ok=false and the earliest time
+	// anything could go, holding nothing.
+	Acquire(host string, want limit.Want, now time.Time) (t limit.Ticket, ok bool, next time.Time, err error)
+	// Done reports the outcome of a request sent on t and releases t.
+	Done(t limit.Ticket, o limit.Outcome, now time.Time)
+	// Cancel releases t for a request that was never sent.
+	Cancel(t limit.Ticket, now time.Time)
+}
+
+// CoreConfig configures a Core. The zero value of each field is its
+// documented default.
+type CoreConfig struct {
+	// Concurrency caps requests in flight in total. Default 16.
+	Concurrency int
+	// Retry is the per-URL retry policy.
+	Retry RetryPolicy
+	// Robots turns on robots.txt: fetched once per host through the
+	// limiter like any request, Disallow honoured, Crawl-delay spacing the
+	// host's requests. UserAgent picks the robots.txt group.
+	Robots    bool
+	UserAgent string
+	// MaxRedirects bounds the hops followed for one URL. Default 10; each
+	// hop goes through the limiter for its own host.
+	MaxRedirects int
+	// LeaseTTL is the frontier's visibility timeout. Jobs buffered for a
+	// host that will be blocked for longer than half of it are handed back
+	// so the lease cannot expire under them. Default 5m.
+	LeaseTTL time.Duration
+	// HostKey maps a URL to its limiter host key (for redirect hops; jobs
+	// carry their own). Default: the lowercase host with a non-default port.
+	HostKey func(*url.URL) string
+	// Verdicts tunes classification per host. nil: the defaults.
+	Verdicts func(host string) verdict.Rules
+	// Profile pins ambiguous rate-limit headers per host. nil: guess by
+	// magnitude and form.
+	Profile func(host string) rlheader.Profile
+	// Rand drives retry jitter. nil: seeded from the runtime.
+	Rand *rand.Rand
+	// Logger receives decisions worth a line. nil: discard.
+	Logger *slog.Logger
+	// OnFinish, if set, is called (without locks held) for every job that
+	// reaches done or abandoned in this run.
+	OnFinish func(Finished)
+}
+
+func (c CoreConfig) withDefaults() CoreConfig {
+	if c.Concurrency <= 0 {
+		c.Concurrency = 16
+	}
+	c.Retry = c.Retry.withDefaults()
+	if c.MaxRedirects <= 0 {
+		c.MaxRedirects = 10
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 5 * time.Minute
+	}
+	if c.HostKey == nil {
+		c.HostKey = DefaultHostKey
+	}
+	if c.Verdicts == nil {
+		c.Verdicts = func(string) verdict.Rules { return verdict.Rules{} }
+	}
+	if c.Profile == nil {
+		c.Profile = func(string) rlheader.Profile { return rlheader.Profile{} }
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	return c
+}
+
+// DefaultUserAgent identifies exitgate to servers and robots.txt.
+const DefaultUserAgent = "exitgate/0.1 (+https://github.com/exitgate/exitgate)"
+
+// DefaultHostKey is the URL's lowercase host, with the port when it is not
+// the scheme's default.
+func DefaultHostKey(u *url.URL) string {
+	h := u.Hostname()
+	p := u.Port()
+	if p == "" || (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+		return lower(h)
+	}
+	return lower(h) + ":" + p
+}
+
+func lower(s string) string {
+	return string(bytes.ToLower([]byte(s)))
+}
+
+// Attempt is one request the Core decided to send: which URL, through which
+// exit (in Ticket), for which job.
+type Attempt struct {
+	Job    frontier.Job
+	URL    string // this hop's URL (the job's, or a redirect target)
+	Host   string // limiter host key of URL
+	Hops   int    // redirects followed so far
+	Ticket limit.Ticket
+	SentAt time.Time
+	// Robots marks the fetch of Host's robots.txt; Job is zero.
+	Robots bool
+}
+
+// Response is what came back for an Attempt, as the executor saw it.
+type Response struct {
+	Status int
+	Header http.Header
+	// Sniff is the first bytes of the body (up to SniffBytes), for block
+	// page detection and robots.txt.
+	Sniff    []byte
+	Bytes    int64  // body bytes received
+	BodyPath string // where the body was stored; empty if not stored
+	Err      error  // transport error; Status is 0
+	At       time.Time
+	// Aborted marks a request cut short by shutdown: the job is handed back
+	// uncharged, and the limiter hears nothing from it.
+	Aborted bool
+}
+
+// SniffBytes is how much of each body the executor keeps for classification.
+// robots.txt is kept whole up to robots' own limit.
+const SniffBytes = 4 << 10
+
+// Finished describes a job that reached a final state in this run.
+type Finished struct {
+	Job     frontier.Job
+	Outcome string // "done" or "abandoned"
+	Status  int
+	Reason  string
+	Exit    string
+}
+
+// Core makes the engine's decisions — which job goes now, on which exit, and
+// what each response means for the limiter and the job — without doing any
+// I/O of its own beyond the frontier. The live Engine drives it with real
+// time and HTTP; the simulator drives the same Core in virtual time. It is
+// safe for concurrent use.
+type Core struct {
+	cfg   CoreConfig
+	fr    frontier.Frontier
+	lim   Limiter
+	tally *metrics.Tally
+
+	mu       sync.Mutex
+	hosts    map[string]*hostState
+	order    []string // hosts in round-robin order
+	cursor   int
+	buffered int
+	inflight int
+	tries    map[int64]Tries // uncharged counts, this run only
+	frNext   time.Time       // when the frontier may have more due work
+	frDirty  bool            // jobs went back to the frontier since the last claim
+}
+
+type hostState struct {
+	queue     []pending
+	notBefore time.Time
+	inflight  int
+	// robots: nil until known; robotsBusy while the fetch is in flight.
+	robots      *robots.Rules
+	robotsBusy  bool
+	robotsFails int
+	crawlDelay  time.Duration
+}
+
+type pending struct {
+	job  frontier.Job
+	url  string
+	hops int
+}
+
+// NewCore returns a Core over a frontier and a limiter, counting into tally.
+func NewCore(cfg CoreConfig, fr frontier.Frontier, lim Limiter, tally *metrics.Tally) *Core {
+	return &Core{
+		cfg:     cfg.withDefaults(),
+		fr:      fr,
+		lim:     lim,
+		tally:   tally,
+		hosts:   map[string]*hostState{},
+		tries:   map[int64]Tries{},
+		frDirty: true,
+	}
+}
+
+// Inflight returns the number of attempts dispatched and not yet completed.
+func (c *Core) Inflight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight
+}
+
+// Busy reports whether any attempt is in flight or any job is buffered.
+func (c *Core) Busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight > 0 || c.buffered > 0
+}
+
+// HandBack returns every buffered job to the frontier, for shutdown. Attempts
+// in flight are not touched: Complete settles them.
+func (c *Core) HandBack(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first error
+	for _, host := range c.order {
+		if err := c.handBackLocked(ctx, c.hosts[host]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Dispatch returns the attempts that may start at now, and the time at which
+// more might (zero when only a completion can change anything). It never
+// waits: a host whose lanes are all dry is skipped until its next time.
+func (c *Core) Dispatch(ctx context.Context, now time.Time) ([]Attempt, time.Time, error) {
+	c.mu.Lock()
+	if err := c.refillLocked(ctx, now); err != nil {
+		c.mu.Unlock()
+		return nil, time.Time{}, err
+	}
+	var out []Attempt
+	var finished []Finished
+	// Round-robin, one attempt per host per pass, so that no host starves
+	// another within one dispatch.
+	for progress := true; progress && c.inflight < c.cfg.Concurrency; {
+		progress = false
+		n := len(c.order)
+		for i := 0; i < n && c.inflight < c.cfg.Concurrency; i++ {
+			host := c.order[(c.cursor+i)%n]
+			a, ok, fin := c.nextLocked(ctx, host, now)
+			finished = append(finished, fin...)
+			if ok {
+				out = append(out, a)
+				progress = true
+			}
+		}
+		if n > 0 {
+			c.cursor = (c.cursor + 1) % n
+		}
+	}
+	c.pruneLocked()
+	wake := c.wakeLocked(now)
+	c.mu.Unlock()
+	c.finish(finished)
+	return out, wake, nil
+}
+
+// nextLocked tries to start one attempt for host.
+func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Attempt, bool, []Finished) {
+	h := c.hosts[host]
+	if h == nil || h.notBefore.After(now) {
+		return Attempt{}, false, nil
+	}
+	var fin []Finished
+	if c.cfg.Robots && h.robots == nil {
+		if h.robotsBusy || len(h.queue) == 0 {
+			return Attempt{}, false, nil
+		}
+		u, err := url.Parse(h.queue[0].url)
+		if err != nil {
+			h.robots = robots.AllowAll
+		} else {
+			t, ok := c.acquireLocked(host, h, "", now)
+			if !ok {
+				return Attempt{}, false, nil
+			}
+			h.robotsBusy = true
+			robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
+			return c.startLocked(h, Attempt{URL: robotsURL, Host: host, Ticket: t, Robots: true, SentAt: now}), true, nil
+		}
+	}
+	for len(h.queue) > 0 {
+		p := h.queue[0]
+		if h.robots != nil && !robotsAllow(h.robots, p.url) {
+			h.queue = h.queue[1:]
+			c.buffered--
+			f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FateAbandon, Reason: "disallowed by robots.txt"}, 0, frontier.Result{})
+			if err != nil {
+				c.cfg.Logger.Warn("abandon", "url", p.url, "err", err)
+			}
+			if final {
+				fin = append(fin, f)
+			}
+			continue
+		}
+		t, ok := c.acquireLocked(host, h, p.job.Exit, now)
+		if !ok {
+			return Attempt{}, false, fin
+		}
+		h.queue = h.queue[1:]
+		c.buffered--
+		if h.crawlDelay > 0 {
+			h.notBefore = now.Add(h.crawlDelay)
+		}
+		return c.startLocked(h, Attempt{Job: p.job, URL: p.url, Host: host, Hops: p.hops, Ticket: t, SentAt: now}), true, fin
+	}
+	return Attempt{}, false, fin
+}
+
+func (c *Core) startLocked(h *hostState, a Attempt) Attempt {
+	c.inflight++
+	h.inflight++
+	return a
+}
+
+// acquireLocked asks the limiter for host; when nothing can go it blocks
+// the host until the limiter's next time and counts that as throttled time.
+func (c *Core) acquireLocked(host string, h *hostState, pin string, now time.Time) (limit.Ticket, bool) {
+	t, ok, next, err := c.lim.Acquire(host, limit.Want{Pin: pin}, now)
+	if err != nil {
+		c.cfg.Logger.Warn("limiter refused", "host", host, "err", err)
+		next = now.Add(time.Second)
+		ok = false
+	}
+	if ok {
+		return t, true
+	}
+	if !next.After(now) {
+		// Held by a concurrency cap: a completion will wake us.
+		next = time.Time{}
+	} else if c.tally != nil {
+		c.tally.Throttled(host, next.Sub(now))
+	}
+	h.notBefore = next
+	if !next.IsZero() && next.Sub(now) > c.cfg.LeaseTTL/2 {
+		if err := c.handBackLocked(context.Background(), h); err != nil {
+			c.cfg.Logger.Warn("hand back", "host", host, "err", err)
+		}
+	}
+	return limit.Ticket{}, false
+}
+
+// handBackLocked returns a host's buffered jobs to the frontier: at shutdown,
+// and when a host is blocked for so long that their leases could expire.
+func (c *Core) handBackLocked(ctx context.Context, h *hostState) error {
+	var first error
+	for _, p := range h.queue {
+		err := c.fr.Release(ctx, p.job.Lease())
+		if err != nil && first == nil && !errors.Is(err, frontier.ErrLeaseLost) {
+			first = fmt.Errorf("release %s: %w", p.job.URL, err)
+		}
+	}
+	c.buffered -= len(h.queue)
+	h.queue = nil
+	c.frDirty = true
+	return first
+}
+
+// refillLocked claims due jobs from the frontier into the per-host buffers.
+func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
+	want := 2*c.cfg.Concurrency + 8 - c.buffered
+	if want <= 0 || (!c.frDirty && now.Before(c.frNext)) {
+		return nil
+	}
+	perHost := c.cfg.Concurrency + 2
+	jobs, err := c.fr.Claim(ctx, now, want, func(host string) bool {
+		h := c.hosts[host]
+		return h == nil || (len(h.queue) < perHost && !h.notBefore.After(now))
+	})
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	for _, j := range jobs {
+		c.enqueueLocked(j.Host, pending{job: j, url: j.URL})
+	}
+	c.frDirty = false
+	if len(jobs) < want {
+		ready, err := c.fr.Ready(ctx, now, 1)
+		if err != nil {
+			return fmt.Errorf("ready: %w", err)
+		}
+		switch {
+		case len(ready.Hosts) > 0:
+			// Due work for hosts that are blocked or full: look again when
+			// one of them frees up (a completion or its notBefore wakes us).
+			c.frNext = now.Add(100 * time.Millisecond)
+		case ready.Next.IsZero():
+			c.frNext = now.Add(time.Hour)
+		default:
+			c.frNext = ready.Next
+		}
+	} else {
+		c.frNext = now
+	}
+	return nil
+}
+
+func (c *Core) enqueueLocked(host string, p pending) {
+	h := c.hosts[host]
+	if h == nil {
+		h = &hostState{}
+		c.hosts[host] = h
+		c.order = append(c.order, host)
+	}
+	h.queue = append(h.queue, p)
+	c.buffered++
+}
+
+// pruneLocked forgets hosts with nothing buffered or in flight, so that the
+// round-robin stays as long as the active host set. Robots rules are kept.
+func (c *Core) pruneLocked() {
+	if len(c.order) < 64 {
+		return
+	}
+	kept := c.order[:0]
+	for _, host := range c.order {
+		if h := c.hosts[host]; len(h.queue) > 0 || h.inflight > 0 || h.robotsBusy {
+			kept = append(kept, host)
+		}
+	}
+	c.order = kept
+	c.cursor = 0
+}
+
+// wakeLocked is the earliest time a blocked host or the frontier may have
+// work; zero when only a completion can help.
+func (c *Core) wakeLocked(now time.Time) time.Time {
+	var wake time.Time
+	earlier := func(t time.Time) {
+		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
+			wake = t
+		}
+	}
+	for _, host := range c.order {
+		h := c.hosts[host]
+		if len(h.queue) > 0 && h.notBefore.After(now) {
+			earlier(h.notBefore)
+		}
+	}
+	if c.buffered < 2*c.cfg.Concurrency+8 {
+		earlier(c.frNext)
+	}
+	return wake
+}
+
+// Complete takes the response to an attempt: the limiter learns from it, the
+// run's tally counts it, and the job is done, retried, parked or abandoned.
+func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
+	now := r.At
+	c.mu.Lock()
+	h := c.hosts[a.Host]
+	if h == nil { // pruned while in flight cannot happen, but stay safe
+		h = &hostState{}
+		c.hosts[a.Host] = h
+		c.order = append(c.order, a.Host)
+	}
+	c.inflight--
+	h.inflight--
+	if r.Aborted {
+		c.lim.Cancel(a.Ticket, now)
+		if a.Robots {
+			h.robotsBusy = false
+		} else if err := c.fr.Release(ctx, a.Job.Lease()); err != nil {
+			c.mu.Unlock()
+			return fmt.Errorf("release %s: %w", a.Job.URL, err)
+		}
+		c.frDirty = true
+		c.mu.Unlock()
+		return nil
+	}
+
+	sig := rlheader.Parse(r.Header, now, c.cfg.Profile(a.Host))
+	v := classify(r, sig, c.cfg.Verdicts(a.Host))
+	c.lim.Done(a.Ticket, outcomeOf(v, sig, a.SentAt), now)
+	if c.tally != nil {
+		c.tally.Record(metrics.Event{
+			Host: a.Host, Exit: a.Ticket.Exit, Status: r.Status, Verdict: v,
+			RetryAfter: sig.RetryAfter, HasRetryAfter: sig.HasRetryAfter,
+			Latency: now.Sub(a.SentAt), Bytes: r.Bytes, At: now,
+		})
+	}
+
+	if a.Robots {
+		c.robotsLocked(a.Host, h, v, r, sig, now)
+		c.mu.Unlock()
+		return nil
+	}
+
+	// A redirect is followed as a new hop through the limiter of its host.
+	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops < c.cfg.MaxRedirects {
+		if next, ok := redirectTarget(a.URL, r.Header.Get("Location")); ok {
+			host := c.cfg.HostKey(next)
+			c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
+			c.mu.Unlock()
+			return nil
+		}
+	}
+
+	tries := c.tries[a.Job.ID]
+	tries.Charged = a.Job.Attempts
+	fate := decide(c.cfg.Retry, tries, attemptResult{
+		Method: a.Job.Method, Status: r.Status, Verdict: v,
+		RetryAfter: sig.RetryAfter, HasRetryAfter: sig.HasRetryAfter, Err: r.Err,
+	}, c.cfg.Rand, now)
+	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops >= c.cfg.MaxRedirects {
+		fate = Fate{Kind: FateAbandon, Reason: fmt.Sprintf("too many redirects (%d)", a.Hops)}
+	}
+	result := frontier.Result{
+		Status: r.Status, Bytes: r.Bytes, Exit: a.Ticket.Exit,
+		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath,
+	}
+	fin, final, err := c.settleLocked(ctx, a.Job, fate, r.Status, result)
+	c.mu.Unlock()
+	if final {
+		c.finish([]Finished{fin})
+	}
+	return err
+}
+
+// settleLocked records a job's fate in the frontier. final says the job
+// reached done or abandoned, described by the returned Finished.
+func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, status int, res frontier.Result) (Finished, bool, error) {
+	l := j.Lease()
+	var err error
+	switch fate.Kind {
+	case FateDone:
+		err = c.fr.Complete(ctx, l, res)
+	case FateRetry:
+		err = c.fr.Retry(ctx, l, fate.At, fate.Charge, status, fate.Reason)
+	case FatePark:
+		err = c.fr.Park(ctx, l, fate.At, status, fate.Reason)
+		c.cfg.Logger.Info("parked", "url", j.URL, "until", fate.At, "reason", fate.Reason)
+	case FateAbandon:
+		err = c.fr.Abandon(ctx, l, status, fate.Reason)
+		if c.tally != nil {
+			c.tally.Abandon(j.Host, fate.Reason)
+		}
+	}
+	if fate.Kind == FateRetry || fate.Kind == FatePark {
+		c.tries[j.ID] = fate.Tries
+		c.frDirty = true
+		if fate.At.Before(c.frNext) {
+			c.frNext = fate.At
+		}
+		return Finished{}, false, wrapSettle(err, j)
+	}
+	delete(c.tries, j.ID)
+	if err != nil {
+		return Finished{}, false, wrapSettle(err, j)
+	}
+	out := "done"
+	if fate.Kind == FateAbandon {
+		out = "abandoned"
+	}
+	return Finished{Job: j, Outcome: out, Status: status, Reason: fate.Reason, Exit: res.Exit}, true, nil
+}
+
+func wrapSettle(err error, j frontier.Job) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, frontier.ErrLeaseLost) {
+		// Another worker owns the job now; its fate is theirs to decide.
+		return nil
+	}
+	return fmt.Errorf("settle %s: %w", j.URL, err)
+}
+
+func (c *Core) finish(fs []Finished) {
+	if c.cfg.OnFinish == nil {
+		return
+	}
+	for _, f := range fs {
+		c.cfg.OnFinish(f)
+	}
+}
+
+func (c *Core) enqueueFrontLocked(host string, p pending) {
+	c.enqueueLocked(host, p)
+	h := c.hosts[host]
+	copy(h.queue[1:], h.queue[:len(h.queue)-1])
+	h.queue[0] = p
+}
+
+// robotsLocked takes the answer to a robots.txt fetch (RFC 9309 §2.3.1):
+// 2xx is parsed; 4xx means no rules; a 429 or busy answer is asked again when
+// the limiter allows; 5xx and errors are retried a few times, then the site
+// counts as disallowing everything.
+func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Response, sig rlheader.Signal, now time.Time) {
+	h.robotsBusy = false
+	switch {
+	case r.Status >= 200 && r.Status < 300:
+		h.robots = robots.Parse(bytes.NewReader(r.Sniff), c.cfg.UserAgent)
+		h.crawlDelay = h.robots.CrawlDelay()
+		if h.crawlDelay > 0 {
+			c.cfg.Logger.Info("robots.txt crawl-delay", "host", host, "delay", h.crawlDelay)
+		}
+	case v == verdict.Throttled || v == verdict.Busy || v == verdict.ProxyFailure:
+		// Not the site's answer about robots; ask again.
+	case r.Status >= 400 && r.Status < 500:
+		h.robots = robots.AllowAll
+	default:
+		h.robotsFails++
+		if h.robotsFails >= 3 {
+			c.cfg.Logger.Warn("robots.txt unreachable: treating the site as disallowing all", "host", host, "status", r.Status, "err", r.Err)
+			h.robots = robots.DisallowAll
+		} else {
+			h.notBefore = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0))
+		}
+	}
+}
+
+func robotsAllow(r *robots.Rules, raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true
+	}
+	return r.Allowed(u.RequestURI())
+}
+
+// redirectTarget resolves a Location against the URL that answered it.
+func redirectTarget(from, location string) (*url.URL, bool) {
+	if location == "" {
+		return nil, false
+	}
+	base, err := url.Parse(from)
+	if err != nil {
+		return nil, false
+	}
+	next, err := base.Parse(location)
+	if err != nil || (next.Scheme != "http" && next.Scheme != "https") || next.Host == "" {
+		return nil, false
+	}
+	next.Fragment = ""
+	return next, true
+}

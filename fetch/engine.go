@@ -1,0 +1,261 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// EngineConfig configures the live engine. The zero value of each field is
+// its documented default.
+type EngineConfig struct {
+	Core CoreConfig
+	// Exits routes each exit key the limiter hands out to a transport, and
+	// re-keys exits whose IP changes. Required; ExitMap builds the simple
+	// form from a map.
+	Exits *ExitSet
+	// Timeout bounds one request, body included. Default 30s.
+	Timeout time.Duration
+	// BodyDir, when set, receives the body of each successful response as
+	// BodyDir/<job id>. Empty: bodies are read and discarded.
+	BodyDir string
+	// MaxBodyBytes caps how much of a body is read. Default 10 MiB.
+	MaxBodyBytes int64
+	// Header is added to every request (User-Agent defaults to
+	// Core.UserAgent).
+	Header http.Header
+	// HorizonWait: when only parked jobs remain, Run waits for those due
+	// within this span and returns if the rest are due later. Default: the
+	// retry policy's MaxWait.
+	HorizonWait time.Duration
+}
+
+// Engine fetches the frontier's jobs through the exits, as the Core decides.
+// Run it once; its goroutines end when Run returns.
+type Engine struct {
+	cfg  EngineConfig
+	core *Core
+	stop chan struct{}
+	once sync.Once
+}
+
+// NewEngine checks cfg and returns an engine over core.
+func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
+	if cfg.Exits == nil || len(cfg.Exits.Keys()) == 0 {
+		return nil, errors.New("fetch: no exits configured")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 10 << 20
+	}
+	if cfg.HorizonWait <= 0 {
+		cfg.HorizonWait = core.cfg.Retry.MaxWait
+	}
+	if cfg.BodyDir != "" {
+		if err := os.MkdirAll(cfg.BodyDir, 0o755); err != nil {
+			return nil, fmt.Errorf("fetch: body dir: %w", err)
+		}
+	}
+	return &Engine{cfg: cfg, core: core, stop: make(chan struct{})}, nil
+}
+
+// Stop asks Run to stop taking work: requests in flight finish and are
+// recorded, buffered jobs go back to the frontier, then Run returns. It is
+// safe to call more than once and from any goroutine.
+func (e *Engine) Stop() { e.once.Do(func() { close(e.stop) }) }
+
+// Run fetches until the frontier has no work left that is due within the
+// horizon, Stop is called, or ctx ends. Cancelling ctx aborts requests in
+// flight; their jobs go back to the frontier uncharged, so nothing is lost.
+func (e *Engine) Run(ctx context.Context) error {
+	var (
+		wg      sync.WaitGroup
+		errs    firstError
+		wakeup  = make(chan struct{}, 1)
+		timer   = time.NewTimer(time.Hour)
+		stopped = false
+	)
+	defer timer.Stop()
+	defer wg.Wait()
+	poke := func() {
+		select {
+		case wakeup <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+	for {
+		if !stopped {
+			atts, wake, err := e.core.Dispatch(ctx, time.Now())
+			if err != nil {
+				errs.set(err)
+				e.Stop()
+			}
+			for _, a := range atts {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := e.do(ctx, a)
+					errs.set(e.core.Complete(context.WithoutCancel(ctx), a, r))
+					poke()
+				}()
+			}
+			if len(atts) == 0 {
+				finished, err := e.finished(ctx, wake)
+				errs.set(err)
+				if finished || err != nil {
+					return errs.get()
+				}
+			}
+			d := time.Hour
+			if !wake.IsZero() {
+				d = max(time.Until(wake), time.Millisecond)
+			}
+			timer.Reset(d)
+		}
+		select {
+		case <-wakeup:
+		case <-timer.C:
+		case <-e.stop:
+		case <-ctx.Done():
+		}
+		if !stopped && (isClosed(e.stop) || ctx.Err() != nil) {
+			stopped = true
+			errs.set(e.core.HandBack(context.WithoutCancel(ctx)))
+		}
+		if stopped && e.core.Inflight() == 0 {
+			return errs.get()
+		}
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// firstError keeps the first error set; safe for concurrent use.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// finished reports whether the run has nothing left to do now: nothing in
+// flight or buffered, and no job due within the horizon.
+func (e *Engine) finished(ctx context.Context, wake time.Time) (bool, error) {
+	if e.core.Busy() {
+		return false, nil
+	}
+	c, err := e.core.fr.Counts(ctx)
+	if err != nil {
+		return false, err
+	}
+	if c.Queued+c.Leased > 0 {
+		return false, nil
+	}
+	if c.Parked == 0 {
+		return true, nil
+	}
+	return wake.IsZero() || time.Until(wake) > e.cfg.HorizonWait, nil
+}
+
+// do sends one attempt and reads its response. It never returns an error:
+// failures are part of the Response.
+func (e *Engine) do(ctx context.Context, a Attempt) Response {
+	m, ok := e.cfg.Exits.Route(a.Ticket.Exit)
+	if !ok {
+		return Response{Err: fmt.Errorf("%w %q", ErrNoExit, a.Ticket.Exit), At: time.Now()}
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	method := a.Job.Method
+	if method == "" || a.Robots {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(rctx, method, a.URL, nil)
+	if err != nil {
+		return Response{Err: err, At: time.Now()}
+	}
+	for k, v := range e.cfg.Header {
+		req.Header[k] = v
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", e.core.cfg.UserAgent)
+	}
+	resp, err := m.Transport.RoundTrip(req)
+	if err != nil {
+		return Response{Err: err, At: time.Now(), Aborted: ctx.Err() != nil}
+	}
+	defer resp.Body.Close()
+	e.cfg.Exits.Observe(m.ID, resp.Header)
+	r := Response{Status: resp.StatusCode, Header: resp.Header}
+	keep := SniffBytes
+	if a.Robots {
+		keep = 512 << 10
+	}
+	var sink io.Writer = io.Discard
+	var file *os.File
+	if e.cfg.BodyDir != "" && !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		path := filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10))
+		if f, err := os.Create(path); err == nil {
+			file, sink, r.BodyPath = f, f, path
+		}
+	}
+	sniff := &prefixWriter{max: keep}
+	n, err := io.Copy(io.MultiWriter(sink, sniff), io.LimitReader(resp.Body, e.cfg.MaxBodyBytes))
+	r.Bytes, r.Sniff = n, sniff.buf
+	if file != nil {
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	r.At = time.Now()
+	if err != nil {
+		// A body cut short is a transport failure of the whole attempt.
+		r.Status, r.Err, r.BodyPath = 0, err, ""
+		r.Aborted = ctx.Err() != nil
+	}
+	return r
+}
+
+// prefixWriter keeps the first max bytes written to it.
+type prefixWriter struct {
+	buf []byte
+	max int
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	if room := w.max - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}

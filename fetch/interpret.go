@@ -1,0 +1,43 @@
+package fetch
+
+import (
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/rlheader"
+	"github.com/exitgate/exitgate/verdict"
+	"time"
+)
+
+// classify turns what came back into a verdict: a transport error by its
+// type, a response by status, headers and the body's first bytes.
+func classify(r Response, sig rlheader.Signal, rules verdict.Rules) verdict.Verdict {
+	if r.Err != nil {
+		return verdict.ClassifyError(r.Err)
+	}
+	return verdict.Classify(r.Status, sig, r.Sniff, rules)
+}
+
+// outcomeOf is what the limiter hears about one response.
+func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time) limit.Outcome {
+	o := limit.Outcome{Verdict: v, SentAt: sentAt}
+	if sig.HasRetryAfter {
+		o.RetryAfter = sig.RetryAfter
+	}
+	// The governing request quota, when the server declared one with its
+	// window, sets the lane's capacity exactly.
+	if sig.HasLimit && sig.HasWindow && sig.Limit > 0 && sig.Window > 0 {
+		o.Quota, o.Window = float64(sig.Limit), sig.Window
+	}
+	if sig.HasRemaining {
+		o.Remaining, o.HasRemaining = float64(sig.Remaining), true
+		if sig.HasReset {
+			o.ResetIn = sig.Reset
+		}
+	}
+	switch sig.Scope {
+	case rlheader.ScopeGlobal, rlheader.ScopeShared:
+		o.Scope = limit.ScopeHost
+	case rlheader.ScopeUser:
+		o.Scope = limit.ScopeCredential
+	}
+	return o
+}

@@ -1,0 +1,55 @@
+package frontier
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Prepare validates a NewJob and returns the Job a store records for it:
+// Key, Host and Method filled with their defaults, State Queued, Due as
+// given. Every store uses it, so that all stores deduplicate and default
+// alike. Errors wrap ErrInvalidURL or ErrInvalidJob.
+func Prepare(nj NewJob) (Job, error) {
+	n, err := normalize(nj.URL)
+	if err != nil {
+		return Job{}, err
+	}
+	j := Job{
+		URL:    nj.URL,
+		Key:    n.key,
+		Host:   nj.Host,
+		Method: nj.Method,
+		Exit:   nj.Exit,
+		State:  Queued,
+		Due:    nj.Due,
+	}
+	if j.Host == "" {
+		j.Host = n.host
+	}
+	if strings.ContainsFunc(j.Host, isControl) {
+		return Job{}, fmt.Errorf("%w: host key %q has control characters", ErrInvalidJob, j.Host)
+	}
+	if j.Method == "" {
+		j.Method = "GET"
+	}
+	if !isToken(j.Method) {
+		return Job{}, fmt.Errorf("%w: method %q is not an http token", ErrInvalidJob, j.Method)
+	}
+	return j, nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// isToken reports whether s is an RFC 9110 token, as a method must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && strings.IndexByte("!#$%&'*+-.^_`|~", c) < 0 {
+			return false
+		}
+	}
+	return true
+}

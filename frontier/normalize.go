@@ -1,0 +1,202 @@
+package frontier
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Normalize returns the deduplication key of an absolute http or https URL.
+//
+// The normalisation is deliberately conservative: two URLs get the same key
+// only when every server must treat them alike (RFC 3986 section 6.2.2 and
+// the http(s) scheme rules). A missed duplicate costs one extra fetch; a
+// false one silently drops a page. Normalize
+//
+//   - lowercases the scheme and the host; rewrites an IPv6 literal in its
+//     canonical form;
+//   - drops the port when it is the scheme's default (80, 443) or empty, and
+//     writes other ports without leading zeros;
+//   - drops the fragment, which is never sent to the server;
+//   - writes an empty path as "/";
+//   - in path and query, decodes percent-encoded unreserved characters
+//     (%41 becomes A, %7E becomes ~), writes the other escapes in upper case
+//     (%2f becomes %2F), percent-encodes bytes that may not appear raw (a
+//     space becomes %20) and writes a stray '%' as %25.
+//
+// It keeps everything else as given, notably: the order of query
+// parameters (some sites give it meaning), '+' versus %20 in the query,
+// a trailing '?', dot segments and duplicate slashes in the path, the
+// userinfo, a trailing dot in the host, and internationalised host names
+// (not converted to punycode).
+//
+// Normalize rejects, with an error wrapping ErrInvalidURL, anything that
+// is not an absolute http or https URL with a host: relative and opaque
+// URLs, other schemes, malformed escapes or ports, port 0, and hosts with
+// characters no host name has.
+func Normalize(raw string) (string, error) {
+	n, err := normalize(raw)
+	if err != nil {
+		return "", err
+	}
+	return n.key, nil
+}
+
+type normalized struct {
+	key  string
+	host string // lowercase host with non-default port: the default host key
+}
+
+func invalid(raw, why string) error {
+	return fmt.Errorf("%w %q: %s", ErrInvalidURL, raw, why)
+}
+
+func normalize(raw string) (normalized, error) {
+	if raw == "" {
+		return normalized{}, invalid(raw, "empty")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the URL; keep only its cause.
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return normalized{}, invalid(raw, err.Error())
+	}
+	scheme := strings.ToLower(u.Scheme)
+	var defPort string
+	switch scheme {
+	case "http":
+		defPort = "80"
+	case "https":
+		defPort = "443"
+	case "":
+		return normalized{}, invalid(raw, "not absolute")
+	default:
+		return normalized{}, invalid(raw, fmt.Sprintf("scheme %q is not http or https", u.Scheme))
+	}
+	if u.Opaque != "" {
+		return normalized{}, invalid(raw, "opaque url")
+	}
+	host, err := normalizeHost(u.Hostname())
+	if err != nil {
+		return normalized{}, invalid(raw, err.Error())
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return normalized{}, invalid(raw, fmt.Sprintf("invalid port %q", p))
+		}
+		if p = strconv.FormatUint(n, 10); p != defPort {
+			host += ":" + p
+		}
+	}
+
+	var b strings.Builder
+	b.Grow(len(raw) + 8)
+	b.WriteString(scheme)
+	b.WriteString("://")
+	if u.User != nil {
+		b.WriteString(u.User.String())
+		b.WriteByte('@')
+	}
+	b.WriteString(host)
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	escapeURLPart(&b, path, false)
+	if u.RawQuery != "" || u.ForceQuery {
+		b.WriteByte('?')
+		escapeURLPart(&b, u.RawQuery, true)
+	}
+	return normalized{key: b.String(), host: host}, nil
+}
+
+// normalizeHost lowercases a host name, writes an IPv6 literal in canonical
+// form within brackets, and rejects characters no host name has: url.Parse
+// accepts more than DNS, and some of it (a decoded '%') would not survive a
+// second parse of the key.
+func normalizeHost(h string) (string, error) {
+	if h == "" {
+		return "", fmt.Errorf("missing host")
+	}
+	if strings.Contains(h, ":") {
+		a, err := netip.ParseAddr(h)
+		if err != nil || !a.Is6() {
+			return "", fmt.Errorf("invalid ipv6 host %q", h)
+		}
+		s := a.String()
+		if z := a.Zone(); z != "" {
+			s = strings.TrimSuffix(s, "%"+z) + "%25" + url.PathEscape(z)
+		}
+		return "[" + s + "]", nil
+	}
+	if !utf8.ValidString(h) {
+		return "", fmt.Errorf("host is not utf-8")
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c >= 0x80 || isAlnum(c) || c == '-' || c == '.' || c == '_' || c == '~' {
+			continue
+		}
+		return "", fmt.Errorf("invalid character %q in host", c)
+	}
+	return strings.ToLower(h), nil
+}
+
+// escapeURLPart writes a path or query in canonical escaping (see Normalize).
+func escapeURLPart(b *strings.Builder, s string, query bool) {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			d := unhex(s[i+1])<<4 | unhex(s[i+2])
+			if isUnreserved(d) {
+				b.WriteByte(d)
+			} else {
+				b.WriteByte('%')
+				b.WriteByte(hex[d>>4])
+				b.WriteByte(hex[d&15])
+			}
+			i += 2
+		case c != '%' && (isUnreserved(c) || isSubDelim(c) || c == ':' || c == '@' || c == '/' || (query && c == '?')):
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+func isUnreserved(c byte) bool {
+	return isAlnum(c) || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func isSubDelim(c byte) bool {
+	return strings.IndexByte("!$&'()*+,;=", c) >= 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}

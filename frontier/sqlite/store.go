@@ -1,0 +1,442 @@
+// Package sqlite is the embedded frontier: one SQLite file (pure Go
+// modernc.org/sqlite, WAL) owned by one process.
+//
+// Every change is one transaction on one connection, committed before the
+// call returns: with the default synchronous=NORMAL a committed change
+// survives the process being killed (kill -9); SyncFull makes it survive
+// power loss as well, at the cost of an fsync per change. The file is
+// opened in exclusive locking mode, so a second process cannot open it
+// while the first has it open.
+//
+// The store keeps a small index in memory (per host: whether it has
+// unfinished work and when its earliest job falls due), rebuilt from the
+// file on Open, so that Ready and Claim know which hosts to serve without
+// a query.
+//
+// Config, Sync and SchemaError are plain values; Store is safe for
+// concurrent use.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Sync is the durability level of a commit.
+type Sync uint8
+
+const (
+	// SyncNormal (synchronous=NORMAL, the default): a commit survives the
+	// process dying; the last commits may be lost if the machine loses
+	// power.
+	SyncNormal Sync = iota
+	// SyncFull (synchronous=FULL): every commit is fsynced.
+	SyncFull
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultLease       = 5 * time.Minute
+	DefaultBusyTimeout = 5 * time.Second
+	DefaultCacheMiB    = 32
+)
+
+// Config configures Open. The zero value of every field but Path means the
+// documented default.
+type Config struct {
+	// Path of the database file, created if missing. Required; may not
+	// contain '?'.
+	Path string
+	// Sync is the commit durability; zero is SyncNormal.
+	Sync Sync
+	// Lease is the visibility timeout: how long a claim holds a job before
+	// it becomes claimable again. Zero means DefaultLease.
+	Lease time.Duration
+	// BusyTimeout bounds how long Open waits for a lock another process
+	// holds. Zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// CacheMiB is SQLite's page cache size. Zero means DefaultCacheMiB.
+	CacheMiB int
+	// Logger receives open and recovery events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Errors Open returns besides *SchemaError.
+var (
+	// ErrNotFrontier: the file is a SQLite database of some other program.
+	ErrNotFrontier = errors.New("frontier/sqlite: not a frontier database")
+	// ErrLocked: another process has the database open.
+	ErrLocked = errors.New("frontier/sqlite: database is in use by another process")
+)
+
+// Store is a frontier.Frontier in one SQLite file. It is safe for
+// concurrent use: operations are serialised on one connection.
+type Store struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex // held for every operation, and while committing
+	closed  bool
+	db      *sql.DB
+	conn    *sql.Conn
+	st      stmts
+	all     []*sql.Stmt // every statement in st, to close
+	sched   *sched
+	counts  [frontier.Abandoned + 1]int
+	reasons map[string]int
+
+	qmu   sync.Mutex  // guards queue only; never held while waiting for mu
+	queue []*settleOp // changes waiting for a group commit
+}
+
+var _ frontier.Frontier = (*Store)(nil)
+
+type stmts struct {
+	begin, commit, rollback                           *sql.Stmt
+	insHost, insJob, selHead, lease, minDue, getLease *sql.Stmt
+	complete, retry, park, abandon, release, extend   *sql.Stmt
+	get, finished                                     *sql.Stmt
+}
+
+const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body`
+
+// Open opens or creates the frontier database at cfg.Path. It does not
+// recover leases: call Recover once the store is open.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("frontier/sqlite: Config.Path is empty")
+	}
+	if strings.ContainsRune(cfg.Path, '?') {
+		return nil, fmt.Errorf("frontier/sqlite: Config.Path %q contains '?'", cfg.Path)
+	}
+	if cfg.Sync > SyncFull {
+		return nil, fmt.Errorf("frontier/sqlite: invalid Config.Sync %d", cfg.Sync)
+	}
+	if cfg.Lease < 0 || cfg.BusyTimeout < 0 || cfg.CacheMiB < 0 {
+		return nil, errors.New("frontier/sqlite: negative Config.Lease, BusyTimeout or CacheMiB")
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = DefaultBusyTimeout
+	}
+	if cfg.CacheMiB == 0 {
+		cfg.CacheMiB = DefaultCacheMiB
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	syncMode := "NORMAL"
+	if cfg.Sync == SyncFull {
+		syncMode = "FULL"
+	}
+	// Exclusive locking: one process owns the file (the in-memory index
+	// would go stale if another wrote to it), and WAL needs no shared
+	// memory file then.
+	dsn := cfg.Path + "?_pragma=busy_timeout(" + strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(" + syncMode + ")" +
+		"&_pragma=cache_size(-" + strconv.Itoa(cfg.CacheMiB*1024) + ")"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: open %s: %w", cfg.Path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s.db = db
+	if err := s.open(ctx); err != nil {
+		s.release()
+		if isBusy(err) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, cfg.Path)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+func (s *Store) open(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("frontier/sqlite: open %s: %w", s.cfg.Path, err)
+	}
+	s.conn = conn
+	if err := s.initSchema(ctx); err != nil {
+		return err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	c := s.countsLocked()
+	s.log.Info("frontier opened", "path", s.cfg.Path, "hosts", len(s.sched.byID),
+		"queued", c.Queued, "leased", c.Leased, "parked", c.Parked, "done", c.Done, "abandoned", c.Abandoned)
+	return nil
+}
+
+// initSchema creates the schema in an empty file, or checks that the file
+// holds our schema at our version. Its write transaction also takes the
+// exclusive lock at once, so a second process fails here.
+func (s *Store) initSchema(ctx context.Context) error {
+	c := s.conn
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("frontier/sqlite: open %s: %w", s.cfg.Path, err)
+	}
+	err := func() error {
+		var app, ver, tables int
+		if err := c.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
+			return err
+		}
+		if err := c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&ver); err != nil {
+			return err
+		}
+		if err := c.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+			return err
+		}
+		switch {
+		case app == 0 && ver == 0 && tables == 0:
+			if _, err := c.ExecContext(ctx, schema); err != nil {
+				return err
+			}
+			_, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = %d", applicationID, schemaVersion))
+			return err
+		case app != applicationID:
+			return fmt.Errorf("%w: %s", ErrNotFrontier, s.cfg.Path)
+		case ver != schemaVersion:
+			return &SchemaError{Path: s.cfg.Path, Got: ver, Want: schemaVersion}
+		}
+		return nil
+	}()
+	if err != nil {
+		c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		var se *SchemaError
+		if errors.As(err, &se) || errors.Is(err, ErrNotFrontier) {
+			return err
+		}
+		return fmt.Errorf("frontier/sqlite: open %s: %w", s.cfg.Path, err)
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("frontier/sqlite: open %s: %w", s.cfg.Path, err)
+	}
+	return nil
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	list := []struct {
+		p *(*sql.Stmt)
+		q string
+	}{
+		{&s.st.begin, "BEGIN IMMEDIATE"},
+		{&s.st.commit, "COMMIT"},
+		{&s.st.rollback, "ROLLBACK"},
+		{&s.st.insHost, "INSERT INTO hosts(name) VALUES(?)"},
+		{&s.st.insJob, "INSERT INTO jobs(key, method, url, host, exit, state, due) VALUES(?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO NOTHING"},
+		// The head of a host's unfinished jobs, in claim order.
+		{&s.st.selHead, "SELECT id, key, method, url, exit, state, due, attempts, seq, status, reason FROM jobs WHERE host = ? AND state < 4 ORDER BY due, id LIMIT ?"},
+		// Lease a prefix of that order, up to (due, id) = (?2, ?3).
+		{&s.st.lease, "UPDATE jobs SET state = 2, seq = seq + 1, due = ?1 WHERE host = ?4 AND state < 4 AND due <= ?2 AND (due < ?2 OR id <= ?3)"},
+		{&s.st.minDue, "SELECT due FROM jobs WHERE host = ? AND state < 4 ORDER BY due LIMIT 1"},
+		{&s.st.getLease, "SELECT host, state, seq, due FROM jobs WHERE id = ?"},
+		{&s.st.complete, "UPDATE jobs SET state = 4, due = 0, attempts = attempts + 1, status = ?, bytes = ?, elapsed = ?, served_by = ?, body = ? WHERE id = ?"},
+		{&s.st.retry, "UPDATE jobs SET state = 1, due = ?, attempts = attempts + ?, status = ?, reason = ? WHERE id = ?"},
+		{&s.st.park, "UPDATE jobs SET state = 3, due = ?, status = ?, reason = ? WHERE id = ?"},
+		{&s.st.abandon, "UPDATE jobs SET state = 5, due = 0, attempts = attempts + 1, status = ?, reason = ? WHERE id = ?"},
+		{&s.st.release, "UPDATE jobs SET state = 1, due = 0 WHERE id = ?"},
+		{&s.st.extend, "UPDATE jobs SET due = ? WHERE id = ?"},
+		{&s.st.get, "SELECT " + jobCols + " FROM jobs WHERE id = ?"},
+		{&s.st.finished, "SELECT " + jobCols + " FROM jobs WHERE id > ? AND state >= 4 ORDER BY id LIMIT ?"},
+	}
+	for _, x := range list {
+		st, err := s.conn.PrepareContext(ctx, x.q)
+		if err != nil {
+			return fmt.Errorf("frontier/sqlite: prepare %q: %w", x.q, err)
+		}
+		*x.p = st
+		s.all = append(s.all, st)
+	}
+	return nil
+}
+
+// load rebuilds the in-memory index and counts from the file.
+func (s *Store) load(ctx context.Context) error {
+	apply, err := s.loadState(ctx)
+	if err != nil {
+		return err
+	}
+	apply()
+	return nil
+}
+
+// loadState reads the in-memory index and counts from the file and returns
+// a function that installs them.
+func (s *Store) loadState(ctx context.Context) (func(), error) {
+	sc := newSched()
+	rows, err := s.conn.QueryContext(ctx, "SELECT id, name FROM hosts")
+	if err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load hosts: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("frontier/sqlite: load hosts: %w", err)
+		}
+		sc.add(id, name)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load hosts: %w", err)
+	}
+	rows, err = s.conn.QueryContext(ctx, "SELECT host, min(due) FROM jobs WHERE state < 4 GROUP BY host")
+	if err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load due times: %w", err)
+	}
+	for rows.Next() {
+		var id, next int64
+		if err := rows.Scan(&id, &next); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("frontier/sqlite: load due times: %w", err)
+		}
+		if h := sc.byID[id]; h != nil {
+			sc.set(h, true, next)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load due times: %w", err)
+	}
+	var counts [frontier.Abandoned + 1]int
+	rows, err = s.conn.QueryContext(ctx, "SELECT state, count(*) FROM jobs GROUP BY state")
+	if err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load counts: %w", err)
+	}
+	for rows.Next() {
+		var st, n int
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("frontier/sqlite: load counts: %w", err)
+		}
+		if st < 1 || st >= len(counts) {
+			rows.Close()
+			return nil, fmt.Errorf("frontier/sqlite: load counts: invalid state %d in %s", st, s.cfg.Path)
+		}
+		counts[st] = n
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load counts: %w", err)
+	}
+	reasons := make(map[string]int)
+	rows, err = s.conn.QueryContext(ctx, "SELECT reason, count(*) FROM jobs WHERE state = 5 GROUP BY reason")
+	if err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load reasons: %w", err)
+	}
+	for rows.Next() {
+		var r string
+		var n int
+		if err := rows.Scan(&r, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("frontier/sqlite: load reasons: %w", err)
+		}
+		reasons[r] = n
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("frontier/sqlite: load reasons: %w", err)
+	}
+	return func() { s.sched, s.counts, s.reasons = sc, counts, reasons }, nil
+}
+
+// Close closes the database. Leased jobs stay leased in the file; the next
+// Open's Recover returns them.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.release()
+}
+
+// release closes the statements, the connection and the pool. Statements
+// first: the pool keeps a connection with open statements, and with it the
+// exclusive lock on the file.
+func (s *Store) release() error {
+	var errs []error
+	for _, st := range s.all {
+		errs = append(errs, st.Close())
+	}
+	if s.conn != nil {
+		errs = append(errs, s.conn.Close())
+	}
+	errs = append(errs, s.db.Close())
+	return errors.Join(errs...)
+}
+
+// inTx runs fn in a write transaction. The caller holds s.mu. fn returns a
+// function to apply to the in-memory state, run only once the commit
+// succeeded, so that memory never reflects a rolled-back change.
+func (s *Store) inTx(ctx context.Context, fn func() (func(), error)) error {
+	if s.closed {
+		return frontier.ErrClosed
+	}
+	if _, err := s.st.begin.ExecContext(ctx); err != nil {
+		return err
+	}
+	apply, err := fn()
+	if err == nil {
+		// Everything is written; a cancellation now would only make the
+		// outcome ambiguous to the caller.
+		_, err = s.st.commit.ExecContext(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		s.st.rollback.ExecContext(context.WithoutCancel(ctx))
+		return err
+	}
+	if apply != nil {
+		apply()
+	}
+	return nil
+}
+
+const maxNanos = math.MaxInt64
+
+// enc maps a time to the stored integer: zero time is 0 ("immediately"),
+// times beyond int64 nanoseconds clamp.
+func enc(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Year() > 2261:
+		return maxNanos
+	case t.Year() < 1678:
+		return math.MinInt64
+	}
+	return t.UnixNano()
+}
+
+func dec(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, v)
+}

@@ -1,0 +1,320 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/frontiertest"
+)
+
+var ctx = context.Background()
+
+func openTemp(t testing.TB, cfg Config) *Store {
+	t.Helper()
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(t.TempDir(), "frontier.db")
+	}
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open(%+v) error: %v", cfg, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	frontiertest.TestFrontier(t, func(t *testing.T) frontier.Frontier {
+		s := openTemp(t, Config{})
+		t.Cleanup(func() { checkIndex(t, s) })
+		return s
+	})
+}
+
+func TestConformanceSyncFull(t *testing.T) {
+	frontiertest.TestFrontier(t, func(t *testing.T) frontier.Frontier {
+		s := openTemp(t, Config{Sync: SyncFull, Lease: time.Second})
+		t.Cleanup(func() { checkIndex(t, s) })
+		return s
+	})
+}
+
+// checkIndex compares the in-memory index with the file: the store derives
+// it incrementally, and a drift would misschedule hosts silently.
+func checkIndex(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, h := range s.sched.byID {
+		active, next, err := s.minDue(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.active != active || (active && h.next != next) {
+			t.Errorf("index has host %q active %v next %d; file has %v %d", h.name, h.active, h.next, active, next)
+		}
+		if h.heapIdx >= 0 && (h.inRing || s.sched.waiting[h.heapIdx] != h) {
+			t.Errorf("host %q misfiled: heap index %d, in ring %v", h.name, h.heapIdx, h.inRing)
+		}
+		if active && h.heapIdx < 0 && !h.inRing {
+			t.Errorf("active host %q is neither in the ring nor waiting", h.name)
+		}
+	}
+	for st := frontier.Queued; st <= frontier.Abandoned; st++ {
+		var n int
+		if err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE state = ?", st).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != s.counts[st] {
+			t.Errorf("counts[%s] = %d, file has %d", st, s.counts[st], n)
+		}
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.db")
+	s, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := frontiertest.T0
+	if _, err := s.Push(ctx, []frontier.NewJob{
+		{URL: "http://a.example/1"}, {URL: "http://a.example/2"}, {URL: "http://b.example/1"},
+		{URL: "http://b.example/2", Due: t0.Add(time.Hour)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := s.Claim(ctx, t0, 3, nil)
+	if err != nil || len(js) != 3 {
+		t.Fatalf("Claim() = %d, %v", len(js), err)
+	}
+	if err := s.Complete(ctx, js[0].Lease(), frontier.Result{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abandon(ctx, js[1].Lease(), 404, "http 404"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if _, err := s.Counts(ctx); !errors.Is(err, frontier.ErrClosed) {
+		t.Fatalf("Counts() after Close = %v, want ErrClosed", err)
+	}
+
+	s = openTemp(t, Config{Path: path})
+	c, _ := s.Counts(ctx)
+	if c.Queued != 1 || c.Leased != 1 || c.Done != 1 || c.Abandoned != 1 || c.AbandonedByReason["http 404"] != 1 {
+		t.Fatalf("Counts() after reopen = %+v, want 1 of each but parked", c)
+	}
+	r, err := s.Ready(ctx, t0, 10)
+	if err != nil || len(r.Hosts) != 0 || !r.Next.Equal(js[2].LeaseUntil) {
+		t.Fatalf("Ready() after reopen = %+v, %v, want nothing due before the lease expiry %v", r, err, js[2].LeaseUntil)
+	}
+	if n, err := s.Recover(ctx, t0); err != nil || n != 1 {
+		t.Fatalf("Recover() = %d, %v, want 1", n, err)
+	}
+	got, err := s.Claim(ctx, t0.Add(time.Hour), 10, nil)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Claim() after recover = %d, %v, want 2", len(got), err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(ctx, Config{}); err == nil {
+		t.Error("Open(no path) succeeded")
+	}
+	if _, err := Open(ctx, Config{Path: filepath.Join(dir, "a?b")}); err == nil {
+		t.Error("Open(path with '?') succeeded")
+	}
+	if _, err := Open(ctx, Config{Path: filepath.Join(dir, "x"), Sync: 7}); err == nil {
+		t.Error("Open(Sync 7) succeeded")
+	}
+
+	path := filepath.Join(dir, "held.db")
+	s := openTemp(t, Config{Path: path})
+	_, err := Open(ctx, Config{Path: path, BusyTimeout: 50 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) {
+		t.Errorf("Open(held by another connection) = %v, want ErrLocked", err)
+	}
+	s.Close()
+
+	// A database of some other program.
+	other := filepath.Join(dir, "other.db")
+	db, err := Open(ctx, Config{Path: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.conn.ExecContext(ctx, "PRAGMA application_id = 42"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(ctx, Config{Path: other}); !errors.Is(err, ErrNotFrontier) {
+		t.Errorf("Open(foreign database) = %v, want ErrNotFrontier", err)
+	}
+
+	newer := filepath.Join(dir, "newer.db")
+	db, err = Open(ctx, Config{Path: newer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.conn.ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(ctx, Config{Path: newer})
+	var se *SchemaError
+	if !errors.As(err, &se) || se.Got != 99 || se.Want != schemaVersion {
+		t.Errorf("Open(schema 99) = %v, want *SchemaError{Got: 99}", err)
+	}
+}
+
+// TestClaimUsesIndex guards the query plans that keep Claim cheap on a
+// big frontier.
+func TestClaimUsesIndex(t *testing.T) {
+	s := openTemp(t, Config{})
+	for q, want := range map[string]string{
+		"SELECT id FROM jobs WHERE host = 1 AND state < 4 ORDER BY due, id LIMIT 10":                 "SEARCH jobs USING INDEX jobs_due (host=?); ",
+		"SELECT due FROM jobs WHERE host = 1 AND state < 4 ORDER BY due LIMIT 1":                     "SEARCH jobs USING INDEX jobs_due (host=?); ",
+		"UPDATE jobs SET due = 1 WHERE host = 1 AND state < 4 AND due <= 5 AND (due < 5 OR id <= 7)": "SEARCH jobs USING INDEX jobs_due (host=? AND due<?); ",
+	} {
+		rows, err := s.conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan += detail + "; "
+		}
+		rows.Close()
+		if plan != want {
+			t.Errorf("plan of %q = %q, want %q", q, plan, want)
+		}
+	}
+}
+
+// TestGroupCommitIsolatesLostLeases completes many jobs at once, one of
+// them under a stale lease: only that call fails, the rest commit.
+func TestGroupCommitIsolatesLostLeases(t *testing.T) {
+	s := openTemp(t, Config{Sync: SyncFull})
+	const n = 64
+	fill(t, s, 0, n)
+	js, err := s.Claim(ctx, frontiertest.T0, n, nil)
+	if err != nil || len(js) != n {
+		t.Fatalf("Claim(%d) = %d, %v", n, len(js), err)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, j := range js {
+		l := j.Lease()
+		if i == 7 {
+			l.Seq++ // not the current lease
+		}
+		wg.Go(func() { errs[i] = s.Complete(ctx, l, frontier.Result{Status: 200}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i == 7 && !errors.Is(err, frontier.ErrLeaseLost) {
+			t.Errorf("Complete(stale lease) = %v, want ErrLeaseLost", err)
+		}
+		if i != 7 && err != nil {
+			t.Errorf("Complete(job %d) = %v, want nil", js[i].ID, err)
+		}
+	}
+	if c, _ := s.Counts(ctx); c.Done != n-1 || c.Leased != 1 {
+		t.Errorf("Counts() = %+v, want %d done, 1 leased", c, n-1)
+	}
+}
+
+// TestRandomOps runs a seeded random sequence of operations and checks the
+// in-memory index and counts against the file after each one.
+func TestRandomOps(t *testing.T) {
+	s := openTemp(t, Config{Lease: 10 * time.Second})
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := frontiertest.T0
+	var held []frontier.Job
+	pick := func() (frontier.Job, bool) {
+		if len(held) == 0 {
+			return frontier.Job{}, false
+		}
+		i := rng.IntN(len(held))
+		j := held[i]
+		held = append(held[:i], held[i+1:]...)
+		return j, true
+	}
+	later := func() time.Time { return now.Add(time.Duration(rng.IntN(30)) * time.Second) }
+	for step := range 600 {
+		var err error
+		switch op := rng.IntN(11); op {
+		case 0:
+			jobs := make([]frontier.NewJob, rng.IntN(5))
+			for i := range jobs {
+				jobs[i] = frontier.NewJob{URL: fmt.Sprintf("http://h%d.example/%d", rng.IntN(4), rng.IntN(200))}
+				if rng.IntN(3) == 0 {
+					jobs[i].Due = later()
+				}
+			}
+			_, err = s.Push(ctx, jobs)
+		case 1, 2:
+			var js []frontier.Job
+			js, err = s.Claim(ctx, now, 1+rng.IntN(4), nil)
+			held = append(held, js...)
+		case 3:
+			var js []frontier.Job
+			js, err = s.ClaimHost(ctx, fmt.Sprintf("h%d.example", rng.IntN(4)), now, 2)
+			held = append(held, js...)
+		case 4:
+			if j, ok := pick(); ok {
+				err = s.Complete(ctx, j.Lease(), frontier.Result{Status: 200})
+			}
+		case 5:
+			if j, ok := pick(); ok {
+				err = s.Retry(ctx, j.Lease(), later(), rng.IntN(2) == 0, 500, "http 500")
+			}
+		case 6:
+			if j, ok := pick(); ok {
+				err = s.Park(ctx, j.Lease(), later(), 429, "retry-after")
+			}
+		case 7:
+			if j, ok := pick(); ok {
+				err = s.Abandon(ctx, j.Lease(), 404, "http 404")
+			}
+		case 8:
+			if j, ok := pick(); ok {
+				err = s.Release(ctx, j.Lease())
+			}
+		case 9:
+			if j, ok := pick(); ok {
+				err = s.Extend(ctx, j.Lease(), later())
+				held = append(held, j)
+			}
+		case 10:
+			now = now.Add(time.Duration(rng.IntN(5)) * time.Second)
+			if rng.IntN(20) == 0 {
+				_, err = s.Recover(ctx, now)
+				held = nil
+			}
+			_, err = s.Ready(ctx, now, rng.IntN(3))
+		}
+		// A lease may have expired and been retaken: that is the store
+		// doing its job, not a failure.
+		if err != nil && !errors.Is(err, frontier.ErrLeaseLost) {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		checkIndex(t, s)
+		if t.Failed() {
+			t.Fatalf("index drifted at step %d", step)
+		}
+	}
+}
