@@ -559,6 +559,16 @@ func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, stat
 			c.tally.Abandon(j.Host, fate.Reason)
 		}
 	}
+	if c.tally != nil {
+		switch fate.Kind {
+		case FateRetry:
+			c.tally.Retry(j.Host)
+		case FateDone:
+			if err == nil {
+				c.tally.Done(j.Host, res.Exit)
+			}
+		}
+	}
 	if fate.Kind == FateRetry || fate.Kind == FatePark {
 		c.tries[j.ID] = fate.Tries
 		c.frDirty = true

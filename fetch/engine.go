@@ -16,7 +16,6 @@ import (
 // EngineConfig configures the live engine. The zero value of each field is
 // its documented default.
 type EngineConfig struct {
-	Core CoreConfig
 	// Exits routes each exit key the limiter hands out to a transport, and
 	// re-keys exits whose IP changes. Required; ExitMap builds the simple
 	// form from a map.

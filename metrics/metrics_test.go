@@ -20,6 +20,9 @@ func TestTallyCounts(t *testing.T) {
 	ta.Record(Event{Host: "b", Exit: "e1", Status: 200, Verdict: verdict.OK, At: t0.Add(3 * time.Second)})
 	ta.Abandon("b", "status 404")
 	ta.Throttled("a", 1500*time.Millisecond)
+	ta.Done("a", "e1")
+	ta.Done("b", "e1")
+	ta.Retry("b")
 
 	s := ta.Snapshot(t0.Add(4 * time.Second))
 	if s.Total.Requests != 4 || s.Total.Successes != 2 || s.Total.Throttled429 != 1 || s.Total.TransportErrors != 1 {
@@ -29,7 +32,13 @@ func TestTallyCounts(t *testing.T) {
 		t.Errorf("Ratio429 = %v, want 0.25", got)
 	}
 	if got := s.EffectiveRate(); got != 0.5 {
-		t.Errorf("EffectiveRate = %v, want 0.5 (2 successes in 4 s)", got)
+		t.Errorf("EffectiveRate = %v, want 0.5 (2 URLs done in 4 s)", got)
+	}
+	if got := s.Total.RetriesPerSuccess(); got != 0.5 {
+		t.Errorf("RetriesPerSuccess = %v, want 0.5 (1 retry, 2 done)", got)
+	}
+	if s.Exits[0].Done != 2 || s.Hosts[1].Retries != 1 {
+		t.Errorf("Done/Retries not counted per exit and host: %+v %+v", s.Exits[0], s.Hosts[1])
 	}
 	if len(s.Hosts) != 2 || s.Hosts[0].Name != "a" || s.Hosts[0].ThrottledSeconds != 1.5 {
 		t.Errorf("hosts = %+v, want a (1.5 s throttled) then b", s.Hosts)

@@ -37,8 +37,13 @@ type Counters struct {
 	TransportErrors  int64            `json:"transport_errors"`
 	Bytes            int64            `json:"bytes"`
 	ThrottledSeconds float64          `json:"throttled_seconds"`
-	Abandoned        map[string]int64 `json:"abandoned"`
-	latencySum       time.Duration
+	// Done counts URLs finished with a response worth keeping, Retries the
+	// requests sent again for a URL (robots.txt and redirect hops are
+	// neither).
+	Done       int64            `json:"done"`
+	Retries    int64            `json:"retries"`
+	Abandoned  map[string]int64 `json:"abandoned"`
+	latencySum time.Duration
 }
 
 // Ratio429 is the share of requests answered 429.
@@ -144,6 +149,25 @@ func (t *Tally) Abandon(host, reason string) {
 	t.mu.Unlock()
 }
 
+// Done counts one URL finished through exit.
+func (t *Tally) Done(host, exit string) {
+	t.mu.Lock()
+	t.total.Done++
+	counter(t.hosts, host).Done++
+	if exit != "" {
+		counter(t.exits, exit).Done++
+	}
+	t.mu.Unlock()
+}
+
+// Retry counts one URL sent back to the queue to be requested again.
+func (t *Tally) Retry(host string) {
+	t.mu.Lock()
+	t.total.Retries++
+	counter(t.hosts, host).Retries++
+	t.mu.Unlock()
+}
+
 // Throttled adds d to the time host had due work that the limiter held back.
 func (t *Tally) Throttled(host string, d time.Duration) {
 	if d <= 0 {
@@ -183,13 +207,21 @@ type Snapshot struct {
 // Elapsed is the time from the start of the tally to the snapshot.
 func (s Snapshot) Elapsed() time.Duration { return s.At.Sub(s.Start) }
 
-// EffectiveRate is successes per second since the start.
+// EffectiveRate is URLs done per second since the start.
 func (s Snapshot) EffectiveRate() float64 {
 	sec := s.Elapsed().Seconds()
 	if sec <= 0 {
 		return 0
 	}
-	return float64(s.Total.Successes) / sec
+	return float64(s.Total.Done) / sec
+}
+
+// RetriesPerSuccess is the requests sent again per URL done.
+func (c Counters) RetriesPerSuccess() float64 {
+	if c.Done == 0 {
+		return 0
+	}
+	return float64(c.Retries) / float64(c.Done)
 }
 
 // Snapshot copies the tally at now; hosts and exits are sorted by name.

@@ -113,7 +113,9 @@ type Capacity struct {
 type Scoped struct {
 	Name              string           `json:"name"`
 	Requests          int64            `json:"requests"`
-	Successes         int64            `json:"successes"`
+	Successes         int64            `json:"successes"` // ok verdicts, robots.txt and redirect hops included
+	Done              int64            `json:"done"`
+	Retries           int64            `json:"retries"`
 	ResponsesByStatus map[string]int64 `json:"responses_by_status"`
 	Ratio429          float64          `json:"ratio_429"`
 	ThrottledSeconds  float64          `json:"throttled_seconds"`
@@ -163,9 +165,7 @@ func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Ca
 	if sum.AbandonedByReason == nil {
 		sum.AbandonedByReason = map[string]int{}
 	}
-	if succ := s.Total.Successes; succ > 0 {
-		sum.RetriesPerSuccess = max(0, float64(s.Total.Requests-succ)) / float64(succ)
-	}
+	sum.RetriesPerSuccess = s.Total.RetriesPerSuccess()
 	elapsed := s.Elapsed().Seconds()
 	sum.PerHost = scoped(s.Hosts, hosts, elapsed)
 	sum.PerExit = scoped(s.Exits, exits, elapsed)
@@ -182,7 +182,7 @@ func scoped(list []metrics.Scoped, caps map[string]Capacity, elapsed float64) []
 			abandoned += n
 		}
 		sc := Scoped{
-			Name: x.Name, Requests: x.Requests, Successes: x.Successes,
+			Name: x.Name, Requests: x.Requests, Successes: x.Successes, Done: x.Done, Retries: x.Retries,
 			ResponsesByStatus: statusKeys(x.ByStatus), Ratio429: x.Ratio429(),
 			ThrottledSeconds: x.ThrottledSeconds, Abandoned: abandoned,
 			TransportErrors: x.TransportErrors,
@@ -190,7 +190,7 @@ func scoped(list []metrics.Scoped, caps map[string]Capacity, elapsed float64) []
 			Capacity:        caps[x.Name],
 		}
 		if elapsed > 0 {
-			sc.EffectiveRate = float64(x.Successes) / elapsed
+			sc.EffectiveRate = float64(x.Done) / elapsed
 		}
 		out = append(out, sc)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/exitgate/exitgate/sim/run"
+	simrun "github.com/exitgate/exitgate/sim/run"
 	"github.com/exitgate/exitgate/sim/server"
 	"github.com/exitgate/exitgate/sim/strategy"
 )
@@ -72,7 +72,7 @@ Strategies:
 	fl.IntVar(&f.exits, "exits", 20, "number of exits in the simulated pool")
 	fl.IntVar(&f.urls, "urls", 0, "size of the fixed URL set per scenario; 0 means what a perfect client fetches in 10 minutes (200 with --real)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of every random choice; a virtual-time run is repeatable for a seed")
-	fl.DurationVar(&f.warmup, "warmup", run.DefaultWarmup, `the "first window" left out of the steady-state figures`)
+	fl.DurationVar(&f.warmup, "warmup", simrun.DefaultWarmup, `the "first window" left out of the steady-state figures`)
 	fl.DurationVar(&f.maxTime, "max-time", 24*time.Hour, "virtual time cap of one run; URLs left then count as unfinished")
 	fl.IntVar(&f.parallel, "parallel", 0, "runs at once in virtual time; 0 means one per CPU (results do not depend on it)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "override every strategy's requests in flight (and exitgate's in-flight caps), for large pools; 0 keeps each strategy's own")
@@ -143,20 +143,20 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 		return fmt.Errorf("--exits must be at least 1; --urls, --concurrency and --parallel must not be negative")
 	}
 	start := time.Now()
-	var rs []run.ScenarioResult
+	var rs []simrun.ScenarioResult
 	if f.real {
 		rs, err = benchReal(ctx, stderr, f, scs, specs)
 	} else {
-		rs, err = run.Matrix(ctx, run.MatrixConfig{
+		rs, err = simrun.Matrix(ctx, simrun.MatrixConfig{
 			Scenarios: scs, Strategies: specs, Parallel: f.parallel,
-			Base: run.Config{Exits: f.exits, URLs: f.urls, Seed: f.seed, Warmup: f.warmup, MaxTime: f.maxTime, Concurrency: f.concurrency},
+			Base: simrun.Config{Exits: f.exits, URLs: f.urls, Seed: f.seed, Warmup: f.warmup, MaxTime: f.maxTime, Concurrency: f.concurrency},
 		})
 	}
 	if err != nil {
 		return err
 	}
 	wall := time.Since(start)
-	doc := run.Report{Scenarios: rs}
+	doc := simrun.Report{Scenarios: rs}
 	if f.out != "" {
 		if err := writeBenchOut(f.out, doc); err != nil {
 			return err
@@ -167,7 +167,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 		enc.SetIndent("", "  ")
 		return enc.Encode(doc)
 	}
-	if err := run.Markdown(stdout, rs); err != nil {
+	if err := simrun.Markdown(stdout, rs); err != nil {
 		return err
 	}
 	mode := "virtual time"
@@ -178,21 +178,21 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 	return nil
 }
 
-func benchReal(ctx context.Context, stderr io.Writer, f benchFlags, scs []server.Scenario, specs []strategy.Spec) ([]run.ScenarioResult, error) {
+func benchReal(ctx context.Context, stderr io.Writer, f benchFlags, scs []server.Scenario, specs []strategy.Spec) ([]simrun.ScenarioResult, error) {
 	urls := f.urls
 	if urls == 0 {
 		urls = 200
 	}
-	var out []run.ScenarioResult
+	var out []simrun.ScenarioResult
 	for _, sc := range scs {
 		if sc.Kind == server.Rotating {
-			fmt.Fprintf(stderr, "skipping %s: %v\n", sc.Name, run.ErrRealRotating)
+			fmt.Fprintf(stderr, "skipping %s: %v\n", sc.Name, simrun.ErrRealRotating)
 			continue
 		}
-		sr := run.ScenarioResult{Name: sc.Name, Description: sc.Description, Kind: sc.Kind, Headers: sc.Config.Headers.String(), URLs: urls}
+		sr := simrun.ScenarioResult{Name: sc.Name, Description: sc.Description, Kind: sc.Kind, Headers: sc.Config.Headers.String(), URLs: urls}
 		for _, spec := range specs {
 			fmt.Fprintf(stderr, "%s / %s ...\n", sc.Name, spec.Name)
-			r, err := run.Real(ctx, run.RealConfig{Scenario: sc, Strategy: spec, Exits: f.exits, URLs: urls, Duration: f.duration, Seed: f.seed, Warmup: f.warmup})
+			r, err := simrun.Real(ctx, simrun.RealConfig{Scenario: sc, Strategy: spec, Exits: f.exits, URLs: urls, Duration: f.duration, Seed: f.seed, Warmup: f.warmup})
 			if err != nil {
 				return nil, fmt.Errorf("%s / %s: %w", sc.Name, spec.Name, err)
 			}
@@ -203,12 +203,12 @@ func benchReal(ctx context.Context, stderr io.Writer, f benchFlags, scs []server
 	return out, nil
 }
 
-func writeBenchOut(dir string, doc run.Report) error {
+func writeBenchOut(dir string, doc simrun.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var md strings.Builder
-	if err := run.Markdown(&md, doc.Scenarios); err != nil {
+	if err := simrun.Markdown(&md, doc.Scenarios); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md.String()), 0o644); err != nil {
@@ -223,7 +223,7 @@ func writeBenchOut(dir string, doc run.Report) error {
 	}
 	for _, s := range doc.Scenarios {
 		var b strings.Builder
-		if err := run.SVG(&b, s); err != nil {
+		if err := simrun.SVG(&b, s); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(dir, s.Name+".svg"), []byte(b.String()), 0o644); err != nil {

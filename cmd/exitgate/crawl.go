@@ -230,7 +230,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	members := make([]fetch.Member, len(setup.exits))
 	for i, e := range setup.exits {
-		members[i] = fetch.Member{ID: e.ID(), Transport: e.Transport(pool.TransportConfig{ResponseHeaderTimeout: f.timeout})}
+		t := e.Transport(pool.TransportConfig{ResponseHeaderTimeout: f.timeout})
+		defer t.CloseIdleConnections()
+		members[i] = fetch.Member{ID: e.ID(), Transport: t}
 	}
 	exits := fetch.NewExitSet(members, identity, lim.SetExits)
 	if f.echoURL != "" {
@@ -272,7 +274,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	defer abort()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	defer func() { signal.Stop(sigs); close(sigs) }()
 	go func() {
 		n := 0
 		for range sigs {

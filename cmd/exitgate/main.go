@@ -33,6 +33,8 @@ budget per (target host, exit) lane and a polite ceiling per host.`,
 		newHeadersCmd(),
 		newProxiesCmd(),
 		newCrawlCmd(),
+		newBenchCmd(),
+		newDemoCmd(),
 	)
 	return root
 }

@@ -67,7 +67,7 @@ func progressLine(fr frontier.Frontier, tally *metrics.Tally) string {
 	rate := s.EffectiveRate()
 	eta := "?"
 	if todo := c.Queued + c.Leased; rate > 0 {
-		eta = (time.Duration(float64(todo)/rate) * time.Second).Round(time.Second).String()
+		eta = time.Duration(float64(todo) / rate * float64(time.Second)).Round(time.Second).String()
 	} else if todo == 0 {
 		eta = "0s"
 	}

@@ -194,7 +194,7 @@ func TestProxiesCheckHelp(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--proxy-template", "--sessions int", "(default 10)", "--echo-url", `(default "https://api.ipify.org")`,
-		"--ip-header", "--timeout duration", "(default 15s)", "--concurrency int", "(default 16)",
+		"--exit-ip-header", "--timeout duration", "(default 15s)", "--concurrency int", "(default 16)",
 		"--json", "--fail-duplicates", "Exit status",
 	} {
 		if !strings.Contains(out, want) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -224,7 +225,8 @@ func TestMemory(t *testing.T) {
 	if os.Getenv("EXITGATE_FRONTIER_1M") == "1" {
 		n, limitMiB = 1_000_000, 200
 	}
-	s := openTemp(t, Config{})
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openTemp(t, Config{Path: path})
 	runtime.GC()
 	rss0, _ := rssKiB(t)
 	start := time.Now()
@@ -248,4 +250,12 @@ func TestMemory(t *testing.T) {
 	if growth > limitMiB {
 		t.Errorf("RSS grew %d MiB with %d queued URLs, want at most %d MiB", growth, n, limitMiB)
 	}
+	// Opening rebuilds the per-host index and the counts from the file.
+	s.Close()
+	ostart := time.Now()
+	s = openTemp(t, Config{Path: path})
+	if c, _ := s.Counts(ctx); c.Queued != n-64 || c.Leased != 64 {
+		t.Errorf("Counts() after reopen = %+v, want %d queued, 64 leased", c, n-64)
+	}
+	t.Logf("reopening %d jobs took %v", n, time.Since(ostart).Round(time.Millisecond))
 }

@@ -1,0 +1,99 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/memory"
+	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func TestWriteResultsOneLinePerFinishedJob(t *testing.T) {
+	ctx := context.Background()
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fr.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}, {URL: "http://a.example/3"}})
+	jobs, err := fr.Claim(ctx, t0, 3, nil)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("Claim = %d jobs, %v", len(jobs), err)
+	}
+	body := filepath.Join(dir, "bodies", "1")
+	if err := fr.Complete(ctx, jobs[0].Lease(), frontier.Result{Status: 200, Bytes: 5, Exit: "e1", Elapsed: 1500 * time.Millisecond, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.Abandon(ctx, jobs[1].Lease(), 404, "status 404"); err != nil {
+		t.Fatal(err)
+	}
+	// jobs[2] stays leased: unfinished, so not in the results.
+	n, err := WriteResults(ctx, fr, dir)
+	if err != nil || n != 2 {
+		t.Fatalf("WriteResults = %d, %v; want 2 lines", n, err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	var got []Result
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var r Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got = append(got, r)
+	}
+	want := []Result{
+		{URL: "http://a.example/1", Outcome: "done", Status: 200, Attempts: 1, Exit: "e1", Bytes: 5, ElapsedMS: 1500, Body: "bodies/1"},
+		{URL: "http://a.example/2", Outcome: "abandoned", Status: 404, Reason: "status 404", Attempts: 1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("results = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("result %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	ta := metrics.NewTally(t0)
+	for i := range 4 {
+		st, v := 200, verdict.OK
+		if i == 3 {
+			st, v = 429, verdict.Throttled
+		}
+		ta.Record(metrics.Event{Host: "a", Exit: "e1", Status: st, Verdict: v, At: t0})
+	}
+	ta.Done("a", "e1")
+	ta.Done("a", "e1")
+	ta.Retry("a")
+	s := Summarize(frontier.Counts{Done: 2, Abandoned: 1, Queued: 3, Leased: 1, AbandonedByReason: map[string]int{"status 404": 1}},
+		ta.Snapshot(t0.Add(2*time.Second)),
+		map[string]Capacity{"a": {PerSecond: 2, Scope: "exit"}},
+		map[string]Capacity{"e1": {PerSecond: 2}, "e2": {PerSecond: 0.5}})
+	if s.URLs != 7 || s.Queued != 4 || s.Requests != 4 || s.Ratio429 != 0.25 || s.RetriesPerSuccess != 0.5 || s.EffectiveRate != 1 {
+		t.Errorf("Summarize = %+v, want 7 URLs, 4 queued, 4 requests, 429 ratio 0.25, 0.5 retries per success, 1 URL/s", s)
+	}
+	if len(s.PerExit) != 2 || s.PerExit[1].Name != "e2" || s.PerExit[1].PerSecond != 0.5 {
+		t.Errorf("per_exit = %+v, want e1 and the unused e2 with its capacity", s.PerExit)
+	}
+	var buf bytes.Buffer
+	WriteTable(&buf, s)
+	for _, want := range []string{"URLs 7: 2 done, 1 abandoned", "status 404", "HOST", "EXIT"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
