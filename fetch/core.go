@@ -322,6 +322,9 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 		}
 		h.queue = h.queue[1:]
 		c.buffered--
+		// The host has room again: the frontier may hold more of its work
+		// that the last claim skipped because this buffer was full.
+		c.frDirty = true
 		if h.crawlDelay > 0 {
 			h.notBefore = now.Add(h.crawlDelay)
 		}

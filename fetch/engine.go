@@ -230,7 +230,9 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 		}
 	}
 	sniff := &prefixWriter{max: keep}
-	n, err := io.Copy(io.MultiWriter(sink, sniff), io.LimitReader(resp.Body, e.cfg.MaxBodyBytes))
+	buf := copyBufs.Get().(*[]byte)
+	n, err := io.CopyBuffer(io.MultiWriter(sink, sniff), io.LimitReader(resp.Body, e.cfg.MaxBodyBytes), *buf)
+	copyBufs.Put(buf)
 	r.Bytes, r.Sniff = n, sniff.buf
 	if file != nil {
 		if cerr := file.Close(); err == nil {
@@ -245,6 +247,10 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	}
 	return r
 }
+
+// copyBufs recycles body copy buffers: one per request would be the
+// engine's largest allocation.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // prefixWriter keeps the first max bytes written to it.
 type prefixWriter struct {

@@ -282,10 +282,10 @@ func AcquireHost(r *Rules, h *HostState, pool *Pool, req *AcquireRequest, exitRe
 	// server limits host-wide.
 	gate := h.pause
 	if r.Ceiling > 0 {
-		gate = max(gate, h.ceilTat)
+		gate = max(gate, h.ceilTat-hostSlop(int64(1e9/r.Ceiling)))
 	}
 	if h.scope.shared() {
-		gate = max(gate, h.aimdTat)
+		gate = max(gate, h.aimdTat-hostSlop(int64(1e9/h.aimd)))
 		if h.q != nil {
 			gate = max(gate, h.q.readyAt(now))
 		}

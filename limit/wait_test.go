@@ -42,8 +42,9 @@ func TestWaitPaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(start); d != 2*time.Second {
-			t.Errorf("second Wait returned after %v, want 2s at 30/min", d)
+		// 2s at 30/min, less the up-to-2ms slop that absorbs timer lateness.
+		if d := time.Since(start); d != 2*time.Second-2*time.Millisecond {
+			t.Errorf("second Wait returned after %v, want 1.998s at 30/min", d)
 		}
 		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: time.Minute}, time.Now())
 		mark := time.Now()

@@ -110,8 +110,9 @@ func TestStore(t *testing.T, newStore func(t *testing.T) limit.Store) {
 		if ok {
 			t.Fatalf("sixth Acquire at t0 ok; every lane is paced at 30/min")
 		}
-		if want := t0.Add(2 * time.Second); !next.Equal(want) {
-			t.Errorf("next = %v, want %v (one interval at 30/min)", next.Sub(t0), want.Sub(t0))
+		// One interval at 30/min, less the up-to-2ms slop a pacer allows.
+		if d := next.Sub(t0); d < 2*time.Second-2*time.Millisecond || d > 2*time.Second {
+			t.Errorf("next = %v, want about 2s (one interval at 30/min)", d)
 		}
 		if _, ok, _ := acquire(t, l, "h", limit.Want{}, next); !ok {
 			t.Errorf("Acquire at next=%v not ok", next.Sub(t0))
@@ -147,8 +148,10 @@ func TestStore(t *testing.T, newStore func(t *testing.T) limit.Store) {
 			t.Fatalf("pinned Acquire = %v %v, want x01", tk.Exit, ok)
 		}
 		_, ok, next := acquire(t, l, "h", pin, t0.Add(time.Second))
-		if ok || !next.Equal(t0.Add(2*time.Second)) {
-			t.Errorf("second pinned Acquire ok=%v next=%v, want wait until +2s, never switch", ok, next.Sub(t0))
+		// 30/min paces every 2s; a pacer may let a request go up to 2ms
+		// early to absorb timer lateness.
+		if d := next.Sub(t0); ok || d < 2*time.Second-2*time.Millisecond || d > 2*time.Second {
+			t.Errorf("second pinned Acquire ok=%v next=%v, want wait until about +2s, never switch", ok, d)
 		}
 		if _, _, _, err := l.Acquire("h", limit.Want{Pin: "nope"}, t0); err == nil {
 			t.Errorf("Acquire pinned to unknown exit: nil error, want ErrUnknownExit")
