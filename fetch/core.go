@@ -322,9 +322,6 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 		}
 		h.queue = h.queue[1:]
 		c.buffered--
-		// The host has room again: the frontier may hold more of its work
-		// that the last claim skipped because this buffer was full.
-		c.frDirty = true
 		if h.crawlDelay > 0 {
 			h.notBefore = now.Add(h.crawlDelay)
 		}
@@ -383,12 +380,18 @@ func (c *Core) handBackLocked(ctx context.Context, h *hostState) error {
 }
 
 // refillLocked claims due jobs from the frontier into the per-host buffers.
+// It claims in batches, when the buffer is down to half its target, when jobs
+// went back to the frontier, or when queued work falls due: a claim costs a
+// transaction, and on a frontier of a million jobs a few milliseconds.
 func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
-	want := 2*c.cfg.Concurrency + 8 - c.buffered
-	if want <= 0 || (!c.frDirty && now.Before(c.frNext)) {
+	target := c.bufferTarget()
+	want := target - c.buffered
+	if want <= 0 || (c.buffered > target/2 && !c.frDirty && now.Before(c.frNext)) {
 		return nil
 	}
-	perHost := c.cfg.Concurrency + 2
+	// One host may fill half the buffer, so that hosts that can go are not
+	// crowded out by one that cannot.
+	perHost := max(c.cfg.Concurrency+2, target/2)
 	jobs, err := c.fr.Claim(ctx, now, want, func(host string) bool {
 		h := c.hosts[host]
 		return h == nil || (len(h.queue) < perHost && !h.notBefore.After(now))
@@ -420,6 +423,9 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	}
 	return nil
 }
+
+// bufferTarget is how many claimed jobs the Core keeps ready to dispatch.
+func (c *Core) bufferTarget() int { return max(64, 4*c.cfg.Concurrency) }
 
 func (c *Core) enqueueLocked(host string, p pending) {
 	h := c.hosts[host]
@@ -463,9 +469,7 @@ func (c *Core) wakeLocked(now time.Time) time.Time {
 			earlier(h.notBefore)
 		}
 	}
-	if c.buffered < 2*c.cfg.Concurrency+8 {
-		earlier(c.frNext)
-	}
+	earlier(c.frNext)
 	return wake
 }
 

@@ -72,9 +72,15 @@ type Config struct {
 	// Decrease multiplies a lane's rate on a 429 when no lower bound is known
 	// yet. Default 0.7.
 	Decrease float64
-	// ProbeUp multiplies a lane's rate after a saturated run of successes
-	// while no 429 has been seen. Default 1.25.
+	// ProbeUp multiplies a lane's rate after a saturated run of ProbeRun
+	// successes while no 429 has been seen (slow start). Default 1.5: from
+	// the first guess of 30/min a lane reaches 20/s in about 30 seconds, and
+	// it overshoots a limit by at most half before the first 429 says where
+	// the limit is.
 	ProbeUp float64
+	// ProbeRun is the number of successes that make a run while probing up.
+	// Default 5.
+	ProbeRun int
 	// Creep is the smallest relative step up after a saturated run once a
 	// ceiling is known. Default 0.02.
 	Creep float64
@@ -144,7 +150,7 @@ type Rules struct {
 	HostConc, MaxInFlight     int
 	Settle, Decrease, ProbeUp float64
 	Creep                     float64
-	RunLength                 int
+	RunLength, ProbeRun       int
 	Reprobe                   int64 // ns
 	BackoffBase, BackoffCap   int64
 	HostInc, HostDec, HostMin float64
@@ -234,11 +240,13 @@ func (c *Config) rules() (*Rules, error) {
 	set(e)
 	r.Decrease, e = frac("Decrease", c.Decrease, 0.7, 0, 1)
 	set(e)
-	r.ProbeUp, e = frac("ProbeUp", c.ProbeUp, 1.25, 1, 10)
+	r.ProbeUp, e = frac("ProbeUp", c.ProbeUp, 1.5, 1, 10)
 	set(e)
 	r.Creep, e = frac("Creep", c.Creep, 0.02, 0, 1)
 	set(e)
 	r.RunLength, e = count("RunLength", c.RunLength, 20)
+	set(e)
+	r.ProbeRun, e = count("ProbeRun", c.ProbeRun, 5)
 	set(e)
 	r.Reprobe, e = dur("Reprobe", c.Reprobe, 20*time.Minute)
 	set(e)

@@ -44,8 +44,9 @@
 //     of successes it closes half the gap to Settle*hi (at least Creep). It
 //     converges to ~97% of the lowest rate that drew a 429 and stays there;
 //     after Reprobe without a 429 the ceiling may drift up by Creep.
-//   - Probe up. While nothing has pushed back, each saturated run multiplies
-//     the rate by ProbeUp, bounded by MaxLaneRate and the host ceiling. Only
+//   - Probe up. While nothing has pushed back, each saturated run of
+//     ProbeRun successes multiplies the rate by ProbeUp (slow start: x1.5 per
+//     5), bounded by MaxLaneRate and the host ceiling. Only
 //     runs where the lane actually sent at its pace count: an idle lane
 //     proves nothing.
 //

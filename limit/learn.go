@@ -43,7 +43,11 @@ func (r *Rules) onOK(l *learner, now int64) {
 		l.runAt, l.runN = now, 0
 	}
 	l.runN++
-	if int(l.runN) < r.RunLength {
+	run := r.RunLength
+	if l.hi == 0 && !l.fixed {
+		run = r.ProbeRun // slow start: nothing has pushed back yet
+	}
+	if int(l.runN) < run {
 		return
 	}
 	el := now - l.runAt

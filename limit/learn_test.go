@@ -57,7 +57,8 @@ func TestOnOK(t *testing.T) {
 		now  int64
 		pace float64 // per minute
 	}{
-		{"saturated, nothing pushed back: probe x1.25", run(0.5), sec(38), 37.5},
+		{"slow start: 5 saturated successes, nothing pushed back: probe x1.5", learner{pace: 0.5, runAt: sec(0), runN: 4}, sec(8), 45},
+		{"slow start: 4 successes are not a run yet", learner{pace: 0.5, runAt: sec(0), runN: 3}, sec(6), 30},
 		{"idle lane proves nothing", run(0.5), sec(380), 30},
 		{"below ceiling: half the gap", func() learner { l := run(0.5); l.hi = 1; return l }(), sec(38), 44.1},
 		{"near ceiling: settle at 97%", func() learner { l := run(0.96); l.hi = 1; l.quietAt = sec(0); return l }(), sec(19.8), 58.2},

@@ -1,0 +1,169 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/sim/server"
+	"github.com/exitgate/exitgate/sim/strategy"
+)
+
+// The targets on the per-IP token bucket, with the bench's own
+// 10-minute URL set and 20 exits (reduced to one scenario): exitgate gets
+// >= 95% of the allowed rate with <= 1% 429s after the first window, no
+// baseline gets more at an equal or lower 429 ratio, and a global
+// per-domain limiter uses about 1/20 of the pool.
+func TestMatrixPerIPTokenBucket(t *testing.T) {
+	sc, _ := server.ScenarioByName("per-ip-token-bucket")
+	rs, err := Matrix(context.Background(), MatrixConfig{Scenarios: []server.Scenario{sc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rs[0].Results
+	for _, r := range res {
+		t.Logf("%-22s util %5.1f%% (after 1st window %5.1f%%)  429 %6.2f%% (%6.2f%%)  %.0f s", r.Strategy,
+			100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, 100*r.Ratio429Steady, r.SecondsToFinish)
+	}
+	eg, _ := find(res, strategy.Exitgate)
+	if eg.UtilizationSteady < TargetUtilization {
+		t.Errorf("exitgate utilization after the first window = %.1f%%, want >= %.0f%%", 100*eg.UtilizationSteady, 100*TargetUtilization)
+	}
+	if eg.Ratio429Steady > Target429 {
+		t.Errorf("exitgate 429 ratio after the first window = %.2f%%, want <= %.0f%%", 100*eg.Ratio429Steady, 100*Target429)
+	}
+	if !eg.Finished || eg.Done != eg.URLs {
+		t.Errorf("exitgate finished %v with %d of %d URLs done", eg.Finished, eg.Done, eg.URLs)
+	}
+	for _, r := range res {
+		if r.Strategy != strategy.Exitgate && r.Utilization > eg.Utilization && r.Ratio429 <= eg.Ratio429 {
+			t.Errorf("%s: %.1f%% utilization at %.2f%% 429s beats exitgate's %.1f%% at %.2f%%",
+				r.Strategy, 100*r.Utilization, 100*r.Ratio429, 100*eg.Utilization, 100*eg.Ratio429)
+		}
+	}
+	g, _ := find(res, strategy.GlobalPerDomain)
+	if g.Utilization < 0.8/20 || g.Utilization > 1.2/20 {
+		t.Errorf("global-per-domain utilization = %.2f%%, want about 1/20 (5%%)", 100*g.Utilization)
+	}
+}
+
+// A virtual run is a pure function of its config.
+func TestVirtualDeterministic(t *testing.T) {
+	sc, _ := server.ScenarioByName("per-ip-retry-after")
+	for _, name := range []string{strategy.Exitgate, strategy.PerWorker} {
+		spec, _ := strategy.ByName(name)
+		cfg := Config{Scenario: sc, Strategy: spec, Exits: 5, URLs: 800, Seed: 9}
+		a, err := Virtual(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Virtual(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Requests != b.Requests || a.Successes != b.Successes || a.Limited != b.Limited || a.SecondsToFinish != b.SecondsToFinish {
+			t.Errorf("%s: two runs of one config differ: %+v vs %+v", name, a, b)
+		}
+		if a.Done+a.Abandoned != 800 || a.Requests < 800 {
+			t.Errorf("%s: %d done + %d abandoned of 800 URLs in %d requests", name, a.Done, a.Abandoned, a.Requests)
+		}
+	}
+}
+
+// On a rotating gateway exitgate keys sticky sessions by their resolved IP;
+// the baselines see one rotating endpoint.
+func TestRoutesRotating(t *testing.T) {
+	sc, _ := server.ScenarioByName("rotating")
+	for _, tc := range []struct {
+		name     string
+		min, max int
+	}{
+		{strategy.Exitgate, 15, 20},       // 80 sessions hashed over 20 exits, keyed by IP
+		{strategy.ArticlePerExit, 20, 20}, // one session per exit, keyed by name
+		{strategy.GlobalPerDomain, 1, 1},  // the gateway
+	} {
+		spec, _ := strategy.ByName(tc.name)
+		cfg, _ := Config{Scenario: sc, Strategy: spec}.withDefaults()
+		pool, _ := newPool(cfg)
+		_, keys := routesFor(cfg, pool)
+		if len(keys) < tc.min || len(keys) > tc.max {
+			t.Errorf("%s: %d exit keys, want %d..%d", tc.name, len(keys), tc.min, tc.max)
+		}
+	}
+}
+
+// stuck refuses everything without saying when.
+type stuck struct{}
+
+func (stuck) Acquire(string, limit.Want, time.Time) (limit.Ticket, bool, time.Time, error) {
+	return limit.Ticket{}, false, time.Time{}, nil
+}
+func (stuck) Done(limit.Ticket, limit.Outcome, time.Time) {}
+func (stuck) Cancel(limit.Ticket, time.Time)              {}
+
+// A limiter that never lets anything go keeps the engine polling; the run
+// stops at its virtual time cap and reports the URLs unfinished.
+func TestVirtualTimeCap(t *testing.T) {
+	sc, _ := server.ScenarioByName("per-ip-token-bucket")
+	spec := strategy.Spec{Name: "stuck", New: func(strategy.Env) (fetch.Limiter, error) { return stuck{}, nil }}
+	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: spec, URLs: 10, MaxTime: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Finished || r.Done != 0 || r.Requests != 0 {
+		t.Errorf("stuck run: finished %v, %d done, %d requests; want unfinished, 0, 0", r.Finished, r.Done, r.Requests)
+	}
+}
+
+// The report writers: the SVG is well-formed XML naming every strategy, and
+// the markdown has a row per strategy and the target lines.
+func TestReports(t *testing.T) {
+	sc, _ := server.ScenarioByName("host-scoped")
+	rs, err := Matrix(context.Background(), MatrixConfig{
+		Scenarios:  []server.Scenario{sc},
+		Strategies: []strategy.Spec{must(strategy.ByName(strategy.Exitgate)), must(strategy.ByName(strategy.GlobalPerDomain))},
+		Base:       Config{URLs: 300},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svg bytes.Buffer
+	if err := SVG(&svg, rs[0]); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(svg.Bytes()))
+	for {
+		if _, err := d.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+	}
+	var md strings.Builder
+	if err := Markdown(&md, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<polyline", "exitgate", "global-per-domain"} {
+		if !strings.Contains(svg.String(), want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	for _, want := range []string{"| exitgate |", "| global-per-domain |", "### Targets", "host-scoped:"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+func must(s strategy.Spec, ok bool) strategy.Spec {
+	if !ok {
+		panic("unknown strategy")
+	}
+	return s
+}
