@@ -125,6 +125,13 @@ type HostState struct {
 	winN     int32
 	sendRate float64
 
+	// prior is what this host's lanes have learned about one lane's
+	// capacity (an average of their ceilings, req/s; 0 = nothing yet). A
+	// server that limits per IP usually gives every IP the same budget, so
+	// a new lane starts there instead of at the first guess, and a lane
+	// still probing stops at it instead of overshooting into its own 429.
+	prior float64
+
 	c Counters
 }
 
@@ -247,6 +254,7 @@ func (r *Rules) rekey(h *HostState, l *lane) {
 
 func (h *HostState) newLane(r *Rules, exit string, now int64) *lane {
 	l := &lane{exit: exit, idx: -1, last: now, l: learner{pace: r.First}}
+	h.adoptPrior(r, &l.l)
 	l.key = r.laneReady(l)
 	h.lanes[exit] = l
 	h.push(l)
@@ -493,6 +501,7 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 		h.c.OK++
 		l.c.ok++
 		r.onOK(&l.l, now)
+		h.adoptPrior(r, &l.l)
 		if h.scope.shared() {
 			h.hostEps = 0
 			h.aimd += r.HostInc
@@ -612,9 +621,37 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 		h.scope = ScopeExit
 	}
 	r.on429(&l.l, now)
+	h.learnPrior(r, l.l.hi)
 	d := r.cooldown(&l.l, o.RetryAfter, u)
 	h.c.ThrottledNs += d
 	l.cool = now + d
+}
+
+// adoptPrior starts a lane that has not been pushed back yet at what its
+// siblings learned: its ceiling becomes the host's prior and its pace the
+// settle point under it, when that is below where probing has taken it.
+func (h *HostState) adoptPrior(r *Rules, l *learner) {
+	if r.Policy != Adaptive || h.prior <= 0 || l.hi != 0 || l.fixed {
+		return
+	}
+	if target := r.Settle * h.prior; l.pace >= target || l.pace == r.First {
+		l.hi = h.prior
+		l.pace = min(r.MaxLane, target)
+	}
+}
+
+// learnPrior folds one lane's new ceiling into the host's prior (an
+// exponentially weighted average, so one unlucky or flagged IP moves it
+// only a little).
+func (h *HostState) learnPrior(r *Rules, hi float64) {
+	if r.Policy != Adaptive || hi <= 0 {
+		return
+	}
+	if h.prior == 0 {
+		h.prior = hi
+		return
+	}
+	h.prior = 0.8*h.prior + 0.2*hi
 }
 
 func (h *HostState) countEvidence(since int64) int {

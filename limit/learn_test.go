@@ -157,3 +157,34 @@ func TestConfigValidation(t *testing.T) {
 		t.Errorf("defaults %+v", r)
 	}
 }
+
+// TestHostPrior: what one lane learned about a per-IP limit starts its
+// siblings there, and stops a sibling's slow start before it overshoots.
+func TestHostPrior(t *testing.T) {
+	r := testRules(t, Config{})
+	h := NewHostState()
+	h.learnPrior(r, 1.0) // one lane drew a 429 at 60/min
+	if fresh := h.newLane(r, "x1", sec(0)); perMin(fresh.l.pace) != 58.2 || fresh.l.hi != 1.0 {
+		t.Errorf("new lane after a sibling's 429: pace %v/min hi %v, want 58.2/min (97%% of 60) and hi 1", perMin(fresh.l.pace), fresh.l.hi)
+	}
+	probing := learner{pace: 1.2}
+	h.adoptPrior(r, &probing)
+	if perMin(probing.pace) != 58.2 || probing.hi != 1.0 {
+		t.Errorf("probing lane above the prior: pace %v/min, want stopped at 58.2/min", perMin(probing.pace))
+	}
+	slow := learner{pace: 0.75}
+	h.adoptPrior(r, &slow)
+	if slow.pace != 0.75 || slow.hi != 0 {
+		t.Errorf("probing lane below the prior: pace %v hi %v, want left to probe on", slow.pace, slow.hi)
+	}
+	h.learnPrior(r, 2.0)
+	if math.Abs(h.prior-1.2) > 1e-9 {
+		t.Errorf("prior after a second lane's ceiling of 2/s = %v, want 1.2 (weighted 0.8/0.2)", h.prior)
+	}
+	art := testRules(t, Config{Policy: ArticlePerExit})
+	h2 := NewHostState()
+	h2.learnPrior(art, 1.0)
+	if h2.prior != 0 {
+		t.Errorf("article policy learned a prior; it must stay as published")
+	}
+}
