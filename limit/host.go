@@ -115,11 +115,19 @@ type HostState struct {
 	scopeAt int64 // last evidence for a shared scope
 	aimd    float64
 	aimdTat int64
-	epAt    int64 // host-scoped 429 episode start
-	hostEps int16
-	ev      [8]scopeEv
-	evN     uint8
-	q       *quota // declared quota when the scope is shared
+	// aimdHi is the host rate that last drew a host-level 429 or 503
+	// (req/s; 0 = none yet): additive increase stops at Settle times it, so
+	// the host rate settles under the limit instead of saw-toothing. It
+	// creeps up slowly so that a raised limit is found again.
+	aimdHi float64
+	// overloaded: a busy verdict (503 overload) put the host under its AIMD
+	// rate, whatever the scope of its 429s.
+	overloaded bool
+	epAt       int64 // host-scoped 429 episode start
+	hostEps    int16
+	ev         [8]scopeEv
+	evN        uint8
+	q          *quota // declared quota when the scope is shared
 
 	winAt    int64
 	winN     int32
@@ -285,6 +293,9 @@ func AcquireHost(r *Rules, h *HostState, pool *Pool, req *AcquireRequest, exitRe
 	if h.scope.shared() && !h.hinted && now-h.scopeAt > r.ScopeRevert {
 		h.scope = ScopeExit
 	}
+	if h.overloaded && now-h.epAt > r.ScopeRevert {
+		h.overloaded = false
+	}
 
 	// Host gates: shared pause, politeness ceiling, AIMD rate when the
 	// server limits host-wide.
@@ -292,8 +303,10 @@ func AcquireHost(r *Rules, h *HostState, pool *Pool, req *AcquireRequest, exitRe
 	if r.Ceiling > 0 {
 		gate = max(gate, h.ceilTat-hostSlop(int64(1e9/r.Ceiling)))
 	}
-	if h.scope.shared() {
+	if h.rated() {
 		gate = max(gate, h.aimdTat-hostSlop(int64(1e9/h.aimd)))
+	}
+	if h.scope.shared() {
 		if h.q != nil {
 			gate = max(gate, h.q.readyAt(now))
 		}
@@ -345,9 +358,11 @@ func AcquireHost(r *Rules, h *HostState, pool *Pool, req *AcquireRequest, exitRe
 		rec.ceilIv = int64(1e9 / r.Ceiling)
 		h.ceilTat = max(h.ceilTat, now) + rec.ceilIv
 	}
-	if h.scope.shared() {
+	if h.rated() {
 		rec.aiIv = int64(1e9 / h.aimd)
 		h.aimdTat = max(h.aimdTat, now) + rec.aiIv
+	}
+	if h.scope.shared() {
 		if h.q != nil && h.q.reset != 0 {
 			h.q.take(now)
 			rec.hostQuota = true
@@ -502,12 +517,9 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 		l.c.ok++
 		r.onOK(&l.l, now)
 		h.adoptPrior(r, &l.l)
-		if h.scope.shared() {
+		if h.rated() {
 			h.hostEps = 0
-			h.aimd += r.HostInc
-			if r.Ceiling > 0 {
-				h.aimd = min(h.aimd, r.Ceiling)
-			}
+			r.hostIncrease(h, now)
 		}
 		h.busyEps = 0
 	case verdict.Throttled:
@@ -517,6 +529,13 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 	case verdict.Busy:
 		h.c.Busy++
 		h.busyEps++
+		// An overloaded site has one capacity for all exits: the host rate
+		// takes over, and each overload episode cuts it.
+		if !h.rated() {
+			h.startRate(r)
+			h.overloaded = true
+		}
+		r.hostDecrease(h, sent, now)
 		d := int64(o.RetryAfter)
 		if d <= 0 {
 			d = int64(fullJitter(req.Jitter, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.busyEps)-1))
@@ -568,17 +587,11 @@ func (r *Rules) settle(h *HostState, l *lane) {
 }
 
 func (h *HostState) setScope(r *Rules, s Scope, now int64) {
-	if s.shared() && !h.scope.shared() {
+	if s.shared() && !h.rated() {
 		// Control moves to the host: start the AIMD rate from what the
 		// host was actually sent, cut once.
-		base := h.sendRate
-		if base <= 0 {
-			base = r.First
-		}
-		h.aimd = max(r.HostMin, base*r.HostDec)
-		if r.Ceiling > 0 {
-			h.aimd = min(h.aimd, r.Ceiling)
-		}
+		h.startRate(r)
+		h.aimd = max(r.HostMin, h.aimd*r.HostDec)
 	}
 	if s.shared() {
 		h.scopeAt = now
@@ -667,17 +680,65 @@ func (h *HostState) countEvidence(since int64) int {
 	return n
 }
 
-func (r *Rules) hostThrottled(h *HostState, o *Outcome, sent, now int64, u float64) {
+// rated reports whether the host's AIMD rate gates it: the server limits
+// host-wide (or per credential), or the site is overloaded.
+func (h *HostState) rated() bool { return h.scope.shared() || h.overloaded }
+
+// startRate starts the host AIMD rate at what the host was actually sent.
+func (h *HostState) startRate(r *Rules) {
+	base := h.sendRate
+	if base <= 0 {
+		base = r.First
+	}
+	h.aimd = base
+	if r.Ceiling > 0 {
+		h.aimd = min(h.aimd, r.Ceiling)
+	}
+}
+
+// hostIncrease is the additive step of the host rate on a success, up to
+// Settle times the rate that last drew a host-level 429 or 503. After
+// Reprobe without pushback that bound creeps up by Creep every RunLength
+// successes, as a settled lane's does, so that a raised limit is found again.
+func (r *Rules) hostIncrease(h *HostState, now int64) {
+	h.aimd += r.HostInc
+	if h.aimdHi > 0 {
+		if now-h.epAt > r.Reprobe {
+			h.aimdHi *= 1 + r.Creep/float64(r.RunLength)
+		}
+		h.aimd = min(h.aimd, r.Settle*h.aimdHi)
+	}
+	if r.Ceiling > 0 {
+		h.aimd = min(h.aimd, r.Ceiling)
+	}
+}
+
+// hostDecrease is the multiplicative cut of one host-level pushback episode;
+// answers to requests sent before the episode began count once. It reports
+// whether this was a new episode.
+func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
 	if h.epAt != 0 && sent < h.epAt {
+		return false
+	}
+	h.epAt = now
+	// The host rate drew the pushback only if the host was really sent at
+	// about that rate; otherwise it proves nothing about the limit.
+	if h.sendRate >= 0.8*h.aimd {
+		h.aimdHi = h.aimd
+	}
+	h.aimd = max(r.HostMin, h.aimd*r.HostDec)
+	return true
+}
+
+func (r *Rules) hostThrottled(h *HostState, o *Outcome, sent, now int64, u float64) {
+	if !r.hostDecrease(h, sent, now) {
 		if o.RetryAfter > 0 {
 			h.pause = max(h.pause, now+int64(o.RetryAfter))
 		}
 		return
 	}
-	h.epAt = now
 	h.scopeAt = now
 	h.hostEps++
-	h.aimd = max(r.HostMin, h.aimd*r.HostDec)
 	d := int64(o.RetryAfter)
 	if d <= 0 {
 		d = int64(fullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.hostEps)-1))

@@ -188,3 +188,41 @@ func TestHostPrior(t *testing.T) {
 		t.Errorf("article policy learned a prior; it must stay as published")
 	}
 }
+
+// TestHostRate: the host AIMD rate halves on a pushback episode, remembers
+// the rate that drew it when the host was really sent at that rate, and its
+// additive increase stops at Settle times that rate.
+func TestHostRate(t *testing.T) {
+	r := testRules(t, Config{})
+	h := NewHostState()
+	h.aimd, h.sendRate = 2, 1.9
+	if !r.hostDecrease(h, sec(0), sec(1)) {
+		t.Fatalf("first pushback not a new episode")
+	}
+	if h.aimd != 1 || h.aimdHi != 2 {
+		t.Errorf("after a pushback at 2/s: aimd %v hi %v, want 1 and 2", h.aimd, h.aimdHi)
+	}
+	if r.hostDecrease(h, sec(0.5), sec(1.2)) || h.aimd != 1 {
+		t.Errorf("an answer to a request sent before the episode cut again: aimd %v", h.aimd)
+	}
+	for i := range 100 {
+		r.hostIncrease(h, sec(2+float64(i)))
+	}
+	if h.aimd != 1.94 {
+		t.Errorf("after 100 successes: aimd %v, want capped at 1.94 (97%% of 2)", h.aimd)
+	}
+	// Long quiet: the cap creeps so a raised limit is found again.
+	for i := range 200 {
+		r.hostIncrease(h, sec(3600+float64(i)))
+	}
+	if h.aimd <= 1.94 {
+		t.Errorf("after an hour without pushback: aimd %v, want above 1.94", h.aimd)
+	}
+	// A pushback while the host was idle proves nothing about the limit.
+	idle := NewHostState()
+	idle.aimd, idle.sendRate = 4, 0.5
+	r.hostDecrease(idle, sec(0), sec(1))
+	if idle.aimdHi != 0 || idle.aimd != 2 {
+		t.Errorf("pushback while sending 0.5/s of a 4/s allowance: hi %v aimd %v, want no ceiling and aimd 2", idle.aimdHi, idle.aimd)
+	}
+}

@@ -117,7 +117,7 @@ func SnapshotHost(r *Rules, host string, h *HostState, now time.Time) HostSnapsh
 	if r.Ceiling > 0 {
 		hs.Ceiling = rateFromPerSecond(r.Ceiling)
 	}
-	if h.scope.shared() {
+	if h.rated() {
 		hs.Rate = rateFromPerSecond(h.aimd)
 	}
 	if h.pause > n {

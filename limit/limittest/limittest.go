@@ -363,6 +363,35 @@ func TestStore(t *testing.T, newStore func(t *testing.T) limit.Store) {
 			t.Errorf("hinted scope %v hinted=%v, want credential", s.Scope, s.ScopeHinted)
 		}
 	})
+	t.Run("OverloadRatesHost", func(t *testing.T) {
+		// A 503 overload pauses the host and puts it under a host rate,
+		// cut from what it was sent: one capacity for all exits.
+		l := newLimiter(t, newStore, limit.Config{FirstGuess: limit.PerSecond(10)}, 4)
+		at := t0
+		for i := range 8 {
+			tk, ok, next := acquire(t, l, "h", limit.Want{}, at)
+			if !ok {
+				at = next
+				tk, ok, _ = acquire(t, l, "h", limit.Want{}, at)
+				if !ok {
+					t.Fatalf("acquire %d refused at its next time", i)
+				}
+			}
+			l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+		}
+		if r := l.Snapshot(at).Hosts[0].Rate; !r.IsZero() {
+			t.Fatalf("host rate %v before any overload, want none", r)
+		}
+		tk, _, _ := acquire(t, l, "h", limit.Want{}, at.Add(time.Second))
+		l.Done(tk, limit.Outcome{Verdict: verdict.Busy, RetryAfter: 2 * time.Second}, at.Add(time.Second))
+		hs := l.Snapshot(at.Add(time.Second)).Hosts[0]
+		if hs.Rate.IsZero() || !hs.PausedUntil.Equal(at.Add(3*time.Second)) {
+			t.Errorf("after a 503 with Retry-After 2s: rate %v paused until %v, want a host rate and a pause until +3s", hs.Rate, hs.PausedUntil.Sub(t0))
+		}
+		if _, ok, _ := acquire(t, l, "h", limit.Want{}, at.Add(2*time.Second)); ok {
+			t.Errorf("Acquire during the pause ok")
+		}
+	})
 	t.Run("EarlyWarning", func(t *testing.T) {
 		l := newLimiter(t, newStore, limit.Config{}, 4)
 		now := t0
