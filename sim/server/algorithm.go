@@ -533,6 +533,13 @@ func (sw *slidingWindow) Decide(key string, now time.Time) Decision {
 		d.Remaining = int(sw.q - pp - s.cur)
 	}
 	d.Reset = time.Duration(sw.w - e)
+	if d.Remaining == 0 {
+		// A sliding counter has no window end that frees the quota: the
+		// previous window's weight decays continuously. What it can say
+		// truthfully is when the next request fits, as sliding-window
+		// implementations report their reset.
+		d.Reset = time.Duration(sw.wait(s.prev, s.cur, e))
+	}
 	if !d.Allowed {
 		d.RetryAfter = time.Duration(sw.wait(s.prev, s.cur, e))
 	}

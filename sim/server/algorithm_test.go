@@ -128,15 +128,18 @@ func TestSlidingWindow(t *testing.T) {
 	for i := range steps {
 		steps[i].rem = 9 - i
 	}
+	// With nothing remaining, reset is when the next request fits (the
+	// counter has no window end that frees the quota).
+	steps[9].reset = sec(6)
 	steps = append(steps,
 		// prev 0, cur 10: the window after, 10*(10-e)/10 + 1 <= 10 at e = 1 s.
-		step{sec(5), false, 0, sec(5), sec(6)},
-		step{ms(10999), false, 0, ms(9001), ms(1)},
-		step{sec(11), true, 0, sec(9), 0},
-		step{sec(12), true, 0, sec(8), 0},
+		step{sec(5), false, 0, sec(6), sec(6)},
+		step{ms(10999), false, 0, ms(1), ms(1)},
+		step{sec(11), true, 0, sec(1), 0},
+		step{sec(12), true, 0, sec(1), 0},
 		// prev 10 weighs 8, cur 2: one more fits at e = 3 s.
-		step{sec(12), false, 0, sec(8), sec(1)},
-		step{sec(13), true, 0, sec(7), 0},
+		step{sec(12), false, 0, sec(1), sec(1)},
+		step{sec(13), true, 0, sec(1), 0},
 	)
 	runSteps(t, SlidingWindow, Policy{Quota: 10, Window: 10 * time.Second}, steps)
 }
@@ -145,11 +148,11 @@ func TestPenalising(t *testing.T) {
 	runSteps(t, Penalising, Policy{Quota: 3, Window: 10 * time.Second}, []step{
 		{0, true, 2, sec(10), 0},
 		{sec(1), true, 1, sec(9), 0},
-		{sec(2), true, 0, sec(8), 0},
+		{sec(2), true, 0, 11333333334, 0}, // the next request fits at 11.33 s
 		// cur 4 after this one: the next window starts at weight 4, and
 		// 4*(10-e)/10 + 1 <= 3 at e = 5 s.
-		{sec(3), false, 0, sec(7), sec(12)},
-		{sec(15), true, 0, sec(5), 0},
+		{sec(3), false, 0, sec(12), sec(12)},
+		{sec(15), true, 0, ms(2500), 0},
 	})
 }
 
