@@ -338,3 +338,36 @@ func ExampleNewAlgorithm() {
 	// 500ms false 500ms
 	// 1s true 0s
 }
+
+// The sliding-window counter admits an evenly paced client at its steady
+// rate (Quota−1)/Window, and not one a few percent faster: AllowedRate's
+// denominator for it is what it really admits.
+func TestSteadyRateIsWhatTheCounterAdmits(t *testing.T) {
+	p := Policy{Quota: 10, Window: 10 * time.Second}
+	site, err := New(Config{Algorithm: SlidingWindow, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0.9 // (10-1)/10 s
+	if got := site.AllowedRate(1); got != want {
+		t.Fatalf("AllowedRate(1) = %v, want %v", got, want)
+	}
+	rejected := func(rate float64) int {
+		a, _ := NewAlgorithm(SlidingWindow, p)
+		n := 0
+		iv := time.Duration(float64(time.Second) / rate)
+		for i := range 600 {
+			at := t0.Add(time.Duration(i) * iv)
+			if d := a.Decide("k", at); !d.Allowed && at.Sub(t0) > 30*time.Second {
+				n++
+			}
+		}
+		return n
+	}
+	if n := rejected(want * 0.999); n != 0 {
+		t.Errorf("a client at 99.9%% of %v r/s was rejected %d times after 30 s, want none", want, n)
+	}
+	if n := rejected(want * 1.05); n == 0 {
+		t.Errorf("a client 5%% above %v r/s was never rejected: the steady rate is higher than AllowedRate says", want)
+	}
+}

@@ -552,11 +552,24 @@ func (s *Site) policyAt(elapsed time.Duration) Policy {
 	return p
 }
 
+// steadyRate is what one key can sustain under p, evenly paced. It is
+// Quota/Window except for the sliding-window counter (plain or penalising):
+// it admits a request when prev·(w−e)/w + cur + 1 <= Quota, and under a
+// steady rate r the weighted count is r·w, so r·w + 1 <= Quota: at most
+// (Quota−1)/Window. TestSteadyRateIsWhatTheCounterAdmits checks it.
+func (s *Site) steadyRate(p Policy) float64 {
+	if a := s.cfg.Algorithm; a == SlidingWindow || a == Penalising {
+		d := p.withDefaults()
+		return float64(max(d.Quota-1, 1)) / d.Window.Seconds()
+	}
+	return p.Rate()
+}
+
 func (s *Site) allowed(keys int, p Policy) float64 {
 	if s.cfg.Key.By == KeySite {
 		keys = 1
 	}
-	r := float64(max(keys, 0)) * p.Rate()
+	r := float64(max(keys, 0)) * s.steadyRate(p)
 	o := s.cfg.Overload
 	if o.Rate > 0 {
 		r = min(r, o.Rate)
