@@ -22,10 +22,13 @@ func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time) limit.O
 	if sig.HasRetryAfter {
 		o.RetryAfter = sig.RetryAfter
 	}
-	// The governing request quota, when the server declared one with its
-	// window, sets the lane's capacity exactly.
-	if sig.HasLimit && sig.HasWindow && sig.Limit > 0 && sig.Window > 0 {
-		o.Quota, o.Window = float64(sig.Limit), sig.Window
+	// The governing request quota sets the lane's capacity exactly once its
+	// window is known (declared, or learned by the limiter from the resets).
+	if sig.HasLimit && sig.Limit > 0 {
+		o.Quota = float64(sig.Limit)
+		if sig.HasWindow && sig.Window > 0 {
+			o.Window = sig.Window
+		}
 	}
 	if sig.HasRemaining {
 		o.Remaining, o.HasRemaining = float64(sig.Remaining), true

@@ -57,7 +57,9 @@ func (q *quota) take(now int64) {
 	}
 	if now >= q.reset {
 		if q.limit <= 0 || q.window <= 0 {
-			q.reset = 0
+			// The window ended and its size is unknown: the next response
+			// says what the new one holds (and, from how far its reset
+			// moved, how long windows are).
 			return
 		}
 		// A new window of the declared size began; the next response
@@ -78,12 +80,24 @@ func (q *quota) take(now int64) {
 // update applies a response's quota fields. inFlight is the number of this
 // scope's requests still out: they may not be counted in Remaining yet.
 func (q *quota) update(o *Outcome, now int64, inFlight int32) {
-	if o.Quota > 0 && o.Window > 0 {
-		q.limit, q.window = o.Quota, int64(o.Window)
+	if o.Quota > 0 {
+		q.limit = o.Quota
+		if o.Window > 0 {
+			q.window = int64(o.Window)
+		}
 	}
 	if o.HasRemaining && o.ResetIn > 0 {
+		reset := now + int64(o.ResetIn)
+		if o.Window <= 0 && q.reset != 0 && now >= q.reset && reset-q.reset >= int64(time.Second) {
+			// X-RateLimit-Limit says how many but not per what: the step
+			// from one window's reset to the next is the window. Keep the
+			// smallest step seen (a skipped window shows a multiple).
+			if d := reset - q.reset; q.window == 0 || d < q.window {
+				q.window = d
+			}
+		}
 		q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
-		q.reset = now + int64(o.ResetIn)
+		q.reset = reset
 		q.nextAt = now
 		if q.rem >= 1 {
 			q.nextAt = now + (q.reset-now)/int64(q.rem+1)
@@ -558,7 +572,7 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 	default:
 		h.c.Fatal++
 	}
-	if (o.Quota > 0 && o.Window > 0) || (o.HasRemaining && o.ResetIn > 0) {
+	if o.Quota > 0 || (o.HasRemaining && o.ResetIn > 0) {
 		if h.scope.shared() {
 			if h.q == nil {
 				h.q = &quota{}
@@ -569,7 +583,7 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 				l.q = &quota{}
 			}
 			l.q.update(o, now, l.inFlight)
-			if l.q.limit > 0 && r.Policy == Adaptive {
+			if l.q.limit > 0 && l.q.window > 0 && r.Policy == Adaptive {
 				// A declared quota sets the capacity exactly.
 				l.l.pace = max(r.MinLane, l.q.limit/secs(l.q.window))
 				l.l.fixed = true

@@ -226,3 +226,29 @@ func TestHostRate(t *testing.T) {
 		t.Errorf("pushback while sending 0.5/s of a 4/s allowance: hi %v aimd %v, want no ceiling and aimd 2", idle.aimdHi, idle.aimd)
 	}
 }
+
+// TestQuotaLearnsWindow: X-RateLimit-Limit without a window. When a window
+// ends and the next response's reset lies one window later, the step is the
+// window, and the quota then sets the lane's pace exactly.
+func TestQuotaLearnsWindow(t *testing.T) {
+	var q quota
+	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 8 * time.Second}, sec(2), 0)
+	if q.window != 0 || q.limit != 10 || q.reset != sec(10) {
+		t.Fatalf("after the first response: %+v, want limit 10, reset +10s, window unknown", q)
+	}
+	q.take(sec(10.5)) // the window ended: nothing to take, nothing forgotten
+	if q.reset != sec(10) {
+		t.Fatalf("take after the reset forgot it: %+v", q)
+	}
+	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 9500 * time.Millisecond}, sec(10.5), 0)
+	if q.window != int64(10*time.Second) {
+		t.Errorf("window = %v, want 10s (from reset +10s to reset +20s)", time.Duration(q.window))
+	}
+	// A response within the same window (reset barely moves) teaches nothing.
+	var same quota
+	same.update(&Outcome{Quota: 10, Remaining: 5, HasRemaining: true, ResetIn: 3 * time.Second}, sec(0), 0)
+	same.update(&Outcome{Quota: 10, Remaining: 4, HasRemaining: true, ResetIn: 2500 * time.Millisecond}, sec(1), 0)
+	if same.window != 0 {
+		t.Errorf("window learned within one window: %v", time.Duration(same.window))
+	}
+}

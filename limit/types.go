@@ -93,6 +93,8 @@ type Outcome struct {
 	Verdict    verdict.Verdict
 	RetryAfter time.Duration // 0 = unknown
 	// Quota requests per Window, as declared by the server; 0 = unknown.
+	// A Quota without a Window (X-RateLimit-Limit alone) is kept, and the
+	// window is learned from how far the reset moves when a window rolls.
 	Quota  float64
 	Window time.Duration
 	// Remaining requests before ResetIn elapses, when HasRemaining.
