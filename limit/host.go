@@ -735,9 +735,9 @@ func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
 		return false
 	}
 	h.epAt = now
-	// The host rate drew the pushback only if the host was really sent at
-	// about that rate; otherwise it proves nothing about the limit.
-	if h.sendRate >= 0.8*h.aimd {
+	// The host rate drew the pushback unless the host was sent far less
+	// (sendRate averages ~10s, pauses included, so it reads low).
+	if h.sendRate >= 0.5*h.aimd {
 		h.aimdHi = h.aimd
 	}
 	h.aimd = max(r.HostMin, h.aimd*r.HostDec)
