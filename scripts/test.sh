@@ -2,13 +2,13 @@
 # The whole test suite, from a fresh Debian machine with Go: installs the real
 # peers the tests run against (when missing), checks formatting and vet, and
 # runs every test under the race detector. Tests start and stop their own
-# peers (nginx, tinyproxy, redis-server, chromium) in temporary directories,
+# peers (nginx, tinyproxy, redis-server) in temporary directories,
 # so nothing is left running afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the real-peer tests need, as "command:package".
-peers=(nginx:nginx tinyproxy:tinyproxy redis-server:redis-server chromium:chromium)
+peers=(nginx:nginx tinyproxy:tinyproxy redis-server:redis-server)
 
 missing=()
 for p in "${peers[@]}"; do
