@@ -5,13 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/exitgate/exitgate/internal/deptest"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -202,18 +202,5 @@ func FuzzClassify(f *testing.F) {
 // TestImports keeps verdict light: the standard library, rlheader and the
 // structured-fields parser rlheader uses, nothing else.
 func TestImports(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
-	if err != nil {
-		t.Skipf("go list unavailable: %v", err)
-	}
-	allowed := map[string]bool{
-		"github.com/exitgate/exitgate/verdict":  true,
-		"github.com/exitgate/exitgate/rlheader": true,
-		"github.com/dunglas/httpsfv":            true,
-	}
-	for _, p := range strings.Fields(string(out)) {
-		if !allowed[p] {
-			t.Errorf("verdict depends on %s; keep it to the standard library and rlheader", p)
-		}
-	}
+	deptest.Only(t, "github.com/exitgate/exitgate/rlheader", "github.com/dunglas/httpsfv")
 }

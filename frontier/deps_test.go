@@ -1,0 +1,9 @@
+package frontier
+
+import (
+	"testing"
+
+	"github.com/exitgate/exitgate/internal/deptest"
+)
+
+func TestDeps(t *testing.T) { deptest.Only(t) }
