@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCrawlSIGINTStopsCleanly: the first SIGINT stops taking work, lets the
+// requests in flight finish, writes the report and exits 0; a resumed run
+// then finishes the rest, every URL once.
+func TestCrawlSIGINTStopsCleanly(t *testing.T) {
+	const nURLs, concurrency, signalAfter = 200, 4, 40
+	var (
+		mu      sync.Mutex
+		served  int
+		reached = make(chan struct{})
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if served++; served == signalAfter {
+			close(reached)
+		}
+		mu.Unlock()
+		select { // service time so that requests are in flight at the signal
+		case <-time.After(20 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintln(w, "page")
+	}))
+	defer srv.Close()
+
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, nURLs))
+	out := filepath.Join(dir, "out")
+	args := []string{"crawl", "--out", out, "--concurrency", strconv.Itoa(concurrency),
+		"--lane-rate", "100/s", "--ignore-robots", "--progress", "0", urlFile}
+
+	first := startCrawlHelper(t, args...)
+	select {
+	case <-reached:
+	case <-first.done:
+		t.Fatalf("crawl exited (%v) before the signal\nstderr:\n%s", first.err, first.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server served fewer than %d requests in 60s", signalAfter)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("crawl after SIGINT: %v, want a clean exit\nstderr:\n%s", err, first.stderr.String())
+	}
+	if !bytes.Contains(first.stderr.Bytes(), []byte("stopping")) {
+		t.Errorf("stderr does not say it is stopping:\n%s", first.stderr.String())
+	}
+	var sum struct {
+		Done, Queued, Abandoned int
+	}
+	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatalf("no summary after SIGINT: %v", err)
+	}
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Done == 0 || sum.Queued == 0 || sum.Done+sum.Queued != nURLs || sum.Abandoned != 0 {
+		t.Errorf("summary after SIGINT: %+v, want some done, the rest queued, none abandoned", sum)
+	}
+	if !bytes.Contains(first.stdout.Bytes(), []byte("Run the same command again")) {
+		t.Errorf("stdout lacks the resume hint:\n%s", first.stdout.String())
+	}
+
+	second := startCrawlHelper(t, args...)
+	if err := second.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("resumed crawl: %v\nstderr:\n%s", err, second.stderr.String())
+	}
+	f, err := os.Open(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	count := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct{ URL, Outcome string }
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcome != "done" {
+			t.Errorf("%s: outcome %s, want done", r.URL, r.Outcome)
+		}
+		count[r.URL]++
+	}
+	if len(count) != nURLs {
+		t.Errorf("results.jsonl lists %d URLs, want %d", len(count), nURLs)
+	}
+	for u, n := range count {
+		if n != 1 {
+			t.Errorf("%s appears %d times in results.jsonl", u, n)
+		}
+	}
+}
