@@ -102,6 +102,10 @@ func (c CoreConfig) withDefaults() CoreConfig {
 	return c
 }
 
+// concurrencyRecheck is the longest wait the limiter reports when only a
+// concurrency cap blocks (limit.Config.Recheck defaults to 20ms).
+const concurrencyRecheck = 25 * time.Millisecond
+
 // DefaultUserAgent identifies exitgate to servers and robots.txt.
 const DefaultUserAgent = "exitgate/0.1 (+https://github.com/exitgate/exitgate)"
 
@@ -348,11 +352,14 @@ func (c *Core) acquireLocked(host string, h *hostState, pin string, now time.Tim
 	if ok {
 		return t, true
 	}
-	if !next.After(now) {
+	switch wait := next.Sub(now); {
+	case wait <= 0:
 		// Held by a concurrency cap: a completion will wake us.
 		next = time.Time{}
-	} else if c.tally != nil {
-		c.tally.Throttled(host, next.Sub(now))
+	case wait > concurrencyRecheck && c.tally != nil:
+		// Shorter waits are the limiter re-checking a concurrency cap, which
+		// is this crawl's own choice, not the server holding it back.
+		c.tally.Throttled(host, wait)
 	}
 	h.notBefore = next
 	if !next.IsZero() && next.Sub(now) > c.cfg.LeaseTTL/2 {
