@@ -539,7 +539,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		Method: a.Job.Method, Status: r.Status, Verdict: v,
 		RetryAfter: sig.RetryAfter, HasRetryAfter: sig.HasRetryAfter, Err: r.Err,
 	}, c.cfg.Rand, now)
-	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops >= c.cfg.MaxRedirects {
+	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops >= c.cfg.MaxRedirects && r.Header.Get("Location") != "" {
 		fate = Fate{Kind: FateAbandon, Reason: fmt.Sprintf("too many redirects (%d)", a.Hops)}
 	}
 	result := frontier.Result{

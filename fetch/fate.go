@@ -143,8 +143,9 @@ func decide(p RetryPolicy, tries Tries, r attemptResult, rnd *rand.Rand, now tim
 		}
 		// A 429 cools one lane: the URL may go at once through another
 		// exit; the limiter decides when. A busy host pauses as a whole,
-		// which the limiter also enforces.
-		return retry(f, now, true, what)
+		// which the limiter also enforces. Neither is the URL's fault, so
+		// neither is charged to MaxRetries (MaxThrottled bounds them).
+		return retry(f, now, false, what)
 	default: // Retryable, Banned
 		f.Tries.Charged++
 		if f.Tries.Charged > p.MaxRetries {

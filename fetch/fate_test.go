@@ -27,10 +27,10 @@ func TestDecide(t *testing.T) {
 	}{
 		{"ok", Tries{}, attemptResult{Status: 200, Verdict: verdict.OK}, FateDone, false, "", 0, 0},
 		{"404 abandons at once", Tries{}, attemptResult{Status: 404, Verdict: verdict.Fatal}, FateAbandon, false, "status 404", 0, 0},
-		{"429 retries at once elsewhere", Tries{}, attemptResult{Status: 429, Verdict: verdict.Throttled, RetryAfter: 30 * time.Second, HasRetryAfter: true}, FateRetry, true, "status 429", 0, 0},
+		{"429 retries at once elsewhere, uncharged", Tries{}, attemptResult{Status: 429, Verdict: verdict.Throttled, RetryAfter: 30 * time.Second, HasRetryAfter: true}, FateRetry, false, "status 429", 0, 0},
 		{"429 over max wait parks", Tries{}, attemptResult{Status: 429, Verdict: verdict.Throttled, RetryAfter: time.Hour, HasRetryAfter: true}, FatePark, false, "Retry-After 1h0m0s over max wait 1m0s", time.Hour, time.Hour},
 		{"429 budget", Tries{Throttled: 3}, attemptResult{Status: 429, Verdict: verdict.Throttled}, FateAbandon, false, "throttled too often", 0, 0},
-		{"503 busy retries", Tries{}, attemptResult{Status: 503, Verdict: verdict.Busy}, FateRetry, true, "status 503", 0, 0},
+		{"503 busy retries, uncharged", Tries{}, attemptResult{Status: 503, Verdict: verdict.Busy}, FateRetry, false, "status 503", 0, 0},
 		{"502 backs off", Tries{}, attemptResult{Status: 502, Verdict: verdict.Retryable}, FateRetry, true, "status 502", 0, 500 * time.Millisecond},
 		{"502 second retry", Tries{Charged: 1}, attemptResult{Status: 502, Verdict: verdict.Retryable}, FateRetry, true, "", 0, time.Second},
 		{"502 exhausted", Tries{Charged: 2}, attemptResult{Status: 502, Verdict: verdict.Retryable}, FateAbandon, false, "retries exhausted: status 502", 0, 0},
