@@ -46,9 +46,14 @@
 //     after Reprobe without a 429 the ceiling may drift up by Creep.
 //   - Probe up. While nothing has pushed back, each saturated run of
 //     ProbeRun successes multiplies the rate by ProbeUp (slow start: x1.5 per
-//     5), bounded by MaxLaneRate and the host ceiling. Only
-//     runs where the lane actually sent at its pace count: an idle lane
-//     proves nothing.
+//     5), bounded by MaxLaneRate and the host ceiling. Only runs where the
+//     lane actually sent at its pace count: an idle lane proves nothing.
+//     One lane per host leads: the others go no higher than the pace some
+//     lane has sustained, so a per-IP limit costs one overshoot per host,
+//     not one per exit.
+//   - Share. A server that limits per IP usually gives each IP the same
+//     budget: the ceilings lanes find are averaged into a host prior, a new
+//     lane starts at its settle point, and a lane still probing adopts it.
 //
 // 429s from requests sent before a lane's episode began count once. The lane
 // stops at the first 429 and rests for Retry-After, else for full-jitter
@@ -64,7 +69,10 @@
 // ScopeLanes distinct exits within ScopeSpan, the server limits host-wide
 // (site or credential): control moves to the host, whose AIMD rate starts at
 // half the measured send rate, and lanes stop learning from those 429s.
-// A Scope hint from headers decides at once. Snapshot shows the scope.
+// A Scope hint from headers decides at once. Snapshot shows the scope. A 503
+// overload also puts the host under its AIMD rate. Its additive increase
+// stops at Settle times the rate that drew the last pushback, so the host
+// rate settles under a site-wide limit instead of saw-toothing.
 //
 // # State
 //

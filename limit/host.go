@@ -153,6 +153,13 @@ type HostState struct {
 	// a new lane starts there instead of at the first guess, and a lane
 	// still probing stops at it instead of overshooting into its own 429.
 	prior float64
+	// While nothing has pushed back, one lane at a time (the leader) probes
+	// above the highest pace some lane has sustained (proven); the others
+	// follow once it is proven. A site that limits per IP then costs one
+	// overshoot 429 per host at the start, not one per exit.
+	proven   float64
+	leader   string
+	leaderAt int64
 
 	c Counters
 }
@@ -529,7 +536,9 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 	case verdict.OK:
 		h.c.OK++
 		l.c.ok++
+		before := l.l.pace
 		r.onOK(&l.l, now)
+		h.leadProbe(r, l, before, now)
 		h.adoptPrior(r, &l.l)
 		if h.rated() {
 			h.hostEps = 0
@@ -649,10 +658,36 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 	}
 	r.on429(&l.l, now)
 	h.learnPrior(r, l.l.hi)
+	if h.leader == l.exit {
+		h.leader = ""
+	}
 	d := r.cooldown(&l.l, o.RetryAfter, u)
 	h.c.ThrottledNs += d
 	l.cool = now + d
 }
+
+// leadProbe lets a lane's slow-start step (from before to its new pace) go
+// above what the host's lanes have proven only if it leads the probing; the
+// others stay at the proven pace until the leader has proven more. A leader
+// that has not stepped for leaderTimeout gives way.
+func (h *HostState) leadProbe(r *Rules, l *lane, before float64, now int64) {
+	if r.Policy != Adaptive || l.l.hi != 0 || l.l.fixed || l.l.pace <= before {
+		return
+	}
+	h.proven = max(h.proven, before) // a saturated run at before just succeeded
+	if l.l.pace <= h.proven {
+		return
+	}
+	if h.leader == "" || h.leader == l.exit || now-h.leaderAt > int64(leaderTimeout) {
+		h.leader, h.leaderAt = l.exit, now
+		return
+	}
+	l.l.pace = max(before, h.proven)
+}
+
+// leaderTimeout is how long a probe leader may go without stepping up before
+// another lane may lead.
+const leaderTimeout = 30 * time.Second
 
 // adoptPrior starts a lane that has not been pushed back yet at what its
 // siblings learned: its ceiling becomes the host's prior and its pace the
@@ -661,9 +696,20 @@ func (h *HostState) adoptPrior(r *Rules, l *learner) {
 	if r.Policy != Adaptive || h.prior <= 0 || l.hi != 0 || l.fixed {
 		return
 	}
-	if target := r.Settle * h.prior; l.pace >= target || l.pace == r.First {
+	switch target := r.Settle * h.prior; {
+	case l.pace >= target:
+		// Probing has taken it where a sibling already drew a 429: restart
+		// from where that sibling restarted instead of drawing its own.
+		l.hi = h.prior
+		l.pace = max(r.MinLane, min(r.MaxLane, r.Decrease*h.prior))
+	case l.pace == r.First:
+		// A new lane starts at the settle point its siblings learned.
 		l.hi = h.prior
 		l.pace = min(r.MaxLane, target)
+	default:
+		// Held back while a sibling probed: climb from here toward the
+		// settle point under what the sibling found.
+		l.hi = h.prior
 	}
 }
 

@@ -169,13 +169,13 @@ func TestHostPrior(t *testing.T) {
 	}
 	probing := learner{pace: 1.2}
 	h.adoptPrior(r, &probing)
-	if perMin(probing.pace) != 58.2 || probing.hi != 1.0 {
-		t.Errorf("probing lane above the prior: pace %v/min, want stopped at 58.2/min", perMin(probing.pace))
+	if perMin(probing.pace) != 42 || probing.hi != 1.0 {
+		t.Errorf("probing lane above the prior: pace %v/min, want restarted at 42/min (70%% of 60) like its sibling", perMin(probing.pace))
 	}
 	slow := learner{pace: 0.75}
 	h.adoptPrior(r, &slow)
-	if slow.pace != 0.75 || slow.hi != 0 {
-		t.Errorf("probing lane below the prior: pace %v hi %v, want left to probe on", slow.pace, slow.hi)
+	if slow.pace != 0.75 || slow.hi != 1.0 {
+		t.Errorf("lane below the prior: pace %v hi %v, want its pace kept and the sibling's ceiling adopted", slow.pace, slow.hi)
 	}
 	h.learnPrior(r, 2.0)
 	if math.Abs(h.prior-1.2) > 1e-9 {
@@ -250,5 +250,43 @@ func TestQuotaLearnsWindow(t *testing.T) {
 	same.update(&Outcome{Quota: 10, Remaining: 4, HasRemaining: true, ResetIn: 2500 * time.Millisecond}, sec(1), 0)
 	if same.window != 0 {
 		t.Errorf("window learned within one window: %v", time.Duration(same.window))
+	}
+}
+
+// TestLeadProbe: while nothing has pushed back, one lane leads the probing
+// above the proven pace; the others wait there until it is proven.
+func TestLeadProbe(t *testing.T) {
+	r := testRules(t, Config{})
+	h := NewHostState()
+	a := &lane{exit: "a", l: learner{pace: 0.75}}
+	b := &lane{exit: "b", l: learner{pace: 0.75}}
+	// a finishes a saturated run at 0.5 and steps to 0.75: it leads.
+	h.leadProbe(r, a, 0.5, sec(0))
+	if h.leader != "a" || h.proven != 0.5 || a.l.pace != 0.75 {
+		t.Fatalf("first step: leader %q proven %v pace %v, want a leading from 0.5 to 0.75", h.leader, h.proven, a.l.pace)
+	}
+	// b steps from 0.5 to 0.75 too: it may not pass the proven 0.5 yet.
+	h.leadProbe(r, b, 0.5, sec(1))
+	if b.l.pace != 0.5 {
+		t.Errorf("follower stepped to %v, want held at the proven 0.5", b.l.pace)
+	}
+	// a proves 0.75 and steps on; b may now step up to 0.75, no further.
+	a.l.pace = 1.125
+	h.leadProbe(r, a, 0.75, sec(5))
+	b.l.pace = 0.75
+	h.leadProbe(r, b, 0.5, sec(6))
+	if b.l.pace != 0.75 || h.proven != 0.75 {
+		t.Errorf("follower after the leader proved 0.75: pace %v proven %v, want 0.75", b.l.pace, h.proven)
+	}
+	b.l.pace = 1.125
+	h.leadProbe(r, b, 0.75, sec(7))
+	if b.l.pace != 0.75 {
+		t.Errorf("follower passed the leader's unproven step: pace %v", b.l.pace)
+	}
+	// A leader that stops stepping gives way after leaderTimeout.
+	b.l.pace = 1.125
+	h.leadProbe(r, b, 0.75, sec(7)+int64(leaderTimeout)+1)
+	if h.leader != "b" || b.l.pace != 1.125 {
+		t.Errorf("after the leader went quiet: leader %q pace %v, want b leading at 1.125", h.leader, b.l.pace)
 	}
 }

@@ -67,7 +67,7 @@ Strategies:
 	fl := cmd.Flags()
 	fl.StringVar(&f.scenario, "scenario", "all", "scenario to run, or all; a comma-separated list works too")
 	fl.StringVar(&f.strategy, "strategy", "all", "strategy to run, or all; a comma-separated list works too")
-	fl.BoolVar(&f.json, "json", false, `print {"scenarios": [{"name", "kind", "headers", "results": [{"strategy", "utilization", "ratio_429", "bans", "retries_per_success", "seconds_to_finish", ...}]}]} instead of tables`)
+	fl.BoolVar(&f.json, "json", false, `print {"scenarios": [{"name", "kind", "headers", "results": [{"strategy", "utilization", "ratio_429", "bans", "retries_per_success", "seconds_to_finish", ...}]}]} instead of tables; utilization and ratio_429 leave out the first --warmup, as the targets do (utilization_whole_run and ratio_429_whole_run include it)`)
 	fl.StringVar(&f.out, "out", "", "directory to write bench.md, bench.json and one SVG chart per scenario (rate and 429s over time per strategy)")
 	fl.IntVar(&f.exits, "exits", 20, "number of exits in the simulated pool")
 	fl.IntVar(&f.urls, "urls", 0, "size of the fixed URL set per scenario; 0 means what a perfect client fetches in 10 minutes (200 with --real)")

@@ -16,9 +16,9 @@ type Result struct {
 	Strategy string `json:"strategy"`
 	// Utilization is successes per second over the server's allowed rate
 	// (integrated over limit changes), for the whole run.
-	Utilization float64 `json:"utilization"`
+	Utilization float64 `json:"utilization_whole_run"`
 	// Ratio429 is 429s over all responses, for the whole run.
-	Ratio429 float64 `json:"ratio_429"`
+	Ratio429 float64 `json:"ratio_429_whole_run"`
 	// Bans is the number of bans the site issued.
 	Bans int64 `json:"bans"`
 	// RetriesPerSuccess is attempts beyond the first per URL, per success.
@@ -27,9 +27,10 @@ type Result struct {
 	SecondsToFinish float64 `json:"seconds_to_finish"`
 
 	// UtilizationSteady and Ratio429Steady leave out the first window
-	// (Config.Warmup): the figures the targets are stated on.
-	UtilizationSteady float64 `json:"utilization_after_warmup"`
-	Ratio429Steady    float64 `json:"ratio_429_after_warmup"`
+	// (Config.Warmup): the figures the targets are stated on, and so the
+	// ones JSON reports as "utilization" and "ratio_429".
+	UtilizationSteady float64 `json:"utilization"`
+	Ratio429Steady    float64 `json:"ratio_429"`
 	// AllowedRate is the server's allowed successes per second at the
 	// start; SuccessRate is the achieved mean.
 	AllowedRate float64 `json:"allowed_rate"`
