@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/exitgate/exitgate/internal/rawhead"
 	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -102,8 +101,8 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("reading %s: %w", name, err)}
 	}
-	hd := parseHead(data)
-	if hd.status == 0 && len(hd.header) == 0 {
+	hd := rawhead.Parse(data)
+	if hd.Status == 0 && len(hd.Header) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("no response head in %s: want a status line or header lines", name)}
 	}
 	rep := explainHead(hd, received, prof, rules)
@@ -112,7 +111,7 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	for _, p := range hd.problems {
+	for _, p := range hd.Problems {
 		fmt.Fprintf(cmd.ErrOrStderr(), "exitgate headers: %s: %s: %q\n", p.Header, p.Reason, p.Value)
 	}
 	return writeHeadersText(cmd.OutOrStdout(), rep, received)
@@ -136,154 +135,6 @@ func parseVerdictRules(specs []string) (verdict.Rules, error) {
 		r.Status[n] = v
 	}
 	return r, nil
-}
-
-// rawHead is one response head as read from text.
-type rawHead struct {
-	status     int    // 0 when there was no status line
-	statusLine string // as given
-	header     http.Header
-	body       []byte
-	problems   []rlheader.Ignored // malformed lines, Header "line N"
-}
-
-// parseHead reads a raw response head. It never fails: what it cannot read
-// it reports in problems. When heads follow each other (curl -L, 100
-// Continue) the last one wins.
-func parseHead(data []byte) rawHead {
-	var hd rawHead
-	lineNo := 0
-	next := func() (string, bool) {
-		if len(data) == 0 {
-			return "", false
-		}
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		lineNo++
-		return strings.TrimSuffix(string(line), "\r"), true
-	}
-	// Skip blank lines before the first head.
-	var line string
-	var ok bool
-	for {
-		if line, ok = next(); !ok {
-			return hd
-		}
-		if strings.TrimSpace(line) != "" {
-			break
-		}
-	}
-	for {
-		hd = rawHead{header: http.Header{}, problems: hd.problems[:0]}
-		canonical := map[string]string{} // lowercase name -> first spelling
-		if strings.HasPrefix(line, "HTTP/") {
-			hd.statusLine = line
-			if code, ok := parseHeadStatusLine(line); ok {
-				hd.status = code
-			} else {
-				hd.problems = append(hd.problems, rlheader.Ignored{Header: fmt.Sprintf("line %d", lineNo), Value: line, Reason: "malformed status line"})
-			}
-		} else {
-			hd.addHeaderLine(line, lineNo, canonical, "")
-		}
-		last := ""
-		for {
-			if line, ok = next(); !ok || line == "" {
-				break
-			}
-			last = hd.addHeaderLine(line, lineNo, canonical, last)
-		}
-		// A further head (after 1xx, or a redirect curl followed)?
-		rest := data
-		for len(rest) > 0 && (rest[0] == '\r' || rest[0] == '\n') {
-			rest = rest[1:]
-		}
-		if bytes.HasPrefix(rest, []byte("HTTP/")) {
-			peek := rest
-			if i := bytes.IndexByte(peek, '\n'); i >= 0 {
-				peek = peek[:i]
-			}
-			if _, ok := parseHeadStatusLine(strings.TrimSuffix(string(peek), "\r")); ok {
-				for {
-					if line, _ = next(); strings.TrimSpace(line) != "" {
-						break
-					}
-				}
-				continue
-			}
-		}
-		hd.body = data
-		return hd
-	}
-}
-
-// addHeaderLine files one header line; it returns the name the next
-// continuation line extends ("" when none).
-func (hd *rawHead) addHeaderLine(line string, lineNo int, canonical map[string]string, last string) string {
-	bad := func(reason string) string {
-		hd.problems = append(hd.problems, rlheader.Ignored{Header: fmt.Sprintf("line %d", lineNo), Value: line, Reason: reason})
-		return ""
-	}
-	if line[0] == ' ' || line[0] == '\t' {
-		if last == "" {
-			return bad("continuation line without a header before it")
-		}
-		vs := hd.header[last]
-		vs[len(vs)-1] = strings.TrimSpace(vs[len(vs)-1] + " " + strings.TrimSpace(line))
-		return last
-	}
-	name, value, ok := strings.Cut(line, ":")
-	if !ok {
-		return bad("not a header line (no colon)")
-	}
-	if !isFieldName(name) {
-		return bad("not a header line (invalid field name)")
-	}
-	lower := strings.ToLower(name)
-	key, seen := canonical[lower]
-	if !seen {
-		key = name
-		canonical[lower] = name
-	}
-	hd.header[key] = append(hd.header[key], strings.Trim(value, " \t"))
-	return key
-}
-
-func parseHeadStatusLine(line string) (int, bool) {
-	_, rest, ok := strings.Cut(line, " ")
-	if !ok {
-		return 0, false
-	}
-	code, _, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
-	if len(code) != 3 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(code)
-	if err != nil || n < 100 {
-		return 0, false
-	}
-	return n, true
-}
-
-// isFieldName reports whether s is an RFC 9110 token (a valid field name).
-func isFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // headersReport is the --json output.
@@ -354,19 +205,19 @@ func hdrStamp(t time.Time) string      { return t.UTC().Format(time.RFC3339Nano)
 
 // explainHead parses and classifies a head into the report both output
 // modes print.
-func explainHead(hd rawHead, received time.Time, prof rlheader.Profile, rules verdict.Rules) headersReport {
-	sig := rlheader.Parse(hd.header, received, prof)
+func explainHead(hd rawhead.Head, received time.Time, prof rlheader.Profile, rules verdict.Rules) headersReport {
+	sig := rlheader.Parse(hd.Header, received, prof)
 	rep := headersReport{
-		StatusLine: hd.statusLine,
+		StatusLine: hd.StatusLine,
 		Received:   hdrStamp(received),
 		Scope:      sig.Scope.String(),
 		Policies:   []policyReport{},
 		Sources:    map[string]string{},
 		Ignored:    []ignoredReport{},
 	}
-	if hd.status != 0 {
-		v := verdict.Classify(hd.status, sig, hd.body, rules)
-		rep.Status, rep.Verdict, rep.Meaning = hdrPtr(hd.status), hdrPtr(v.String()), verdictMeaning(v)
+	if hd.Status != 0 {
+		v := verdict.Classify(hd.Status, sig, hd.Body, rules)
+		rep.Status, rep.Verdict, rep.Meaning = hdrPtr(hd.Status), hdrPtr(v.String()), verdictMeaning(v)
 	}
 	if !sig.ServerDate.IsZero() {
 		rep.ServerDate = hdrPtr(hdrStamp(sig.ServerDate))
@@ -423,7 +274,7 @@ func explainHead(hd rawHead, received time.Time, prof rlheader.Profile, rules ve
 			rep.Sources[k] = v
 		}
 	}
-	for _, i := range append(hd.problems, sig.Ignored...) {
+	for _, i := range append(hd.Problems, sig.Ignored...) {
 		rep.Ignored = append(rep.Ignored, ignoredReport(i))
 	}
 	return rep

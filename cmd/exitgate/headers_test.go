@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/exitgate/exitgate/internal/rawhead"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,7 +238,7 @@ func FuzzParseHead(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 100 Continue\n\nHTTP/1.1 503 x\nRetry-After: 120, 120\nRateLimit: limit=1\n"))
 	now := time.Date(2026, 3, 26, 16, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		hd := parseHead(data)
+		hd := rawhead.Parse(data)
 		rep := explainHead(hd, now, rlheader.Profile{}, verdict.Rules{})
 		if _, err := json.Marshal(rep); err != nil {
 			t.Fatalf("report does not marshal: %v", err)
@@ -246,7 +247,7 @@ func FuzzParseHead(f *testing.F) {
 		if err := writeHeadersText(&b, rep, now); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range hd.problems {
+		for _, p := range hd.Problems {
 			if !strings.HasPrefix(p.Header, "line ") || p.Reason == "" {
 				t.Fatalf("problem %+v does not name its line", p)
 			}
