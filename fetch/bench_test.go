@@ -12,8 +12,10 @@ import (
 
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/memory"
+	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/limit/memstore"
+	"path/filepath"
 )
 
 // The engine's overhead against a bare net/http client: both fetch the same
@@ -141,6 +143,37 @@ func BenchmarkPaced500Engine(b *testing.B) {
 	}
 	fr.Push(ctx, jobs)
 	// The host ceiling paces the engine, as the ticker paces the bare client.
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1e6), MaxLaneRate: limit.PerSecond(1e6), HostCeiling: limit.PerSecond(pacedRate)}, memstore.New())
+	if err != nil {
+		b.Fatal(err)
+	}
+	lim.SetExits([]limit.Exit{{ID: "direct"}})
+	core := NewCore(CoreConfig{Concurrency: benchConcurrency}, fr, lim, nil)
+	eng, _ := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()})}, core)
+	b.ResetTimer()
+	start := time.Now()
+	if err := eng.Run(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// The same with the durable SQLite frontier the crawl command uses.
+func BenchmarkPaced500EngineSQLite(b *testing.B) {
+	srv := benchServer(b)
+	ctx := context.Background()
+	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(b.TempDir(), "f.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fr.Close()
+	jobs := make([]frontier.NewJob, b.N)
+	for i := range jobs {
+		jobs[i] = frontier.NewJob{URL: fmt.Sprintf("%s/%d", srv.URL, i)}
+	}
+	if _, err := fr.Push(ctx, jobs); err != nil {
+		b.Fatal(err)
+	}
 	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1e6), MaxLaneRate: limit.PerSecond(1e6), HostCeiling: limit.PerSecond(pacedRate)}, memstore.New())
 	if err != nil {
 		b.Fatal(err)
