@@ -65,12 +65,18 @@ func BenchmarkThroughputBareClient(b *testing.B) {
 }
 
 func BenchmarkThroughputEngine(b *testing.B) {
-	srv := benchServer(b)
-	ctx := context.Background()
 	fr, err := memory.New(memory.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchEngine(b, fr, limit.Config{FirstGuess: limit.PerSecond(1e6), LaneBurst: 1000})
+}
+
+// benchEngine fetches b.N URLs of the bench server through fr and a limiter
+// configured by cfg, with one direct exit, and reports requests per second.
+func benchEngine(b *testing.B, fr frontier.Frontier, cfg limit.Config) {
+	srv := benchServer(b)
+	ctx := context.Background()
 	jobs := make([]frontier.NewJob, b.N)
 	for i := range jobs {
 		jobs[i] = frontier.NewJob{URL: fmt.Sprintf("%s/%d", srv.URL, i)}
@@ -78,7 +84,7 @@ func BenchmarkThroughputEngine(b *testing.B) {
 	if _, err := fr.Push(ctx, jobs); err != nil {
 		b.Fatal(err)
 	}
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1e6), LaneBurst: 1000}, memstore.New())
+	lim, err := limit.New(cfg, memstore.New())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,58 +139,24 @@ func BenchmarkPaced500BareClient(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 }
 
+// pacedLimit paces the engine with the host ceiling, as the ticker paces the
+// bare client; lanes are set far above it so that only the ceiling binds.
+var pacedLimit = limit.Config{FirstGuess: limit.PerSecond(1e6), MaxLaneRate: limit.PerSecond(1e6), HostCeiling: limit.PerSecond(pacedRate)}
+
 func BenchmarkPaced500Engine(b *testing.B) {
-	srv := benchServer(b)
-	ctx := context.Background()
-	fr, _ := memory.New(memory.Config{})
-	jobs := make([]frontier.NewJob, b.N)
-	for i := range jobs {
-		jobs[i] = frontier.NewJob{URL: fmt.Sprintf("%s/%d", srv.URL, i)}
-	}
-	fr.Push(ctx, jobs)
-	// The host ceiling paces the engine, as the ticker paces the bare client.
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1e6), MaxLaneRate: limit.PerSecond(1e6), HostCeiling: limit.PerSecond(pacedRate)}, memstore.New())
+	fr, err := memory.New(memory.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	lim.SetExits([]limit.Exit{{ID: "direct"}})
-	core := NewCore(CoreConfig{Concurrency: benchConcurrency}, fr, lim, nil)
-	eng, _ := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()})}, core)
-	b.ResetTimer()
-	start := time.Now()
-	if err := eng.Run(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	benchEngine(b, fr, pacedLimit)
 }
 
 // The same with the durable SQLite frontier the crawl command uses.
 func BenchmarkPaced500EngineSQLite(b *testing.B) {
-	srv := benchServer(b)
-	ctx := context.Background()
-	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(b.TempDir(), "f.db")})
+	fr, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "f.db")})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer fr.Close()
-	jobs := make([]frontier.NewJob, b.N)
-	for i := range jobs {
-		jobs[i] = frontier.NewJob{URL: fmt.Sprintf("%s/%d", srv.URL, i)}
-	}
-	if _, err := fr.Push(ctx, jobs); err != nil {
-		b.Fatal(err)
-	}
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1e6), MaxLaneRate: limit.PerSecond(1e6), HostCeiling: limit.PerSecond(pacedRate)}, memstore.New())
-	if err != nil {
-		b.Fatal(err)
-	}
-	lim.SetExits([]limit.Exit{{ID: "direct"}})
-	core := NewCore(CoreConfig{Concurrency: benchConcurrency}, fr, lim, nil)
-	eng, _ := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()})}, core)
-	b.ResetTimer()
-	start := time.Now()
-	if err := eng.Run(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	benchEngine(b, fr, pacedLimit)
 }
