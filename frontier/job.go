@@ -53,3 +53,18 @@ func isToken(s string) bool {
 	}
 	return true
 }
+
+// PrepareAll runs Prepare on every job of a push, naming the first bad one
+// by its index. Stores call it before taking their lock: normalising is most
+// of a push's work.
+func PrepareAll(jobs []NewJob) ([]Job, error) {
+	prepared := make([]Job, len(jobs))
+	for i, nj := range jobs {
+		j, err := Prepare(nj)
+		if err != nil {
+			return nil, fmt.Errorf("push job %d: %w", i, err)
+		}
+		prepared[i] = j
+	}
+	return prepared, nil
+}

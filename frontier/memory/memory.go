@@ -200,17 +200,14 @@ func (s *Store) leaseUntil(now int64) int64 {
 
 // Push implements frontier.Frontier.
 func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
-	// Normalise before taking the lock: it is most of a push's work.
-	prepared := make([]frontier.Job, len(jobs))
-	for i, nj := range jobs {
-		j, err := frontier.Prepare(nj)
-		if err != nil {
-			return 0, fmt.Errorf("frontier/memory: push job %d: %w", i, err)
-		}
-		if j.Key == j.URL {
+	prepared, err := frontier.PrepareAll(jobs)
+	if err != nil {
+		return 0, fmt.Errorf("frontier/memory: %w", err)
+	}
+	for i := range prepared {
+		if j := &prepared[i]; j.Key == j.URL {
 			j.Key = j.URL // share the URL's bytes; the key's own copy is freed
 		}
-		prepared[i] = j
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -14,18 +14,14 @@ import (
 // Push implements frontier.Frontier. All jobs are added in one
 // transaction: push in batches of a few thousand.
 func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
-	prepared := make([]frontier.Job, len(jobs))
-	for i, nj := range jobs {
-		j, err := frontier.Prepare(nj)
-		if err != nil {
-			return 0, fmt.Errorf("frontier/sqlite: push job %d: %w", i, err)
-		}
-		prepared[i] = j
+	prepared, err := frontier.PrepareAll(jobs)
+	if err != nil {
+		return 0, fmt.Errorf("frontier/sqlite: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
-	err := s.inTx(ctx, func() (func(), error) {
+	err = s.inTx(ctx, func() (func(), error) {
 		newHosts := make(map[string]int64)
 		mins := make(map[string]int64) // host -> earliest due among added jobs
 		var order []string             // hosts of added jobs, first seen first
