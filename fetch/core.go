@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,13 +116,9 @@ func DefaultHostKey(u *url.URL) string {
 	h := u.Hostname()
 	p := u.Port()
 	if p == "" || (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
-		return lower(h)
+		return strings.ToLower(h)
 	}
-	return lower(h) + ":" + p
-}
-
-func lower(s string) string {
-	return string(bytes.ToLower([]byte(s)))
+	return strings.ToLower(h) + ":" + p
 }
 
 // Attempt is one request the Core decided to send: which URL, through which
