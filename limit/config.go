@@ -90,6 +90,10 @@ type Config struct {
 	// before its ceiling estimate is allowed to rise by Creep (limits change).
 	// Default 20 minutes.
 	Reprobe time.Duration
+	// ProbeEvery is how long a host's lanes must go without a 429 before one
+	// settled lane probes above its ceiling in case the limit was raised.
+	// A failed probe costs the host one 429. Default 30s.
+	ProbeEvery time.Duration
 
 	// BackoffBase and BackoffCap bound the full-jitter cooldown used when a
 	// 429 or 503 carries no Retry-After. Defaults 1s and 60s.
@@ -151,7 +155,7 @@ type Rules struct {
 	Settle, Decrease, ProbeUp float64
 	Creep                     float64
 	RunLength, ProbeRun       int
-	Reprobe                   int64 // ns
+	Reprobe, ProbeEvery       int64 // ns
 	BackoffBase, BackoffCap   int64
 	HostInc, HostDec, HostMin float64
 	ScopeLanes                int
@@ -249,6 +253,8 @@ func (c *Config) rules() (*Rules, error) {
 	r.ProbeRun, e = count("ProbeRun", c.ProbeRun, 5)
 	set(e)
 	r.Reprobe, e = dur("Reprobe", c.Reprobe, 20*time.Minute)
+	set(e)
+	r.ProbeEvery, e = dur("ProbeEvery", c.ProbeEvery, 30*time.Second)
 	set(e)
 	r.BackoffBase, e = dur("BackoffBase", c.BackoffBase, time.Second)
 	set(e)

@@ -54,6 +54,18 @@
 //   - Share. A server that limits per IP usually gives each IP the same
 //     budget: the ceilings lanes find are averaged into a host prior, a new
 //     lane starts at its settle point, and a lane still probing adopts it.
+//   - Re-probe. Limits are raised too. After ProbeEvery and 400 successes
+//     without a 429 on the host, one lane slow-starts above its ceiling. A
+//     429 within two steps ends it (one 429). Further up the lane holds
+//     between its old ceiling and the rate that drew the 429 and counts: the
+//     successes since that 429 bound the new limit from below whatever the
+//     burst, and the host's other lanes follow that bound at once. Each
+//     failed probe doubles the quiet the next waits for.
+//
+// When the host is rated (a host-scoped limit, or 503 overload), its rate is
+// AIMD with the same counting: between two pushback episodes the server
+// refilled at least the successes in between, a cut restarts no lower than
+// Settle times that floor, and above it the rate creeps.
 //
 // 429s from requests sent before a lane's episode began count once. The lane
 // stops at the first 429 and rests for Retry-After, else for full-jitter

@@ -134,6 +134,14 @@ type HostState struct {
 	// the host rate settles under the limit instead of saw-toothing. It
 	// creeps up slowly so that a raised limit is found again.
 	aimdHi float64
+	// aimdLo is a proven lower bound on the host's capacity (req/s; 0 =
+	// none): between two pushback episodes the server's bucket was empty
+	// at both ends, so it refilled at least the successes in between. A cut
+	// restarts no lower than Settle times it, and above it the rate climbs
+	// slowly, so the host settles instead of halving on every episode.
+	aimdLo    float64
+	aimdCumAt int64 // start of the current pushback series
+	aimdCumN  int32 // successes since aimdCumAt
 	// overloaded: a busy verdict (503 overload) put the host under its AIMD
 	// rate, whatever the scope of its 429s.
 	overloaded bool
@@ -160,6 +168,20 @@ type HostState struct {
 	proven   float64
 	leader   string
 	leaderAt int64
+	// thrAt is the host's last lane 429. After ProbeEvery and
+	// reprobeQuiet successes without one, a lane leads a re-probe above its
+	// ceiling in case the limit was raised; raised is the lower bound on the
+	// new limit that its counting proved (raisedAt when), which the other
+	// lanes follow. A failed re-probe costs the host a 429 or two, not one
+	// per exit.
+	thrAt   int64
+	okSince int32 // successes since thrAt
+	// probeFails counts re-probes in a row that found no raise: each
+	// doubles the quiet the next one waits for, so a stable limit costs
+	// fewer and fewer probes.
+	probeFails uint8
+	raised     float64
+	raisedAt   int64
 
 	c Counters
 }
@@ -540,6 +562,7 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 		r.onOK(&l.l, now)
 		h.leadProbe(r, l, before, now)
 		h.adoptPrior(r, &l.l)
+		h.reprobe(r, l, now)
 		if h.rated() {
 			h.hostEps = 0
 			r.hostIncrease(h, now)
@@ -656,10 +679,20 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 	if h.scope == ScopeUnknown {
 		h.scope = ScopeExit
 	}
+	h.thrAt, h.okSince = now, 0
+	re := l.l.reHi
 	r.on429(&l.l, now)
 	h.learnPrior(r, l.l.hi)
-	if h.leader == l.exit {
-		h.leader = ""
+	if re > 0 && l.l.reHi == 0 && l.l.lo <= re && h.leader == l.exit {
+		h.leader = "" // the limit was not raised
+		h.probeFails = min(h.probeFails+1, maxProbeBackoff)
+	}
+	if h.leader == l.exit && l.l.reHi == 0 && l.l.lo > h.raised {
+		// The lane leading a raise measured more: the others follow.
+		h.raised, h.raisedAt = l.l.lo, now
+	}
+	if h.leader == l.exit && l.l.hi != 0 && l.l.reHi == 0 && h.raisedAt < h.leaderAt {
+		h.leader = "" // start-up slow start: the probe is over
 	}
 	d := r.cooldown(&l.l, o.RetryAfter, u)
 	h.c.ThrottledNs += d
@@ -685,6 +718,61 @@ func (h *HostState) leadProbe(r *Rules, l *lane, before float64, now int64) {
 	l.l.pace = max(before, h.proven)
 }
 
+// reprobe runs after each success of lane l: it starts a re-probe when the
+// host has been quiet for ProbeEvery and reprobeQuiet successes (so a failed
+// probe costs at most one 429 in that many), and lets the other lanes follow
+// a raised limit a re-probe measured.
+func (h *HostState) reprobe(r *Rules, l *lane, now int64) {
+	ll := &l.l
+	if r.Policy != Adaptive || ll.fixed || h.scope.shared() {
+		return
+	}
+	h.okSince++
+	switch {
+	case ll.reHi > 0 && ll.hi > 0 && now-ll.quietAt >= r.ProbeEvery:
+		// The probe's held pace has drawn nothing for long: it is under
+		// the limit, and the series measures at least that.
+		re := ll.reHi
+		r.reprobeMeasure(ll, now)
+		if ll.lo > re {
+			h.raised, h.raisedAt = ll.lo, now
+		} else {
+			h.leader = ""
+			h.probeFails = min(h.probeFails+1, maxProbeBackoff)
+		}
+	case ll.reHi > 0 && ll.hi > 0 && ll.cumN >= int32(2*r.ProbeRun) && now > ll.cumAt:
+		// The server's bucket was empty at the series' first 429 and holds
+		// no less than nothing now: it has refilled at least cumN-1 since.
+		// That bound is proof enough for the others to follow at once.
+		if b := float64(ll.cumN-1) / secs(now-ll.cumAt); b > ll.reHi && b > h.raised {
+			h.raised, h.raisedAt, h.probeFails = b, now, 0
+		}
+	case h.leader == l.exit && ll.reHi == 0 && h.raisedAt >= h.leaderAt && ll.settled(r) && now-ll.quietAt >= r.ProbeEvery:
+		h.leader = "" // led a raise and has settled under it
+	case ll.hi > 0 && ll.reHi == 0 && now-h.thrAt >= r.ProbeEvery && h.okSince >= reprobeQuiet<<h.probeFails &&
+		now-ll.quietAt >= r.ProbeEvery && (h.leader == "" || now-h.leaderAt > int64(leaderTimeout)):
+		// Limits change: slow-start above the ceiling from here.
+		h.leader, h.leaderAt = l.exit, now
+		ll.reHi, ll.hi = ll.hi, 0
+		ll.runAt, ll.runN, ll.cumAt, ll.cumN = 0, 0, 0, 0
+	case h.leader != l.exit && ll.hi > 0 && ll.reHi == 0 && h.raisedAt > ll.quietAt && h.raised > ll.pace:
+		// Follow a raise measured since this lane was last pushed back:
+		// the measure is counted, so settle under it and climb no higher
+		// on its own (the next re-probe will).
+		ll.pace = min(r.MaxLane, h.raised)
+		ll.hi, ll.lo = h.raised/r.Settle, 0
+		ll.runAt, ll.runN, ll.cumAt, ll.cumN = 0, 0, 0, 0
+	}
+}
+
+// reprobeQuiet is how many successes a host must have had since its last 429
+// before a lane re-probes: a failed probe costs a 429 or two, so at most 0.25%.
+const reprobeQuiet = 400
+
+// maxProbeBackoff caps the doubling of reprobeQuiet after failed re-probes
+// (400 << 5: one probe per 12,800 successes).
+const maxProbeBackoff = 5
+
 // leaderTimeout is how long a probe leader may go without stepping up before
 // another lane may lead.
 const leaderTimeout = 30 * time.Second
@@ -693,7 +781,7 @@ const leaderTimeout = 30 * time.Second
 // siblings learned: its ceiling becomes the host's prior and its pace the
 // settle point under it, when that is below where probing has taken it.
 func (h *HostState) adoptPrior(r *Rules, l *learner) {
-	if r.Policy != Adaptive || h.prior <= 0 || l.hi != 0 || l.fixed {
+	if r.Policy != Adaptive || h.prior <= 0 || l.hi != 0 || l.fixed || l.reHi != 0 {
 		return
 	}
 	switch target := r.Settle * h.prior; {
@@ -761,7 +849,16 @@ func (h *HostState) startRate(r *Rules) {
 // Reprobe without pushback that bound creeps up by Creep every RunLength
 // successes, as a settled lane's does, so that a raised limit is found again.
 func (r *Rules) hostIncrease(h *HostState, now int64) {
-	h.aimd += r.HostInc
+	if h.aimdCumAt != 0 {
+		h.aimdCumN++
+	}
+	step := r.HostInc
+	if h.aimdLo > 0 && h.aimd >= r.Settle*h.aimdLo {
+		// Above what is proven the next pushback is near: creep, so
+		// that episodes are rare and each costs little.
+		step /= float64(r.RunLength)
+	}
+	h.aimd += step
 	if h.aimdHi > 0 {
 		if now-h.epAt > r.Reprobe {
 			h.aimdHi *= 1 + r.Creep/float64(r.RunLength)
@@ -781,12 +878,26 @@ func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
 		return false
 	}
 	h.epAt = now
+	x := h.aimd
 	// The host rate drew the pushback unless the host was sent far less
 	// (sendRate averages ~10s, pauses included, so it reads low).
-	if h.sendRate >= 0.5*h.aimd {
-		h.aimdHi = h.aimd
+	drew := h.sendRate >= 0.5*x
+	if drew {
+		h.aimdHi = x
 	}
-	h.aimd = max(r.HostMin, h.aimd*r.HostDec)
+	if h.aimdLo >= x {
+		h.aimdLo = 0 // pushed back below what was proven: the limit moved
+	}
+	if h.aimdCumAt != 0 && h.aimdCumN > 1 {
+		if b := float64(h.aimdCumN-1) / secs(now-h.aimdCumAt); b < x {
+			h.aimdLo = max(h.aimdLo, b)
+		}
+	}
+	h.aimdCumAt, h.aimdCumN = now, 0
+	h.aimd = max(r.HostMin, x*r.HostDec)
+	if h.aimdLo > 0 && drew {
+		h.aimd = min(r.Settle*x, max(r.Settle*h.aimdLo, h.aimd))
+	}
 	return true
 }
 

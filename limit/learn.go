@@ -1,6 +1,9 @@
 package limit
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // learner is one lane's capacity estimate. All rates are requests per
 // second; all times are Unix nanoseconds. The methods are the learning rules
@@ -19,6 +22,10 @@ type learner struct {
 	streak  int32   // consecutive successes (article policy)
 	eps     int16   // consecutive 429 episodes, for backoff
 	fixed   bool    // a declared quota set the pace; do not probe
+	// reHi is the ceiling a settled lane had when it began to probe above
+	// it (the limit may have been raised); 0 = not re-probing. While it is
+	// set, hi is 0 and the lane slow-starts from its settled pace.
+	reHi float64
 }
 
 func secs(ns int64) float64 { return float64(ns) / 1e9 }
@@ -64,9 +71,10 @@ func (r *Rules) onOK(l *learner, now int64) {
 		return
 	}
 	limit := r.Settle * l.hi
-	if l.pace >= limit*0.999 {
-		// Settled. Limits change: after a long quiet time let the ceiling
-		// drift up a little so the lane re-probes.
+	if l.settled(r) {
+		// Settled. A limit raised a lot is found by the host's re-probe
+		// (HostState.reprobe); after a long quiet time the ceiling also
+		// drifts up a little, so that a modest raise is found too.
 		if now-l.quietAt < r.Reprobe {
 			return
 		}
@@ -76,6 +84,12 @@ func (r *Rules) onOK(l *learner, now int64) {
 	}
 	// Close half the gap to the settle point, at least Creep per run.
 	l.pace = min(r.MaxLane, limit, max(l.pace*(1+r.Creep), (l.pace+limit)/2))
+}
+
+// settled reports whether a lane with a known ceiling has reached its settle
+// point under it.
+func (l *learner) settled(r *Rules) bool {
+	return l.hi > 0 && l.pace >= r.Settle*l.hi*0.999
 }
 
 // on429 applies the first 429 of an episode at now.
@@ -89,6 +103,10 @@ func (r *Rules) on429(l *learner, now int64) {
 		return
 	}
 	x := l.pace
+	if l.reHi > 0 {
+		r.reprobe429(l, x, now)
+		return
+	}
 	if l.hi == 0 || x < l.hi {
 		l.hi = x
 	}
@@ -112,6 +130,56 @@ func (r *Rules) on429(l *learner, now int64) {
 		p = min(r.Settle*l.hi, max(r.Settle*l.lo, p))
 	}
 	l.pace = max(r.MinLane, p)
+}
+
+// reprobe429 applies a 429 at pace x to a lane probing above its old
+// ceiling reHi. The first 429 starts a counting series and holds the pace
+// between reHi and x (their geometric mean), above the new limit if it lies
+// low in that range, so that further 429s come and the series measures the
+// limit (lo) whatever the server's burst. The next 429 decides: a measure
+// no higher than reHi (or too few successes to measure) means a burst faked
+// the climb and the old ceiling stands; else the limit was raised.
+func (r *Rules) reprobe429(l *learner, x float64, now int64) {
+	re := l.reHi
+	if l.hi == 0 && x <= re*r.ProbeUp*r.ProbeUp*1.001 {
+		// Drawn within two steps of the old ceiling: whatever a burst
+		// allowed, the limit was not raised much. The old ceiling stands
+		// (a modest raise is found by the slow drift of settled lanes).
+		l.reHi, l.hi, l.cumAt, l.cumN = 0, re, 0, 0
+		l.pace = max(r.MinLane, min(r.MaxLane, r.Settle*re))
+		return
+	}
+	if l.hi == 0 {
+		l.hi = x
+		l.cumAt, l.cumN = now, 0
+		l.pace = max(r.MinLane, math.Sqrt(re*x))
+		return
+	}
+	// The second 429 decides: a probe costs the host at most two.
+	l.hi = min(l.hi, x)
+	if l.cumN < int32(2*r.ProbeRun) {
+		l.cumAt, l.cumN = 0, 0 // too few successes to tell a raise
+	}
+	r.reprobeMeasure(l, now)
+}
+
+// reprobeMeasure ends a re-probe with what its series measured: the old
+// ceiling stands, or lo is the raised limit.
+func (r *Rules) reprobeMeasure(l *learner, now int64) {
+	re := l.reHi
+	b := 0.0
+	if el := now - l.cumAt; l.cumAt != 0 && el > 0 && l.cumN > 1 {
+		b = float64(l.cumN-1) / secs(el)
+	}
+	l.reHi = 0
+	if b <= re {
+		l.hi, l.cumAt, l.cumN = re, 0, 0
+		l.pace = max(r.MinLane, min(r.MaxLane, r.Settle*re))
+		return
+	}
+	l.lo = min(b, l.hi)
+	l.cumAt, l.cumN = now, 0
+	l.pace = max(r.MinLane, min(r.MaxLane, l.lo))
 }
 
 // cooldown is how long a lane rests after the first 429 of an episode, given

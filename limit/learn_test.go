@@ -227,6 +227,83 @@ func TestHostRate(t *testing.T) {
 	}
 }
 
+// TestHostRateFloor: between two pushback episodes the server's capacity
+// refilled at least the successes in between; the next cut restarts no
+// lower than Settle times that, and above it the rate creeps instead of
+// climbing at full speed.
+func TestHostRateFloor(t *testing.T) {
+	r := testRules(t, Config{})
+	h := NewHostState()
+	h.aimd, h.sendRate = 14, 13
+	r.hostDecrease(h, sec(0), sec(0))
+	if h.aimd != 7 || h.aimdLo != 0 {
+		t.Fatalf("first episode: aimd %v lo %v, want 7 and no floor yet", h.aimd, h.aimdLo)
+	}
+	// 121 successes in the next 10 s: at least 12/s.
+	for i := range 121 {
+		r.hostIncrease(h, sec(float64(i)/12.1))
+	}
+	h.aimd = 13
+	r.hostDecrease(h, sec(10), sec(10))
+	if h.aimdLo != 12 {
+		t.Errorf("floor after 121 successes in 10 s = %v/s, want 12", h.aimdLo)
+	}
+	if want := r.Settle * 12; h.aimd != want {
+		t.Errorf("cut with a floor of 12/s: aimd %v, want %v (not half of 13)", h.aimd, want)
+	}
+	before := h.aimd
+	r.hostIncrease(h, sec(11))
+	if step := h.aimd - before; step >= r.HostInc {
+		t.Errorf("above the floor the rate stepped %v per success, want less than %v", step, r.HostInc)
+	}
+}
+
+// TestReprobe429: a lane probing above its old ceiling (reHi) keeps it when
+// the probe is pushed back within two steps, or when the series after its
+// first 429 measures no more than reHi; a measure above reHi is the raised
+// limit.
+func TestReprobe429(t *testing.T) {
+	r := testRules(t, Config{})
+	probing := func(pace float64) learner { return learner{pace: pace, reHi: 1} }
+
+	l := probing(2) // within 1.5^2 of the old ceiling
+	r.on429(&l, sec(0))
+	if l.reHi != 0 || l.hi != 1 || l.pace != r.Settle {
+		t.Errorf("429 two steps up: reHi %v hi %v pace %v, want the old ceiling 1 at pace %v", l.reHi, l.hi, l.pace, r.Settle)
+	}
+
+	l = probing(9) // far above: a burst, or a raised limit
+	r.on429(&l, sec(0))
+	if l.reHi != 1 || l.hi != 9 || l.pace != 3 || l.cumAt != sec(0) {
+		t.Fatalf("first 429 at 9/s: %+v, want still probing, hi 9, pace 3 (between 1 and 9), a series from 0", l)
+	}
+	raised := l
+	for i := range 31 {
+		r.onOK(&raised, sec(float64(i+1)/3))
+	}
+	raised.pace = 3.2
+	r.on429(&raised, sec(10))
+	if raised.reHi != 0 || raised.lo != 3 || raised.pace != 3 || raised.hi != 3.2 {
+		t.Errorf("31 successes in 10 s then a 429: %+v, want lo 3 (raised), pace 3, hi 3.2", raised)
+	}
+
+	faked := l
+	for i := range 11 {
+		r.onOK(&faked, sec(float64(i+1)))
+	}
+	r.on429(&faked, sec(11))
+	if faked.reHi != 0 || faked.hi != 1 || faked.lo != 0 {
+		t.Errorf("11 successes in 11 s (about the old 1/s) then a 429: %+v, want the old ceiling back", faked)
+	}
+
+	few := l
+	r.onOK(&few, sec(1))
+	r.on429(&few, sec(1.5))
+	if few.reHi != 0 || few.hi != 1 {
+		t.Errorf("a second 429 after one success: %+v, want the probe over and the old ceiling back", few)
+	}
+}
+
 // TestQuotaLearnsWindow: X-RateLimit-Limit without a window. When a window
 // ends and the next response's reset lies one window later, the step is the
 // window, and the quota then sets the lane's pace exactly.

@@ -167,3 +167,30 @@ func must(s strategy.Spec, ok bool) strategy.Spec {
 	}
 	return s
 }
+
+// TestTargetsWhenTheSiteChanges: the per-IP floors hold for
+// exitgate where the site moves under it: a per-IP limit that halves and
+// then quadruples (found again by one lane's re-probe, then followed by the
+// rest), and a site capacity below the pool's per-IP total that sheds with
+// 503 (the host rate settles under it instead of halving on every episode).
+func TestTargetsWhenTheSiteChanges(t *testing.T) {
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	var scs []server.Scenario
+	for _, name := range []string{"limit-change", "overload-503"} {
+		sc, ok := server.ScenarioByName(name)
+		if !ok {
+			t.Fatalf("no scenario %s", name)
+		}
+		scs = append(scs, sc)
+	}
+	rs, err := Matrix(context.Background(), MatrixConfig{Scenarios: scs, Strategies: []strategy.Spec{eg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Check(rs) {
+		t.Logf("%+v", f)
+		if !f.OK {
+			t.Errorf("%s: %s", f.Scenario, f.Detail)
+		}
+	}
+}
