@@ -65,7 +65,8 @@
 // When the host is rated (a host-scoped limit, or 503 overload), its rate is
 // AIMD with the same counting: between two pushback episodes the server
 // refilled at least the successes in between, a cut restarts no lower than
-// Settle times that floor, and above it the rate creeps.
+// Settle times that floor, and above it the rate climbs at a fifth of the
+// speed.
 //
 // 429s from requests sent before a lane's episode began count once. The lane
 // stops at the first 429 and rests for Retry-After, else for full-jitter
