@@ -356,7 +356,7 @@ func (c *Core) acquireLocked(host string, h *hostState, pin string, now time.Tim
 	case wait > concurrencyRecheck && c.tally != nil:
 		// Shorter waits are the limiter re-checking a concurrency cap, which
 		// is this crawl's own choice, not the server holding it back.
-		c.tally.Throttled(host, wait)
+		c.tally.HeldBack(host, wait)
 	}
 	h.notBefore = next
 	if !next.IsZero() && next.Sub(now) > c.cfg.LeaseTTL/2 {

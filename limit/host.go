@@ -22,14 +22,26 @@ type lane struct {
 	epAt     int64  // when the current 429 episode began
 	last     int64  // last acquire or release, for idle expiry
 	taken    uint64 // host sequence number of the last take: ties go to the least recently used
-	hot      bool   // the last take came within one interval of the lane becoming ready
-	bans     uint8
 	l        learner
 	q        *quota
 	c        laneCount
+	// Last, to share laneCount's tail padding (a lane fits a 192-byte
+	// allocation; see memstore's TestIdleLaneBytes).
+	hot  bool // the last take came within one interval of the lane becoming ready
+	bans uint8
 }
 
-type laneCount struct{ req, ok, thr, err, ban, fail uint32 }
+type laneCount struct {
+	req, ok, thr, err, ban, fail uint32
+	coolMs                       uint32 // cooldown imposed after 429s, ms
+}
+
+// cooled adds a cooldown of d ns to the lane's throttled time.
+func (c *laneCount) cooled(d int64) {
+	if d > 0 {
+		c.coolMs = uint32(min(int64(c.coolMs)+d/1e6, math.MaxUint32))
+	}
+}
 
 // quota is what the server declared: limit per window, and what remains of
 // the current window. Rare, so it lives behind a pointer.
@@ -655,7 +667,12 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 		// Sent before this lane's episode began: the same event, already
 		// counted. Only a longer Retry-After is news.
 		if o.RetryAfter > 0 {
-			l.cool = max(l.cool, now+int64(o.RetryAfter))
+			if until := now + int64(o.RetryAfter); until > l.cool {
+				d := until - max(l.cool, now)
+				h.c.ThrottledNs += d
+				l.c.cooled(d)
+				l.cool = until
+			}
 		}
 		return
 	}
@@ -673,6 +690,7 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 		l.l.eps++
 		d := r.cooldown(&l.l, o.RetryAfter, u)
 		h.c.ThrottledNs += d
+		l.c.cooled(d)
 		l.cool = now + d
 		return
 	}
@@ -696,6 +714,7 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 	}
 	d := r.cooldown(&l.l, o.RetryAfter, u)
 	h.c.ThrottledNs += d
+	l.c.cooled(d)
 	l.cool = now + d
 }
 

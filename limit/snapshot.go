@@ -69,6 +69,8 @@ type LaneSnapshot struct {
 	Errors        uint64    `json:"errors"`
 	Bans          uint64    `json:"bans"`
 	ProxyFailures uint64    `json:"proxy_failures"`
+	// ThrottledSeconds is the cooldown time 429s imposed on the lane.
+	ThrottledSeconds float64 `json:"throttled_seconds"`
 	// EarlyWarning: this lane's rate is below Config.EarlyWarning times the
 	// median of its host's lanes, an early reputation signal for the exit.
 	EarlyWarning bool `json:"early_warning,omitempty"`
@@ -138,6 +140,8 @@ func SnapshotHost(r *Rules, host string, h *HostState, now time.Time) HostSnapsh
 			Errors:        uint64(l.c.err),
 			Bans:          uint64(l.c.ban),
 			ProxyFailures: uint64(l.c.fail),
+
+			ThrottledSeconds: float64(l.c.coolMs) / 1e3,
 		}
 		iv := r.interval(&l.l)
 		burst := float64(r.tau(&l.l)+iv) / float64(iv)

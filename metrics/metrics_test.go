@@ -19,7 +19,7 @@ func TestTallyCounts(t *testing.T) {
 	ta.Record(Event{Host: "b", Exit: "e1", Status: 0, Verdict: verdict.Retryable, At: t0.Add(2 * time.Second)})
 	ta.Record(Event{Host: "b", Exit: "e1", Status: 200, Verdict: verdict.OK, At: t0.Add(3 * time.Second)})
 	ta.Abandon("b", "status 404")
-	ta.Throttled("a", 1500*time.Millisecond)
+	ta.HeldBack("a", 1500*time.Millisecond)
 	ta.Done("a", "e1")
 	ta.Done("b", "e1")
 	ta.Retry("b")
@@ -40,8 +40,8 @@ func TestTallyCounts(t *testing.T) {
 	if s.Exits[0].Done != 2 || s.Hosts[1].Retries != 1 {
 		t.Errorf("Done/Retries not counted per exit and host: %+v %+v", s.Exits[0], s.Hosts[1])
 	}
-	if len(s.Hosts) != 2 || s.Hosts[0].Name != "a" || s.Hosts[0].ThrottledSeconds != 1.5 {
-		t.Errorf("hosts = %+v, want a (1.5 s throttled) then b", s.Hosts)
+	if len(s.Hosts) != 2 || s.Hosts[0].Name != "a" || s.Hosts[0].HeldBackSeconds != 1.5 {
+		t.Errorf("hosts = %+v, want a (1.5 s held back) then b", s.Hosts)
 	}
 	if s.Hosts[1].Abandoned["status 404"] != 1 || s.Total.Abandoned["status 404"] != 1 {
 		t.Errorf("abandoned not counted per host and in total: %+v", s.Hosts[1].Abandoned)

@@ -34,8 +34,8 @@ var (
 		"Responses by host and verdict.", []string{"host", "verdict"}, nil)
 	descRatio = prometheus.NewDesc("exitgate_429_ratio",
 		"Share of responses that were 429 over the last minute.", nil, nil)
-	descThrottled = prometheus.NewDesc("exitgate_throttled_seconds_total",
-		"Time a host had due work that the limiter held back.", []string{"host"}, nil)
+	descHeldBack = prometheus.NewDesc("exitgate_held_back_seconds_total",
+		"Time a host had due work that the limiter held back (pacing, cooldowns, pauses).", []string{"host"}, nil)
 	descAbandoned = prometheus.NewDesc("exitgate_abandoned_total",
 		"URLs given up, by host and reason.", []string{"host", "reason"}, nil)
 )
@@ -43,7 +43,7 @@ var (
 type collector struct{ t *Tally }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRequests, descExitRequests, descHostVerdicts, descRatio, descThrottled, descAbandoned} {
+	for _, d := range []*prometheus.Desc{descRequests, descExitRequests, descHostVerdicts, descRatio, descHeldBack, descAbandoned} {
 		ch <- d
 	}
 }
@@ -60,7 +60,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for v, n := range h.ByVerdict {
 			ch <- prometheus.MustNewConstMetric(descHostVerdicts, prometheus.CounterValue, float64(n), h.Name, v)
 		}
-		ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, h.ThrottledSeconds, h.Name)
+		ch <- prometheus.MustNewConstMetric(descHeldBack, prometheus.CounterValue, h.HeldBackSeconds, h.Name)
 		for reason, n := range h.Abandoned {
 			ch <- prometheus.MustNewConstMetric(descAbandoned, prometheus.CounterValue, float64(n), h.Name, reason)
 		}

@@ -1,5 +1,5 @@
 // Package metrics counts what happened during a run — requests, statuses,
-// verdicts, 429s, time throttled, abandoned URLs — per host and per exit, and
+// verdicts, 429s, time held back by the limiter, abandoned URLs — per host and per exit, and
 // exposes the counts two ways: a Snapshot for reports and the dashboard, and a
 // Prometheus collector over the same numbers, so the report and /metrics can
 // never disagree.
@@ -29,14 +29,16 @@ type Event struct {
 
 // Counters are the totals for one scope (the run, a host or an exit).
 type Counters struct {
-	Requests         int64            `json:"requests"`
-	Successes        int64            `json:"successes"`
-	ByStatus         map[int]int64    `json:"responses_by_status"`
-	ByVerdict        map[string]int64 `json:"by_verdict"`
-	Throttled429     int64            `json:"responses_429"`
-	TransportErrors  int64            `json:"transport_errors"`
-	Bytes            int64            `json:"bytes"`
-	ThrottledSeconds float64          `json:"throttled_seconds"`
+	Requests        int64            `json:"requests"`
+	Successes       int64            `json:"successes"`
+	ByStatus        map[int]int64    `json:"responses_by_status"`
+	ByVerdict       map[string]int64 `json:"by_verdict"`
+	Throttled429    int64            `json:"responses_429"`
+	TransportErrors int64            `json:"transport_errors"`
+	Bytes           int64            `json:"bytes"`
+	// HeldBackSeconds is how long the scope had due work that the limiter
+	// held back: pacing, cooldowns and pauses.
+	HeldBackSeconds float64 `json:"held_back_seconds"`
 	// Done counts URLs finished with a response worth keeping, Retries the
 	// requests sent again for a URL (robots.txt and redirect hops are
 	// neither).
@@ -168,14 +170,14 @@ func (t *Tally) Retry(host string) {
 	t.mu.Unlock()
 }
 
-// Throttled adds d to the time host had due work that the limiter held back.
-func (t *Tally) Throttled(host string, d time.Duration) {
+// HeldBack adds d to the time host had due work that the limiter held back.
+func (t *Tally) HeldBack(host string, d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	t.mu.Lock()
-	t.total.ThrottledSeconds += d.Seconds()
-	counter(t.hosts, host).ThrottledSeconds += d.Seconds()
+	t.total.HeldBackSeconds += d.Seconds()
+	counter(t.hosts, host).HeldBackSeconds += d.Seconds()
 	t.mu.Unlock()
 }
 

@@ -107,6 +107,11 @@ type Capacity struct {
 	// exit, the sum of its lanes' learned capacities.
 	PerSecond float64 `json:"learned_per_second"`
 	Scope     string  `json:"scope,omitempty"` // hosts: per-exit, host-wide, ...
+	// Throttled is the time the server's pushback cost, in seconds: the
+	// cooldowns 429s imposed on lanes plus, for a host, its host-wide
+	// pauses (503 Retry-After, a host-scoped 429). Reported as the scope's
+	// throttled_seconds.
+	Throttled float64 `json:"-"`
 }
 
 // Scoped is one entry of per_host or per_exit.
@@ -119,6 +124,7 @@ type Scoped struct {
 	ResponsesByStatus map[string]int64 `json:"responses_by_status"`
 	Ratio429          float64          `json:"ratio_429"`
 	ThrottledSeconds  float64          `json:"throttled_seconds"`
+	HeldBackSeconds   float64          `json:"held_back_seconds,omitempty"`
 	EffectiveRate     float64          `json:"effective_rate"`
 	Abandoned         int64            `json:"abandoned"`
 	TransportErrors   int64            `json:"transport_errors"`
@@ -141,6 +147,7 @@ type Summary struct {
 	Ratio429          float64          `json:"ratio_429"`
 	RetriesPerSuccess float64          `json:"retries_per_success"`
 	ThrottledSeconds  float64          `json:"throttled_seconds"`
+	HeldBackSeconds   float64          `json:"held_back_seconds"`
 	EffectiveRate     float64          `json:"effective_rate"`
 	ElapsedSeconds    float64          `json:"elapsed_seconds"`
 	PerExit           []Scoped         `json:"per_exit"`
@@ -158,7 +165,7 @@ func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Ca
 		ResponsesByStatus: statusKeys(s.Total.ByStatus),
 		TransportErrors:   s.Total.TransportErrors,
 		Ratio429:          s.Total.Ratio429(),
-		ThrottledSeconds:  s.Total.ThrottledSeconds,
+		HeldBackSeconds:   s.Total.HeldBackSeconds,
 		EffectiveRate:     s.EffectiveRate(),
 		ElapsedSeconds:    s.Elapsed().Seconds(),
 	}
@@ -169,6 +176,9 @@ func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Ca
 	elapsed := s.Elapsed().Seconds()
 	sum.PerHost = scoped(s.Hosts, hosts, elapsed)
 	sum.PerExit = scoped(s.Exits, exits, elapsed)
+	for _, c := range hosts {
+		sum.ThrottledSeconds += c.Throttled
+	}
 	return sum
 }
 
@@ -184,7 +194,8 @@ func scoped(list []metrics.Scoped, caps map[string]Capacity, elapsed float64) []
 		sc := Scoped{
 			Name: x.Name, Requests: x.Requests, Successes: x.Successes, Done: x.Done, Retries: x.Retries,
 			ResponsesByStatus: statusKeys(x.ByStatus), Ratio429: x.Ratio429(),
-			ThrottledSeconds: x.ThrottledSeconds, Abandoned: abandoned,
+			ThrottledSeconds: caps[x.Name].Throttled, HeldBackSeconds: x.HeldBackSeconds,
+			Abandoned:       abandoned,
 			TransportErrors: x.TransportErrors,
 			MeanLatencyMS:   float64(x.MeanLatency().Microseconds()) / 1000,
 			Capacity:        caps[x.Name],
@@ -196,7 +207,7 @@ func scoped(list []metrics.Scoped, caps map[string]Capacity, elapsed float64) []
 	}
 	for name, c := range caps { // exits the run never used still show
 		if !seen[name] {
-			out = append(out, Scoped{Name: name, ResponsesByStatus: map[string]int64{}, Capacity: c})
+			out = append(out, Scoped{Name: name, ResponsesByStatus: map[string]int64{}, ThrottledSeconds: c.Throttled, Capacity: c})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -79,19 +79,27 @@ func TestSummarize(t *testing.T) {
 	ta.Done("a", "e1")
 	ta.Done("a", "e1")
 	ta.Retry("a")
+	ta.HeldBack("a", 1500*time.Millisecond)
 	s := Summarize(frontier.Counts{Done: 2, Abandoned: 1, Queued: 3, Leased: 1, AbandonedByReason: map[string]int{"status 404": 1}},
 		ta.Snapshot(t0.Add(2*time.Second)),
-		map[string]Capacity{"a": {PerSecond: 2, Scope: "exit"}},
-		map[string]Capacity{"e1": {PerSecond: 2}, "e2": {PerSecond: 0.5}})
+		map[string]Capacity{"a": {PerSecond: 2, Scope: "exit", Throttled: 1.25}},
+		map[string]Capacity{"e1": {PerSecond: 2, Throttled: 1}, "e2": {PerSecond: 0.5}})
 	if s.URLs != 7 || s.Queued != 4 || s.Requests != 4 || s.Ratio429 != 0.25 || s.RetriesPerSuccess != 0.5 || s.EffectiveRate != 1 {
 		t.Errorf("Summarize = %+v, want 7 URLs, 4 queued, 4 requests, 429 ratio 0.25, 0.5 retries per success, 1 URL/s", s)
 	}
 	if len(s.PerExit) != 2 || s.PerExit[1].Name != "e2" || s.PerExit[1].PerSecond != 0.5 {
 		t.Errorf("per_exit = %+v, want e1 and the unused e2 with its capacity", s.PerExit)
 	}
+	// Throttled is the limiter's pushback time (cooldowns, pauses); held
+	// back is the tally's time with due work waiting on the limiter.
+	if s.ThrottledSeconds != 1.25 || s.HeldBackSeconds != 1.5 || s.PerHost[0].ThrottledSeconds != 1.25 ||
+		s.PerHost[0].HeldBackSeconds != 1.5 || s.PerExit[0].ThrottledSeconds != 1 {
+		t.Errorf("throttled %v held back %v, host %+v, exit %+v; want 1.25 and 1.5 for the run and host a, 1 for e1",
+			s.ThrottledSeconds, s.HeldBackSeconds, s.PerHost[0], s.PerExit[0])
+	}
 	var buf bytes.Buffer
 	WriteTable(&buf, s)
-	for _, want := range []string{"URLs 7: 2 done, 1 abandoned", "status 404", "HOST", "EXIT"} {
+	for _, want := range []string{"URLs 7: 2 done, 1 abandoned", "status 404", "HOST", "EXIT", "Throttled 1.2s", "held back by the limiter 1.5s"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}

@@ -11,8 +11,10 @@ import (
 // abandoned, and one row per host and per exit.
 func WriteTable(w io.Writer, s Summary) {
 	fmt.Fprintf(w, "\nURLs %d: %d done, %d abandoned, %d parked, %d queued\n", s.URLs, s.Done, s.Abandoned, s.Parked, s.Queued)
-	fmt.Fprintf(w, "Requests %d in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %.2f retries per success, %.1fs throttled\n",
-		s.Requests, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, s.RetriesPerSuccess, s.ThrottledSeconds)
+	fmt.Fprintf(w, "Requests %d in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %.2f retries per success\n",
+		s.Requests, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, s.RetriesPerSuccess)
+	fmt.Fprintf(w, "Throttled %.1fs (cooldowns and pauses the servers' pushback imposed, summed over lanes); work held back by the limiter %.1fs\n",
+		s.ThrottledSeconds, s.HeldBackSeconds)
 	if len(s.AbandonedByReason) > 0 {
 		fmt.Fprintln(w, "Abandoned:")
 		reasons := make([]string, 0, len(s.AbandonedByReason))

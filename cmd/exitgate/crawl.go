@@ -373,7 +373,8 @@ func serveMetrics(addr string, tally *metrics.Tally, stderr io.Writer) (func(), 
 
 // capacities reads what the limiter learned: per host, its governing rate
 // (the host rate when host-scoped, else the sum of its lanes); per exit, the
-// sum of its lanes' rates over all hosts.
+// sum of its lanes' rates over all hosts. Throttled time comes along: a
+// host's cooldowns and pauses, an exit's lanes' cooldowns.
 func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 	hosts = map[string]report.Capacity{}
 	exits = map[string]report.Capacity{}
@@ -383,12 +384,14 @@ func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 			sum += l.Rate.Hz()
 			c := exits[l.Exit]
 			c.PerSecond += l.Rate.Hz()
+			c.Throttled += l.ThrottledSeconds
 			exits[l.Exit] = c
 		}
 		if !h.Rate.IsZero() {
 			sum = h.Rate.Hz()
 		}
-		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String()}
+		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(),
+			Throttled: float64(h.Counters.ThrottledNs) / 1e9}
 	}
 	return hosts, exits
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -298,6 +299,18 @@ func TestCrawlNginxThroughTinyproxyPool(t *testing.T) {
 		t.Errorf("summary: %d responses 200, want %d (one per URL)", sum.ResponsesByStatus["200"], nURLs)
 	}
 	checkStatusSum(t, sum)
+	// nginx sends Retry-After: 1, so each 429 cost its lane at most a
+	// second of cooldown; per-IP limits pause no host, so the exits' time
+	// adds up to the run's.
+	var exitThrottled float64
+	for _, e := range sum.PerExit {
+		exitThrottled += e.ThrottledSeconds
+	}
+	if n429 := float64(sum.ResponsesByStatus["429"]); sum.ThrottledSeconds > n429+0.01 || (n429 > 0) != (sum.ThrottledSeconds > 0) ||
+		math.Abs(exitThrottled-sum.ThrottledSeconds) > 0.01 {
+		t.Errorf("throttled %.3fs (exits %.3fs) for %v 429s with Retry-After: 1, want up to a second each, and the exits' sum equal to the run's",
+			sum.ThrottledSeconds, exitThrottled, n429)
+	}
 	if len(sum.PerExit) != len(binds) {
 		t.Errorf("summary per_exit has %d entries, want %d", len(sum.PerExit), len(binds))
 	}
