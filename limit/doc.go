@@ -54,6 +54,10 @@
 //   - Share. A server that limits per IP usually gives each IP the same
 //     budget: the ceilings lanes find are averaged into a host prior, a new
 //     lane starts at its settle point, and a lane still probing adopts it.
+//     When two lanes draw 429s at a like pace within ScopeSpan (one alone
+//     may be timing noise; one far under the prior is that IP's own), the
+//     lanes as fast slow to the settle point under it at once instead of
+//     each drawing its own.
 //   - Re-probe. Limits are raised too. After ProbeEvery and 400 successes
 //     without a 429 on the host, one lane slow-starts above its ceiling. A
 //     429 within two steps ends it (one 429). Further up the lane holds

@@ -186,8 +186,15 @@ type HostState struct {
 	// new limit that its counting proved (raisedAt when), which the other
 	// lanes follow. A failed re-probe costs the host a 429 or two, not one
 	// per exit.
-	thrAt   int64
-	okSince int32 // successes since thrAt
+	thrAt int64
+	// symHi is the pace at which a lane drew the host's latest 429 that
+	// looked typical (symAt when): lanes sending as fast will be pushed
+	// back next, so they slow down without waiting for their own 429.
+	symHi    float64
+	symAt    int64
+	lastTyp  scopeEv // the latest typical 429 and its pace
+	lastTypX float64
+	okSince  int32 // successes since thrAt
 	// probeFails counts re-probes in a row that found no raise: each
 	// doubles the quiet the next one waits for, so a stable limit costs
 	// fewer and fewer probes.
@@ -575,6 +582,7 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 		h.leadProbe(r, l, before, now)
 		h.adoptPrior(r, &l.l)
 		h.reprobe(r, l, now)
+		h.sympathize(r, l, now)
 		if h.rated() {
 			h.hostEps = 0
 			r.hostIncrease(h, now)
@@ -698,8 +706,16 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 		h.scope = ScopeExit
 	}
 	h.thrAt, h.okSince = now, 0
-	re := l.l.reHi
+	re, x, prior := l.l.reHi, l.l.pace, h.prior
 	r.on429(&l.l, now)
+	if re == 0 && r.Policy == Adaptive && prior > 0 && x >= sympathyShare*prior {
+		// One lane's 429 may be timing noise; a second lane's soon after
+		// at a like pace is the limit.
+		if h.lastTyp.exit != "" && h.lastTyp.exit != l.exit && now-h.lastTyp.at <= r.ScopeSpan {
+			h.symHi, h.symAt = min(x, h.lastTypX), now
+		}
+		h.lastTyp, h.lastTypX = scopeEv{exit: l.exit, at: now}, x
+	}
 	h.learnPrior(r, l.l.hi)
 	if re > 0 && l.l.reHi == 0 && l.l.lo <= re && h.leader == l.exit {
 		h.leader = "" // the limit was not raised
@@ -783,6 +799,39 @@ func (h *HostState) reprobe(r *Rules, l *lane, now int64) {
 		ll.runAt, ll.runN, ll.cumAt, ll.cumN = 0, 0, 0, 0
 	}
 }
+
+// sympathize applies the host's latest typical 429 (symHi, drawn by a lane
+// that had just stepped up) to lane l, which has not drawn one since and is
+// sending at least as fast: a server that limits per IP gives every IP the
+// same budget, so l's ceiling is no higher than symHi and its pace goes to
+// the settle point under it. Responses to what l sent before count as part
+// of that episode. Without this, lanes in step draw one 429 each.
+func (h *HostState) sympathize(r *Rules, l *lane, now int64) {
+	ll := &l.l
+	if h.symAt == 0 || ll.quietAt >= h.symAt || ll.fixed || ll.reHi != 0 || r.Policy != Adaptive || h.scope.shared() {
+		return
+	}
+	ll.quietAt = h.symAt
+	if ll.pace < h.symHi*0.999 {
+		return // slower than what drew it
+	}
+	if ll.hi == 0 || ll.hi > h.symHi {
+		ll.hi = h.symHi
+	}
+	if p := r.Settle * h.symHi; ll.pace > p {
+		// The next send was scheduled at the old pace: push it back by
+		// the difference, or it would go too soon and draw the 429.
+		old := r.interval(ll)
+		ll.pace = max(r.MinLane, p)
+		l.tat += r.interval(ll) - old
+		ll.runAt, ll.runN = 0, 0
+		l.epAt = now
+	}
+}
+
+// sympathyShare: a 429 at a pace under this share of the host prior is one
+// IP's own (flagged, say), not evidence for the others.
+const sympathyShare = 0.8
 
 // reprobeQuiet is how many successes a host must have had since its last 429
 // before a lane re-probes: a failed probe costs a 429 or two, so at most 0.25%.

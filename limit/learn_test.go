@@ -367,3 +367,58 @@ func TestLeadProbe(t *testing.T) {
 		t.Errorf("after the leader went quiet: leader %q pace %v, want b leading at 1.125", h.leader, b.l.pace)
 	}
 }
+
+// TestSympathy: when two lanes of a host draw 429s at a like pace within
+// ScopeSpan, the others as fast slow to the settle point under it at once
+// (their next send pushed back too) instead of each drawing its own; one
+// lane's 429 alone, or one far under the host's prior (a flagged IP), moves
+// nobody, and a slower lane keeps its pace.
+func TestSympathy(t *testing.T) {
+	r := testRules(t, Config{})
+	newHost := func() (*HostState, []*lane) {
+		h := NewHostState()
+		h.scope, h.prior = ScopeExit, 1.1
+		var ls []*lane
+		for _, id := range []string{"a", "b", "c", "d"} {
+			l := &lane{exit: id, idx: -1, hot: true, l: learner{pace: 1.05, hi: 1.1}}
+			h.lanes[id] = l
+			ls = append(ls, l)
+		}
+		ls[3].l.pace = 0.9 // d is slower
+		return h, ls
+	}
+	throttle := func(h *HostState, l *lane, at float64) {
+		r.throttled(h, l, &Outcome{}, sec(at), sec(at), 0)
+	}
+
+	h, ls := newHost()
+	throttle(h, ls[0], 10)
+	h.sympathize(r, ls[2], sec(10.5))
+	if ls[2].l.pace != 1.05 {
+		t.Errorf("after one lane's 429, c slowed to %v; one 429 may be timing noise", ls[2].l.pace)
+	}
+	throttle(h, ls[1], 12)
+	tat := ls[2].tat
+	h.sympathize(r, ls[2], sec(12.5))
+	if want := r.Settle * 1.05; ls[2].l.pace != want || ls[2].l.hi != 1.05 {
+		t.Errorf("after a second lane's 429 at 1.05/s: c pace %v hi %v, want %v under a ceiling of 1.05", ls[2].l.pace, ls[2].l.hi, want)
+	}
+	oldIv := 1e9 / 1.05
+	if d := ls[2].tat - tat; d != int64(1e9/(r.Settle*1.05))-int64(oldIv) {
+		t.Errorf("c's next send moved %v, want the difference of the two intervals", time.Duration(d))
+	}
+	h.sympathize(r, ls[3], sec(12.5))
+	if ls[3].l.pace != 0.9 {
+		t.Errorf("d, slower than what drew the 429s, went to %v", ls[3].l.pace)
+	}
+
+	// Far under the prior: that IP's own limit, not the host's.
+	h, ls = newHost()
+	ls[0].l.pace, ls[1].l.pace = 0.5, 0.5
+	throttle(h, ls[0], 10)
+	throttle(h, ls[1], 11)
+	h.sympathize(r, ls[2], sec(12))
+	if ls[2].l.pace != 1.05 {
+		t.Errorf("429s at half the prior slowed c to %v", ls[2].l.pace)
+	}
+}
