@@ -1,0 +1,79 @@
+package limit
+
+// A host keeps its lanes in a min-heap keyed by the earliest time each may
+// send (ties to the least recently used), so picking a lane is O(log n).
+
+func (h *HostState) less(i, j int) bool {
+	a, b := h.heap[i], h.heap[j]
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return a.taken < b.taken
+}
+
+func (h *HostState) swap(i, j int) {
+	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
+	h.heap[i].idx, h.heap[j].idx = int32(i), int32(j)
+}
+
+func (h *HostState) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h *HostState) down(i int) bool {
+	i0, n := i, len(h.heap)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && h.less(j2, j) {
+			j = j2
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (h *HostState) push(l *lane) {
+	l.idx = int32(len(h.heap))
+	h.heap = append(h.heap, l)
+	h.up(int(l.idx))
+}
+
+func (h *HostState) remove(l *lane) {
+	i := int(l.idx)
+	if i < 0 {
+		return
+	}
+	n := len(h.heap) - 1
+	if i != n {
+		h.swap(i, n)
+	}
+	h.heap[n] = nil
+	h.heap = h.heap[:n]
+	l.idx = -1
+	if i != n && !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h *HostState) fix(l *lane) {
+	if l.idx < 0 {
+		return
+	}
+	if !h.down(int(l.idx)) {
+		h.up(int(l.idx))
+	}
+}
