@@ -92,7 +92,8 @@ type Config struct {
 	Reprobe time.Duration
 	// ProbeEvery is how long a host's lanes must go without a 429 before one
 	// settled lane probes above its ceiling in case the limit was raised.
-	// A failed probe costs the host one 429. Default 30s.
+	// A failed probe costs the host one 429, two when it had to measure,
+	// and doubles the quiet the next one waits for. Default 30s.
 	ProbeEvery time.Duration
 
 	// BackoffBase and BackoffCap bound the full-jitter cooldown used when a

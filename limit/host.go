@@ -107,26 +107,26 @@ type HostState struct {
 	leader   string
 	leaderAt int64
 	// thrAt is the host's last lane 429. After ProbeEvery and
-	// reprobeQuiet successes without one, a lane leads a re-probe above its
-	// ceiling in case the limit was raised; raised is the lower bound on the
-	// new limit that its counting proved (raisedAt when), which the other
-	// lanes follow. A failed re-probe costs the host a 429 or two, not one
-	// per exit.
-	thrAt int64
-	// symHi is the pace at which a lane drew the host's latest 429 that
-	// looked typical (symAt when): lanes sending as fast will be pushed
-	// back next, so they slow down without waiting for their own 429.
+	// reprobeQuiet<<probeFails successes without one (okSince, saturating),
+	// a lane leads a re-probe above its ceiling (probeAt when) in case the
+	// limit was raised; raised is the lower bound on the new limit that its
+	// counting proved (raisedAt when), which the other lanes follow. A
+	// failed re-probe costs the host a 429 or two, not one per exit, and
+	// doubles the quiet the next one waits for (probeFails, reset by a
+	// raise), so a stable limit costs fewer and fewer probes.
+	thrAt      int64
+	okSince    int32
+	probeFails uint8
+	probeAt    int64
+	raised     float64
+	raisedAt   int64
+	// symHi is the pace at which two lanes drew the host's latest typical
+	// 429s (symAt when): lanes sending as fast will be pushed back next,
+	// so they slow down without waiting for their own 429.
 	symHi    float64
 	symAt    int64
 	lastTyp  scopeEv // the latest typical 429 and its pace
 	lastTypX float64
-	okSince  int32 // successes since thrAt
-	// probeFails counts re-probes in a row that found no raise: each
-	// doubles the quiet the next one waits for, so a stable limit costs
-	// fewer and fewer probes.
-	probeFails uint8
-	raised     float64
-	raisedAt   int64
 
 	c Counters
 }
@@ -555,13 +555,12 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 		h.lastTyp, h.lastTypX = scopeEv{exit: l.exit, at: now}, x
 	}
 	h.learnPrior(r, l.l.hi)
-	if re > 0 && l.l.reHi == 0 && l.l.lo <= re && h.leader == l.exit {
-		h.leader = "" // the limit was not raised
-		h.probeFails = min(h.probeFails+1, maxProbeBackoff)
+	if re > 0 && l.l.reHi == 0 && l.l.lo <= re {
+		h.probeOver(l, now, true) // the limit was not raised
 	}
 	if h.leader == l.exit && l.l.reHi == 0 && l.l.lo > h.raised {
 		// The lane leading a raise measured more: the others follow.
-		h.raised, h.raisedAt = l.l.lo, now
+		h.publishRaise(l.l.lo, now)
 	}
 	if h.leader == l.exit && l.l.hi != 0 && l.l.reHi == 0 && h.raisedAt < h.leaderAt {
 		h.leader = "" // start-up slow start: the probe is over

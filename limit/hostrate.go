@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -60,7 +61,7 @@ func (h *HostState) startRate(r *Rules) {
 // Reprobe without pushback that bound creeps up by Creep every RunLength
 // successes, as a settled lane's does, so that a raised limit is found again.
 func (r *Rules) hostIncrease(h *HostState, now int64) {
-	if h.aimdCumAt != 0 {
+	if h.aimdCumAt != 0 && h.aimdCumN < math.MaxInt32 {
 		h.aimdCumN++
 	}
 	step := r.HostInc

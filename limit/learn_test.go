@@ -422,3 +422,58 @@ func TestSympathy(t *testing.T) {
 		t.Errorf("429s at half the prior slowed c to %v", ls[2].l.pace)
 	}
 }
+
+// TestReprobeHousekeeping: a re-probe that never steps up (its lane is not
+// sent enough) ends after 4*ProbeEvery with the old ceiling back, the lead
+// released and the next probe further off; a new probe forgets what earlier
+// ones measured, so a smaller raise still reaches the other lanes; only a
+// lane sent as fast as it may go starts one.
+func TestReprobeHousekeeping(t *testing.T) {
+	r := testRules(t, Config{})
+	h := NewHostState()
+	h.scope = ScopeExit
+	a := &lane{exit: "a", idx: -1, l: learner{pace: 0.97, hi: 1}}
+	h.lanes["a"] = a
+	h.okSince = reprobeQuiet
+
+	h.reprobe(r, a, sec(31))
+	if a.l.reHi != 0 {
+		t.Fatalf("a lane not sent at its pace started a re-probe")
+	}
+	a.hot = true
+	h.raised = 19 // from a raise before the limit fell
+	h.reprobe(r, a, sec(32))
+	if a.l.reHi != 1 || a.l.hi != 0 || h.leader != "a" || h.raised != 0 {
+		t.Fatalf("quiet host: reHi %v hi %v leader %q raised %v, want a re-probe led by a, old measures forgotten", a.l.reHi, a.l.hi, h.leader, h.raised)
+	}
+	h.reprobe(r, a, sec(32)+4*r.ProbeEvery+1)
+	if a.l.reHi != 0 || a.l.hi != 1 || a.l.pace > r.Settle || h.leader != "" || h.probeFails != 1 || h.okSince != 0 {
+		t.Errorf("stuck probe after 4*ProbeEvery: %+v leader %q fails %v okSince %v, want the old ceiling, no leader, one failure, quiet counted anew",
+			a.l, h.leader, h.probeFails, h.okSince)
+	}
+
+	// A probe holding after its first 429 publishes the counted bound.
+	h.leader, h.raised = "a", 0
+	a.l = learner{pace: 12, hi: 14, reHi: 10, cumAt: sec(100), cumN: 30, quietAt: sec(100)}
+	h.reprobe(r, a, sec(102))
+	if h.raised != 14.5 || h.probeFails != 0 {
+		t.Errorf("30 successes in 2 s after the first 429: raised %v fails %v, want 14.5 and the failures reset", h.raised, h.probeFails)
+	}
+}
+
+// TestSympathyExpires: a sympathy event older than ProbeEvery moves no lane
+// (a lane created hours later starts from the prior).
+func TestSympathyExpires(t *testing.T) {
+	r := testRules(t, Config{})
+	h := NewHostState()
+	h.scope, h.symHi, h.symAt = ScopeExit, 1, sec(10)
+	c := &lane{exit: "c", idx: -1, l: learner{pace: 1.05, hi: 1.1}}
+	h.sympathize(r, c, sec(10)+r.ProbeEvery+1)
+	if c.l.pace != 1.05 || c.l.hi != 1.1 {
+		t.Errorf("an old sympathy event moved c to pace %v hi %v", c.l.pace, c.l.hi)
+	}
+	h.sympathize(r, c, sec(11))
+	if c.l.pace != r.Settle {
+		t.Errorf("a fresh one left c at %v, want %v", c.l.pace, r.Settle)
+	}
+}

@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"math"
 	"time"
 )
 
@@ -29,42 +30,60 @@ func (h *HostState) leadProbe(r *Rules, l *lane, before float64, now int64) {
 
 // reprobe runs after each success of lane l: it starts a re-probe when the
 // host has been quiet for ProbeEvery and reprobeQuiet successes (so a failed
-// probe costs at most one 429 in that many), and lets the other lanes follow
-// a raised limit a re-probe measured.
+// probe costs a 429 or two in that many), ends one that went nowhere, and
+// lets the other lanes follow a raised limit a re-probe measured.
 func (h *HostState) reprobe(r *Rules, l *lane, now int64) {
 	ll := &l.l
-	if r.Policy != Adaptive || ll.fixed || h.scope.shared() {
+	if r.Policy != Adaptive || ll.fixed {
 		return
 	}
-	h.okSince++
+	if h.scope.shared() {
+		if ll.reHi > 0 {
+			// The host's own rate governs now: this probe proves nothing.
+			h.endProbe(r, l, now, false)
+		}
+		return
+	}
+	if h.okSince < math.MaxInt32 {
+		h.okSince++
+	}
+	lead := h.leader == l.exit
+	if lead && ll.reHi > 0 {
+		h.leaderAt = now // an active probe keeps its lead
+	}
 	switch {
+	case ll.reHi > 0 && ll.hi == 0 && now-h.probeAt > 4*r.ProbeEvery:
+		// Still slow-starting long after it began: the lane is not sent
+		// enough to prove a higher rate. Give the old ceiling back.
+		h.endProbe(r, l, now, true)
 	case ll.reHi > 0 && ll.hi > 0 && now-ll.quietAt >= r.ProbeEvery:
 		// The probe's held pace has drawn nothing for long: it is under
 		// the limit, and the series measures at least that.
 		re := ll.reHi
 		r.reprobeMeasure(ll, now)
 		if ll.lo > re {
-			h.raised, h.raisedAt = ll.lo, now
+			h.publishRaise(ll.lo, now)
 		} else {
-			h.leader = ""
-			h.probeFails = min(h.probeFails+1, maxProbeBackoff)
+			h.probeOver(l, now, true)
 		}
 	case ll.reHi > 0 && ll.hi > 0 && ll.cumN >= int32(2*r.ProbeRun) && now > ll.cumAt:
 		// The server's bucket was empty at the series' first 429 and holds
 		// no less than nothing now: it has refilled at least cumN-1 since.
 		// That bound is proof enough for the others to follow at once.
 		if b := float64(ll.cumN-1) / secs(now-ll.cumAt); b > ll.reHi && b > h.raised {
-			h.raised, h.raisedAt, h.probeFails = b, now, 0
+			h.publishRaise(b, now)
 		}
-	case h.leader == l.exit && ll.reHi == 0 && h.raisedAt >= h.leaderAt && ll.settled(r) && now-ll.quietAt >= r.ProbeEvery:
+	case lead && ll.reHi == 0 && h.raisedAt >= h.leaderAt && ll.settled(r) && now-ll.quietAt >= r.ProbeEvery:
 		h.leader = "" // led a raise and has settled under it
-	case ll.hi > 0 && ll.reHi == 0 && now-h.thrAt >= r.ProbeEvery && h.okSince >= reprobeQuiet<<h.probeFails &&
+	case ll.hi > 0 && ll.reHi == 0 && l.hot && now-h.thrAt >= r.ProbeEvery && h.okSince >= reprobeQuiet<<h.probeFails &&
 		now-ll.quietAt >= r.ProbeEvery && (h.leader == "" || now-h.leaderAt > int64(leaderTimeout)):
-		// Limits change: slow-start above the ceiling from here.
-		h.leader, h.leaderAt = l.exit, now
+		// Limits change: slow-start above the ceiling from here. Only a
+		// lane sent as fast as it may go can prove a higher rate.
+		h.leader, h.leaderAt, h.probeAt = l.exit, now, now
+		h.raised = 0 // what earlier probes measured may be stale
 		ll.reHi, ll.hi = ll.hi, 0
 		ll.runAt, ll.runN, ll.cumAt, ll.cumN = 0, 0, 0, 0
-	case h.leader != l.exit && ll.hi > 0 && ll.reHi == 0 && h.raisedAt > ll.quietAt && h.raised > ll.pace:
+	case !lead && ll.hi > 0 && ll.reHi == 0 && h.raisedAt > ll.quietAt && h.raised > ll.pace:
 		// Follow a raise measured since this lane was last pushed back:
 		// the measure is counted, so settle under it and climb no higher
 		// on its own (the next re-probe will).
@@ -74,21 +93,46 @@ func (h *HostState) reprobe(r *Rules, l *lane, now int64) {
 	}
 }
 
-// sympathize applies the host's latest typical 429 (symHi, drawn by a lane
-// that had just stepped up) to lane l, which has not drawn one since and is
-// sending at least as fast: a server that limits per IP gives every IP the
+// publishRaise makes b, a counted lower bound on a raised limit, the pace
+// the host's other lanes follow.
+func (h *HostState) publishRaise(b float64, now int64) {
+	h.raised, h.raisedAt, h.probeFails = b, now, 0
+}
+
+// endProbe gives lane l its old ceiling back and ends its re-probe, a
+// failure when failed.
+func (h *HostState) endProbe(r *Rules, l *lane, now int64, failed bool) {
+	ll := &l.l
+	ll.hi, ll.reHi, ll.cumAt, ll.cumN = ll.reHi, 0, 0, 0
+	ll.pace = max(r.MinLane, min(ll.pace, r.Settle*ll.hi))
+	h.probeOver(l, now, failed)
+}
+
+// probeOver releases l's lead after a re-probe that found no raise; a
+// failure doubles the quiet the next one waits for, counted from now.
+func (h *HostState) probeOver(l *lane, now int64, failed bool) {
+	if h.leader == l.exit {
+		h.leader = ""
+	}
+	if failed {
+		h.probeFails = min(h.probeFails+1, maxProbeBackoff)
+		h.thrAt, h.okSince = now, 0
+	}
+}
+
+// sympathize applies the host's latest typical 429 (symHi, from two lanes
+// within ScopeSpan, at most ProbeEvery ago) to lane l, which has not drawn
+// one since and is sending at least as fast: a server that limits per IP gives every IP the
 // same budget, so l's ceiling is no higher than symHi and its pace goes to
 // the settle point under it. Responses to what l sent before count as part
 // of that episode. Without this, lanes in step draw one 429 each.
 func (h *HostState) sympathize(r *Rules, l *lane, now int64) {
 	ll := &l.l
-	if h.symAt == 0 || ll.quietAt >= h.symAt || ll.fixed || ll.reHi != 0 || r.Policy != Adaptive || h.scope.shared() {
-		return
+	if h.symAt == 0 || now-h.symAt > r.ProbeEvery || ll.quietAt >= h.symAt || ll.fixed || ll.reHi != 0 ||
+		r.Policy != Adaptive || h.scope.shared() || ll.pace < h.symHi*0.999 {
+		return // nothing recent, already pushed back since, or slower than what drew it
 	}
 	ll.quietAt = h.symAt
-	if ll.pace < h.symHi*0.999 {
-		return // slower than what drew it
-	}
 	if ll.hi == 0 || ll.hi > h.symHi {
 		ll.hi = h.symHi
 	}
