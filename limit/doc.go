@@ -40,9 +40,7 @@
 //     over a window, immune to an initial burst that makes a single 429 or a
 //     single run of successes misleading.
 //   - Settle, don't saw-tooth. After a 429 the lane goes to
-//     min(Settle*hi, max(Settle*lo, Decrease*rate)), or back to the pace of
-//     its last saturated run when that is higher (the 429 came one small
-//     step above a pace it held: used once per series); after each saturated run
+//     min(Settle*hi, max(Settle*lo, Decrease*rate)); after each saturated run
 //     of successes it closes half the gap to Settle*hi (at least Creep). It
 //     converges to ~97% of the lowest rate that drew a 429 and stays there;
 //     after Reprobe without a 429 the ceiling may drift up by Creep.

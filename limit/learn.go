@@ -19,12 +19,9 @@ type learner struct {
 	quietAt int64   // last 429 or last ceiling drift
 	cumN    int32   // successes since cumAt
 	runN    int32   // successes in the current run
-	// held is the pace of the lane's last saturated run (it went without
-	// a 429): after a 429 one step above it, the lane restarts there, not
-	// at Decrease times the pace that drew it. Used once per series.
-	held  float32
-	eps   int16 // consecutive 429 episodes, for backoff
-	fixed bool  // a declared quota set the pace; do not probe
+	streak  int32   // consecutive successes (article policy)
+	eps     int16   // consecutive 429 episodes, for backoff
+	fixed   bool    // a declared quota set the pace; do not probe
 	// reHi is the ceiling a settled lane had when it began to probe above
 	// it (the limit may have been raised); 0 = not re-probing. While it is
 	// set, hi is 0 and the lane slow-starts from its settled pace.
@@ -39,9 +36,9 @@ func (r *Rules) onOK(l *learner, now int64) {
 	if r.Policy == ArticlePerExit {
 		// Article: after 100 consecutive successes grow 25% toward the
 		// default, never above it.
-		l.runN++ // consecutive successes
-		if l.runN >= 100 {
-			l.runN = 0
+		l.streak++
+		if l.streak >= 100 {
+			l.streak = 0
 			l.pace = min(r.First, l.pace*1.25)
 		}
 		return
@@ -68,7 +65,6 @@ func (r *Rules) onOK(l *learner, now int64) {
 	if !saturated || l.fixed {
 		return
 	}
-	l.held = float32(l.pace)
 	if l.hi == 0 {
 		// Nothing has pushed back yet: probe multiplicatively.
 		l.pace = min(r.MaxLane, l.pace*r.ProbeUp)
@@ -99,6 +95,7 @@ func (l *learner) settled(r *Rules) bool {
 // on429 applies the first 429 of an episode at now.
 func (r *Rules) on429(l *learner, now int64) {
 	l.eps++
+	l.streak = 0
 	l.runAt, l.runN = 0, 0
 	l.quietAt = now
 	if r.Policy == ArticlePerExit {
@@ -129,10 +126,6 @@ func (r *Rules) on429(l *learner, now int64) {
 		l.cumAt, l.cumN = now, 0
 	}
 	p := l.hi * r.Decrease
-	if h := float64(l.held); h > p && h < x {
-		p = min(r.Settle*l.hi, h) // the step above held drew it
-	}
-	l.held = 0
 	if l.lo > 0 {
 		p = min(r.Settle*l.hi, max(r.Settle*l.lo, p))
 	}

@@ -35,9 +35,6 @@ func TestOn429(t *testing.T) {
 		{"floor bounds the cut", learner{pace: 0.2, hi: 0.25, cumAt: sec(0), cumN: 101}, sec(600), 9.7, 12, 10},
 		{"pushed below the floor: forget it", learner{pace: 0.1, hi: 0.5, lo: 0.15, cumAt: sec(0), cumN: 50}, sec(600), 4.2, 6, 0},
 		{"rate floor", learner{pace: 1.0 / 60}, sec(1), 1, 1, 0},
-		{"one step above the held pace: back to it", learner{pace: 0.5, held: 0.4}, sec(30), 24, 30, 0},
-		{"held above Settle*ceiling: the settle point", learner{pace: 0.5, held: 0.499}, sec(30), 29.1, 30, 0},
-		{"held under Decrease*ceiling: the cut", learner{pace: 0.5, held: 0.2}, sec(30), 21, 30, 0},
 	} {
 		l := tc.in
 		r.on429(&l, tc.now)
@@ -478,20 +475,5 @@ func TestSympathyExpires(t *testing.T) {
 	h.sympathize(r, c, sec(11))
 	if c.l.pace != r.Settle {
 		t.Errorf("a fresh one left c at %v, want %v", c.l.pace, r.Settle)
-	}
-}
-
-// TestHeldPace: a saturated run records the pace it held, and the next 429
-// uses it once.
-func TestHeldPace(t *testing.T) {
-	r := testRules(t, Config{})
-	l := learner{pace: 0.9, hi: 1, runAt: sec(0), runN: 19}
-	r.onOK(&l, sec(21))
-	if float64(l.held) != float64(float32(0.9)) || l.pace != 0.935 {
-		t.Fatalf("after a saturated run at 0.9/s under a ceiling of 1: held %v pace %v, want 0.9 held and a step to 0.935", l.held, l.pace)
-	}
-	r.on429(&l, sec(22))
-	if math.Abs(l.pace-0.9) > 1e-6 || l.held != 0 {
-		t.Errorf("429 one step up: pace %v held %v, want back at 0.9 (not 0.7*0.935) and held used", l.pace, l.held)
 	}
 }
