@@ -64,7 +64,9 @@
 //     between its old ceiling and the rate that drew the 429 and counts: the
 //     successes since that 429 bound the new limit from below whatever the
 //     burst, and the host's other lanes follow that bound at once. Each
-//     failed probe doubles the quiet the next waits for.
+//     failed probe doubles the quiet the next waits for. Followers pushed
+//     back at that pace before any 429 of their own show the limit is
+//     shared (one lane's measure was its share): scope evidence.
 //
 // When the host is rated (a host-scoped limit, or 503 overload), its rate is
 // AIMD with the same counting: between two pushback episodes the server

@@ -477,3 +477,36 @@ func TestSympathyExpires(t *testing.T) {
 		t.Errorf("a fresh one left c at %v, want %v", c.l.pace, r.Settle)
 	}
 }
+
+// TestRaiseSharedInfersScope: when lanes that followed a raise one lane's
+// re-probe measured draw 429s at that pace, before any of their own since,
+// the limit is shared: three of them within ScopeSpan put the host under
+// its own rate. Lanes that had learned their own ceiling since do not count.
+func TestRaiseSharedInfersScope(t *testing.T) {
+	r := testRules(t, Config{})
+	setup := func(quiet float64) (*HostState, []*lane) {
+		h := NewHostState()
+		h.scope, h.raised, h.raisedAt, h.leader = ScopeExit, 1, sec(10), "a"
+		var ls []*lane
+		for _, id := range []string{"a", "b", "c", "d"} {
+			l := &lane{exit: id, idx: -1, hot: true, l: learner{pace: 1, hi: 1 / r.Settle, quietAt: sec(quiet)}}
+			h.lanes[id] = l
+			ls = append(ls, l)
+		}
+		return h, ls
+	}
+	h, ls := setup(5)
+	for i, l := range ls[1:] {
+		r.throttled(h, l, &Outcome{}, sec(20+float64(i)), sec(20+float64(i)), 0)
+	}
+	if !h.scope.shared() || !h.rated() {
+		t.Errorf("three followers pushed back at the raised pace: scope %v rated %v, want host-wide", h.scope, h.rated())
+	}
+	h, ls = setup(15)
+	for i, l := range ls[1:] {
+		r.throttled(h, l, &Outcome{}, sec(20+float64(i)), sec(20+float64(i)), 0)
+	}
+	if h.scope.shared() {
+		t.Errorf("lanes with their own 429s since the raise inferred a shared limit")
+	}
+}
