@@ -19,6 +19,17 @@ func (h *HostState) setScope(r *Rules, s Scope, now int64) {
 		h.startRate(r)
 		h.aimd = max(r.HostMin, h.aimd*r.HostDec)
 	}
+	if s.shared() && !h.scope.shared() && r.Policy == Adaptive {
+		// The ceilings lanes learned were their shares of the host's
+		// limit, not their own: forget them, or their sum would cap the
+		// host under its rate. Lanes slow-start again under it.
+		for _, l := range h.lanes {
+			if !l.l.fixed {
+				l.l.hi, l.l.lo, l.l.reHi, l.l.cumAt, l.l.cumN = 0, 0, 0, 0, 0
+			}
+		}
+		h.leader = ""
+	}
 	if s.shared() {
 		h.scopeAt = now
 	}
@@ -93,7 +104,7 @@ func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
 		return false
 	}
 	h.epAt = now
-	x := h.aimd
+	x := max(h.aimd, h.sendRate) // just rated, the host was sent more than its new rate
 	// The host rate drew the pushback unless the host was sent far less
 	// (sendRate averages ~10s, pauses included, so it reads low).
 	drew := h.sendRate >= 0.5*x

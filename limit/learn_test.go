@@ -510,3 +510,27 @@ func TestRaiseSharedInfersScope(t *testing.T) {
 		t.Errorf("lanes with their own 429s since the raise inferred a shared limit")
 	}
 }
+
+// TestHostRatedFromLanes: when a host comes under its own rate, the lanes'
+// ceilings (their shares of the host's limit) are forgotten, and the
+// ceiling of the host rate is what the host was sent when pushed back, not
+// the rate just cut from it.
+func TestHostRatedFromLanes(t *testing.T) {
+	r := testRules(t, Config{})
+	h := NewHostState()
+	h.scope, h.sendRate = ScopeExit, 4
+	a := &lane{exit: "a", idx: -1, l: learner{pace: 0.7, hi: 0.75, lo: 0.6}}
+	q := &lane{exit: "q", idx: -1, l: learner{pace: 1, hi: 1, fixed: true}}
+	h.lanes["a"], h.lanes["q"] = a, q
+	h.setScope(r, ScopeHost, sec(1))
+	if a.l.hi != 0 || a.l.lo != 0 || q.l.hi != 1 {
+		t.Errorf("after the host became rated: lane a hi %v lo %v, declared lane q hi %v; want a's forgotten, q's kept", a.l.hi, a.l.lo, q.l.hi)
+	}
+	if h.aimd != 2 {
+		t.Fatalf("host rate started at %v, want half the 4/s sent", h.aimd)
+	}
+	r.hostDecrease(h, sec(1), sec(1))
+	if h.aimdHi != 4 || h.aimd != 2 {
+		t.Errorf("first pushback right after: ceiling %v rate %v, want the 4/s sent as the ceiling and the rate cut once to 2", h.aimdHi, h.aimd)
+	}
+}

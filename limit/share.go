@@ -14,8 +14,8 @@ import (
 // others stay at the proven pace until the leader has proven more. A leader
 // that has not stepped for leaderTimeout gives way.
 func (h *HostState) leadProbe(r *Rules, l *lane, before float64, now int64) {
-	if r.Policy != Adaptive || l.l.hi != 0 || l.l.fixed || l.l.pace <= before {
-		return
+	if r.Policy != Adaptive || l.l.hi != 0 || l.l.fixed || l.l.pace <= before || h.scope.shared() {
+		return // (a shared limit: the host's rate governs)
 	}
 	h.proven = max(h.proven, before) // a saturated run at before just succeeded
 	if l.l.pace <= h.proven {
