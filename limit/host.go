@@ -543,7 +543,9 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 	if h.raisedAt > 0 && h.leader != l.exit && l.l.quietAt < h.raisedAt && l.l.pace <= h.raised*1.001 {
 		// Pushed back at the pace a re-probe measured on another lane,
 		// with no 429 of its own since: what that lane measured was its
-		// share of a limit the lanes share.
+		// share of a limit the lanes share (or its IP has a larger budget
+		// than theirs; three such lanes within ScopeSpan are taken as the
+		// former).
 		h.ev[h.evN%uint8(len(h.ev))] = scopeEv{exit: l.exit, at: now}
 		h.evN++
 		if h.countEvidence(now-r.ScopeSpan) >= r.ScopeLanes && !h.hinted {

@@ -28,7 +28,7 @@ func (h *HostState) setScope(r *Rules, s Scope, now int64) {
 				l.l.hi, l.l.lo, l.l.reHi, l.l.cumAt, l.l.cumN = 0, 0, 0, 0, 0
 			}
 		}
-		h.leader = ""
+		h.leader, h.prior, h.proven, h.raised = "", 0, 0, 0
 	}
 	if s.shared() {
 		h.scopeAt = now
@@ -104,7 +104,12 @@ func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
 		return false
 	}
 	h.epAt = now
-	x := max(h.aimd, h.sendRate) // just rated, the host was sent more than its new rate
+	x := h.aimd
+	if h.aimdHi == 0 {
+		// The first pushback since the host became rated: it was drawn
+		// by what the host was sent then, above its newly cut rate.
+		x = max(x, h.sendRate)
+	}
 	// The host rate drew the pushback unless the host was sent far less
 	// (sendRate averages ~10s, pauses included, so it reads low).
 	drew := h.sendRate >= 0.5*x
@@ -129,8 +134,9 @@ func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
 
 func (r *Rules) hostThrottled(h *HostState, o *Outcome, sent, now int64, u float64) {
 	if !r.hostDecrease(h, sent, now) {
-		if o.RetryAfter > 0 {
-			h.pause = max(h.pause, now+int64(o.RetryAfter))
+		if until := now + int64(o.RetryAfter); o.RetryAfter > 0 && until > h.pause {
+			h.c.ThrottledNs += until - max(h.pause, now)
+			h.pause = until
 		}
 		return
 	}
