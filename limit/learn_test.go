@@ -518,12 +518,12 @@ func TestRaiseSharedInfersScope(t *testing.T) {
 func TestHostRatedFromLanes(t *testing.T) {
 	r := testRules(t, Config{})
 	h := NewHostState()
-	h.scope, h.sendRate = ScopeExit, 4
+	h.scope, h.sendRate, h.prior, h.proven = ScopeExit, 4, 0.75, 0.7
 	a := &lane{exit: "a", idx: -1, l: learner{pace: 0.7, hi: 0.75, lo: 0.6}}
 	q := &lane{exit: "q", idx: -1, l: learner{pace: 1, hi: 1, fixed: true}}
 	h.lanes["a"], h.lanes["q"] = a, q
 	h.setScope(r, ScopeHost, sec(1))
-	if a.l.hi != 0 || a.l.lo != 0 || q.l.hi != 1 {
+	if a.l.hi != 0 || a.l.lo != 0 || q.l.hi != 1 || h.prior != 0 || h.proven != 0 {
 		t.Errorf("after the host became rated: lane a hi %v lo %v, declared lane q hi %v; want a's forgotten, q's kept", a.l.hi, a.l.lo, q.l.hi)
 	}
 	if h.aimd != 2 {
@@ -532,5 +532,11 @@ func TestHostRatedFromLanes(t *testing.T) {
 	r.hostDecrease(h, sec(1), sec(1))
 	if h.aimdHi != 4 || h.aimd != 2 {
 		t.Errorf("first pushback right after: ceiling %v rate %v, want the 4/s sent as the ceiling and the rate cut once to 2", h.aimdHi, h.aimd)
+	}
+	// The send rate is a ~10 s average and now stale: the next episode
+	// is drawn by the host rate.
+	r.hostDecrease(h, sec(3), sec(3))
+	if h.aimdHi != 2 || h.aimd != 1 {
+		t.Errorf("second pushback with a stale send rate: ceiling %v rate %v, want 2 and 1", h.aimdHi, h.aimd)
 	}
 }
