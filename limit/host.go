@@ -526,10 +526,7 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 	if !l.hot {
 		// The lane was under its learned capacity: this 429 is evidence
 		// of a shared limit, not of this lane's size.
-		h.ev[h.evN%uint8(len(h.ev))] = scopeEv{exit: l.exit, at: now}
-		h.evN++
-		if h.countEvidence(now-r.ScopeSpan) >= r.ScopeLanes && !h.hinted {
-			h.setScope(r, ScopeHost, now)
+		if h.scopeEvidence(r, l.exit, now) {
 			r.hostThrottled(h, o, sent, now, u)
 			return
 		}
@@ -546,10 +543,7 @@ func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u 
 		// share of a limit the lanes share (or its IP has a larger budget
 		// than theirs; three such lanes within ScopeSpan are taken as the
 		// former).
-		h.ev[h.evN%uint8(len(h.ev))] = scopeEv{exit: l.exit, at: now}
-		h.evN++
-		if h.countEvidence(now-r.ScopeSpan) >= r.ScopeLanes && !h.hinted {
-			h.setScope(r, ScopeHost, now)
+		if h.scopeEvidence(r, l.exit, now) {
 			r.hostThrottled(h, o, sent, now, u)
 			return
 		}

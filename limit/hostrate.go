@@ -36,6 +36,20 @@ func (h *HostState) setScope(r *Rules, s Scope, now int64) {
 	h.scope = s
 }
 
+// scopeEvidence records one lane's 429 as evidence that the host's limit is
+// shared and, once ScopeLanes distinct lanes gave some within ScopeSpan
+// (and no header said otherwise), puts the host under its own rate. It
+// reports whether it did.
+func (h *HostState) scopeEvidence(r *Rules, exit string, now int64) bool {
+	h.ev[h.evN%uint8(len(h.ev))] = scopeEv{exit: exit, at: now}
+	h.evN++
+	if h.countEvidence(now-r.ScopeSpan) < r.ScopeLanes || h.hinted {
+		return false
+	}
+	h.setScope(r, ScopeHost, now)
+	return true
+}
+
 // countEvidence is how many distinct lanes drew a 429 under their learned
 // capacity since since: evidence that the limit is shared, not per IP.
 func (h *HostState) countEvidence(since int64) int {
@@ -119,10 +133,8 @@ func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
 	if h.aimdLo >= x {
 		h.aimdLo = 0 // pushed back below what was proven: the limit moved
 	}
-	if h.aimdCumAt != 0 && h.aimdCumN > 1 {
-		if b := float64(h.aimdCumN-1) / secs(now-h.aimdCumAt); b < x {
-			h.aimdLo = max(h.aimdLo, b)
-		}
+	if b := counted(h.aimdCumN, h.aimdCumAt, now); b > 0 && b < x {
+		h.aimdLo = max(h.aimdLo, b)
 	}
 	h.aimdCumAt, h.aimdCumN = now, 0
 	h.aimd = max(r.HostMin, x*r.HostDec)

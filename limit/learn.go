@@ -115,12 +115,8 @@ func (r *Rules) on429(l *learner, now int64) {
 		l.lo, l.cumAt = 0, 0
 	}
 	if l.cumAt != 0 {
-		// The bucket was empty at cumAt and is empty now, so the server
-		// refilled at least cumN-1 tokens in between, whatever its burst.
-		if el := now - l.cumAt; el > 0 && l.cumN > 1 {
-			if b := float64(l.cumN-1) / secs(el); b < l.hi {
-				l.lo = max(l.lo, b)
-			}
+		if b := counted(l.cumN, l.cumAt, now); b > 0 && b < l.hi {
+			l.lo = max(l.lo, b)
 		}
 	} else {
 		l.cumAt, l.cumN = now, 0
@@ -145,8 +141,7 @@ func (r *Rules) reprobe429(l *learner, x float64, now int64) {
 		// Drawn within two steps of the old ceiling: whatever a burst
 		// allowed, the limit was not raised much. The old ceiling stands
 		// (a modest raise is found by the slow drift of settled lanes).
-		l.reHi, l.hi, l.cumAt, l.cumN = 0, re, 0, 0
-		l.pace = max(r.MinLane, min(r.MaxLane, r.Settle*re))
+		r.endReprobe(l)
 		return
 	}
 	if l.hi == 0 {
@@ -166,20 +161,32 @@ func (r *Rules) reprobe429(l *learner, x float64, now int64) {
 // reprobeMeasure ends a re-probe with what its series measured: the old
 // ceiling stands, or lo is the raised limit.
 func (r *Rules) reprobeMeasure(l *learner, now int64) {
-	re := l.reHi
-	b := 0.0
-	if el := now - l.cumAt; l.cumAt != 0 && el > 0 && l.cumN > 1 {
-		b = float64(l.cumN-1) / secs(el)
-	}
-	l.reHi = 0
-	if b <= re {
-		l.hi, l.cumAt, l.cumN = re, 0, 0
-		l.pace = max(r.MinLane, min(r.MaxLane, r.Settle*re))
+	b := counted(l.cumN, l.cumAt, now)
+	if b <= l.reHi {
+		r.endReprobe(l)
 		return
 	}
+	l.reHi = 0
 	l.lo = min(b, l.hi)
 	l.cumAt, l.cumN = now, 0
 	l.pace = max(r.MinLane, min(r.MaxLane, l.lo))
+}
+
+// endReprobe gives a re-probing lane its old ceiling back, at the settle
+// point under it.
+func (r *Rules) endReprobe(l *learner) {
+	l.hi, l.reHi, l.cumAt, l.cumN = l.reHi, 0, 0, 0
+	l.pace = max(r.MinLane, min(r.MaxLane, r.Settle*l.hi))
+}
+
+// counted is the rate a server refilled at least, in req/s, between a 429 at
+// from (its bucket empty) and now (no fuller than empty), given n successes
+// in between, whatever its burst: (n-1)/(now-from). 0 when nothing measures.
+func counted(n int32, from, now int64) float64 {
+	if from == 0 || now <= from || n <= 1 {
+		return 0
+	}
+	return float64(n-1) / secs(now-from)
 }
 
 // cooldown is how long a lane rests after the first 429 of an episode, given

@@ -66,11 +66,10 @@ func (h *HostState) reprobe(r *Rules, l *lane, now int64) {
 		} else {
 			h.probeOver(l, now, true)
 		}
-	case ll.reHi > 0 && ll.hi > 0 && ll.cumN >= int32(2*r.ProbeRun) && now > ll.cumAt:
-		// The server's bucket was empty at the series' first 429 and holds
-		// no less than nothing now: it has refilled at least cumN-1 since.
-		// That bound is proof enough for the others to follow at once.
-		if b := float64(ll.cumN-1) / secs(now-ll.cumAt); b > ll.reHi && b > h.raised {
+	case ll.reHi > 0 && ll.hi > 0 && ll.cumN >= int32(2*r.ProbeRun):
+		// Counted since the series' first 429, the new limit's lower bound
+		// is proof enough for the others to follow at once.
+		if b := counted(ll.cumN, ll.cumAt, now); b > ll.reHi && b > h.raised {
 			h.publishRaise(b, now)
 		}
 	case lead && ll.reHi == 0 && h.raisedAt >= h.leaderAt && ll.settled(r) && now-ll.quietAt >= r.ProbeEvery:
@@ -103,8 +102,9 @@ func (h *HostState) publishRaise(b float64, now int64) {
 // failure when failed.
 func (h *HostState) endProbe(r *Rules, l *lane, now int64, failed bool) {
 	ll := &l.l
-	ll.hi, ll.reHi, ll.cumAt, ll.cumN = ll.reHi, 0, 0, 0
-	ll.pace = max(r.MinLane, min(ll.pace, r.Settle*ll.hi))
+	p := ll.pace
+	r.endReprobe(ll)
+	ll.pace = max(r.MinLane, min(p, ll.pace)) // a slower lane stays slower
 	h.probeOver(l, now, failed)
 }
 
