@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
@@ -58,7 +59,7 @@ type CoreConfig struct {
 	// carry their own). Default: the lowercase host with a non-default port.
 	HostKey func(*url.URL) string
 	// Verdicts tunes classification per host. nil: the defaults.
-	Verdicts func(host string) verdict.Rules
+	Verdicts func(host string) classify.Rules
 	// Profile pins ambiguous rate-limit headers per host. nil: guess by
 	// magnitude and form.
 	Profile func(host string) rlheader.Profile
@@ -86,7 +87,7 @@ func (c CoreConfig) withDefaults() CoreConfig {
 		c.HostKey = DefaultHostKey
 	}
 	if c.Verdicts == nil {
-		c.Verdicts = func(string) verdict.Rules { return verdict.Rules{} }
+		c.Verdicts = func(string) classify.Rules { return classify.Rules{} }
 	}
 	if c.Profile == nil {
 		c.Profile = func(string) rlheader.Profile { return rlheader.Profile{} }
@@ -504,7 +505,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	}
 
 	sig := rlheader.Parse(r.Header, now, c.cfg.Profile(a.Host))
-	v := classify(r, sig, c.cfg.Verdicts(a.Host))
+	v := interpret(r, sig, c.cfg.Verdicts(a.Host))
 	c.lim.Done(a.Ticket, outcomeOf(v, sig, a.SentAt), now)
 	if c.tally != nil {
 		c.tally.Record(metrics.Event{

@@ -1,19 +1,21 @@
 package fetch
 
 import (
+	"time"
+
+	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/rlheader"
 	"github.com/exitgate/exitgate/verdict"
-	"time"
 )
 
-// classify turns what came back into a verdict: a transport error by its
+// interpret turns what came back into a verdict: a transport error by its
 // type, a response by status, headers and the body's first bytes.
-func classify(r Response, sig rlheader.Signal, rules verdict.Rules) verdict.Verdict {
+func interpret(r Response, sig rlheader.Signal, rules classify.Rules) verdict.Verdict {
 	if r.Err != nil {
-		return verdict.ClassifyError(r.Err)
+		return classify.Error(r.Err)
 	}
-	return verdict.Classify(r.Status, sig, r.Sniff, rules)
+	return classify.Response(r.Status, sig, r.Sniff, rules)
 }
 
 // outcomeOf is what the limiter hears about one response.

@@ -8,9 +8,9 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/rlheader"
-	"github.com/exitgate/exitgate/verdict"
 )
 
 // Transport is an http.RoundTripper that sends each request through the exit
@@ -39,7 +39,7 @@ type Transport struct {
 	// Pin, if set, returns the sticky exit a request must use ("" for any).
 	Pin func(*http.Request) string
 	// Verdicts tunes classification per host. nil: the defaults.
-	Verdicts func(host string) verdict.Rules
+	Verdicts func(host string) classify.Rules
 	// Profile pins ambiguous headers per host. nil: guess.
 	Profile func(host string) rlheader.Profile
 }
@@ -88,7 +88,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Context().Err() != nil {
 			t.Limiter.Cancel(ticket, now) // the caller gave up; the server said nothing
 		} else {
-			t.Limiter.Done(ticket, limit.Outcome{Verdict: verdict.ClassifyError(err), SentAt: sent}, now)
+			t.Limiter.Done(ticket, limit.Outcome{Verdict: classify.Error(err), SentAt: sent}, now)
 		}
 		return nil, err
 	}
@@ -96,12 +96,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.Profile != nil {
 		prof = t.Profile(host)
 	}
-	var rules verdict.Rules
+	var rules classify.Rules
 	if t.Verdicts != nil {
 		rules = t.Verdicts(host)
 	}
 	sig := rlheader.Parse(resp.Header, now, prof)
-	v := classify(Response{Status: resp.StatusCode, Header: resp.Header}, sig, rules)
+	v := interpret(Response{Status: resp.StatusCode, Header: resp.Header}, sig, rules)
 	t.Limiter.Done(ticket, outcomeOf(v, sig, sent), now)
 	resp.Header.Set(ExitHeader, ticket.Exit)
 	return resp, nil

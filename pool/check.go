@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/exitgate/exitgate/verdict"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/exitgate/exitgate/classify"
 )
 
 // DefaultEchoURL is the IP-echo service Check uses when none is configured.
@@ -128,15 +129,15 @@ func checkOne(ctx context.Context, e Exit, cfg CheckConfig, timeout time.Duratio
 		r.IP = res.IP
 		return r
 	}
-	r.Problem, r.Detail = classify(e, res.Err, timeout)
+	r.Problem, r.Detail = checkProblem(e, res.Err, timeout)
 	r.Detail = e.Scrub(r.Detail)
 	return r
 }
 
-// classify turns a check error into a problem and a one-line explanation.
-func classify(e Exit, err error, timeout time.Duration) (Problem, string) {
+// checkProblem turns a check error into a problem and a one-line explanation.
+func checkProblem(e Exit, err error, timeout time.Duration) (Problem, string) {
 	isProxy := e.Kind() == Proxy
-	var pse *verdict.ProxyConnectError
+	var pse *classify.ProxyConnectError
 	var ese *EchoStatusError
 	var opErr *net.OpError
 	var dnsErr *net.DNSError

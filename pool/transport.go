@@ -3,11 +3,12 @@ package pool
 import (
 	"context"
 	"crypto/tls"
-	"github.com/exitgate/exitgate/verdict"
 	"net"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/exitgate/exitgate/classify"
 )
 
 // TransportConfig tunes the transports built for exits. The zero value means the
@@ -38,7 +39,7 @@ type TransportConfig struct {
 // CONNECT; SOCKS5 uses username/password auth), from its local source address (Bind), or
 // directly. Environment proxy settings are ignored: the exit decides. Connections are
 // kept alive per exit, so build one transport per exit and reuse it. A non-2xx answer to
-// CONNECT is returned as *verdict.ProxyConnectError, which verdict.ClassifyError
+// CONNECT is returned as *classify.ProxyConnectError, which classify.Error
 // recognises as a proxy failure. The transport is safe for concurrent use.
 func (e Exit) Transport(cfg TransportConfig) *http.Transport {
 	dialer := &net.Dialer{
@@ -70,7 +71,7 @@ func (e Exit) Transport(cfg TransportConfig) *http.Transport {
 		id := e.ID()
 		t.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
 			if res.StatusCode/100 != 2 {
-				return &verdict.ProxyConnectError{Proxy: id, StatusCode: res.StatusCode, Status: res.Status}
+				return &classify.ProxyConnectError{Proxy: id, StatusCode: res.StatusCode, Status: res.Status}
 			}
 			return nil
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/exitgate/exitgate/verdict"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/classify"
 )
 
 // echoServer answers every request with the client's address.
@@ -95,7 +96,7 @@ func mustExit(t *testing.T, line string) Exit {
 }
 
 // TestProxyAuthorization: credentials go out as Proxy-Authorization on plain HTTP and on
-// CONNECT, and a refused CONNECT comes back as a verdict.ProxyConnectError.
+// CONNECT, and a refused CONNECT comes back as a classify.ProxyConnectError.
 func TestProxyAuthorization(t *testing.T) {
 	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("al ice:p@ss:w"))
 	okProxy := newFakeProxy(t, http.StatusOK)
@@ -115,9 +116,9 @@ func TestProxyAuthorization(t *testing.T) {
 	tr2 := e.Transport(TransportConfig{})
 	defer tr2.CloseIdleConnections()
 	_, _, err = getVia(t, tr2, "https://target.test/x")
-	var pse *verdict.ProxyConnectError
+	var pse *classify.ProxyConnectError
 	if !errors.As(err, &pse) || pse.StatusCode != 407 || pse.Proxy != e.ID() {
-		t.Fatalf("CONNECT via refusing proxy: err = %v, want verdict.ProxyConnectError 407", err)
+		t.Fatalf("CONNECT via refusing proxy: err = %v, want classify.ProxyConnectError 407", err)
 	}
 	if strings.Contains(err.Error(), "p@ss") {
 		t.Errorf("error %q leaks the password", err)

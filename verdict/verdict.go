@@ -1,6 +1,8 @@
 // Package verdict names what the outcome of one request means for the limiter
 // and the frontier: ok, throttled, busy, retryable, banned, proxy failure or
-// fatal. The table in DESIGN.md is the contract; Classify applies it.
+// fatal. The table in DESIGN.md is the contract; package classify applies it.
+// This package is only the enum, with no dependencies, so that the limiter
+// can speak of verdicts without pulling in net/http.
 package verdict
 
 import "fmt"

@@ -4,13 +4,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/exitgate/exitgate/internal/rawhead"
 	"io"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/internal/rawhead"
 
 	"github.com/spf13/cobra"
 
@@ -117,8 +119,8 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 	return writeHeadersText(cmd.OutOrStdout(), rep, received)
 }
 
-func parseVerdictRules(specs []string) (verdict.Rules, error) {
-	var r verdict.Rules
+func parseVerdictRules(specs []string) (classify.Rules, error) {
+	var r classify.Rules
 	for _, s := range specs {
 		code, name, ok := strings.Cut(s, "=")
 		n, err := strconv.Atoi(strings.TrimSpace(code))
@@ -205,7 +207,7 @@ func hdrStamp(t time.Time) string      { return t.UTC().Format(time.RFC3339Nano)
 
 // explainHead parses and classifies a head into the report both output
 // modes print.
-func explainHead(hd rawhead.Head, received time.Time, prof rlheader.Profile, rules verdict.Rules) headersReport {
+func explainHead(hd rawhead.Head, received time.Time, prof rlheader.Profile, rules classify.Rules) headersReport {
 	sig := rlheader.Parse(hd.Header, received, prof)
 	rep := headersReport{
 		StatusLine: hd.StatusLine,
@@ -216,7 +218,7 @@ func explainHead(hd rawhead.Head, received time.Time, prof rlheader.Profile, rul
 		Ignored:    []ignoredReport{},
 	}
 	if hd.Status != 0 {
-		v := verdict.Classify(hd.Status, sig, hd.Body, rules)
+		v := classify.Response(hd.Status, sig, hd.Body, rules)
 		rep.Status, rep.Verdict, rep.Meaning = hdrPtr(hd.Status), hdrPtr(v.String()), verdictMeaning(v)
 	}
 	if !sig.ServerDate.IsZero() {

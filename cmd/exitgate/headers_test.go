@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/exitgate/exitgate/internal/rawhead"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/internal/rawhead"
+
 	"github.com/exitgate/exitgate/rlheader"
-	"github.com/exitgate/exitgate/verdict"
 )
 
 // runHeadersCmd runs `exitgate headers args...` with stdin and returns
@@ -239,7 +240,7 @@ func FuzzParseHead(f *testing.F) {
 	now := time.Date(2026, 3, 26, 16, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		hd := rawhead.Parse(data)
-		rep := explainHead(hd, now, rlheader.Profile{}, verdict.Rules{})
+		rep := explainHead(hd, now, rlheader.Profile{}, classify.Rules{})
 		if _, err := json.Marshal(rep); err != nil {
 			t.Fatalf("report does not marshal: %v", err)
 		}

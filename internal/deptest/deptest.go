@@ -33,3 +33,23 @@ func Only(t *testing.T, allowed ...string) {
 		}
 	}
 }
+
+// NoStd fails t when the package in the test's directory depends, directly or
+// through another package, on any of the listed standard-library packages
+// (for example "net/http": a pure package must not pull in an HTTP stack).
+func NoStd(t *testing.T, forbidden ...string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .Standard}}{{.ImportPath}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		deps[p] = true
+	}
+	for _, f := range forbidden {
+		if deps[f] {
+			t.Errorf("package depends on %s, which it must not", f)
+		}
+	}
+}

@@ -27,13 +27,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/sim/exits"
 	"github.com/exitgate/exitgate/sim/server"
 	"github.com/exitgate/exitgate/sim/strategy"
-	"github.com/exitgate/exitgate/verdict"
 )
 
 // Config describes one virtual-time run: one strategy on one scenario. The
@@ -234,8 +234,8 @@ func coreConfig(spec strategy.Spec, conc int, seed uint64, m *meter) fetch.CoreC
 		OnFinish:    m.finished,
 	}
 	if len(spec.Verdicts) > 0 {
-		rules := verdict.Rules{Status: spec.Verdicts}
-		cc.Verdicts = func(string) verdict.Rules { return rules }
+		rules := classify.Rules{Status: spec.Verdicts}
+		cc.Verdicts = func(string) classify.Rules { return rules }
 	}
 	return cc
 }

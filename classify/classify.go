@@ -1,9 +1,13 @@
-package verdict
+// Package classify says what one request's outcome means: a response (status,
+// parsed rate-limit signal, the first bytes of the body) or a transport error
+// becomes a verdict.Verdict, per the table in DESIGN.md.
+package classify
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/exitgate/exitgate/verdict"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +18,7 @@ import (
 	"github.com/exitgate/exitgate/rlheader"
 )
 
-// DefaultSniffBytes is how much of a body Classify looks at for block-page
+// DefaultSniffBytes is how much of a body Response looks at for block-page
 // markers when Rules.SniffBytes is zero.
 const DefaultSniffBytes = 4096
 
@@ -42,14 +46,14 @@ func DefaultBlockMarkers() []string {
 // table in DESIGN.md: sniff 503 bodies for block pages with the default
 // markers, 403 banned unless the response carries a rate-limit signal.
 // Rules is a plain value; share it freely but do not mutate it while
-// Classify may read it.
+// Response may read it.
 type Rules struct {
 	// Status maps a status code to a fixed verdict, overriding everything
-	// else: {403: Throttled} for a site that signals rate limits with 403,
-	// {503: Banned} for one that serves block pages as 503.
-	Status map[int]Verdict
+	// else: {403: verdict.Throttled} for a site that signals rate limits with 403,
+	// {503: verdict.Banned} for one that serves block pages as 503.
+	Status map[int]verdict.Verdict
 	// SniffStatuses lists the statuses whose bodies are checked for block
-	// markers (a match means Banned). Nil means 403 and 503; add 200 for
+	// markers (a match means verdict.Banned). Nil means 403 and 503; add 200 for
 	// sites that serve challenges with 200.
 	SniffStatuses []int
 	// Markers replaces DefaultBlockMarkers when non-nil. Lowercase ASCII;
@@ -60,7 +64,7 @@ type Rules struct {
 	SniffBytes int
 }
 
-// Classify says what one response means. status is the HTTP status; sig is
+// Response says what one response means. status is the HTTP status; sig is
 // the parsed signal (the zero Signal when not parsed); body is a prefix of the body
 // (only the first Rules.SniffBytes are read; nil is fine).
 //
@@ -80,34 +84,34 @@ type Rules struct {
 // Rules.Status overrides all of it. A single 403 already reads as banned:
 // telling a wave of them (a real ban of the lane) from one forbidden URL
 // takes history, which is the limiter's job, not this function's.
-// Classify never panics and is safe for concurrent use.
-func Classify(status int, sig rlheader.Signal, body []byte, rules Rules) Verdict {
+// Response never panics and is safe for concurrent use.
+func Response(status int, sig rlheader.Signal, body []byte, rules Rules) verdict.Verdict {
 	if v, ok := rules.Status[status]; ok {
 		return v
 	}
 	if rules.sniffs(status) && hasBlockMarker(body, rules) {
-		return Banned
+		return verdict.Banned
 	}
 	switch {
 	case status >= 200 && status < 400:
-		return OK
+		return verdict.OK
 	case status == http.StatusTooManyRequests:
-		return Throttled
+		return verdict.Throttled
 	case status == http.StatusForbidden:
 		if sig.HasRetryAfter || sig.HasRemaining && sig.Remaining == 0 {
-			return Throttled
+			return verdict.Throttled
 		}
-		return Banned
+		return verdict.Banned
 	case status == http.StatusProxyAuthRequired:
-		return ProxyFailure
+		return verdict.ProxyFailure
 	case status == http.StatusServiceUnavailable:
-		return Busy
+		return verdict.Busy
 	case status == http.StatusRequestTimeout:
-		return Retryable
+		return verdict.Retryable
 	case status >= 400 && status < 500:
-		return Fatal
+		return verdict.Fatal
 	default: // 5xx (500, 502, 504, 522, 524, ...), 1xx, nonsense
-		return Retryable
+		return verdict.Retryable
 	}
 }
 
@@ -184,7 +188,7 @@ func (e *ProxyConnectError) Error() string {
 
 // ProxyConnectHook has the signature of http.Transport.OnProxyConnectResponse
 // and turns a non-200 answer to CONNECT into a *ProxyConnectError, which
-// ClassifyError recognises. It is safe for concurrent use.
+// Error recognises. It is safe for concurrent use.
 func ProxyConnectHook(_ context.Context, proxyURL *url.URL, _ *http.Request, resp *http.Response) error {
 	if resp == nil || resp.StatusCode == http.StatusOK {
 		return nil
@@ -196,7 +200,7 @@ func ProxyConnectHook(_ context.Context, proxyURL *url.URL, _ *http.Request, res
 	return &ProxyConnectError{Proxy: p, StatusCode: resp.StatusCode, Status: resp.Status}
 }
 
-// ClassifyError says what a transport error means:
+// Error says what a transport error means:
 //
 //   - nil: ok;
 //   - *ProxyConnectError, a *net.OpError with Op "proxyconnect" (net/http's
@@ -214,41 +218,41 @@ func ProxyConnectHook(_ context.Context, proxyURL *url.URL, _ *http.Request, res
 // reason phrase of a 4xx or 5xx status is taken to be one. Use
 // ProxyConnectHook to avoid relying on that. A canceled context is
 // retryable too: callers check their own context before classifying.
-// ClassifyError is safe for concurrent use.
-func ClassifyError(err error) Verdict {
+// Error is safe for concurrent use.
+func Error(err error) verdict.Verdict {
 	if err == nil {
-		return OK
+		return verdict.OK
 	}
 	var pce *ProxyConnectError
 	if errors.As(err, &pce) {
-		return ProxyFailure
+		return verdict.ProxyFailure
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "proxyconnect" {
-		return ProxyFailure
+		return verdict.ProxyFailure
 	}
 	if isConnectRefusal(err) {
-		return ProxyFailure
+		return verdict.ProxyFailure
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
 		if dns.IsNotFound {
-			return Fatal
+			return verdict.Fatal
 		}
-		return Retryable
+		return verdict.Retryable
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return Retryable
+		return verdict.Retryable
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return Retryable
+		return verdict.Retryable
 	}
-	return Retryable
+	return verdict.Retryable
 }
 
 // isConnectRefusal recognises net/http's untyped CONNECT refusal: the
