@@ -1,5 +1,6 @@
 // Package urlfile reads a crawl's URL list: one absolute http(s) URL per line,
-// with blank lines and "#" comments allowed. A line is checked by the frontier's own rules
+// with blank lines and "#" comments allowed, and an optional UTF-8 byte order
+// mark before the first line. A line is checked by the frontier's own rules
 // (frontier.Normalize), so that every URL Read accepts is one the frontier
 // takes. A bad line is reported with its file name and line number and
 // skipped; it never stops the rest.
@@ -34,6 +35,10 @@ func Read(r io.Reader, name string, add func(rawURL string) error) ([]*LineError
 	var bad []*LineError
 	for n := 1; ; n++ {
 		line, err := br.ReadString('\n')
+		if n == 1 {
+			// Editors on Windows start UTF-8 files with a byte order mark.
+			line = strings.TrimPrefix(line, "\uFEFF")
+		}
 		if len(line) > MaxLine {
 			bad = append(bad, &LineError{name, n, fmt.Sprintf("line is %d bytes, longer than %d", len(line), MaxLine)})
 		} else if reason := check(line); reason != "" {

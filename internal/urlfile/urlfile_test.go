@@ -69,6 +69,23 @@ func TestReadSameRulesAsFrontier(t *testing.T) {
 	}
 }
 
+// TestReadBOM: a UTF-8 byte order mark before the first line (Windows
+// editors write one) is not part of the first URL; it used to make that line
+// "not an absolute URL" and drop it.
+func TestReadBOM(t *testing.T) {
+	var got []string
+	bad, err := Read(strings.NewReader("\uFEFFhttp://a.example/1\r\nhttp://b.example/2\r\n"), "urls.txt", func(u string) error {
+		got = append(got, u)
+		return nil
+	})
+	if err != nil || len(bad) != 0 {
+		t.Fatalf("Read = %v, %v; want no bad lines", bad, err)
+	}
+	if want := "http://a.example/1 http://b.example/2"; strings.Join(got, " ") != want {
+		t.Errorf("Read URLs = %q, want %q", got, want)
+	}
+}
+
 func TestReadStopsOnAddError(t *testing.T) {
 	stop := errors.New("full")
 	_, err := Read(strings.NewReader("http://a/\nhttp://b/\n"), "u", func(string) error { return stop })
