@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/internal/peertest"
 )
 
 // TestCrawlURLTheFrontierRefusesIsSkipped: a line that parses as a URL but
@@ -41,6 +44,51 @@ func TestCrawlURLTheFrontierRefusesIsSkipped(t *testing.T) {
 	for i := range good {
 		if n := site.count(fmt.Sprintf("/p/%03d", i)); n != 1 {
 			t.Errorf("site served /p/%03d %d times, want 1", i, n)
+		}
+	}
+}
+
+// TestCrawlNumericPasswordNeverAnExitName: a provider export in the
+// user:pass:host:port order with an all-digit password reaches a real
+// tinyproxy that demands those credentials, and the password is printed
+// nowhere: not on stdout or stderr, not in summary.json or results.jsonl
+// (whose exit names are also the metrics' labels). It used to be read as the
+// proxy admin:31337, with "admin:31337" as the exit's name.
+func TestCrawlNumericPasswordNeverAnExitName(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	proxy := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.21", User: "admin", Password: "31337"})
+	dir := t.TempDir()
+	proxies := writeLines(t, dir, "proxies.txt", []string{"admin:31337:" + proxy.Addr()})
+	urls := siteURLs(srv.URL, 3)
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	out := filepath.Join(dir, "out")
+	r := runCrawlCmd(t, 30*time.Second, "crawl", "--proxies", proxies, "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	sum := readSummary(t, out)
+	if len(sum.PerExit) != 1 || sum.PerExit[0].Name != proxy.Addr() {
+		t.Errorf("summary per_exit = %+v, want one exit named %s", sum.PerExit, proxy.Addr())
+	}
+	for _, res := range checkAllDoneOnce(t, readResults(t, out), urls) {
+		if res.Exit != proxy.Addr() {
+			t.Errorf("result %s: exit %q, want %q", res.URL, res.Exit, proxy.Addr())
+		}
+	}
+	if n := site.count("/p/000"); n != 1 {
+		t.Errorf("site served /p/000 %d times, want 1 (through the proxy)", n)
+	}
+	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "summary.json": string(summary), "results.jsonl": string(results)} {
+		if strings.Contains(text, "31337") {
+			t.Errorf("%s shows the password 90210:\n%s", what, text)
 		}
 	}
 }
