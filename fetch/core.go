@@ -145,6 +145,10 @@ type Response struct {
 	Bytes    int64  // body bytes received
 	BodyPath string // where the body was stored; empty if not stored
 	Err      error  // transport error; Status is 0
+	// StoreErr is set when the response came but its body could not be
+	// stored: the job is queued again uncharged, and Complete returns an
+	// error wrapping it so that the engine stops.
+	StoreErr *StoreError
 	At       time.Time
 	// Aborted marks a request cut short by shutdown: the job is handed back
 	// uncharged, and the limiter hears nothing from it.
@@ -540,6 +544,11 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops >= c.cfg.MaxRedirects && r.Header.Get("Location") != "" {
 		fate = Fate{Kind: FateAbandon, Reason: fmt.Sprintf("too many redirects (%d)", a.Hops)}
 	}
+	if r.StoreErr != nil && fate.Kind == FateDone {
+		// Never done without its body: queued again, uncharged, for a run
+		// that has room.
+		fate = Fate{Kind: FateRetry, At: now, Reason: "body not stored", Tries: tries}
+	}
 	result := frontier.Result{
 		Status: r.Status, Bytes: r.Bytes, Exit: a.Ticket.Exit,
 		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath,
@@ -548,6 +557,9 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	c.mu.Unlock()
 	if final {
 		c.finish([]Finished{fin})
+	}
+	if r.StoreErr != nil && err == nil {
+		err = fmt.Errorf("%w (%s is queued again; free space or inodes, then run again)", r.StoreErr, a.Job.URL)
 	}
 	return err
 }
