@@ -144,7 +144,10 @@ type Response struct {
 	Sniff    []byte
 	Bytes    int64  // body bytes received
 	BodyPath string // where the body was stored; empty if not stored
-	Err      error  // transport error; Status is 0
+	// Truncated: the body went on past the engine's MaxBodyBytes and was
+	// cut there.
+	Truncated bool
+	Err       error // transport error; Status is 0
 	// StoreErr is set when the response came but its body could not be
 	// stored: the job is queued again uncharged, and Complete returns an
 	// error wrapping it so that the engine stops.
@@ -551,7 +554,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	}
 	result := frontier.Result{
 		Status: r.Status, Bytes: r.Bytes, Exit: a.Ticket.Exit,
-		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath,
+		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath, Truncated: r.Truncated,
 	}
 	fin, final, err := c.settleLocked(ctx, a.Job, fate, r.Status, result)
 	c.mu.Unlock()

@@ -25,7 +25,9 @@ type EngineConfig struct {
 	// BodyDir, when set, receives the body of each successful response as
 	// BodyDir/<job id>. Empty: bodies are read and discarded.
 	BodyDir string
-	// MaxBodyBytes caps how much of a body is read. Default 10 MiB.
+	// MaxBodyBytes caps how much of a body is read and stored. A longer
+	// body is cut there and its job is done with Result.Truncated set.
+	// Default 10 MiB.
 	MaxBodyBytes int64
 	// Header is added to every request (User-Agent defaults to
 	// Core.UserAgent).
@@ -244,6 +246,12 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	n, err := io.CopyBuffer(io.MultiWriter(sink, sniff), io.LimitReader(resp.Body, e.cfg.MaxBodyBytes), *buf)
 	copyBufs.Put(buf)
 	r.Bytes, r.Sniff = n, sniff.buf
+	if err == nil && n == e.cfg.MaxBodyBytes {
+		// At the cap: one more byte says whether the body went on.
+		var one [1]byte
+		m, _ := io.ReadFull(resp.Body, one[:])
+		r.Truncated = m > 0
+	}
 	if body != nil {
 		if cerr := body.close(); err == nil {
 			err = cerr

@@ -31,6 +31,8 @@ type Result struct {
 	Bytes     int64  `json:"bytes"`
 	ElapsedMS int64  `json:"elapsed_ms"`
 	Body      string `json:"body,omitempty"` // path under the output dir
+	// Truncated: the body was longer than --max-body; Bytes were kept.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // WriteResults rewrites dir/results.jsonl from every finished job in fr, in
@@ -91,6 +93,7 @@ func ResultOf(j frontier.Job, dir string) Result {
 		r.Bytes = j.Result.Bytes
 		r.ElapsedMS = j.Result.Elapsed.Milliseconds()
 		r.Body = j.Result.Body
+		r.Truncated = j.Result.Truncated
 		if rel, err := filepath.Rel(dir, r.Body); err == nil && r.Body != "" {
 			r.Body = rel
 		}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +55,7 @@ type crawlFlags struct {
 	verbose            bool
 	echoURL            string
 	exitIPHeader       string
+	maxBody            string
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -105,6 +109,7 @@ Outputs, in --out:
 	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
 	fl.StringVar(&f.echoURL, "echo-url", "", "URL that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
 	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response header in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
+	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
 	fl.BoolVar(&f.verbose, "verbose", false, "log limiter and retry decisions to stderr")
 	return cmd
 }
@@ -116,6 +121,7 @@ type crawlSetup struct {
 	limCfg  limit.Config
 	retry   fetch.RetryPolicy
 	urlFile string
+	maxBody int64
 }
 
 func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
@@ -140,6 +146,9 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		s.limCfg.Policy = limit.ArticlePerExit
 	default:
 		return s, fmt.Errorf("--policy %q: want adaptive or article", f.policy)
+	}
+	if s.maxBody, err = parseSize(f.maxBody); err != nil {
+		return s, fmt.Errorf("--max-body: %w", err)
 	}
 	s.limCfg.HostConcurrency = f.perHostConcurrency
 	s.limCfg.MaxInFlight = f.concurrency
@@ -259,10 +268,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		Logger:      logger,
 	}, fr, lim, tally)
 	engine, err := fetch.NewEngine(fetch.EngineConfig{
-		Exits:   exits,
-		Timeout: f.timeout,
-		BodyDir: filepath.Join(f.out, "bodies"),
-		Header:  http.Header{"User-Agent": {f.userAgent}},
+		Exits:        exits,
+		Timeout:      f.timeout,
+		BodyDir:      filepath.Join(f.out, "bodies"),
+		MaxBodyBytes: setup.maxBody,
+		Header:       http.Header{"User-Agent": {f.userAgent}},
 	}, core)
 	if err != nil {
 		return err
@@ -394,4 +404,23 @@ func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 			Throttled: float64(h.Counters.ThrottledNs) / 1e9}
 	}
 	return hosts, exits
+}
+
+// parseSize reads a byte count: a whole number, optionally followed by B,
+// KiB, MiB, GiB (powers of 1024) or KB, MB, GB (powers of 1000). It must be
+// at least 1.
+func parseSize(s string) (int64, error) {
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.TrimSpace(s[len(num):])
+	mult := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}[unit]
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	switch {
+	case err != nil || mult == 0:
+		return 0, fmt.Errorf("%q is not a size (want bytes, or a number with KiB, MiB, GiB, KB, MB or GB)", s)
+	case n < 1:
+		return 0, fmt.Errorf("%q: want at least 1 byte", s)
+	case n > math.MaxInt64/mult:
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * mult, nil
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +92,67 @@ func TestCrawlNumericPasswordNeverAnExitName(t *testing.T) {
 	for what, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "summary.json": string(summary), "results.jsonl": string(results)} {
 		if strings.Contains(text, "31337") {
 			t.Errorf("%s shows the password 90210:\n%s", what, text)
+		}
+	}
+}
+
+// TestCrawlMaxBodyTruncated: a body longer than --max-body is cut there and
+// its result says truncated: true (it used to be recorded done with nothing
+// to tell it was cut); a body within the cap is whole and not marked.
+func TestCrawlMaxBodyTruncated(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Write(bytes.Repeat([]byte("x"), 3000))
+		case "/exact":
+			w.Write(bytes.Repeat([]byte("y"), 1024))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := []string{srv.URL + "/big", srv.URL + "/exact"}
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	out := filepath.Join(dir, "out")
+	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--max-body", "1KiB", "--ignore-robots", "--progress", "0", urlFile)
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	byURL := checkAllDoneOnce(t, readResults(t, out), urls)
+	for _, w := range []struct {
+		path      string
+		truncated bool
+	}{{"/big", true}, {"/exact", false}} {
+		res := byURL[srv.URL+w.path]
+		if res.Truncated != w.truncated || res.Bytes != 1024 {
+			t.Errorf("result %s: truncated %v, %d bytes; want truncated %v, 1024 bytes", w.path, res.Truncated, res.Bytes, w.truncated)
+		}
+		if fi, err := os.Stat(filepath.Join(out, res.Body)); err != nil || fi.Size() != 1024 {
+			t.Errorf("body of %s: %v, %v; want 1024 bytes", w.path, fi, err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), `"truncated":true`); n != 1 {
+		t.Errorf("results.jsonl has %d truncated: true, want 1:\n%s", n, raw)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+	}{{"1", 1}, {"1024", 1024}, {"1KiB", 1024}, {"10MiB", 10 << 20}, {"2GiB", 2 << 30}, {"5KB", 5000}, {"3 MB", 3e6}, {"7B", 7}} {
+		if got, err := parseSize(tt.in); err != nil || got != tt.want {
+			t.Errorf("parseSize(%q) = %d, %v, want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "1.5MiB", "10mb", "ten", "MiB", "99999999999GiB"} {
+		if got, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", bad, got)
 		}
 	}
 }
