@@ -3,29 +3,17 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/internal/peertest"
 )
 
-// mountTinyTmpfs mounts a tmpfs with room for inodes files and directories
-// (its root included) at dir, unmounted at the end of the test. It skips
-// the test where mounting is not allowed (not root).
-func mountTinyTmpfs(t *testing.T, dir string, inodes int) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m,nr_inodes="+strconv.Itoa(inodes)); err != nil {
-		t.Skipf("cannot mount a tmpfs at %s (needs root): %v; fetch's TestEngineBodyNotStoredIsNotDone covers a failed body write without one", dir, err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-}
-
 // TestCrawlOutOfInodes: the bodies directory is a real tmpfs with room for
-// a dozen files. The crawl stops with an error saying why, no URL is done
+// a dozen files (peertest.Tmpfs; where a tmpfs cannot be mounted, fetch's
+// TestEngineBodyNotStoredIsNotDone covers a failed body write without one). The crawl stops with an error saying why, no URL is done
 // without its body, and once there is room the same command finishes every
 // URL, each with its body. The error of creating a body file used to be
 // ignored: out of inodes, most URLs were recorded done with no body, and a
@@ -35,7 +23,7 @@ func TestCrawlOutOfInodes(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	bodies := filepath.Join(out, "bodies")
-	mountTinyTmpfs(t, bodies, 12)
+	peertest.Tmpfs(t, bodies, "size=4m,nr_inodes=12")
 	urls := siteURLs(srv.URL, 60)
 	urlFile := writeLines(t, dir, "urls.txt", urls)
 	args := []string{"crawl", "--out", out, "--lane-rate", "200/s", "--ignore-robots", "--progress", "0", urlFile}
