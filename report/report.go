@@ -11,10 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
@@ -36,29 +36,22 @@ type Result struct {
 }
 
 // WriteResults rewrites dir/results.jsonl from every finished job in fr, in
-// job order, atomically (a temporary file renamed into place). Body paths
-// are made relative to dir.
+// job order, atomically (see writeAtomic). Body paths are made relative to
+// dir.
 func WriteResults(ctx context.Context, fr frontier.Frontier, dir string) (int, error) {
-	tmp, err := os.CreateTemp(dir, ".results-*.jsonl")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 64<<10)
-	n, err := writeResults(ctx, fr, dir, w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	var n int
+	err := writeAtomic(filepath.Join(dir, "results.jsonl"), func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		var err error
+		if n, err = writeResults(ctx, fr, dir, bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return 0, fmt.Errorf("write results: %w", err)
 	}
-	return n, os.Rename(tmp.Name(), filepath.Join(dir, "results.jsonl"))
+	return n, nil
 }
 
 func writeResults(ctx context.Context, fr frontier.Frontier, dir string, w io.Writer) (int, error) {
@@ -135,9 +128,15 @@ type Scoped struct {
 	Capacity
 }
 
-// Summary is summary.json. URL counts cover the whole frontier (earlier runs
-// included); request counters and rates cover this run.
+// Summary is what a run did (runs/<start>.json), or what all runs of a crawl
+// did together (summary.json, see Cumulative). URL counts cover the whole
+// frontier as the run left it; request counters and rates cover the run, or
+// the runs.
 type Summary struct {
+	// Runs is how many runs this covers (1 for one run); Started is when
+	// the (first) run started.
+	Runs              int              `json:"runs"`
+	Started           time.Time        `json:"started"`
 	URLs              int              `json:"urls"`
 	Done              int              `json:"done"`
 	Abandoned         int              `json:"abandoned"`
@@ -147,20 +146,26 @@ type Summary struct {
 	Requests          int64            `json:"requests"`
 	ResponsesByStatus map[string]int64 `json:"responses_by_status"`
 	TransportErrors   int64            `json:"transport_errors"`
-	Ratio429          float64          `json:"ratio_429"`
-	RetriesPerSuccess float64          `json:"retries_per_success"`
-	ThrottledSeconds  float64          `json:"throttled_seconds"`
-	HeldBackSeconds   float64          `json:"held_back_seconds"`
-	EffectiveRate     float64          `json:"effective_rate"`
-	ElapsedSeconds    float64          `json:"elapsed_seconds"`
-	PerExit           []Scoped         `json:"per_exit"`
-	PerHost           []Scoped         `json:"per_host"`
+	// Fetched is the URLs the run (or runs) finished done; Retries the
+	// requests they sent again for a URL.
+	Fetched           int64    `json:"fetched"`
+	Retries           int64    `json:"retries"`
+	Ratio429          float64  `json:"ratio_429"`
+	RetriesPerSuccess float64  `json:"retries_per_success"`
+	ThrottledSeconds  float64  `json:"throttled_seconds"`
+	HeldBackSeconds   float64  `json:"held_back_seconds"`
+	EffectiveRate     float64  `json:"effective_rate"`
+	ElapsedSeconds    float64  `json:"elapsed_seconds"`
+	PerExit           []Scoped `json:"per_exit"`
+	PerHost           []Scoped `json:"per_host"`
 }
 
 // Summarize combines the frontier's counts, the run's tally and what the
 // limiter learned (capacities by host and by exit name; either may be nil).
 func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Capacity) Summary {
 	sum := Summary{
+		Runs: 1, Started: s.Start,
+		Fetched: s.Total.Done, Retries: s.Total.Retries,
 		URLs: c.Total(), Done: c.Done, Abandoned: c.Abandoned,
 		AbandonedByReason: c.AbandonedByReason,
 		Parked:            c.Parked, Queued: c.Queued + c.Leased,
@@ -224,13 +229,4 @@ func statusKeys(m map[int]int64) map[string]int64 {
 		out[strconv.Itoa(k)] = v
 	}
 	return out
-}
-
-// WriteSummary writes dir/summary.json.
-func WriteSummary(dir string, s Summary) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
 }

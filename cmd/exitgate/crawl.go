@@ -317,7 +317,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	hostCaps, exitCaps := capacities(lim.Snapshot(time.Now()))
 	sum := report.Summarize(counts, tally.Snapshot(time.Now()), hostCaps, exitCaps)
-	if err := report.WriteSummary(f.out, sum); err != nil && runErr == nil {
+	if _, err := report.WriteSummary(f.out, sum); err != nil && runErr == nil {
 		runErr = err
 	}
 	report.WriteTable(stdout, sum)

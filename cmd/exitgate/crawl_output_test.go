@@ -1,0 +1,36 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/report"
+)
+
+// TestCrawlRerunKeepsSummary: running a finished crawl again adds an empty
+// run to runs/ and leaves summary.json adding up to the work done; it used
+// to overwrite summary.json with the empty run's zero requests.
+func TestCrawlRerunKeepsSummary(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 5)
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	out := filepath.Join(dir, "out")
+	args := []string{"crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile}
+	for run := 1; run <= 2; run++ {
+		if r := runCrawlCmd(t, 30*time.Second, args...); r.err != nil {
+			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
+		}
+	}
+	sum := readSummary(t, out)
+	if sum.Runs != 2 || sum.Requests != int64(len(urls)) || sum.Fetched != int64(len(urls)) || sum.Done != len(urls) {
+		t.Errorf("summary.json after a rerun: %d runs, %d requests, %d fetched, %d done; want 2 runs and the first run's %d requests, all fetched and done",
+			sum.Runs, sum.Requests, sum.Fetched, sum.Done, len(urls))
+	}
+	files, _ := filepath.Glob(filepath.Join(out, report.RunsDir, "*.json"))
+	if len(files) != 2 {
+		t.Errorf("%s holds %v, want one summary per run", report.RunsDir, files)
+	}
+	checkAllDoneOnce(t, readResults(t, out), urls)
+}
