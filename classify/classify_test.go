@@ -53,11 +53,12 @@ func TestClassify(t *testing.T) {
 		{522, none, "", Rules{}, verdict.Retryable},
 		{524, none, "", Rules{}, verdict.Retryable},
 		{599, none, "", Rules{}, verdict.Retryable},
-		{403, none, "", Rules{}, verdict.Banned},
+		{403, none, "", Rules{}, verdict.Forbidden}, // one URL's answer, not a ban
+		{403, none, "<h1>Forbidden</h1> You don't have permission.", Rules{}, verdict.Forbidden},
 		{403, none, "<TITLE>Access Denied</TITLE> Reference #18.", Rules{}, verdict.Banned},
 		{403, ra, "", Rules{}, verdict.Throttled},  // GitHub secondary limits
 		{403, dry, "", Rules{}, verdict.Throttled}, // GitHub primary limit: remaining 0
-		{403, some, "", Rules{}, verdict.Banned},
+		{403, some, "", Rules{}, verdict.Forbidden},
 		{403, dry, "<div id=\"px-captcha\">", Rules{}, verdict.Banned},
 		{403, none, "", Rules{Status: map[int]verdict.Verdict{403: verdict.Throttled}}, verdict.Throttled},
 		{403, none, string(cf), Rules{Status: map[int]verdict.Verdict{403: verdict.Throttled}}, verdict.Throttled},

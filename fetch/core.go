@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,11 @@ type CoreConfig struct {
 	// OnFinish, if set, is called (without locks held) for every job that
 	// reaches done or abandoned in this run.
 	OnFinish func(Finished)
+	// Exits returns the exit keys the limiter chooses from, for telling
+	// whether another exit is left to try a forbidden URL through. nil:
+	// NewEngine sets it from its ExitSet; a Core without one tries a
+	// forbidden URL nowhere else.
+	Exits func() []string
 }
 
 func (c CoreConfig) withDefaults() CoreConfig {
@@ -189,8 +195,11 @@ type Core struct {
 	buffered int
 	inflight int
 	tries    map[int64]Tries // uncharged counts, this run only
-	frNext   time.Time       // when the frontier may have more due work
-	frDirty  bool            // jobs went back to the frontier since the last claim
+	// denied lists, per job, the exits that answered it 403 (this run
+	// only): it is not sent through them again.
+	denied  map[int64][]string
+	frNext  time.Time // when the frontier may have more due work
+	frDirty bool      // jobs went back to the frontier since the last claim
 }
 
 type hostState struct {
@@ -219,6 +228,7 @@ func NewCore(cfg CoreConfig, fr frontier.Frontier, lim Limiter, tally *metrics.T
 		tally:   tally,
 		hosts:   map[string]*hostState{},
 		tries:   map[int64]Tries{},
+		denied:  map[int64][]string{},
 		frDirty: true,
 	}
 }
@@ -302,7 +312,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 		if err != nil {
 			h.robots = robots.AllowAll
 		} else {
-			t, ok := c.acquireLocked(host, h, "", now)
+			t, ok := c.acquireLocked(host, h, limit.Want{}, now)
 			if !ok {
 				return Attempt{}, false, nil
 			}
@@ -325,7 +335,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			}
 			continue
 		}
-		t, ok := c.acquireLocked(host, h, p.job.Exit, now)
+		t, ok := c.acquireLocked(host, h, limit.Want{Pin: p.job.Exit, Avoid: c.denied[p.job.ID]}, now)
 		if !ok {
 			return Attempt{}, false, fin
 		}
@@ -347,8 +357,8 @@ func (c *Core) startLocked(h *hostState, a Attempt) Attempt {
 
 // acquireLocked asks the limiter for host; when nothing can go it blocks
 // the host until the limiter's next time and counts that as throttled time.
-func (c *Core) acquireLocked(host string, h *hostState, pin string, now time.Time) (limit.Ticket, bool) {
-	t, ok, next, err := c.lim.Acquire(host, limit.Want{Pin: pin}, now)
+func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now time.Time) (limit.Ticket, bool) {
+	t, ok, next, err := c.lim.Acquire(host, want, now)
 	if err != nil {
 		c.cfg.Logger.Warn("limiter refused", "host", host, "err", err)
 		next = now.Add(time.Second)
@@ -513,7 +523,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 
 	sig := rlheader.Parse(r.Header, now, c.cfg.Profile(a.Host))
 	v := interpret(r, sig, c.cfg.Verdicts(a.Host))
-	c.lim.Done(a.Ticket, outcomeOf(v, sig, a.SentAt), now)
+	c.lim.Done(a.Ticket, outcomeOf(v, sig, a.SentAt, a.URL), now)
 	if c.tally != nil {
 		c.tally.Record(metrics.Event{
 			Host: a.Host, Exit: a.Ticket.Exit, Status: r.Status, Verdict: v,
@@ -540,9 +550,14 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 
 	tries := c.tries[a.Job.ID]
 	tries.Charged = a.Job.Attempts
+	untried := 0
+	if v == verdict.Forbidden {
+		untried = c.denyLocked(a)
+	}
 	fate := decide(c.cfg.Retry, tries, attemptResult{
 		Method: a.Job.Method, Status: r.Status, Verdict: v,
 		RetryAfter: sig.RetryAfter, HasRetryAfter: sig.HasRetryAfter, Err: r.Err,
+		Untried: untried,
 	}, c.cfg.Rand, now)
 	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops >= c.cfg.MaxRedirects && r.Header.Get("Location") != "" {
 		fate = Fate{Kind: FateAbandon, Reason: fmt.Sprintf("too many redirects (%d)", a.Hops)}
@@ -565,6 +580,26 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		err = fmt.Errorf("%w (%s is queued again; free space or inodes, then run again)", r.StoreErr, a.Job.URL)
 	}
 	return err
+}
+
+// denyLocked records that a's exit answered a's job 403 and returns how many
+// exits of the pool have not: a pinned job has no other.
+func (c *Core) denyLocked(a Attempt) int {
+	if a.Job.Exit != "" || c.cfg.Exits == nil {
+		return 0
+	}
+	d := c.denied[a.Job.ID]
+	if !slices.Contains(d, a.Ticket.Exit) {
+		d = append(d, a.Ticket.Exit)
+		c.denied[a.Job.ID] = d
+	}
+	untried := 0
+	for _, e := range c.cfg.Exits() {
+		if !slices.Contains(d, e) {
+			untried++
+		}
+	}
+	return untried
 }
 
 // settleLocked records a job's fate in the frontier. final says the job
@@ -605,6 +640,7 @@ func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, stat
 		return Finished{}, false, wrapSettle(err, j)
 	}
 	delete(c.tries, j.ID)
+	delete(c.denied, j.ID)
 	if err != nil {
 		return Finished{}, false, wrapSettle(err, j)
 	}

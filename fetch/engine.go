@@ -61,6 +61,9 @@ func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
 	if cfg.HorizonWait <= 0 {
 		cfg.HorizonWait = core.cfg.Retry.MaxWait
 	}
+	if core.cfg.Exits == nil {
+		core.cfg.Exits = cfg.Exits.Keys
+	}
 	if cfg.BodyDir != "" {
 		if err := os.MkdirAll(cfg.BodyDir, 0o755); err != nil {
 			return nil, fmt.Errorf("fetch: body dir: %w", err)

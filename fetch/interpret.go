@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"hash/fnv"
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
@@ -18,9 +19,14 @@ func interpret(r Response, sig rlheader.Signal, rules classify.Rules) verdict.Ve
 	return classify.Response(r.Status, sig, r.Sniff, rules)
 }
 
-// outcomeOf is what the limiter hears about one response.
-func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time) limit.Outcome {
+// outcomeOf is what the limiter hears about one response to url.
+func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time, url string) limit.Outcome {
 	o := limit.Outcome{Verdict: v, SentAt: sentAt}
+	if v == verdict.Forbidden {
+		h := fnv.New64a()
+		h.Write([]byte(url))
+		o.URLHash = h.Sum64()
+	}
 	if sig.HasRetryAfter {
 		o.RetryAfter = sig.RetryAfter
 	}

@@ -144,6 +144,34 @@ func checkAllDoneOnce(t *testing.T, results []report.Result, want []string) map[
 	return byURL
 }
 
+// checkOutcomes fails unless results lists each URL of done (done, 200)
+// and of abandoned (abandoned, with the reason given) exactly once, and
+// nothing else. It returns the results by URL.
+func checkOutcomes(t *testing.T, results []report.Result, done []string, abandoned map[string]string) map[string]report.Result {
+	t.Helper()
+	byURL := make(map[string]report.Result, len(results))
+	for _, r := range results {
+		if _, dup := byURL[r.URL]; dup {
+			t.Errorf("results.jsonl lists %s twice", r.URL)
+		}
+		byURL[r.URL] = r
+	}
+	for _, u := range done {
+		if r, ok := byURL[u]; !ok || r.Outcome != "done" || r.Status != 200 {
+			t.Errorf("result %s = %+v, want done 200", u, r)
+		}
+	}
+	for u, reason := range abandoned {
+		if r, ok := byURL[u]; !ok || r.Outcome != "abandoned" || r.Reason != reason {
+			t.Errorf("result %s = %+v, want abandoned with reason %q", u, r, reason)
+		}
+	}
+	if len(results) != len(done)+len(abandoned) {
+		t.Errorf("results.jsonl has %d lines, want %d", len(results), len(done)+len(abandoned))
+	}
+	return byURL
+}
+
 // checkStatusSum fails unless the summary's responses add up to its requests.
 func checkStatusSum(t *testing.T, s report.Summary) {
 	t.Helper()
