@@ -202,12 +202,32 @@ func ProxyConnectHook(_ context.Context, proxyURL *url.URL, _ *http.Request, res
 	return &ProxyConnectError{Proxy: p, StatusCode: resp.StatusCode, Status: resp.Status}
 }
 
+// ProxyError reports that a request through a proxy failed because of the
+// proxy itself: checked after the failure, the proxy did not answer, answered
+// something that is not its protocol, or refused the handshake or the
+// credentials (package pool finds this out for its exits). The URL is not to
+// blame. It is immutable once made, safe for concurrent use.
+type ProxyError struct {
+	Proxy string // the exit's id, never credentials
+	Why   string // what the check of the proxy found, e.g. "no answer within 5s"
+	Err   error  // the request's own error
+}
+
+// Error describes the failure.
+func (e *ProxyError) Error() string {
+	return fmt.Sprintf("proxy %s: %s (request: %v)", e.Proxy, e.Why, e.Err)
+}
+
+// Unwrap returns the request's error.
+func (e *ProxyError) Unwrap() error { return e.Err }
+
 // Error says what a transport error means:
 //
 //   - nil: ok;
-//   - *ProxyConnectError, a *net.OpError with Op "proxyconnect" (net/http's
-//     typed error for failing to reach or dial through the proxy), and the
-//     untyped CONNECT refusal net/http returns (see below): proxy_failure;
+//   - *ProxyError, *ProxyConnectError, a *net.OpError with Op "proxyconnect"
+//     (net/http's typed error for failing to reach or dial through the
+//     proxy), and the untyped CONNECT refusal net/http returns (see below):
+//     proxy_failure;
 //   - timeouts (net.Error.Timeout, context.DeadlineExceeded,
 //     os.ErrDeadlineExceeded), connection resets, refusals, broken pipes,
 //     unexpected EOFs: retryable;
@@ -226,7 +246,8 @@ func Error(err error) verdict.Verdict {
 		return verdict.OK
 	}
 	var pce *ProxyConnectError
-	if errors.As(err, &pce) {
+	var pe *ProxyError
+	if errors.As(err, &pce) || errors.As(err, &pe) {
 		return verdict.ProxyFailure
 	}
 	var op *net.OpError

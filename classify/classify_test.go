@@ -114,6 +114,7 @@ func TestClassifyErrorSynthetic(t *testing.T) {
 			Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}}, verdict.ProxyFailure},
 		{"proxyconnect timeout", &net.OpError{Op: "proxyconnect", Err: os.ErrDeadlineExceeded}, verdict.ProxyFailure},
 		{"typed CONNECT refusal", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 403, Status: "403 Forbidden"}}, verdict.ProxyFailure},
+		{"proxy found at fault", &url.Error{Op: "Get", Err: &ProxyError{Proxy: "p:1", Why: "no answer within 5s", Err: context.DeadlineExceeded}}, verdict.ProxyFailure},
 		{"untyped CONNECT refusal", &url.Error{Op: "Get", Err: errors.New("Proxy Authentication Required")}, verdict.ProxyFailure},
 		{"no such host", &url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, verdict.Fatal},
 		{"DNS timeout", &net.DNSError{Err: "i/o timeout", IsTimeout: true}, verdict.Retryable},

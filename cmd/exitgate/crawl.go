@@ -239,7 +239,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	members := make([]fetch.Member, len(setup.exits))
 	for i, e := range setup.exits {
-		t := e.Transport(pool.TransportConfig{ResponseHeaderTimeout: f.timeout})
+		t := e.Transport(pool.TransportConfig{ResponseHeaderTimeout: f.timeout, ProbeTimeout: min(f.timeout, pool.DefaultProbeTimeout)})
 		defer t.CloseIdleConnections()
 		members[i] = fetch.Member{ID: e.ID(), Transport: t}
 	}
