@@ -197,7 +197,9 @@ type Core struct {
 	tries    map[int64]Tries // uncharged counts, this run only
 	// denied lists, per job, the exits that answered it 403 (this run
 	// only): it is not sent through them again.
-	denied  map[int64][]string
+	denied map[int64][]string
+	// exits is each exit's health as the responses through it tell it.
+	exits   map[string]*exitHealth
 	frNext  time.Time // when the frontier may have more due work
 	frDirty bool      // jobs went back to the frontier since the last claim
 }
@@ -205,7 +207,10 @@ type Core struct {
 type hostState struct {
 	queue     []pending
 	notBefore time.Time
-	inflight  int
+	// pushback says what last made the host wait (a 429, a 503, a quota
+	// spent), for telling why its URLs are parked.
+	pushback string
+	inflight int
 	// robots: nil until known; robotsBusy while the fetch is in flight.
 	robots      *robots.Rules
 	robotsBusy  bool
@@ -229,6 +234,7 @@ func NewCore(cfg CoreConfig, fr frontier.Frontier, lim Limiter, tally *metrics.T
 		hosts:   map[string]*hostState{},
 		tries:   map[int64]Tries{},
 		denied:  map[int64][]string{},
+		exits:   map[string]*exitHealth{},
 		frDirty: true,
 	}
 }
@@ -300,6 +306,9 @@ func (c *Core) Dispatch(ctx context.Context, now time.Time) ([]Attempt, time.Tim
 // nextLocked tries to start one attempt for host.
 func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Attempt, bool, []Finished) {
 	h := c.hosts[host]
+	if h != nil && c.mustWaitLocked(h, now) {
+		return Attempt{}, false, c.parkHostLocked(ctx, host, h, now)
+	}
 	if h == nil || h.notBefore.After(now) {
 		return Attempt{}, false, nil
 	}
@@ -337,6 +346,9 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 		}
 		t, ok := c.acquireLocked(host, h, limit.Want{Pin: p.job.Exit, Avoid: c.denied[p.job.ID]}, now)
 		if !ok {
+			if c.mustWaitLocked(h, now) {
+				fin = append(fin, c.parkHostLocked(ctx, host, h, now)...)
+			}
 			return Attempt{}, false, fin
 		}
 		h.queue = h.queue[1:]
@@ -377,12 +389,74 @@ func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now tim
 		c.tally.HeldBack(host, wait)
 	}
 	h.notBefore = next
+	if c.mustWaitLocked(h, now) {
+		return limit.Ticket{}, false // its caller parks the host's jobs
+	}
 	if !next.IsZero() && next.Sub(now) > c.cfg.LeaseTTL/2 {
 		if err := c.handBackLocked(context.Background(), h); err != nil {
 			c.cfg.Logger.Warn("hand back", "host", host, "err", err)
 		}
 	}
 	return limit.Ticket{}, false
+}
+
+// mustWaitLocked reports whether host h may not send before a time beyond
+// the retry policy's MaxWait: its jobs are then parked until that time
+// rather than held.
+func (c *Core) mustWaitLocked(h *hostState, now time.Time) bool {
+	return h.notBefore.Sub(now) > c.cfg.Retry.MaxWait
+}
+
+// parkHostLocked parks every buffered job of a host that must wait beyond
+// MaxWait, durably, until the host may send again; the host's other due jobs
+// follow as they are claimed. It says so in the log.
+func (c *Core) parkHostLocked(ctx context.Context, host string, h *hostState, now time.Time) []Finished {
+	if len(h.queue) == 0 {
+		return nil
+	}
+	why := h.pushback
+	if why == "" {
+		why = "the limiter holds it"
+	}
+	until := h.notBefore.Format(time.RFC3339)
+	reason := fmt.Sprintf("host must wait until %s, beyond max wait %s (%s)", until, c.cfg.Retry.MaxWait, why)
+	c.cfg.Logger.Warn("host must wait beyond --max-wait: its URLs are parked", "host", host, "until", until, "why", why, "urls", len(h.queue))
+	var fin []Finished
+	for _, p := range h.queue {
+		f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FatePark, At: h.notBefore, Reason: reason, Tries: c.tries[p.job.ID]}, 0, frontier.Result{})
+		if err != nil {
+			c.cfg.Logger.Warn("park", "url", p.url, "err", err)
+		}
+		if final {
+			fin = append(fin, f)
+		}
+	}
+	c.buffered -= len(h.queue)
+	h.queue = nil
+	return fin
+}
+
+// HostWait is a host whose URLs are parked because it must wait beyond the
+// retry policy's MaxWait.
+type HostWait struct {
+	Host  string
+	Until time.Time
+	Why   string // what made it wait, e.g. "status 429, Retry-After 2h0m0s"
+}
+
+// Waiting lists the hosts that, at now, must wait beyond MaxWait, soonest
+// first.
+func (c *Core) Waiting(now time.Time) []HostWait {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []HostWait
+	for host, h := range c.hosts {
+		if c.mustWaitLocked(h, now) {
+			out = append(out, HostWait{Host: host, Until: h.notBefore, Why: h.pushback})
+		}
+	}
+	slices.SortFunc(out, func(a, b HostWait) int { return a.Until.Compare(b.Until) })
+	return out
 }
 
 // handBackLocked returns a host's buffered jobs to the frontier: at shutdown,
@@ -416,7 +490,9 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	perHost := max(c.cfg.Concurrency+2, target/2)
 	jobs, err := c.fr.Claim(ctx, now, want, func(host string) bool {
 		h := c.hosts[host]
-		return h == nil || (len(h.queue) < perHost && !h.notBefore.After(now))
+		// A host that must wait beyond MaxWait takes its due jobs, to
+		// park them.
+		return h == nil || (len(h.queue) < perHost && (!h.notBefore.After(now) || c.mustWaitLocked(h, now)))
 	})
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
@@ -479,6 +555,11 @@ func (c *Core) pruneLocked() {
 // wakeLocked is the earliest time a blocked host or the frontier may have
 // work; zero when only a completion can help.
 func (c *Core) wakeLocked(now time.Time) time.Time {
+	if c.frDirty {
+		// Jobs went back to the frontier (parked, say) since the last
+		// claim: what it holds next is known only after claiming again.
+		return now
+	}
 	var wake time.Time
 	earlier := func(t time.Time) {
 		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
@@ -531,11 +612,17 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 			Latency: now.Sub(a.SentAt), Bytes: r.Bytes, At: now,
 		})
 	}
+	if why := pushbackOf(r, v, sig); why != "" {
+		h.pushback = why
+	}
+	// With no exit left that works, stop rather than wait on quarantines:
+	// the job is settled as usual (a proxy failure is retried, uncharged).
+	noExit := c.exitSeenLocked(a.Ticket.Exit, v, r)
 
 	if a.Robots {
 		c.robotsLocked(a.Host, h, v, r, sig, now)
 		c.mu.Unlock()
-		return nil
+		return noExit
 	}
 
 	// A redirect is followed as a new hop through the limiter of its host.
@@ -579,7 +666,97 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	if r.StoreErr != nil && err == nil {
 		err = fmt.Errorf("%w (%s is queued again; free space or inodes, then run again)", r.StoreErr, a.Job.URL)
 	}
+	if err == nil {
+		err = noExit
+	}
 	return err
+}
+
+// pushbackOf says in a few words what in a response makes its host wait
+// (a 429, a 503, a spent quota), or "".
+func pushbackOf(r Response, v verdict.Verdict, sig rlheader.Signal) string {
+	var why string
+	switch {
+	case v == verdict.Throttled || v == verdict.Busy:
+		why = fmt.Sprintf("status %d", r.Status)
+		if sig.HasRetryAfter {
+			why += ", Retry-After " + sig.RetryAfter.Round(time.Second).String()
+		}
+	case sig.HasRemaining && sig.Remaining == 0:
+		why = fmt.Sprintf("status %d, rate-limit remaining 0", r.Status)
+		if sig.HasReset {
+			why += ", reset in " + sig.Reset.Round(time.Second).String()
+		}
+	case v == verdict.ProxyFailure:
+		why = "exits failing"
+	}
+	return why
+}
+
+// exitHealth is what the responses through one exit say about it.
+type exitHealth struct {
+	fails  int    // proxy failures in a row
+	worked bool   // something other than a proxy failure came through it
+	why    string // the last proxy failure
+}
+
+// exitSeenLocked records what came through exit and, after a proxy failure,
+// returns a *NoExitError if no exit of the pool works any more: each has
+// failed, and one that worked earlier in the run has failed twice in a row
+// (its quarantine's recovery probe failed too). Nil while any may work, and
+// when the pool is unknown (CoreConfig.Exits nil).
+func (c *Core) exitSeenLocked(exit string, v verdict.Verdict, r Response) error {
+	e := c.exits[exit]
+	if e == nil {
+		e = &exitHealth{}
+		c.exits[exit] = e
+	}
+	if v != verdict.ProxyFailure {
+		e.fails, e.worked = 0, true
+		return nil
+	}
+	e.fails++
+	e.why = describe(attemptResult{Status: r.Status, Verdict: v, Err: r.Err})
+	if c.cfg.Exits == nil {
+		return nil
+	}
+	keys := c.cfg.Exits()
+	failed := make([]ExitFailure, 0, len(keys))
+	for _, k := range keys {
+		e := c.exits[k]
+		if e == nil || e.fails == 0 || e.worked && e.fails < 2 {
+			return nil
+		}
+		failed = append(failed, ExitFailure{Exit: k, Failures: e.fails, Why: e.why})
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return &NoExitError{Exits: failed}
+}
+
+// NoExitError says that no exit of the pool works: every one failed as a
+// proxy (see Core), so that the run stops instead of waiting on their
+// quarantines. The jobs stay queued.
+type NoExitError struct {
+	Exits []ExitFailure
+}
+
+// ExitFailure is one exit's latest proxy failure and how many came in a row.
+type ExitFailure struct {
+	Exit     string
+	Failures int
+	Why      string // e.g. "status 407", "proxy_failure: proxy no answer within 5s"
+}
+
+func (e *NoExitError) Error() string {
+	var b strings.Builder
+	b.WriteString("no working exit; every exit fails as a proxy:")
+	for _, x := range e.Exits {
+		fmt.Fprintf(&b, "\n  %s: %s (%d in a row)", x.Exit, x.Why, x.Failures)
+	}
+	b.WriteString("\ncheck them with \"exitgate proxies check\"; the URLs stay queued for the next run")
+	return b.String()
 }
 
 // denyLocked records that a's exit answered a's job 403 and returns how many

@@ -301,7 +301,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		t := time.AfterFunc(f.duration, engine.Stop)
 		defer t.Stop()
 	}
-	prog := startProgress(stderr, f.progress, fr, tally)
+	prog := startProgress(stderr, f.progress, fr, tally, core.Waiting)
 	runErr := engine.Run(runCtx)
 	prog.stop()
 
@@ -323,6 +323,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	report.WriteTable(stdout, sum)
 	if sum.Queued+sum.Parked > 0 {
 		fmt.Fprintf(stdout, "\n%d URLs still to do (%d parked). Run the same command again to resume.\n", sum.Queued+sum.Parked, sum.Parked)
+	}
+	if sum.Parked > 0 && sum.Queued == 0 {
+		writeParked(wctx, stdout, fr, core.Waiting(time.Now()))
 	}
 	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, "results.jsonl"))
 	return runErr
@@ -423,4 +426,23 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return n * mult, nil
+}
+
+// writeParked says, when only parked URLs are left, why they wait and when
+// the first is due, so that the user knows when to run the crawl again.
+func writeParked(ctx context.Context, w io.Writer, fr frontier.Frontier, waiting []fetch.HostWait) {
+	now := time.Now()
+	for _, hw := range waiting {
+		why := ""
+		if hw.Why != "" {
+			why = " (" + hw.Why + ")"
+		}
+		fmt.Fprintf(w, "Host %s must wait until %s%s, beyond --max-wait: its URLs are parked.\n", hw.Host, hw.Until.Format(time.RFC3339), why)
+	}
+	ready, err := fr.Ready(ctx, now, 1)
+	if err != nil || ready.Next.IsZero() {
+		return
+	}
+	fmt.Fprintf(w, "The first parked URL is due at %s (in %s): run the same command again then.\n",
+		ready.Next.Format(time.RFC3339), ready.Next.Sub(now).Round(time.Second))
 }
