@@ -186,6 +186,13 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return err
 	}
+	var metricsLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = listenMetrics(f.metricsAddr); err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+	}
 	logLevel := slog.LevelWarn
 	if f.verbose {
 		logLevel = slog.LevelDebug
@@ -252,8 +259,8 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 
 	tally := metrics.NewTally(start)
-	if f.metricsAddr != "" {
-		stop, err := serveMetrics(f.metricsAddr, tally, stderr)
+	if metricsLn != nil {
+		stop, err := serveMetrics(metricsLn, tally, stderr)
 		if err != nil {
 			return err
 		}
@@ -363,14 +370,23 @@ func pushURLs(ctx context.Context, fr frontier.Frontier, path string) (int, []*u
 	return added, bad, err
 }
 
-func serveMetrics(addr string, tally *metrics.Tally, stderr io.Writer) (func(), error) {
-	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg, tally); err != nil {
-		return nil, err
-	}
+// listenMetrics takes the metrics address before any work starts, so that a
+// bad or busy address is refused before the frontier is even created.
+func listenMetrics(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	return ln, nil
+}
+
+// serveMetrics serves Prometheus metrics of tally on ln until the returned
+// function is called.
+func serveMetrics(ln net.Listener, tally *metrics.Tally, stderr io.Writer) (func(), error) {
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, tally); err != nil {
+		ln.Close()
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

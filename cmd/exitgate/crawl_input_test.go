@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -153,6 +154,34 @@ func TestParseSize(t *testing.T) {
 	for _, bad := range []string{"", "0", "-1", "1.5MiB", "10mb", "ten", "MiB", "99999999999GiB"} {
 		if got, err := parseSize(bad); err == nil {
 			t.Errorf("parseSize(%q) = %d, want an error", bad, got)
+		}
+	}
+}
+
+// TestCrawlBadMetricsAddrRefusedBeforeWork: a --metrics-addr that cannot be
+// listened on (not an address, or taken) is refused before anything is
+// created or fetched. It used to be found only after the frontier was
+// created and the URL file pushed into it.
+func TestCrawlBadMetricsAddrRefusedBeforeWork(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, addr := range []string{"not an address", busy.Addr().String()} {
+		site, srv := newCountingSite(t, 0)
+		dir := t.TempDir()
+		urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 2))
+		out := filepath.Join(dir, "out")
+		r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--metrics-addr", addr, "--progress", "0", urlFile)
+		if r.err == nil || !strings.Contains(r.err.Error(), "--metrics-addr") {
+			t.Errorf("--metrics-addr %q: err = %v, want one naming --metrics-addr", addr, r.err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("--metrics-addr %q: output dir: stat err %v, want it never created", addr, err)
+		}
+		if seen, _ := site.snapshot(); len(seen) != 0 {
+			t.Errorf("--metrics-addr %q: the target was asked %v", addr, seen)
 		}
 	}
 }
