@@ -114,6 +114,11 @@ Outputs, in --out:
 	return cmd
 }
 
+// maxConcurrency bounds --concurrency and --per-host-concurrency: each
+// request in flight holds a socket and a buffer, and the engine claims four
+// jobs ahead per slot.
+const maxConcurrency = 10000
+
 // crawlSetup is everything built from the flags before any work starts, so
 // that bad input is refused before a single request is sent.
 type crawlSetup struct {
@@ -127,8 +132,34 @@ type crawlSetup struct {
 func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	var s crawlSetup
 	var err error
-	if f.concurrency < 1 || f.perHostConcurrency < 1 {
-		return s, fmt.Errorf("--concurrency and --per-host-concurrency must be at least 1")
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"--concurrency", f.concurrency}, {"--per-host-concurrency", f.perHostConcurrency}} {
+		if c.n < 1 || c.n > maxConcurrency {
+			return s, fmt.Errorf("%s %d: want 1 to %d", c.name, c.n, maxConcurrency)
+		}
+	}
+	if f.maxRetries < 0 {
+		return s, fmt.Errorf("--max-retries %d: want 0 or more", f.maxRetries)
+	}
+	for _, d := range []struct {
+		name   string
+		d      time.Duration
+		zeroOK bool // 0 means none
+	}{
+		{"--timeout", f.timeout, false},
+		{"--max-wait", f.maxWait, false},
+		{"--duration", f.duration, true},
+		{"--progress", f.progress, true},
+	} {
+		if d.d < 0 || d.d == 0 && !d.zeroOK {
+			want := "above 0"
+			if d.zeroOK {
+				want = "0 (none) or more"
+			}
+			return s, fmt.Errorf("%s %v: want %s", d.name, d.d, want)
+		}
 	}
 	if s.limCfg.HostCeiling, err = limit.ParseRate(f.hostRate); err != nil {
 		return s, fmt.Errorf("--host-rate: %w", err)

@@ -185,3 +185,38 @@ func TestCrawlBadMetricsAddrRefusedBeforeWork(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlRefusesBadNumbers: negative durations, a zero timeout or max
+// wait, negative retries and absurd concurrency are refused before any
+// work, naming the flag. They used to be accepted silently (a negative
+// --timeout or --max-wait fell back to a default, --concurrency 1000000000
+// made the engine claim four billion jobs ahead).
+func TestCrawlRefusesBadNumbers(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 2))
+	for _, tt := range []struct {
+		flag, value, want string
+	}{
+		{"--timeout", "-5s", "--timeout -5s: want above 0"},
+		{"--timeout", "0s", "--timeout 0s: want above 0"},
+		{"--max-wait", "-1m", "--max-wait -1m0s: want above 0"},
+		{"--duration", "-1s", "--duration -1s: want 0 (none) or more"},
+		{"--progress", "-10s", "--progress -10s: want 0 (none) or more"},
+		{"--max-retries", "-3", "--max-retries -3: want 0 or more"},
+		{"--concurrency", "1000000000", "--concurrency 1000000000: want 1 to 10000"},
+		{"--per-host-concurrency", "0", "--per-host-concurrency 0: want 1 to 10000"},
+	} {
+		out := filepath.Join(dir, "out")
+		r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, tt.flag, tt.value, urlFile)
+		if r.err == nil || r.err.Error() != tt.want {
+			t.Errorf("crawl %s %s: err = %v, want %q", tt.flag, tt.value, r.err, tt.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("crawl %s %s: output dir: stat err %v, want it never created", tt.flag, tt.value, err)
+		}
+	}
+	if seen, _ := site.snapshot(); len(seen) != 0 {
+		t.Errorf("the target was asked %v", seen)
+	}
+}
