@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,16 +73,31 @@ kill -9.
 Outputs, in --out:
   results.jsonl   one line per finished URL (done or abandoned, with the reason)
   summary.json    429 ratio, time throttled, effective rate, per exit and per host
+  runs/           one summary per run; summary.json adds them up
   bodies/         the body of each successful response, named by job id
-  frontier.db     the frontier (SQLite)`,
+  frontier.db     the frontier (SQLite)
+
+Exit codes:
+  0  every URL is done
+  1  a failure stopped the crawl (no working exit, a body or the frontier could
+     not be written, ...); what was done is kept, the rest stays queued
+  2  bad flags, arguments or input files: nothing was done
+  3  the crawl finished, but some URLs were abandoned (reasons in summary.json)
+  4  URLs are left to do: stopped by a signal or --duration, or parked until a
+     host may be asked again; run the same command again to resume`,
 		Example: `  exitgate crawl urls.txt
   exitgate crawl --proxies proxies.txt --host-rate 20/s urls.txt
   exitgate crawl --proxy-template 'http://user-session-{session}:pw@gw.example:7777' --sessions 50 urls.txt`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.config != "" {
 				if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
-					return err
+					return usageError(err)
 				}
 			}
 			return runCrawl(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0])
@@ -215,12 +231,12 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFile string) error {
 	setup, err := buildCrawl(f, urlFile)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	var metricsLn net.Listener
 	if f.metricsAddr != "" {
 		if metricsLn, err = listenMetrics(f.metricsAddr); err != nil {
-			return err
+			return usageError(err)
 		}
 		defer metricsLn.Close()
 	}
@@ -260,7 +276,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		return err
 	}
 	if counts.Total() == 0 {
-		return fmt.Errorf("%s: no usable URLs", urlFile)
+		return usageError(fmt.Errorf("%s: no usable URLs", urlFile))
 	}
 	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %d abandoned, %d to do) through %d exits\n",
 		added, counts.Total(), counts.Done, counts.Abandoned, counts.Unfinished(), len(setup.exits))
@@ -323,12 +339,14 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer func() { signal.Stop(sigs); close(sigs) }()
+	var stoppedBy atomic.Value // why the run was stopped early, if it was
 	go func() {
 		n := 0
-		for range sigs {
+		for sig := range sigs {
 			n++
 			if n == 1 {
 				fmt.Fprintln(stderr, "\nexitgate: stopping: finishing requests in flight (signal again to abort them; nothing is lost either way)")
+				stoppedBy.CompareAndSwap(nil, "stopped by "+sig.String())
 				engine.Stop()
 				continue
 			}
@@ -336,7 +354,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 	}()
 	if f.duration > 0 {
-		t := time.AfterFunc(f.duration, engine.Stop)
+		t := time.AfterFunc(f.duration, func() {
+			stoppedBy.CompareAndSwap(nil, "stopped after --duration "+f.duration.String())
+			engine.Stop()
+		})
 		defer t.Stop()
 	}
 	prog := startProgress(stderr, f.progress, fr, tally, core.Waiting)
@@ -366,7 +387,28 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		writeParked(wctx, stdout, fr, core.Waiting(time.Now()))
 	}
 	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, "results.jsonl"))
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	why, _ := stoppedBy.Load().(string)
+	return crawlOutcome(sum, why)
+}
+
+// crawlOutcome is the error, and with it the exit code, of a crawl that ran
+// without failing: nil when every URL is done; exitUnfinished when URLs are
+// left to do (why says what stopped the run early, if anything did);
+// exitAbandoned when the rest is done but some URLs were abandoned.
+func crawlOutcome(sum report.Summary, why string) error {
+	switch left := sum.Queued + sum.Parked; {
+	case left > 0:
+		if why == "" {
+			why = fmt.Sprintf("%d parked until later", sum.Parked)
+		}
+		return &exitError{code: exitUnfinished, err: fmt.Errorf("unfinished: %d of %d URLs still to do (%s); run the same command again to resume", left, sum.URLs, why)}
+	case sum.Abandoned > 0:
+		return &exitError{code: exitAbandoned, err: fmt.Errorf("%d of %d URLs abandoned (reasons in summary.json, URLs in results.jsonl)", sum.Abandoned, sum.URLs)}
+	}
+	return nil
 }
 
 // pushURLs adds the URL file to the frontier in batches. Bad lines are

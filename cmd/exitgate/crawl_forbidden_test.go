@@ -62,8 +62,8 @@ func TestCrawlOneForbiddenURLDirect(t *testing.T) {
 	urlFile := writeLines(t, dir, "urls.txt", urls)
 	out := filepath.Join(dir, "out")
 	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--concurrency", "1", "--ignore-robots", "--progress", "0", urlFile)
-	if r.err != nil {
-		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	if code := exitCode(r.err); code != exitAbandoned {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (some URLs abandoned)\nstderr:\n%s", r.err, code, exitAbandoned, r.stderr)
 	}
 	byURL := checkOutcomes(t, readResults(t, out), urls[1:], map[string]string{urls[0]: "forbidden"})
 	if res := byURL[urls[0]]; res.Status != 403 || res.Attempts != 1 {
@@ -86,8 +86,8 @@ func TestCrawlForbiddenURLTriesOtherExits(t *testing.T) {
 	urlFile := writeLines(t, dir, "urls.txt", urls)
 	out := filepath.Join(dir, "out")
 	r := runCrawlCmd(t, 30*time.Second, "crawl", "--proxies", proxies, "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
-	if r.err != nil {
-		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	if code := exitCode(r.err); code != exitAbandoned {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (some URLs abandoned)\nstderr:\n%s", r.err, code, exitAbandoned, r.stderr)
 	}
 	forbidden := srv.URL + "/p/003"
 	var good []string

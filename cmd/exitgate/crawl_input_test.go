@@ -220,3 +220,30 @@ func TestCrawlRefusesBadNumbers(t *testing.T) {
 		t.Errorf("the target was asked %v", seen)
 	}
 }
+
+// TestCrawlUsageExitCode: input refused before any work exits 2, whatever
+// refused it: the flag parser, the argument count, the config file, the
+// flags' values or the files they name. (A finished crawl with abandoned
+// URLs exits 3 and an unfinished one 4: see the forbidden and stall tests.)
+func TestCrawlUsageExitCode(t *testing.T) {
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
+	badCfg := writeLines(t, dir, "bad.yaml", []string{"nope: 1"})
+	badProxies := writeLines(t, dir, "proxies.txt", []string{"127.0.0.1:99999"})
+	empty := writeLines(t, dir, "empty.txt", []string{"# nothing"})
+	for _, args := range [][]string{
+		{"crawl", "--nope", urlFile},
+		{"crawl"},
+		{"crawl", urlFile, urlFile},
+		{"crawl", "--config", badCfg, urlFile},
+		{"crawl", "--lane-rate", "fast", urlFile},
+		{"crawl", "--proxies", badProxies, urlFile},
+		{"crawl", filepath.Join(dir, "missing.txt")},
+		{"crawl", "--out", filepath.Join(dir, "out"), empty},
+	} {
+		r := runCrawlCmd(t, 30*time.Second, args...)
+		if code := exitCode(r.err); code != exitUsage {
+			t.Errorf("exitgate %s: %v, exit %d; want exit %d", strings.Join(args, " "), r.err, code, exitUsage)
+		}
+	}
+}

@@ -83,8 +83,8 @@ func TestCrawlDeclaredResetFarAwayParksHost(t *testing.T) {
 	args := []string{"crawl", "--out", out, "--ignore-robots", "--concurrency", "1", "--progress", "0", urlFile}
 	for run := 1; run <= 2; run++ {
 		r := runCrawlCmd(t, 30*time.Second, args...)
-		if r.err != nil {
-			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
+		if code := exitCode(r.err); r.err == nil || code != exitUnfinished {
+			t.Fatalf("run %d: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", run, r.err, code, exitUnfinished, r.stderr)
 		}
 		if r.elapsed > 10*time.Second {
 			t.Errorf("run %d took %v, want it to end once only parked work is left", run, r.elapsed)
@@ -129,8 +129,8 @@ func TestCrawlHugeRetryAfterParksHost(t *testing.T) {
 	urlFile := writeLines(t, dir, "urls.txt", urls)
 	out := filepath.Join(dir, "out")
 	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--ignore-robots", "--progress", "0", urlFile)
-	if r.err != nil {
-		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	if code := exitCode(r.err); r.err == nil || code != exitUnfinished {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", r.err, code, exitUnfinished, r.stderr)
 	}
 	if r.elapsed > 10*time.Second {
 		t.Errorf("the crawl took %v, want it to end once only parked work is left", r.elapsed)

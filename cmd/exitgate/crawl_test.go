@@ -540,10 +540,14 @@ func TestCrawlDurationThenResume(t *testing.T) {
 			t.Fatalf("still %v queued after %d runs", queued, run-1)
 		}
 		r := runCrawlCmd(t, 30*time.Second, args...)
-		if r.err != nil {
-			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
-		}
 		sum := readSummary(t, out)
+		// Stopped by --duration with URLs left: exit 4 (unfinished), not 0.
+		if wantCode := map[bool]int{true: exitUnfinished, false: 0}[sum.Queued > 0]; exitCode(r.err) != wantCode && !(wantCode == 0 && r.err == nil) {
+			t.Fatalf("run %d: %v (exit %d), want exit %d\nstderr:\n%s", run, r.err, exitCode(r.err), wantCode, r.stderr)
+		}
+		if sum.Queued > 0 && !strings.Contains(r.err.Error(), "stopped after --duration 1s") {
+			t.Errorf("run %d: error %q does not say --duration stopped it", run, r.err)
+		}
 		checkStatusSum(t, sum)
 		if sum.URLs != nURLs || sum.Done+sum.Queued != nURLs || sum.Abandoned+sum.Parked != 0 {
 			t.Fatalf("run %d summary: urls %d done %d queued %d abandoned %d parked %d, want %d in done+queued",
