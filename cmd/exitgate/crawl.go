@@ -476,24 +476,29 @@ func serveMetrics(ln net.Listener, tally *metrics.Tally, stderr io.Writer) (func
 // capacities reads what the limiter learned: per host, its governing rate
 // (the host rate when host-scoped, else the sum of its lanes); per exit, the
 // sum of its lanes' rates over all hosts. Throttled time comes along: a
-// host's cooldowns and pauses, an exit's lanes' cooldowns.
+// host's cooldowns and pauses, an exit's lanes' cooldowns, as far as they
+// have run by the snapshot. The limiter counts a cooldown or pause in full
+// when it is imposed; the part still ahead (a Retry-After of hours imposed a
+// second before the end) did not cost this run anything.
 func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 	hosts = map[string]report.Capacity{}
 	exits = map[string]report.Capacity{}
+	ahead := func(until time.Time) float64 { return max(until.Sub(s.At).Seconds(), 0) }
 	for _, h := range s.Hosts {
 		var sum float64
+		throttled := float64(h.Counters.ThrottledNs)/1e9 - ahead(h.PausedUntil)
 		for _, l := range h.Lanes {
 			sum += l.Rate.Hz()
 			c := exits[l.Exit]
 			c.PerSecond += l.Rate.Hz()
-			c.Throttled += l.ThrottledSeconds
+			c.Throttled += max(l.ThrottledSeconds-ahead(l.CooldownUntil), 0)
 			exits[l.Exit] = c
+			throttled -= ahead(l.CooldownUntil)
 		}
 		if !h.Rate.IsZero() {
 			sum = h.Rate.Hz()
 		}
-		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(),
-			Throttled: float64(h.Counters.ThrottledNs) / 1e9}
+		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(), Throttled: max(throttled, 0)}
 	}
 	return hosts, exits
 }
