@@ -215,6 +215,7 @@ type hostState struct {
 	robots      *robots.Rules
 	robotsBusy  bool
 	robotsFails int
+	robotsDown  time.Time // first failure of the current robots.txt outage
 	crawlDelay  time.Duration
 }
 
@@ -857,10 +858,16 @@ func (c *Core) enqueueFrontLocked(host string, p pending) {
 
 // robotsLocked takes the answer to a robots.txt fetch (RFC 9309 §2.3.1):
 // 2xx is parsed; 4xx means no rules; a 429 or busy answer is asked again when
-// the limiter allows; 5xx and errors are retried a few times, then the site
-// counts as disallowing everything.
+// the limiter allows. 5xx and network errors make robots.txt unreachable,
+// which means "disallow everything" for now, not for good (§2.3.1.4): the
+// host's URLs wait, none is abandoned. It is asked again with backoff; once
+// the outage has lasted the retry policy's MaxWait, the host's URLs are
+// parked for an hour (at least twice MaxWait) and it is asked again then.
 func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Response, sig rlheader.Signal, now time.Time) {
 	h.robotsBusy = false
+	if r.Status >= 200 && r.Status < 500 {
+		h.robotsDown = time.Time{}
+	}
 	switch {
 	case r.Status >= 200 && r.Status < 300:
 		h.robots = robots.Parse(bytes.NewReader(r.Sniff), c.cfg.UserAgent)
@@ -868,18 +875,23 @@ func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Resp
 		if h.crawlDelay > 0 {
 			c.cfg.Logger.Info("robots.txt crawl-delay", "host", host, "delay", h.crawlDelay)
 		}
-	case v == verdict.Throttled || v == verdict.Busy || v == verdict.ProxyFailure:
+	case v == verdict.Throttled || v == verdict.ProxyFailure:
 		// Not the site's answer about robots; ask again.
 	case r.Status >= 400 && r.Status < 500:
 		h.robots = robots.AllowAll
 	default:
 		h.robotsFails++
-		if h.robotsFails >= 3 {
-			c.cfg.Logger.Warn("robots.txt unreachable: treating the site as disallowing all", "host", host, "status", r.Status, "err", r.Err)
-			h.robots = robots.DisallowAll
-		} else {
-			h.notBefore = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0))
+		if h.robotsDown.IsZero() {
+			h.robotsDown = now
 		}
+		h.pushback = "robots.txt unreachable: " + describe(attemptResult{Status: r.Status, Verdict: v, Err: r.Err})
+		if now.Sub(h.robotsDown) < c.cfg.Retry.MaxWait {
+			h.notBefore = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0))
+			return
+		}
+		c.cfg.Logger.Warn("robots.txt unreachable: the host's URLs wait", "host", host, "since", h.robotsDown, "status", r.Status, "err", r.Err)
+		h.notBefore = now.Add(max(time.Hour, 2*c.cfg.Retry.MaxWait)) // beyond MaxWait: parked
+		h.robotsFails, h.robotsDown = 0, time.Time{}
 	}
 }
 
