@@ -626,13 +626,17 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		return noExit
 	}
 
-	// A redirect is followed as a new hop through the limiter of its host.
-	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops < c.cfg.MaxRedirects {
-		if next, ok := redirectTarget(a.URL, r.Header.Get("Location")); ok {
+	// A redirect is followed as a new hop through the limiter of its host;
+	// one that cannot be followed is the URL's end, not a page.
+	redirect, refused := v == verdict.OK && isRedirect(r.Status), ""
+	if redirect {
+		var next *url.URL
+		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
+		if refused == "" && a.Hops < c.cfg.MaxRedirects {
 			host := c.cfg.HostKey(next)
 			c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
 			c.mu.Unlock()
-			return nil
+			return noExit
 		}
 	}
 
@@ -647,7 +651,10 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		RetryAfter: sig.RetryAfter, HasRetryAfter: sig.HasRetryAfter, Err: r.Err,
 		Untried: untried,
 	}, c.cfg.Rand, now)
-	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops >= c.cfg.MaxRedirects && r.Header.Get("Location") != "" {
+	switch {
+	case redirect && refused != "":
+		fate = Fate{Kind: FateAbandon, Reason: refused}
+	case redirect:
 		fate = Fate{Kind: FateAbandon, Reason: fmt.Sprintf("too many redirects (%d)", a.Hops)}
 	}
 	if r.StoreErr != nil && fate.Kind == FateDone {
@@ -903,19 +910,44 @@ func robotsAllow(r *robots.Rules, raw string) bool {
 	return r.Allowed(u.RequestURI())
 }
 
-// redirectTarget resolves a Location against the URL that answered it.
-func redirectTarget(from, location string) (*url.URL, bool) {
-	if location == "" {
-		return nil, false
+// isRedirect reports whether status sends the client elsewhere, with the
+// target in Location. (300, 304 and 305 do not: they are kept as answers.)
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// redirectTarget resolves a Location against the URL that answered it, or
+// says in a few words why it cannot be followed (the abandon reason).
+func redirectTarget(from, location string) (*url.URL, string) {
+	if strings.TrimSpace(location) == "" {
+		return nil, "redirect without Location"
 	}
 	base, err := url.Parse(from)
 	if err != nil {
-		return nil, false
+		return nil, "unfollowable redirect: bad URL"
 	}
 	next, err := base.Parse(location)
-	if err != nil || (next.Scheme != "http" && next.Scheme != "https") || next.Host == "" {
-		return nil, false
+	switch {
+	case err != nil:
+		return nil, "unfollowable redirect: bad Location"
+	case next.Scheme != "http" && next.Scheme != "https":
+		return nil, fmt.Sprintf("unfollowable redirect: scheme %q", clipReason(next.Scheme))
+	case next.Host == "":
+		return nil, "unfollowable redirect: no host"
 	}
 	next.Fragment = ""
-	return next, true
+	return next, ""
+}
+
+// clipReason keeps text from a response short in an abandon reason.
+func clipReason(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
 }
