@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -52,6 +53,14 @@ type CoreConfig struct {
 	// MaxRedirects bounds the hops followed for one URL. Default 10; each
 	// hop goes through the limiter for its own host.
 	MaxRedirects int
+	// AllowPrivateRedirects follows redirects to loopback, private,
+	// link-local and unspecified addresses (and localhost) from any URL. By
+	// default such a redirect is followed only when the URL's own host is
+	// such an address (the crawl targets that network on purpose); from a
+	// public URL it is abandoned, so that a site cannot steer the crawler
+	// at the machine's own services or a cloud metadata address. Host names
+	// are judged as written, not resolved.
+	AllowPrivateRedirects bool
 	// LeaseTTL is the frontier's visibility timeout. Jobs buffered for a
 	// host that will be blocked for longer than half of it are handed back
 	// so the lease cannot expire under them. Default 5m.
@@ -632,6 +641,9 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	if redirect {
 		var next *url.URL
 		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
+		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(jobHost(a.Job)) {
+			refused = "redirect to a private address refused: " + clipReason(next.Hostname())
+		}
 		if refused == "" && a.Hops < c.cfg.MaxRedirects {
 			host := c.cfg.HostKey(next)
 			c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
@@ -942,6 +954,35 @@ func redirectTarget(from, location string) (*url.URL, string) {
 	}
 	next.Fragment = ""
 	return next, ""
+}
+
+// isPrivateHost reports whether host (a name or an address, as written in
+// a URL) is this machine or a private network: localhost, loopback, private
+// (RFC 1918, fc00::/7), shared (100.64.0.0/10), link-local (cloud metadata
+// lives at 169.254.169.254) or unspecified.
+func isPrivateHost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsUnspecified() || sharedSpace.Contains(a)
+}
+
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10") // RFC 6598, carrier-grade NAT
+
+// jobHost is the host name or address of a job's own URL.
+func jobHost(j frontier.Job) string {
+	u, err := url.Parse(j.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // clipReason keeps text from a response short in an abandon reason.

@@ -134,3 +134,67 @@ func TestRedirectsThatCannotBeFollowed(t *testing.T) {
 		t.Errorf("the good redirect was not followed: asked %v", web.asked)
 	}
 }
+
+// TestRedirectsToPrivateAddresses: a public URL redirecting to loopback, a
+// private network, link-local (cloud metadata) or localhost is abandoned
+// without asking the target, unless AllowPrivateRedirects; a URL that is
+// itself on a private address may redirect within private networks. Such
+// redirects used to be followed by default.
+func TestRedirectsToPrivateAddresses(t *testing.T) {
+	const pub = "http://public.example"
+	targets := map[string]string{
+		"/meta":  "http://169.254.169.254/latest/meta-data/",
+		"/lo":    "http://127.0.0.1:8080/admin",
+		"/lan":   "http://10.1.2.3/",
+		"/v6":    "http://[::1]:9000/",
+		"/local": "http://localhost:6379/",
+		"/cgnat": "http://100.100.100.200/latest/meta-data",
+	}
+	routes := map[string]func(http.Header) int{
+		"http://10.0.0.5/a": redirectTo("http://10.0.0.6/b"), // a crawl of a private network
+		"http://10.0.0.6/b": ok,
+	}
+	var urls []string
+	for path, to := range targets {
+		routes[pub+path] = redirectTo(to)
+		routes[to] = ok
+		urls = append(urls, pub+path)
+	}
+	urls = append(urls, "http://10.0.0.5/a")
+
+	web := &fakeWeb{routes: routes}
+	got := crawlFake(t, web, CoreConfig{Concurrency: 2}, urls)
+	for path, to := range targets {
+		j := got[pub+path]
+		if j.State != frontier.Abandoned || !strings.HasPrefix(j.Reason, "redirect to a private address refused: ") {
+			t.Errorf("%s -> %s: %v %q, want abandoned as a redirect to a private address", path, to, j.State, j.Reason)
+		}
+		if web.wasAsked(to) {
+			t.Errorf("%s was asked", to)
+		}
+	}
+	if j := got["http://10.0.0.5/a"]; j.State != frontier.Done {
+		t.Errorf("private URL redirecting within private networks: %v %q, want done", j.State, j.Reason)
+	}
+
+	web = &fakeWeb{routes: routes}
+	got = crawlFake(t, web, CoreConfig{Concurrency: 2, AllowPrivateRedirects: true}, urls)
+	for path, to := range targets {
+		if j := got[pub+path]; j.State != frontier.Done || !web.wasAsked(to) {
+			t.Errorf("AllowPrivateRedirects: %s -> %s: %v %q, want followed and done", path, to, j.State, j.Reason)
+		}
+	}
+}
+
+func TestIsPrivateHost(t *testing.T) {
+	for h, want := range map[string]bool{
+		"127.0.0.1": true, "::1": true, "10.0.0.1": true, "172.16.5.4": true, "192.168.1.1": true,
+		"169.254.169.254": true, "fe80::1": true, "fd00::1": true, "0.0.0.0": true, "::": true,
+		"100.64.0.1": true, "::ffff:127.0.0.1": true, "localhost": true, "LocalHost.": true, "db.localhost": true,
+		"8.8.8.8": false, "2001:db8::1": false, "example.com": false, "localhost.example": false, "": false,
+	} {
+		if got := isPrivateHost(h); got != want {
+			t.Errorf("isPrivateHost(%q) = %v, want %v", h, got, want)
+		}
+	}
+}

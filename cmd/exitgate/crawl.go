@@ -57,6 +57,7 @@ type crawlFlags struct {
 	echoURL            string
 	exitIPHeader       string
 	maxBody            string
+	allowPrivate       bool
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -126,6 +127,7 @@ Exit codes:
 	fl.StringVar(&f.echoURL, "echo-url", "", "URL that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
 	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response header in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
+	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log limiter and retry decisions to stderr")
 	return cmd
 }
@@ -315,11 +317,12 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 
 	core := fetch.NewCore(fetch.CoreConfig{
-		Concurrency: f.concurrency,
-		Retry:       setup.retry,
-		Robots:      !f.ignoreRobots,
-		UserAgent:   f.userAgent,
-		Logger:      logger,
+		Concurrency:           f.concurrency,
+		Retry:                 setup.retry,
+		Robots:                !f.ignoreRobots,
+		AllowPrivateRedirects: f.allowPrivate,
+		UserAgent:             f.userAgent,
+		Logger:                logger,
 	}, fr, lim, tally)
 	engine, err := fetch.NewEngine(fetch.EngineConfig{
 		Exits:        exits,
