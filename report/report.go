@@ -23,7 +23,7 @@ import (
 // Result is one line of results.jsonl.
 type Result struct {
 	URL       string `json:"url"`
-	Outcome   string `json:"outcome"` // "done" or "abandoned"
+	Outcome   string `json:"outcome"` // "done", "not_found" (404, 410) or "abandoned"
 	Status    int    `json:"status"`
 	Reason    string `json:"reason,omitempty"`
 	Attempts  int    `json:"attempts"`
@@ -92,8 +92,32 @@ func ResultOf(j frontier.Job, dir string) Result {
 		}
 	} else {
 		r.Reason = j.Reason
+		if notFound(j.Status) && j.Reason == fmt.Sprintf("status %d", j.Status) {
+			r.Outcome = NotFound
+		}
 	}
 	return r
+}
+
+// NotFound is the outcome of a URL the server said does not exist (404,
+// 410): an answer about the URL, kept apart from the URLs given up on.
+const NotFound = "not_found"
+
+func notFound(status int) bool { return status == 404 || status == 410 }
+
+// splitNotFound takes the not-found URLs out of the abandoned ones: it
+// returns how many there are, and the other reasons.
+func splitNotFound(byReason map[string]int) (int, map[string]int) {
+	n := 0
+	rest := make(map[string]int, len(byReason))
+	for r, k := range byReason {
+		if r == "status 404" || r == "status 410" {
+			n += k
+			continue
+		}
+		rest[r] = k
+	}
+	return n, rest
 }
 
 // Capacity is what the limiter learned about one host or exit, for the
@@ -135,10 +159,12 @@ type Scoped struct {
 type Summary struct {
 	// Runs is how many runs this covers (1 for one run); Started is when
 	// the (first) run started.
-	Runs              int              `json:"runs"`
-	Started           time.Time        `json:"started"`
-	URLs              int              `json:"urls"`
-	Done              int              `json:"done"`
+	Runs    int       `json:"runs"`
+	Started time.Time `json:"started"`
+	URLs    int       `json:"urls"`
+	Done    int       `json:"done"`
+	// NotFound counts URLs answered 404 or 410, which are not in Abandoned.
+	NotFound          int              `json:"not_found"`
 	Abandoned         int              `json:"abandoned"`
 	AbandonedByReason map[string]int   `json:"abandoned_by_reason"`
 	Parked            int              `json:"parked"`
@@ -177,9 +203,8 @@ func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Ca
 		EffectiveRate:     s.EffectiveRate(),
 		ElapsedSeconds:    s.Elapsed().Seconds(),
 	}
-	if sum.AbandonedByReason == nil {
-		sum.AbandonedByReason = map[string]int{}
-	}
+	sum.NotFound, sum.AbandonedByReason = splitNotFound(c.AbandonedByReason)
+	sum.Abandoned -= sum.NotFound
 	sum.RetriesPerSuccess = s.Total.RetriesPerSuccess()
 	elapsed := s.Elapsed().Seconds()
 	sum.PerHost = scoped(s.Hosts, hosts, elapsed)

@@ -132,7 +132,7 @@ func Cumulative(runs []Summary) Summary {
 	last := runs[len(runs)-1]
 	c := Summary{
 		Started: runs[0].Started,
-		URLs:    last.URLs, Done: last.Done, Abandoned: last.Abandoned,
+		URLs:    last.URLs, Done: last.Done, NotFound: last.NotFound, Abandoned: last.Abandoned,
 		AbandonedByReason: last.AbandonedByReason,
 		Parked:            last.Parked, Queued: last.Queued,
 		ResponsesByStatus: map[string]int64{},

@@ -72,7 +72,7 @@ running the same command again resumes where the last run stopped, even after a
 kill -9.
 
 Outputs, in --out:
-  results.jsonl   one line per finished URL (done or abandoned, with the reason)
+  results.jsonl   one line per finished URL (done, not_found or abandoned, with the reason)
   summary.json    429 ratio, time throttled, effective rate, per exit and per host
   runs/           one summary per run; summary.json adds them up
   bodies/         the body of each successful response, named by job id
@@ -83,7 +83,8 @@ Exit codes:
   1  a failure stopped the crawl (no working exit, a body or the frontier could
      not be written, ...); what was done is kept, the rest stays queued
   2  bad flags, arguments or input files: nothing was done
-  3  the crawl finished, but some URLs were abandoned (reasons in summary.json)
+  3  the crawl finished, but some URLs were abandoned (reasons in summary.json;
+     URLs not found, 404 or 410, do not count)
   4  URLs are left to do: stopped by a signal or --duration, or parked until a
      host may be asked again; run the same command again to resume`,
 		Example: `  exitgate crawl urls.txt

@@ -34,3 +34,30 @@ func TestCrawlRerunKeepsSummary(t *testing.T) {
 	}
 	checkAllDoneOnce(t, readResults(t, out), urls)
 }
+
+// TestCrawlNotFoundIsItsOwnOutcome: a 404 is the server's answer about the
+// URL, reported as outcome "not_found" and counted as not_found in the
+// summary, apart from the URLs given up on; a crawl whose only misses are
+// 404s exits 0. It used to be lumped with the abandoned URLs.
+func TestCrawlNotFoundIsItsOwnOutcome(t *testing.T) {
+	_, srv := newCountingSite(t, 0) // serves everything but /robots.txt
+	dir := t.TempDir()
+	urls := append(siteURLs(srv.URL, 2), srv.URL+"/robots.txt")
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	out := filepath.Join(dir, "out")
+	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
+	if r.err != nil {
+		t.Fatalf("crawl: %v (exit %d), want exit 0\nstderr:\n%s", r.err, exitCode(r.err), r.stderr)
+	}
+	byURL := map[string]report.Result{}
+	for _, res := range readResults(t, out) {
+		byURL[res.URL] = res
+	}
+	if res := byURL[urls[2]]; res.Outcome != "not_found" || res.Status != 404 {
+		t.Errorf("result of the 404 = %+v, want outcome not_found, status 404", res)
+	}
+	sum := readSummary(t, out)
+	if sum.NotFound != 1 || sum.Abandoned != 0 || len(sum.AbandonedByReason) != 0 || sum.Done != 2 {
+		t.Errorf("summary: not_found %d abandoned %d %v done %d; want 1 not found, none abandoned, 2 done", sum.NotFound, sum.Abandoned, sum.AbandonedByReason, sum.Done)
+	}
+}
