@@ -179,11 +179,20 @@ const SniffBytes = 4 << 10
 
 // Finished describes a job that reached a final state in this run.
 type Finished struct {
-	Job     frontier.Job
-	Outcome string // "done" or "abandoned"
+	Job     frontier.Job // as claimed: Attempts does not count the last one
+	Outcome string       // "done" or "abandoned"
 	Status  int
 	Reason  string
 	Exit    string
+	// Result is what was recorded for a done job; for an abandoned one, its
+	// last attempt's exit, time and size.
+	Result frontier.Result
+	// URL is the last hop's URL (the job's, or where redirects led), At
+	// when its answer came and Header that answer's headers. Zero when the
+	// job ended without a request (disallowed by robots.txt).
+	URL    string
+	At     time.Time
+	Header http.Header
 }
 
 // Core makes the engine's decisions — which job goes now, on which exit, and
@@ -681,6 +690,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	fin, final, err := c.settleLocked(ctx, a.Job, fate, r.Status, result)
 	c.mu.Unlock()
 	if final {
+		fin.Result, fin.URL, fin.At, fin.Header = result, a.URL, now, r.Header
 		c.finish([]Finished{fin})
 	}
 	if r.StoreErr != nil && err == nil {

@@ -1,16 +1,13 @@
-// Package report writes the end-of-run outputs of a crawl: results.jsonl
-// (one line per finished URL, rebuilt from the frontier so that it holds each
-// URL exactly once even after a kill and a resume) and summary.json (what
-// the run achieved: 429 ratio, time throttled, effective rate, abandoned URLs
-// and why, per exit and per host).
+// Package report writes the outputs of a crawl: results.jsonl or
+// results.csv (one row per finished URL, written as URLs finish and
+// reconciled with the frontier so that it holds each URL exactly once even
+// after a kill and a resume; see Results), and summary.json (what the runs
+// achieved: 429 ratio, time throttled, effective rate, abandoned URLs and
+// why, per exit and per host; see WriteSummary).
 package report
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -20,8 +17,9 @@ import (
 	"github.com/exitgate/exitgate/metrics"
 )
 
-// Result is one line of results.jsonl.
+// Result is one line of results.jsonl (or one row of results.csv).
 type Result struct {
+	ID        int64  `json:"id"` // the job's id in the frontier
 	URL       string `json:"url"`
 	Outcome   string `json:"outcome"` // "done", "not_found" (404, 410) or "abandoned"
 	Status    int    `json:"status"`
@@ -33,53 +31,18 @@ type Result struct {
 	Body      string `json:"body,omitempty"` // path under the output dir
 	// Truncated: the body was longer than --max-body; Bytes were kept.
 	Truncated bool `json:"truncated,omitempty"`
-}
-
-// WriteResults rewrites dir/results.jsonl from every finished job in fr, in
-// job order, atomically (see writeAtomic). Body paths are made relative to
-// dir.
-func WriteResults(ctx context.Context, fr frontier.Frontier, dir string) (int, error) {
-	var n int
-	err := writeAtomic(filepath.Join(dir, "results.jsonl"), func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 64<<10)
-		var err error
-		if n, err = writeResults(ctx, fr, dir, bw); err != nil {
-			return err
-		}
-		return bw.Flush()
-	})
-	if err != nil {
-		return 0, fmt.Errorf("write results: %w", err)
-	}
-	return n, nil
-}
-
-func writeResults(ctx context.Context, fr frontier.Frontier, dir string, w io.Writer) (int, error) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	var after int64
-	n := 0
-	for {
-		jobs, err := fr.Finished(ctx, after, 1000)
-		if err != nil {
-			return n, err
-		}
-		if len(jobs) == 0 {
-			return n, nil
-		}
-		for _, j := range jobs {
-			if err := enc.Encode(ResultOf(j, dir)); err != nil {
-				return n, err
-			}
-			n++
-			after = j.ID
-		}
-	}
+	// What the answer that finished the URL said (see AddResponse); empty in
+	// a row rebuilt from the frontier, which does not keep it.
+	FinalURL     string    `json:"final_url,omitempty"` // where redirects led
+	ContentType  string    `json:"content_type,omitempty"`
+	FetchedAt    time.Time `json:"fetched_at,omitzero"`
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"last_modified,omitempty"`
 }
 
 // ResultOf describes a finished job as a results.jsonl line.
 func ResultOf(j frontier.Job, dir string) Result {
-	r := Result{URL: j.URL, Outcome: j.State.String(), Status: j.Status, Attempts: j.Attempts}
+	r := Result{ID: j.ID, URL: j.URL, Outcome: j.State.String(), Status: j.Status, Attempts: j.Attempts}
 	if j.State == frontier.Done {
 		r.Status = j.Result.Status
 		r.Exit = j.Result.Exit

@@ -19,7 +19,7 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func TestWriteResultsOneLinePerFinishedJob(t *testing.T) {
+func TestResultsOneLinePerFinishedJob(t *testing.T) {
 	ctx := context.Background()
 	fr, err := memory.New(memory.Config{})
 	if err != nil {
@@ -39,11 +39,34 @@ func TestWriteResultsOneLinePerFinishedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	// jobs[2] stays leased: unfinished, so not in the results.
-	n, err := WriteResults(ctx, fr, dir)
-	if err != nil || n != 2 {
-		t.Fatalf("WriteResults = %d, %v; want 2 lines", n, err)
+	res, err := OpenResults(ctx, fr, dir, JSONL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err := res.Close(ctx, fr); err != nil {
+		t.Fatal(err)
+	}
+	want := []Result{
+		{ID: 1, URL: "http://a.example/1", Outcome: "done", Status: 200, Attempts: 1, Exit: "e1", Bytes: 5, ElapsedMS: 1500, Body: "bodies/1"},
+		{ID: 2, URL: "http://a.example/2", Outcome: "not_found", Status: 404, Reason: "status 404", Attempts: 1},
+	}
+	got := readJSONL(t, filepath.Join(dir, "results.jsonl"))
+	if len(got) != len(want) {
+		t.Fatalf("results = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("result %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func readJSONL(t *testing.T, path string) []Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []Result
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -53,18 +76,7 @@ func TestWriteResultsOneLinePerFinishedJob(t *testing.T) {
 		}
 		got = append(got, r)
 	}
-	want := []Result{
-		{URL: "http://a.example/1", Outcome: "done", Status: 200, Attempts: 1, Exit: "e1", Bytes: 5, ElapsedMS: 1500, Body: "bodies/1"},
-		{URL: "http://a.example/2", Outcome: "not_found", Status: 404, Reason: "status 404", Attempts: 1},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("results = %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("result %d = %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	return got
 }
 
 func TestSummarize(t *testing.T) {

@@ -58,6 +58,7 @@ type crawlFlags struct {
 	exitIPHeader       string
 	maxBody            string
 	allowPrivate       bool
+	format             string
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -72,7 +73,8 @@ running the same command again resumes where the last run stopped, even after a
 kill -9.
 
 Outputs, in --out:
-  results.jsonl   one line per finished URL (done, not_found or abandoned, with the reason)
+  results.jsonl   one line per finished URL (done, not_found or abandoned, with the reason),
+                  written as URLs finish (results.csv with --format csv)
   summary.json    429 ratio, time throttled, effective rate, per exit and per host
   runs/           one summary per run; summary.json adds them up
   bodies/         the body of each successful response, named by job id
@@ -128,6 +130,7 @@ Exit codes:
 	fl.StringVar(&f.echoURL, "echo-url", "", "URL that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
 	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response header in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
+	fl.StringVar(&f.format, "format", "jsonl", "results file format: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log limiter and retry decisions to stderr")
 	return cmd
@@ -146,6 +149,7 @@ type crawlSetup struct {
 	retry   fetch.RetryPolicy
 	urlFile string
 	maxBody int64
+	format  report.Format
 }
 
 func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
@@ -196,6 +200,9 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		s.limCfg.Policy = limit.ArticlePerExit
 	default:
 		return s, fmt.Errorf("--policy %q: want adaptive or article", f.policy)
+	}
+	if s.format, err = report.ParseFormat(f.format); err != nil {
+		return s, fmt.Errorf("--format %w", err)
 	}
 	if s.maxBody, err = parseSize(f.maxBody); err != nil {
 		return s, fmt.Errorf("--max-body: %w", err)
@@ -317,7 +324,18 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		defer stop()
 	}
 
+	// Results are written as URLs finish; opening reconciles the file with
+	// the frontier after a kill, closing after this run.
+	results, err := report.OpenResults(ctx, fr, f.out, setup.format)
+	if err != nil {
+		return err
+	}
 	core := fetch.NewCore(fetch.CoreConfig{
+		OnFinish: func(fin fetch.Finished) {
+			if err := results.Add(resultRow(fin, f.out)); err != nil {
+				logger.Warn("results: row not written; the frontier has it, the next run writes it", "url", fin.Job.URL, "err", err)
+			}
+		},
 		Concurrency:           f.concurrency,
 		Retry:                 setup.retry,
 		Robots:                !f.ignoreRobots,
@@ -371,7 +389,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	// The report is written even after an error or a signal: it describes
 	// the frontier as it is.
 	wctx := context.WithoutCancel(ctx)
-	if _, err := report.WriteResults(wctx, fr, f.out); err != nil && runErr == nil {
+	if err := results.Close(wctx, fr); err != nil && runErr == nil {
 		runErr = err
 	}
 	counts, err = fr.Counts(wctx)
@@ -390,7 +408,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if sum.Parked > 0 && sum.Queued == 0 {
 		writeParked(wctx, stdout, fr, core.Waiting(time.Now()))
 	}
-	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, "results.jsonl"))
+	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, setup.format.File()))
 	if runErr != nil {
 		return runErr
 	}
@@ -543,4 +561,23 @@ func writeParked(ctx context.Context, w io.Writer, fr frontier.Frontier, waiting
 	}
 	fmt.Fprintf(w, "The first parked URL is due at %s (in %s): run the same command again then.\n",
 		ready.Next.Format(time.RFC3339), ready.Next.Sub(now).Round(time.Second))
+}
+
+// resultRow is the results row of a job that finished in this run: what the
+// frontier recorded, and what the answer said (final URL, time, headers) and
+// the exit of an abandoned job's last attempt, which the frontier does not
+// keep.
+func resultRow(fin fetch.Finished, dir string) report.Result {
+	j := fin.Job
+	j.State, j.Status, j.Reason, j.Result = frontier.Done, fin.Status, fin.Reason, fin.Result
+	if fin.Outcome != "done" {
+		j.State = frontier.Abandoned
+	}
+	j.Attempts++ // the frontier charged the final attempt
+	r := report.ResultOf(j, dir)
+	r.AddResponse(fin.URL, fin.At, fin.Header)
+	if j.State == frontier.Abandoned {
+		r.Exit = fin.Exit
+	}
+	return r
 }

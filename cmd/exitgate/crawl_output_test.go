@@ -1,7 +1,13 @@
 package main
 
 import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +66,82 @@ func TestCrawlNotFoundIsItsOwnOutcome(t *testing.T) {
 	if sum.NotFound != 1 || sum.Abandoned != 0 || len(sum.AbandonedByReason) != 0 || sum.Done != 2 {
 		t.Errorf("summary: not_found %d abandoned %d %v done %d; want 1 not found, none abandoned, 2 done", sum.NotFound, sum.Abandoned, sum.AbandonedByReason, sum.Done)
 	}
+}
+
+// TestCrawlResultRows: each row says where redirects led (final_url), when
+// the answer came (fetched_at) and its Content-Type, ETag and Last-Modified;
+// an abandoned row names the exit of its last attempt. With --format csv the
+// same rows go to results.csv, and a rerun leaves each URL there once.
+func TestCrawlResultRows(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/old":
+			http.Redirect(w, r, "/new", http.StatusMovedPermanently)
+		case "/new":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("ETag", `"abc"`)
+			w.Header().Set("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")
+			fmt.Fprintln(w, "<p>new</p>")
+		default:
+			http.Error(w, "broken", http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := []string{srv.URL + "/old", srv.URL + "/broken"}
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	start := time.Now()
+	for _, format := range []string{"jsonl", "csv"} {
+		out := filepath.Join(dir, format)
+		args := []string{"crawl", "--out", out, "--format", format, "--max-retries", "0", "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile}
+		for run := 1; run <= 2; run++ {
+			if r := runCrawlCmd(t, 30*time.Second, args...); exitCode(r.err) != exitAbandoned {
+				t.Fatalf("%s run %d: %v, want exit %d\nstderr:\n%s", format, run, r.err, exitAbandoned, r.stderr)
+			}
+		}
+		rows := readResultRows(t, out, format)
+		if len(rows) != 2 {
+			t.Fatalf("%s: %d rows, want one per URL: %+v", format, len(rows), rows)
+		}
+		byURL := map[string]report.Result{}
+		for _, r := range rows {
+			byURL[r.URL] = r
+		}
+		moved := byURL[urls[0]]
+		if moved.FinalURL != srv.URL+"/new" || moved.ContentType != "text/html; charset=utf-8" || moved.ETag != `"abc"` ||
+			moved.LastModified != "Tue, 01 Dec 2026 10:00:00 GMT" || moved.FetchedAt.Before(start.Add(-time.Second)) {
+			t.Errorf("%s: row of the redirected URL = %+v, want final_url, content_type, etag, last_modified and fetched_at", format, moved)
+		}
+		if broken := byURL[urls[1]]; broken.Outcome != "abandoned" || broken.Exit != "direct" {
+			t.Errorf("%s: row of the abandoned URL = %+v, want abandoned through exit direct", format, broken)
+		}
+	}
+}
+
+// readResultRows reads out's results file in format.
+func readResultRows(t *testing.T, out, format string) []report.Result {
+	t.Helper()
+	if format == "jsonl" {
+		return readResults(t, out)
+	}
+	f, err := os.Open(filepath.Join(out, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(recs) == 0 || strings.Join(recs[0], ",") != strings.Join(report.CSVHeader, ",") {
+		t.Fatalf("results.csv: %v, header %v", err, recs)
+	}
+	var rows []report.Result
+	for _, rec := range recs[1:] {
+		col := map[string]string{}
+		for i, name := range report.CSVHeader {
+			col[name] = rec[i]
+		}
+		at, _ := time.Parse(time.RFC3339Nano, col["fetched_at"])
+		rows = append(rows, report.Result{URL: col["url"], Outcome: col["outcome"], Exit: col["exit"], FinalURL: col["final_url"],
+			ContentType: col["content_type"], ETag: col["etag"], LastModified: col["last_modified"], FetchedAt: at})
+	}
+	return rows
 }
