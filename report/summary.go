@@ -26,12 +26,12 @@ func WriteSummary(dir string, run Summary) (Summary, error) {
 	if err := os.MkdirAll(runs, 0o755); err != nil {
 		return Summary{}, err
 	}
-	if err := writeJSON(runFile(runs, run), run); err != nil {
+	if err := WriteJSON(runFile(runs, run), run); err != nil {
 		return Summary{}, err
 	}
 	all, bad := readRuns(runs)
 	cum := Cumulative(all)
-	if err := writeJSON(filepath.Join(dir, "summary.json"), cum); err != nil {
+	if err := WriteJSON(filepath.Join(dir, "summary.json"), cum); err != nil {
 		return Summary{}, err
 	}
 	return cum, bad
@@ -75,7 +75,8 @@ func readRuns(runs string) ([]Summary, error) {
 	return out, errors.Join(bad...)
 }
 
-func writeJSON(path string, v any) error {
+// WriteJSON writes v as indented JSON to path, atomically (see writeAtomic).
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

@@ -47,7 +47,7 @@ func TestWriteSummaryFullDisk(t *testing.T) {
 	for i := range 300 { // a summary of many pages: more than the old one freed
 		big.PerHost = append(big.PerHost, Scoped{Name: "host-" + string(rune('a'+i%26)) + string(rune('a'+i/26)), ResponsesByStatus: map[string]int64{"200": 1}})
 	}
-	if err := writeJSON(filepath.Join(dir, "summary.json"), Cumulative([]Summary{small, big})); !errors.Is(err, syscall.ENOSPC) {
+	if err := WriteJSON(filepath.Join(dir, "summary.json"), Cumulative([]Summary{small, big})); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("writing summary.json on a full disk = %v, want ENOSPC", err)
 	}
 	after, err := os.ReadFile(filepath.Join(dir, "summary.json"))

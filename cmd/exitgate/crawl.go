@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +62,7 @@ type crawlFlags struct {
 	maxBody            string
 	allowPrivate       bool
 	format             string
+	append             bool
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -130,6 +134,7 @@ Exit codes:
 	fl.StringVar(&f.echoURL, "echo-url", "", "URL that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
 	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response header in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
+	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out was crawled from to that crawl (without it, such a file is refused)")
 	fl.StringVar(&f.format, "format", "jsonl", "results file format: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log limiter and retry decisions to stderr")
@@ -256,6 +261,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 
+	record, err := checkURLFile(f.out, setup.urlFile, f.append)
+	if err != nil {
+		return usageError(err)
+	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
@@ -280,6 +289,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	if err != nil {
 		return err
+	}
+	if record != nil {
+		if err := report.WriteJSON(filepath.Join(f.out, crawlRecordFile), record); err != nil {
+			return err
+		}
 	}
 	counts, err := fr.Counts(ctx)
 	if err != nil {
@@ -580,4 +594,65 @@ func resultRow(fin fetch.Finished, dir string) report.Result {
 		r.Exit = fin.Exit
 	}
 	return r
+}
+
+// crawlRecordFile, in the output directory, names the URL lists that fed
+// its frontier.
+const crawlRecordFile = "crawl.json"
+
+// crawlRecord is DIR/crawl.json: the URL lists a crawl was fed from, so that
+// another list is not mixed into it by mistake.
+type crawlRecord struct {
+	URLFiles []urlFileRecord `json:"url_files"`
+}
+
+type urlFileRecord struct {
+	Path   string    `json:"path"`
+	SHA256 string    `json:"sha256"` // of the content: an edited list is another list
+	Added  time.Time `json:"added"`
+}
+
+// checkURLFile refuses a URL list that out's crawl was not fed from, unless
+// appendOK: running the same command again resumes, a new list needs
+// --append (or another --out). It returns the record to write once the list
+// is in the frontier, or nil when there is nothing new to record. An out
+// directory without a record (a new crawl, or one from an older exitgate)
+// takes the list as its own.
+func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
+	data, err := os.ReadFile(urlFile)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	this := urlFileRecord{Path: urlFile, SHA256: hex.EncodeToString(sum[:]), Added: time.Now().UTC()}
+	if abs, err := filepath.Abs(urlFile); err == nil {
+		this.Path = abs
+	}
+	var rec crawlRecord
+	path := filepath.Join(out, crawlRecordFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &crawlRecord{URLFiles: []urlFileRecord{this}}, nil
+	case err != nil:
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, u := range rec.URLFiles {
+		if u.SHA256 == this.SHA256 {
+			return nil, nil
+		}
+	}
+	if !appendOK {
+		last := "another list"
+		if n := len(rec.URLFiles); n > 0 {
+			last = rec.URLFiles[n-1].Path
+		}
+		return nil, fmt.Errorf("%s holds the crawl of %s; %s is another URL list (or that list, edited): "+
+			"run with --append to add its URLs to that crawl, or use another --out", out, last, urlFile)
+	}
+	rec.URLFiles = append(rec.URLFiles, this)
+	return &rec, nil
 }

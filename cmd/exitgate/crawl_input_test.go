@@ -247,3 +247,42 @@ func TestCrawlUsageExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlOtherURLFileNeedsAppend: an --out holds the crawl of one URL
+// list; running it again with that list resumes, but another list (or the
+// same one edited) is refused before anything is fetched or changed, unless
+// --append adds its URLs to the crawl. Another list used to be merged into
+// the crawl silently.
+func TestCrawlOtherURLFileNeedsAppend(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	first := siteURLs(srv.URL, 3)
+	second := []string{srv.URL + "/other/1", srv.URL + "/other/2"}
+	file1 := writeLines(t, dir, "urls.txt", first)
+	file2 := writeLines(t, dir, "more.txt", second)
+	out := filepath.Join(dir, "out")
+	crawl := func(extra ...string) crawlRun {
+		args := append([]string{"crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0"}, extra...)
+		return runCrawlCmd(t, 30*time.Second, args...)
+	}
+	if r := crawl(file1); r.err != nil {
+		t.Fatalf("first crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	r := crawl(file2)
+	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "--append") {
+		t.Errorf("crawl of another list into the same --out: %v (exit %d), want exit %d naming --append", r.err, code, exitUsage)
+	}
+	if n := site.count("/other/1"); n != 0 {
+		t.Errorf("the refused list was fetched")
+	}
+	if r := crawl(file1); r.err != nil {
+		t.Errorf("rerun of the first list: %v, want a resume", r.err)
+	}
+	if r := crawl("--append", file2); r.err != nil {
+		t.Fatalf("crawl --append of the second list: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	checkAllDoneOnce(t, readResults(t, out), append(first, second...))
+	if r := crawl(file2); r.err != nil {
+		t.Errorf("rerun of the appended list: %v, want a resume", r.err)
+	}
+}
