@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,49 +11,9 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/verdict"
 )
-
-// badProxy is a loopback listener that plays a broken proxy: "garbage"
-// answers every connection with bytes that are no protocol at all; "silent"
-// accepts connections and never answers (a black hole).
-func badProxy(t *testing.T, mode string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			if mode == "garbage" {
-				wg.Go(func() {
-					c.Write([]byte("\x00\x17 this is not a proxy \xff\xfe\r\n\r\n"))
-					io.Copy(io.Discard, c)
-				})
-			}
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
 
 // TestTransportBlamesBrokenProxy: a failure through a proxy that speaks
 // garbage, never answers or refuses the SOCKS5 credentials is a proxy
@@ -95,12 +54,12 @@ func TestTransportBlamesBrokenProxy(t *testing.T) {
 		name, line, target string
 		want               verdict.Verdict
 	}{
-		{"garbage, plain target", "http://" + badProxy(t, "garbage"), "http://target.test/x", verdict.ProxyFailure},
-		{"garbage, CONNECT", "http://" + badProxy(t, "garbage"), "https://target.test/x", verdict.ProxyFailure},
-		{"black hole, plain target", "http://" + badProxy(t, "silent"), "http://target.test/x", verdict.ProxyFailure},
-		{"black hole, CONNECT", "http://" + badProxy(t, "silent"), "https://target.test/x", verdict.ProxyFailure},
-		{"socks5 garbage", "socks5://" + badProxy(t, "garbage"), "http://target.test/x", verdict.ProxyFailure},
-		{"socks5 black hole", "socks5://" + badProxy(t, "silent"), "http://target.test/x", verdict.ProxyFailure},
+		{"garbage, plain target", "http://" + peertest.BrokenProxy(t, peertest.Garbage), "http://target.test/x", verdict.ProxyFailure},
+		{"garbage, CONNECT", "http://" + peertest.BrokenProxy(t, peertest.Garbage), "https://target.test/x", verdict.ProxyFailure},
+		{"black hole, plain target", "http://" + peertest.BrokenProxy(t, peertest.Silent), "http://target.test/x", verdict.ProxyFailure},
+		{"black hole, CONNECT", "http://" + peertest.BrokenProxy(t, peertest.Silent), "https://target.test/x", verdict.ProxyFailure},
+		{"socks5 garbage", "socks5://" + peertest.BrokenProxy(t, peertest.Garbage), "http://target.test/x", verdict.ProxyFailure},
+		{"socks5 black hole", "socks5://" + peertest.BrokenProxy(t, peertest.Silent), "http://target.test/x", verdict.ProxyFailure},
 		{"socks5 wrong password", "socks5://sam:nope@" + socks.ln.Addr().String(), "http://target.test/x", verdict.ProxyFailure},
 		{"socks5 fine, target refuses", "socks5://sam:SockPw9@" + socks.ln.Addr().String(), refusing, verdict.Retryable},
 		{"socks5 fine, target slow", "socks5://sam:SockPw9@" + socks.ln.Addr().String(), slow.URL, verdict.Retryable},

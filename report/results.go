@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -296,7 +297,7 @@ func scanCSV(f io.ReadSeeker) (*idSet, int64, error) {
 	cr := csv.NewReader(bufio.NewReaderSize(f, 64<<10))
 	cr.FieldsPerRecord = len(CSVHeader)
 	cr.ReuseRecord = true
-	if head, err := cr.Read(); err != nil || !equalStrings(head, CSVHeader) {
+	if head, err := cr.Read(); err != nil || !slices.Equal(head, CSVHeader) {
 		return nil, 0, errUnmatched
 	}
 	end := cr.InputOffset()
@@ -348,18 +349,6 @@ func lastByteIs(f io.ReadSeeker, off int64, c byte) bool {
 		return false
 	}
 	return b[0] == c
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // idSet is a set of job ids, which are small and dense: a bitset.

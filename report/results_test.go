@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func readRows(t *testing.T, path string, format Format) []Result {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	if len(recs) == 0 || !equalStrings(recs[0], CSVHeader) {
+	if len(recs) == 0 || !slices.Equal(recs[0], CSVHeader) {
 		t.Fatalf("%s: header %v, want %v", path, recs, CSVHeader)
 	}
 	var out []Result

@@ -5,10 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 )
 
 // forbiddingSite answers 200, except 403 (a bare one, no block page) for the
@@ -59,9 +57,8 @@ func TestCrawlOneForbiddenURLDirect(t *testing.T) {
 	site, srv := newForbiddingSite(t, []string{"/p/000"}, nil)
 	dir := t.TempDir()
 	urls := siteURLs(srv.URL, 21)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--concurrency", "1", "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--concurrency", "1", "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if code := exitCode(r.err); code != exitAbandoned {
 		t.Fatalf("crawl: %v (exit %d), want exit %d (some URLs abandoned)\nstderr:\n%s", r.err, code, exitAbandoned, r.stderr)
 	}
@@ -83,9 +80,8 @@ func TestCrawlForbiddenURLTriesOtherExits(t *testing.T) {
 	dir := t.TempDir()
 	proxies := writeLines(t, dir, "proxies.txt", []string{"bind:127.0.0.41-127.0.0.43"})
 	urls := siteURLs(srv.URL, 30)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--proxies", proxies, "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if code := exitCode(r.err); code != exitAbandoned {
 		t.Fatalf("crawl: %v (exit %d), want exit %d (some URLs abandoned)\nstderr:\n%s", r.err, code, exitAbandoned, r.stderr)
 	}
@@ -119,9 +115,8 @@ func TestCrawlForbiddenWaveBansLane(t *testing.T) {
 	dir := t.TempDir()
 	proxies := writeLines(t, dir, "proxies.txt", []string{"bind:127.0.0.51-127.0.0.53"})
 	urls := siteURLs(srv.URL, 40)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--proxies", proxies, "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if r.err != nil {
 		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}

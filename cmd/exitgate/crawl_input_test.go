@@ -24,17 +24,16 @@ func TestCrawlURLTheFrontierRefusesIsSkipped(t *testing.T) {
 	site, srv := newCountingSite(t, 0)
 	dir := t.TempDir()
 	good := siteURLs(srv.URL, 3)
-	urlFile := writeLines(t, dir, "urls.txt", []string{
+	out, crawl := crawlList(t, dir, []string{
 		good[0],
 		"http://127.0.0.1:0/x",
 		good[1],
 		"http://127.0.0.1:99999/x",
 		"http://exa!mple.com/",
 		good[2],
-	})
-	out := filepath.Join(dir, "out")
+	}, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
 	for run := 1; run <= 2; run++ {
-		r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
+		r := crawl()
 		if r.err != nil {
 			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
 		}
@@ -64,9 +63,8 @@ func TestCrawlNumericPasswordNeverAnExitName(t *testing.T) {
 	dir := t.TempDir()
 	proxies := writeLines(t, dir, "proxies.txt", []string{"admin:31337:" + proxy.Addr()})
 	urls := siteURLs(srv.URL, 3)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--proxies", proxies, "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if r.err != nil {
 		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}
@@ -114,9 +112,8 @@ func TestCrawlMaxBodyTruncated(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	urls := []string{srv.URL + "/big", srv.URL + "/exact"}
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--max-body", "1KiB", "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--max-body", "1KiB", "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if r.err != nil {
 		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}
@@ -171,9 +168,8 @@ func TestCrawlBadMetricsAddrRefusedBeforeWork(t *testing.T) {
 	for _, addr := range []string{"not an address", busy.Addr().String()} {
 		site, srv := newCountingSite(t, 0)
 		dir := t.TempDir()
-		urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 2))
-		out := filepath.Join(dir, "out")
-		r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--metrics-addr", addr, "--progress", "0", urlFile)
+		out, crawl := crawlList(t, dir, siteURLs(srv.URL, 2), "--metrics-addr", addr, "--progress", "0")
+		r := crawl()
 		if r.err == nil || !strings.Contains(r.err.Error(), "--metrics-addr") {
 			t.Errorf("--metrics-addr %q: err = %v, want one naming --metrics-addr", addr, r.err)
 		}

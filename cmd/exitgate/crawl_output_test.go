@@ -21,11 +21,9 @@ func TestCrawlRerunKeepsSummary(t *testing.T) {
 	_, srv := newCountingSite(t, 0)
 	dir := t.TempDir()
 	urls := siteURLs(srv.URL, 5)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	args := []string{"crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile}
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
 	for run := 1; run <= 2; run++ {
-		if r := runCrawlCmd(t, 30*time.Second, args...); r.err != nil {
+		if r := crawl(); r.err != nil {
 			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
 		}
 	}
@@ -49,9 +47,8 @@ func TestCrawlNotFoundIsItsOwnOutcome(t *testing.T) {
 	_, srv := newCountingSite(t, 0) // serves everything but /robots.txt
 	dir := t.TempDir()
 	urls := append(siteURLs(srv.URL, 2), srv.URL+"/robots.txt")
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if r.err != nil {
 		t.Fatalf("crawl: %v (exit %d), want exit 0\nstderr:\n%s", r.err, exitCode(r.err), r.stderr)
 	}

@@ -1,73 +1,10 @@
 package main
 
 import (
-	"io"
-	"net"
-	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/exitgate/exitgate/internal/peertest"
 )
-
-// brokenProxy listens on loopback and plays a broken proxy until the test
-// ends: "garbage" answers any connection with bytes of no protocol, "silent"
-// accepts and never answers, "socks-reject" is a SOCKS5 server that asks for
-// a user name and password and refuses any.
-func brokenProxy(t *testing.T, mode string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	serve := func(c net.Conn) {
-		switch mode {
-		case "garbage":
-			c.Write([]byte("\x00\x17 not a proxy at all \xff\r\n\r\n"))
-		case "socks-reject":
-			var b [258]byte
-			if _, err := io.ReadFull(c, b[:2]); err != nil || b[0] != 5 {
-				break
-			}
-			io.ReadFull(c, b[:b[1]])
-			c.Write([]byte{5, 2}) // username/password, please
-			io.ReadFull(c, b[:2]) // version 1, user length
-			io.ReadFull(c, b[:b[1]])
-			io.ReadFull(c, b[:1]) // password length
-			io.ReadFull(c, b[:b[0]])
-			c.Write([]byte{1, 1}) // refused
-			c.Close()
-			return
-		}
-		io.Copy(io.Discard, c) // "silent": read, never answer
-	}
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { serve(c) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
 
 // TestCrawlBrokenProxiesAreTheExitsFault: three broken proxies (one that
 // speaks garbage, one that never answers, a SOCKS5 server that refuses the
@@ -80,7 +17,7 @@ func TestCrawlBrokenProxiesAreTheExitsFault(t *testing.T) {
 	site, srv := newCountingSite(t, 0)
 	good := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.61"})
 	dir := t.TempDir()
-	garbage, silent, socks := brokenProxy(t, "garbage"), brokenProxy(t, "silent"), brokenProxy(t, "socks-reject")
+	garbage, silent, socks := peertest.BrokenProxy(t, peertest.Garbage), peertest.BrokenProxy(t, peertest.Silent), peertest.BrokenProxy(t, peertest.SOCKSReject)
 	proxies := writeLines(t, dir, "proxies.txt", []string{
 		"http://" + garbage,
 		"http://" + silent,
@@ -88,10 +25,9 @@ func TestCrawlBrokenProxiesAreTheExitsFault(t *testing.T) {
 		good.URL(),
 	})
 	urls := siteURLs(srv.URL, 40)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 60*time.Second, "crawl", "--proxies", proxies, "--out", out, "--lane-rate", "50/s",
-		"--concurrency", "8", "--timeout", "2s", "--max-retries", "2", "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--lane-rate", "50/s",
+		"--concurrency", "8", "--timeout", "2s", "--max-retries", "2", "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if r.err != nil {
 		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}

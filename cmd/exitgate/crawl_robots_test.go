@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // robotsOutageSite answers /robots.txt with status for its first down
@@ -40,9 +38,8 @@ func TestCrawlRobotsOutageRetried(t *testing.T) {
 	srv, robots, _ := robotsOutageSite(t, http.StatusInternalServerError, 3)
 	dir := t.TempDir()
 	urls := siteURLs(srv.URL, 5)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--progress", "0")
+	r := crawl()
 	if r.err != nil {
 		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}
@@ -60,9 +57,8 @@ func TestCrawlRobotsLongOutageParksHost(t *testing.T) {
 	srv, _, pages := robotsOutageSite(t, http.StatusServiceUnavailable, -1)
 	dir := t.TempDir()
 	urls := siteURLs(srv.URL, 5)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--max-wait", "2s", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--max-wait", "2s", "--progress", "0")
+	r := crawl()
 	if code := exitCode(r.err); code != exitUnfinished {
 		t.Fatalf("crawl: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", r.err, code, exitUnfinished, r.stderr)
 	}

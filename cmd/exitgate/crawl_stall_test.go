@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,9 +33,8 @@ func TestCrawlNoWorkingExitStops(t *testing.T) {
 	dir := t.TempDir()
 	proxies := writeLines(t, dir, "proxies.txt", []string{"http://" + auth.Addr(), "http://" + dead})
 	urls := siteURLs(srv.URL, 10)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--proxies", proxies, "--out", out, "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--progress", "0")
+	r := crawl()
 	if r.err == nil {
 		t.Fatalf("crawl through no working exit succeeded\nstdout:\n%s", r.stdout)
 	}
@@ -78,11 +76,9 @@ func TestCrawlDeclaredResetFarAwayParksHost(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	urls := siteURLs(srv.URL, 8)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	args := []string{"crawl", "--out", out, "--ignore-robots", "--concurrency", "1", "--progress", "0", urlFile}
+	out, crawl := crawlList(t, dir, urls, "--ignore-robots", "--concurrency", "1", "--progress", "0")
 	for run := 1; run <= 2; run++ {
-		r := runCrawlCmd(t, 30*time.Second, args...)
+		r := crawl()
 		if code := exitCode(r.err); r.err == nil || code != exitUnfinished {
 			t.Fatalf("run %d: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", run, r.err, code, exitUnfinished, r.stderr)
 		}
@@ -126,9 +122,8 @@ func TestCrawlHugeRetryAfterParksHost(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	urls := siteURLs(srv.URL, 6)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	out := filepath.Join(dir, "out")
-	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--ignore-robots", "--progress", "0", urlFile)
+	out, crawl := crawlList(t, dir, urls, "--ignore-robots", "--progress", "0")
+	r := crawl()
 	if code := exitCode(r.err); r.err == nil || code != exitUnfinished {
 		t.Fatalf("crawl: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", r.err, code, exitUnfinished, r.stderr)
 	}

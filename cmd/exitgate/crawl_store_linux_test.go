@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/exitgate/exitgate/internal/peertest"
 )
@@ -25,10 +24,9 @@ func TestCrawlOutOfInodes(t *testing.T) {
 	bodies := filepath.Join(out, "bodies")
 	peertest.Tmpfs(t, bodies, "size=4m,nr_inodes=12")
 	urls := siteURLs(srv.URL, 60)
-	urlFile := writeLines(t, dir, "urls.txt", urls)
-	args := []string{"crawl", "--out", out, "--lane-rate", "200/s", "--ignore-robots", "--progress", "0", urlFile}
+	_, crawl := crawlList(t, dir, urls, "--lane-rate", "200/s", "--ignore-robots", "--progress", "0")
 
-	r := runCrawlCmd(t, 30*time.Second, args...)
+	r := crawl()
 	if r.err == nil || !strings.Contains(r.err.Error(), "no space left on device") {
 		t.Fatalf("crawl with 12 inodes for 60 bodies: err = %v, want one saying no space left on device\nstderr:\n%s", r.err, r.stderr)
 	}
@@ -54,7 +52,7 @@ func TestCrawlOutOfInodes(t *testing.T) {
 	if err := syscall.Mount("tmpfs", bodies, "tmpfs", syscall.MS_REMOUNT, "size=4m,nr_inodes=1000"); err != nil {
 		t.Fatalf("remount with room: %v", err)
 	}
-	r = runCrawlCmd(t, 30*time.Second, args...)
+	r = crawl()
 	if r.err != nil {
 		t.Fatalf("crawl with room: %v\nstderr:\n%s", r.err, r.stderr)
 	}

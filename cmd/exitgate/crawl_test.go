@@ -120,12 +120,8 @@ func readSummary(t *testing.T, out string) report.Summary {
 // once, all done with status 200. It returns the results by URL.
 func checkAllDoneOnce(t *testing.T, results []report.Result, want []string) map[string]report.Result {
 	t.Helper()
-	byURL := make(map[string]report.Result, len(results))
+	byURL := resultsByURL(t, results)
 	for _, r := range results {
-		if _, dup := byURL[r.URL]; dup {
-			t.Errorf("results.jsonl lists %s twice", r.URL)
-		}
-		byURL[r.URL] = r
 		if r.Outcome != "done" || r.Status != 200 {
 			t.Errorf("result %s = %s %d (%s), want done 200", r.URL, r.Outcome, r.Status, r.Reason)
 		}
@@ -149,13 +145,7 @@ func checkAllDoneOnce(t *testing.T, results []report.Result, want []string) map[
 // nothing else. It returns the results by URL.
 func checkOutcomes(t *testing.T, results []report.Result, done []string, abandoned map[string]string) map[string]report.Result {
 	t.Helper()
-	byURL := make(map[string]report.Result, len(results))
-	for _, r := range results {
-		if _, dup := byURL[r.URL]; dup {
-			t.Errorf("results.jsonl lists %s twice", r.URL)
-		}
-		byURL[r.URL] = r
-	}
+	byURL := resultsByURL(t, results)
 	for _, u := range done {
 		if r, ok := byURL[u]; !ok || r.Outcome != "done" || r.Status != 200 {
 			t.Errorf("result %s = %+v, want done 200", u, r)
@@ -168,6 +158,20 @@ func checkOutcomes(t *testing.T, results []report.Result, done []string, abandon
 	}
 	if len(results) != len(done)+len(abandoned) {
 		t.Errorf("results.jsonl has %d lines, want %d", len(results), len(done)+len(abandoned))
+	}
+	return byURL
+}
+
+// resultsByURL indexes results by URL, failing the test for a URL listed
+// twice.
+func resultsByURL(t *testing.T, results []report.Result) map[string]report.Result {
+	t.Helper()
+	byURL := make(map[string]report.Result, len(results))
+	for _, r := range results {
+		if _, dup := byURL[r.URL]; dup {
+			t.Errorf("results.jsonl lists %s twice", r.URL)
+		}
+		byURL[r.URL] = r
 	}
 	return byURL
 }
@@ -610,4 +614,15 @@ func TestCrawlRetriesPerSuccessCountsRetriesOnly(t *testing.T) {
 	if sum.RetriesPerSuccess != 0 {
 		t.Errorf("summary retries_per_success = %v, want 0: every URL succeeded at its first attempt", sum.RetriesPerSuccess)
 	}
+}
+
+// crawlList writes urls to dir/urls.txt and returns dir/out and a function
+// that runs `exitgate crawl --out dir/out flags... dir/urls.txt`, bounded
+// to 30 s, each time it is called.
+func crawlList(t *testing.T, dir string, urls []string, flags ...string) (string, func() crawlRun) {
+	t.Helper()
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	out := filepath.Join(dir, "out")
+	args := append(append([]string{"crawl", "--out", out}, flags...), urlFile)
+	return out, func() crawlRun { t.Helper(); return runCrawlCmd(t, 30*time.Second, args...) }
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,9 +26,8 @@ func TestCrawlThrottledSecondsIsTimeSpent(t *testing.T) {
 		}))
 		dir := t.TempDir()
 		urls := siteURLs(srv.URL, 3)
-		urlFile := writeLines(t, dir, "urls.txt", urls)
-		out := filepath.Join(dir, "out")
-		r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--ignore-robots", "--lane-rate", "50/s", "--concurrency", "1", "--progress", "0", urlFile)
+		out, crawl := crawlList(t, dir, urls, "--ignore-robots", "--lane-rate", "50/s", "--concurrency", "1", "--progress", "0")
+		r := crawl()
 		srv.Close()
 		if code := exitCode(r.err); code != exitUnfinished {
 			t.Errorf("status %d: %v (exit %d), want exit %d (a URL parked)", status, r.err, code, exitUnfinished)
