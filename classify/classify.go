@@ -43,8 +43,9 @@ func DefaultBlockMarkers() []string {
 }
 
 // Rules adjusts classification for one host. The zero value applies the
-// table in DESIGN.md: sniff 503 bodies for block pages with the default
-// markers, 403 banned unless the response carries a rate-limit signal.
+// table in DESIGN.md: sniff 403 and 503 bodies for block pages with the
+// default markers; a 403 without one is forbidden unless the response
+// carries a rate-limit signal.
 // Rules is a plain value; share it freely but do not mutate it while
 // Response may read it.
 type Rules struct {
@@ -72,7 +73,7 @@ type Rules struct {
 //	429                            throttled
 //	403 with Retry-After or
 //	    remaining 0 (GitHub)       throttled
-//	403                            banned
+//	403                            forbidden
 //	503 with Retry-After, 503      busy (RFC 9110: overload or maintenance)
 //	500 502 504 408 522 524,
 //	    other 5xx                  retryable
@@ -81,9 +82,10 @@ type Rules struct {
 //	block page in a sniffed body   banned
 //	1xx or out of range            retryable (not a final answer)
 //
-// Rules.Status overrides all of it. A single 403 already reads as banned:
-// telling a wave of them (a real ban of the lane) from one forbidden URL
-// takes history, which is the limiter's job, not this function's.
+// Rules.Status overrides all of it. A bare 403 reads as forbidden, that
+// URL's answer: telling a wave of them (a real ban of the lane) from one
+// forbidden URL takes history, which is the limiter's job, not this
+// function's. A 403 block page is banned at once.
 // Response never panics and is safe for concurrent use.
 func Response(status int, sig rlheader.Signal, body []byte, rules Rules) verdict.Verdict {
 	if v, ok := rules.Status[status]; ok {
@@ -101,7 +103,7 @@ func Response(status int, sig rlheader.Signal, body []byte, rules Rules) verdict
 		if sig.HasRetryAfter || sig.HasRemaining && sig.Remaining == 0 {
 			return verdict.Throttled
 		}
-		return verdict.Banned
+		return verdict.Forbidden
 	case status == http.StatusProxyAuthRequired:
 		return verdict.ProxyFailure
 	case status == http.StatusServiceUnavailable:
@@ -200,12 +202,32 @@ func ProxyConnectHook(_ context.Context, proxyURL *url.URL, _ *http.Request, res
 	return &ProxyConnectError{Proxy: p, StatusCode: resp.StatusCode, Status: resp.Status}
 }
 
+// ProxyError reports that a request through a proxy failed because of the
+// proxy itself: checked after the failure, the proxy did not answer, answered
+// something that is not its protocol, or refused the handshake or the
+// credentials (package pool finds this out for its exits). The URL is not to
+// blame. It is immutable once made, safe for concurrent use.
+type ProxyError struct {
+	Proxy string // the exit's id, never credentials
+	Why   string // what the check of the proxy found, e.g. "no answer within 5s"
+	Err   error  // the request's own error
+}
+
+// Error describes the failure.
+func (e *ProxyError) Error() string {
+	return fmt.Sprintf("proxy %s: %s (request: %v)", e.Proxy, e.Why, e.Err)
+}
+
+// Unwrap returns the request's error.
+func (e *ProxyError) Unwrap() error { return e.Err }
+
 // Error says what a transport error means:
 //
 //   - nil: ok;
-//   - *ProxyConnectError, a *net.OpError with Op "proxyconnect" (net/http's
-//     typed error for failing to reach or dial through the proxy), and the
-//     untyped CONNECT refusal net/http returns (see below): proxy_failure;
+//   - *ProxyError, *ProxyConnectError, a *net.OpError with Op "proxyconnect"
+//     (net/http's typed error for failing to reach or dial through the
+//     proxy), and the untyped CONNECT refusal net/http returns (see below):
+//     proxy_failure;
 //   - timeouts (net.Error.Timeout, context.DeadlineExceeded,
 //     os.ErrDeadlineExceeded), connection resets, refusals, broken pipes,
 //     unexpected EOFs: retryable;
@@ -224,7 +246,8 @@ func Error(err error) verdict.Verdict {
 		return verdict.OK
 	}
 	var pce *ProxyConnectError
-	if errors.As(err, &pce) {
+	var pe *ProxyError
+	if errors.As(err, &pce) || errors.As(err, &pe) {
 		return verdict.ProxyFailure
 	}
 	var op *net.OpError

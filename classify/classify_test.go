@@ -53,11 +53,12 @@ func TestClassify(t *testing.T) {
 		{522, none, "", Rules{}, verdict.Retryable},
 		{524, none, "", Rules{}, verdict.Retryable},
 		{599, none, "", Rules{}, verdict.Retryable},
-		{403, none, "", Rules{}, verdict.Banned},
+		{403, none, "", Rules{}, verdict.Forbidden}, // one URL's answer, not a ban
+		{403, none, "<h1>Forbidden</h1> You don't have permission.", Rules{}, verdict.Forbidden},
 		{403, none, "<TITLE>Access Denied</TITLE> Reference #18.", Rules{}, verdict.Banned},
 		{403, ra, "", Rules{}, verdict.Throttled},  // GitHub secondary limits
 		{403, dry, "", Rules{}, verdict.Throttled}, // GitHub primary limit: remaining 0
-		{403, some, "", Rules{}, verdict.Banned},
+		{403, some, "", Rules{}, verdict.Forbidden},
 		{403, dry, "<div id=\"px-captcha\">", Rules{}, verdict.Banned},
 		{403, none, "", Rules{Status: map[int]verdict.Verdict{403: verdict.Throttled}}, verdict.Throttled},
 		{403, none, string(cf), Rules{Status: map[int]verdict.Verdict{403: verdict.Throttled}}, verdict.Throttled},
@@ -113,6 +114,7 @@ func TestClassifyErrorSynthetic(t *testing.T) {
 			Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}}, verdict.ProxyFailure},
 		{"proxyconnect timeout", &net.OpError{Op: "proxyconnect", Err: os.ErrDeadlineExceeded}, verdict.ProxyFailure},
 		{"typed CONNECT refusal", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 403, Status: "403 Forbidden"}}, verdict.ProxyFailure},
+		{"proxy found at fault", &url.Error{Op: "Get", Err: &ProxyError{Proxy: "p:1", Why: "no answer within 5s", Err: context.DeadlineExceeded}}, verdict.ProxyFailure},
 		{"untyped CONNECT refusal", &url.Error{Op: "Get", Err: errors.New("Proxy Authentication Required")}, verdict.ProxyFailure},
 		{"no such host", &url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, verdict.Fatal},
 		{"DNS timeout", &net.DNSError{Err: "i/o timeout", IsTimeout: true}, verdict.Retryable},

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +53,14 @@ type CoreConfig struct {
 	// MaxRedirects bounds the hops followed for one URL. Default 10; each
 	// hop goes through the limiter for its own host.
 	MaxRedirects int
+	// AllowPrivateRedirects follows redirects to loopback, private,
+	// link-local and unspecified addresses (and localhost) from any URL. By
+	// default such a redirect is followed only when the URL's own host is
+	// such an address (the crawl targets that network on purpose); from a
+	// public URL it is abandoned, so that a site cannot steer the crawler
+	// at the machine's own services or a cloud metadata address. Host names
+	// are judged as written, not resolved.
+	AllowPrivateRedirects bool
 	// LeaseTTL is the frontier's visibility timeout. Jobs buffered for a
 	// host that will be blocked for longer than half of it are handed back
 	// so the lease cannot expire under them. Default 5m.
@@ -70,6 +80,11 @@ type CoreConfig struct {
 	// OnFinish, if set, is called (without locks held) for every job that
 	// reaches done or abandoned in this run.
 	OnFinish func(Finished)
+	// Exits returns the exit keys the limiter chooses from, for telling
+	// whether another exit is left to try a forbidden URL through. nil:
+	// NewEngine sets it from its ExitSet; a Core without one tries a
+	// forbidden URL nowhere else.
+	Exits func() []string
 }
 
 func (c CoreConfig) withDefaults() CoreConfig {
@@ -144,7 +159,14 @@ type Response struct {
 	Sniff    []byte
 	Bytes    int64  // body bytes received
 	BodyPath string // where the body was stored; empty if not stored
-	Err      error  // transport error; Status is 0
+	// Truncated: the body went on past the engine's MaxBodyBytes and was
+	// cut there.
+	Truncated bool
+	Err       error // transport error; Status is 0
+	// StoreErr is set when the response came but its body could not be
+	// stored: the job is queued again uncharged, and Complete returns an
+	// error wrapping it so that the engine stops.
+	StoreErr *StoreError
 	At       time.Time
 	// Aborted marks a request cut short by shutdown: the job is handed back
 	// uncharged, and the limiter hears nothing from it.
@@ -157,11 +179,20 @@ const SniffBytes = 4 << 10
 
 // Finished describes a job that reached a final state in this run.
 type Finished struct {
-	Job     frontier.Job
-	Outcome string // "done" or "abandoned"
+	Job     frontier.Job // as claimed: Attempts does not count the last one
+	Outcome string       // "done" or "abandoned"
 	Status  int
 	Reason  string
 	Exit    string
+	// Result is what was recorded for a done job; for an abandoned one, its
+	// last attempt's exit, time and size.
+	Result frontier.Result
+	// URL is the last hop's URL (the job's, or where redirects led), At
+	// when its answer came and Header that answer's headers. Zero when the
+	// job ended without a request (disallowed by robots.txt).
+	URL    string
+	At     time.Time
+	Header http.Header
 }
 
 // Core makes the engine's decisions — which job goes now, on which exit, and
@@ -182,18 +213,27 @@ type Core struct {
 	buffered int
 	inflight int
 	tries    map[int64]Tries // uncharged counts, this run only
-	frNext   time.Time       // when the frontier may have more due work
-	frDirty  bool            // jobs went back to the frontier since the last claim
+	// denied lists, per job, the exits that answered it 403 (this run
+	// only): it is not sent through them again.
+	denied map[int64][]string
+	// exits is each exit's health as the responses through it tell it.
+	exits   map[string]*exitHealth
+	frNext  time.Time // when the frontier may have more due work
+	frDirty bool      // jobs went back to the frontier since the last claim
 }
 
 type hostState struct {
 	queue     []pending
 	notBefore time.Time
-	inflight  int
+	// pushback says what last made the host wait (a 429, a 503, a quota
+	// spent), for telling why its URLs are parked.
+	pushback string
+	inflight int
 	// robots: nil until known; robotsBusy while the fetch is in flight.
 	robots      *robots.Rules
 	robotsBusy  bool
 	robotsFails int
+	robotsDown  time.Time // first failure of the current robots.txt outage
 	crawlDelay  time.Duration
 }
 
@@ -212,6 +252,8 @@ func NewCore(cfg CoreConfig, fr frontier.Frontier, lim Limiter, tally *metrics.T
 		tally:   tally,
 		hosts:   map[string]*hostState{},
 		tries:   map[int64]Tries{},
+		denied:  map[int64][]string{},
+		exits:   map[string]*exitHealth{},
 		frDirty: true,
 	}
 }
@@ -283,6 +325,9 @@ func (c *Core) Dispatch(ctx context.Context, now time.Time) ([]Attempt, time.Tim
 // nextLocked tries to start one attempt for host.
 func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Attempt, bool, []Finished) {
 	h := c.hosts[host]
+	if h != nil && c.mustWaitLocked(h, now) {
+		return Attempt{}, false, c.parkHostLocked(ctx, host, h, now)
+	}
 	if h == nil || h.notBefore.After(now) {
 		return Attempt{}, false, nil
 	}
@@ -295,7 +340,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 		if err != nil {
 			h.robots = robots.AllowAll
 		} else {
-			t, ok := c.acquireLocked(host, h, "", now)
+			t, ok := c.acquireLocked(host, h, limit.Want{}, now)
 			if !ok {
 				return Attempt{}, false, nil
 			}
@@ -318,8 +363,11 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			}
 			continue
 		}
-		t, ok := c.acquireLocked(host, h, p.job.Exit, now)
+		t, ok := c.acquireLocked(host, h, limit.Want{Pin: p.job.Exit, Avoid: c.denied[p.job.ID]}, now)
 		if !ok {
+			if c.mustWaitLocked(h, now) {
+				fin = append(fin, c.parkHostLocked(ctx, host, h, now)...)
+			}
 			return Attempt{}, false, fin
 		}
 		h.queue = h.queue[1:]
@@ -340,8 +388,8 @@ func (c *Core) startLocked(h *hostState, a Attempt) Attempt {
 
 // acquireLocked asks the limiter for host; when nothing can go it blocks
 // the host until the limiter's next time and counts that as throttled time.
-func (c *Core) acquireLocked(host string, h *hostState, pin string, now time.Time) (limit.Ticket, bool) {
-	t, ok, next, err := c.lim.Acquire(host, limit.Want{Pin: pin}, now)
+func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now time.Time) (limit.Ticket, bool) {
+	t, ok, next, err := c.lim.Acquire(host, want, now)
 	if err != nil {
 		c.cfg.Logger.Warn("limiter refused", "host", host, "err", err)
 		next = now.Add(time.Second)
@@ -360,12 +408,74 @@ func (c *Core) acquireLocked(host string, h *hostState, pin string, now time.Tim
 		c.tally.HeldBack(host, wait)
 	}
 	h.notBefore = next
+	if c.mustWaitLocked(h, now) {
+		return limit.Ticket{}, false // its caller parks the host's jobs
+	}
 	if !next.IsZero() && next.Sub(now) > c.cfg.LeaseTTL/2 {
 		if err := c.handBackLocked(context.Background(), h); err != nil {
 			c.cfg.Logger.Warn("hand back", "host", host, "err", err)
 		}
 	}
 	return limit.Ticket{}, false
+}
+
+// mustWaitLocked reports whether host h may not send before a time beyond
+// the retry policy's MaxWait: its jobs are then parked until that time
+// rather than held.
+func (c *Core) mustWaitLocked(h *hostState, now time.Time) bool {
+	return h.notBefore.Sub(now) > c.cfg.Retry.MaxWait
+}
+
+// parkHostLocked parks every buffered job of a host that must wait beyond
+// MaxWait, durably, until the host may send again; the host's other due jobs
+// follow as they are claimed. It says so in the log.
+func (c *Core) parkHostLocked(ctx context.Context, host string, h *hostState, now time.Time) []Finished {
+	if len(h.queue) == 0 {
+		return nil
+	}
+	why := h.pushback
+	if why == "" {
+		why = "the limiter holds it"
+	}
+	until := h.notBefore.Format(time.RFC3339)
+	reason := fmt.Sprintf("host must wait until %s, beyond max wait %s (%s)", until, c.cfg.Retry.MaxWait, why)
+	c.cfg.Logger.Warn("host must wait beyond --max-wait: its URLs are parked", "host", host, "until", until, "why", why, "urls", len(h.queue))
+	var fin []Finished
+	for _, p := range h.queue {
+		f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FatePark, At: h.notBefore, Reason: reason, Tries: c.tries[p.job.ID]}, 0, frontier.Result{})
+		if err != nil {
+			c.cfg.Logger.Warn("park", "url", p.url, "err", err)
+		}
+		if final {
+			fin = append(fin, f)
+		}
+	}
+	c.buffered -= len(h.queue)
+	h.queue = nil
+	return fin
+}
+
+// HostWait is a host whose URLs are parked because it must wait beyond the
+// retry policy's MaxWait.
+type HostWait struct {
+	Host  string
+	Until time.Time
+	Why   string // what made it wait, e.g. "status 429, Retry-After 2h0m0s"
+}
+
+// Waiting lists the hosts that, at now, must wait beyond MaxWait, soonest
+// first.
+func (c *Core) Waiting(now time.Time) []HostWait {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []HostWait
+	for host, h := range c.hosts {
+		if c.mustWaitLocked(h, now) {
+			out = append(out, HostWait{Host: host, Until: h.notBefore, Why: h.pushback})
+		}
+	}
+	slices.SortFunc(out, func(a, b HostWait) int { return a.Until.Compare(b.Until) })
+	return out
 }
 
 // handBackLocked returns a host's buffered jobs to the frontier: at shutdown,
@@ -399,7 +509,9 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	perHost := max(c.cfg.Concurrency+2, target/2)
 	jobs, err := c.fr.Claim(ctx, now, want, func(host string) bool {
 		h := c.hosts[host]
-		return h == nil || (len(h.queue) < perHost && !h.notBefore.After(now))
+		// A host that must wait beyond MaxWait takes its due jobs, to
+		// park them.
+		return h == nil || (len(h.queue) < perHost && (!h.notBefore.After(now) || c.mustWaitLocked(h, now)))
 	})
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
@@ -462,6 +574,11 @@ func (c *Core) pruneLocked() {
 // wakeLocked is the earliest time a blocked host or the frontier may have
 // work; zero when only a completion can help.
 func (c *Core) wakeLocked(now time.Time) time.Time {
+	if c.frDirty {
+		// Jobs went back to the frontier (parked, say) since the last
+		// claim: what it holds next is known only after claiming again.
+		return now
+	}
 	var wake time.Time
 	earlier := func(t time.Time) {
 		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
@@ -506,7 +623,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 
 	sig := rlheader.Parse(r.Header, now, c.cfg.Profile(a.Host))
 	v := interpret(r, sig, c.cfg.Verdicts(a.Host))
-	c.lim.Done(a.Ticket, outcomeOf(v, sig, a.SentAt), now)
+	c.lim.Done(a.Ticket, outcomeOf(v, sig, a.SentAt, a.URL), now)
 	if c.tally != nil {
 		c.tally.Record(metrics.Event{
 			Host: a.Host, Exit: a.Ticket.Exit, Status: r.Status, Verdict: v,
@@ -514,42 +631,182 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 			Latency: now.Sub(a.SentAt), Bytes: r.Bytes, At: now,
 		})
 	}
+	if why := pushbackOf(r, v, sig); why != "" {
+		h.pushback = why
+	}
+	// With no exit left that works, stop rather than wait on quarantines:
+	// the job is settled as usual (a proxy failure is retried, uncharged).
+	noExit := c.exitSeenLocked(a.Ticket.Exit, v, r)
 
 	if a.Robots {
 		c.robotsLocked(a.Host, h, v, r, sig, now)
 		c.mu.Unlock()
-		return nil
+		return noExit
 	}
 
-	// A redirect is followed as a new hop through the limiter of its host.
-	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops < c.cfg.MaxRedirects {
-		if next, ok := redirectTarget(a.URL, r.Header.Get("Location")); ok {
+	// A redirect is followed as a new hop through the limiter of its host;
+	// one that cannot be followed is the URL's end, not a page.
+	redirect, refused := v == verdict.OK && isRedirect(r.Status), ""
+	if redirect {
+		var next *url.URL
+		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
+		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(jobHost(a.Job)) {
+			refused = "redirect to a private address refused: " + clipReason(next.Hostname())
+		}
+		if refused == "" && a.Hops < c.cfg.MaxRedirects {
 			host := c.cfg.HostKey(next)
 			c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
 			c.mu.Unlock()
-			return nil
+			return noExit
 		}
 	}
 
 	tries := c.tries[a.Job.ID]
 	tries.Charged = a.Job.Attempts
+	untried := 0
+	if v == verdict.Forbidden {
+		untried = c.denyLocked(a)
+	}
 	fate := decide(c.cfg.Retry, tries, attemptResult{
 		Method: a.Job.Method, Status: r.Status, Verdict: v,
 		RetryAfter: sig.RetryAfter, HasRetryAfter: sig.HasRetryAfter, Err: r.Err,
+		Untried: untried,
 	}, c.cfg.Rand, now)
-	if v == verdict.OK && r.Status >= 300 && r.Status < 400 && a.Hops >= c.cfg.MaxRedirects && r.Header.Get("Location") != "" {
+	switch {
+	case redirect && refused != "":
+		fate = Fate{Kind: FateAbandon, Reason: refused}
+	case redirect:
 		fate = Fate{Kind: FateAbandon, Reason: fmt.Sprintf("too many redirects (%d)", a.Hops)}
+	}
+	if r.StoreErr != nil && fate.Kind == FateDone {
+		// Never done without its body: queued again, uncharged, for a run
+		// that has room.
+		fate = Fate{Kind: FateRetry, At: now, Reason: "body not stored", Tries: tries}
 	}
 	result := frontier.Result{
 		Status: r.Status, Bytes: r.Bytes, Exit: a.Ticket.Exit,
-		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath,
+		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath, Truncated: r.Truncated,
 	}
 	fin, final, err := c.settleLocked(ctx, a.Job, fate, r.Status, result)
 	c.mu.Unlock()
 	if final {
+		fin.Result, fin.URL, fin.At, fin.Header = result, a.URL, now, r.Header
 		c.finish([]Finished{fin})
 	}
+	if r.StoreErr != nil && err == nil {
+		err = fmt.Errorf("%w (%s is queued again; free space or inodes, then run again)", r.StoreErr, a.Job.URL)
+	}
+	if err == nil {
+		err = noExit
+	}
 	return err
+}
+
+// pushbackOf says in a few words what in a response makes its host wait
+// (a 429, a 503, a spent quota), or "".
+func pushbackOf(r Response, v verdict.Verdict, sig rlheader.Signal) string {
+	var why string
+	switch {
+	case v == verdict.Throttled || v == verdict.Busy:
+		why = fmt.Sprintf("status %d", r.Status)
+		if sig.HasRetryAfter {
+			why += ", Retry-After " + sig.RetryAfter.Round(time.Second).String()
+		}
+	case sig.HasRemaining && sig.Remaining == 0:
+		why = fmt.Sprintf("status %d, rate-limit remaining 0", r.Status)
+		if sig.HasReset {
+			why += ", reset in " + sig.Reset.Round(time.Second).String()
+		}
+	case v == verdict.ProxyFailure:
+		why = "exits failing"
+	}
+	return why
+}
+
+// exitHealth is what the responses through one exit say about it.
+type exitHealth struct {
+	fails  int    // proxy failures in a row
+	worked bool   // something other than a proxy failure came through it
+	why    string // the last proxy failure
+}
+
+// exitSeenLocked records what came through exit and, after a proxy failure,
+// returns a *NoExitError if no exit of the pool works any more: each has
+// failed, and one that worked earlier in the run has failed twice in a row
+// (its quarantine's recovery probe failed too). Nil while any may work, and
+// when the pool is unknown (CoreConfig.Exits nil).
+func (c *Core) exitSeenLocked(exit string, v verdict.Verdict, r Response) error {
+	e := c.exits[exit]
+	if e == nil {
+		e = &exitHealth{}
+		c.exits[exit] = e
+	}
+	if v != verdict.ProxyFailure {
+		e.fails, e.worked = 0, true
+		return nil
+	}
+	e.fails++
+	e.why = describe(attemptResult{Status: r.Status, Verdict: v, Err: r.Err})
+	if c.cfg.Exits == nil {
+		return nil
+	}
+	keys := c.cfg.Exits()
+	failed := make([]ExitFailure, 0, len(keys))
+	for _, k := range keys {
+		e := c.exits[k]
+		if e == nil || e.fails == 0 || e.worked && e.fails < 2 {
+			return nil
+		}
+		failed = append(failed, ExitFailure{Exit: k, Failures: e.fails, Why: e.why})
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return &NoExitError{Exits: failed}
+}
+
+// NoExitError says that no exit of the pool works: every one failed as a
+// proxy (see Core), so that the run stops instead of waiting on their
+// quarantines. The jobs stay queued.
+type NoExitError struct {
+	Exits []ExitFailure
+}
+
+// ExitFailure is one exit's latest proxy failure and how many came in a row.
+type ExitFailure struct {
+	Exit     string
+	Failures int
+	Why      string // e.g. "status 407", "proxy_failure: proxy no answer within 5s"
+}
+
+func (e *NoExitError) Error() string {
+	var b strings.Builder
+	b.WriteString("no working exit; every exit fails as a proxy:")
+	for _, x := range e.Exits {
+		fmt.Fprintf(&b, "\n  %s: %s (%d in a row)", x.Exit, x.Why, x.Failures)
+	}
+	b.WriteString("\ncheck them with \"exitgate proxies check\"; the URLs stay queued for the next run")
+	return b.String()
+}
+
+// denyLocked records that a's exit answered a's job 403 and returns how many
+// exits of the pool have not: a pinned job has no other.
+func (c *Core) denyLocked(a Attempt) int {
+	if a.Job.Exit != "" || c.cfg.Exits == nil {
+		return 0
+	}
+	d := c.denied[a.Job.ID]
+	if !slices.Contains(d, a.Ticket.Exit) {
+		d = append(d, a.Ticket.Exit)
+		c.denied[a.Job.ID] = d
+	}
+	untried := 0
+	for _, e := range c.cfg.Exits() {
+		if !slices.Contains(d, e) {
+			untried++
+		}
+	}
+	return untried
 }
 
 // settleLocked records a job's fate in the frontier. final says the job
@@ -590,6 +847,7 @@ func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, stat
 		return Finished{}, false, wrapSettle(err, j)
 	}
 	delete(c.tries, j.ID)
+	delete(c.denied, j.ID)
 	if err != nil {
 		return Finished{}, false, wrapSettle(err, j)
 	}
@@ -629,10 +887,16 @@ func (c *Core) enqueueFrontLocked(host string, p pending) {
 
 // robotsLocked takes the answer to a robots.txt fetch (RFC 9309 §2.3.1):
 // 2xx is parsed; 4xx means no rules; a 429 or busy answer is asked again when
-// the limiter allows; 5xx and errors are retried a few times, then the site
-// counts as disallowing everything.
+// the limiter allows. 5xx and network errors make robots.txt unreachable,
+// which means "disallow everything" for now, not for good (§2.3.1.4): the
+// host's URLs wait, none is abandoned. It is asked again with backoff; once
+// the outage has lasted the retry policy's MaxWait, the host's URLs are
+// parked for an hour (at least twice MaxWait) and it is asked again then.
 func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Response, sig rlheader.Signal, now time.Time) {
 	h.robotsBusy = false
+	if r.Status >= 200 && r.Status < 500 {
+		h.robotsDown = time.Time{}
+	}
 	switch {
 	case r.Status >= 200 && r.Status < 300:
 		h.robots = robots.Parse(bytes.NewReader(r.Sniff), c.cfg.UserAgent)
@@ -640,18 +904,23 @@ func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Resp
 		if h.crawlDelay > 0 {
 			c.cfg.Logger.Info("robots.txt crawl-delay", "host", host, "delay", h.crawlDelay)
 		}
-	case v == verdict.Throttled || v == verdict.Busy || v == verdict.ProxyFailure:
+	case v == verdict.Throttled || v == verdict.ProxyFailure:
 		// Not the site's answer about robots; ask again.
 	case r.Status >= 400 && r.Status < 500:
 		h.robots = robots.AllowAll
 	default:
 		h.robotsFails++
-		if h.robotsFails >= 3 {
-			c.cfg.Logger.Warn("robots.txt unreachable: treating the site as disallowing all", "host", host, "status", r.Status, "err", r.Err)
-			h.robots = robots.DisallowAll
-		} else {
-			h.notBefore = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0))
+		if h.robotsDown.IsZero() {
+			h.robotsDown = now
 		}
+		h.pushback = "robots.txt unreachable: " + describe(attemptResult{Status: r.Status, Verdict: v, Err: r.Err})
+		if now.Sub(h.robotsDown) < c.cfg.Retry.MaxWait {
+			h.notBefore = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0))
+			return
+		}
+		c.cfg.Logger.Warn("robots.txt unreachable: the host's URLs wait", "host", host, "since", h.robotsDown, "status", r.Status, "err", r.Err)
+		h.notBefore = now.Add(max(time.Hour, 2*c.cfg.Retry.MaxWait)) // beyond MaxWait: parked
+		h.robotsFails, h.robotsDown = 0, time.Time{}
 	}
 }
 
@@ -663,19 +932,73 @@ func robotsAllow(r *robots.Rules, raw string) bool {
 	return r.Allowed(u.RequestURI())
 }
 
-// redirectTarget resolves a Location against the URL that answered it.
-func redirectTarget(from, location string) (*url.URL, bool) {
-	if location == "" {
-		return nil, false
+// isRedirect reports whether status sends the client elsewhere, with the
+// target in Location. (300, 304 and 305 do not: they are kept as answers.)
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// redirectTarget resolves a Location against the URL that answered it, or
+// says in a few words why it cannot be followed (the abandon reason).
+func redirectTarget(from, location string) (*url.URL, string) {
+	if strings.TrimSpace(location) == "" {
+		return nil, "redirect without Location"
 	}
 	base, err := url.Parse(from)
 	if err != nil {
-		return nil, false
+		return nil, "unfollowable redirect: bad URL"
 	}
 	next, err := base.Parse(location)
-	if err != nil || (next.Scheme != "http" && next.Scheme != "https") || next.Host == "" {
-		return nil, false
+	switch {
+	case err != nil:
+		return nil, "unfollowable redirect: bad Location"
+	case next.Scheme != "http" && next.Scheme != "https":
+		return nil, fmt.Sprintf("unfollowable redirect: scheme %q", clipReason(next.Scheme))
+	case next.Host == "":
+		return nil, "unfollowable redirect: no host"
 	}
 	next.Fragment = ""
-	return next, true
+	return next, ""
+}
+
+// isPrivateHost reports whether host (a name or an address, as written in
+// a URL) is this machine or a private network: localhost, loopback, private
+// (RFC 1918, fc00::/7), shared (100.64.0.0/10), link-local (cloud metadata
+// lives at 169.254.169.254) or unspecified.
+func isPrivateHost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsUnspecified() || sharedSpace.Contains(a)
+}
+
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10") // RFC 6598, carrier-grade NAT
+
+// jobHost is the host name or address of a job's own URL.
+func jobHost(j frontier.Job) string {
+	u, err := url.Parse(j.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// clipReason keeps text from a response short in an abandon reason.
+func clipReason(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
 }

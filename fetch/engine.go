@@ -25,7 +25,9 @@ type EngineConfig struct {
 	// BodyDir, when set, receives the body of each successful response as
 	// BodyDir/<job id>. Empty: bodies are read and discarded.
 	BodyDir string
-	// MaxBodyBytes caps how much of a body is read. Default 10 MiB.
+	// MaxBodyBytes caps how much of a body is read and stored. A longer
+	// body is cut there and its job is done with Result.Truncated set.
+	// Default 10 MiB.
 	MaxBodyBytes int64
 	// Header is added to every request (User-Agent defaults to
 	// Core.UserAgent).
@@ -58,6 +60,9 @@ func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
 	}
 	if cfg.HorizonWait <= 0 {
 		cfg.HorizonWait = core.cfg.Retry.MaxWait
+	}
+	if core.cfg.Exits == nil {
+		core.cfg.Exits = cfg.Exits.Keys
 	}
 	if cfg.BodyDir != "" {
 		if err := os.MkdirAll(cfg.BodyDir, 0o755); err != nil {
@@ -103,7 +108,12 @@ func (e *Engine) Run(ctx context.Context) error {
 				go func() {
 					defer wg.Done()
 					r := e.do(ctx, a)
-					errs.set(e.core.Complete(context.WithoutCancel(ctx), a, r))
+					if err := e.core.Complete(context.WithoutCancel(ctx), a, r); err != nil {
+						// A fate that could not be recorded, or a body that
+						// could not be stored: going on would lose work.
+						errs.set(err)
+						e.Stop()
+					}
 					poke()
 				}()
 			}
@@ -222,30 +232,85 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 		keep = 512 << 10
 	}
 	var sink io.Writer = io.Discard
-	var file *os.File
+	var body *bodyFile
 	if e.cfg.BodyDir != "" && !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		path := filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10))
-		if f, err := os.Create(path); err == nil {
-			file, sink, r.BodyPath = f, f, path
+		f, err := os.Create(path)
+		if err != nil {
+			// The server answered; this machine could not keep the answer.
+			r.StoreErr, r.At = &StoreError{Path: path, Err: err}, time.Now()
+			return r
 		}
+		body = &bodyFile{f: f, path: path}
+		sink, r.BodyPath = body, path
 	}
 	sniff := &prefixWriter{max: keep}
 	buf := copyBufs.Get().(*[]byte)
 	n, err := io.CopyBuffer(io.MultiWriter(sink, sniff), io.LimitReader(resp.Body, e.cfg.MaxBodyBytes), *buf)
 	copyBufs.Put(buf)
 	r.Bytes, r.Sniff = n, sniff.buf
-	if file != nil {
-		if cerr := file.Close(); err == nil {
+	if err == nil && n == e.cfg.MaxBodyBytes {
+		// At the cap: one more byte says whether the body went on.
+		var one [1]byte
+		m, _ := io.ReadFull(resp.Body, one[:])
+		r.Truncated = m > 0
+	}
+	if body != nil {
+		if cerr := body.close(); err == nil {
 			err = cerr
 		}
 	}
 	r.At = time.Now()
-	if err != nil {
+	var se *StoreError
+	switch {
+	case errors.As(err, &se):
+		r.StoreErr, r.BodyPath = se, ""
+		os.Remove(se.Path) // a partial body must not pass for the page
+	case err != nil:
 		// A body cut short is a transport failure of the whole attempt.
 		r.Status, r.Err, r.BodyPath = 0, err, ""
 		r.Aborted = ctx.Err() != nil
+		if body != nil {
+			os.Remove(body.path)
+		}
 	}
 	return r
+}
+
+// StoreError is a body that could not be stored (disk full, out of inodes,
+// no permission): a failure of this machine, not of the server or the exit.
+// The job goes back to the queue uncharged and the engine stops, since every
+// further body would fail the same way. Errors wrap it with %w.
+type StoreError struct {
+	Path string
+	Err  error
+}
+
+func (e *StoreError) Error() string { return "store body " + e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns the file system's error.
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// bodyFile is a body being written; its errors are StoreErrors, so that a
+// write that fails is told apart from a read that fails.
+type bodyFile struct {
+	f    *os.File
+	path string
+}
+
+func (b *bodyFile) Write(p []byte) (int, error) {
+	n, err := b.f.Write(p)
+	if err != nil {
+		err = &StoreError{Path: b.path, Err: err}
+	}
+	return n, err
+}
+
+func (b *bodyFile) close() error {
+	if err := b.f.Close(); err != nil {
+		return &StoreError{Path: b.path, Err: err}
+	}
+	return nil
 }
 
 // copyBufs recycles body copy buffers: one per request would be the

@@ -6,13 +6,18 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"github.com/exitgate/exitgate/classify"
 )
 
 // errorClass names a transport error in a few stable words, for abandon
 // reasons and reports. It inspects typed errors, never message text.
 func errorClass(err error) string {
 	var dnsErr *net.DNSError
+	var pe *classify.ProxyError
 	switch {
+	case errors.As(err, &pe):
+		return "proxy " + pe.Why
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -20,6 +20,11 @@ type RetryPolicy struct {
 	// calibrates one lane and says nothing bad about the URL, so this budget
 	// is larger. Default 20.
 	MaxThrottled int
+	// MaxForbidden is how many other exits a URL answered with a bare 403
+	// (verdict.Forbidden) is tried through before it is abandoned as
+	// "forbidden". Default 2. A negative value means none. Those attempts
+	// are charged (MaxRetries bounds them too).
+	MaxForbidden int
 	// MaxProxyFailures bounds how often one URL may meet a failing exit
 	// before it is abandoned as "no working exit". Proxy failures are not
 	// charged to MaxRetries. Default 10.
@@ -41,6 +46,12 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.MaxRetries < 0 {
 		p.MaxRetries = 0
+	}
+	if p.MaxForbidden == 0 {
+		p.MaxForbidden = 2
+	}
+	if p.MaxForbidden < 0 {
+		p.MaxForbidden = 0
 	}
 	if p.MaxThrottled <= 0 {
 		p.MaxThrottled = 20
@@ -74,6 +85,7 @@ type Tries struct {
 	Charged       int // retryable errors and bans
 	Throttled     int // 429 and busy
 	ProxyFailures int // not charged
+	Forbidden     int // bare 403s, each from another exit
 }
 
 // Outcome of one attempt as the fate rules need it.
@@ -84,6 +96,9 @@ type attemptResult struct {
 	RetryAfter    time.Duration
 	HasRetryAfter bool
 	Err           error
+	// Untried is how many exits could still be asked for this URL: for a
+	// Forbidden answer, the pool's exits that have not answered it 403.
+	Untried int
 }
 
 // FateKind is what happens to a job after an attempt.
@@ -131,6 +146,15 @@ func decide(p RetryPolicy, tries Tries, r attemptResult, rnd *rand.Rand, now tim
 			return abandon(f, "no working exit: "+what)
 		}
 		return retry(f, now, false, what)
+	case verdict.Forbidden:
+		// That URL's answer, not a ban: another exit may be let in (geo
+		// rules, a banned IP), so try a few, then give up on the URL.
+		f.Tries.Forbidden++
+		f.Tries.Charged++
+		if f.Tries.Forbidden > p.MaxForbidden || f.Tries.Charged > p.MaxRetries || r.Untried <= 0 {
+			return abandon(f, "forbidden")
+		}
+		return retry(f, now, true, what)
 	case verdict.Throttled, verdict.Busy:
 		f.Tries.Throttled++
 		if f.Tries.Throttled > p.MaxThrottled {

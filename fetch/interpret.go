@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"hash/fnv"
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
@@ -18,11 +19,23 @@ func interpret(r Response, sig rlheader.Signal, rules classify.Rules) verdict.Ve
 	return classify.Response(r.Status, sig, r.Sniff, rules)
 }
 
-// outcomeOf is what the limiter hears about one response.
-func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time) limit.Outcome {
+// MaxLimiterWait caps the Retry-After the limiter hears: a longer one is
+// heard as 30 days (the URL itself is parked until the time the server
+// said).
+const MaxLimiterWait = 30 * 24 * time.Hour
+
+// outcomeOf is what the limiter hears about one response to url.
+func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time, url string) limit.Outcome {
 	o := limit.Outcome{Verdict: v, SentAt: sentAt}
+	if v == verdict.Forbidden {
+		h := fnv.New64a()
+		h.Write([]byte(url))
+		o.URLHash = h.Sum64()
+	}
 	if sig.HasRetryAfter {
-		o.RetryAfter = sig.RetryAfter
+		// Retry-After may say centuries (rlheader saturates at 292 years):
+		// the limiter adds it to now, which must not overflow.
+		o.RetryAfter = min(sig.RetryAfter, MaxLimiterWait)
 	}
 	// The governing request quota sets the lane's capacity exactly once its
 	// window is known (declared, or learned by the limiter from the resets).

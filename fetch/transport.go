@@ -102,7 +102,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sig := rlheader.Parse(resp.Header, now, prof)
 	v := interpret(Response{Status: resp.StatusCode, Header: resp.Header}, sig, rules)
-	t.Limiter.Done(ticket, outcomeOf(v, sig, sent), now)
+	t.Limiter.Done(ticket, outcomeOf(v, sig, sent, req.URL.String()), now)
 	resp.Header.Set(ExitHeader, ticket.Exit)
 	return resp, nil
 }

@@ -139,6 +139,9 @@ type Result struct {
 	Exit    string        // exit that served the response
 	Elapsed time.Duration // time spent on the successful attempt
 	Body    string        // where the body was stored (a path); empty if not stored
+	// Truncated: the body was longer than the fetcher's size cap and only
+	// its first Bytes were kept.
+	Truncated bool
 }
 
 // Counts are the number of jobs in each state.

@@ -50,8 +50,23 @@ type normalized struct {
 	host string // lowercase host with non-default port: the default host key
 }
 
+// URLError says why Normalize rejected a URL. It wraps ErrInvalidURL.
+// Readers of URL lists (internal/urlfile) report Reason next to their own
+// file and line, so that a list is checked by the same rules as a push.
+type URLError struct {
+	URL    string // as given
+	Reason string // what is wrong, e.g. `invalid port "0"`
+}
+
+func (e *URLError) Error() string {
+	return fmt.Sprintf("%v %q: %s", ErrInvalidURL, e.URL, e.Reason)
+}
+
+// Unwrap returns ErrInvalidURL.
+func (e *URLError) Unwrap() error { return ErrInvalidURL }
+
 func invalid(raw, why string) error {
-	return fmt.Errorf("%w %q: %s", ErrInvalidURL, raw, why)
+	return &URLError{URL: raw, Reason: why}
 }
 
 func normalize(raw string) (normalized, error) {
@@ -74,7 +89,7 @@ func normalize(raw string) (normalized, error) {
 	case "https":
 		defPort = "443"
 	case "":
-		return normalized{}, invalid(raw, "not absolute")
+		return normalized{}, invalid(raw, "not an absolute URL (want http:// or https://)")
 	default:
 		return normalized{}, invalid(raw, fmt.Sprintf("scheme %q is not http or https", u.Scheme))
 	}
@@ -122,7 +137,7 @@ func normalize(raw string) (normalized, error) {
 // second parse of the key.
 func normalizeHost(h string) (string, error) {
 	if h == "" {
-		return "", fmt.Errorf("missing host")
+		return "", fmt.Errorf("no host")
 	}
 	if strings.Contains(h, ":") {
 		a, err := netip.ParseAddr(h)

@@ -122,7 +122,8 @@ type Config struct {
 	// after proxy failures. Defaults 30s and 30 minutes.
 	QuarantineBase, QuarantineMax time.Duration
 	// BanBase and BanMax bound a lane's exponential quarantine after a
-	// Banned verdict. Defaults 10 minutes and 6 hours.
+	// Banned verdict, or a wave of Forbidden ones (see wave.go). Defaults 10
+	// minutes and 6 hours.
 	BanBase, BanMax time.Duration
 	// EarlyWarning flags a lane whose learned rate falls below this fraction
 	// of its host's median lane rate. Default 0.5.

@@ -128,6 +128,10 @@ type HostState struct {
 	lastTyp  scopeEv // the latest typical 429 and its pace
 	lastTypX float64
 
+	// waves holds the recent Forbidden answers of lanes that have some
+	// (see wave.go); nil until a host answers one.
+	waves map[*lane]*wave
+
 	c Counters
 }
 
@@ -183,6 +187,7 @@ func (h *HostState) newLane(r *Rules, exit string, now int64) *lane {
 }
 
 func (h *HostState) dropLane(l *lane) {
+	h.endWave(l)
 	h.remove(l)
 	delete(h.lanes, l.exit)
 	h.passDone = false
@@ -428,6 +433,7 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 	case verdict.OK:
 		h.c.OK++
 		l.c.ok++
+		h.endWave(l)
 		before := l.l.pace
 		r.onOK(&l.l, now)
 		h.leadProbe(r, l, before, now)
@@ -466,12 +472,12 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 		l.c.err++
 	case verdict.Banned:
 		h.c.Banned++
-		l.c.ban++
-		if l.bans < 62 {
-			l.bans++
+		r.ban(l, now)
+	case verdict.Forbidden:
+		h.c.Forbidden++
+		if h.forbidden(l, o.URLHash, now) {
+			r.ban(l, now)
 		}
-		d := min(r.BanMax, r.BanBase<<min(l.bans-1, 30))
-		l.ban = max(l.ban, now+d)
 	default:
 		h.c.Fatal++
 	}
@@ -495,6 +501,16 @@ func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
 	}
 	r.settle(h, l)
 	return true
+}
+
+// ban quarantines lane l, for longer with each ban.
+func (r *Rules) ban(l *lane, now int64) {
+	l.c.ban++
+	if l.bans < 62 {
+		l.bans++
+	}
+	d := min(r.BanMax, r.BanBase<<min(l.bans-1, 30))
+	l.ban = max(l.ban, now+d)
 }
 
 func (r *Rules) settle(h *HostState, l *lane) {

@@ -24,7 +24,9 @@ type Counters struct {
 	Banned        uint64 `json:"banned"`
 	ProxyFailures uint64 `json:"proxy_failures"`
 	Fatal         uint64 `json:"fatal"`
-	Canceled      uint64 `json:"canceled"`
+	// Forbidden counts bare 403s; only a wave of them bans a lane.
+	Forbidden uint64 `json:"forbidden"`
+	Canceled  uint64 `json:"canceled"`
 	// ThrottledNs is the total cooldown and pause time imposed, in ns.
 	ThrottledNs int64 `json:"throttled_ns"`
 }

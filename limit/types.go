@@ -105,6 +105,9 @@ type Outcome struct {
 	Scope Scope
 	// SentAt is when the request went out; zero = the ticket's At.
 	SentAt time.Time
+	// URLHash identifies the request's URL (any hash; 0 = unknown), so that
+	// a wave of Forbidden answers is told from one URL's answers repeated.
+	URLHash uint64
 }
 
 // Pool is an immutable, indexed snapshot of the exits set by SetExits. Stores

@@ -138,11 +138,14 @@ func checkOne(ctx context.Context, e Exit, cfg CheckConfig, timeout time.Duratio
 func checkProblem(e Exit, err error, timeout time.Duration) (Problem, string) {
 	isProxy := e.Kind() == Proxy
 	var pse *classify.ProxyConnectError
+	var pe *classify.ProxyError
 	var ese *EchoStatusError
 	var opErr *net.OpError
 	var dnsErr *net.DNSError
 	var netErr net.Error
 	switch {
+	case errors.As(err, &pe):
+		return ProxyError, "proxy " + pe.Why
 	case errors.As(err, &pse):
 		if pse.StatusCode == http.StatusProxyAuthRequired || pse.StatusCode == http.StatusUnauthorized {
 			return Credentials, fmt.Sprintf("proxy rejected credentials (%d)", pse.StatusCode)

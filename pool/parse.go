@@ -98,7 +98,9 @@ func ParseFile(path string) ([]Exit, error) {
 //	http://user:pass@host:port   also https://, socks5://, socks5h:// (default ports 80, 443, 1080)
 //	user:pass@host:port          http
 //	host:port                    http
-//	host:port:user:pass          provider export (user:pass:host:port is recognised too)
+//	host:port:user:pass          provider export (user:pass:host:port is recognised too,
+//	                             by which end is a host and a port; a line that reads
+//	                             both ways is refused)
 //	[2001:db8::1]:8080           IPv6 in brackets, in every form above
 //	bind:127.0.0.11              a local source address, no proxy
 //	bind:127.0.0.11-127.0.0.30   a range of them, at most MaxBindRange
@@ -320,11 +322,11 @@ func parseBare(s string) (Exit, error) {
 		case 3:
 			return Exit{}, errorf(ErrCredentials, "missing password (want host:port:user:pass)")
 		case 4:
-			hostport, user, pass, creds = f[0]+":"+f[1], f[2], f[3], true
-			if !isDigits(f[1]) && isDigits(f[3]) && !strings.Contains(f[3], ":") {
-				// user:pass:host:port, as some providers export.
-				hostport, user, pass = f[2]+":"+f[3], f[0], f[1]
+			var err error
+			if hostport, user, pass, err = splitFour(f); err != nil {
+				return Exit{}, err
 			}
+			creds = true
 		}
 	}
 	host, port, err := parseHostPort(hostport, 0)
@@ -338,6 +340,38 @@ func parseBare(s string) (Exit, error) {
 		}
 	}
 	return proxyExit("http", host, port, ui), nil
+}
+
+// splitFour reads a four-field line as host:port:user:pass or as
+// user:pass:host:port, by which end parses as a host and a port. An end whose
+// host looks like one (an IP address, localhost, a name with a dot) wins over
+// an end that is a bare word and a number, so that "admin:12345:gw.example:8080"
+// is not the proxy admin:12345. When both ends fit alike the line is refused:
+// guessing wrong would send the password to a host named after the user, and
+// print it as the exit's name. When neither fits, the error is that of the
+// host:port:user:pass reading. No error echoes a field that may be a password.
+func splitFour(f []string) (hostport, user, pass string, err error) {
+	a, b := hostPortFit(f[0], f[1]), hostPortFit(f[2], f[3])
+	switch {
+	case a > b, a == 0 && b == 0:
+		return f[0] + ":" + f[1], f[2], f[3], nil
+	case b > a:
+		return f[2] + ":" + f[3], f[0], f[1], nil
+	}
+	return "", "", "", errorf(ErrSyntax, "ambiguous: both ends of the line read as host:port (host:port:user:pass or user:pass:host:port?); write it as http://user:pass@host:port")
+}
+
+// hostPortFit says how well host and port read as a proxy's address: 0 not
+// at all, 1 a bare word and a port, 2 an IP address, localhost or a dotted
+// name and a port.
+func hostPortFit(host, port string) int {
+	if _, err := parsePort(port); err != nil || !isHostname(host) {
+		return 0
+	}
+	if _, err := netip.ParseAddr(host); err == nil || strings.EqualFold(host, "localhost") || strings.Contains(strings.TrimSuffix(host, "."), ".") {
+		return 2
+	}
+	return 1
 }
 
 // looksLikeBareIPv6 reports whether s is an IPv6 address, with or without a :port.

@@ -148,7 +148,8 @@ func TestSocks5Exit(t *testing.T) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.users) != 3 || s.users[0] != "sam" {
-		t.Errorf("SOCKS server saw users %q, want sam three times", s.users)
+	// Three requests, and the check of the proxy after the refused one.
+	if len(s.users) != 4 || s.users[0] != "sam" {
+		t.Errorf("SOCKS server saw users %q, want sam four times", s.users)
 	}
 }

@@ -1,29 +1,27 @@
-// Package report writes the end-of-run outputs of a crawl: results.jsonl
-// (one line per finished URL, rebuilt from the frontier so that it holds each
-// URL exactly once even after a kill and a resume) and summary.json (what
-// the run achieved: 429 ratio, time throttled, effective rate, abandoned URLs
-// and why, per exit and per host).
+// Package report writes the outputs of a crawl: results.jsonl or
+// results.csv (one row per finished URL, written as URLs finish and
+// reconciled with the frontier so that it holds each URL exactly once even
+// after a kill and a resume; see Results), and summary.json (what the runs
+// achieved: 429 ratio, time throttled, effective rate, abandoned URLs and
+// why, per exit and per host; see WriteSummary).
 package report
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
 )
 
-// Result is one line of results.jsonl.
+// Result is one line of results.jsonl (or one row of results.csv).
 type Result struct {
+	ID        int64  `json:"id"` // the job's id in the frontier
 	URL       string `json:"url"`
-	Outcome   string `json:"outcome"` // "done" or "abandoned"
+	Outcome   string `json:"outcome"` // "done", "not_found" (404, 410) or "abandoned"
 	Status    int    `json:"status"`
 	Reason    string `json:"reason,omitempty"`
 	Attempts  int    `json:"attempts"`
@@ -31,73 +29,58 @@ type Result struct {
 	Bytes     int64  `json:"bytes"`
 	ElapsedMS int64  `json:"elapsed_ms"`
 	Body      string `json:"body,omitempty"` // path under the output dir
-}
-
-// WriteResults rewrites dir/results.jsonl from every finished job in fr, in
-// job order, atomically (a temporary file renamed into place). Body paths
-// are made relative to dir.
-func WriteResults(ctx context.Context, fr frontier.Frontier, dir string) (int, error) {
-	tmp, err := os.CreateTemp(dir, ".results-*.jsonl")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 64<<10)
-	n, err := writeResults(ctx, fr, dir, w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("write results: %w", err)
-	}
-	return n, os.Rename(tmp.Name(), filepath.Join(dir, "results.jsonl"))
-}
-
-func writeResults(ctx context.Context, fr frontier.Frontier, dir string, w io.Writer) (int, error) {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	var after int64
-	n := 0
-	for {
-		jobs, err := fr.Finished(ctx, after, 1000)
-		if err != nil {
-			return n, err
-		}
-		if len(jobs) == 0 {
-			return n, nil
-		}
-		for _, j := range jobs {
-			if err := enc.Encode(ResultOf(j, dir)); err != nil {
-				return n, err
-			}
-			n++
-			after = j.ID
-		}
-	}
+	// Truncated: the body was longer than --max-body; Bytes were kept.
+	Truncated bool `json:"truncated,omitempty"`
+	// What the answer that finished the URL said (see AddResponse); empty in
+	// a row rebuilt from the frontier, which does not keep it.
+	FinalURL     string    `json:"final_url,omitempty"` // where redirects led
+	ContentType  string    `json:"content_type,omitempty"`
+	FetchedAt    time.Time `json:"fetched_at,omitzero"`
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"last_modified,omitempty"`
 }
 
 // ResultOf describes a finished job as a results.jsonl line.
 func ResultOf(j frontier.Job, dir string) Result {
-	r := Result{URL: j.URL, Outcome: j.State.String(), Status: j.Status, Attempts: j.Attempts}
+	r := Result{ID: j.ID, URL: j.URL, Outcome: j.State.String(), Status: j.Status, Attempts: j.Attempts}
 	if j.State == frontier.Done {
 		r.Status = j.Result.Status
 		r.Exit = j.Result.Exit
 		r.Bytes = j.Result.Bytes
 		r.ElapsedMS = j.Result.Elapsed.Milliseconds()
 		r.Body = j.Result.Body
+		r.Truncated = j.Result.Truncated
 		if rel, err := filepath.Rel(dir, r.Body); err == nil && r.Body != "" {
 			r.Body = rel
 		}
 	} else {
 		r.Reason = j.Reason
+		if notFound(j.Status) && j.Reason == fmt.Sprintf("status %d", j.Status) {
+			r.Outcome = NotFound
+		}
 	}
 	return r
+}
+
+// NotFound is the outcome of a URL the server said does not exist (404,
+// 410): an answer about the URL, kept apart from the URLs given up on.
+const NotFound = "not_found"
+
+func notFound(status int) bool { return status == 404 || status == 410 }
+
+// splitNotFound takes the not-found URLs out of the abandoned ones: it
+// returns how many there are, and the other reasons.
+func splitNotFound(byReason map[string]int) (int, map[string]int) {
+	n := 0
+	rest := make(map[string]int, len(byReason))
+	for r, k := range byReason {
+		if r == "status 404" || r == "status 410" {
+			n += k
+			continue
+		}
+		rest[r] = k
+	}
+	return n, rest
 }
 
 // Capacity is what the limiter learned about one host or exit, for the
@@ -132,11 +115,19 @@ type Scoped struct {
 	Capacity
 }
 
-// Summary is summary.json. URL counts cover the whole frontier (earlier runs
-// included); request counters and rates cover this run.
+// Summary is what a run did (runs/<start>.json), or what all runs of a crawl
+// did together (summary.json, see Cumulative). URL counts cover the whole
+// frontier as the run left it; request counters and rates cover the run, or
+// the runs.
 type Summary struct {
-	URLs              int              `json:"urls"`
-	Done              int              `json:"done"`
+	// Runs is how many runs this covers (1 for one run); Started is when
+	// the (first) run started.
+	Runs    int       `json:"runs"`
+	Started time.Time `json:"started"`
+	URLs    int       `json:"urls"`
+	Done    int       `json:"done"`
+	// NotFound counts URLs answered 404 or 410, which are not in Abandoned.
+	NotFound          int              `json:"not_found"`
 	Abandoned         int              `json:"abandoned"`
 	AbandonedByReason map[string]int   `json:"abandoned_by_reason"`
 	Parked            int              `json:"parked"`
@@ -144,20 +135,26 @@ type Summary struct {
 	Requests          int64            `json:"requests"`
 	ResponsesByStatus map[string]int64 `json:"responses_by_status"`
 	TransportErrors   int64            `json:"transport_errors"`
-	Ratio429          float64          `json:"ratio_429"`
-	RetriesPerSuccess float64          `json:"retries_per_success"`
-	ThrottledSeconds  float64          `json:"throttled_seconds"`
-	HeldBackSeconds   float64          `json:"held_back_seconds"`
-	EffectiveRate     float64          `json:"effective_rate"`
-	ElapsedSeconds    float64          `json:"elapsed_seconds"`
-	PerExit           []Scoped         `json:"per_exit"`
-	PerHost           []Scoped         `json:"per_host"`
+	// Fetched is the URLs the run (or runs) finished done; Retries the
+	// requests they sent again for a URL.
+	Fetched           int64    `json:"fetched"`
+	Retries           int64    `json:"retries"`
+	Ratio429          float64  `json:"ratio_429"`
+	RetriesPerSuccess float64  `json:"retries_per_success"`
+	ThrottledSeconds  float64  `json:"throttled_seconds"`
+	HeldBackSeconds   float64  `json:"held_back_seconds"`
+	EffectiveRate     float64  `json:"effective_rate"`
+	ElapsedSeconds    float64  `json:"elapsed_seconds"`
+	PerExit           []Scoped `json:"per_exit"`
+	PerHost           []Scoped `json:"per_host"`
 }
 
 // Summarize combines the frontier's counts, the run's tally and what the
 // limiter learned (capacities by host and by exit name; either may be nil).
 func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Capacity) Summary {
 	sum := Summary{
+		Runs: 1, Started: s.Start,
+		Fetched: s.Total.Done, Retries: s.Total.Retries,
 		URLs: c.Total(), Done: c.Done, Abandoned: c.Abandoned,
 		AbandonedByReason: c.AbandonedByReason,
 		Parked:            c.Parked, Queued: c.Queued + c.Leased,
@@ -169,9 +166,8 @@ func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Ca
 		EffectiveRate:     s.EffectiveRate(),
 		ElapsedSeconds:    s.Elapsed().Seconds(),
 	}
-	if sum.AbandonedByReason == nil {
-		sum.AbandonedByReason = map[string]int{}
-	}
+	sum.NotFound, sum.AbandonedByReason = splitNotFound(c.AbandonedByReason)
+	sum.Abandoned -= sum.NotFound
 	sum.RetriesPerSuccess = s.Total.RetriesPerSuccess()
 	elapsed := s.Elapsed().Seconds()
 	sum.PerHost = scoped(s.Hosts, hosts, elapsed)
@@ -221,13 +217,4 @@ func statusKeys(m map[int]int64) map[string]int64 {
 		out[strconv.Itoa(k)] = v
 	}
 	return out
-}
-
-// WriteSummary writes dir/summary.json.
-func WriteSummary(dir string, s Summary) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
 }

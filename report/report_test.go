@@ -19,7 +19,7 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func TestWriteResultsOneLinePerFinishedJob(t *testing.T) {
+func TestResultsOneLinePerFinishedJob(t *testing.T) {
 	ctx := context.Background()
 	fr, err := memory.New(memory.Config{})
 	if err != nil {
@@ -39,11 +39,34 @@ func TestWriteResultsOneLinePerFinishedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	// jobs[2] stays leased: unfinished, so not in the results.
-	n, err := WriteResults(ctx, fr, dir)
-	if err != nil || n != 2 {
-		t.Fatalf("WriteResults = %d, %v; want 2 lines", n, err)
+	res, err := OpenResults(ctx, fr, dir, JSONL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err := res.Close(ctx, fr); err != nil {
+		t.Fatal(err)
+	}
+	want := []Result{
+		{ID: 1, URL: "http://a.example/1", Outcome: "done", Status: 200, Attempts: 1, Exit: "e1", Bytes: 5, ElapsedMS: 1500, Body: "bodies/1"},
+		{ID: 2, URL: "http://a.example/2", Outcome: "not_found", Status: 404, Reason: "status 404", Attempts: 1},
+	}
+	got := readJSONL(t, filepath.Join(dir, "results.jsonl"))
+	if len(got) != len(want) {
+		t.Fatalf("results = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("result %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func readJSONL(t *testing.T, path string) []Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []Result
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -53,18 +76,7 @@ func TestWriteResultsOneLinePerFinishedJob(t *testing.T) {
 		}
 		got = append(got, r)
 	}
-	want := []Result{
-		{URL: "http://a.example/1", Outcome: "done", Status: 200, Attempts: 1, Exit: "e1", Bytes: 5, ElapsedMS: 1500, Body: "bodies/1"},
-		{URL: "http://a.example/2", Outcome: "abandoned", Status: 404, Reason: "status 404", Attempts: 1},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("results = %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("result %d = %+v, want %+v", i, got[i], want[i])
-		}
-	}
+	return got
 }
 
 func TestSummarize(t *testing.T) {
@@ -80,12 +92,15 @@ func TestSummarize(t *testing.T) {
 	ta.Done("a", "e1")
 	ta.Retry("a")
 	ta.HeldBack("a", 1500*time.Millisecond)
-	s := Summarize(frontier.Counts{Done: 2, Abandoned: 1, Queued: 3, Leased: 1, AbandonedByReason: map[string]int{"status 404": 1}},
+	s := Summarize(frontier.Counts{Done: 2, Abandoned: 2, Queued: 3, Leased: 1, AbandonedByReason: map[string]int{"status 404": 1, "forbidden": 1}},
 		ta.Snapshot(t0.Add(2*time.Second)),
 		map[string]Capacity{"a": {PerSecond: 2, Scope: "exit", Throttled: 1.25}},
 		map[string]Capacity{"e1": {PerSecond: 2, Throttled: 1}, "e2": {PerSecond: 0.5}})
-	if s.URLs != 7 || s.Queued != 4 || s.Requests != 4 || s.Ratio429 != 0.25 || s.RetriesPerSuccess != 0.5 || s.EffectiveRate != 1 {
-		t.Errorf("Summarize = %+v, want 7 URLs, 4 queued, 4 requests, 429 ratio 0.25, 0.5 retries per success, 1 URL/s", s)
+	if s.NotFound != 1 || s.Abandoned != 1 || len(s.AbandonedByReason) != 1 || s.AbandonedByReason["forbidden"] != 1 {
+		t.Errorf("Summarize: not found %d, abandoned %d %v; want the 404 as not found apart from the 1 forbidden abandoned", s.NotFound, s.Abandoned, s.AbandonedByReason)
+	}
+	if s.URLs != 8 || s.Queued != 4 || s.Requests != 4 || s.Ratio429 != 0.25 || s.RetriesPerSuccess != 0.5 || s.EffectiveRate != 1 {
+		t.Errorf("Summarize = %+v, want 8 URLs, 4 queued, 4 requests, 429 ratio 0.25, 0.5 retries per success, 1 URL/s", s)
 	}
 	if len(s.PerExit) != 2 || s.PerExit[1].Name != "e2" || s.PerExit[1].PerSecond != 0.5 {
 		t.Errorf("per_exit = %+v, want e1 and the unused e2 with its capacity", s.PerExit)
@@ -99,7 +114,7 @@ func TestSummarize(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	WriteTable(&buf, s)
-	for _, want := range []string{"URLs 7: 2 done, 1 abandoned", "status 404", "HOST", "EXIT", "Throttled 1.2s", "held back by the limiter 1.5s"} {
+	for _, want := range []string{"URLs 8: 2 done, 1 not found, 1 abandoned", "forbidden", "HOST", "EXIT", "Throttled 1.2s", "held back by the limiter 1.5s"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}

@@ -1,6 +1,6 @@
 // Package verdict names what the outcome of one request means for the limiter
-// and the frontier: ok, throttled, busy, retryable, banned, proxy failure or
-// fatal. The table in DESIGN.md is the contract; package classify applies it.
+// and the frontier: ok, throttled, busy, retryable, banned, proxy failure,
+// fatal or forbidden. The table in DESIGN.md is the contract; package classify applies it.
 // This package is only the enum, with no dependencies, so that the limiter
 // can speak of verdicts without pulling in net/http.
 package verdict
@@ -21,13 +21,20 @@ const (
 	Busy
 	// Retryable: 5xx, 408, timeouts and resets. Only this request backs off.
 	Retryable
-	// Banned: 403 waves and block pages. This lane is quarantined.
+	// Banned: block pages. This lane is quarantined. (A wave of Forbidden
+	// answers from several URLs of one lane quarantines it too; the limiter
+	// decides that, from history.)
 	Banned
 	// ProxyFailure: 407 and proxy connect errors. The exit is unhealthy and
 	// the URL is not charged an attempt.
 	ProxyFailure
 	// Fatal: 401, 404, 410 and other 4xx. No retry; the URL is abandoned.
 	Fatal
+	// Forbidden: a bare 403, with no block page and no rate-limit signal.
+	// One is that URL's fate, not a ban: it is tried on other exits a few
+	// times, then abandoned as forbidden. It comes last so that the values
+	// before it keep their numbers.
+	Forbidden
 )
 
 var names = [...]string{
@@ -38,6 +45,7 @@ var names = [...]string{
 	Banned:       "banned",
 	ProxyFailure: "proxy_failure",
 	Fatal:        "fatal",
+	Forbidden:    "forbidden",
 }
 
 // String returns the snake_case name used in JSON, metrics and reports.
@@ -69,10 +77,10 @@ func Parse(s string) (Verdict, error) {
 			return Verdict(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown verdict %q (want one of ok, throttled, busy, retryable, banned, proxy_failure, fatal)", s)
+	return 0, fmt.Errorf("unknown verdict %q (want one of ok, throttled, busy, retryable, banned, proxy_failure, fatal, forbidden)", s)
 }
 
 // All lists every verdict in order, for reports and metrics.
 func All() []Verdict {
-	return []Verdict{OK, Throttled, Busy, Retryable, Banned, ProxyFailure, Fatal}
+	return []Verdict{OK, Throttled, Busy, Retryable, Banned, ProxyFailure, Fatal, Forbidden}
 }

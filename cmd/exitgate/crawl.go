@@ -2,15 +2,22 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,6 +59,10 @@ type crawlFlags struct {
 	verbose            bool
 	echoURL            string
 	exitIPHeader       string
+	maxBody            string
+	allowPrivate       bool
+	format             string
+	append             bool
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -66,18 +77,35 @@ running the same command again resumes where the last run stopped, even after a
 kill -9.
 
 Outputs, in --out:
-  results.jsonl   one line per finished URL (done or abandoned, with the reason)
+  results.jsonl   one line per finished URL (done, not_found or abandoned, with the reason),
+                  written as URLs finish (results.csv with --format csv)
   summary.json    429 ratio, time throttled, effective rate, per exit and per host
+  runs/           one summary per run; summary.json adds them up
   bodies/         the body of each successful response, named by job id
-  frontier.db     the frontier (SQLite)`,
+  frontier.db     the frontier (SQLite)
+
+Exit codes:
+  0  every URL is done
+  1  a failure stopped the crawl (no working exit, a body or the frontier could
+     not be written, ...); what was done is kept, the rest stays queued
+  2  bad flags, arguments or input files: nothing was done
+  3  the crawl finished, but some URLs were abandoned (reasons in summary.json;
+     URLs not found, 404 or 410, do not count)
+  4  URLs are left to do: stopped by a signal or --duration, or parked until a
+     host may be asked again; run the same command again to resume`,
 		Example: `  exitgate crawl urls.txt
   exitgate crawl --proxies proxies.txt --host-rate 20/s urls.txt
   exitgate crawl --proxy-template 'http://user-session-{session}:pw@gw.example:7777' --sessions 50 urls.txt`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.config != "" {
 				if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
-					return err
+					return usageError(err)
 				}
 			}
 			return runCrawl(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0])
@@ -105,9 +133,18 @@ Outputs, in --out:
 	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
 	fl.StringVar(&f.echoURL, "echo-url", "", "URL that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
 	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response header in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
+	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
+	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out was crawled from to that crawl (without it, such a file is refused)")
+	fl.StringVar(&f.format, "format", "jsonl", "results file format: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
+	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log limiter and retry decisions to stderr")
 	return cmd
 }
+
+// maxConcurrency bounds --concurrency and --per-host-concurrency: each
+// request in flight holds a socket and a buffer, and the engine claims four
+// jobs ahead per slot.
+const maxConcurrency = 10000
 
 // crawlSetup is everything built from the flags before any work starts, so
 // that bad input is refused before a single request is sent.
@@ -116,13 +153,41 @@ type crawlSetup struct {
 	limCfg  limit.Config
 	retry   fetch.RetryPolicy
 	urlFile string
+	maxBody int64
+	format  report.Format
 }
 
 func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	var s crawlSetup
 	var err error
-	if f.concurrency < 1 || f.perHostConcurrency < 1 {
-		return s, fmt.Errorf("--concurrency and --per-host-concurrency must be at least 1")
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"--concurrency", f.concurrency}, {"--per-host-concurrency", f.perHostConcurrency}} {
+		if c.n < 1 || c.n > maxConcurrency {
+			return s, fmt.Errorf("%s %d: want 1 to %d", c.name, c.n, maxConcurrency)
+		}
+	}
+	if f.maxRetries < 0 {
+		return s, fmt.Errorf("--max-retries %d: want 0 or more", f.maxRetries)
+	}
+	for _, d := range []struct {
+		name   string
+		d      time.Duration
+		zeroOK bool // 0 means none
+	}{
+		{"--timeout", f.timeout, false},
+		{"--max-wait", f.maxWait, false},
+		{"--duration", f.duration, true},
+		{"--progress", f.progress, true},
+	} {
+		if d.d < 0 || d.d == 0 && !d.zeroOK {
+			want := "above 0"
+			if d.zeroOK {
+				want = "0 (none) or more"
+			}
+			return s, fmt.Errorf("%s %v: want %s", d.name, d.d, want)
+		}
 	}
 	if s.limCfg.HostCeiling, err = limit.ParseRate(f.hostRate); err != nil {
 		return s, fmt.Errorf("--host-rate: %w", err)
@@ -140,6 +205,12 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		s.limCfg.Policy = limit.ArticlePerExit
 	default:
 		return s, fmt.Errorf("--policy %q: want adaptive or article", f.policy)
+	}
+	if s.format, err = report.ParseFormat(f.format); err != nil {
+		return s, fmt.Errorf("--format %w", err)
+	}
+	if s.maxBody, err = parseSize(f.maxBody); err != nil {
+		return s, fmt.Errorf("--max-body: %w", err)
 	}
 	s.limCfg.HostConcurrency = f.perHostConcurrency
 	s.limCfg.MaxInFlight = f.concurrency
@@ -175,7 +246,14 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFile string) error {
 	setup, err := buildCrawl(f, urlFile)
 	if err != nil {
-		return err
+		return usageError(err)
+	}
+	var metricsLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = listenMetrics(f.metricsAddr); err != nil {
+			return usageError(err)
+		}
+		defer metricsLn.Close()
 	}
 	logLevel := slog.LevelWarn
 	if f.verbose {
@@ -183,6 +261,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
 
+	record, err := checkURLFile(f.out, setup.urlFile, f.append)
+	if err != nil {
+		return usageError(err)
+	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
@@ -208,12 +290,17 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return err
 	}
+	if record != nil {
+		if err := report.WriteJSON(filepath.Join(f.out, crawlRecordFile), record); err != nil {
+			return err
+		}
+	}
 	counts, err := fr.Counts(ctx)
 	if err != nil {
 		return err
 	}
 	if counts.Total() == 0 {
-		return fmt.Errorf("%s: no usable URLs", urlFile)
+		return usageError(fmt.Errorf("%s: no usable URLs", urlFile))
 	}
 	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %d abandoned, %d to do) through %d exits\n",
 		added, counts.Total(), counts.Done, counts.Abandoned, counts.Unfinished(), len(setup.exits))
@@ -230,7 +317,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	members := make([]fetch.Member, len(setup.exits))
 	for i, e := range setup.exits {
-		t := e.Transport(pool.TransportConfig{ResponseHeaderTimeout: f.timeout})
+		t := e.Transport(pool.TransportConfig{ResponseHeaderTimeout: f.timeout, ProbeTimeout: min(f.timeout, pool.DefaultProbeTimeout)})
 		defer t.CloseIdleConnections()
 		members[i] = fetch.Member{ID: e.ID(), Transport: t}
 	}
@@ -243,26 +330,39 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 
 	tally := metrics.NewTally(start)
-	if f.metricsAddr != "" {
-		stop, err := serveMetrics(f.metricsAddr, tally, stderr)
+	if metricsLn != nil {
+		stop, err := serveMetrics(metricsLn, tally, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 
+	// Results are written as URLs finish; opening reconciles the file with
+	// the frontier after a kill, closing after this run.
+	results, err := report.OpenResults(ctx, fr, f.out, setup.format)
+	if err != nil {
+		return err
+	}
 	core := fetch.NewCore(fetch.CoreConfig{
-		Concurrency: f.concurrency,
-		Retry:       setup.retry,
-		Robots:      !f.ignoreRobots,
-		UserAgent:   f.userAgent,
-		Logger:      logger,
+		OnFinish: func(fin fetch.Finished) {
+			if err := results.Add(resultRow(fin, f.out)); err != nil {
+				logger.Warn("results: row not written; the frontier has it, the next run writes it", "url", fin.Job.URL, "err", err)
+			}
+		},
+		Concurrency:           f.concurrency,
+		Retry:                 setup.retry,
+		Robots:                !f.ignoreRobots,
+		AllowPrivateRedirects: f.allowPrivate,
+		UserAgent:             f.userAgent,
+		Logger:                logger,
 	}, fr, lim, tally)
 	engine, err := fetch.NewEngine(fetch.EngineConfig{
-		Exits:   exits,
-		Timeout: f.timeout,
-		BodyDir: filepath.Join(f.out, "bodies"),
-		Header:  http.Header{"User-Agent": {f.userAgent}},
+		Exits:        exits,
+		Timeout:      f.timeout,
+		BodyDir:      filepath.Join(f.out, "bodies"),
+		MaxBodyBytes: setup.maxBody,
+		Header:       http.Header{"User-Agent": {f.userAgent}},
 	}, core)
 	if err != nil {
 		return err
@@ -275,12 +375,14 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer func() { signal.Stop(sigs); close(sigs) }()
+	var stoppedBy atomic.Value // why the run was stopped early, if it was
 	go func() {
 		n := 0
-		for range sigs {
+		for sig := range sigs {
 			n++
 			if n == 1 {
 				fmt.Fprintln(stderr, "\nexitgate: stopping: finishing requests in flight (signal again to abort them; nothing is lost either way)")
+				stoppedBy.CompareAndSwap(nil, "stopped by "+sig.String())
 				engine.Stop()
 				continue
 			}
@@ -288,17 +390,20 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 	}()
 	if f.duration > 0 {
-		t := time.AfterFunc(f.duration, engine.Stop)
+		t := time.AfterFunc(f.duration, func() {
+			stoppedBy.CompareAndSwap(nil, "stopped after --duration "+f.duration.String())
+			engine.Stop()
+		})
 		defer t.Stop()
 	}
-	prog := startProgress(stderr, f.progress, fr, tally)
+	prog := startProgress(stderr, f.progress, fr, tally, core.Waiting)
 	runErr := engine.Run(runCtx)
 	prog.stop()
 
 	// The report is written even after an error or a signal: it describes
 	// the frontier as it is.
 	wctx := context.WithoutCancel(ctx)
-	if _, err := report.WriteResults(wctx, fr, f.out); err != nil && runErr == nil {
+	if err := results.Close(wctx, fr); err != nil && runErr == nil {
 		runErr = err
 	}
 	counts, err = fr.Counts(wctx)
@@ -307,15 +412,39 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	hostCaps, exitCaps := capacities(lim.Snapshot(time.Now()))
 	sum := report.Summarize(counts, tally.Snapshot(time.Now()), hostCaps, exitCaps)
-	if err := report.WriteSummary(f.out, sum); err != nil && runErr == nil {
+	if _, err := report.WriteSummary(f.out, sum); err != nil && runErr == nil {
 		runErr = err
 	}
 	report.WriteTable(stdout, sum)
 	if sum.Queued+sum.Parked > 0 {
 		fmt.Fprintf(stdout, "\n%d URLs still to do (%d parked). Run the same command again to resume.\n", sum.Queued+sum.Parked, sum.Parked)
 	}
-	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, "results.jsonl"))
-	return runErr
+	if sum.Parked > 0 && sum.Queued == 0 {
+		writeParked(wctx, stdout, fr, core.Waiting(time.Now()))
+	}
+	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, setup.format.File()))
+	if runErr != nil {
+		return runErr
+	}
+	why, _ := stoppedBy.Load().(string)
+	return crawlOutcome(sum, why)
+}
+
+// crawlOutcome is the error, and with it the exit code, of a crawl that ran
+// without failing: nil when every URL is done; exitUnfinished when URLs are
+// left to do (why says what stopped the run early, if anything did);
+// exitAbandoned when the rest is done but some URLs were abandoned.
+func crawlOutcome(sum report.Summary, why string) error {
+	switch left := sum.Queued + sum.Parked; {
+	case left > 0:
+		if why == "" {
+			why = fmt.Sprintf("%d parked until later", sum.Parked)
+		}
+		return &exitError{code: exitUnfinished, err: fmt.Errorf("unfinished: %d of %d URLs still to do (%s); run the same command again to resume", left, sum.URLs, why)}
+	case sum.Abandoned > 0:
+		return &exitError{code: exitAbandoned, err: fmt.Errorf("%d of %d URLs abandoned (reasons in summary.json, URLs in results.jsonl)", sum.Abandoned, sum.URLs)}
+	}
+	return nil
 }
 
 // pushURLs adds the URL file to the frontier in batches. Bad lines are
@@ -350,14 +479,23 @@ func pushURLs(ctx context.Context, fr frontier.Frontier, path string) (int, []*u
 	return added, bad, err
 }
 
-func serveMetrics(addr string, tally *metrics.Tally, stderr io.Writer) (func(), error) {
-	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg, tally); err != nil {
-		return nil, err
-	}
+// listenMetrics takes the metrics address before any work starts, so that a
+// bad or busy address is refused before the frontier is even created.
+func listenMetrics(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	return ln, nil
+}
+
+// serveMetrics serves Prometheus metrics of tally on ln until the returned
+// function is called.
+func serveMetrics(ln net.Listener, tally *metrics.Tally, stderr io.Writer) (func(), error) {
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, tally); err != nil {
+		ln.Close()
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -374,24 +512,147 @@ func serveMetrics(addr string, tally *metrics.Tally, stderr io.Writer) (func(), 
 // capacities reads what the limiter learned: per host, its governing rate
 // (the host rate when host-scoped, else the sum of its lanes); per exit, the
 // sum of its lanes' rates over all hosts. Throttled time comes along: a
-// host's cooldowns and pauses, an exit's lanes' cooldowns.
+// host's cooldowns and pauses, an exit's lanes' cooldowns, as far as they
+// have run by the snapshot. The limiter counts a cooldown or pause in full
+// when it is imposed; the part still ahead (a Retry-After of hours imposed a
+// second before the end) did not cost this run anything.
 func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 	hosts = map[string]report.Capacity{}
 	exits = map[string]report.Capacity{}
+	ahead := func(until time.Time) float64 { return max(until.Sub(s.At).Seconds(), 0) }
 	for _, h := range s.Hosts {
 		var sum float64
+		throttled := float64(h.Counters.ThrottledNs)/1e9 - ahead(h.PausedUntil)
 		for _, l := range h.Lanes {
 			sum += l.Rate.Hz()
 			c := exits[l.Exit]
 			c.PerSecond += l.Rate.Hz()
-			c.Throttled += l.ThrottledSeconds
+			c.Throttled += max(l.ThrottledSeconds-ahead(l.CooldownUntil), 0)
 			exits[l.Exit] = c
+			throttled -= ahead(l.CooldownUntil)
 		}
 		if !h.Rate.IsZero() {
 			sum = h.Rate.Hz()
 		}
-		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(),
-			Throttled: float64(h.Counters.ThrottledNs) / 1e9}
+		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(), Throttled: max(throttled, 0)}
 	}
 	return hosts, exits
+}
+
+// parseSize reads a byte count: a whole number, optionally followed by B,
+// KiB, MiB, GiB (powers of 1024) or KB, MB, GB (powers of 1000). It must be
+// at least 1.
+func parseSize(s string) (int64, error) {
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.TrimSpace(s[len(num):])
+	mult := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}[unit]
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	switch {
+	case err != nil || mult == 0:
+		return 0, fmt.Errorf("%q is not a size (want bytes, or a number with KiB, MiB, GiB, KB, MB or GB)", s)
+	case n < 1:
+		return 0, fmt.Errorf("%q: want at least 1 byte", s)
+	case n > math.MaxInt64/mult:
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * mult, nil
+}
+
+// writeParked says, when only parked URLs are left, why they wait and when
+// the first is due, so that the user knows when to run the crawl again.
+func writeParked(ctx context.Context, w io.Writer, fr frontier.Frontier, waiting []fetch.HostWait) {
+	now := time.Now()
+	for _, hw := range waiting {
+		why := ""
+		if hw.Why != "" {
+			why = " (" + hw.Why + ")"
+		}
+		fmt.Fprintf(w, "Host %s must wait until %s%s, beyond --max-wait: its URLs are parked.\n", hw.Host, hw.Until.Format(time.RFC3339), why)
+	}
+	ready, err := fr.Ready(ctx, now, 1)
+	if err != nil || ready.Next.IsZero() {
+		return
+	}
+	fmt.Fprintf(w, "The first parked URL is due at %s (in %s): run the same command again then.\n",
+		ready.Next.Format(time.RFC3339), ready.Next.Sub(now).Round(time.Second))
+}
+
+// resultRow is the results row of a job that finished in this run: what the
+// frontier recorded, and what the answer said (final URL, time, headers) and
+// the exit of an abandoned job's last attempt, which the frontier does not
+// keep.
+func resultRow(fin fetch.Finished, dir string) report.Result {
+	j := fin.Job
+	j.State, j.Status, j.Reason, j.Result = frontier.Done, fin.Status, fin.Reason, fin.Result
+	if fin.Outcome != "done" {
+		j.State = frontier.Abandoned
+	}
+	j.Attempts++ // the frontier charged the final attempt
+	r := report.ResultOf(j, dir)
+	r.AddResponse(fin.URL, fin.At, fin.Header)
+	if j.State == frontier.Abandoned {
+		r.Exit = fin.Exit
+	}
+	return r
+}
+
+// crawlRecordFile, in the output directory, names the URL lists that fed
+// its frontier.
+const crawlRecordFile = "crawl.json"
+
+// crawlRecord is DIR/crawl.json: the URL lists a crawl was fed from, so that
+// another list is not mixed into it by mistake.
+type crawlRecord struct {
+	URLFiles []urlFileRecord `json:"url_files"`
+}
+
+type urlFileRecord struct {
+	Path   string    `json:"path"`
+	SHA256 string    `json:"sha256"` // of the content: an edited list is another list
+	Added  time.Time `json:"added"`
+}
+
+// checkURLFile refuses a URL list that out's crawl was not fed from, unless
+// appendOK: running the same command again resumes, a new list needs
+// --append (or another --out). It returns the record to write once the list
+// is in the frontier, or nil when there is nothing new to record. An out
+// directory without a record (a new crawl, or one from an older exitgate)
+// takes the list as its own.
+func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
+	data, err := os.ReadFile(urlFile)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	this := urlFileRecord{Path: urlFile, SHA256: hex.EncodeToString(sum[:]), Added: time.Now().UTC()}
+	if abs, err := filepath.Abs(urlFile); err == nil {
+		this.Path = abs
+	}
+	var rec crawlRecord
+	path := filepath.Join(out, crawlRecordFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &crawlRecord{URLFiles: []urlFileRecord{this}}, nil
+	case err != nil:
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, u := range rec.URLFiles {
+		if u.SHA256 == this.SHA256 {
+			return nil, nil
+		}
+	}
+	if !appendOK {
+		last := "another list"
+		if n := len(rec.URLFiles); n > 0 {
+			last = rec.URLFiles[n-1].Path
+		}
+		return nil, fmt.Errorf("%s holds the crawl of %s; %s is another URL list (or that list, edited): "+
+			"run with --append to add its URLs to that crawl, or use another --out", out, last, urlFile)
+	}
+	rec.URLFiles = append(rec.URLFiles, this)
+	return &rec, nil
 }

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -17,8 +19,9 @@ import (
 )
 
 // TestCrawlSIGINTStopsCleanly: the first SIGINT stops taking work, lets the
-// requests in flight finish, writes the report and exits 0; a resumed run
-// then finishes the rest, every URL once.
+// requests in flight finish, writes the report and exits 4 (unfinished; it
+// used to exit 0 with URLs left); a resumed run then finishes the rest, every
+// URL once, and exits 0.
 func TestCrawlSIGINTStopsCleanly(t *testing.T) {
 	const nURLs, concurrency, signalAfter = 200, 4, 40
 	var (
@@ -58,8 +61,12 @@ func TestCrawlSIGINTStopsCleanly(t *testing.T) {
 	if err := first.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.wait(t, 30*time.Second); err != nil {
-		t.Fatalf("crawl after SIGINT: %v, want a clean exit\nstderr:\n%s", err, first.stderr.String())
+	var exitErr *exec.ExitError
+	if err := first.wait(t, 30*time.Second); !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUnfinished {
+		t.Fatalf("crawl after SIGINT: %v, want exit status %d (unfinished)\nstderr:\n%s", err, exitUnfinished, first.stderr.String())
+	}
+	if !bytes.Contains(first.stderr.Bytes(), []byte("unfinished: ")) || !bytes.Contains(first.stderr.Bytes(), []byte("stopped by interrupt")) {
+		t.Errorf("stderr does not say the crawl is unfinished, stopped by the signal:\n%s", first.stderr.String())
 	}
 	if !bytes.Contains(first.stderr.Bytes(), []byte("stopping")) {
 		t.Errorf("stderr does not say it is stopping:\n%s", first.stderr.String())

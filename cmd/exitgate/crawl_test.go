@@ -120,12 +120,8 @@ func readSummary(t *testing.T, out string) report.Summary {
 // once, all done with status 200. It returns the results by URL.
 func checkAllDoneOnce(t *testing.T, results []report.Result, want []string) map[string]report.Result {
 	t.Helper()
-	byURL := make(map[string]report.Result, len(results))
+	byURL := resultsByURL(t, results)
 	for _, r := range results {
-		if _, dup := byURL[r.URL]; dup {
-			t.Errorf("results.jsonl lists %s twice", r.URL)
-		}
-		byURL[r.URL] = r
 		if r.Outcome != "done" || r.Status != 200 {
 			t.Errorf("result %s = %s %d (%s), want done 200", r.URL, r.Outcome, r.Status, r.Reason)
 		}
@@ -140,6 +136,42 @@ func checkAllDoneOnce(t *testing.T, results []report.Result, want []string) map[
 	}
 	if len(results) != len(want) || missing > 0 {
 		t.Errorf("results.jsonl has %d lines, %d of the %d URLs missing", len(results), missing, len(want))
+	}
+	return byURL
+}
+
+// checkOutcomes fails unless results lists each URL of done (done, 200)
+// and of abandoned (abandoned, with the reason given) exactly once, and
+// nothing else. It returns the results by URL.
+func checkOutcomes(t *testing.T, results []report.Result, done []string, abandoned map[string]string) map[string]report.Result {
+	t.Helper()
+	byURL := resultsByURL(t, results)
+	for _, u := range done {
+		if r, ok := byURL[u]; !ok || r.Outcome != "done" || r.Status != 200 {
+			t.Errorf("result %s = %+v, want done 200", u, r)
+		}
+	}
+	for u, reason := range abandoned {
+		if r, ok := byURL[u]; !ok || r.Outcome != "abandoned" || r.Reason != reason {
+			t.Errorf("result %s = %+v, want abandoned with reason %q", u, r, reason)
+		}
+	}
+	if len(results) != len(done)+len(abandoned) {
+		t.Errorf("results.jsonl has %d lines, want %d", len(results), len(done)+len(abandoned))
+	}
+	return byURL
+}
+
+// resultsByURL indexes results by URL, failing the test for a URL listed
+// twice.
+func resultsByURL(t *testing.T, results []report.Result) map[string]report.Result {
+	t.Helper()
+	byURL := make(map[string]report.Result, len(results))
+	for _, r := range results {
+		if _, dup := byURL[r.URL]; dup {
+			t.Errorf("results.jsonl lists %s twice", r.URL)
+		}
+		byURL[r.URL] = r
 	}
 	return byURL
 }
@@ -512,10 +544,14 @@ func TestCrawlDurationThenResume(t *testing.T) {
 			t.Fatalf("still %v queued after %d runs", queued, run-1)
 		}
 		r := runCrawlCmd(t, 30*time.Second, args...)
-		if r.err != nil {
-			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
-		}
 		sum := readSummary(t, out)
+		// Stopped by --duration with URLs left: exit 4 (unfinished), not 0.
+		if wantCode := map[bool]int{true: exitUnfinished, false: 0}[sum.Queued > 0]; exitCode(r.err) != wantCode && !(wantCode == 0 && r.err == nil) {
+			t.Fatalf("run %d: %v (exit %d), want exit %d\nstderr:\n%s", run, r.err, exitCode(r.err), wantCode, r.stderr)
+		}
+		if sum.Queued > 0 && !strings.Contains(r.err.Error(), "stopped after --duration 1s") {
+			t.Errorf("run %d: error %q does not say --duration stopped it", run, r.err)
+		}
 		checkStatusSum(t, sum)
 		if sum.URLs != nURLs || sum.Done+sum.Queued != nURLs || sum.Abandoned+sum.Parked != 0 {
 			t.Fatalf("run %d summary: urls %d done %d queued %d abandoned %d parked %d, want %d in done+queued",
@@ -578,4 +614,15 @@ func TestCrawlRetriesPerSuccessCountsRetriesOnly(t *testing.T) {
 	if sum.RetriesPerSuccess != 0 {
 		t.Errorf("summary retries_per_success = %v, want 0: every URL succeeded at its first attempt", sum.RetriesPerSuccess)
 	}
+}
+
+// crawlList writes urls to dir/urls.txt and returns dir/out and a function
+// that runs `exitgate crawl --out dir/out flags... dir/urls.txt`, bounded
+// to 30 s, each time it is called.
+func crawlList(t *testing.T, dir string, urls []string, flags ...string) (string, func() crawlRun) {
+	t.Helper()
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	out := filepath.Join(dir, "out")
+	args := append(append([]string{"crawl", "--out", out}, flags...), urlFile)
+	return out, func() crawlRun { t.Helper(); return runCrawlCmd(t, 30*time.Second, args...) }
 }

@@ -197,6 +197,8 @@ func verdictMeaning(v verdict.Verdict) string {
 		return "the proxy failed: mark the exit unhealthy; the URL is not charged an attempt"
 	case verdict.Fatal:
 		return "do not retry: abandon the URL with this reason"
+	case verdict.Forbidden:
+		return "this URL is forbidden here: try it through another exit, then abandon it; only a wave of them from several URLs quarantines the lane"
 	}
 	return ""
 }

@@ -28,6 +28,7 @@ budget per (target host, exit) lane and a polite ceiling per host.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(
 		newVersionCmd(),
 		newHeadersCmd(),
@@ -50,6 +51,17 @@ func newVersionCmd() *cobra.Command {
 		},
 	}
 }
+
+// Exit codes, documented in README.md and in crawl --help.
+const (
+	exitFailed     = 1 // a failure: storage, the frontier, no working exit, ...
+	exitUsage      = 2 // bad flags, arguments or input files: nothing was done
+	exitAbandoned  = 3 // crawl: finished, but some URLs were abandoned
+	exitUnfinished = 4 // crawl: URLs left to do (a signal, --duration, or parked for later)
+)
+
+// usageError marks err as the user's input being refused.
+func usageError(err error) error { return &exitError{code: exitUsage, err: err} }
 
 // exitError carries a process exit code through cobra's error return.
 type exitError struct {

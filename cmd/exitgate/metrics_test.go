@@ -15,7 +15,11 @@ import (
 func TestServeMetrics(t *testing.T) {
 	tally := metrics.NewTally(time.Now())
 	var log bytes.Buffer
-	stop, err := serveMetrics("127.0.0.1:0", tally, &log)
+	ln, err := listenMetrics("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := serveMetrics(ln, tally, &log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +37,7 @@ func TestServeMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
 	}
-	if _, err := serveMetrics("not an address", tally, io.Discard); err == nil || !strings.Contains(err.Error(), "--metrics-addr") {
-		t.Errorf("serveMetrics(bad address) error = %v, want one naming --metrics-addr", err)
+	if _, err := listenMetrics("not an address"); err == nil || !strings.Contains(err.Error(), "--metrics-addr") {
+		t.Errorf("listenMetrics(bad address) error = %v, want one naming --metrics-addr", err)
 	}
 }

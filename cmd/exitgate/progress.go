@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
 )
@@ -19,7 +20,7 @@ type progress struct {
 	wg   sync.WaitGroup
 }
 
-func startProgress(w io.Writer, every time.Duration, fr frontier.Frontier, tally *metrics.Tally) *progress {
+func startProgress(w io.Writer, every time.Duration, fr frontier.Frontier, tally *metrics.Tally, waiting func(time.Time) []fetch.HostWait) *progress {
 	p := &progress{done: make(chan struct{})}
 	tty := isTerminal(w)
 	if tty {
@@ -42,7 +43,7 @@ func startProgress(w io.Writer, every time.Duration, fr frontier.Frontier, tally
 				return
 			case <-t.C:
 			}
-			line := progressLine(fr, tally)
+			line := progressLine(fr, tally, waiting(time.Now()))
 			if tty {
 				fmt.Fprint(w, "\r\033[K"+line)
 			} else {
@@ -58,7 +59,7 @@ func (p *progress) stop() {
 	p.wg.Wait()
 }
 
-func progressLine(fr frontier.Frontier, tally *metrics.Tally) string {
+func progressLine(fr frontier.Frontier, tally *metrics.Tally, waiting []fetch.HostWait) string {
 	c, err := fr.Counts(context.Background())
 	if err != nil {
 		return "progress: " + err.Error()
@@ -71,8 +72,19 @@ func progressLine(fr frontier.Frontier, tally *metrics.Tally) string {
 	} else if todo == 0 {
 		eta = "0s"
 	}
-	return fmt.Sprintf("done %d  abandoned %d  queued %d  parked %d  |  %.1f ok/s  429 %.1f%% (last min %.1f%%)  |  ETA %s",
+	line := fmt.Sprintf("done %d  abandoned %d  queued %d  parked %d  |  %.1f ok/s  429 %.1f%% (last min %.1f%%)  |  ETA %s",
 		c.Done, c.Abandoned, c.Queued+c.Leased, c.Parked, rate, 100*s.Total.Ratio429(), 100*s.Rolling429, eta)
+	if len(waiting) > 0 {
+		hw := waiting[0]
+		line += fmt.Sprintf("  |  parked: %s until %s", hw.Host, hw.Until.Format("15:04:05"))
+		if hw.Why != "" {
+			line += " (" + hw.Why + ")"
+		}
+		if n := len(waiting) - 1; n > 0 {
+			line += fmt.Sprintf(" and %d more hosts", n)
+		}
+	}
+	return line
 }
 
 func isTerminal(w io.Writer) bool {

@@ -15,8 +15,8 @@ import (
 
 // Exit codes of `proxies check`.
 const (
-	exitSomeFailed = 1 // at least one exit failed (or duplicated, with --fail-duplicates)
-	exitBadInput   = 2 // bad flags or bad lines in the list: nothing was checked
+	exitSomeFailed = exitFailed // at least one exit failed (or duplicated, with --fail-duplicates)
+	exitBadInput   = exitUsage  // bad flags or bad lines in the list: nothing was checked
 )
 
 func newProxiesCmd() *cobra.Command {

@@ -498,7 +498,7 @@ func testSettleKeepsHostDue(t *testing.T, f frontier.Frontier) {
 func testComplete(t *testing.T, f frontier.Frontier) {
 	push(t, f, frontier.NewJob{URL: "http://a.example/x"})
 	j := claimOne(t, f, T0)
-	res := frontier.Result{Status: 200, Bytes: 12345, Exit: "exit-3", Elapsed: 250 * time.Millisecond, Body: "/tmp/bodies/1"}
+	res := frontier.Result{Status: 200, Bytes: 12345, Exit: "exit-3", Elapsed: 250 * time.Millisecond, Body: "/tmp/bodies/1", Truncated: true}
 	if err := f.Complete(ctx, j.Lease(), res); err != nil {
 		t.Fatalf("Complete() error: %v", err)
 	}

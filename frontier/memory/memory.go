@@ -116,6 +116,7 @@ type job struct {
 	host                           int32
 	pos                            int32 // index in its host's heap; -1 if not there
 	state                          frontier.State
+	truncated                      bool
 }
 
 // New returns an empty Store.
@@ -473,7 +474,7 @@ func (s *Store) Complete(ctx context.Context, l frontier.Lease, r frontier.Resul
 		return err
 	}
 	s.finish(int32(l.ID-1), j, h, frontier.Done)
-	j.status, j.bytes, j.elapsed, j.resultExit, j.body = r.Status, r.Bytes, int64(r.Elapsed), r.Exit, r.Body
+	j.status, j.bytes, j.elapsed, j.resultExit, j.body, j.truncated = r.Status, r.Bytes, int64(r.Elapsed), r.Exit, r.Body, r.Truncated
 	return nil
 }
 
@@ -579,7 +580,7 @@ func (s *Store) export(idx int32, j *job, due int64) frontier.Job {
 	case frontier.Done:
 		out.Result = frontier.Result{
 			Status: j.status, Bytes: j.bytes, Exit: j.resultExit,
-			Elapsed: time.Duration(j.elapsed), Body: j.body,
+			Elapsed: time.Duration(j.elapsed), Body: j.body, Truncated: j.truncated,
 		}
 	}
 	return out

@@ -469,7 +469,7 @@ func (s *Store) Extend(ctx context.Context, l frontier.Lease, until time.Time) e
 // Complete implements frontier.Frontier.
 func (s *Store) Complete(ctx context.Context, l frontier.Lease, r frontier.Result) error {
 	return s.settle(ctx, "complete", l, frontier.Done, "", nil, s.st.complete,
-		r.Status, r.Bytes, int64(r.Elapsed), r.Exit, r.Body)
+		r.Status, r.Bytes, int64(r.Elapsed), r.Exit, r.Body, r.Truncated)
 }
 
 // Retry implements frontier.Frontier.
@@ -550,7 +550,7 @@ func (s *Store) scanJob(r interface{ Scan(...any) error }) (frontier.Job, error)
 	var url sql.NullString
 	var hostID, due, elapsed int64
 	err := r.Scan(&j.ID, &j.Key, &j.Method, &url, &hostID, &j.Exit, &j.State, &due, &j.Attempts, &j.Seq,
-		&j.Status, &j.Reason, &j.Result.Bytes, &elapsed, &j.Result.Exit, &j.Result.Body)
+		&j.Status, &j.Reason, &j.Result.Bytes, &elapsed, &j.Result.Exit, &j.Result.Body, &j.Result.Truncated)
 	if err != nil {
 		return frontier.Job{}, err
 	}

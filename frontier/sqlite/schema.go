@@ -8,8 +8,9 @@ const (
 	// to it.
 	applicationID = 0x65786766
 	// schemaVersion is PRAGMA user_version of the schema below. Bump it on
-	// any change to tables or indexes, and teach Open to migrate.
-	schemaVersion = 1
+	// any change to tables or indexes, and teach Open to migrate (see
+	// migrations).
+	schemaVersion = 2
 )
 
 // Times are unix nanoseconds; 0 means "immediately". due means: for queued
@@ -42,11 +43,18 @@ CREATE TABLE jobs (
 	bytes     INTEGER NOT NULL DEFAULT 0,
 	elapsed   INTEGER NOT NULL DEFAULT 0,
 	served_by TEXT NOT NULL DEFAULT '',
-	body      TEXT NOT NULL DEFAULT ''
+	body      TEXT NOT NULL DEFAULT '',
+	truncated INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 CREATE UNIQUE INDEX jobs_key ON jobs(key, method);
 CREATE INDEX jobs_due ON jobs(host, due) WHERE state < 4;
 `
+
+// migrations[v] takes a file from schema version v to v+1.
+var migrations = map[int]string{
+	// 1 -> 2: done jobs record whether their body was cut at the size cap.
+	1: "ALTER TABLE jobs ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0",
+}
 
 // SchemaError reports a database written with another schema version.
 type SchemaError struct {

@@ -110,7 +110,7 @@ type stmts struct {
 	get, finished                                     *sql.Stmt
 }
 
-const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body`
+const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body, truncated`
 
 // Open opens or creates the frontier database at cfg.Path. It does not
 // recover leases: call Recover once the store is open.
@@ -223,8 +223,19 @@ func (s *Store) initSchema(ctx context.Context) error {
 			return err
 		case app != applicationID:
 			return fmt.Errorf("%w: %s", ErrNotFrontier, s.cfg.Path)
-		case ver != schemaVersion:
+		case ver > schemaVersion || ver < 1:
 			return &SchemaError{Path: s.cfg.Path, Got: ver, Want: schemaVersion}
+		}
+		// An older file is migrated in this same transaction: all or nothing.
+		for v := ver; v < schemaVersion; v++ {
+			if _, err := c.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+			}
+			s.log.Info("frontier migrated", "path", s.cfg.Path, "from", v, "to", v+1)
+		}
+		if ver < schemaVersion {
+			_, err := c.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+			return err
 		}
 		return nil
 	}()
@@ -258,7 +269,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.st.lease, "UPDATE jobs SET state = 2, seq = seq + 1, due = ?1 WHERE host = ?4 AND state < 4 AND due <= ?2 AND (due < ?2 OR id <= ?3)"},
 		{&s.st.minDue, "SELECT due FROM jobs WHERE host = ? AND state < 4 ORDER BY due LIMIT 1"},
 		{&s.st.getLease, "SELECT host, state, seq, due FROM jobs WHERE id = ?"},
-		{&s.st.complete, "UPDATE jobs SET state = 4, due = 0, attempts = attempts + 1, status = ?, bytes = ?, elapsed = ?, served_by = ?, body = ? WHERE id = ?"},
+		{&s.st.complete, "UPDATE jobs SET state = 4, due = 0, attempts = attempts + 1, status = ?, bytes = ?, elapsed = ?, served_by = ?, body = ?, truncated = ? WHERE id = ?"},
 		{&s.st.retry, "UPDATE jobs SET state = 1, due = ?, attempts = attempts + ?, status = ?, reason = ? WHERE id = ?"},
 		{&s.st.park, "UPDATE jobs SET state = 3, due = ?, status = ?, reason = ? WHERE id = ?"},
 		{&s.st.abandon, "UPDATE jobs SET state = 5, due = 0, attempts = attempts + 1, status = ?, reason = ? WHERE id = ?"},

@@ -175,6 +175,55 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestOpenMigratesSchema1: a frontier written by a build with schema 1 (no
+// truncated column) opens, keeps its jobs, and records truncation from then
+// on.
+func TestOpenMigratesSchema1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := db.Claim(ctx, time.Unix(1, 0), 1, nil)
+	if err != nil || len(js) != 1 {
+		t.Fatalf("Claim = %v, %v", js, err)
+	}
+	if err := db.Complete(ctx, js[0].Lease(), frontier.Result{Status: 200, Bytes: 3, Body: "b/1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Make it the file schema 1 wrote.
+	if _, err := db.conn.ExecContext(ctx, "ALTER TABLE jobs DROP COLUMN truncated; PRAGMA user_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, err = Open(ctx, Config{Path: path})
+	if err != nil {
+		t.Fatalf("Open(schema 1) = %v, want it migrated", err)
+	}
+	defer db.Close()
+	var ver int
+	if err := db.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&ver); err != nil || ver != schemaVersion {
+		t.Errorf("user_version after migration = %d, %v; want %d", ver, err, schemaVersion)
+	}
+	if j, err := db.Get(ctx, js[0].ID); err != nil || j.State != frontier.Done || j.Result.Body != "b/1" || j.Result.Truncated {
+		t.Errorf("Get(done before migration) = %+v, %v; want done, body b/1, not truncated", j, err)
+	}
+	js, err = db.Claim(ctx, time.Unix(2, 0), 1, nil)
+	if err != nil || len(js) != 1 {
+		t.Fatalf("Claim after migration = %v, %v", js, err)
+	}
+	if err := db.Complete(ctx, js[0].Lease(), frontier.Result{Status: 200, Bytes: 10, Truncated: true}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := db.Get(ctx, js[0].ID); err != nil || !j.Result.Truncated {
+		t.Errorf("Get(truncated) = %+v, %v; want Truncated", j.Result, err)
+	}
+}
+
 // TestClaimUsesIndex guards the query plans that keep Claim cheap on a
 // big frontier.
 func TestClaimUsesIndex(t *testing.T) {

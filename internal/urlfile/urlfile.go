@@ -1,6 +1,9 @@
 // Package urlfile reads a crawl's URL list: one absolute http(s) URL per line,
-// with blank lines and "#" comments allowed. A bad line is reported with its
-// file name and line number and skipped; it never stops the rest.
+// with blank lines and "#" comments allowed, and an optional UTF-8 byte order
+// mark before the first line. A line is checked by the frontier's own rules
+// (frontier.Normalize), so that every URL Read accepts is one the frontier
+// takes. A bad line is reported with its file name and line number and
+// skipped; it never stops the rest.
 package urlfile
 
 import (
@@ -8,8 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
+
+	"github.com/exitgate/exitgate/frontier"
 )
 
 // LineError is one line that could not be used.
@@ -31,6 +35,10 @@ func Read(r io.Reader, name string, add func(rawURL string) error) ([]*LineError
 	var bad []*LineError
 	for n := 1; ; n++ {
 		line, err := br.ReadString('\n')
+		if n == 1 {
+			// Editors on Windows start UTF-8 files with a byte order mark.
+			line = strings.TrimPrefix(line, "\uFEFF")
+		}
 		if len(line) > MaxLine {
 			bad = append(bad, &LineError{name, n, fmt.Sprintf("line is %d bytes, longer than %d", len(line), MaxLine)})
 		} else if reason := check(line); reason != "" {
@@ -50,7 +58,8 @@ func Read(r io.Reader, name string, add func(rawURL string) error) ([]*LineError
 }
 
 // check returns why a line is not a usable URL, or "" if it is (or is blank
-// or a comment).
+// or a comment). Beyond the line's own form (one URL, no spaces), the rules
+// are the frontier's.
 func check(line string) string {
 	s := strings.TrimSpace(line)
 	if s == "" || strings.HasPrefix(s, "#") {
@@ -59,22 +68,12 @@ func check(line string) string {
 	if strings.ContainsAny(s, " \t") {
 		return fmt.Sprintf("%q: a URL cannot contain spaces (one URL per line)", clip(s))
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		var ue *url.Error
+	if _, err := frontier.Normalize(s); err != nil {
+		var ue *frontier.URLError
 		if errors.As(err, &ue) {
-			err = ue.Err
+			return fmt.Sprintf("%q: %s", clip(s), ue.Reason)
 		}
 		return fmt.Sprintf("%q: %v", clip(s), err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		if u.Scheme == "" {
-			return fmt.Sprintf("%q: not an absolute URL (want http:// or https://)", clip(s))
-		}
-		return fmt.Sprintf("%q: scheme %q is not http or https", clip(s), u.Scheme)
-	case u.Host == "" || u.Hostname() == "":
-		return fmt.Sprintf("%q: no host", clip(s))
 	}
 	return ""
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/exitgate/exitgate/frontier"
 )
 
 func TestRead(t *testing.T) {
@@ -31,6 +33,59 @@ func TestRead(t *testing.T) {
 	}
 }
 
+// TestReadSameRulesAsFrontier: lines that url.Parse takes but the frontier
+// would refuse (port 0, a port over 65535, bytes no host name has) are
+// reported here, with their line, instead of failing the push of a whole
+// batch; every line Read accepts, frontier.Normalize accepts too.
+func TestReadSameRulesAsFrontier(t *testing.T) {
+	in := "http://a.example/1\nhttp://127.0.0.1:0/x\nhttp://127.0.0.1:99999/x\nhttp://exa!mple.com/\nhttp://a,b/\nhttp://b.example/2\n"
+	var got []string
+	bad, err := Read(strings.NewReader(in), "urls.txt", func(u string) error {
+		if _, err := frontier.Normalize(u); err != nil {
+			t.Errorf("Read accepted %q, which the frontier refuses: %v", u, err)
+		}
+		got = append(got, u)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "http://a.example/1 http://b.example/2"; strings.Join(got, " ") != want {
+		t.Errorf("Read URLs = %q, want %q", got, want)
+	}
+	want := []string{
+		`urls.txt:2: "http://127.0.0.1:0/x": invalid port "0"`,
+		`urls.txt:3: "http://127.0.0.1:99999/x": invalid port "99999"`,
+		`urls.txt:4: "http://exa!mple.com/": invalid character '!' in host`,
+		`urls.txt:5: "http://a,b/": invalid character ',' in host`,
+	}
+	if len(bad) != len(want) {
+		t.Fatalf("Read reported %v, want %d bad lines", bad, len(want))
+	}
+	for i, w := range want {
+		if bad[i].Error() != w {
+			t.Errorf("bad[%d] = %q, want %q", i, bad[i].Error(), w)
+		}
+	}
+}
+
+// TestReadBOM: a UTF-8 byte order mark before the first line (Windows
+// editors write one) is not part of the first URL; it used to make that line
+// "not an absolute URL" and drop it.
+func TestReadBOM(t *testing.T) {
+	var got []string
+	bad, err := Read(strings.NewReader("\uFEFFhttp://a.example/1\r\nhttp://b.example/2\r\n"), "urls.txt", func(u string) error {
+		got = append(got, u)
+		return nil
+	})
+	if err != nil || len(bad) != 0 {
+		t.Fatalf("Read = %v, %v; want no bad lines", bad, err)
+	}
+	if want := "http://a.example/1 http://b.example/2"; strings.Join(got, " ") != want {
+		t.Errorf("Read URLs = %q, want %q", got, want)
+	}
+}
+
 func TestReadStopsOnAddError(t *testing.T) {
 	stop := errors.New("full")
 	_, err := Read(strings.NewReader("http://a/\nhttp://b/\n"), "u", func(string) error { return stop })
@@ -44,8 +99,8 @@ func FuzzRead(f *testing.F) {
 	f.Add("\xff\x00http://[::1]:80/\r\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		Read(strings.NewReader(in), "f", func(u string) error {
-			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-				t.Fatalf("accepted %q", u)
+			if _, err := frontier.Normalize(u); err != nil {
+				t.Fatalf("accepted %q, which the frontier refuses: %v", u, err)
 			}
 			return nil
 		})

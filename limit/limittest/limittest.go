@@ -311,6 +311,40 @@ func TestStore(t *testing.T, newStore func(t *testing.T) limit.Store) {
 			t.Errorf("exit x00 refused on host b: a ban is per lane")
 		}
 	})
+	t.Run("ForbiddenWaveBansLane", func(t *testing.T) {
+		// One forbidden URL, however often, is no ban; three URLs of the
+		// lane forbidden within a minute, with no success between, are.
+		l := newLimiter(t, newStore, limit.Config{FirstGuess: limit.PerSecond(100)}, 2)
+		at := t0
+		send := func(url uint64) {
+			t.Helper()
+			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+			if !ok {
+				t.Fatalf("lane (a, x00) refused at %v after Forbidden answers", at.Sub(t0))
+			}
+			l.Done(tk, limit.Outcome{Verdict: verdict.Forbidden, URLHash: url}, at)
+			at = at.Add(time.Second)
+		}
+		for range 4 {
+			send(1)
+		}
+		send(2)
+		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at) // a success ends the run
+		at = at.Add(time.Second)
+		send(3)
+		send(4)
+		if s := l.Snapshot(at); len(s.Hosts) != 1 || s.Hosts[0].Counters.Forbidden != 7 {
+			t.Errorf("Snapshot counters = %+v, want 7 forbidden", s.Hosts)
+		}
+		send(5) // the third distinct URL since the success: a wave
+		if _, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at.Add(time.Minute)); ok {
+			t.Errorf("lane (a, x00) went a minute after a wave of Forbidden answers")
+		}
+		if _, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x01"}, at); !ok {
+			t.Errorf("lane (a, x01) refused: a wave bans one lane")
+		}
+	})
 	t.Run("ProviderLimits", func(t *testing.T) {
 		l := newLimiter(t, newStore, limit.Config{}, 0)
 		l.SetExits([]limit.Exit{{ID: "p", Rate: limit.PerSecond(1), Concurrency: 1}})

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/internal/peertest"
+)
+
+// TestCrawlURLTheFrontierRefusesIsSkipped: a line that parses as a URL but
+// that the frontier refuses (port 0, port 99999, a byte no host has) is
+// reported as file:line and skipped like any bad line; it used to abort the
+// push of its whole batch ("push job N"), on every rerun, with the rest of
+// the file never queued.
+func TestCrawlURLTheFrontierRefusesIsSkipped(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	good := siteURLs(srv.URL, 3)
+	out, crawl := crawlList(t, dir, []string{
+		good[0],
+		"http://127.0.0.1:0/x",
+		good[1],
+		"http://127.0.0.1:99999/x",
+		"http://exa!mple.com/",
+		good[2],
+	}, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	for run := 1; run <= 2; run++ {
+		r := crawl()
+		if r.err != nil {
+			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
+		}
+		for _, want := range []string{`urls.txt:2: "http://127.0.0.1:0/x": invalid port "0"`, `urls.txt:4: "http://127.0.0.1:99999/x": invalid port "99999"`, `urls.txt:5:`} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("run %d: stderr lacks %q:\n%s", run, want, r.stderr)
+			}
+		}
+		checkAllDoneOnce(t, readResults(t, out), good)
+	}
+	for i := range good {
+		if n := site.count(fmt.Sprintf("/p/%03d", i)); n != 1 {
+			t.Errorf("site served /p/%03d %d times, want 1", i, n)
+		}
+	}
+}
+
+// TestCrawlNumericPasswordNeverAnExitName: a provider export in the
+// user:pass:host:port order with an all-digit password reaches a real
+// tinyproxy that demands those credentials, and the password is printed
+// nowhere: not on stdout or stderr, not in summary.json or results.jsonl
+// (whose exit names are also the metrics' labels). It used to be read as the
+// proxy admin:31337, with "admin:31337" as the exit's name.
+func TestCrawlNumericPasswordNeverAnExitName(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	proxy := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.21", User: "admin", Password: "31337"})
+	dir := t.TempDir()
+	proxies := writeLines(t, dir, "proxies.txt", []string{"admin:31337:" + proxy.Addr()})
+	urls := siteURLs(srv.URL, 3)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	r := crawl()
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	sum := readSummary(t, out)
+	if len(sum.PerExit) != 1 || sum.PerExit[0].Name != proxy.Addr() {
+		t.Errorf("summary per_exit = %+v, want one exit named %s", sum.PerExit, proxy.Addr())
+	}
+	for _, res := range checkAllDoneOnce(t, readResults(t, out), urls) {
+		if res.Exit != proxy.Addr() {
+			t.Errorf("result %s: exit %q, want %q", res.URL, res.Exit, proxy.Addr())
+		}
+	}
+	if n := site.count("/p/000"); n != 1 {
+		t.Errorf("site served /p/000 %d times, want 1 (through the proxy)", n)
+	}
+	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "summary.json": string(summary), "results.jsonl": string(results)} {
+		if strings.Contains(text, "31337") {
+			t.Errorf("%s shows the password 90210:\n%s", what, text)
+		}
+	}
+}
+
+// TestCrawlMaxBodyTruncated: a body longer than --max-body is cut there and
+// its result says truncated: true (it used to be recorded done with nothing
+// to tell it was cut); a body within the cap is whole and not marked.
+func TestCrawlMaxBodyTruncated(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Write(bytes.Repeat([]byte("x"), 3000))
+		case "/exact":
+			w.Write(bytes.Repeat([]byte("y"), 1024))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := []string{srv.URL + "/big", srv.URL + "/exact"}
+	out, crawl := crawlList(t, dir, urls, "--max-body", "1KiB", "--ignore-robots", "--progress", "0")
+	r := crawl()
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	byURL := checkAllDoneOnce(t, readResults(t, out), urls)
+	for _, w := range []struct {
+		path      string
+		truncated bool
+	}{{"/big", true}, {"/exact", false}} {
+		res := byURL[srv.URL+w.path]
+		if res.Truncated != w.truncated || res.Bytes != 1024 {
+			t.Errorf("result %s: truncated %v, %d bytes; want truncated %v, 1024 bytes", w.path, res.Truncated, res.Bytes, w.truncated)
+		}
+		if fi, err := os.Stat(filepath.Join(out, res.Body)); err != nil || fi.Size() != 1024 {
+			t.Errorf("body of %s: %v, %v; want 1024 bytes", w.path, fi, err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), `"truncated":true`); n != 1 {
+		t.Errorf("results.jsonl has %d truncated: true, want 1:\n%s", n, raw)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+	}{{"1", 1}, {"1024", 1024}, {"1KiB", 1024}, {"10MiB", 10 << 20}, {"2GiB", 2 << 30}, {"5KB", 5000}, {"3 MB", 3e6}, {"7B", 7}} {
+		if got, err := parseSize(tt.in); err != nil || got != tt.want {
+			t.Errorf("parseSize(%q) = %d, %v, want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "1.5MiB", "10mb", "ten", "MiB", "99999999999GiB"} {
+		if got, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", bad, got)
+		}
+	}
+}
+
+// TestCrawlBadMetricsAddrRefusedBeforeWork: a --metrics-addr that cannot be
+// listened on (not an address, or taken) is refused before anything is
+// created or fetched. It used to be found only after the frontier was
+// created and the URL file pushed into it.
+func TestCrawlBadMetricsAddrRefusedBeforeWork(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, addr := range []string{"not an address", busy.Addr().String()} {
+		site, srv := newCountingSite(t, 0)
+		dir := t.TempDir()
+		out, crawl := crawlList(t, dir, siteURLs(srv.URL, 2), "--metrics-addr", addr, "--progress", "0")
+		r := crawl()
+		if r.err == nil || !strings.Contains(r.err.Error(), "--metrics-addr") {
+			t.Errorf("--metrics-addr %q: err = %v, want one naming --metrics-addr", addr, r.err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("--metrics-addr %q: output dir: stat err %v, want it never created", addr, err)
+		}
+		if seen, _ := site.snapshot(); len(seen) != 0 {
+			t.Errorf("--metrics-addr %q: the target was asked %v", addr, seen)
+		}
+	}
+}
+
+// TestCrawlRefusesBadNumbers: negative durations, a zero timeout or max
+// wait, negative retries and absurd concurrency are refused before any
+// work, naming the flag. They used to be accepted silently (a negative
+// --timeout or --max-wait fell back to a default, --concurrency 1000000000
+// made the engine claim four billion jobs ahead).
+func TestCrawlRefusesBadNumbers(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 2))
+	for _, tt := range []struct {
+		flag, value, want string
+	}{
+		{"--timeout", "-5s", "--timeout -5s: want above 0"},
+		{"--timeout", "0s", "--timeout 0s: want above 0"},
+		{"--max-wait", "-1m", "--max-wait -1m0s: want above 0"},
+		{"--duration", "-1s", "--duration -1s: want 0 (none) or more"},
+		{"--progress", "-10s", "--progress -10s: want 0 (none) or more"},
+		{"--max-retries", "-3", "--max-retries -3: want 0 or more"},
+		{"--concurrency", "1000000000", "--concurrency 1000000000: want 1 to 10000"},
+		{"--per-host-concurrency", "0", "--per-host-concurrency 0: want 1 to 10000"},
+	} {
+		out := filepath.Join(dir, "out")
+		r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, tt.flag, tt.value, urlFile)
+		if r.err == nil || r.err.Error() != tt.want {
+			t.Errorf("crawl %s %s: err = %v, want %q", tt.flag, tt.value, r.err, tt.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("crawl %s %s: output dir: stat err %v, want it never created", tt.flag, tt.value, err)
+		}
+	}
+	if seen, _ := site.snapshot(); len(seen) != 0 {
+		t.Errorf("the target was asked %v", seen)
+	}
+}
+
+// TestCrawlUsageExitCode: input refused before any work exits 2, whatever
+// refused it: the flag parser, the argument count, the config file, the
+// flags' values or the files they name. (A finished crawl with abandoned
+// URLs exits 3 and an unfinished one 4: see the forbidden and stall tests.)
+func TestCrawlUsageExitCode(t *testing.T) {
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
+	badCfg := writeLines(t, dir, "bad.yaml", []string{"nope: 1"})
+	badProxies := writeLines(t, dir, "proxies.txt", []string{"127.0.0.1:99999"})
+	empty := writeLines(t, dir, "empty.txt", []string{"# nothing"})
+	for _, args := range [][]string{
+		{"crawl", "--nope", urlFile},
+		{"crawl"},
+		{"crawl", urlFile, urlFile},
+		{"crawl", "--config", badCfg, urlFile},
+		{"crawl", "--lane-rate", "fast", urlFile},
+		{"crawl", "--proxies", badProxies, urlFile},
+		{"crawl", filepath.Join(dir, "missing.txt")},
+		{"crawl", "--out", filepath.Join(dir, "out"), empty},
+	} {
+		r := runCrawlCmd(t, 30*time.Second, args...)
+		if code := exitCode(r.err); code != exitUsage {
+			t.Errorf("exitgate %s: %v, exit %d; want exit %d", strings.Join(args, " "), r.err, code, exitUsage)
+		}
+	}
+}
+
+// TestCrawlOtherURLFileNeedsAppend: an --out holds the crawl of one URL
+// list; running it again with that list resumes, but another list (or the
+// same one edited) is refused before anything is fetched or changed, unless
+// --append adds its URLs to the crawl. Another list used to be merged into
+// the crawl silently.
+func TestCrawlOtherURLFileNeedsAppend(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	first := siteURLs(srv.URL, 3)
+	second := []string{srv.URL + "/other/1", srv.URL + "/other/2"}
+	file1 := writeLines(t, dir, "urls.txt", first)
+	file2 := writeLines(t, dir, "more.txt", second)
+	out := filepath.Join(dir, "out")
+	crawl := func(extra ...string) crawlRun {
+		args := append([]string{"crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0"}, extra...)
+		return runCrawlCmd(t, 30*time.Second, args...)
+	}
+	if r := crawl(file1); r.err != nil {
+		t.Fatalf("first crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	r := crawl(file2)
+	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "--append") {
+		t.Errorf("crawl of another list into the same --out: %v (exit %d), want exit %d naming --append", r.err, code, exitUsage)
+	}
+	if n := site.count("/other/1"); n != 0 {
+		t.Errorf("the refused list was fetched")
+	}
+	if r := crawl(file1); r.err != nil {
+		t.Errorf("rerun of the first list: %v, want a resume", r.err)
+	}
+	if r := crawl("--append", file2); r.err != nil {
+		t.Fatalf("crawl --append of the second list: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	checkAllDoneOnce(t, readResults(t, out), append(first, second...))
+	if r := crawl(file2); r.err != nil {
+		t.Errorf("rerun of the appended list: %v, want a resume", r.err)
+	}
+}

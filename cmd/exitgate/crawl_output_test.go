@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/report"
+)
+
+// TestCrawlRerunKeepsSummary: running a finished crawl again adds an empty
+// run to runs/ and leaves summary.json adding up to the work done; it used
+// to overwrite summary.json with the empty run's zero requests.
+func TestCrawlRerunKeepsSummary(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 5)
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	for run := 1; run <= 2; run++ {
+		if r := crawl(); r.err != nil {
+			t.Fatalf("run %d: %v\nstderr:\n%s", run, r.err, r.stderr)
+		}
+	}
+	sum := readSummary(t, out)
+	if sum.Runs != 2 || sum.Requests != int64(len(urls)) || sum.Fetched != int64(len(urls)) || sum.Done != len(urls) {
+		t.Errorf("summary.json after a rerun: %d runs, %d requests, %d fetched, %d done; want 2 runs and the first run's %d requests, all fetched and done",
+			sum.Runs, sum.Requests, sum.Fetched, sum.Done, len(urls))
+	}
+	files, _ := filepath.Glob(filepath.Join(out, report.RunsDir, "*.json"))
+	if len(files) != 2 {
+		t.Errorf("%s holds %v, want one summary per run", report.RunsDir, files)
+	}
+	checkAllDoneOnce(t, readResults(t, out), urls)
+}
+
+// TestCrawlNotFoundIsItsOwnOutcome: a 404 is the server's answer about the
+// URL, reported as outcome "not_found" and counted as not_found in the
+// summary, apart from the URLs given up on; a crawl whose only misses are
+// 404s exits 0. It used to be lumped with the abandoned URLs.
+func TestCrawlNotFoundIsItsOwnOutcome(t *testing.T) {
+	_, srv := newCountingSite(t, 0) // serves everything but /robots.txt
+	dir := t.TempDir()
+	urls := append(siteURLs(srv.URL, 2), srv.URL+"/robots.txt")
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0")
+	r := crawl()
+	if r.err != nil {
+		t.Fatalf("crawl: %v (exit %d), want exit 0\nstderr:\n%s", r.err, exitCode(r.err), r.stderr)
+	}
+	byURL := map[string]report.Result{}
+	for _, res := range readResults(t, out) {
+		byURL[res.URL] = res
+	}
+	if res := byURL[urls[2]]; res.Outcome != "not_found" || res.Status != 404 {
+		t.Errorf("result of the 404 = %+v, want outcome not_found, status 404", res)
+	}
+	sum := readSummary(t, out)
+	if sum.NotFound != 1 || sum.Abandoned != 0 || len(sum.AbandonedByReason) != 0 || sum.Done != 2 {
+		t.Errorf("summary: not_found %d abandoned %d %v done %d; want 1 not found, none abandoned, 2 done", sum.NotFound, sum.Abandoned, sum.AbandonedByReason, sum.Done)
+	}
+}
+
+// TestCrawlResultRows: each row says where redirects led (final_url), when
+// the answer came (fetched_at) and its Content-Type, ETag and Last-Modified;
+// an abandoned row names the exit of its last attempt. With --format csv the
+// same rows go to results.csv, and a rerun leaves each URL there once.
+func TestCrawlResultRows(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/old":
+			http.Redirect(w, r, "/new", http.StatusMovedPermanently)
+		case "/new":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("ETag", `"abc"`)
+			w.Header().Set("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")
+			fmt.Fprintln(w, "<p>new</p>")
+		default:
+			http.Error(w, "broken", http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := []string{srv.URL + "/old", srv.URL + "/broken"}
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	start := time.Now()
+	for _, format := range []string{"jsonl", "csv"} {
+		out := filepath.Join(dir, format)
+		args := []string{"crawl", "--out", out, "--format", format, "--max-retries", "0", "--lane-rate", "50/s", "--ignore-robots", "--progress", "0", urlFile}
+		for run := 1; run <= 2; run++ {
+			if r := runCrawlCmd(t, 30*time.Second, args...); exitCode(r.err) != exitAbandoned {
+				t.Fatalf("%s run %d: %v, want exit %d\nstderr:\n%s", format, run, r.err, exitAbandoned, r.stderr)
+			}
+		}
+		rows := readResultRows(t, out, format)
+		if len(rows) != 2 {
+			t.Fatalf("%s: %d rows, want one per URL: %+v", format, len(rows), rows)
+		}
+		byURL := map[string]report.Result{}
+		for _, r := range rows {
+			byURL[r.URL] = r
+		}
+		moved := byURL[urls[0]]
+		if moved.FinalURL != srv.URL+"/new" || moved.ContentType != "text/html; charset=utf-8" || moved.ETag != `"abc"` ||
+			moved.LastModified != "Tue, 01 Dec 2026 10:00:00 GMT" || moved.FetchedAt.Before(start.Add(-time.Second)) {
+			t.Errorf("%s: row of the redirected URL = %+v, want final_url, content_type, etag, last_modified and fetched_at", format, moved)
+		}
+		if broken := byURL[urls[1]]; broken.Outcome != "abandoned" || broken.Exit != "direct" {
+			t.Errorf("%s: row of the abandoned URL = %+v, want abandoned through exit direct", format, broken)
+		}
+	}
+}
+
+// readResultRows reads out's results file in format.
+func readResultRows(t *testing.T, out, format string) []report.Result {
+	t.Helper()
+	if format == "jsonl" {
+		return readResults(t, out)
+	}
+	f, err := os.Open(filepath.Join(out, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(recs) == 0 || strings.Join(recs[0], ",") != strings.Join(report.CSVHeader, ",") {
+		t.Fatalf("results.csv: %v, header %v", err, recs)
+	}
+	var rows []report.Result
+	for _, rec := range recs[1:] {
+		col := map[string]string{}
+		for i, name := range report.CSVHeader {
+			col[name] = rec[i]
+		}
+		at, _ := time.Parse(time.RFC3339Nano, col["fetched_at"])
+		rows = append(rows, report.Result{URL: col["url"], Outcome: col["outcome"], Exit: col["exit"], FinalURL: col["final_url"],
+			ContentType: col["content_type"], ETag: col["etag"], LastModified: col["last_modified"], FetchedAt: at})
+	}
+	return rows
+}

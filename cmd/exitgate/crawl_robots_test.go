@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// robotsOutageSite answers /robots.txt with status for its first down
+// requests (all of them when down < 0), then with 404 (no rules); pages with
+// 200.
+func robotsOutageSite(t *testing.T, status int, down int64) (*httptest.Server, *atomic.Int64, *atomic.Int64) {
+	var robots, pages atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			if n := robots.Add(1); down < 0 || n <= down {
+				http.Error(w, "temporarily unavailable", status)
+				return
+			}
+			http.NotFound(w, r)
+			return
+		}
+		pages.Add(1)
+		fmt.Fprintln(w, "page")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &robots, &pages
+}
+
+// TestCrawlRobotsOutageRetried: robots.txt answering 500 three times is
+// asked again until it answers; no URL is abandoned meanwhile. Three
+// failures used to make the site "disallowed by robots.txt" for good: every
+// URL abandoned.
+func TestCrawlRobotsOutageRetried(t *testing.T) {
+	srv, robots, _ := robotsOutageSite(t, http.StatusInternalServerError, 3)
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 5)
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--progress", "0")
+	r := crawl()
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	checkAllDoneOnce(t, readResults(t, out), urls)
+	if n := robots.Load(); n != 4 {
+		t.Errorf("robots.txt asked %d times, want 4 (three 503s, then the answer)", n)
+	}
+}
+
+// TestCrawlRobotsLongOutageParksHost: robots.txt that stays unreachable (503)
+// past --max-wait keeps the host's URLs waiting, parked for later (exit 4),
+// not abandoned, and no page is fetched without robots.txt's answer. A 503
+// used to be asked again forever, the run never ending.
+func TestCrawlRobotsLongOutageParksHost(t *testing.T) {
+	srv, _, pages := robotsOutageSite(t, http.StatusServiceUnavailable, -1)
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 5)
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--max-wait", "2s", "--progress", "0")
+	r := crawl()
+	if code := exitCode(r.err); code != exitUnfinished {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", r.err, code, exitUnfinished, r.stderr)
+	}
+	if sum := readSummary(t, out); sum.Parked != len(urls) || sum.Abandoned != 0 {
+		t.Errorf("summary: parked %d abandoned %d, want all %d parked and none abandoned", sum.Parked, sum.Abandoned, len(urls))
+	}
+	if !strings.Contains(r.stdout, "robots.txt unreachable: status 503") {
+		t.Errorf("stdout does not say the host waits for robots.txt:\n%s", r.stdout)
+	}
+	if n := pages.Load(); n != 0 {
+		t.Errorf("%d pages fetched without robots.txt's answer, want none", n)
+	}
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/frontier/memory"
+	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/metrics"
+)
+
+// TestCrawlNoWorkingExitStops: every exit fails as a proxy (a real tinyproxy
+// that demands credentials the list does not have: 407; a proxy address where
+// nothing listens): the crawl stops within seconds with an error that names
+// each exit and why, and every URL stays queued, none charged. It used to
+// wait on the exits' quarantines (30 s, doubling) at "ETA ?", for hours.
+func TestCrawlNoWorkingExitStops(t *testing.T) {
+	site, srv := newCountingSite(t, 0)
+	auth := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.71", User: "u", Password: "secret"})
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.Addr().String()
+	closed.Close()
+	dir := t.TempDir()
+	proxies := writeLines(t, dir, "proxies.txt", []string{"http://" + auth.Addr(), "http://" + dead})
+	urls := siteURLs(srv.URL, 10)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--progress", "0")
+	r := crawl()
+	if r.err == nil {
+		t.Fatalf("crawl through no working exit succeeded\nstdout:\n%s", r.stdout)
+	}
+	msg := r.err.Error()
+	for _, want := range []string{"no working exit", auth.Addr() + ": status 407", dead + ": proxy_failure: connection refused"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("crawl error = %q, want it to say %q", msg, want)
+		}
+	}
+	if r.elapsed > 15*time.Second {
+		t.Errorf("the crawl took %v to give up, want seconds", r.elapsed)
+	}
+	if code := exitCode(r.err); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	sum := readSummary(t, out)
+	if sum.Queued != len(urls) || sum.Abandoned != 0 || sum.Done != 0 {
+		t.Errorf("summary: queued %d abandoned %d done %d, want all %d queued", sum.Queued, sum.Abandoned, sum.Done, len(urls))
+	}
+	if seen, _ := site.snapshot(); len(seen) != 0 {
+		t.Errorf("the site was reached (%v) through exits that do not work", seen)
+	}
+}
+
+// TestCrawlDeclaredResetFarAwayParksHost: the site declares its quota spent
+// (remaining 0) until a reset an hour away. The host's URLs are parked
+// durably until then, the progress line and the log say so, and the run
+// ends at once with a message saying when they are due and to run again; so
+// does a rerun before then. The crawl used to sit at "ETA ?" for the hour.
+func TestCrawlDeclaredResetFarAwayParksHost(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Header().Set("X-RateLimit-Limit", "100")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", "3600")
+		fmt.Fprintln(w, "page")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 8)
+	out, crawl := crawlList(t, dir, urls, "--ignore-robots", "--concurrency", "1", "--progress", "0")
+	for run := 1; run <= 2; run++ {
+		r := crawl()
+		if code := exitCode(r.err); r.err == nil || code != exitUnfinished {
+			t.Fatalf("run %d: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", run, r.err, code, exitUnfinished, r.stderr)
+		}
+		if r.elapsed > 10*time.Second {
+			t.Errorf("run %d took %v, want it to end once only parked work is left", run, r.elapsed)
+		}
+		sum := readSummary(t, out)
+		if sum.Done != 1 || sum.Parked != len(urls)-1 || sum.Queued != 0 {
+			t.Errorf("run %d summary: done %d parked %d queued %d, want 1 done and %d parked", run, sum.Done, sum.Parked, sum.Queued, len(urls)-1)
+		}
+		wants := []string{"The first parked URL is due at", "(in 1h0m0s): run the same command again then"}
+		if run == 1 {
+			// The run that found out says why, in the log and at the end
+			// (and on the progress line: TestProgressLineNamesParkedHost).
+			wants = append(wants, "must wait until", "rate-limit remaining 0, reset in 1h0m0s")
+			if !strings.Contains(r.stderr, "its URLs are parked") {
+				t.Errorf("run 1 log does not say the host's URLs are parked:\n%s", r.stderr)
+			}
+		}
+		for _, want := range wants {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("run %d stdout lacks %q:\n%s", run, want, r.stdout)
+			}
+		}
+	}
+	if n := served.Load(); n != 1 {
+		t.Errorf("the site was asked %d times, want once: its quota was spent", n)
+	}
+}
+
+// TestCrawlHugeRetryAfterParksHost: a 503 with a Retry-After of two hours
+// pauses the whole host: all its URLs are parked until then and the run
+// ends, saying when they are due.
+func TestCrawlHugeRetryAfterParksHost(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Header().Set("Retry-After", "7200")
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 6)
+	out, crawl := crawlList(t, dir, urls, "--ignore-robots", "--progress", "0")
+	r := crawl()
+	if code := exitCode(r.err); r.err == nil || code != exitUnfinished {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (unfinished)\nstderr:\n%s", r.err, code, exitUnfinished, r.stderr)
+	}
+	if r.elapsed > 10*time.Second {
+		t.Errorf("the crawl took %v, want it to end once only parked work is left", r.elapsed)
+	}
+	if sum := readSummary(t, out); sum.Parked != len(urls) || sum.Done+sum.Queued+sum.Abandoned != 0 {
+		t.Errorf("summary: parked %d done %d queued %d abandoned %d, want all %d parked", sum.Parked, sum.Done, sum.Queued, sum.Abandoned, len(urls))
+	}
+	for _, want := range []string{"status 503, Retry-After 2h0m0s", "run the same command again then"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if n := served.Load(); n < 1 || n > 2 {
+		t.Errorf("the site was asked %d times, want once or twice (requests already in flight)", n)
+	}
+}
+
+// TestProgressLineNamesParkedHost: while a host must wait beyond --max-wait,
+// the progress line says which, until when and why.
+func TestProgressLineNamesParkedHost(t *testing.T) {
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Date(2026, 12, 1, 15, 4, 5, 0, time.Local)
+	line := progressLine(fr, metrics.NewTally(time.Now()), []fetch.HostWait{
+		{Host: "api.example", Until: until, Why: "status 503, Retry-After 2h0m0s"},
+		{Host: "b.example", Until: until.Add(time.Hour)},
+	})
+	if want := "parked: api.example until 15:04:05 (status 503, Retry-After 2h0m0s) and 1 more hosts"; !strings.Contains(line, want) {
+		t.Errorf("progressLine = %q, want it to contain %q", line, want)
+	}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+)
+
+// TestCrawlThrottledSecondsIsTimeSpent: a 429 and a 503 with absurd
+// Retry-After values (centuries) park their URLs; throttled_seconds counts
+// the pushback the run lived through, at most its length per lane and pause,
+// not the centuries promised. It used to saturate at 292 years.
+func TestCrawlThrottledSecondsIsTimeSpent(t *testing.T) {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/p/000" {
+				w.Header().Set("Retry-After", "99999999999")
+				w.WriteHeader(status)
+				return
+			}
+			fmt.Fprintln(w, "page")
+		}))
+		dir := t.TempDir()
+		urls := siteURLs(srv.URL, 3)
+		out, crawl := crawlList(t, dir, urls, "--ignore-robots", "--lane-rate", "50/s", "--concurrency", "1", "--progress", "0")
+		r := crawl()
+		srv.Close()
+		if code := exitCode(r.err); code != exitUnfinished {
+			t.Errorf("status %d: %v (exit %d), want exit %d (a URL parked)", status, r.err, code, exitUnfinished)
+		}
+		sum := readSummary(t, out)
+		if sum.Parked < 1 {
+			t.Errorf("status %d: %d parked, want the URL with the absurd Retry-After parked", status, sum.Parked)
+		}
+		// One lane and one host pause, each at most the run's length.
+		if limit := 2*sum.ElapsedSeconds + 0.1; sum.ThrottledSeconds < 0 || sum.ThrottledSeconds > limit {
+			t.Errorf("status %d: throttled_seconds = %v in a %.1f s run, want between 0 and %.1f", status, sum.ThrottledSeconds, sum.ElapsedSeconds, limit)
+		}
+		for _, s := range append(sum.PerHost, sum.PerExit...) {
+			if s.ThrottledSeconds < 0 || s.ThrottledSeconds > 2*sum.ElapsedSeconds+0.1 {
+				t.Errorf("status %d: %s throttled_seconds = %v in a %.1f s run", status, s.Name, s.ThrottledSeconds, sum.ElapsedSeconds)
+			}
+		}
+	}
+}
+
+// TestCapacitiesCountTimeSpent: the part of a cooldown or pause still ahead
+// at the snapshot is not counted as throttled time.
+func TestCapacitiesCountTimeSpent(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := limit.Snapshot{At: at, Hosts: []limit.HostSnapshot{{
+		Host:        "a.example",
+		PausedUntil: at.Add(time.Hour), // imposed 10 s ago: 10 s spent
+		Counters:    limit.Counters{ThrottledNs: int64((time.Hour + 10*time.Second) + (5*time.Second + 2*time.Second))},
+		Lanes: []limit.LaneSnapshot{
+			{Exit: "e1", ThrottledSeconds: 5},                                     // over
+			{Exit: "e2", ThrottledSeconds: 2, CooldownUntil: at.Add(time.Second)}, // 1 s spent, 1 s ahead
+		},
+	}}}
+	hosts, exits := capacities(s)
+	if got := hosts["a.example"].Throttled; got != 10+5+1 {
+		t.Errorf("host throttled = %v s, want 16 (10 of the pause, 5 and 1 of the cooldowns)", got)
+	}
+	if exits["e1"].Throttled != 5 || exits["e2"].Throttled != 1 {
+		t.Errorf("exits throttled = %v, %v s; want 5 and 1", exits["e1"].Throttled, exits["e2"].Throttled)
+	}
+}

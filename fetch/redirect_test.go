@@ -1,0 +1,200 @@
+package fetch
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/memory"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/limit/memstore"
+)
+
+// fakeWeb answers by URL from a table, without any network, and records
+// every URL asked: a "public" site can then redirect wherever a test wants.
+type fakeWeb struct {
+	mu     sync.Mutex
+	routes map[string]func(h http.Header) int // URL -> set headers, return status
+	asked  []string
+}
+
+func (f *fakeWeb) RoundTrip(req *http.Request) (*http.Response, error) {
+	u := req.URL.String()
+	f.mu.Lock()
+	f.asked = append(f.asked, u)
+	route := f.routes[u]
+	f.mu.Unlock()
+	h := http.Header{}
+	status := http.StatusNotFound
+	if route != nil {
+		status = route(h)
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("page " + u)), Request: req}, nil
+}
+
+func (f *fakeWeb) wasAsked(u string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range f.asked {
+		if a == u {
+			return true
+		}
+	}
+	return false
+}
+
+func redirectTo(loc string) func(http.Header) int {
+	return func(h http.Header) int {
+		if loc != "" {
+			h.Set("Location", loc)
+		}
+		return http.StatusFound
+	}
+}
+
+func ok(http.Header) int { return http.StatusOK }
+
+// crawlFake runs an engine over urls through web and returns each URL's
+// final job.
+func crawlFake(t *testing.T, web *fakeWeb, cfg CoreConfig, urls []string) map[string]frontier.Job {
+	t.Helper()
+	ctx := context.Background()
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []frontier.NewJob
+	for _, u := range urls {
+		jobs = append(jobs, frontier.NewJob{URL: u})
+	}
+	if _, err := fr.Push(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, memstore.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.SetExits([]limit.Exit{{ID: "e1"}})
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": web})}, NewCore(cfg, fr, lim, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := eng.Run(rctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	out := map[string]frontier.Job{}
+	for id := int64(1); id <= int64(len(urls)); id++ {
+		j, err := fr.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[j.URL] = j
+	}
+	return out
+}
+
+// TestRedirectsThatCannotBeFollowed: a redirect to a scheme that is not
+// http(s) (file:, javascript:) or without a Location is abandoned with the
+// reason; it used to be recorded done, with the redirect's status as if it
+// were the page.
+func TestRedirectsThatCannotBeFollowed(t *testing.T) {
+	const site = "http://site.example"
+	web := &fakeWeb{routes: map[string]func(http.Header) int{
+		site + "/file":   redirectTo("file:///etc/passwd"),
+		site + "/js":     redirectTo("javascript:alert(1)"),
+		site + "/empty":  redirectTo(""),
+		site + "/moved":  redirectTo("/target"),
+		site + "/target": ok,
+	}}
+	got := crawlFake(t, web, CoreConfig{Concurrency: 2}, []string{site + "/file", site + "/js", site + "/empty", site + "/moved"})
+	for u, want := range map[string]struct {
+		state  frontier.State
+		reason string
+	}{
+		site + "/file":  {frontier.Abandoned, `unfollowable redirect: scheme "file"`},
+		site + "/js":    {frontier.Abandoned, `unfollowable redirect: scheme "javascript"`},
+		site + "/empty": {frontier.Abandoned, "redirect without Location"},
+		site + "/moved": {frontier.Done, ""},
+	} {
+		if j := got[u]; j.State != want.state || j.Reason != want.reason {
+			t.Errorf("%s: %v %q (status %d), want %v %q", u, j.State, j.Reason, j.Status, want.state, want.reason)
+		}
+	}
+	if j := got[site+"/moved"]; j.Result.Status != 200 {
+		t.Errorf("followed redirect: status %d, want the target's 200", j.Result.Status)
+	}
+	if !web.wasAsked(site + "/target") {
+		t.Errorf("the good redirect was not followed: asked %v", web.asked)
+	}
+}
+
+// TestRedirectsToPrivateAddresses: a public URL redirecting to loopback, a
+// private network, link-local (cloud metadata) or localhost is abandoned
+// without asking the target, unless AllowPrivateRedirects; a URL that is
+// itself on a private address may redirect within private networks. Such
+// redirects used to be followed by default.
+func TestRedirectsToPrivateAddresses(t *testing.T) {
+	const pub = "http://public.example"
+	targets := map[string]string{
+		"/meta":  "http://169.254.169.254/latest/meta-data/",
+		"/lo":    "http://127.0.0.1:8080/admin",
+		"/lan":   "http://10.1.2.3/",
+		"/v6":    "http://[::1]:9000/",
+		"/local": "http://localhost:6379/",
+		"/cgnat": "http://100.100.100.200/latest/meta-data",
+	}
+	routes := map[string]func(http.Header) int{
+		"http://10.0.0.5/a": redirectTo("http://10.0.0.6/b"), // a crawl of a private network
+		"http://10.0.0.6/b": ok,
+	}
+	var urls []string
+	for path, to := range targets {
+		routes[pub+path] = redirectTo(to)
+		routes[to] = ok
+		urls = append(urls, pub+path)
+	}
+	urls = append(urls, "http://10.0.0.5/a")
+
+	web := &fakeWeb{routes: routes}
+	got := crawlFake(t, web, CoreConfig{Concurrency: 2}, urls)
+	for path, to := range targets {
+		j := got[pub+path]
+		if j.State != frontier.Abandoned || !strings.HasPrefix(j.Reason, "redirect to a private address refused: ") {
+			t.Errorf("%s -> %s: %v %q, want abandoned as a redirect to a private address", path, to, j.State, j.Reason)
+		}
+		if web.wasAsked(to) {
+			t.Errorf("%s was asked", to)
+		}
+	}
+	if j := got["http://10.0.0.5/a"]; j.State != frontier.Done {
+		t.Errorf("private URL redirecting within private networks: %v %q, want done", j.State, j.Reason)
+	}
+
+	web = &fakeWeb{routes: routes}
+	got = crawlFake(t, web, CoreConfig{Concurrency: 2, AllowPrivateRedirects: true}, urls)
+	for path, to := range targets {
+		if j := got[pub+path]; j.State != frontier.Done || !web.wasAsked(to) {
+			t.Errorf("AllowPrivateRedirects: %s -> %s: %v %q, want followed and done", path, to, j.State, j.Reason)
+		}
+	}
+}
+
+func TestIsPrivateHost(t *testing.T) {
+	for h, want := range map[string]bool{
+		"127.0.0.1": true, "::1": true, "10.0.0.1": true, "172.16.5.4": true, "192.168.1.1": true,
+		"169.254.169.254": true, "fe80::1": true, "fd00::1": true, "0.0.0.0": true, "::": true,
+		"100.64.0.1": true, "::ffff:127.0.0.1": true, "localhost": true, "LocalHost.": true, "db.localhost": true,
+		"8.8.8.8": false, "2001:db8::1": false, "example.com": false, "localhost.example": false, "": false,
+	} {
+		if got := isPrivateHost(h); got != want {
+			t.Errorf("isPrivateHost(%q) = %v, want %v", h, got, want)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/sqlite"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/limit/memstore"
+	"github.com/exitgate/exitgate/metrics"
+)
+
+// TestEngineBodyNotStoredIsNotDone: when a body cannot be stored the job is
+// not done. The real file system refuses here: the body directory is
+// replaced by a plain file after the engine checked it, so every create
+// fails with ENOTDIR, as a full disk or a lack of inodes would fail it (the
+// crawl test TestCrawlOutOfInodes does that on a tiny tmpfs). Run stops with
+// an error naming the cause, every job stays queued and uncharged, and a run
+// with a usable directory fetches them all, each with its body. The error of
+// the create used to be ignored: the jobs were recorded done, with no body,
+// and a resume never fetched them again.
+func TestEngineBodyNotStoredIsNotDone(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "page "+r.URL.Path)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	dir := t.TempDir()
+	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "f.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	const n = 20
+	var jobs []frontier.NewJob
+	for i := range n {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/p/%d", srv.URL, i)})
+	}
+	if _, err := fr.Push(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	bodies := filepath.Join(dir, "bodies")
+	// run runs an engine over fr; prepared is called once NewEngine has
+	// made the body directory.
+	run := func(prepared func()) error {
+		t.Helper()
+		lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, memstore.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim.SetExits([]limit.Exit{{ID: "e1"}})
+		core := NewCore(CoreConfig{Concurrency: 4}, fr, lim, metrics.NewTally(time.Now()))
+		eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport}), BodyDir: bodies}, core)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prepared()
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return eng.Run(rctx)
+	}
+
+	err = run(func() {
+		if err := os.Remove(bodies); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bodies, []byte("a file where the body directory should be\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var se *StoreError
+	if !errors.As(err, &se) || !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("Run with no body directory = %v, want a StoreError wrapping ENOTDIR", err)
+	}
+	c, err := fr.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Done != 0 || c.Queued != n {
+		t.Errorf("after failed body writes: %+v, want all %d queued and none done", c, n)
+	}
+	for id := int64(1); id <= n; id++ {
+		if j, _ := fr.Get(ctx, id); j.Attempts != 0 {
+			t.Errorf("job %d charged %d attempts for this machine's failure", id, j.Attempts)
+		}
+	}
+
+	// Room again: everything is fetched, each with its body.
+	if err := os.Remove(bodies); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(func() {}); err != nil {
+		t.Fatalf("Run with room: %v", err)
+	}
+	for id := int64(1); id <= n; id++ {
+		j, err := fr.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != frontier.Done {
+			t.Errorf("job %d: %v, want done", id, j.State)
+			continue
+		}
+		if b, err := os.ReadFile(j.Result.Body); err != nil || string(b) != fmt.Sprintf("page /p/%d", id-1) {
+			t.Errorf("job %d body %q = %q, %v; want its page", id, j.Result.Body, b, err)
+		}
+	}
+}

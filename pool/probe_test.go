@@ -1,0 +1,117 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// TestTransportBlamesBrokenProxy: a failure through a proxy that speaks
+// garbage, never answers or refuses the SOCKS5 credentials is a proxy
+// failure (classify.ProxyError), for plain and tunnelled (CONNECT) targets
+// alike; a target that is slow or refuses, behind a working proxy, stays the
+// URL's retryable error. These used to be ordinary transport errors, charged
+// to the URL until it was abandoned as "retries exhausted".
+func TestTransportBlamesBrokenProxy(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := "http://" + closed.Addr().String() + "/"
+	closed.Close()
+	socks := startSocks(t, "sam", "SockPw9")
+	// A working HTTP proxy in front of a slow target: it answers what it
+	// serves itself (the check) at once, and proxied requests late.
+	slowProxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.IsAbs() {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+			return
+		}
+		http.Error(w, "not a proxy request", http.StatusBadRequest)
+	}))
+	defer slowProxy.Close()
+
+	tests := []struct {
+		name, line, target string
+		want               verdict.Verdict
+	}{
+		{"garbage, plain target", "http://" + peertest.BrokenProxy(t, peertest.Garbage), "http://target.test/x", verdict.ProxyFailure},
+		{"garbage, CONNECT", "http://" + peertest.BrokenProxy(t, peertest.Garbage), "https://target.test/x", verdict.ProxyFailure},
+		{"black hole, plain target", "http://" + peertest.BrokenProxy(t, peertest.Silent), "http://target.test/x", verdict.ProxyFailure},
+		{"black hole, CONNECT", "http://" + peertest.BrokenProxy(t, peertest.Silent), "https://target.test/x", verdict.ProxyFailure},
+		{"socks5 garbage", "socks5://" + peertest.BrokenProxy(t, peertest.Garbage), "http://target.test/x", verdict.ProxyFailure},
+		{"socks5 black hole", "socks5://" + peertest.BrokenProxy(t, peertest.Silent), "http://target.test/x", verdict.ProxyFailure},
+		{"socks5 wrong password", "socks5://sam:nope@" + socks.ln.Addr().String(), "http://target.test/x", verdict.ProxyFailure},
+		{"socks5 fine, target refuses", "socks5://sam:SockPw9@" + socks.ln.Addr().String(), refusing, verdict.Retryable},
+		{"socks5 fine, target slow", "socks5://sam:SockPw9@" + socks.ln.Addr().String(), slow.URL, verdict.Retryable},
+		{"http proxy fine, target slow", "http://" + slowProxy.Listener.Addr().String(), "http://target.test/x", verdict.Retryable},
+	}
+	for _, tt := range tests {
+		e := mustExit(t, tt.line)
+		tr := e.Transport(TransportConfig{ProbeTimeout: 300 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tt.target, nil)
+		resp, err := tr.RoundTrip(req)
+		cancel()
+		tr.CloseIdleConnections()
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if got := classify.Error(err); got != tt.want {
+			t.Errorf("%s: RoundTrip error %v is %v, want %v", tt.name, err, got, tt.want)
+		}
+		var pe *classify.ProxyError
+		if errors.As(err, &pe) && pe.Proxy != e.ID() {
+			t.Errorf("%s: ProxyError names %q, want the exit %q", tt.name, pe.Proxy, e.ID())
+		}
+	}
+}
+
+// TestProberSharesOneCheck: failures in a burst cost one check of the proxy.
+func TestProberSharesOneCheck(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	release := make(chan struct{})
+	p := &prober{run: func(context.Context) error {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		<-release
+		return errors.New("broken")
+	}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := p.check(time.Second); err == nil || err.Error() != "broken" {
+				t.Errorf("check() = %v, want broken", err)
+			}
+		})
+	}
+	close(release)
+	wg.Wait()
+	if err := p.check(time.Second); err == nil {
+		t.Errorf("check() right after = nil, want the standing outcome")
+	}
+	if n != 1 {
+		t.Errorf("%d checks for 9 failures within the TTL, want 1", n)
+	}
+}

@@ -1,0 +1,368 @@
+package report
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+)
+
+// Format is how the results file is written.
+type Format uint8
+
+const (
+	// JSONL is results.jsonl: one JSON object per line.
+	JSONL Format = iota
+	// CSV is results.csv: a header line, then one row per URL, with the
+	// columns of CSVHeader.
+	CSV
+)
+
+// ParseFormat reads "jsonl" or "csv".
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "jsonl":
+		return JSONL, nil
+	case "csv":
+		return CSV, nil
+	}
+	return 0, fmt.Errorf("%q: want jsonl or csv", s)
+}
+
+// File is the results file's name in the output directory.
+func (f Format) File() string {
+	if f == CSV {
+		return "results.csv"
+	}
+	return "results.jsonl"
+}
+
+// CSVHeader names the columns of results.csv, in order; they are the JSON
+// names of Result's fields.
+var CSVHeader = []string{"id", "url", "outcome", "status", "reason", "attempts", "exit", "bytes", "elapsed_ms",
+	"body", "truncated", "final_url", "content_type", "fetched_at", "etag", "last_modified"}
+
+func (r Result) csvRecord() []string {
+	at := ""
+	if !r.FetchedAt.IsZero() {
+		at = r.FetchedAt.Format(time.RFC3339Nano)
+	}
+	return []string{strconv.FormatInt(r.ID, 10), r.URL, r.Outcome, strconv.Itoa(r.Status), r.Reason,
+		strconv.Itoa(r.Attempts), r.Exit, strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.ElapsedMS, 10),
+		r.Body, strconv.FormatBool(r.Truncated), r.FinalURL, r.ContentType, at, r.ETag, r.LastModified}
+}
+
+// AddResponse fills in what the answer that finished a URL said: the URL
+// that gave it (where redirects led), when it came, and the headers results
+// keep (Content-Type, ETag, Last-Modified).
+func (r *Result) AddResponse(finalURL string, at time.Time, h http.Header) {
+	r.FinalURL = finalURL
+	if !at.IsZero() {
+		r.FetchedAt = at.UTC()
+	}
+	r.ContentType = h.Get("Content-Type")
+	r.ETag = h.Get("ETag")
+	r.LastModified = h.Get("Last-Modified")
+}
+
+// Results is the results file of a crawl, written as URLs finish: `tail -f`
+// shows them, and a crawl killed with -9 leaves the rows of the URLs it
+// finished. OpenResults and Close reconcile the file with the frontier, so
+// that every finished job has exactly one row whatever happened in between.
+// It is safe for concurrent use.
+type Results struct {
+	dir    string
+	path   string
+	format Format
+
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	csv *csv.Writer
+	err error // the first write error; later Adds return it
+}
+
+// OpenResults reconciles dir's results file in format with fr and opens it
+// for Add. Reconciling drops a last row cut short by a crash and appends a
+// row, from the frontier, for every finished job that has none (a job the
+// frontier recorded finished just before a crash, before its row was
+// written). A file whose rows cannot be matched to jobs (written by an older
+// exitgate, without ids, or edited) is rebuilt from the frontier.
+func OpenResults(ctx context.Context, fr frontier.Frontier, dir string, format Format) (*Results, error) {
+	r := &Results{dir: dir, path: filepath.Join(dir, format.File()), format: format}
+	if err := r.reconcile(ctx, fr); err != nil {
+		return nil, fmt.Errorf("results %s: %w", r.path, err)
+	}
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	r.f, r.w = f, bufio.NewWriterSize(f, 16<<10)
+	if format == CSV {
+		r.csv = csv.NewWriter(r.w)
+	}
+	return r, nil
+}
+
+// Add writes one row and flushes it to the file.
+func (r *Results) Add(row Result) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	r.err = r.writeRow(row)
+	if r.err == nil {
+		r.err = r.w.Flush()
+	}
+	return r.err
+}
+
+func (r *Results) writeRow(row Result) error {
+	if r.csv != nil {
+		r.csv.Write(row.csvRecord())
+		r.csv.Flush()
+		return r.csv.Error()
+	}
+	b, err := json.Marshal(row)
+	if err != nil {
+		return err
+	}
+	_, err = r.w.Write(append(b, '\n'))
+	return err
+}
+
+// Close syncs and closes the file, then reconciles it with fr again, which
+// adds the rows that Add could not (a write error is returned after that).
+func (r *Results) Close(ctx context.Context, fr frontier.Frontier) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.w.Flush()
+	if serr := r.f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := r.reconcile(ctx, fr); rerr != nil {
+		return fmt.Errorf("results %s: %w", r.path, rerr)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	return err
+}
+
+// errUnmatched: the file has a complete row that names no job.
+var errUnmatched = errors.New("a row without a job id")
+
+// reconcile makes the file hold exactly one row per finished job of fr.
+func (r *Results) reconcile(ctx context.Context, fr frontier.Frontier) error {
+	seen, end, err := r.scan()
+	if errors.Is(err, os.ErrNotExist) {
+		return r.rebuild(ctx, fr)
+	}
+	if errors.Is(err, errUnmatched) {
+		return r.rebuild(ctx, fr)
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(r.path, os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(end); err != nil { // a row cut short by a crash
+		return err
+	}
+	if _, err := f.Seek(end, io.SeekStart); err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := r.eachMissing(ctx, fr, seen, w); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// rebuild writes the file afresh from fr, atomically.
+func (r *Results) rebuild(ctx context.Context, fr frontier.Frontier) error {
+	return writeAtomic(r.path, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		if err := r.eachMissing(ctx, fr, nil, bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// eachMissing writes the header when seen is nil (a new file), then a row
+// for every finished job of fr whose id is not in seen, in job order.
+func (r *Results) eachMissing(ctx context.Context, fr frontier.Frontier, seen *idSet, w io.Writer) error {
+	var enc func(Result) error
+	if r.format == CSV {
+		cw := csv.NewWriter(w)
+		if seen == nil {
+			cw.Write(CSVHeader)
+		}
+		enc = func(row Result) error { cw.Write(row.csvRecord()); cw.Flush(); return cw.Error() }
+	} else {
+		je := json.NewEncoder(w)
+		je.SetEscapeHTML(false)
+		enc = func(row Result) error { return je.Encode(row) }
+	}
+	if seen == nil {
+		seen = &idSet{}
+	}
+	var after int64
+	for {
+		jobs, err := fr.Finished(ctx, after, 1000)
+		if err != nil {
+			return err
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		for _, j := range jobs {
+			after = j.ID
+			if seen.has(j.ID) {
+				continue
+			}
+			if err := enc(ResultOf(j, r.dir)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// scan reads the file's job ids and returns them with the offset just past
+// its last complete row. A last row cut short (by a crash mid-write) is not
+// counted; a complete row with no id, or an id seen before, or (CSV) a header
+// that is not CSVHeader, makes errUnmatched.
+func (r *Results) scan() (*idSet, int64, error) {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if r.format == CSV {
+		return scanCSV(f)
+	}
+	return scanJSONL(f)
+}
+
+func scanJSONL(f io.Reader) (*idSet, int64, error) {
+	seen := &idSet{}
+	br := bufio.NewReaderSize(f, 64<<10)
+	var end int64
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var row struct {
+				ID int64 `json:"id"`
+			}
+			if json.Unmarshal(line, &row) != nil || row.ID <= 0 || seen.has(row.ID) {
+				return nil, 0, errUnmatched
+			}
+			seen.add(row.ID)
+			end += int64(len(line))
+		}
+		if errors.Is(err, io.EOF) {
+			return seen, end, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+func scanCSV(f io.ReadSeeker) (*idSet, int64, error) {
+	seen := &idSet{}
+	cr := csv.NewReader(bufio.NewReaderSize(f, 64<<10))
+	cr.FieldsPerRecord = len(CSVHeader)
+	cr.ReuseRecord = true
+	if head, err := cr.Read(); err != nil || !slices.Equal(head, CSVHeader) {
+		return nil, 0, errUnmatched
+	}
+	end := cr.InputOffset()
+	// A row is complete once another follows it; the last one only if it
+	// ends with its newline.
+	var pending, pendingEnd int64
+	followed := false
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if _, err := cr.Read(); !errors.Is(err, io.EOF) {
+				return nil, 0, errUnmatched
+			}
+			followed = true // by the last row, cut short
+			break
+		}
+		if pending != 0 {
+			seen.add(pending)
+			end = pendingEnd
+		}
+		id, perr := strconv.ParseInt(rec[0], 10, 64)
+		if perr != nil || id <= 0 || seen.has(id) {
+			return nil, 0, errUnmatched
+		}
+		pending, pendingEnd = id, cr.InputOffset()
+	}
+	if pending != 0 && (followed || lastByteIs(f, pendingEnd, '\n')) {
+		seen.add(pending)
+		end = pendingEnd
+	}
+	return seen, end, nil
+}
+
+// lastByteIs reports whether the byte just before offset off of f is c: a
+// row the CSV reader took at the end of the file without its newline may
+// have been cut short.
+func lastByteIs(f io.ReadSeeker, off int64, c byte) bool {
+	if off == 0 {
+		return false
+	}
+	var b [1]byte
+	if _, err := f.Seek(off-1, io.SeekStart); err != nil {
+		return false
+	}
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return false
+	}
+	return b[0] == c
+}
+
+// idSet is a set of job ids, which are small and dense: a bitset.
+type idSet struct{ bits []uint64 }
+
+func (s *idSet) add(id int64) {
+	i := int(id >> 6)
+	for len(s.bits) <= i {
+		s.bits = append(s.bits, 0)
+	}
+	s.bits[i] |= 1 << (uint(id) & 63)
+}
+
+func (s *idSet) has(id int64) bool {
+	i := int(id >> 6)
+	return id >= 0 && i < len(s.bits) && s.bits[i]&(1<<(uint(id)&63)) != 0
+}

@@ -1,0 +1,166 @@
+package report
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/memory"
+)
+
+// finishJobs pushes n jobs and finishes the first done of them (done, except
+// every third abandoned), leaving the rest leased.
+func finishJobs(t *testing.T, n, done int) (*memory.Store, []frontier.Job) {
+	t.Helper()
+	ctx := context.Background()
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nj []frontier.NewJob
+	for i := range n {
+		nj = append(nj, frontier.NewJob{URL: "http://a.example/" + strconv.Itoa(i+1)})
+	}
+	fr.Push(ctx, nj)
+	jobs, err := fr.Claim(ctx, t0, n, nil)
+	if err != nil || len(jobs) != n {
+		t.Fatalf("Claim = %d, %v", len(jobs), err)
+	}
+	for _, j := range jobs[:done] {
+		finish(t, fr, j)
+	}
+	return fr, jobs
+}
+
+func finish(t *testing.T, fr *memory.Store, j frontier.Job) {
+	t.Helper()
+	var err error
+	if j.ID%3 == 0 {
+		err = fr.Abandon(context.Background(), j.Lease(), 500, "retries exhausted: status 500")
+	} else {
+		err = fr.Complete(context.Background(), j.Lease(), frontier.Result{Status: 200, Bytes: j.ID, Exit: "e1"})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// richRow is the row the crawl adds when job j finishes, with what the
+// response said, which the frontier does not keep.
+func richRow(t *testing.T, fr *memory.Store, j frontier.Job, dir string) Result {
+	t.Helper()
+	g, err := fr.Get(context.Background(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ResultOf(g, dir)
+	r.AddResponse(j.URL+"?final", t0, http.Header{"Content-Type": {"text/html"}, "Etag": {`"v1"`}})
+	return r
+}
+
+// TestResultsReconcileAfterCrash: after a crash that left the results file
+// with a row cut short and without the rows of jobs the frontier had already
+// recorded finished, opening it again keeps the rows written (with what the
+// responses said), drops the broken one and adds a row for each missing job:
+// every finished job has exactly one row, in either format.
+func TestResultsReconcileAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	for _, format := range []Format{JSONL, CSV} {
+		dir := t.TempDir()
+		fr, jobs := finishJobs(t, 6, 4)
+		res, err := OpenResults(ctx, fr, dir, format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Rows were already written for the 4 finished at open; the run
+		// then finishes job 5 and writes its row, then half of job 6's.
+		finish(t, fr, jobs[4])
+		if err := res.Add(richRow(t, fr, jobs[4], dir)); err != nil {
+			t.Fatal(err)
+		}
+		finish(t, fr, jobs[5])
+		res.f.WriteString(`{"id":6,"url":"http://a.ex`) // kill -9 mid-row
+		res.f.Close()
+
+		res, err = OpenResults(ctx, fr, dir, format)
+		if err != nil {
+			t.Fatalf("%s: reopen: %v", format.File(), err)
+		}
+		if err := res.Close(ctx, fr); err != nil {
+			t.Fatal(err)
+		}
+		rows := readRows(t, filepath.Join(dir, format.File()), format)
+		ids := map[int64]Result{}
+		for _, r := range rows {
+			if _, dup := ids[r.ID]; dup {
+				t.Errorf("%s: job %d has two rows", format.File(), r.ID)
+			}
+			ids[r.ID] = r
+		}
+		if len(rows) != 6 || len(ids) != 6 {
+			t.Errorf("%s: %d rows for jobs %v, want one for each of the 6 finished jobs", format.File(), len(rows), ids)
+		}
+		if r := ids[5]; r.ContentType != "text/html" || r.FinalURL != jobs[4].URL+"?final" || r.ETag != `"v1"` || !r.FetchedAt.Equal(t0) {
+			t.Errorf("%s: row of job 5 = %+v, want the response's fields kept", format.File(), r)
+		}
+		if r := ids[6]; r.Outcome != "abandoned" || r.Reason != "retries exhausted: status 500" {
+			t.Errorf("%s: row of job 6 = %+v, want it rebuilt from the frontier", format.File(), r)
+		}
+	}
+}
+
+// TestResultsRebuildsUnmatchedFile: a results file whose rows carry no job
+// id (written by an older exitgate) is rebuilt from the frontier.
+func TestResultsRebuildsUnmatchedFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fr, _ := finishJobs(t, 3, 3)
+	old := `{"url":"http://a.example/1","outcome":"done","status":200}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte(old+old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := OpenResults(ctx, fr, dir, JSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Close(ctx, fr)
+	rows := readRows(t, filepath.Join(dir, "results.jsonl"), JSONL)
+	if len(rows) != 3 || rows[0].ID != 1 || rows[2].ID != 3 {
+		t.Errorf("rebuilt results = %+v, want jobs 1 to 3", rows)
+	}
+}
+
+func readRows(t *testing.T, path string, format Format) []Result {
+	t.Helper()
+	if format == JSONL {
+		return readJSONL(t, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(recs) == 0 || !slices.Equal(recs[0], CSVHeader) {
+		t.Fatalf("%s: header %v, want %v", path, recs, CSVHeader)
+	}
+	var out []Result
+	for _, rec := range recs[1:] {
+		id, _ := strconv.ParseInt(rec[0], 10, 64)
+		status, _ := strconv.Atoi(rec[3])
+		at, _ := time.Parse(time.RFC3339Nano, rec[13])
+		out = append(out, Result{ID: id, URL: rec[1], Outcome: rec[2], Status: status, Reason: rec[4],
+			FinalURL: rec[11], ContentType: rec[12], FetchedAt: at, ETag: rec[14], LastModified: rec[15]})
+	}
+	return out
+}
