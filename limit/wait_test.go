@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 	"github.com/exitgate/exitgate/verdict"
 )
 
 func newTestLimiter(t *testing.T, cfg limit.Config, ids ...string) *limit.Limiter {
 	t.Helper()
-	l, err := limit.New(cfg, memstore.New())
+	l, err := limit.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/internal/urlfile"
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/pool"
 	"github.com/exitgate/exitgate/report"
@@ -39,7 +38,6 @@ type crawlFlags struct {
 	perHostConcurrency int
 	hostRate           string
 	laneRate           string
-	policy             string
 	maxRetries         int
 	maxWait            time.Duration
 	duration           time.Duration
@@ -50,6 +48,7 @@ type crawlFlags struct {
 	durable            bool
 	progress           time.Duration
 	verbose            bool
+	logLevel           string
 	echoURL            string
 	exitIPHeader       string
 }
@@ -93,7 +92,6 @@ Outputs, in --out:
 	fl.IntVar(&f.perHostConcurrency, "per-host-concurrency", 16, "requests in flight per host")
 	fl.StringVar(&f.hostRate, "host-rate", "0", "politeness ceiling per host across all exits, e.g. 10/s or 600/min; 0 means none")
 	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) rate; it is learned from there")
-	fl.StringVar(&f.policy, "policy", "adaptive", "lane learning policy: adaptive, or article (halve on 429, +25% after 100 successes; for comparison)")
 	fl.IntVar(&f.maxRetries, "max-retries", 5, "retries per URL for errors and bans (429s have their own, larger budget; proxy failures are not charged)")
 	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Minute, "park threshold: a Retry-After longer than this parks the URL durably until it is due")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long and leave the rest queued (0: run until done)")
@@ -105,7 +103,8 @@ Outputs, in --out:
 	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
 	fl.StringVar(&f.echoURL, "echo-url", "", "URL that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
 	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response header in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
-	fl.BoolVar(&f.verbose, "verbose", false, "log limiter and retry decisions to stderr")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "log to stderr at this level: debug (every learning decision of the limiter, and retries), info, warn or error")
+	fl.BoolVar(&f.verbose, "verbose", false, "same as --log-level debug")
 	return cmd
 }
 
@@ -133,13 +132,8 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if s.limCfg.FirstGuess.IsZero() {
 		return s, fmt.Errorf("--lane-rate must be above zero")
 	}
-	switch f.policy {
-	case "adaptive":
-		s.limCfg.Policy = limit.Adaptive
-	case "article":
-		s.limCfg.Policy = limit.ArticlePerExit
-	default:
-		return s, fmt.Errorf("--policy %q: want adaptive or article", f.policy)
+	if _, err := parseLogLevel(f.logLevel); err != nil {
+		return s, err
 	}
 	s.limCfg.HostConcurrency = f.perHostConcurrency
 	s.limCfg.MaxInFlight = f.concurrency
@@ -177,11 +171,12 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return err
 	}
-	logLevel := slog.LevelWarn
+	logLevel, _ := parseLogLevel(f.logLevel)
 	if f.verbose {
 		logLevel = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	setup.limCfg.Logger = logger
 
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
@@ -218,7 +213,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %d abandoned, %d to do) through %d exits\n",
 		added, counts.Total(), counts.Done, counts.Abandoned, counts.Unfinished(), len(setup.exits))
 
-	lim, err := limit.New(setup.limCfg, memstore.New())
+	lim, err := limit.New(setup.limCfg)
 	if err != nil {
 		return err
 	}
@@ -394,4 +389,13 @@ func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 			Throttled: float64(h.Counters.ThrottledNs) / 1e9}
 	}
 	return hosts, exits
+}
+
+// parseLogLevel reads --log-level.
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
 }
