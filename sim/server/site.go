@@ -49,6 +49,14 @@ type Config struct {
 	// NoRetryAfter drops Retry-After from 429s in the X-RateLimit and IETF
 	// modes, so a client must use the reset field.
 	NoRetryAfter bool
+	// RetryAfter, when positive, is the constant Retry-After sent on every
+	// 429 in place of the algorithm's own wait, in any header mode (nginx's
+	// `add_header Retry-After 1 always`, HAProxy's `hdr Retry-After 30`).
+	RetryAfter time.Duration
+	// RetryAfterAlways sends Retry-After on every response, as the whole
+	// seconds from now to X-RateLimit-Reset, truncated (flask-limiter 3.3
+	// with headers enabled). Only with HeadersXRateLimit and ResetEpoch.
+	RetryAfterAlways bool
 	// PolicyName names the IETF policy; default "default".
 	PolicyName string
 	// Latency is the response-time distribution; default zero.
@@ -286,6 +294,10 @@ func validate(c *Config) error {
 		return fmt.Errorf("unknown key kind %d", c.Key.By)
 	case c.Headers > HeadersIETF:
 		return fmt.Errorf("unknown header mode %d", c.Headers)
+	case c.RetryAfter < 0:
+		return fmt.Errorf("retry-after %v is negative", c.RetryAfter)
+	case c.RetryAfterAlways && (c.Headers != HeadersXRateLimit || c.ResetFormat != ResetEpoch):
+		return errors.New("RetryAfterAlways needs X-RateLimit headers with an epoch reset")
 	case c.ResetFormat > ResetDelta:
 		return fmt.Errorf("unknown reset format %d", c.ResetFormat)
 	case !validPolicyName(c.PolicyName):
@@ -341,6 +353,7 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 		resp.Status, resp.Body, resp.Header = http.StatusServiceUnavailable, BodyOverload, s.hOverload
 	default:
 		d := s.alg.Decide(key, r.Now)
+		resp.Latency += d.Delay
 		resp.Header = s.headerLocked(d, t)
 		if d.Allowed {
 			resp.Status, resp.Body = http.StatusOK, BodyOK
