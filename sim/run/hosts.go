@@ -20,6 +20,8 @@ type host struct {
 	// only, when set, keeps the record's hits of these keys alone (a real
 	// site shared by several runs).
 	only map[string]bool
+	// ownEnd measures the host up to its own last request.
+	ownEnd bool
 }
 
 // hostsFor builds the run's sites: the scenario's one site under SiteHost,
@@ -48,7 +50,7 @@ func hostsFor(sc server.Scenario, exits int, seed uint64, urls int) ([]*host, er
 		if n == 0 {
 			n = max(100, int(site.AllowedRequests(k, 10*time.Minute)))
 		}
-		hs = append(hs, &host{name: h.Name, site: site, keys: k, urls: n})
+		hs = append(hs, &host{name: h.Name, site: site, keys: k, urls: n, ownEnd: len(sc.Hosts) > 0})
 	}
 	return hs, nil
 }
@@ -74,6 +76,8 @@ func pushHosts(ctx context.Context, fr frontier.Frontier, hs []*host) error {
 // requests (sim/measure), as a real server's access log is measured.
 type HostFigures struct {
 	Host string `json:"host"`
+	// Seconds is the span measured.
+	Seconds float64 `json:"seconds"`
 	// Utilization is successes over what the host allowed the client's
 	// keys over the whole run; UtilizationSteady leaves out the warmup.
 	Utilization       float64 `json:"utilization_whole_run"`
@@ -101,10 +105,14 @@ type HostFigures struct {
 // for all keys divided among them (so a site-wide capacity is shared).
 func measureHost(h *host, start, end time.Time, warmup time.Duration) (HostFigures, error) {
 	f := HostFigures{Host: h.name, SettleSeconds: -1}
-	if !end.After(start) {
-		return f, nil
-	}
 	raw := h.site.Hits()
+	if h.ownEnd && len(raw) > 0 {
+		// A host of a multi-host crawl is judged over its own crawl: up
+		// to its last request, not while it idles after finishing.
+		if last := raw[len(raw)-1].At.Add(time.Millisecond); last.Before(end) {
+			end = last
+		}
+	}
 	hits := make([]measure.Hit, 0, len(raw))
 	for _, x := range raw {
 		if h.only == nil || h.only[x.Key] {
@@ -117,6 +125,9 @@ func measureHost(h *host, start, end time.Time, warmup time.Duration) (HostFigur
 			return (h.site.AllowedRequests(h.keys, to+off) - h.site.AllowedRequests(h.keys, from+off)) / k
 		}
 	}
+	if !end.After(start) {
+		return f, nil
+	}
 	whole, err := measure.Compute(hits, measure.Config{Start: start, End: end, Keys: h.keys, Allowed: allowed(0)})
 	if err != nil {
 		return f, err
@@ -125,6 +136,7 @@ func measureHost(h *host, start, end time.Time, warmup time.Duration) (HostFigur
 	f.SettleSeconds, f.Learning429s = whole.SettleSeconds, whole.LearningLimited
 	f.Requests, f.OK, f.Limited = whole.Requests, whole.OK, whole.Limited
 	f.allowed = h.site.AllowedRequests(h.keys, end.Sub(start))
+	f.Seconds = end.Sub(start).Seconds()
 	if s := start.Add(warmup); end.After(s) {
 		steady, err := measure.Compute(hits, measure.Config{Start: s, End: end, Keys: h.keys, Allowed: allowed(warmup)})
 		if err != nil {

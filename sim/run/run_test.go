@@ -194,3 +194,38 @@ func TestTargetsWhenTheSiteChanges(t *testing.T) {
 		}
 	}
 }
+
+// A crawl of 100 hosts finishes: every host's jobs are dispatched even
+// after the Core prunes idle hosts from its round-robin (it stalled with
+// jobs buffered for pruned hosts before fetch.Core re-listed them), and
+// the figures are per host and overall.
+func TestVirtualManyHosts(t *testing.T) {
+	sc, ok := server.ScenarioByName("hosts-100")
+	if !ok {
+		t.Fatal("no scenario hosts-100")
+	}
+	for i := range sc.Hosts {
+		sc.Hosts[i].URLs = 20
+	}
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 5, MaxTime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Finished || r.Done != 2000 {
+		t.Fatalf("finished %v with %d of 2000 URLs done after %.0f s", r.Finished, r.Done, r.SecondsToFinish)
+	}
+	if len(r.Hosts) != 100 {
+		t.Fatalf("%d host figures, want 100", len(r.Hosts))
+	}
+	ok200 := 0
+	for _, h := range r.Hosts {
+		ok200 += h.OK
+	}
+	if ok200 != 2000 {
+		t.Errorf("hosts' records hold %d successes, want 2000", ok200)
+	}
+	if r.Utilization <= 0 || r.Utilization > 1.2 {
+		t.Errorf("overall utilization %.3f, want in (0, 1.2]", r.Utilization)
+	}
+}

@@ -35,6 +35,20 @@ func (m HeaderMode) String() string {
 	return fmt.Sprintf("headermode(%d)", uint8(m))
 }
 
+// HeadersLabel names what a site's responses say, for reports: the header
+// mode, "+retry-after=Ns" for a constant Retry-After and
+// "+retry-after-always" for flask-limiter's Retry-After on every response.
+func HeadersLabel(c Config) string {
+	l := c.Headers.String()
+	if c.RetryAfter > 0 {
+		l += fmt.Sprintf("+retry-after=%ds", ceilSeconds(c.RetryAfter))
+	}
+	if c.RetryAfterAlways {
+		l += "+retry-after-always"
+	}
+	return l
+}
+
 // ResetFormat says how X-RateLimit-Reset is written.
 type ResetFormat uint8
 

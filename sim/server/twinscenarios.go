@@ -81,17 +81,18 @@ func Wide() []Scenario {
 			{Quota: 1, Window: time.Second, Burst: 1}, {Quota: 6, Window: time.Minute, Burst: 1},
 		}})
 
-	// 100 hosts cycling through the twins' limiters, each at its own limit.
+	// 100 hosts cycling through the twins' limiters, each at its own
+	// limit, each a short crawl of 200 URLs.
 	tw := Twins()
 	var hosts []Host
 	for i := range 100 {
 		c := tw[i%len(tw)].Config
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
-		hosts = append(hosts, Host{Name: c.Name, Config: c})
+		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
 	return []Scenario{short, tiers, {
 		Name:        "hosts-100",
-		Description: "100 hosts crawled at once, cycling through the 16 twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s)",
+		Description: "100 hosts crawled at once, cycling through the 16 twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request",
 		Kind:        PerIP,
 		Path:        LoopbackPath,
 		Hosts:       hosts,
