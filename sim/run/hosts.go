@@ -93,6 +93,8 @@ type HostFigures struct {
 	Requests      int     `json:"requests"`
 	OK            int     `json:"ok"`
 	Limited       int     `json:"responses_429"`
+	// Figures are measure's whole-run figures of this host.
+	Figures measure.Figures `json:"-"`
 	// allowed and allowedSteady are the successes a perfect client could
 	// have had (for the overall figures).
 	allowed, allowedSteady float64
@@ -132,6 +134,7 @@ func measureHost(h *host, start, end time.Time, warmup time.Duration) (HostFigur
 	if err != nil {
 		return f, err
 	}
+	f.Figures = whole
 	f.Utilization, f.Ratio429 = whole.Utilization, whole.Ratio429
 	f.SettleSeconds, f.Learning429s = whole.SettleSeconds, whole.LearningLimited
 	f.Requests, f.OK, f.Limited = whole.Requests, whole.OK, whole.Limited

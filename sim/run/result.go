@@ -8,6 +8,7 @@ import (
 
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/sim/measure"
 	"github.com/exitgate/exitgate/sim/server"
 )
 
@@ -57,6 +58,9 @@ type Result struct {
 	// Hosts holds each host's figures in a multi-host scenario (the
 	// figures above are then over all hosts).
 	Hosts []HostFigures `json:"hosts,omitempty"`
+	// Figures are measure's whole-run figures of a one-host run, the form
+	// in which the real-limiter harness reports a real server.
+	Figures measure.Figures `json:"-"`
 
 	Requests   int64          `json:"requests"`
 	Successes  int64          `json:"successes"`
@@ -83,9 +87,9 @@ type Sample struct {
 
 // meter counts responses as they complete, in time order.
 type meter struct {
-	start  time.Time
-	bucket        time.Duration
-	timeline      []Sample
+	start    time.Time
+	bucket   time.Duration
+	timeline []Sample
 
 	requests, ok, limited, overloaded, forbidden, errs int64
 
@@ -198,6 +202,8 @@ func (r *Result) measure(hs []*host, start, end time.Time, warmup time.Duration)
 	r.RequestsSteady = int64(o.reqSteady)
 	if len(fs) > 1 {
 		r.Hosts = fs
+	} else {
+		r.Figures = fs[0].Figures
 	}
 	return nil
 }

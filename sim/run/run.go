@@ -342,11 +342,11 @@ type driver struct {
 	path     server.Latency          // client -> site one-way delay
 	pathRand *rand.Rand
 	pool     *exits.Pool
-	routes map[string]*route
-	m      *meter
-	events eventHeap
-	seq    uint64
-	sniff  map[string][]byte // body -> bytes, so responses share them
+	routes   map[string]*route
+	m        *meter
+	events   eventHeap
+	seq      uint64
+	sniff    map[string][]byte // body -> bytes, so responses share them
 }
 
 // loop runs until nothing is in flight or scheduled, or until limit. It

@@ -27,7 +27,9 @@ func TestTwinHeaderShapes(t *testing.T) {
 		{"httprate 200", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 30, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit},
 			[]time.Duration{2 * time.Second}, 200,
 			map[string]string{"X-Ratelimit-Limit": "30", "X-Ratelimit-Remaining": "29", "X-Ratelimit-Reset": "1000000010", "Retry-After": ""},
-			func(s rlheader.Signal) bool { return s.HasLimit && s.Limit == 30 && s.Remaining == 29 && s.Reset == 8*time.Second }},
+			func(s rlheader.Signal) bool {
+				return s.HasLimit && s.Limit == 30 && s.Remaining == 29 && s.Reset == 8*time.Second
+			}},
 		{"httprate 429", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 1, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit},
 			[]time.Duration{0, 3 * time.Second}, 429,
 			map[string]string{"X-Ratelimit-Limit": "1", "X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "1000000010", "Retry-After": "10"},
