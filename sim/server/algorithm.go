@@ -57,6 +57,14 @@ func (p Policy) validate() error {
 	return nil
 }
 
+// checked validates p and returns it with defaults applied.
+func (p Policy) checked() (Policy, error) {
+	if err := p.validate(); err != nil {
+		return p, err
+	}
+	return p.withDefaults(), nil
+}
+
 // Rate is the long-run allowed rate of one key in requests per second
 // (Quota/Window, with defaults applied).
 func (p Policy) Rate() float64 {
@@ -208,7 +216,7 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 	case HAProxy:
 		alg = &haproxyRate{keys: make(map[string]*freqCtr)}
 	case HTTPRate:
-		alg = &httpRate{keys: make(map[string]*swState)}
+		alg = &httpRate{slidingWindow{keys: make(map[string]*swState)}}
 	case LimitsMoving, LimitsFixed:
 		alg = &movingWindow{keys: make(map[string]*mwState), fixed: a == LimitsFixed}
 	case XRate:
@@ -505,6 +513,17 @@ type swState struct {
 	prev, cur int64
 }
 
+// state returns key's counters moved to window idx, creating them.
+func (sw *slidingWindow) state(key string, idx int64) *swState {
+	s := sw.keys[key]
+	if s == nil {
+		s = &swState{idx: idx}
+		sw.keys[key] = s
+	}
+	s.rotate(idx)
+	return s
+}
+
 // rotate moves the counters to window idx: the current count becomes the
 // previous one after one window, and both are forgotten after two. An
 // earlier idx (out of order) is charged to the window held.
@@ -564,12 +583,7 @@ func (sw *slidingWindow) wait(prev, cur, e int64) int64 {
 func (sw *slidingWindow) Decide(key string, now time.Time) Decision {
 	t := now.UnixNano()
 	idx := floorDiv(t, sw.w)
-	s := sw.keys[key]
-	if s == nil {
-		s = &swState{idx: idx}
-		sw.keys[key] = s
-	}
-	s.rotate(idx)
+	s := sw.state(key, idx)
 	e := min(max(t-s.idx*sw.w, 0), sw.w-1)
 	d := Decision{Limit: sw.p.Quota, Window: sw.p.Window}
 	if sw.countRejected {

@@ -66,10 +66,10 @@ func (n *nginxLeaky) Policy() Policy { return n.p }
 func (n *nginxLeaky) Keys() int      { return len(n.keys) }
 
 func (n *nginxLeaky) SetPolicy(p Policy) error {
-	if err := p.validate(); err != nil {
+	p, err := p.checked()
+	if err != nil {
 		return err
 	}
-	p = p.withDefaults()
 	n.p = p
 	n.rate = max(int64(p.Quota)*1000*int64(time.Second)/int64(p.Window), 1)
 	n.burst = int64(p.Burst-1) * 1000
@@ -166,11 +166,10 @@ type freqCtr struct{ tick, curr, prev int64 }
 func (h *haproxyRate) Policy() Policy { return h.p }
 func (h *haproxyRate) Keys() int      { return len(h.keys) }
 
-func (h *haproxyRate) SetPolicy(p Policy) error {
-	if err := p.validate(); err != nil {
+func (h *haproxyRate) SetPolicy(p Policy) (err error) {
+	if h.p, err = p.checked(); err != nil {
 		return err
 	}
-	h.p = p.withDefaults()
 	h.period = max(int64(h.p.Window/time.Millisecond), 1)
 	h.q = int64(h.p.Quota)
 	return nil
@@ -273,33 +272,15 @@ func (h *haproxyRate) wait(c *freqCtr, ms int64, now time.Time) time.Duration {
 // rejection is http.Error 429 with Retry-After: the window length in whole
 // seconds, whatever the actual wait. WithResponseHeaders(ResponseHeaders{})
 // sends none of these (the -bare scenarios).
-type httpRate struct {
-	p    Policy
-	w, q int64
-	keys map[string]*swState
-}
-
-func (h *httpRate) Policy() Policy { return h.p }
-func (h *httpRate) Keys() int      { return len(h.keys) }
-
-func (h *httpRate) SetPolicy(p Policy) error {
-	if err := p.validate(); err != nil {
-		return err
-	}
-	h.p = p.withDefaults()
-	h.w, h.q = int64(h.p.Window), int64(h.p.Quota)
-	return nil
-}
+//
+// It keeps the sliding-window counter's state (two counts per key and
+// window) and decides by httprate's rules instead.
+type httpRate struct{ slidingWindow }
 
 func (h *httpRate) Decide(key string, now time.Time) Decision {
 	t := now.UnixNano()
 	idx := floorDiv(t, h.w)
-	s := h.keys[key]
-	if s == nil {
-		s = &swState{idx: idx}
-		h.keys[key] = s
-	}
-	s.rotate(idx)
+	s := h.state(key, idx)
 	diff := t - idx*h.w
 	est := float64(s.prev)*(float64(h.w)-float64(diff))/float64(h.w) + float64(s.cur)
 	r := int64(math.Round(est))
@@ -361,11 +342,10 @@ type mwState struct {
 func (m *movingWindow) Policy() Policy { return m.p }
 func (m *movingWindow) Keys() int      { return len(m.keys) }
 
-func (m *movingWindow) SetPolicy(p Policy) error {
-	if err := p.validate(); err != nil {
+func (m *movingWindow) SetPolicy(p Policy) (err error) {
+	if m.p, err = p.checked(); err != nil {
 		return err
 	}
-	m.p = p.withDefaults()
 	m.w = int64(m.p.Window)
 	return nil
 }
@@ -447,11 +427,10 @@ func (x *xRate) Keys() int      { return len(x.keys) }
 
 func (x *xRate) limit() rate.Limit { return rate.Limit(x.p.Rate()) }
 
-func (x *xRate) SetPolicy(p Policy) error {
-	if err := p.validate(); err != nil {
+func (x *xRate) SetPolicy(p Policy) (err error) {
+	if x.p, err = p.checked(); err != nil {
 		return err
 	}
-	x.p = p.withDefaults()
 	for _, l := range x.keys {
 		l.SetLimit(x.limit())
 		l.SetBurst(x.p.Burst)

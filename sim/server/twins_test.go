@@ -157,11 +157,7 @@ func TestHAProxyIsNotThePenalisingCounter(t *testing.T) {
 // windows, rejections not counted, Remaining limit-rate(-1), Reset the
 // fixed window's end, Retry-After the window length.
 func TestHTTPRateTwin(t *testing.T) {
-	alg, err := NewAlgorithm(HTTPRate, Policy{Quota: 3, Window: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, s := range []step{
+	runSteps(t, HTTPRate, Policy{Quota: 3, Window: 10 * time.Second}, []step{
 		{0, true, 2, sec(10), 0},
 		{sec(1), true, 1, sec(9), 0},
 		{sec(2), true, 0, sec(8), 0},
@@ -176,23 +172,13 @@ func TestHTTPRateTwin(t *testing.T) {
 		{sec(17), false, 0, sec(3), sec(10)},
 		// Two windows on, the counts are forgotten.
 		{sec(30), true, 2, sec(10), 0},
-	} {
-		d := alg.Decide("k", t0.Add(s.at))
-		got := step{s.at, d.Allowed, d.Remaining, d.Reset, d.RetryAfter}
-		if got != s {
-			t.Errorf("step %d: Decide(t0+%v) = %+v, want %+v", i, s.at, got, s)
-		}
-	}
+	})
 }
 
 // Python limits 2.8 moving window: a hit exactly Window old still counts;
 // Reset is the newest hit's second + Window + 1 (flask-limiter reset_at).
 func TestLimitsMovingTwin(t *testing.T) {
-	alg, err := NewAlgorithm(LimitsMoving, Policy{Quota: 2, Window: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, s := range []step{
+	runSteps(t, LimitsMoving, Policy{Quota: 2, Window: 10 * time.Second}, []step{
 		// Reset = int(newest)+10+1 - now.
 		{0, true, 1, sec(11), 0},
 		{sec(1) + ms(500), true, 0, sec(12) - ms(1500), 0},
@@ -201,13 +187,7 @@ func TestLimitsMovingTwin(t *testing.T) {
 		{sec(10), false, 0, sec(2), 1},
 		// A nanosecond later it has expired.
 		{sec(10) + 1, true, 0, sec(11) - 1, 0},
-	} {
-		d := alg.Decide("k", t0.Add(s.at))
-		got := step{s.at, d.Allowed, d.Remaining, d.Reset, d.RetryAfter}
-		if got != s {
-			t.Errorf("step %d: Decide(t0+%v) = %+v, want %+v", i, s.at, got, s)
-		}
-	}
+	})
 	// The existing sliding log frees the slot at exactly Window.
 	runAllowed(t, "sliding log", SlidingLog, Policy{Quota: 1, Window: 10 * time.Second}, []at{{0, true}, {sec(10), true}})
 	runAllowed(t, "limits moving", LimitsMoving, Policy{Quota: 1, Window: 10 * time.Second}, []at{{0, true}, {sec(10), false}, {sec(10) + 1, true}})
