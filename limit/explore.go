@@ -23,6 +23,12 @@ type capacity struct {
 	// before it over the time they took plus the time to recover), which est
 	// falls back to when it is contradicted. 0 = none yet.
 	est, safe float64
+	// trial is a pace the explorer sustained for a short run but not yet
+	// for a proof span: the followers try it (at Settle under it), and fall
+	// back to what is proven if it is pushed back. On a fast server a
+	// proof takes many requests; trying early is what keeps the pool busy
+	// meanwhile, at the price of a 429 or two when a trial fails.
+	trial float64
 	// declared is what the server declared (quota per window, the window
 	// inferred from all lanes' resets when not declared); it overrides the
 	// rest.
@@ -136,7 +142,7 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	case e.phase == expRamp:
 		f = max(r.first*startShare, e.proven)
 	default:
-		f = max(c.lo, r.settle*c.est)
+		f = max(c.lo, r.settle*c.est, r.settle*c.trial)
 		if c.hi > 0 {
 			f = min(f, r.settle*c.hi)
 		}
@@ -196,6 +202,11 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		r.setPace(h, l, next)
 		r.updateFollow(h, now, "ramp", fmt.Sprintf("the explorer sustained %.3g/s", e.proven))
 	case expProbe:
+		if e.run.n >= rampRun && el >= rampSpan && saturated && l.pace > c.trial && c.trial >= 0 {
+			h.note(r, now, "bracket", l.exit, "trial", c.trial, l.pace, "sustained for a short run: the followers try it")
+			c.trial = l.pace
+			r.updateFollow(h, now, "bracket", "the followers try what the explorer sustained")
+		}
 		if e.run.n < rampRun || el < c.span || !saturated {
 			return
 		}
@@ -269,6 +280,10 @@ func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
 	if c.hi == 0 || x < c.hi {
 		h.note(r, now, "bracket", l.exit, "ceiling", c.hi, x, "the explorer was pushed back")
 		c.hi, c.at = x, now
+	}
+	if c.trial > 0 && atLeast(x, c.trial) {
+		h.note(r, now, "bracket", l.exit, "trial", c.trial, 0, "the explorer was pushed back at the pace on trial")
+		c.trial = 0
 	}
 	if c.lo < c.est && atLeast(c.est, x) {
 		// Pushed back at the estimate it was verifying: the estimate was
@@ -348,7 +363,7 @@ func (r *rules) limitMoved(h *host, l *lane, x float64, now int64) {
 	e, c := &h.exp, &h.cap
 	h.note(r, now, "bracket", l.exit, "ceiling", c.hi, x, "pushed back at the followers' pace: the limit moved down, or was never there")
 	proven := c.lo > 0
-	c.hi, c.lo, c.at = x, 0, now
+	c.hi, c.lo, c.trial, c.at = x, 0, 0, now
 	if proven {
 		c.est = followCut * x
 	} else {

@@ -54,17 +54,31 @@ func (ev *evidence) lanes(since int64, match func(evEntry) bool) int {
 }
 
 // follow429 applies a 429 on lane l (a follower, or the settled explorer)
-// sent at pace x: sympathy when another lane was pushed back at the host's
-// pace within sympathySpan, else this lane's own smaller budget.
+// sent at pace x. One lane pushed back while the explorer holds as much is
+// that IP's own smaller budget: it slows alone. Many lanes at once
+// (manyLanes, within sympathySpan) mean the host's knowledge is wrong, and
+// every follower slows at once instead of each drawing its own 429.
 func (r *rules) follow429(h *host, l *lane, x float64, now int64) {
-	f := h.cap.follow
+	c := &h.cap
+	f := c.follow
 	atHost := atLeast(x, f)
-	if atHost {
-		other := h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return e.exit != l.exit && atLeast(e.pace, f) })
-		if other > 0 {
-			r.limitMoved(h, l, x, now)
-			return
+	many := atHost && h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes()
+	switch {
+	case many && h.exp.phase == expRamp:
+		// The ramp's pace let a burst through: the first 429s end it.
+		return // the caller ends the ramp
+	case many && c.trial > 0 && h.exp.phase == expProbe:
+		// The pace on trial was too much: back to what is proven, at once.
+		h.note(r, now, "follow", l.exit, "trial", c.trial, 0, fmt.Sprintf("followers were pushed back at %.3g/s, the pace on trial", x))
+		c.trial = 0
+		if c.hi == 0 || x < c.hi {
+			c.hi, c.at = x, now
 		}
+		r.updateFollow(h, now, "follow", "the trial failed")
+		return
+	case many:
+		r.limitMoved(h, l, x, now)
+		return
 	}
 	// This lane alone: its IP's own budget is under the host's pace.
 	own := x
@@ -75,6 +89,15 @@ func (r *rules) follow429(h *host, l *lane, x float64, now int64) {
 	h.note(r, now, "tier", l.exit, "ceiling", l.own(), own, fmt.Sprintf("pushed back alone at %.3g/s: its own budget", x))
 	l.extra().own = own
 	r.setPace(h, l, min(p, h.followPace(r)))
+}
+
+// manyLanes is how many lanes pushed back at the host's pace within
+// sympathySpan show that the host's knowledge is wrong rather than some
+// IPs' budgets smaller: two, or a third of the lanes on larger pools (a
+// pool whose IPs differ in reputation has a few lanes with smaller
+// budgets, and they must not drag the others down).
+func (h *host) manyLanes() int {
+	return max(2, (len(h.lanes)+2)/3)
 }
 
 // tierOK climbs a lane with its own ceiling back toward the settle point

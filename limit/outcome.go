@@ -104,7 +104,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	}
 	l.epAt = now
 	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
-	under := !l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance))
+	// Under what one lane may send: evidence that the budget is not the
+	// lane's own, unless the lane already has a smaller one of its own.
+	under := l.own() == 0 && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance)))
 	h.ev.add(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
 	h.hostPushedBack(now)
 	// A new series: the server's budget for this lane is empty now, so what
@@ -127,6 +129,11 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		// Under its pace: evidence of a shared limit, not of this lane's
 		// size. Nothing to learn about the lane.
 	case !h.exploring():
+	case h.exp.phase == expRamp && l.exit != h.exp.exit:
+		r.follow429(h, l, x, now)
+		if h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, h.cap.follow) }) >= h.manyLanes() {
+			r.endRamp(h, l, x, ser, o.RetryAfter, now)
+		}
 	case h.exp.phase == expRamp:
 		r.endRamp(h, l, x, ser, o.RetryAfter, now)
 	case l.exit == h.exp.exit && h.exp.phase == expProbe:

@@ -12,8 +12,13 @@ import (
 // hard stop, never a pace: on a sliding or moving window little remains
 // just after each boundary (the previous window still weighs in), and
 // spreading it over the rest of the window slowed lanes to a third of their
-// limit. Only while the window is unknown (X-RateLimit-Limit alone) is the
-// remainder spread until the reset, which is safe whatever the window.
+// limit. Only while nothing is known of the window (no reset seen yet) is
+// the remainder spread until the reset, which is safe whatever the window.
+//
+// A sliding-window counter (go-chi/httprate) rejects once its estimate,
+// rounded, reaches the limit less one: with a small limit N even pacing
+// must keep half a request of headroom per window, so a declared pace is
+// at most 1-0.6/N of the limit (0.94 for 10 per minute).
 type quota struct {
 	limit  float64 // declared requests per window; 0 = unknown
 	window int64   // declared window, ns; 0 = unknown
@@ -25,6 +30,7 @@ type quota struct {
 	wMax, step int64
 	rem        float64 // remaining before reset; valid while now < reset
 	reset      int64
+	seen       int64 // when the last answer came
 	nextAt     int64 // even spread of rem until reset, while the window is unknown
 }
 
@@ -33,12 +39,17 @@ func (q *quota) span() int64 {
 	switch {
 	case q.window > 0:
 		return q.window
-	case q.step > 0 && q.step >= q.wMax-int64(time.Second):
-		// The resets move by whole windows (allowing a second for resets
-		// rounded up to whole seconds).
+	case q.grid():
 		return q.step
 	}
 	return q.wMax
+}
+
+// grid reports whether the resets move by whole windows (fixed windows and
+// sliding-window counters), allowing a second for resets rounded up to
+// whole seconds; a declared window counts as one.
+func (q *quota) grid() bool {
+	return q.window > 0 || q.step > 0 && q.step >= q.wMax-int64(time.Second)
 }
 
 // rate is the declared rate in req/s, 0 while limit or window is unknown.
@@ -61,10 +72,17 @@ func (q *quota) readyAt() int64 {
 		return 0
 	}
 	if q.rem < 1 {
+		if !q.grid() && q.rate() > 0 {
+			// A moving window frees a slot when its oldest hit expires,
+			// which its reset does not say (flask-limiter's is the newest
+			// hit's): one interval at the declared rate after the last
+			// answer.
+			return q.seen + int64(1e9/q.rate())
+		}
 		return q.reset
 	}
-	if q.window > 0 {
-		return 0 // a declared window: the pace is exact, what remains a stop
+	if q.span() > 0 {
+		return 0 // a known window: the pace is set from it, what remains a stop
 	}
 	return q.nextAt
 }
@@ -118,7 +136,7 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 			}
 		}
 		q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
-		q.reset = reset
+		q.reset, q.seen = reset, now
 		q.spread(now)
 	}
 }
@@ -152,6 +170,9 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 		hq.step = l.q.step
 	}
 	d := hq.rate()
+	if hq.limit > 0 {
+		d *= min(1, (1-0.6/hq.limit)/r.settle)
+	}
 	if d <= 0 || d == h.cap.declared {
 		return
 	}
