@@ -7,85 +7,103 @@ import (
 )
 
 // A server that limits per IP gives every IP the same budget, as a rule. So
-// one lane per host, the explorer, finds out how much one lane may send,
-// and the others (the followers) pace at what it proved: learning costs the
-// host one or two 429s, not one per exit, and the pool is not stampeded
-// over a limit all at once. See the package doc for the whole story.
+// one lane per host, the explorer, searches for how much one lane may send,
+// and the others (the followers) pace at what it passed: learning costs the
+// host a few 429s, not a few per exit, and the pool is never stampeded over
+// a limit all at once. The search:
+//
+//   - ramp: nothing has pushed back yet; the explorer's pace doubles per run
+//     of successes, the followers trail one step behind.
+//   - refine: the first 429 came at x1. The explorer starts again from half
+//     of x1 in steps of a fifth, so that a second 429 places the limit
+//     within a step; the followers take each step it passes. When the first
+//     429's Retry-After was long against the pace (a window, or a penalty),
+//     its window reading (what succeeded over the time taken plus the wait)
+//     is already close: refine starts there.
+//   - bisect: the explorer tries the middle of [passed, pushed back] until
+//     the two are within 4%; the followers take what it passes.
+//   - settled: every lane paces at Settle under what was passed. After a
+//     long quiet the explorer climbs above it again, in case the limit was
+//     raised.
+//
+// A pace passes when the explorer sustains it for a proof span without a
+// 429. The span starts quick (a run of successes over a second): a server
+// that allows no burst pushes back within a request or two of a pace too
+// high. A server with a burst lets a quick run through at any pace, and then
+// the followers, who took the pace, are pushed back several at once: they
+// all fall back to the careful reading of the first 429 (or to what the
+// explorer counted between its 429s), and from then on a pace passes only
+// over a careful span, long enough for a burst to run out.
 
 // capacity is what a host's lanes know about one lane's budget, in req/s.
 type capacity struct {
-	// lo is proven: a lane sustained it for a proof span without a 429.
-	lo float64
-	// hi is the lowest pace at which a lane was pushed back.
+	// pass is the highest pace the explorer sustained for a proof span
+	// since its last pushback; the followers pace at Settle under it.
+	pass float64
+	// hi is the lowest pace at which the explorer was pushed back.
 	hi float64
-	// est is what the first 429 suggested one lane may send, not yet
-	// proven; safe is the cautious reading of the same 429 (the successes
-	// before it over the time they took plus the time to recover), which est
-	// falls back to when it is contradicted. 0 = none yet.
-	est, safe float64
-	// trial is a pace the explorer sustained for a short run but not yet
-	// for a proof span: the followers try it (at Settle under it), and fall
-	// back to what is proven if it is pushed back. On a fast server a
-	// proof takes many requests; trying early is what keeps the pool busy
-	// meanwhile, at the price of a 429 or two when a trial fails.
-	trial float64
+	// safe is the careful reading of the first 429: the successes before it
+	// over the time they took plus the time to recover (for a window, at
+	// most its quota over its length; for a bucket, its refill plus the
+	// burst spread over a recovery); lo is what the explorer counted between
+	// two 429s of its own, less one, over the time between (a lower bound
+	// whatever the burst). The followers fall back to the larger when a
+	// pace they took is pushed back.
+	safe, lo float64
+	// careful: a pace passes only over a careful span (the server lets
+	// bursts through, or counts windows).
+	careful bool
 	// declared is what the server declared (quota per window, the window
 	// inferred from all lanes' resets when not declared); it overrides the
 	// rest.
 	declared float64
 	win      quota
-	// span is the proof span, ns.
+	// span is the careful proof span: twice the time the first 429 took to
+	// recover from when that reads as a window, within [minSpan, maxSpan].
 	span int64
 	// follow is the pace of the lanes that follow the explorer.
 	follow float64
-	// at is when lo or hi last changed: the age of the knowledge.
+	// at is when pass or hi last changed: the age of the knowledge.
 	at int64
 }
 
 // Explorer phases.
 const (
-	// expRamp: nothing has pushed back yet; the explorer doubles its pace
-	// per run of successes, the followers trail at what it sustained.
 	expRamp uint8 = iota
-	// expProbe: the explorer brackets the limit between lo and hi, one step
-	// per proof span; the followers hold what is proven.
-	expProbe
-	// expSettled: lo and hi agree within Settle twice over: every lane paces
-	// at the settle point. After a long quiet the explorer re-probes.
+	expRefine
+	expBisect
 	expSettled
 )
 
-var phaseNames = [...]string{expRamp: "ramp", expProbe: "probe", expSettled: "settled"}
+var phaseNames = [...]string{expRamp: "ramp", expRefine: "refine", expBisect: "bisect", expSettled: "settled"}
 
 // explorer is the host's one exploring lane.
 type explorer struct {
 	exit  string // "" = none yet: the next lane taken becomes the explorer
 	phase uint8
 	pace  float64
-	// proven is the last pace the explorer sustained for a run in ramp.
-	proven float64
 	// awaitAt is the time of a 429 without Retry-After that ended the ramp:
 	// until the lane is seen to recover, the recovery time is unknown.
 	awaitAt int64
 	tries   uint8 // tries since awaitAt
-	// bursty: the server let the explorer send more than one request at the
-	// pace that drew the first 429, or took longer to recover than two
-	// intervals at the pace before: it allows bursts or counts windows, and
-	// the paces the ramp sustained prove little.
-	bursty  bool
-	runFail int32 // successes at the pace that drew the first 429
-	n1      int32 // successes before the first 429
-	t1      int64 // and the time they took, ns
+	n1      int32   // successes before the first 429
+	t1      int64   // and the time they took, ns
+	ramped  float64 // the last pace the ramp passed
+	run     run   // the explorer's current run of successes at its pace
+	// Since cAt (the explorer's last 429) cN successes; the interval before
+	// it had prevN successes in prevT.
+	cAt, prevT int64
+	cN, prevN  int32
 	// The host's last 429 and the successes since: a re-probe waits for a
 	// quiet host.
 	quietAt int64
 	okSince int32
-	run     run // the explorer's current run of successes
 	fails   uint8 // failed re-probes in a row
-	// A re-probe starts above the settled pace base and saves the settled
-	// knowledge it may have to give back.
-	reprobe               bool
-	base, savedLo, saved float64
+	// A re-probe climbs from the settled pace base and keeps the settled
+	// knowledge to give back if its first step is pushed back.
+	reprobe           bool
+	base, savedHi     float64
+	savedPass, unused float64
 }
 
 // startPace is the explorer's pace when a host starts.
@@ -123,7 +141,7 @@ func (r *rules) adoptExplorer(h *host, l *lane, now int64) {
 	if e.pace == 0 {
 		e.pace = r.startPace()
 	}
-	e.exit = l.exit
+	e.exit, e.run = l.exit, run{}
 	if e.phase == expSettled {
 		e.pace = h.followPace(r)
 	}
@@ -140,9 +158,9 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	case c.declared > 0:
 		f = r.settle * c.declared
 	case e.phase == expRamp:
-		f = max(r.first*startShare, e.proven)
+		f = max(r.first*startShare, c.pass)
 	default:
-		f = max(c.lo, r.settle*c.est, r.settle*c.trial)
+		f = max(c.lo, r.settle*max(c.pass, c.safe))
 		if c.hi > 0 {
 			f = min(f, r.settle*c.hi)
 		}
@@ -165,8 +183,28 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	}
 }
 
-// exploreOK applies a success of the explorer lane l: slow start in ramp, a
-// proven step in probe, the recovery a 429 without Retry-After waited for.
+// setExplorerPace changes the explorer's pace, recording why.
+func (r *rules) setExplorerPace(h *host, l *lane, m float64, now int64, rule, why string) {
+	m = max(r.minLane, min(r.maxLane, m))
+	h.note(r, now, rule, l.exit, "pace", l.pace, m, why)
+	h.exp.pace = m
+	r.setPace(h, l, m)
+}
+
+func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
+	h.note(r, now, "explore", l.exit, "phase", float64(h.exp.phase), float64(p), why)
+	h.exp.phase = p
+}
+
+// proofSpan is how long the explorer must sustain a pace for it to pass.
+func (h *host) proofSpan(pace float64) int64 {
+	if h.cap.careful || h.exp.phase == expSettled {
+		return max(h.cap.span, carefulIntervals*interval(pace))
+	}
+	return max(rampSpan, quickIntervals*interval(pace))
+}
+
+// exploreOK applies a success of the explorer lane l, sent at sent.
 func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	e, c := &h.exp, &h.cap
 	if e.awaitAt != 0 && sent > e.awaitAt {
@@ -174,95 +212,110 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// the estimate, much better than maxRecovery did.
 		rec := sent - e.awaitAt
 		e.awaitAt, e.tries = 0, 0
-		e.bursty = r.bursty(e, rec)
-		est, safe := r.estimate(e, rec)
-		c.safe = safe
-		h.note(r, now, "bracket", l.exit, "estimate", c.est, est,
-			fmt.Sprintf("the lane recovered %.1fs after its 429: %d successes in %.1fs before it", secs(rec), e.n1, secs(e.t1)))
-		c.est = est
-		c.span = r.span(e, rec)
-		if e.phase == expProbe {
-			r.nextProbe(h, l, now)
-		}
-		r.updateFollow(h, now, "bracket", "the first 429's estimate")
+		r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
+	}
+	if e.cAt != 0 && e.cN < math.MaxInt32 {
+		e.cN++
 	}
 	el, saturated := e.run.add(sent, now, l.pace)
-	switch e.phase {
-	case expRamp:
-		if e.run.n < rampRun || el < rampSpan || !saturated {
-			return
-		}
-		e.proven = l.pace
-		next := min(r.maxLane, l.pace*rampStep)
-		if next <= l.pace {
-			return
-		}
-		h.note(r, now, "ramp", l.exit, "pace", l.pace, next, "nothing pushed back over a run: slow start doubles")
-		e.pace = next
-		r.setPace(h, l, next)
-		r.updateFollow(h, now, "ramp", fmt.Sprintf("the explorer sustained %.3g/s", e.proven))
-	case expProbe:
-		if e.run.n >= rampRun && el >= rampSpan && saturated && l.pace > c.trial && c.trial >= 0 {
-			h.note(r, now, "bracket", l.exit, "trial", c.trial, l.pace, "sustained for a short run: the followers try it")
-			c.trial = l.pace
-			r.updateFollow(h, now, "bracket", "the followers try what the explorer sustained")
-		}
-		if e.run.n < rampRun || el < c.span || !saturated {
-			return
-		}
-		if l.pace > c.lo {
-			h.note(r, now, "bracket", l.exit, "floor", c.lo, l.pace, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
-			c.lo, c.at = l.pace, now
-		}
-		if e.reprobe && c.hi == 0 {
-			// A re-probe that is not pushed back: the limit was raised.
-			e.reprobe, e.fails = false, 0
-		}
-		r.nextProbe(h, l, now)
-		r.updateFollow(h, now, "bracket", "a higher pace is proven")
+	span := h.proofSpan(l.pace)
+	if e.phase == expRamp {
+		span = rampSpan
 	}
+	if e.run.n < rampRun || !saturated || el < span || e.phase == expSettled {
+		return
+	}
+	passed := l.pace
+	if passed > c.pass {
+		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, passed, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
+		c.pass, c.at = passed, now
+	}
+	if e.reprobe && c.hi == 0 {
+		e.reprobe, e.fails = false, 0 // a re-probe not pushed back: the limit was raised
+	}
+	switch {
+	case e.phase == expRamp || c.hi == 0:
+		r.setExplorerPace(h, l, passed*rampStep, now, phaseNames[e.phase], "nothing pushed back over a run: double")
+	case e.phase == expRefine:
+		r.setExplorerPace(h, l, passed*refineStep, now, "refine", "passed: a step up")
+	default:
+		r.nextBisect(h, l, now)
+	}
+	r.updateFollow(h, now, phaseNames[e.phase], fmt.Sprintf("the explorer passed %.3g/s", passed))
 }
 
-// estimate is the first 429's estimate of one lane's budget. When the
-// server let no burst through at the pace that drew it, the pace the ramp
-// sustained before is a rate it allows. Otherwise the ramp's paces prove
-// little, and the safe estimate is the successes before the 429 over the
-// time they took plus the time the lane needed to recover: for a window, at
-// most its quota over its length; for a bucket, the refill plus the burst
-// spread over a recovery. Never above what the ramp sustained.
-func (r *rules) estimate(e *explorer, rec int64) (est, safe float64) {
-	safe = float64(e.n1) / secs(e.t1+rec)
-	if e.proven > 0 {
-		safe = min(safe, e.proven)
+// firstEstimate reads the first 429 once its recovery time rec is known:
+// successes n1 in t1, then rec to recover. A recovery long against the
+// pace (a window, or a server that penalises) makes the reading close
+// enough to refine from, and the search careful.
+func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
+	e, c := &h.exp, &h.cap
+	safe := float64(e.n1) / secs(e.t1+rec)
+	if e.ramped > 0 {
+		safe = min(safe, e.ramped)
 	}
 	safe = max(r.minLane, safe)
-	est = safe
-	if e.proven > 0 && !e.bursty {
-		est = e.proven
+	h.note(r, now, "explore", l.exit, "estimate", c.safe, safe, fmt.Sprintf("%d successes in %.1fs before the first 429, %s", e.n1, secs(e.t1), why))
+	c.safe = safe
+	if e.awaitAt != 0 {
+		// The recovery is not known yet: followers hold the cautious
+		// reading meanwhile, and nothing else is decided.
+		r.updateFollow(h, now, "explore", "the first 429, read cautiously until the lane recovers")
+		return
 	}
-	return est, safe
-}
-
-// bursty judges the server by the first 429 (successes at the pace that
-// drew it) and the time the lane took to recover from it.
-func (r *rules) bursty(e *explorer, rec int64) bool {
-	return e.runFail > 1 || e.proven == 0 || rec > 2*interval(e.proven)+int64(time.Second)/2
-}
-
-// span is the proof span: how long the explorer must sustain a pace for it
-// to count as proven. A server that let no burst through pushes back within
-// a few requests of a pace too high; one that does must be given the time
-// its budget took to run out, and to come back.
-func (r *rules) span(e *explorer, rec int64) int64 {
-	d := e.t1 + rec
-	if !e.bursty {
-		d = min(d, rampRun*interval(e.proven)+rec)
+	windowed := rec > windowRecovery*interval(max(e.ramped, safe))
+	if windowed {
+		// A window (or a penalty): a pace must hold over two of them.
+		c.span = max(minSpan, min(maxSpan, 2*rec))
 	}
-	return max(minSpan, min(maxSpan, d))
+	if c.careful || windowed {
+		c.careful = true
+		c.pass = safe
+		if l.exit == e.exit && e.phase == expRefine {
+			r.setExplorerPace(h, l, safe*refineStep, now, "refine", "a long recovery reads as a window: refine from its reading")
+		}
+	} else {
+		c.pass = e.ramped // no burst, a quick recovery: what the ramp passed holds
+	}
+	r.updateFollow(h, now, "explore", "the first 429's estimate")
 }
 
-// explore429 applies a 429 on the explorer lane l in probe, sent at pace x,
-// at now.
+// endRamp ends the slow start: the first 429 on the host, drawn by lane l at
+// pace x after its series ser of successes (the explorer, or followers that
+// were pushed back first: the ramp's pace let a burst through).
+func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duration, now int64) {
+	e, c := &h.exp, &h.cap
+	e.n1, e.t1 = ser.ok, max(now-ser.at, int64(time.Millisecond))
+	if l.exit != e.exit {
+		x = max(x, e.pace)
+		c.careful = true // followers were pushed back at what the ramp passed
+	}
+	h.note(r, now, "ramp", l.exit, "ceiling", c.hi, x, "the first 429 ends slow start")
+	c.hi, c.at = x, now
+	e.ramped, c.pass = c.pass, 0 // what the ramp passed (nothing, if its first pace failed)
+	r.setPhase(h, l, expRefine, now, "the first 429")
+	e.cAt, e.cN, e.prevN = 0, 0, 0
+	if ex := h.lanes[e.exit]; ex != nil {
+		if ex == l {
+			e.cAt = now
+		}
+		// Start again from what the ramp passed, in smaller steps.
+		r.setExplorerPace(h, ex, max(r.minLane, e.ramped, x/rampStep/rampStep), now, "refine", "start again below the first 429, in smaller steps")
+	}
+	rec := int64(ra)
+	if rec <= 0 {
+		// No Retry-After: the recovery time is unknown until the lane is
+		// seen to recover; meanwhile assume the slowest usual window. A
+		// quick retry that succeeds reads as a bucket (the wait is only an
+		// upper bound on the recovery); one pushed back again, as a window.
+		e.awaitAt = now
+		rec = maxRecovery
+	}
+	r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovery %v", time.Duration(rec)))
+}
+
+// explore429 applies a 429 on the explorer lane l (past its ramp), sent at
+// pace x, at now.
 func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
 	e, c := &h.exp, &h.cap
 	if e.reprobe && c.hi == 0 && x <= e.base*reprobeStep*(1+tolerance) {
@@ -270,140 +323,119 @@ func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
 		// the limit was not raised. Give the settled knowledge back.
 		e.reprobe = false
 		e.fails = min(e.fails+1, maxProbeBackoff)
-		h.note(r, now, "reprobe", l.exit, "ceiling", x, e.saved, "a re-probe was pushed back at its first step: the limit stands")
-		c.lo, c.hi, c.at = e.savedLo, e.saved, now
-		e.phase = expSettled
-		e.pace = h.followPace(r)
-		r.setPace(h, l, e.pace)
+		h.note(r, now, "reprobe", l.exit, "ceiling", x, e.savedHi, "a re-probe was pushed back at its first step: the limit stands")
+		c.hi, c.pass, c.at = e.savedHi, e.savedPass, now
+		r.setPhase(h, l, expSettled, now, "the limit stands")
+		r.setExplorerPace(h, l, h.followPace(r), now, "reprobe", "back to the settled pace")
 		return
-	}
-	if c.hi == 0 || x < c.hi {
-		h.note(r, now, "bracket", l.exit, "ceiling", c.hi, x, "the explorer was pushed back")
-		c.hi, c.at = x, now
-	}
-	if c.trial > 0 && atLeast(x, c.trial) {
-		h.note(r, now, "bracket", l.exit, "trial", c.trial, 0, "the explorer was pushed back at the pace on trial")
-		c.trial = 0
-	}
-	if c.lo < c.est && atLeast(c.est, x) {
-		// Pushed back at the estimate it was verifying: the estimate was
-		// wrong.
-		r.contradict(h, l, x, now)
-	}
-	if c.lo > 0 && atLeast(c.lo, c.hi) {
-		// Pushed back at what was proven: the limit moved. Start over from
-		// the estimate under it.
-		h.note(r, now, "bracket", l.exit, "floor", c.lo, 0, "pushed back at a proven pace: the limit moved")
-		c.lo = 0
-		c.est = min(c.est, followCut*x)
 	}
 	e.reprobe = false
-	r.nextProbe(h, l, now)
-	r.updateFollow(h, now, "bracket", "the explorer was pushed back")
-}
-
-// endRamp ends the slow start: the first 429 on the host, drawn by lane l at
-// pace x after its series ser of successes. The explorer, or a follower that was
-// pushed back first (the ramp's pace was a burst).
-func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duration, now int64) {
-	e, c := &h.exp, &h.cap
-	e.phase = expProbe
-	e.n1, e.t1 = ser.ok, max(now-ser.at, int64(time.Millisecond))
-	e.runFail = ser.run
-	if l.exit != e.exit {
-		e.runFail = max(e.runFail, 2) // a follower: the ramp's pace let a burst through
+	r.count(h, l, now)
+	if c.hi == 0 || x < c.hi {
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "the explorer was pushed back")
+		c.hi, c.at = x, now
 	}
-	if l.exit != e.exit {
-		x = max(x, e.pace)
-	}
-	h.note(r, now, "bracket", l.exit, "ceiling", c.hi, x, "the first 429 ends slow start")
-	c.hi, c.at = x, now
-	rec := int64(ra)
-	if rec <= 0 {
-		// No Retry-After: until the lane is seen to recover, assume the
-		// slowest usual window.
-		rec = maxRecovery
-		e.awaitAt = now
-	}
-	e.bursty = r.bursty(e, rec)
-	est, safe := r.estimate(e, rec)
-	c.safe = safe
-	h.note(r, now, "bracket", l.exit, "estimate", c.est, est,
-		fmt.Sprintf("%d successes in %.1fs, then a 429 (recovery %.0fs, burst %v)", e.n1, secs(e.t1), secs(rec), e.bursty))
-	c.est = est
-	c.span = r.span(e, rec)
-	// The explorer probes from the estimate; while it waits to see how long
-	// the server takes to recover, it keeps its pace (its cooldown decides
-	// when it tries again, and the recovery sets the estimate it probes
-	// from).
-	if ex := h.lanes[e.exit]; ex != nil && e.awaitAt == 0 {
-		r.nextProbe(h, ex, now)
-	}
-	r.updateFollow(h, now, "bracket", "the first 429's estimate")
-}
-
-// contradict handles a lane pushed back at the unproven estimate: fall back
-// to the cautious reading of the first 429, or below the pace pushed back
-// when that was the cautious reading already.
-func (r *rules) contradict(h *host, l *lane, x float64, now int64) {
-	c := &h.cap
-	est := min(followCut*x, c.safe)
-	if c.safe == 0 || atLeast(c.safe, x) {
-		est = followCut * x
-	}
-	est = max(r.minLane, est)
-	h.note(r, now, "bracket", l.exit, "estimate", c.est, est, fmt.Sprintf("pushed back at %.3g/s, the estimate not yet proven", x))
-	c.est = est
-}
-
-// limitMoved handles a settled host whose lanes are pushed back at the pace
-// they held: the server's limit went down. The knowledge is demoted to an
-// estimate under the pace that was pushed back, and the explorer probes.
-func (r *rules) limitMoved(h *host, l *lane, x float64, now int64) {
-	e, c := &h.exp, &h.cap
-	h.note(r, now, "bracket", l.exit, "ceiling", c.hi, x, "pushed back at the followers' pace: the limit moved down, or was never there")
-	proven := c.lo > 0
-	c.hi, c.lo, c.trial, c.at = x, 0, 0, now
-	if proven {
-		c.est = followCut * x
-	} else {
-		r.contradict(h, l, x, now)
-	}
-	e.phase, e.reprobe = expProbe, false
-	if ex := h.lanes[e.exit]; ex != nil {
-		r.nextProbe(h, ex, now)
-	}
-	r.updateFollow(h, now, "bracket", "the limit moved down")
-}
-
-// nextProbe sets the explorer's next pace in probe: halfway between what is
-// known in log space, at most probeMax above it; or the settle point when
-// lo and hi agree.
-func (r *rules) nextProbe(h *host, l *lane, now int64) {
-	e, c := &h.exp, &h.cap
-	base := max(c.lo, c.est)
-	var m float64
-	switch {
-	case c.hi == 0:
-		m = base * reprobeStep // a re-probe above a raised limit: keep climbing
-	case c.lo > 0 && atLeast(c.lo, r.settle*r.settle*c.hi):
-		h.note(r, now, "bracket", l.exit, "phase", float64(e.phase), float64(expSettled), "the floor is within Settle of the ceiling: settled")
-		e.phase = expSettled
-		e.quietAt, e.okSince = now, 0
-		m = max(r.minLane, min(c.lo, r.settle*c.hi))
-		h.note(r, now, "bracket", l.exit, "pace", l.pace, m, "settled: the explorer paces with the others")
-		e.pace = m
-		r.setPace(h, l, m)
+	if c.pass > 0 && atLeast(c.pass, x) {
+		// Pushed back at what it had passed: the pass was a burst, or the
+		// limit moved. Fall back and search carefully from there.
+		r.fallBack(h, l, x, now, "the explorer was pushed back at a pace it had passed")
 		return
-	case c.lo < c.est:
-		m = c.est // verify the estimate before probing above it
-	default:
-		m = min(math.Sqrt(base*c.hi), base*probeMax)
 	}
-	m = max(r.minLane, min(r.maxLane, m))
-	h.note(r, now, "bracket", l.exit, "pace", l.pace, m, "the explorer probes the next step")
-	e.pace = m
-	r.setPace(h, l, m)
+	if c.pass < c.safe && atLeast(c.safe, x) {
+		// Pushed back at the estimate it was verifying: the estimate was
+		// too much.
+		safe := max(r.minLane, c.lo, followCut*x)
+		h.note(r, now, phaseNames[e.phase], l.exit, "estimate", c.safe, safe, "the explorer was pushed back at the estimate")
+		c.safe = safe
+	}
+	if e.phase == expRefine {
+		r.setPhase(h, l, expBisect, now, "a second 429: the limit is within a step")
+	}
+	r.nextBisect(h, l, now)
+	r.updateFollow(h, now, phaseNames[e.phase], "the explorer was pushed back")
+}
+
+// count takes what the explorer sent between its last two 429s: less one,
+// over the time between, a lower bound on one lane's budget whatever the
+// burst. Over two spans and more (and with the interval before, which is
+// tighter) a window's fresh quota cannot inflate it much.
+func (r *rules) count(h *host, l *lane, now int64) {
+	e, c := &h.exp, &h.cap
+	n, t := e.cN, now-e.cAt
+	prevN, prevT := e.prevN, e.prevT
+	e.prevN, e.prevT = n, t
+	e.cAt, e.cN = now, 0
+	if t <= 0 || e.prevT == 0 {
+		return
+	}
+	b := counted(n, now-t, now)
+	if prevN >= rampRun && t+prevT >= 2*c.span {
+		b = max(b, float64(n+prevN-2)/secs(t+prevT))
+	} else if t < 2*c.span {
+		return
+	}
+	if b > c.lo {
+		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
+		c.lo = b
+	}
+}
+
+// nextBisect tries the middle of [pass, hi] in log space, or settles when
+// the two are within bisectDone.
+func (r *rules) nextBisect(h *host, l *lane, now int64) {
+	c := &h.cap
+	base := max(c.pass, c.lo)
+	if base < c.safe {
+		// Nothing proven above the estimate: verify it first.
+		if h.exp.phase == expRefine {
+			h.exp.phase = expBisect
+		}
+		r.setExplorerPace(h, l, c.safe, now, "bisect", "verify the estimate")
+		return
+	}
+	if c.hi > 0 && base*bisectDone >= c.hi {
+		r.setPhase(h, l, expSettled, now, "passed and pushed back within 4%: settled")
+		h.exp.quietAt, h.exp.okSince = now, 0
+		r.updateFollow(h, now, "bisect", "settled")
+		r.setExplorerPace(h, l, c.follow, now, "bisect", "settled: the explorer paces with the others")
+		return
+	}
+	m := base * probeStep
+	if c.hi > 0 {
+		m = math.Sqrt(base * c.hi)
+	}
+	if h.exp.phase == expRefine {
+		h.exp.phase = expBisect
+	}
+	r.setExplorerPace(h, l, m, now, "bisect", "the middle of what was passed and pushed back")
+}
+
+// fallBack handles a pace that lanes had passed being pushed back, by the
+// explorer or by followers several at once: the pass was a burst, or the
+// limit went down. Everything above the careful reading of the first 429
+// (or what the explorer counted) is dropped, and the search goes on
+// carefully from there.
+func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
+	e, c := &h.exp, &h.cap
+	h.note(r, now, "follow", l.exit, "floor", c.pass, 0, why)
+	if c.hi == 0 || x < c.hi {
+		c.hi = x
+	}
+	c.pass, c.careful, c.at = 0, true, now
+	if c.safe == 0 || atLeast(c.safe, x) {
+		c.safe = followCut * x
+	}
+	if c.lo > 0 && atLeast(c.lo, x) {
+		c.lo = 0
+	}
+	e.reprobe = false
+	if e.phase != expBisect {
+		r.setPhase(h, l, expBisect, now, "search again, carefully")
+	}
+	if ex := h.lanes[e.exit]; ex != nil {
+		r.nextBisect(h, ex, now)
+	}
+	r.updateFollow(h, now, "follow", "the followers fall back")
 }
 
 // reprobeDue starts a re-probe on a settled host after a long quiet, in case
@@ -419,12 +451,11 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if now-e.quietAt < r.probeEvery || int64(e.okSince) < reprobeQuiet<<e.fails {
 		return
 	}
-	e.reprobe, e.base, e.savedLo, e.saved = true, c.follow, c.lo, c.hi
-	e.phase = expProbe
-	c.lo = c.follow // every lane sustained it
-	c.hi = 0
-	h.note(r, now, "reprobe", l.exit, "ceiling", e.saved, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
-	r.nextProbe(h, l, now)
+	e.reprobe, e.base, e.savedHi, e.savedPass = true, c.follow, c.hi, c.pass
+	c.hi, c.pass = 0, c.follow
+	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
+	r.setPhase(h, l, expBisect, now, "re-probe")
+	r.setExplorerPace(h, l, c.follow*reprobeStep, now, "reprobe", "climb above the settled pace")
 }
 
 // hostPushedBack counts a 429 on any lane of the host for the re-probe's

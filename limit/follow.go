@@ -59,25 +59,15 @@ func (ev *evidence) lanes(since int64, match func(evEntry) bool) int {
 // (manyLanes, within sympathySpan) mean the host's knowledge is wrong, and
 // every follower slows at once instead of each drawing its own 429.
 func (r *rules) follow429(h *host, l *lane, x float64, now int64) {
-	c := &h.cap
-	f := c.follow
+	f := h.cap.follow
 	atHost := atLeast(x, f)
 	many := atHost && h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes()
 	switch {
 	case many && h.exp.phase == expRamp:
 		// The ramp's pace let a burst through: the first 429s end it.
 		return // the caller ends the ramp
-	case many && c.trial > 0 && h.exp.phase == expProbe:
-		// The pace on trial was too much: back to what is proven, at once.
-		h.note(r, now, "follow", l.exit, "trial", c.trial, 0, fmt.Sprintf("followers were pushed back at %.3g/s, the pace on trial", x))
-		c.trial = 0
-		if c.hi == 0 || x < c.hi {
-			c.hi, c.at = x, now
-		}
-		r.updateFollow(h, now, "follow", "the trial failed")
-		return
 	case many:
-		r.limitMoved(h, l, x, now)
+		r.fallBack(h, l, x, now, fmt.Sprintf("followers pushed back at %.3g/s, several at once", x))
 		return
 	}
 	// This lane alone: its IP's own budget is under the host's pace.

@@ -136,7 +136,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		}
 	case h.exp.phase == expRamp:
 		r.endRamp(h, l, x, ser, o.RetryAfter, now)
-	case l.exit == h.exp.exit && h.exp.phase == expProbe:
+	case l.exit == h.exp.exit && h.exp.phase != expSettled:
 		r.explore429(h, l, x, now)
 	default:
 		r.follow429(h, l, x, now)
@@ -172,10 +172,10 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, now int6
 			switch e.tries++; e.tries {
 			case 1:
 				iv := e.t1 / int64(max(e.n1, 1))
-				if e.proven > 0 {
-					iv = interval(e.proven)
+				if e.ramped > 0 {
+					iv = interval(e.ramped)
 				}
-				d = max(d, 2*iv)
+				d = max(2*interval(x), windowRecovery/2*iv) // no jitter: the retry measures
 				why = "a 429 without Retry-After: try again when a bucket would have refilled"
 			case 2:
 				d = max(d, e.t1)

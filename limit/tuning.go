@@ -24,7 +24,7 @@ const startShare = 0.5
 // server allows is not mistaken, within milliseconds, for a rate.
 const (
 	rampStep = 2.0
-	rampRun  = 3
+	rampRun  = 2
 	rampSpan = int64(time.Second)
 )
 
@@ -43,10 +43,27 @@ const (
 	maxSpan = int64(time.Minute)
 )
 
-// probeMax bounds how far above what is proven the explorer probes in one
-// step after the first 429 (the bracket is halved in log space otherwise):
-// a probe that far above costs one 429, never a burst of them.
-const probeMax = 1.5
+// After the first 429 the explorer starts again from half its pace in
+// refineStep steps, so that a second 429 places the limit within a step;
+// then it bisects until what it passed and where it was pushed back are
+// within bisectDone. A first 429 whose recovery took longer than
+// windowRecovery intervals at the pace reads as a window (or a penalty),
+// and the search is careful from the start.
+const (
+	refineStep     = 1.2
+	bisectDone     = 1.04
+	windowRecovery = 4
+	probeStep      = 1.1
+)
+
+// A pace passes after quickIntervals intervals without a 429 (at least
+// rampSpan), or carefulIntervals (at least the careful span) once the server
+// is known to let bursts through: twenty requests over a refill make a pace
+// a tenth too high show.
+const (
+	quickIntervals   = 4
+	carefulIntervals = 20
+)
 
 // runSaturation is the share of its pace a lane must actually have been sent
 // at for a run of successes to prove anything: an idle lane is never pushed
