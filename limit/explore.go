@@ -159,6 +159,13 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 		f = r.settle * c.declared
 	case e.phase == expRamp:
 		f = max(r.first*startShare, c.pass)
+	case e.phase == expSettled:
+		// What was passed, within bisectDone of where the explorer was
+		// pushed back: sustained already, and under the limit.
+		f = max(c.lo, c.pass)
+		if c.hi > 0 {
+			f = min(f, r.settle*c.hi)
+		}
 	default:
 		f = max(c.lo, r.settle*max(c.pass, c.safe))
 		if c.hi > 0 {
@@ -265,8 +272,8 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	}
 	windowed := rec > windowRecovery*interval(max(e.ramped, safe))
 	if windowed {
-		// A window (or a penalty): a pace must hold over two of them.
-		c.span = max(minSpan, min(maxSpan, 2*rec))
+		// A window (or a penalty): a pace must hold over one of them.
+		c.span = max(minSpan, min(maxSpan, rec+rec/4))
 	}
 	if c.careful || windowed {
 		c.careful = true
@@ -318,6 +325,9 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 // pace x, at now.
 func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
 	e, c := &h.exp, &h.cap
+	if e.awaitAt != 0 {
+		return // still waiting to see the lane recover: its cooldown says when to try again
+	}
 	if e.reprobe && c.hi == 0 && x <= e.base*reprobeStep*(1+tolerance) {
 		// A re-probe's first step above the settled pace was pushed back:
 		// the limit was not raised. Give the settled knowledge back.
@@ -386,11 +396,18 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	c := &h.cap
 	base := max(c.pass, c.lo)
 	if base < c.safe {
-		// Nothing proven above the estimate: verify it first.
+		// Nothing proven at the estimate: try the middle above it (the
+		// followers hold the estimate meanwhile); pushed back there and
+		// again closer, the tries close in on the estimate itself, which
+		// falls when it is pushed back in turn.
 		if h.exp.phase == expRefine {
 			h.exp.phase = expBisect
 		}
-		r.setExplorerPace(h, l, c.safe, now, "bisect", "verify the estimate")
+		m := c.safe * probeStep
+		if c.hi > c.safe {
+			m = min(math.Sqrt(c.safe*c.hi), c.safe*refineStep*refineStep)
+		}
+		r.setExplorerPace(h, l, max(m, c.safe), now, "bisect", "above the estimate, which is not proven yet")
 		return
 	}
 	if c.hi > 0 && base*bisectDone >= c.hi {

@@ -233,6 +233,11 @@ func (r *rules) setPace(h *host, l *lane, pace float64) {
 	}
 	if l.tat != 0 {
 		l.tat += interval(pace) - interval(l.pace)
+		if pace > l.pace && l.serSent > 0 {
+			// Faster: a hold-back computed for a slower pace is lifted to
+			// what the new one allows over the series.
+			l.tat = min(l.tat, max(l.serAt+int64(float64(l.serSent)*1e9/pace), h.last)+interval(pace))
+		}
 	}
 	l.pace = pace
 	if h.exp.exit == l.exit {
