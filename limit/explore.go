@@ -471,8 +471,26 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	e.reprobe, e.base, e.savedHi, e.savedPass = true, c.follow, c.hi, c.pass
 	c.hi, c.pass = 0, c.follow
 	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
+	// Another lane probes each time: if the explorer's IP has a smaller
+	// budget than others (a reputation tier), the host is not held to it.
+	if ch := h.challenger(l); ch != nil {
+		h.note(r, now, "reprobe", ch.exit, "pace", ch.pace, ch.pace, "this lane explores for the host now")
+		e.exit, e.run = ch.exit, run{}
+		l = ch
+	}
 	r.setPhase(h, l, expBisect, now, "re-probe")
 	r.setExplorerPace(h, l, c.follow*reprobeStep, now, "reprobe", "climb above the settled pace")
+}
+
+// challenger picks a lane other than the explorer l to lead a re-probe: one
+// with no smaller budget of its own, sent at its pace.
+func (h *host) challenger(l *lane) *lane {
+	for _, c := range h.heap {
+		if c != l && c.own() == 0 && c.hot {
+			return c
+		}
+	}
+	return nil
 }
 
 // hostPushedBack counts a 429 on any lane of the host for the re-probe's

@@ -1,6 +1,9 @@
 package limit
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // What the followers do when they are pushed back themselves: one lane alone
 // is its IP's own budget (a smaller tier, or noise) and slows alone; two
@@ -58,7 +61,7 @@ func (ev *evidence) lanes(since int64, match func(evEntry) bool) int {
 // that IP's own smaller budget: it slows alone. Many lanes at once
 // (manyLanes, within sympathySpan) mean the host's knowledge is wrong, and
 // every follower slows at once instead of each drawing its own 429.
-func (r *rules) follow429(h *host, l *lane, x float64, now int64) {
+func (r *rules) follow429(h *host, l *lane, x float64, ser series, now int64) {
 	f := h.cap.follow
 	atHost := atLeast(x, f)
 	many := atHost && h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes()
@@ -70,15 +73,39 @@ func (r *rules) follow429(h *host, l *lane, x float64, now int64) {
 		r.fallBack(h, l, x, now, fmt.Sprintf("followers pushed back at %.3g/s, several at once", x))
 		return
 	}
-	// This lane alone: its IP's own budget is under the host's pace.
+	// This lane alone: its IP's own budget is under the host's pace. The
+	// lane searches its own, as the explorer does the host's: own is where
+	// it was pushed back, tpass what it counted since its last 429 or
+	// sustained, and it tries the middle until the two are within
+	// bisectDone.
+	x2 := l.extra()
 	own := x
-	if o := l.own(); o > 0 {
-		own = min(own, o)
+	if x2.own > 0 {
+		own = min(own, x2.own)
 	}
-	p := max(r.minLane, tierCut*x)
-	h.note(r, now, "tier", l.exit, "ceiling", l.own(), own, fmt.Sprintf("pushed back alone at %.3g/s: its own budget", x))
-	l.extra().own = own
-	r.setPace(h, l, min(p, h.followPace(r)))
+	h.note(r, now, "tier", l.exit, "ceiling", x2.own, own, fmt.Sprintf("pushed back alone at %.3g/s: its own budget", x))
+	x2.own = own
+	if b := counted(ser.ok, ser.at, now); b > 0 && (x2.tpass == 0 || b > x2.tpass || x2.tpass >= own) {
+		x2.tpass = min(b, own)
+	} else if x2.tpass >= own {
+		x2.tpass = 0
+	}
+	r.tierNext(h, l)
+}
+
+// tierNext sets a lane with its own ceiling to the middle of what it passed
+// and where it was pushed back (or a cut under the latter when it passed
+// nothing yet), never above the host's pace.
+func (r *rules) tierNext(h *host, l *lane) {
+	x := l.x
+	p := tierCut * x.own
+	if x.tpass > 0 {
+		p = x.tpass
+		if x.tpass*bisectDone < x.own {
+			p = math.Sqrt(x.tpass * x.own)
+		}
+	}
+	r.setPace(h, l, max(r.minLane, min(p, h.followPace(r))))
 }
 
 // manyLanes is how many lanes pushed back at the host's pace within
@@ -90,26 +117,29 @@ func (h *host) manyLanes() int {
 	return max(2, (len(h.lanes)+2)/3)
 }
 
-// tierOK climbs a lane with its own ceiling back toward the settle point
-// under it, halving the gap per saturated run; once that reaches the host's
-// pace the lane is an ordinary follower again.
+// tierOK counts a success of a lane with its own ceiling: a pace sustained
+// over a careful span passes, and the lane tries the next middle; once what
+// it passes reaches the host's pace it is an ordinary follower again.
 func (r *rules) tierOK(h *host, l *lane, sent, now int64) {
-	if l.own() == 0 {
+	x := l.x
+	if x == nil || x.own == 0 {
 		return
 	}
-	el, saturated := l.x.run.add(sent, now, l.pace)
-	if l.x.run.n < rampRun || el < max(minSpan, h.cap.span) || !saturated {
+	el, saturated := x.run.add(sent, now, l.pace)
+	if x.run.n < rampRun || el < max(h.cap.span, carefulIntervals*interval(l.pace)) || !saturated {
 		return
 	}
+	x.tpass = max(x.tpass, l.pace)
 	f := h.followPace(r)
-	target := r.settle * l.x.own
-	if atLeast(target, f) {
-		h.note(r, now, "tier", l.exit, "ceiling", l.x.own, 0, "its own ceiling is no lower than the host's pace")
-		l.x.own = 0
+	if atLeast(x.tpass, f) || atLeast(r.settle*x.own, f) && x.tpass*bisectDone >= x.own {
+		h.note(r, now, "tier", l.exit, "ceiling", x.own, 0, "its own budget is no smaller than the host's pace")
+		x.own, x.tpass = 0, 0
 		r.setPace(h, l, f)
 		return
 	}
-	p := min(target, (l.pace+target)/2)
-	h.note(r, now, "tier", l.exit, "pace", l.pace, p, "a run at its own pace: closer to its settle point")
-	r.setPace(h, l, p)
+	if x.tpass*bisectDone >= x.own {
+		return // settled at what it passed
+	}
+	h.note(r, now, "tier", l.exit, "floor", 0, x.tpass, fmt.Sprintf("sustained %.3g/s for %.1fs", l.pace, secs(el)))
+	r.tierNext(h, l)
 }

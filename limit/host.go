@@ -40,8 +40,9 @@ type lane struct {
 type laneExtra struct {
 	// own is this lane's own ceiling when it is below what the host's lanes
 	// hold (an IP with a smaller budget); 0 = none.
-	own  float64
-	run  run // its climb back toward its own settle point
+	own   float64
+	tpass float64 // what it passed under own: counted, or sustained
+	run   run     // its current run at its own pace
 	forb uint8
 	c    rareCount
 }

@@ -130,7 +130,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		// size. Nothing to learn about the lane.
 	case !h.exploring():
 	case h.exp.phase == expRamp && l.exit != h.exp.exit:
-		r.follow429(h, l, x, now)
+		r.follow429(h, l, x, ser, now)
 		if h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, h.cap.follow) }) >= h.manyLanes() {
 			r.endRamp(h, l, x, ser, o.RetryAfter, now)
 		}
@@ -139,7 +139,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	case l.exit == h.exp.exit && h.exp.phase != expSettled:
 		r.explore429(h, l, x, now)
 	default:
-		r.follow429(h, l, x, now)
+		r.follow429(h, l, x, ser, now)
 	}
 	r.cooldown(h, l, x, o.RetryAfter, now, u)
 }
