@@ -85,11 +85,11 @@ type explorer struct {
 	// awaitAt is the time of a 429 without Retry-After that ended the ramp:
 	// until the lane is seen to recover, the recovery time is unknown.
 	awaitAt int64
-	tries   uint8 // tries since awaitAt
+	tries   uint8   // tries since awaitAt
 	n1      int32   // successes before the first 429
 	t1      int64   // and the time they took, ns
 	ramped  float64 // the last pace the ramp passed
-	run     run   // the explorer's current run of successes at its pace
+	run     run     // the explorer's current run of successes at its pace
 	// Since cAt (the explorer's last 429) cN successes; the interval before
 	// it had prevN successes in prevT.
 	cAt, prevT int64
@@ -101,9 +101,8 @@ type explorer struct {
 	fails   uint8 // failed re-probes in a row
 	// A re-probe climbs from the settled pace base and keeps the settled
 	// knowledge to give back if its first step is pushed back.
-	reprobe           bool
-	base, savedHi     float64
-	savedPass, unused float64
+	reprobe                  bool
+	base, savedHi, savedPass float64
 }
 
 // startPace is the explorer's pace when a host starts.

@@ -43,8 +43,8 @@ type laneExtra struct {
 	own   float64
 	tpass float64 // what it passed under own: counted, or sustained
 	run   run     // its current run at its own pace
-	forb uint8
-	c    rareCount
+	forb  uint8
+	c     rareCount
 }
 
 // run is a run of successes at one pace: since at, n.

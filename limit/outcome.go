@@ -8,23 +8,26 @@ import (
 	"github.com/exitgate/exitgate/verdict"
 )
 
-// The rules a response runs through, in this order (package doc, Learning):
+// The rules a response runs through, in this order (package doc, Learning).
+// The names are the Rule of the Change records each one makes.
 //
-//  1. episode   a 429 for a request sent before the lane's current episode
-//               began is the same event: only a longer Retry-After is news.
-//  2. declared  a declared quota sets the lane's pace and the host's.
-//  3. scope     a header's scope hint, or 429s on lanes under what one lane
-//               may send, move control to the host's own rate.
-//  4. host-rate AIMD of the host's rate when it governs; 503 overload.
-//  5. cooldown  a 429 rests its lane: Retry-After, else full-jitter backoff.
-//  6. ramp,     the explorer's slow start, its bracketing of one lane's
-//     bracket   budget, and the re-probe after a long quiet.
-//     reprobe
-//  7. follow,   the followers: one lane pushed back alone has its own
-//     tier      budget; two at the host's pace mean the limit moved.
-//  8. ban       a block page quarantines the lane.
-//
-// Each rule records what it changed (Change) on the host.
+//  1. scope      a header's scope hint decides where the limit applies.
+//  2. host-rate  on a success, the host's own rate (when it governs) climbs.
+//  3. ramp, refine, bisect, reprobe, explore
+//                the explorer's search (explore.go), on its successes and
+//                its 429s; tier: a follower with a budget of its own climbs
+//                back on its successes (follow.go).
+//  4. episode    a 429 for a request sent before its lane's current episode
+//                began is the same event: only a longer Retry-After counts.
+//  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
+//                the host limits site-wide, its own rate governs (hostrate.go).
+//  6. follow, tier
+//                a follower pushed back: alone, its own budget; several at
+//                once, everyone falls back (follow.go).
+//  7. cooldown   a 429 rests its lane: Retry-After, else backoff.
+//  8. busy       a 503 pauses the host and cuts its own rate.
+//  9. ban        a block page quarantines the lane.
+// 10. declared   a declared quota sets every lane's pace (quota.go).
 
 // settle applies one released ticket's outcome o on lane l of host h. sent is
 // when the request went out; u is a uniform draw for backoff jitter.

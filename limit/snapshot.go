@@ -198,14 +198,14 @@ func (r *rules) snapshotHost(h *host, now time.Time) HostSnapshot {
 	paces := make([]float64, 0, len(h.lanes))
 	for _, l := range h.lanes {
 		ls := LaneSnapshot{
-			Exit:             l.exit,
-			Rate:             rateFromPerSecond(l.pace),
-			Ceiling:          rateFromPerSecond(l.own()),
-			Declared:         l.q.rate() > 0,
-			InFlight:         int(l.inFlight),
-			Requests:         uint64(l.c.req),
-			OK:               uint64(l.c.ok),
-			Throttled:        uint64(l.c.thr),
+			Exit:      l.exit,
+			Rate:      rateFromPerSecond(l.pace),
+			Ceiling:   rateFromPerSecond(l.own()),
+			Declared:  l.q.rate() > 0,
+			InFlight:  int(l.inFlight),
+			Requests:  uint64(l.c.req),
+			OK:        uint64(l.c.ok),
+			Throttled: uint64(l.c.thr),
 
 			ThrottledSeconds: float64(l.c.coolMs) / 1e3,
 		}
