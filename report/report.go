@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/exitgate/exitgate/limit"
+
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
 )
@@ -107,6 +109,11 @@ type Capacity struct {
 	// exit, the sum of its lanes' learned capacities.
 	PerSecond float64 `json:"learned_per_second"`
 	Scope     string  `json:"scope,omitempty"` // hosts: per-exit, host-wide, ...
+	// Phase is how far the host's learning got (ramp, refine, bisect,
+	// settled, declared, shared); Changes its last learning decisions,
+	// oldest first, so that a reader can see why a host slowed down.
+	Phase   string         `json:"phase,omitempty"`
+	Changes []limit.Change `json:"changes,omitempty"`
 	// Throttled is the time the server's pushback cost, in seconds: the
 	// cooldowns 429s imposed on lanes plus, for a host, its host-wide
 	// pauses (503 Retry-After, a host-scoped 429). Reported as the scope's

@@ -217,6 +217,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return err
 	}
+	restoreLearned(f.out, lim, time.Now(), stderr)
 	var identity *pool.Identity
 	if f.echoURL != "" || f.exitIPHeader != "" {
 		if identity, err = pool.NewIdentity(pool.IdentityConfig{Header: f.exitIPHeader, EchoURL: f.echoURL}); err != nil {
@@ -287,7 +288,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		defer t.Stop()
 	}
 	prog := startProgress(stderr, f.progress, fr, tally)
+	stopSaving := make(chan struct{})
+	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
 	runErr := engine.Run(runCtx)
+	close(stopSaving)
+	<-saved
 	prog.stop()
 
 	// The report is written even after an error or a signal: it describes
@@ -386,7 +391,7 @@ func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 			sum = h.Rate.Hz()
 		}
 		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(),
-			Throttled: float64(h.Counters.ThrottledNs) / 1e9}
+			Throttled: float64(h.Counters.ThrottledNs) / 1e9, Phase: h.Phase, Changes: h.Changes}
 	}
 	return hosts, exits
 }
