@@ -159,12 +159,10 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	case e.phase == expRamp:
 		f = max(r.first*startShare, c.pass)
 	case e.phase == expSettled:
-		// What was passed, within bisectDone of where the explorer was
-		// pushed back: sustained already, and under the limit.
-		f = max(c.lo, c.pass)
-		if c.hi > 0 {
-			f = min(f, r.settle*c.hi)
-		}
+		// Settle under what was passed, within bisectDone of where the
+		// explorer was pushed back: a pace sustained a little under the
+		// limit, with the margin jitter needs.
+		f = max(c.lo, r.settle*c.pass)
 	default:
 		f = max(c.lo, r.settle*max(c.pass, c.safe))
 		if c.hi > 0 {
@@ -232,6 +230,12 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		return
 	}
 	passed := l.pace
+	if c.careful {
+		// A server with a burst lets a pace a little over its limit run
+		// for a while: what a careful run proves is one request less than
+		// it sent over its span.
+		passed *= float64(e.run.n-1) / float64(e.run.n)
+	}
 	if passed > c.pass {
 		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, passed, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
 		c.pass, c.at = passed, now

@@ -110,11 +110,12 @@ func (r *rules) tierNext(h *host, l *lane) {
 
 // manyLanes is how many lanes pushed back at the host's pace within
 // sympathySpan show that the host's knowledge is wrong rather than some
-// IPs' budgets smaller: two, or a third of the lanes on larger pools (a
-// pool whose IPs differ in reputation has a few lanes with smaller
-// budgets, and they must not drag the others down).
+// IPs' budgets smaller: two, or half the lanes on larger pools (a pool
+// whose IPs differ in reputation has lanes with smaller budgets, and they
+// must not drag the others down; when the knowledge is wrong the explorer,
+// sent at it longest, is pushed back too and everyone falls back then).
 func (h *host) manyLanes() int {
-	return max(2, (len(h.lanes)+2)/3)
+	return max(2, (len(h.lanes)+1)/2)
 }
 
 // tierOK counts a success of a lane with its own ceiling: a pace sustained

@@ -141,6 +141,10 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		r.endRamp(h, l, x, ser, o.RetryAfter, now)
 	case l.exit == h.exp.exit && h.exp.phase != expSettled:
 		r.explore429(h, l, x, now)
+	case l.exit == h.exp.exit && atLeast(x, h.cap.follow):
+		// The settled explorer pushed back at the pace everyone holds:
+		// what it passed was a burst, or the limit moved down.
+		r.fallBack(h, l, x, now, "the explorer was pushed back at the settled pace")
 	default:
 		r.follow429(h, l, x, ser, now)
 	}

@@ -46,12 +46,13 @@ const (
 // After the first 429 the explorer starts again from half its pace in
 // refineStep steps, so that a second 429 places the limit within a step;
 // then it bisects until what it passed and where it was pushed back are
-// within bisectDone. A first 429 whose recovery took longer than
+// within bisectDone (then every lane settles at Settle under what it
+// passed: at least 95% of the limit). A first 429 whose recovery took longer than
 // windowRecovery intervals at the pace reads as a window (or a penalty),
 // and the search is careful from the start.
 const (
 	refineStep     = 1.2
-	bisectDone     = 1.04
+	bisectDone     = 1.025
 	windowRecovery = 4
 	probeStep      = 1.1
 )
