@@ -38,8 +38,10 @@ import (
 // capacity is what a host's lanes know about one lane's budget, in req/s.
 type capacity struct {
 	// pass is the highest pace the explorer sustained for a proof span
-	// since its last pushback; the followers pace at Settle under it.
-	pass float64
+	// since its last pushback (a careful run counts one request less than
+	// it sent); sent is the pace it was sent at. The followers pace at
+	// Settle under pass.
+	pass, sent float64
 	// hi is the lowest pace at which the explorer was pushed back.
 	hi float64
 	// safe is the careful reading of the first 429: the successes before it
@@ -202,7 +204,7 @@ func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
 
 // proofSpan is how long the explorer must sustain a pace for it to pass.
 func (h *host) proofSpan(pace float64) int64 {
-	if h.cap.careful || h.exp.phase == expSettled {
+	if (h.cap.careful || h.exp.phase == expSettled) && h.cap.hi > 0 {
 		return max(h.cap.span, carefulIntervals*interval(pace))
 	}
 	return max(rampSpan, quickIntervals*interval(pace))
@@ -238,7 +240,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	}
 	if passed > c.pass {
 		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, passed, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
-		c.pass, c.at = passed, now
+		c.pass, c.sent, c.at = passed, l.pace, now
 	}
 	if e.reprobe && c.hi == 0 {
 		e.reprobe, e.fails = false, 0 // a re-probe not pushed back: the limit was raised
@@ -280,12 +282,12 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	}
 	if c.careful || windowed {
 		c.careful = true
-		c.pass = safe
+		c.pass, c.sent = safe, safe
 		if l.exit == e.exit && e.phase == expRefine {
 			r.setExplorerPace(h, l, safe*refineStep, now, "refine", "a long recovery reads as a window: refine from its reading")
 		}
 	} else {
-		c.pass = e.ramped // no burst, a quick recovery: what the ramp passed holds
+		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds
 	}
 	r.updateFollow(h, now, "explore", "the first 429's estimate")
 }
@@ -406,14 +408,14 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		if h.exp.phase == expRefine {
 			h.exp.phase = expBisect
 		}
-		m := c.safe * probeStep
-		if c.hi > c.safe {
+		m := c.safe
+		if c.hi > c.safe*refineStep {
 			m = min(math.Sqrt(c.safe*c.hi), c.safe*refineStep*refineStep)
 		}
-		r.setExplorerPace(h, l, max(m, c.safe), now, "bisect", "above the estimate, which is not proven yet")
+		r.setExplorerPace(h, l, m, now, "bisect", "at or above the estimate, which is not proven yet")
 		return
 	}
-	if c.hi > 0 && base*bisectDone >= c.hi {
+	if c.hi > 0 && max(base, c.sent)*bisectDone >= c.hi {
 		r.setPhase(h, l, expSettled, now, "passed and pushed back within 4%: settled")
 		h.exp.quietAt, h.exp.okSince = now, 0
 		r.updateFollow(h, now, "bisect", "settled")
@@ -441,7 +443,7 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 	if c.hi == 0 || x < c.hi {
 		c.hi = x
 	}
-	c.pass, c.careful, c.at = 0, true, now
+	c.pass, c.sent, c.careful, c.at = 0, 0, true, now
 	if c.safe == 0 || atLeast(c.safe, x) {
 		c.safe = followCut * x
 	}
@@ -472,7 +474,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 		return
 	}
 	e.reprobe, e.base, e.savedHi, e.savedPass = true, c.follow, c.hi, c.pass
-	c.hi, c.pass = 0, c.follow
+	c.hi, c.pass, c.sent = 0, c.follow, c.follow
 	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
 	// Another lane probes each time: if the explorer's IP has a smaller
 	// budget than others (a reputation tier), the host is not held to it.

@@ -167,10 +167,10 @@ func TestBisect(t *testing.T) {
 	if h.cap.hi != 1 || !near(e.pace, math.Sqrt(0.8)) {
 		t.Errorf("after a 429 at 1: hi %v pace %v, want 1 and %v", h.cap.hi, e.pace, math.Sqrt(0.8))
 	}
-	h.cap.pass = 0.97
+	h.cap.pass = 0.98
 	r.nextBisect(h, e, sec(2))
-	if h.exp.phase != expSettled || !near(h.lanes["f"].pace, 0.97) {
-		t.Errorf("passed 0.97, pushed back at 1: phase %v follower %v, want settled at 0.97", h.exp.phase, h.lanes["f"].pace)
+	if want := r.settle * 0.98; h.exp.phase != expSettled || !near(h.lanes["f"].pace, want) {
+		t.Errorf("passed 0.98, pushed back at 1: phase %v follower %v, want settled at %v", h.exp.phase, h.lanes["f"].pace, want)
 	}
 }
 
