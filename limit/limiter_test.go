@@ -366,6 +366,26 @@ func TestLimiter(t *testing.T) {
 			t.Errorf("hinted scope %v hinted=%v, want credential", s.Scope, s.ScopeHinted)
 		}
 	})
+	t.Run("ScopeInferenceManyLanes", func(t *testing.T) {
+		// A threshold above any fixed ring size still works: the evidence
+		// ring is sized from the config.
+		l := newLimiter(t, limit.Config{ScopeLanes: 12}, 14)
+		now := t0
+		for i := range 12 {
+			tk, ok, _ := acquire(t, l, "site", limit.Want{}, now)
+			if !ok {
+				t.Fatalf("Acquire %d not ok", i)
+			}
+			l.Done(tk, limit.Outcome{Verdict: verdict.Throttled}, now.Add(50*time.Millisecond))
+			now = now.Add(500 * time.Millisecond)
+			if i < 11 && hostOf(l.Snapshot(now), "site").Scope == limit.ScopeHost {
+				t.Fatalf("host-scoped after %d lanes, want 12", i+1)
+			}
+		}
+		if s := hostOf(l.Snapshot(now), "site").Scope; s != limit.ScopeHost {
+			t.Errorf("after 429s on 12 idle lanes with ScopeLanes 12: scope %v, want host", s)
+		}
+	})
 	t.Run("OverloadRatesHost", func(t *testing.T) {
 		// A 503 overload pauses the host and puts it under a host rate,
 		// cut from what it was sent: one capacity for all exits.
