@@ -205,7 +205,7 @@ func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
 // proofSpan is how long the explorer must sustain a pace for it to pass.
 func (h *host) proofSpan(pace float64) int64 {
 	if (h.cap.careful || h.exp.phase == expSettled) && h.cap.hi > 0 {
-		return max(h.cap.span, carefulIntervals*interval(pace))
+		return max(h.cap.span, min(carefulIntervals*interval(pace), maxSpan))
 	}
 	return max(rampSpan, quickIntervals*interval(pace))
 }
@@ -275,16 +275,30 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		r.updateFollow(h, now, "explore", "the first 429, read cautiously until the lane recovers")
 		return
 	}
-	windowed := rec > windowRecovery*interval(max(e.ramped, safe))
+	// A recovery of a second or two is what a whole-second Retry-After or
+	// a first backoff reads as, whatever the limit: only a longer one, and
+	// long against the pace, tells a window.
+	windowed := rec > windowRecovery*interval(max(e.ramped, safe)) && rec > minWindow
 	if windowed {
 		// A window (or a penalty): a pace must hold over one of them.
 		c.span = max(minSpan, min(maxSpan, rec+rec/4))
 	}
+	if windowed && e.n1 >= 2 {
+		// A window holds what the first run fitted into it: over the time
+		// the run took, the rate was at least the window's.
+		if hi := float64(e.n1) / secs(e.t1); hi < c.hi {
+			h.note(r, now, "explore", l.exit, "ceiling", c.hi, hi, "a window holds no more than the first run fitted into it")
+			c.hi = hi
+		}
+	}
 	if c.careful || windowed {
+		// A window (or a penalty): between its careful reading and what the
+		// first run fitted into it, the search bisects, one window a step.
 		c.careful = true
 		c.pass, c.sent = safe, safe
-		if l.exit == e.exit && e.phase == expRefine {
-			r.setExplorerPace(h, l, safe*refineStep, now, "refine", "a long recovery reads as a window: refine from its reading")
+		if ex := h.lanes[e.exit]; ex != nil && e.phase == expRefine {
+			r.setPhase(h, ex, expBisect, now, "a long recovery reads as a window")
+			r.nextBisect(h, ex, now)
 		}
 	} else {
 		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds

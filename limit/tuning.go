@@ -54,6 +54,7 @@ const (
 	refineStep     = 1.2
 	bisectDone     = 1.025
 	windowRecovery = 4
+	minWindow      = int64(2 * time.Second)
 	probeStep      = 1.1
 )
 
