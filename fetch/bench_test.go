@@ -14,7 +14,6 @@ import (
 	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 	"path/filepath"
 )
 
@@ -84,7 +83,7 @@ func benchEngine(b *testing.B, fr frontier.Frontier, cfg limit.Config) {
 	if _, err := fr.Push(ctx, jobs); err != nil {
 		b.Fatal(err)
 	}
-	lim, err := limit.New(cfg, memstore.New())
+	lim, err := limit.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

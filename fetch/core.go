@@ -235,6 +235,9 @@ type hostState struct {
 	robotsFails int
 	robotsDown  time.Time // first failure of the current robots.txt outage
 	crawlDelay  time.Duration
+	// listed is whether the host is in the round-robin order (pruning
+	// drops idle hosts from it but keeps their state).
+	listed bool
 }
 
 type pending struct {
@@ -549,6 +552,11 @@ func (c *Core) enqueueLocked(host string, p pending) {
 	if h == nil {
 		h = &hostState{}
 		c.hosts[host] = h
+	}
+	if !h.listed {
+		// New, or pruned while idle: a host with work must be in the
+		// round-robin, or its jobs sit buffered forever.
+		h.listed = true
 		c.order = append(c.order, host)
 	}
 	h.queue = append(h.queue, p)
@@ -565,6 +573,8 @@ func (c *Core) pruneLocked() {
 	for _, host := range c.order {
 		if h := c.hosts[host]; len(h.queue) > 0 || h.inflight > 0 || h.robotsBusy {
 			kept = append(kept, host)
+		} else {
+			h.listed = false
 		}
 	}
 	c.order = kept
@@ -602,7 +612,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	c.mu.Lock()
 	h := c.hosts[a.Host]
 	if h == nil { // pruned while in flight cannot happen, but stay safe
-		h = &hostState{}
+		h = &hostState{listed: true}
 		c.hosts[a.Host] = h
 		c.order = append(c.order, a.Host)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 	"github.com/exitgate/exitgate/metrics"
 )
 
@@ -80,7 +79,7 @@ func TestEngineFates(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(50)}, memstore.New())
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(50)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +182,7 @@ func TestEngineStopHandsBackWork(t *testing.T) {
 		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/%d", srv.URL, i)})
 	}
 	fr.Push(ctx, jobs)
-	lim, _ := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, memstore.New())
+	lim, _ := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10})
 	lim.SetExits([]limit.Exit{{ID: "e1"}})
 	core := NewCore(CoreConfig{Concurrency: 2}, fr, lim, metrics.NewTally(time.Now()))
 	eng, _ := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport})}, core)

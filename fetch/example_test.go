@@ -9,7 +9,6 @@ import (
 
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 )
 
 // ExampleTransport plugs the limiter into a plain http.Client: each request
@@ -23,7 +22,7 @@ func ExampleTransport() {
 
 	// Each (host, exit) lane starts at 20 requests per second and learns
 	// from there; the in-memory store keeps the state in this process.
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(20)}, memstore.New())
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(20)})
 	if err != nil {
 		log.Fatal(err)
 	}

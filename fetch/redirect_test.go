@@ -12,7 +12,6 @@ import (
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 )
 
 // fakeWeb answers by URL from a table, without any network, and records
@@ -75,7 +74,7 @@ func crawlFake(t *testing.T, web *fakeWeb, cfg CoreConfig, urls []string) map[st
 	if _, err := fr.Push(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, memstore.New())
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 	"github.com/exitgate/exitgate/metrics"
 )
 
@@ -53,7 +52,7 @@ func TestEngineBodyNotStoredIsNotDone(t *testing.T) {
 	// made the body directory.
 	run := func(prepared func()) error {
 		t.Helper()
-		lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, memstore.New())
+		lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

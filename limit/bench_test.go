@@ -8,7 +8,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 )
 
 // BenchmarkXTimeRateAllow is the reference: one x/time/rate limiter, one key.
@@ -23,7 +22,7 @@ func BenchmarkXTimeRateAllow(b *testing.B) {
 func benchLimiter(b *testing.B, exits int) *limit.Limiter {
 	b.Helper()
 	// A fast first guess so lanes are ready again quickly in virtual time.
-	l, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), MaxInFlight: 1 << 20, HostConcurrency: 1 << 20}, memstore.New())
+	l, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), MaxInFlight: 1 << 20, HostConcurrency: 1 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

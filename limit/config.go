@@ -10,40 +10,14 @@ import (
 	"time"
 )
 
-// Policy chooses how a lane learns its capacity.
-type Policy uint8
-
-const (
-	// Adaptive is the default: even pacing, a ceiling estimate (the lowest
-	// rate that drew a 429), a floor estimate (a proven lower bound on the
-	// server's rate), settling at Settle times the ceiling, and slow
-	// multiplicative probing while nothing pushes back. See the package doc.
-	Adaptive Policy = iota
-	// ArticlePerExit is the reference article's rule set, kept for
-	// comparison: a full bucket of FirstGuess per minute, halve on 429 with a
-	// floor of 2/min, +25% toward FirstGuess after 100 consecutive successes,
-	// never above FirstGuess.
-	ArticlePerExit
-)
-
-// String names the policy as config files spell it.
-func (p Policy) String() string {
-	switch p {
-	case Adaptive:
-		return "adaptive"
-	case ArticlePerExit:
-		return "article"
-	}
-	return fmt.Sprintf("policy(%d)", uint8(p))
-}
-
 // Config configures a Limiter. The zero value of every field means the
 // documented default; New validates the whole struct once.
 type Config struct {
-	// FirstGuess is a new lane's starting rate. Default 30/min (the article).
+	// FirstGuess is where a host's first exploring lane starts. Default
+	// 30/min (the reference article's guess). It is a starting point, not a
+	// bound: the limiter probes above it while nothing pushes back.
 	FirstGuess Rate
-	// MinLaneRate is the floor a lane never learns below. Default 1/min
-	// (the article floors at 2/min; its policy keeps that).
+	// MinLaneRate is the floor a lane never learns below. Default 1/min.
 	MinLaneRate Rate
 	// MaxLaneRate bounds upward probing of one lane. Default: HostCeiling
 	// when set, else 50/s (or FirstGuess if higher).
@@ -60,71 +34,46 @@ type Config struct {
 	// one host cannot hold the whole MaxInFlight budget.
 	HostConcurrency int
 	// MaxInFlight caps in-flight requests of this Limiter across all hosts.
-	// Default 256. It is process-local even with a shared Store.
+	// Default 256.
 	MaxInFlight int
 
-	// Policy is the lane learning policy. Default Adaptive.
-	Policy Policy
-	// Settle is where the adaptive policy settles, as a fraction of the
-	// lowest rate that drew a 429. Default 0.97: pacing at 100% drew 8-12%
-	// 429s on real servers; a few percent under drew none.
+	// Settle is where lanes pace, as a fraction of the per-lane limit the
+	// host's lanes proved or the server declared. Default 0.97: pacing at
+	// 100% of a limit drew 8-12% 429s on real servers (a few ms of jitter
+	// tips a request over a window's edge); a few percent under drew none.
 	Settle float64
-	// Decrease multiplies a lane's rate on a 429 when no lower bound is known
-	// yet. Default 0.7.
-	Decrease float64
-	// ProbeUp multiplies a lane's rate after a saturated run of ProbeRun
-	// successes while no 429 has been seen (slow start). Default 1.5: from
-	// the first guess of 30/min a lane reaches 20/s in about 30 seconds, and
-	// it overshoots a limit by at most half before the first 429 says where
-	// the limit is.
-	ProbeUp float64
-	// ProbeRun is the number of successes that make a run while probing up.
-	// Default 5.
-	ProbeRun int
-	// Creep is the smallest relative step up after a saturated run once a
-	// ceiling is known. Default 0.02.
-	Creep float64
-	// RunLength is the number of successes that make a run. Default 20.
-	RunLength int
-	// Reprobe is how long a lane must sit at its settled rate without any 429
-	// before its ceiling estimate is allowed to rise by Creep (limits change).
-	// Default 20 minutes.
-	Reprobe time.Duration
-	// ProbeEvery is how long a host's lanes must go without a 429 before one
-	// settled lane probes above its ceiling in case the limit was raised.
-	// A failed probe costs the host one 429, two when it had to measure,
-	// and doubles the quiet the next one waits for. Default 30s.
-	ProbeEvery time.Duration
 
 	// BackoffBase and BackoffCap bound the full-jitter cooldown used when a
 	// 429 or 503 carries no Retry-After. Defaults 1s and 60s.
 	BackoffBase, BackoffCap time.Duration
 
-	// HostIncrease is the host AIMD additive step per success while the host
-	// is host-scoped. Default 3/min (the article's 0.05/s).
-	HostIncrease Rate
-	// HostDecrease multiplies the host rate on a host-scoped 429. Default 0.5.
-	HostDecrease float64
-	// HostMinRate bounds the host AIMD rate from below. Default 6/min.
-	HostMinRate Rate
+	// ProbeEvery is how long a host's lanes must go without a 429 before one
+	// lane probes above the settled pace, in case the limit was raised.
+	// Each failed probe costs one 429 and doubles the quiet the next one
+	// waits for. Default 60s.
+	ProbeEvery time.Duration
 
-	// ScopeLanes is how many distinct lanes, each under its learned capacity,
-	// must draw a 429 within ScopeSpan before the host is inferred to be
-	// host-scoped. Default 3.
+	// ScopeLanes is how many distinct lanes, each paced at what was proven
+	// safe for one lane, must draw a 429 within ScopeSpan before the host is
+	// inferred to limit site-wide. Default 3.
 	ScopeLanes int
 	// ScopeSpan is the correlation window for scope inference. Default 10s.
 	ScopeSpan time.Duration
-	// ScopeRevert is how long a host inferred (not declared) host-scoped stays
-	// so without fresh evidence. Default 30 minutes.
+	// ScopeRevert is how long a host inferred (not declared) host-scoped
+	// stays so without fresh evidence. Default 30 minutes.
 	ScopeRevert time.Duration
 
 	// QuarantineBase and QuarantineMax bound an exit's exponential quarantine
 	// after proxy failures. Defaults 30s and 30 minutes.
 	QuarantineBase, QuarantineMax time.Duration
-	// BanBase and BanMax bound a lane's exponential quarantine after a
-	// Banned verdict, or a wave of Forbidden ones (see wave.go). Defaults 10
-	// minutes and 6 hours.
+	// BanBase and BanMax bound a lane's exponential quarantine after a ban
+	// (a block page, or a wave of forbidden answers). Defaults 10 minutes
+	// and 6 hours.
 	BanBase, BanMax time.Duration
+	// BanWave is how many Forbidden answers to distinct requests on one
+	// lane, with no success in between, make a ban. Default 3: one 403 is
+	// that URL's fate, not the lane's.
+	BanWave int
 	// EarlyWarning flags a lane whose learned rate falls below this fraction
 	// of its host's median lane rate. Default 0.5.
 	EarlyWarning float64
@@ -134,176 +83,132 @@ type Config struct {
 	// Recheck is the retry delay Acquire reports when only a concurrency cap
 	// blocks (it cannot know when a request will finish). Default 20ms.
 	Recheck time.Duration
+	// Changes is how many change records each host keeps for Snapshot.
+	// Default 16.
+	Changes int
 
 	// Rand supplies jitter; nil seeds one from crypto/rand. The Limiter
 	// serialises its use.
 	Rand *rand.Rand
-	// Logger receives learning events at debug level; nil discards.
+	// Logger receives every change record at debug level and store warnings;
+	// nil discards.
 	Logger *slog.Logger
 }
 
 // ErrConfig reports an invalid Config.
 var ErrConfig = errors.New("invalid limit config")
 
-// Rules is a validated Config with every default filled in, in the units the
-// learning math uses. Stores receive it with each operation; it is immutable
-// after New and safe to share.
-type Rules struct {
-	Policy                    Policy
-	First, MinLane, MaxLane   float64 // req/s
-	LaneBurst                 float64
-	Ceiling                   float64 // req/s, 0 = none
-	HostConc, MaxInFlight     int
-	Settle, Decrease, ProbeUp float64
-	Creep                     float64
-	RunLength, ProbeRun       int
-	Reprobe, ProbeEvery       int64 // ns
-	BackoffBase, BackoffCap   int64
-	HostInc, HostDec, HostMin float64
-	ScopeLanes                int
-	ScopeSpan, ScopeRevert    int64
-	QuarBase, QuarMax         int64
-	BanBase, BanMax           int64
-	EarlyWarning              float64
-	IdleTTL, Recheck          int64
+// rules is a validated Config with every default filled in, in the units the
+// learning math uses (requests per second, Unix nanoseconds). Immutable after
+// New and shared by every host.
+type rules struct {
+	first, minLane, maxLane float64
+	laneBurst               float64
+	ceiling                 float64 // 0 = none
+	hostConc, maxInFlight   int
+	settle                  float64
+	backoffBase, backoffCap int64
+	probeEvery              int64
+	scopeLanes              int
+	scopeSpan, scopeRevert  int64
+	quarBase, quarMax       int64
+	banBase, banMax         int64
+	banWave                 int
+	earlyWarning            float64
+	idleTTL, recheck        int64
+	changes                 int
 }
 
-func (c *Config) rules() (*Rules, error) {
-	r := &Rules{Policy: c.Policy}
-	bad := func(field string, why string) (*Rules, error) {
-		return nil, fmt.Errorf("%w: %s %s", ErrConfig, field, why)
+func (c *Config) rules() (*rules, error) {
+	r := &rules{}
+	var err error
+	fail := func(field, why string, args ...any) {
+		if err == nil {
+			err = fmt.Errorf("%w: %s %s", ErrConfig, field, fmt.Sprintf(why, args...))
+		}
 	}
-	if c.Policy > ArticlePerExit {
-		return bad("Policy", "unknown")
-	}
-	rate := func(field string, v Rate, def float64) (float64, error) {
+	rate := func(field string, v Rate, def float64) float64 {
 		if v.N < 0 || v.Per < 0 || math.IsNaN(v.N) || math.IsInf(v.N, 0) {
-			return 0, fmt.Errorf("%w: %s %v must be positive", ErrConfig, field, v)
+			fail(field, "%v must be a positive finite rate", v)
+			return def
 		}
 		if v.IsZero() {
-			return def, nil
+			return def
 		}
-		return v.Hz(), nil
+		return v.Hz()
 	}
-	frac := func(field string, v, def, lo, hi float64) (float64, error) {
+	frac := func(field string, v, def, lo, hi float64) float64 {
 		if v == 0 {
-			return def, nil
+			return def
 		}
 		if !(v > lo && v < hi) {
-			return 0, fmt.Errorf("%w: %s %v out of range (%v, %v)", ErrConfig, field, v, lo, hi)
+			fail(field, "%v out of range (%v, %v)", v, lo, hi)
+			return def
 		}
-		return v, nil
+		return v
 	}
-	dur := func(field string, v, def time.Duration) (int64, error) {
+	dur := func(field string, v, def time.Duration) int64 {
 		if v < 0 {
-			return 0, fmt.Errorf("%w: %s %v is negative", ErrConfig, field, v)
+			fail(field, "%v is negative", v)
 		}
-		if v == 0 {
+		if v <= 0 {
 			v = def
 		}
-		return int64(v), nil
+		return int64(v)
 	}
-	count := func(field string, v, def int) (int, error) {
-		if v < 0 {
-			return 0, fmt.Errorf("%w: %s %d is negative", ErrConfig, field, v)
+	count := func(field string, v, def, most int) int {
+		if v < 0 || v > most {
+			fail(field, "%d out of range [0, %d]", v, most)
+			return def
 		}
 		if v == 0 {
-			v = def
+			return def
 		}
-		return v, nil
+		return v
 	}
-	var err error
-	set := func(e error) {
-		if err == nil {
-			err = e
-		}
+	r.first = rate("FirstGuess", c.FirstGuess, 0.5)
+	r.minLane = rate("MinLaneRate", c.MinLaneRate, 1.0/60)
+	r.ceiling = rate("HostCeiling", c.HostCeiling, 0)
+	maxDef := max(50.0, r.first)
+	if r.ceiling > 0 {
+		maxDef = r.ceiling
 	}
-	var e error
-	r.First, e = rate("FirstGuess", c.FirstGuess, 0.5)
-	set(e)
-	minDef := 1.0 / 60
-	if c.Policy == ArticlePerExit {
-		minDef = 2.0 / 60
-	}
-	r.MinLane, e = rate("MinLaneRate", c.MinLaneRate, minDef)
-	set(e)
-	r.Ceiling, e = rate("HostCeiling", c.HostCeiling, 0)
-	set(e)
-	maxDef := max(50.0, r.First)
-	if r.Ceiling > 0 {
-		maxDef = r.Ceiling
-	}
-	r.MaxLane, e = rate("MaxLaneRate", c.MaxLaneRate, maxDef)
-	set(e)
-	b, e := count("LaneBurst", c.LaneBurst, 1)
-	set(e)
-	r.LaneBurst = float64(b)
-	r.HostConc, e = count("HostConcurrency", c.HostConcurrency, 32)
-	set(e)
-	r.MaxInFlight, e = count("MaxInFlight", c.MaxInFlight, 256)
-	set(e)
-	r.Settle, e = frac("Settle", c.Settle, 0.97, 0, 1)
-	set(e)
-	r.Decrease, e = frac("Decrease", c.Decrease, 0.7, 0, 1)
-	set(e)
-	r.ProbeUp, e = frac("ProbeUp", c.ProbeUp, 1.5, 1, 10)
-	set(e)
-	r.Creep, e = frac("Creep", c.Creep, 0.02, 0, 1)
-	set(e)
-	r.RunLength, e = count("RunLength", c.RunLength, 20)
-	set(e)
-	r.ProbeRun, e = count("ProbeRun", c.ProbeRun, 5)
-	set(e)
-	r.Reprobe, e = dur("Reprobe", c.Reprobe, 20*time.Minute)
-	set(e)
-	r.ProbeEvery, e = dur("ProbeEvery", c.ProbeEvery, 30*time.Second)
-	set(e)
-	r.BackoffBase, e = dur("BackoffBase", c.BackoffBase, time.Second)
-	set(e)
-	r.BackoffCap, e = dur("BackoffCap", c.BackoffCap, time.Minute)
-	set(e)
-	r.HostInc, e = rate("HostIncrease", c.HostIncrease, 0.05)
-	set(e)
-	r.HostDec, e = frac("HostDecrease", c.HostDecrease, 0.5, 0, 1)
-	set(e)
-	r.HostMin, e = rate("HostMinRate", c.HostMinRate, 0.1)
-	set(e)
-	r.ScopeLanes, e = count("ScopeLanes", c.ScopeLanes, 3)
-	set(e)
-	r.ScopeSpan, e = dur("ScopeSpan", c.ScopeSpan, 10*time.Second)
-	set(e)
-	r.ScopeRevert, e = dur("ScopeRevert", c.ScopeRevert, 30*time.Minute)
-	set(e)
-	r.QuarBase, e = dur("QuarantineBase", c.QuarantineBase, 30*time.Second)
-	set(e)
-	r.QuarMax, e = dur("QuarantineMax", c.QuarantineMax, 30*time.Minute)
-	set(e)
-	r.BanBase, e = dur("BanBase", c.BanBase, 10*time.Minute)
-	set(e)
-	r.BanMax, e = dur("BanMax", c.BanMax, 6*time.Hour)
-	set(e)
-	r.EarlyWarning, e = frac("EarlyWarning", c.EarlyWarning, 0.5, 0, 1)
-	set(e)
-	r.IdleTTL, e = dur("IdleTTL", c.IdleTTL, time.Hour)
-	set(e)
-	r.Recheck, e = dur("Recheck", c.Recheck, 20*time.Millisecond)
-	set(e)
+	r.maxLane = rate("MaxLaneRate", c.MaxLaneRate, maxDef)
+	r.laneBurst = float64(count("LaneBurst", c.LaneBurst, 1, 1<<20))
+	r.hostConc = count("HostConcurrency", c.HostConcurrency, 32, 1<<20)
+	r.maxInFlight = count("MaxInFlight", c.MaxInFlight, 256, 1<<24)
+	r.settle = frac("Settle", c.Settle, 0.97, 0.5, 1)
+	r.backoffBase = dur("BackoffBase", c.BackoffBase, time.Second)
+	r.backoffCap = dur("BackoffCap", c.BackoffCap, time.Minute)
+	r.probeEvery = dur("ProbeEvery", c.ProbeEvery, time.Minute)
+	r.scopeLanes = count("ScopeLanes", c.ScopeLanes, 3, 1024)
+	r.scopeSpan = dur("ScopeSpan", c.ScopeSpan, 10*time.Second)
+	r.scopeRevert = dur("ScopeRevert", c.ScopeRevert, 30*time.Minute)
+	r.quarBase = dur("QuarantineBase", c.QuarantineBase, 30*time.Second)
+	r.quarMax = dur("QuarantineMax", c.QuarantineMax, 30*time.Minute)
+	r.banBase = dur("BanBase", c.BanBase, 10*time.Minute)
+	r.banMax = dur("BanMax", c.BanMax, 6*time.Hour)
+	r.banWave = count("BanWave", c.BanWave, 3, 255)
+	r.earlyWarning = frac("EarlyWarning", c.EarlyWarning, 0.5, 0, 1)
+	r.idleTTL = dur("IdleTTL", c.IdleTTL, time.Hour)
+	r.recheck = dur("Recheck", c.Recheck, 20*time.Millisecond)
+	r.changes = count("Changes", c.Changes, 16, 1024)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case r.MinLane > r.First:
-		return bad("MinLaneRate", "exceeds FirstGuess")
-	case r.MaxLane < r.First:
-		return bad("MaxLaneRate", "is below FirstGuess")
-	case r.BackoffCap < r.BackoffBase:
-		return bad("BackoffCap", "is below BackoffBase")
-	case r.QuarMax < r.QuarBase:
-		return bad("QuarantineMax", "is below QuarantineBase")
-	case r.BanMax < r.BanBase:
-		return bad("BanMax", "is below BanBase")
+	case r.minLane > r.first:
+		fail("MinLaneRate", "exceeds FirstGuess")
+	case r.maxLane < r.first:
+		fail("MaxLaneRate", "is below FirstGuess")
+	case r.backoffCap < r.backoffBase:
+		fail("BackoffCap", "is below BackoffBase")
+	case r.quarMax < r.quarBase:
+		fail("QuarantineMax", "is below QuarantineBase")
+	case r.banMax < r.banBase:
+		fail("BanMax", "is below BanBase")
 	}
-	return r, nil
+	return r, err
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

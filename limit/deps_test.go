@@ -7,8 +7,8 @@ import (
 )
 
 // The limiter hears plain numbers: it must not parse headers, know about
-// proxies, frontiers or HTTP engines.
+// proxies, frontiers or HTTP engines, nor pull in net/http.
 func TestDeps(t *testing.T) {
-	deptest.Only(t, "github.com/exitgate/exitgate/verdict", "github.com/exitgate/exitgate/backoff",
-		"github.com/exitgate/exitgate/rlheader", "github.com/dunglas/httpsfv")
+	deptest.Only(t, "github.com/exitgate/exitgate/verdict", "github.com/exitgate/exitgate/backoff")
+	deptest.NoStd(t, "net", "net/http")
 }

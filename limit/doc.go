@@ -1,102 +1,91 @@
 // Package limit is exitgate's limiter: it decides when, and through which
 // exit, each request to a host may go, and learns each (host, exit) lane's
-// capacity from what the server answers.
+// budget from what the server answers.
+//
+// # API
+//
+// New(Config) returns a Limiter; SetExits installs the pool. Acquire asks,
+// at an explicit instant, whether a request to a host may go now and on
+// which exit (a Ticket), or when to ask again; Wait blocks for one. Done
+// reports what the request's answer said (an Outcome: a verdict and the
+// numbers of its rate-limit headers); Cancel gives back a ticket whose
+// request was never sent. Snapshot shows every host, lane and exit, with
+// each host's latest learning decisions (Change); Learned and Restore carry
+// what was learned across a restart.
 //
 // # Levels
 //
-// A request goes only if every level allows it: the Limiter's total in-flight
-// cap; the host's pause (busy verdicts, host-scoped Retry-After), politeness
-// ceiling (Config.HostCeiling, paced evenly), AIMD rate (only while the host
-// limits host-wide) and concurrency cap; the lane's GCRA pacing, cooldown,
-// ban and declared quota; the exit's health, quarantine and provider limits.
-// Acquire takes what it needs from each level in one store operation, and
-// Done and Cancel give back exactly what Acquire took, once.
+// A request goes only if every level allows it: the Limiter's total
+// in-flight cap; the host's pause (busy verdicts, host-scoped Retry-After),
+// politeness ceiling (Config.HostCeiling, paced evenly), own rate (only while
+// the host limits site-wide or sheds load) and concurrency cap; the lane's
+// even pacing, cooldown, ban and declared quota; the exit's health,
+// quarantine and provider limits. Acquire takes what it needs from each
+// level at once, and Done and Cancel give back exactly what it took, once.
 //
 // # Exit selection
 //
-// Each host keeps a min-heap of its lanes keyed by the instant each may next
-// go, plus a lazy cursor over pool exits it has no lane for yet. An unpinned
-// request takes a never-used exit first (idle longest), else the heap's top:
-// the lane that has been ready longest, so load spreads and no exit is
-// starved or hot. Blocked exits (quarantine, provider limits) sink in the
-// heap until they are ready; banned lanes sit there until their ban ends.
-// A decision examines at most a few dozen entries: O(log n) in the pool size.
-// A pinned request waits for its exit and never switches.
+// Each host keeps a min-heap of its lanes keyed by the instant each may
+// next go, plus a lazy cursor over pool exits it has no lane for yet. An
+// unpinned request takes a never-used exit first (idle longest), else the
+// heap's top: the lane that has been ready longest. Blocked exits sink in
+// the heap until they are ready. A decision examines at most a few dozen
+// entries: O(log n) in the pool size. A pinned request waits for its exit.
 //
-// # Learning (the Adaptive policy)
+// # Learning
 //
-// The article's rules (halve on 429 with a floor, +25% after 100 successes,
-// never above the first guess) saw-tooth below the real limit and never find
-// a limit above the first guess: in this package's simulator they use 10-81%
-// of a per-IP server's capacity. The adaptive rules differ in four ways:
+// Servers limit what they can see: behind a pool, the exit's IP, and a
+// server that limits per IP gives every IP the same budget, as a rule. So
+// one lane per host, the explorer, searches for one lane's budget, and the
+// other lanes (the followers) pace at what it passed (explore.go):
 //
-//   - Pace evenly. A lane sends at an even spacing (GCRA, burst 1), not a
-//     full bucket at once: pacing at exactly the limit draws 429s from
-//     jitter, even spacing a few percent under does not.
-//   - Bracket the limit. The rate that drew a 429 is an upper bound (hi). A
-//     lower bound (lo) comes from counting: the server's bucket was empty at
-//     one 429 and is empty again at the next, so it refilled at least the
-//     successes in between, whatever its burst. This is the rate measured
-//     over a window, immune to an initial burst that makes a single 429 or a
-//     single run of successes misleading.
-//   - Settle, don't saw-tooth. After a 429 the lane goes to
-//     min(Settle*hi, max(Settle*lo, Decrease*rate)); after each saturated run
-//     of successes it closes half the gap to Settle*hi (at least Creep). It
-//     converges to ~97% of the lowest rate that drew a 429 and stays there;
-//     after Reprobe without a 429 the ceiling may drift up by Creep.
-//   - Probe up. While nothing has pushed back, each saturated run of
-//     ProbeRun successes multiplies the rate by ProbeUp (slow start: x1.5 per
-//     5), bounded by MaxLaneRate and the host ceiling. Only runs where the
-//     lane actually sent at its pace count: an idle lane proves nothing.
-//     One lane per host leads: the others go no higher than the pace some
-//     lane has sustained, so a per-IP limit costs one overshoot per host,
-//     not one per exit.
-//   - Share. A server that limits per IP usually gives each IP the same
-//     budget: the ceilings lanes find are averaged into a host prior, a new
-//     lane starts at its settle point, and a lane still probing adopts it.
-//     When two lanes draw 429s at a like pace within ScopeSpan (one alone
-//     may be timing noise; one far under the prior is that IP's own), the
-//     lanes as fast slow to the settle point under it at once instead of
-//     each drawing its own.
-//   - Re-probe. Limits are raised too. After ProbeEvery and 400 successes
-//     without a 429 on the host, one lane slow-starts above its ceiling. A
-//     429 within two steps ends it (one 429). Further up the lane holds
-//     between its old ceiling and the rate that drew the 429 and counts: the
-//     successes since that 429 bound the new limit from below whatever the
-//     burst, and the host's other lanes follow that bound at once. Each
-//     failed probe doubles the quiet the next waits for. Followers pushed
-//     back at that pace before any 429 of their own show the limit is
-//     shared (one lane's measure was its share): scope evidence.
+//   - ramp: from Config.FirstGuess the explorer doubles its pace per run of
+//     successes; the followers trail a step behind.
+//   - refine: the first 429 came at x1. Its reading (what succeeded over the
+//     time taken plus the time to recover: Retry-After, or a measured
+//     retry) gives a careful estimate; the explorer starts again from what
+//     the ramp passed in steps of a fifth, and a second 429 places the limit
+//     within a step. A long recovery reads as a window or a penalty: the
+//     search is careful from there.
+//   - bisect: the explorer tries the middle of what it passed and where it
+//     was pushed back until the two are within 4%; the followers take what
+//     it passes, at Settle under it.
+//   - settled: every lane paces at what was passed. After ProbeEvery and a
+//     few hundred successes without a 429, another lane probes above it, in
+//     case the limit was raised; a failed probe costs one 429 and doubles
+//     the wait for the next.
 //
-// When the host is rated (a host-scoped limit, or 503 overload), its rate is
-// AIMD with the same counting: between two pushback episodes the server
-// refilled at least the successes in between, a cut restarts no lower than
-// Settle times that floor, and above it the rate climbs at a fifth of the
-// speed.
+// A pace passes when it is sustained without a 429 for a proof span: quick
+// (a few intervals) until the server shows it lets bursts through, careful
+// (twenty intervals, at least one recovery) after. Followers pushed back at
+// the pace they hold, several at once, mean a pass was a burst or the limit
+// moved down: they all fall back at once to the careful estimate (or to
+// what the explorer counted between its 429s: a lower bound whatever the
+// burst), and the search goes on carefully. One follower pushed back alone
+// has a smaller budget of its own (a reputation tier): it searches its own
+// while the others go on (follow.go). A lane whose pace drops is held back
+// by what it sent ahead of the new pace since its last 429, so a slowdown
+// never draws the 429 it is meant to avoid.
 //
-// 429s from requests sent before a lane's episode began count once. The lane
-// stops at the first 429 and rests for Retry-After, else for full-jitter
-// backoff but at least two intervals at its new rate (servers that charge
-// rejected requests stay limited while a client keeps sending). Declared
-// quotas (limit per window) set the rate exactly; remaining and reset pace
-// the rest of the window and are never exceeded, counting requests still in
-// flight.
+// Declared quotas (RateLimit-Policy, X-RateLimit-Limit with a window, or
+// with the window inferred from how the resets move) set every lane's pace
+// at Settle under the declared rate, less half a request per window on a
+// sliding-window counter; what remains is a hard stop, never a pace
+// (quota.go).
 //
-// # Scope
+// When lanes that were under their pace are pushed back from ScopeLanes
+// distinct exits within ScopeSpan, the server limits site-wide (or per
+// credential): control moves to the host's own AIMD rate, which settles
+// under the rate that drew the pushback (hostrate.go). A header's scope hint
+// decides at once. 503 overload puts the host under its rate too.
 //
-// When lanes that were under their learned capacity draw 429s from
-// ScopeLanes distinct exits within ScopeSpan, the server limits host-wide
-// (site or credential): control moves to the host, whose AIMD rate starts at
-// half the measured send rate, and lanes stop learning from those 429s.
-// A Scope hint from headers decides at once. Snapshot shows the scope. A 503
-// overload also puts the host under its AIMD rate. Its additive increase
-// stops at Settle times the rate that drew the last pushback, so the host
-// rate settles under a site-wide limit instead of saw-toothing.
+// The rules a response runs through, and their order, are listed in
+// outcome.go; each records what it changed as a Change, logged at debug
+// level and kept, the last Config.Changes per host, in Snapshot.
 //
 // # State
 //
-// The math is in pure functions over HostState and ExitState (AcquireHost,
-// ReleaseHost, TakeExit, ReleaseExit); a Store runs them atomically per host
-// and per exit. memstore is the in-memory Store; limittest is the conformance
-// suite every Store must pass.
+// State lives in memory, bounded: lanes and hosts idle for IdleTTL are
+// dropped, and an idle lane costs under 192 bytes. Hosts are spread over
+// shards with a mutex each; one host's decisions are serialised.
 package limit

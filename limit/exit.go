@@ -6,11 +6,9 @@ import (
 	"github.com/exitgate/exitgate/verdict"
 )
 
-// ExitState is one exit's cross-host state: provider limits, health and
-// quarantine. A Store keeps one per pool exit and applies ExitReadyAt,
-// TakeExit and ReleaseExit to it atomically; it is not safe for concurrent
-// use on its own.
-type ExitState struct {
+// exitState is one exit's cross-host state: provider limits, health and
+// quarantine. The table's exit lock guards it.
+type exitState struct {
 	id       string
 	rate     float64 // provider req/s; 0 = none
 	conc     int32
@@ -23,29 +21,28 @@ type ExitState struct {
 	c        ExitCounters
 }
 
-// NewExitState returns healthy state for e.
-func NewExitState(e Exit) *ExitState {
-	s := &ExitState{id: e.ID}
-	s.Configure(e)
+func newExitState(e Exit) *exitState {
+	s := &exitState{id: e.ID}
+	s.configure(e)
 	return s
 }
 
-// Configure applies e's provider limits, keeping health.
-func (s *ExitState) Configure(e Exit) {
+// configure applies e's provider limits, keeping health.
+func (s *exitState) configure(e Exit) {
 	s.rate = e.Rate.Hz()
 	s.conc = int32(e.Concurrency)
 }
 
-// ExitReadyAt reports when s may next carry a request (Unix ns) and whether
-// taking it needs TakeExit.
-func ExitReadyAt(r *Rules, s *ExitState, now int64) (int64, bool) {
+// readyAt reports when s may next carry a request and whether taking it
+// needs take.
+func (s *exitState) readyAt(r *rules, now int64) (int64, bool) {
 	gated := s.rate > 0 || s.conc > 0 || s.probe
 	t := s.quar
 	if s.probe && s.probeOut {
-		t = max(t, now+r.Recheck)
+		t = max(t, now+r.recheck)
 	}
 	if s.conc > 0 && s.inFlight >= s.conc {
-		t = max(t, now+r.Recheck)
+		t = max(t, now+r.recheck)
 	}
 	if s.rate > 0 {
 		t = max(t, s.tat)
@@ -53,59 +50,58 @@ func ExitReadyAt(r *Rules, s *ExitState, now int64) (int64, bool) {
 	return t, gated
 }
 
-// TakeExit charges s with one request at now if it can go.
-func TakeExit(r *Rules, s *ExitState, now int64) ExitGrant {
-	if t, _ := ExitReadyAt(r, s, now); t > now {
-		return ExitGrant{Next: time.Unix(0, t)}
+// take charges s with one request at now if it can go; it reports ok, whether
+// the request is the recovery probe, and otherwise when to try again.
+func (s *exitState) take(r *rules, now int64) (ok, probe bool, next int64) {
+	if t, _ := s.readyAt(r, now); t > now {
+		return false, false, t
 	}
 	if s.rate > 0 {
 		s.tat = max(s.tat, now) + int64(1e9/s.rate)
 	}
 	s.inFlight++
-	g := ExitGrant{OK: true}
 	if s.probe {
 		s.probeOut = true
-		g.Probe = true
 		s.c.Probes++
+		return true, true, 0
 	}
-	return g
+	return true, false, 0
 }
 
-// ReleaseExit settles one request on s.
-func ReleaseExit(r *Rules, s *ExitState, req *ExitRelease) {
-	now := req.Now.UnixNano()
-	if req.Held {
+// release settles one request on s: gives back what take charged (held) and
+// applies health feedback.
+func (s *exitState) release(r *rules, held, probe, cancel bool, v verdict.Verdict, now int64) {
+	if held {
 		s.inFlight--
-		if req.Cancel && s.rate > 0 {
+		if cancel && s.rate > 0 {
 			s.tat -= int64(1e9 / s.rate)
 		}
-		if req.Probe {
+		if probe {
 			s.probeOut = false
 		}
 	}
-	if req.Cancel {
+	if cancel {
 		return
 	}
-	if req.Verdict == verdict.ProxyFailure {
+	if v == verdict.ProxyFailure {
 		s.c.ProxyFailures++
 		if s.fails < 30 {
 			s.fails++
 		}
 		s.c.Quarantines++
-		d := min(r.QuarMax, r.QuarBase<<(s.fails-1))
+		d := min(r.quarMax, r.quarBase<<(s.fails-1))
 		s.quar = max(s.quar, now+d)
 		s.probe = true
 		return
 	}
-	if req.Probe || s.fails > 0 {
-		// The probe got through the proxy: healthy again.
+	if probe || s.fails > 0 {
+		// The request got through the proxy: healthy again.
 		s.probe, s.fails = false, 0
 	}
 }
 
-// SnapshotExit copies s for a Snapshot.
-func SnapshotExit(r *Rules, s *ExitState, now time.Time) ExitSnapshot {
-	t, _ := ExitReadyAt(r, s, now.UnixNano())
+func (s *exitState) snapshot(r *rules, now time.Time) ExitSnapshot {
+	t, _ := s.readyAt(r, now.UnixNano())
 	es := ExitSnapshot{
 		ID:       s.id,
 		Healthy:  s.fails == 0,

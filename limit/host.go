@@ -2,38 +2,90 @@ package limit
 
 import (
 	"math"
-	"slices"
 	"time"
-
-	"github.com/exitgate/exitgate/verdict"
 )
 
 // lane is the state of one (host, exit) pair. It is kept small: an idle lane
-// costs about 200 bytes with its map entry and heap slot (see memstore's
-// TestIdleLaneBytes).
+// costs under 192 bytes with its map entry and heap slot (TestIdleLaneBytes).
 type lane struct {
 	exit     string
 	idx      int32 // position in the host heap; -1 = not in it
 	inFlight int32
-	key      int64  // heap key: earliest time this lane may go
-	tat      int64  // GCRA theoretical arrival time
-	cool     int64  // 429 cooldown until
-	ban      int64  // Banned quarantine until
-	epAt     int64  // when the current 429 episode began
-	last     int64  // last acquire or release, for idle expiry
-	taken    uint64 // host sequence number of the last take: ties go to the least recently used
-	l        learner
-	q        *quota
-	c        laneCount
-	// Last, to share laneCount's tail padding (a lane fits a 192-byte
-	// allocation; see memstore's TestIdleLaneBytes).
-	hot  bool // the last take came within one interval of the lane becoming ready
-	bans uint8
+	key      int64 // heap key: earliest time this lane may go
+	tat      int64 // GCRA theoretical arrival time
+	cool     int64 // 429 cooldown until
+	ban      int64 // quarantine until (block page, wave of forbidden)
+	epAt     int64 // when the current 429 episode began
+	pace     float64
+	// The lane's series: since serAt (its first request, or its last 429,
+	// when the server's budget for it was empty) it sent serSent requests
+	// and had serOK successes. A 429 proves the server's budget empty, so
+	// what the lane sent since bounds what it may send when its pace drops.
+	serAt   int64
+	serSent int32
+	serOK   int32
+	taken   uint32 // host sequence number of the last take: ties go to the least recently used
+	eps     uint8  // consecutive 429 episodes, for backoff
+	bans    uint8
+	// hot: the last take came within one interval of the lane becoming
+	// ready, so the lane is sent as fast as it may go.
+	hot bool
+	q   *quota
+	x   *laneExtra // what few lanes need; nil until one does
+	c   laneCount
+}
+
+// laneExtra is the part of a lane that most lanes never need: kept behind a
+// pointer so that an idle lane stays small.
+type laneExtra struct {
+	// own is this lane's own ceiling when it is below what the host's lanes
+	// hold (an IP with a smaller budget); 0 = none.
+	own   float64
+	tpass float64 // what it passed under own: counted, or sustained
+	run   run     // its current run at its own pace
+	c     rareCount
+}
+
+// run is a run of successes at one pace: since at, n.
+type run struct {
+	at int64
+	n  int32
+}
+
+// add counts one success of a request sent at sent and reports how long the
+// run has lasted and whether the lane was sent at least runSaturation of
+// pace over it.
+func (u *run) add(sent, now int64, pace float64) (el int64, saturated bool) {
+	if u.at == 0 {
+		u.at, u.n = sent, 0
+	}
+	u.n++
+	el = now - u.at
+	return el, u.n > 1 && float64(u.n-1)/secs(el) >= runSaturation*pace
 }
 
 type laneCount struct {
-	req, ok, thr, err, ban, fail uint32
-	coolMs                       uint32 // cooldown imposed after 429s, ms
+	req, ok, thr uint32
+	coolMs       uint32 // cooldown imposed after 429s, ms
+}
+
+type rareCount struct {
+	err, ban, fail, forb uint32
+}
+
+func (l *lane) extra() *laneExtra {
+	if l.x == nil {
+		l.x = &laneExtra{}
+	}
+	return l.x
+}
+
+// own is the lane's own ceiling, 0 = none.
+func (l *lane) own() float64 {
+	if l.x == nil {
+		return 0
+	}
+	return l.x.own
 }
 
 // cooled adds a cooldown of d ns to the lane's throttled time.
@@ -43,10 +95,10 @@ func (c *laneCount) cooled(d int64) {
 	}
 }
 
-// HostState is all limiter state for one host: its lanes, its gates and its
-// learning. A Store keeps one per host and runs AcquireHost and ReleaseHost on
-// it atomically; it is not safe for concurrent use on its own.
-type HostState struct {
+// host is all limiter state for one host: its lanes, gates and learning.
+// Its table shard's mutex guards it.
+type host struct {
+	name    string
 	lanes   map[string]*lane
 	heap    []*lane
 	tickets map[uint64]ticketRec
@@ -59,538 +111,156 @@ type HostState struct {
 	inFlight int32
 	last     int64
 	pause    int64 // shared not-before (busy, host-scoped Retry-After)
-	busyEps  int16
 	ceilTat  int64
+
+	send sendMeter
+	cap  capacity
+	exp  explorer
+	ev   evidence
+	rate hostRate
+	q    *quota // declared quota when the scope is shared
 
 	scope   Scope
 	hinted  bool  // scope came from headers
 	scopeAt int64 // last evidence for a shared scope
-	aimd    float64
-	aimdTat int64
-	// aimdHi is the host rate that last drew a host-level 429 or 503
-	// (req/s; 0 = none yet): additive increase stops at Settle times it, so
-	// the host rate settles under the limit instead of saw-toothing. It
-	// creeps up slowly so that a raised limit is found again.
-	aimdHi float64
-	// aimdLo is a proven lower bound on the host's capacity (req/s; 0 =
-	// none): between two pushback episodes the server's bucket was empty
-	// at both ends, so it refilled at least the successes in between. A cut
-	// restarts no lower than Settle times it, and above it the rate climbs
-	// slowly, so the host settles instead of halving on every episode.
-	aimdLo    float64
-	aimdCumAt int64 // start of the current pushback series
-	aimdCumN  int32 // successes since aimdCumAt
-	// overloaded: a busy verdict (503 overload) put the host under its AIMD
-	// rate, whatever the scope of its 429s.
-	overloaded bool
-	epAt       int64 // host-scoped 429 episode start
-	hostEps    int16
-	ev         [8]scopeEv
-	evN        uint8
-	q          *quota // declared quota when the scope is shared
 
-	winAt    int64
-	winN     int32
-	sendRate float64
-
-	// prior is what this host's lanes have learned about one lane's
-	// capacity (an average of their ceilings, req/s; 0 = nothing yet). A
-	// server that limits per IP usually gives every IP the same budget, so
-	// a new lane starts there instead of at the first guess, and a lane
-	// still probing stops at it instead of overshooting into its own 429.
-	prior float64
-	// While nothing has pushed back, one lane at a time (the leader) probes
-	// above the highest pace some lane has sustained (proven); the others
-	// follow once it is proven. A site that limits per IP then costs one
-	// overshoot 429 per host at the start, not one per exit.
-	proven   float64
-	leader   string
-	leaderAt int64
-	// thrAt is the host's last lane 429. After ProbeEvery and
-	// reprobeQuiet<<probeFails successes without one (okSince, saturating),
-	// a lane leads a re-probe above its ceiling (probeAt when) in case the
-	// limit was raised; raised is the lower bound on the new limit that its
-	// counting proved (raisedAt when), which the other lanes follow. A
-	// failed re-probe costs the host a 429 or two, not one per exit, and
-	// doubles the quiet the next one waits for (probeFails, reset by a
-	// raise), so a stable limit costs fewer and fewer probes.
-	thrAt      int64
-	okSince    int32
-	probeFails uint8
-	probeAt    int64
-	raised     float64
-	raisedAt   int64
-	// symHi is the pace at which two lanes drew the host's latest typical
-	// 429s (symAt when): lanes sending as fast will be pushed back next,
-	// so they slow down without waiting for their own 429.
-	symHi    float64
-	symAt    int64
-	lastTyp  scopeEv // the latest typical 429 and its pace
-	lastTypX float64
-
+	log changeLog
+	c   Counters
 	// waves holds the recent Forbidden answers of lanes that have some
-	// (see wave.go); nil until a host answers one.
+	// (wave.go); nil until the host answers one.
 	waves map[*lane]*wave
-
-	c Counters
-}
-
-type scopeEv struct {
-	exit string
-	at   int64
 }
 
 type ticketRec struct {
 	l                    *lane
 	at                   int64
-	laneIv, ceilIv, aiIv int64
+	laneIv, ceilIv, rtIv int64
 	quota, hostQuota     bool
 }
 
-// NewHostState returns empty state for one host.
-func NewHostState() *HostState {
-	return &HostState{lanes: make(map[string]*lane), tickets: make(map[uint64]ticketRec)}
+func newHost(name string) *host {
+	return &host{name: name, lanes: make(map[string]*lane), tickets: make(map[uint64]ticketRec)}
 }
 
-// Idle reports whether h has nothing in flight and has not been used since
-// now-ttl, so a store may drop it.
-func (h *HostState) Idle(now time.Time, ttl time.Duration) bool {
-	return h.inFlight == 0 && now.UnixNano()-h.last > int64(ttl)
+// idle reports whether h has nothing in flight and has not been used since
+// now-ttl, so the table may drop it.
+func (h *host) idle(now, ttl int64) bool {
+	return h.inFlight == 0 && now-h.last > ttl
 }
 
-// Lanes is the number of lanes h holds.
-func (h *HostState) Lanes() int { return len(h.lanes) }
+// sendMeter measures a host's send rate over sendWindow spans.
+type sendMeter struct {
+	at   int64
+	n    int32
+	rate float64 // req/s over the last complete span
+}
 
-// --- heap of lanes keyed by the time they may next go ---
+// current is the send rate: over the last complete span, or, before one has
+// passed, what was sent so far over at least a second.
+func (m *sendMeter) current(now int64) float64 {
+	if m.rate > 0 || m.at == 0 {
+		return m.rate
+	}
+	return float64(m.n) / secs(max(now-m.at, int64(time.Second)))
+}
+
+func (m *sendMeter) sent(now int64) {
+	if now-m.at >= sendWindow {
+		if m.at != 0 {
+			m.rate = float64(m.n) / secs(now-m.at)
+		}
+		m.at, m.n = now, 0
+	}
+	m.n++
+}
+
+func secs(ns int64) float64 { return float64(ns) / 1e9 }
+
+// interval is the even spacing at pace, in ns.
+func interval(pace float64) int64 {
+	if pace <= 0 {
+		return int64(time.Hour)
+	}
+	return int64(1e9 / pace)
+}
+
+// tau is the GCRA burst tolerance: LaneBurst back-to-back requests, plus
+// slop.
+func (r *rules) tau(pace float64) int64 {
+	iv := interval(pace)
+	return int64((r.laneBurst-1)*float64(iv)) + slop(iv)
+}
 
 // laneReady is the earliest instant l may send, from its own state alone.
-func (r *Rules) laneReady(l *lane) int64 {
-	t := max(l.tat-r.tau(&l.l), l.cool, l.ban)
+func (r *rules) laneReady(l *lane) int64 {
+	t := max(l.tat-r.tau(l.pace), l.cool, l.ban)
 	if l.q != nil {
-		t = max(t, l.q.readyAt(l.last))
+		t = max(t, l.q.readyAt())
 	}
 	return t
 }
 
-func (r *Rules) rekey(h *HostState, l *lane) {
+// lastUse approximates when l was last taken (its theoretical arrival time
+// less one interval, or its series start), for idle expiry: a lane keeps no
+// clock of its own, to stay small.
+func (l *lane) lastUse() int64 { return max(l.tat-interval(l.pace), l.serAt, l.cool) }
+
+func (r *rules) rekey(h *host, l *lane) {
+	if l.idx < 0 {
+		return
+	}
 	l.key = r.laneReady(l)
 	h.fix(l)
 }
 
-func (h *HostState) newLane(r *Rules, exit string, now int64) *lane {
-	l := &lane{exit: exit, idx: -1, last: now, l: learner{pace: r.First}}
-	h.adoptPrior(r, &l.l)
+func (h *host) newLane(r *rules, exit string, now int64) *lane {
+	l := &lane{exit: exit, idx: -1, serAt: now, pace: h.paceFor(r, exit)}
 	l.key = r.laneReady(l)
 	h.lanes[exit] = l
 	h.push(l)
 	return l
 }
 
-func (h *HostState) dropLane(l *lane) {
-	h.endWave(l)
+func (h *host) dropLane(l *lane) {
 	h.remove(l)
+	h.endWave(l)
 	delete(h.lanes, l.exit)
 	h.passDone = false
+	if h.exp.exit == l.exit {
+		h.exp.exit = ""
+	}
 }
 
-// ExitReadyFunc reports when an exit may next be used on any host (health,
-// quarantine, provider limits) and whether taking it needs a separate exit
-// operation (the exit has provider limits or is due a recovery probe).
-type ExitReadyFunc func(exit string, now int64) (ready int64, gated bool)
-
-// maxScan bounds the lanes one Acquire examines, so a decision stays O(log n)
-// in the pool size even when many exits are blocked.
-const maxScan = 32
-
-// AcquireHost decides whether one request to host h may go at req.Now and on
-// which lane, taking its tokens and slots if so. It is the host-level half of
-// Limiter.Acquire; a Store runs it atomically on one host's state.
-func AcquireHost(r *Rules, h *HostState, pool *Pool, req *AcquireRequest, exitReady ExitReadyFunc) AcquireResult {
-	now := req.Now.UnixNano()
-	h.last = now
-	if h.scope.shared() && !h.hinted && now-h.scopeAt > r.ScopeRevert {
-		h.scope = ScopeExit
+// setPace changes l's pace. The lane's next send moves with it: GCRA's
+// theoretical arrival time is the last send plus one interval, so the old
+// interval is swapped for the new one. A slower pace also holds the next
+// send back so that, over its series (since its last 429 or first request),
+// the lane has sent no more than the new pace allows: a lane that sent fast
+// at a pace now known to be too high has used its budget ahead of time, and
+// sending at the new pace at once would draw the 429 the slowdown is meant
+// to avoid.
+func (r *rules) setPace(h *host, l *lane, pace float64) {
+	pace = max(r.minLane, min(r.maxLane, pace))
+	if pace == l.pace {
+		return
 	}
-	if h.overloaded && now-h.epAt > r.ScopeRevert {
-		h.overloaded = false
-	}
-
-	// Host gates: shared pause, politeness ceiling, AIMD rate when the
-	// server limits host-wide.
-	gate := h.pause
-	if r.Ceiling > 0 {
-		gate = max(gate, h.ceilTat-hostSlop(int64(1e9/r.Ceiling)))
-	}
-	if h.rated() {
-		gate = max(gate, h.aimdTat-hostSlop(int64(1e9/h.aimd)))
-	}
-	if h.scope.shared() {
-		if h.q != nil {
-			gate = max(gate, h.q.readyAt(now))
+	if l.tat != 0 {
+		l.tat += interval(pace) - interval(l.pace)
+		if pace > l.pace && l.serSent > 0 {
+			// Faster: a hold-back computed for a slower pace is lifted to
+			// what the new one allows over the series.
+			l.tat = min(l.tat, max(l.serAt+int64(float64(l.serSent)*1e9/pace), h.last)+interval(pace))
 		}
 	}
-
-	var (
-		l      *lane
-		ready  int64
-		gated  bool
-		soonst int64 = math.MaxInt64
-	)
-	if pin := req.Want.Pin; pin != "" {
-		l = h.lanes[pin]
-		if l == nil {
-			l = h.newLane(r, pin, now)
-		}
-		er, g := exitReady(pin, now)
-		ready, gated = max(r.laneReady(l), er), g
-	} else {
-		l, ready, gated, soonst = h.pick(r, pool, req.Want.Avoid, now, exitReady)
+	l.pace = pace
+	if h.exp.exit == l.exit {
+		h.exp.run = run{}
 	}
-	if l == nil {
-		next := max(gate, soonst)
-		if soonst == math.MaxInt64 {
-			next = max(gate, now+r.Recheck)
-		}
-		return AcquireResult{Next: time.Unix(0, next)}
+	if l.x != nil {
+		l.x.run = run{}
 	}
-	ready = max(ready, gate)
-	if h.inFlight >= int32(r.HostConc) {
-		ready = max(ready, now+r.Recheck)
+	if l.serSent > 0 {
+		l.tat = max(l.tat, l.serAt+int64(float64(l.serSent)*1e9/pace))
 	}
-	if ready > now {
-		return AcquireResult{Next: time.Unix(0, ready)}
-	}
-
-	// Take: lane token, host ceiling, AIMD, quota and slots.
-	rec := ticketRec{l: l, at: now}
-	iv := r.interval(&l.l)
-	before := r.laneReady(l)
-	l.hot = now-before <= iv
-	l.tat = max(l.tat, now) + iv
-	rec.laneIv = iv
-	if l.q != nil && l.q.reset != 0 {
-		l.q.take(now)
-		rec.quota = true
-	}
-	if r.Ceiling > 0 {
-		rec.ceilIv = int64(1e9 / r.Ceiling)
-		h.ceilTat = max(h.ceilTat, now) + rec.ceilIv
-	}
-	if h.rated() {
-		rec.aiIv = int64(1e9 / h.aimd)
-		h.aimdTat = max(h.aimdTat, now) + rec.aiIv
-	}
-	if h.scope.shared() {
-		if h.q != nil && h.q.reset != 0 {
-			h.q.take(now)
-			rec.hostQuota = true
-		}
-	}
-	l.inFlight++
-	l.last = now
-	h.inFlight++
-	h.seq++
-	l.taken = h.seq
-	h.tickets[h.seq] = rec
-	if now-h.winAt >= int64(10*time.Second) {
-		if h.winAt != 0 {
-			h.sendRate = float64(h.winN) / secs(now-h.winAt)
-		}
-		h.winAt, h.winN = now, 0
-	}
-	h.winN++
 	r.rekey(h, l)
-	return AcquireResult{
-		OK:        true,
-		ExitGated: gated,
-		Ticket:    Ticket{Host: req.Host, Exit: l.exit, At: req.Now, Seq: h.seq},
-	}
-}
-
-// pick chooses the lane for an unpinned request: a never-used pool exit
-// first (it has been idle longest), else the heap's earliest lane. It returns
-// the lane and when it may go, or nil and the soonest time one might.
-func (h *HostState) pick(r *Rules, pool *Pool, avoid []string, now int64, exitReady ExitReadyFunc) (*lane, int64, bool, int64) {
-	if h.poolVer != pool.ver {
-		h.poolVer, h.cursor, h.passDone = pool.ver, 0, false
-	}
-	// Lazy cursor over pool exits this host has no lane for. Bounded steps
-	// per call; a full pass is amortised over many calls.
-	if !h.passDone && len(h.lanes) < pool.Len() {
-		for range maxScan {
-			if int(h.cursor) >= pool.Len() {
-				h.cursor, h.passDone = 0, true
-				break
-			}
-			id := pool.exits[h.cursor].ID
-			h.cursor++
-			if h.lanes[id] != nil || slices.Contains(avoid, id) {
-				continue
-			}
-			er, g := exitReady(id, now)
-			l := h.newLane(r, id, now)
-			if er <= now {
-				return l, now, g, 0
-			}
-			// Blocked everywhere for now: the lane waits in the heap.
-			l.key = er
-			h.fix(l)
-		}
-	}
-	var aside [maxScan]*lane
-	n := 0
-	defer func() {
-		for _, l := range aside[:n] {
-			h.push(l)
-		}
-	}()
-	for range maxScan + len(avoid) {
-		if len(h.heap) == 0 {
-			break
-		}
-		top := h.heap[0]
-		if top.inFlight == 0 {
-			if _, ok := pool.idx[top.exit]; !ok || now-top.last > r.IdleTTL {
-				// Gone from the pool, or idle past the TTL: forget it. A
-				// later pass of the cursor may bring the exit back fresh.
-				h.dropLane(top)
-				continue
-			}
-		}
-		if slices.Contains(avoid, top.exit) {
-			if n == len(aside) {
-				break
-			}
-			h.remove(top)
-			aside[n] = top
-			n++
-			continue
-		}
-		er, g := exitReady(top.exit, now)
-		if er > top.key {
-			// The exit is blocked everywhere (quarantine, provider limit):
-			// sink the lane until then instead of scanning it again.
-			top.key = er
-			h.fix(top)
-			continue
-		}
-		return top, top.key, g, 0
-	}
-	soon := int64(math.MaxInt64)
-	if len(h.heap) > 0 {
-		soon = h.heap[0].key
-	}
-	return nil, 0, false, soon
-}
-
-// ReleaseHost settles one ticket on host h: Done with req.Outcome, or Cancel.
-// It reports false when the ticket was unknown or already settled, so every
-// ticket releases its slots exactly once.
-func ReleaseHost(r *Rules, h *HostState, req *ReleaseRequest) bool {
-	rec, ok := h.tickets[req.Ticket.Seq]
-	if !ok || rec.l.exit != req.Ticket.Exit {
-		return false
-	}
-	delete(h.tickets, req.Ticket.Seq)
-	now := req.Now.UnixNano()
-	l := rec.l
-	l.inFlight--
-	h.inFlight--
-	l.last, h.last = max(l.last, now), max(h.last, now)
-	o := &req.Outcome
-	if req.Cancel || o.Verdict == verdict.ProxyFailure {
-		// Never reached the server: give back exactly what was taken.
-		l.tat -= rec.laneIv
-		if rec.quota {
-			l.q.rem++
-		}
-		h.ceilTat -= rec.ceilIv
-		h.aimdTat -= rec.aiIv
-		if rec.hostQuota {
-			h.q.rem++
-		}
-		if req.Cancel {
-			h.c.Canceled++
-		} else {
-			h.c.Requests++
-			h.c.ProxyFailures++
-			l.c.fail++
-		}
-		r.settle(h, l)
-		return true
-	}
-	h.c.Requests++
-	l.c.req++
-	sent := rec.at
-	if !o.SentAt.IsZero() {
-		sent = o.SentAt.UnixNano()
-	}
-	if o.Scope != ScopeUnknown {
-		h.hinted = true
-		h.setScope(r, o.Scope, now)
-	}
-	switch o.Verdict {
-	case verdict.OK:
-		h.c.OK++
-		l.c.ok++
-		h.endWave(l)
-		before := l.l.pace
-		r.onOK(&l.l, now)
-		h.leadProbe(r, l, before, now)
-		h.adoptPrior(r, &l.l)
-		h.reprobe(r, l, now)
-		h.sympathize(r, l, now)
-		if h.rated() {
-			h.hostEps = 0
-			r.hostIncrease(h, now)
-		}
-		h.busyEps = 0
-	case verdict.Throttled:
-		h.c.Throttled++
-		l.c.thr++
-		r.throttled(h, l, o, sent, now, req.Jitter)
-	case verdict.Busy:
-		h.c.Busy++
-		h.busyEps++
-		// An overloaded site has one capacity for all exits: the host rate
-		// takes over, and each overload episode cuts it.
-		if !h.rated() {
-			h.startRate(r)
-			h.overloaded = true
-		}
-		r.hostDecrease(h, sent, now)
-		d := int64(o.RetryAfter)
-		if d <= 0 {
-			d = int64(fullJitter(req.Jitter, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.busyEps)-1))
-		}
-		if until := now + d; until > h.pause {
-			h.c.ThrottledNs += until - max(h.pause, now)
-			h.pause = until
-		}
-	case verdict.Retryable:
-		h.c.Errors++
-		l.c.err++
-	case verdict.Banned:
-		h.c.Banned++
-		r.ban(l, now)
-	case verdict.Forbidden:
-		h.c.Forbidden++
-		if h.forbidden(l, o.URLHash, now) {
-			r.ban(l, now)
-		}
-	default:
-		h.c.Fatal++
-	}
-	if o.Quota > 0 || (o.HasRemaining && o.ResetIn > 0) {
-		if h.scope.shared() {
-			if h.q == nil {
-				h.q = &quota{}
-			}
-			h.q.update(o, now, h.inFlight)
-		} else {
-			if l.q == nil {
-				l.q = &quota{}
-			}
-			l.q.update(o, now, l.inFlight)
-			if l.q.limit > 0 && l.q.window > 0 && r.Policy == Adaptive {
-				// A declared quota sets the capacity exactly.
-				l.l.pace = max(r.MinLane, l.q.limit/secs(l.q.window))
-				l.l.fixed = true
-			}
-		}
-	}
-	r.settle(h, l)
-	return true
-}
-
-// ban quarantines lane l, for longer with each ban.
-func (r *Rules) ban(l *lane, now int64) {
-	l.c.ban++
-	if l.bans < 62 {
-		l.bans++
-	}
-	d := min(r.BanMax, r.BanBase<<min(l.bans-1, 30))
-	l.ban = max(l.ban, now+d)
-}
-
-func (r *Rules) settle(h *HostState, l *lane) {
-	if l.idx >= 0 {
-		r.rekey(h, l)
-	}
-}
-
-// throttled handles a 429 on lane l.
-func (r *Rules) throttled(h *HostState, l *lane, o *Outcome, sent, now int64, u float64) {
-	if h.scope.shared() {
-		r.hostThrottled(h, o, sent, now, u)
-		return
-	}
-	if l.epAt != 0 && sent < l.epAt {
-		// Sent before this lane's episode began: the same event, already
-		// counted. Only a longer Retry-After is news.
-		if o.RetryAfter > 0 {
-			if until := now + int64(o.RetryAfter); until > l.cool {
-				d := until - max(l.cool, now)
-				h.c.ThrottledNs += d
-				l.c.cooled(d)
-				l.cool = until
-			}
-		}
-		return
-	}
-	l.epAt = now
-	if !l.hot {
-		// The lane was under its learned capacity: this 429 is evidence
-		// of a shared limit, not of this lane's size.
-		if h.scopeEvidence(r, l.exit, now) {
-			r.hostThrottled(h, o, sent, now, u)
-			return
-		}
-		l.l.eps++
-		d := r.cooldown(&l.l, o.RetryAfter, u)
-		h.c.ThrottledNs += d
-		l.c.cooled(d)
-		l.cool = now + d
-		return
-	}
-	if h.raisedAt > 0 && h.leader != l.exit && l.l.quietAt < h.raisedAt && l.l.pace <= h.raised*1.001 {
-		// Pushed back at the pace a re-probe measured on another lane,
-		// with no 429 of its own since: what that lane measured was its
-		// share of a limit the lanes share (or its IP has a larger budget
-		// than theirs; three such lanes within ScopeSpan are taken as the
-		// former).
-		if h.scopeEvidence(r, l.exit, now) {
-			r.hostThrottled(h, o, sent, now, u)
-			return
-		}
-	}
-	if h.scope == ScopeUnknown {
-		h.scope = ScopeExit
-	}
-	h.thrAt, h.okSince = now, 0
-	re, x, prior := l.l.reHi, l.l.pace, h.prior
-	r.on429(&l.l, now)
-	if re == 0 && r.Policy == Adaptive && prior > 0 && x >= sympathyShare*prior {
-		// One lane's 429 may be timing noise; a second lane's soon after
-		// at a like pace is the limit.
-		if h.lastTyp.exit != "" && h.lastTyp.exit != l.exit && now-h.lastTyp.at <= r.ScopeSpan {
-			h.symHi, h.symAt = min(x, h.lastTypX), now
-		}
-		h.lastTyp, h.lastTypX = scopeEv{exit: l.exit, at: now}, x
-	}
-	h.learnPrior(r, l.l.hi)
-	if re > 0 && l.l.reHi == 0 && l.l.lo <= re {
-		h.probeOver(l, now, true) // the limit was not raised
-	}
-	if h.leader == l.exit && l.l.reHi == 0 && l.l.lo > h.raised {
-		// The lane leading a raise measured more: the others follow.
-		h.publishRaise(l.l.lo, now)
-	}
-	if h.leader == l.exit && l.l.hi != 0 && l.l.reHi == 0 && h.raisedAt < h.leaderAt {
-		h.leader = "" // start-up slow start: the probe is over
-	}
-	d := r.cooldown(&l.l, o.RetryAfter, u)
-	h.c.ThrottledNs += d
-	l.c.cooled(d)
-	l.cool = now + d
 }

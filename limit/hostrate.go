@@ -1,34 +1,80 @@
 package limit
 
 import (
+	"fmt"
 	"math"
-	"slices"
 	"time"
 )
 
-// The host's own rate: when the server limits host-wide (or per credential)
-// or sheds load with 503s, an AIMD rate gates the whole host, and scope
+// The host's own rate: when the server limits site-wide (or per credential)
+// or sheds load with 503s, one AIMD rate gates the whole host, and scope
 // inference decides when that is.
 
-// setScope records what the server limits by (from headers, or inferred
-// from 429s); a shared scope puts the host under its AIMD rate.
-func (h *HostState) setScope(r *Rules, s Scope, now int64) {
-	if s.shared() && !h.rated() {
-		// Control moves to the host: start the AIMD rate from what the
-		// host was actually sent, cut once.
-		h.startRate(r)
-		h.aimd = max(r.HostMin, h.aimd*r.HostDec)
+// hostRate is a host's AIMD rate and what it learned, in req/s.
+type hostRate struct {
+	on  bool    // the rate gates the host
+	now float64 // the current rate
+	tat int64   // its GCRA theoretical arrival time
+	// hi is the rate that last drew a host-level 429 or 503 (0 = none):
+	// additive increase stops at Settle times it, so the rate settles under
+	// the limit instead of saw-toothing. It creeps up after a long quiet so
+	// that a raised limit is found again.
+	hi float64
+	// lo is a proven lower bound: between two pushback episodes the
+	// server's budget was empty at both ends, so it refilled at least the
+	// successes in between. A cut restarts no lower than Settle times it.
+	lo    float64
+	cumAt int64 // start of the current pushback series
+	cumN  int32 // successes since cumAt
+	epAt  int64 // host-level pushback episode start
+	eps   int16 // consecutive host-level episodes, for backoff
+	// overloaded: 503s put the host under the rate, whatever its scope.
+	overloaded bool
+}
+
+// rated reports whether the host's rate gates it.
+func (h *host) rated() bool { return h.rate.on }
+
+// startRate starts the host rate at what the host was actually sent.
+func (r *rules) startRate(h *host, now int64, why string) {
+	base := h.send.current(now)
+	if base <= 0 {
+		base = r.first
 	}
-	if s.shared() && !h.scope.shared() && r.Policy == Adaptive {
-		// The ceilings lanes learned were their shares of the host's
-		// limit, not their own: forget them, or their sum would cap the
-		// host under its rate. Lanes slow-start again under it.
-		for _, l := range h.lanes {
-			if !l.l.fixed {
-				l.l.hi, l.l.lo, l.l.reHi, l.l.cumAt, l.l.cumN = 0, 0, 0, 0, 0
-			}
+	if r.ceiling > 0 {
+		base = min(base, r.ceiling)
+	}
+	h.note(r, now, "host-rate", "", "host-rate", 0, base, why)
+	h.rate.on, h.rate.now = true, base
+}
+
+// setScope records what the server limits by (from headers, or inferred
+// from 429s); a shared scope puts the host under its rate.
+func (r *rules) setScope(h *host, s Scope, now int64, why string) {
+	if s == h.scope {
+		if s.shared() {
+			h.scopeAt = now
 		}
-		h.leader, h.prior, h.proven, h.raised = "", 0, 0, 0
+		return
+	}
+	h.note(r, now, "scope", "", "scope", float64(h.scope), float64(s), why)
+	if s.shared() && !h.rated() {
+		// Control moves to the host: start from what it was sent, cut once.
+		r.startRate(h, now, "the host limits site-wide: its own rate governs")
+		h.rate.now = max(hostMin, h.rate.now*hostCut)
+	}
+	if s.shared() && !h.scope.shared() {
+		// What the lanes learned was their share of the host's limit, not
+		// their own: forget it, or their sum would cap the host under its
+		// rate. Lanes pace at the host's rate now.
+		h.cap = capacity{}
+		h.exp = explorer{quietAt: now}
+		for _, l := range h.lanes {
+			if l.x != nil {
+				l.x.own = 0
+			}
+			r.setPace(h, l, r.maxLane)
+		}
 	}
 	if s.shared() {
 		h.scopeAt = now
@@ -36,130 +82,116 @@ func (h *HostState) setScope(r *Rules, s Scope, now int64) {
 	h.scope = s
 }
 
-// scopeEvidence records one lane's 429 as evidence that the host's limit is
-// shared and, once ScopeLanes distinct lanes gave some within ScopeSpan
-// (and no header said otherwise), puts the host under its own rate. It
-// reports whether it did.
-func (h *HostState) scopeEvidence(r *Rules, exit string, now int64) bool {
-	h.ev[h.evN%uint8(len(h.ev))] = scopeEv{exit: exit, at: now}
-	h.evN++
-	if h.countEvidence(now-r.ScopeSpan) < r.ScopeLanes || h.hinted {
-		return false
-	}
-	h.setScope(r, ScopeHost, now)
-	return true
-}
-
-// countEvidence is how many distinct lanes drew a 429 under their learned
-// capacity since since: evidence that the limit is shared, not per IP.
-func (h *HostState) countEvidence(since int64) int {
-	var seen [8]string
-	n := 0
-	for _, e := range h.ev {
-		if e.exit == "" || e.at < since || slices.Contains(seen[:n], e.exit) {
-			continue
-		}
-		seen[n] = e.exit
-		n++
-	}
-	return n
-}
-
-// rated reports whether the host's AIMD rate gates it: the server limits
-// host-wide (or per credential), or the site is overloaded.
-func (h *HostState) rated() bool { return h.scope.shared() || h.overloaded }
-
-// startRate starts the host AIMD rate at what the host was actually sent.
-func (h *HostState) startRate(r *Rules) {
-	base := h.sendRate
-	if base <= 0 {
-		base = r.First
-	}
-	h.aimd = base
-	if r.Ceiling > 0 {
-		h.aimd = min(h.aimd, r.Ceiling)
-	}
-}
-
 // hostIncrease is the additive step of the host rate on a success, up to
-// Settle times the rate that last drew a host-level 429 or 503. After
-// Reprobe without pushback that bound creeps up by Creep every RunLength
-// successes, as a settled lane's does, so that a raised limit is found again.
-func (r *Rules) hostIncrease(h *HostState, now int64) {
-	if h.aimdCumAt != 0 && h.aimdCumN < math.MaxInt32 {
-		h.aimdCumN++
+// Settle times the rate that last drew a host-level pushback.
+func (r *rules) hostIncrease(h *host, now int64) {
+	hr := &h.rate
+	hr.eps = 0
+	if hr.cumAt != 0 && hr.cumN < math.MaxInt32 {
+		hr.cumN++
 	}
-	step := r.HostInc
-	if h.aimdLo > 0 && h.aimd >= r.Settle*h.aimdLo {
-		// Above what is proven the next pushback is near: a fifth of
-		// the step, so that episodes are rare and each costs little
-		// (measured on the bench's host-scoped, per-credential and
-		// overload scenarios: a twentieth left 4% of the rate unused,
-		// a third drew a quarter more 429s for under 1% more rate).
-		step /= 5
+	step := hostStep
+	if hr.lo > 0 && hr.now >= r.settle*hr.lo {
+		step *= hostSlowStep
 	}
-	h.aimd += step
-	if h.aimdHi > 0 {
-		if now-h.epAt > r.Reprobe {
-			h.aimdHi *= 1 + r.Creep/float64(r.RunLength)
+	hr.now += step
+	if hr.hi > 0 {
+		if now-hr.epAt > 20*int64(time.Minute) {
+			hr.hi *= 1 + 0.02/20 // a long quiet: the ceiling creeps up 2% per 20 successes
 		}
-		h.aimd = min(h.aimd, r.Settle*h.aimdHi)
+		hr.now = min(hr.now, r.settle*hr.hi)
 	}
-	if r.Ceiling > 0 {
-		h.aimd = min(h.aimd, r.Ceiling)
+	if r.ceiling > 0 {
+		hr.now = min(hr.now, r.ceiling)
 	}
 }
 
 // hostDecrease is the multiplicative cut of one host-level pushback episode;
 // answers to requests sent before the episode began count once. It reports
 // whether this was a new episode.
-func (r *Rules) hostDecrease(h *HostState, sent, now int64) bool {
-	if h.epAt != 0 && sent < h.epAt {
+func (r *rules) hostDecrease(h *host, sent, now int64, why string) bool {
+	hr := &h.rate
+	if hr.epAt != 0 && sent < hr.epAt {
 		return false
 	}
-	h.epAt = now
-	x := h.aimd
-	if h.aimdHi == 0 {
-		// The first pushback since the host became rated: it was drawn
-		// by what the host was sent then, above its newly cut rate.
-		x = max(x, h.sendRate)
+	hr.epAt = now
+	hr.eps = min(hr.eps+1, 30)
+	x := hr.now
+	sendRate := h.send.current(now)
+	if hr.hi == 0 {
+		// The first pushback since the host became rated: it was drawn by
+		// what the host was sent then, above its newly cut rate.
+		x = max(x, sendRate)
 	}
 	// The host rate drew the pushback unless the host was sent far less
-	// (sendRate averages ~10s, pauses included, so it reads low).
-	drew := h.sendRate >= 0.5*x
+	// (the send rate averages ~10s, pauses included, so it reads low).
+	drew := sendRate >= 0.5*x
 	if drew {
-		h.aimdHi = x
+		hr.hi = x
 	}
-	if h.aimdLo >= x {
-		h.aimdLo = 0 // pushed back below what was proven: the limit moved
+	if hr.lo >= x {
+		hr.lo = 0 // pushed back below what was proven: the limit moved
 	}
-	if b := counted(h.aimdCumN, h.aimdCumAt, now); b > 0 && b < x {
-		h.aimdLo = max(h.aimdLo, b)
+	if b := counted(hr.cumN, hr.cumAt, now); b > 0 && b < x {
+		hr.lo = max(hr.lo, b)
 	}
-	h.aimdCumAt, h.aimdCumN = now, 0
-	h.aimd = max(r.HostMin, x*r.HostDec)
-	if h.aimdLo > 0 && drew {
-		h.aimd = min(r.Settle*x, max(r.Settle*h.aimdLo, h.aimd))
+	hr.cumAt, hr.cumN = now, 0
+	next := max(hostMin, x*hostCut)
+	if hr.lo > 0 && drew {
+		next = min(r.settle*x, max(r.settle*hr.lo, next))
 	}
+	h.note(r, now, "host-rate", "", "host-rate", hr.now, next, why)
+	hr.now = next
 	return true
 }
 
-func (r *Rules) hostThrottled(h *HostState, o *Outcome, sent, now int64, u float64) {
-	if !r.hostDecrease(h, sent, now) {
-		if until := now + int64(o.RetryAfter); o.RetryAfter > 0 && until > h.pause {
-			h.c.ThrottledNs += until - max(h.pause, now)
-			h.pause = until
+// counted is the rate a server refilled at least, in req/s, between a
+// pushback at from (its budget empty) and now (no fuller than empty), given
+// n successes in between, whatever its burst: (n-1)/(now-from).
+func counted(n int32, from, now int64) float64 {
+	if from == 0 || now <= from || n <= 1 {
+		return 0
+	}
+	return float64(n-1) / secs(now-from)
+}
+
+// hostPause extends the host's shared pause to until.
+func (r *rules) hostPause(h *host, until, now int64, why string) {
+	if until <= h.pause {
+		return
+	}
+	h.c.ThrottledNs += until - max(h.pause, now)
+	h.note(r, now, "pause", "", "pause", secs(max(h.pause-now, 0)), secs(until-now), why)
+	h.pause = until
+}
+
+// hostThrottled handles a 429 on a host that limits site-wide.
+func (r *rules) hostThrottled(h *host, o *Outcome, sent, now int64, u float64) {
+	if !r.hostDecrease(h, sent, now, "a 429 on a host that limits site-wide") {
+		if o.RetryAfter > 0 {
+			r.hostPause(h, now+int64(o.RetryAfter), now, "a longer Retry-After from a request already out")
 		}
 		return
 	}
 	h.scopeAt = now
-	h.hostEps++
 	d := int64(o.RetryAfter)
 	if d <= 0 {
-		d = int64(fullJitter(u, time.Duration(r.BackoffBase), time.Duration(r.BackoffCap), int(h.hostEps)-1))
+		d = int64(fullJitter(u, r.backoffBase, r.backoffCap, int(h.rate.eps)-1))
 	}
-	if until := now + d; until > h.pause {
-		h.c.ThrottledNs += until - max(h.pause, now)
-		h.pause = until
+	r.hostPause(h, now+d, now, "the host limits site-wide: every lane waits")
+}
+
+// busy handles a 503: an overloaded site has one capacity for all exits, so
+// the host rate takes over and each overload episode cuts it.
+func (r *rules) busy(h *host, o *Outcome, sent, now int64, u float64) {
+	if !h.rated() {
+		r.startRate(h, now, "503 overload: the site's capacity is one for all exits")
+		h.rate.overloaded = true
 	}
+	r.hostDecrease(h, sent, now, "503 overload")
+	d := int64(o.RetryAfter)
+	if d <= 0 {
+		d = int64(fullJitter(u, r.backoffBase, r.backoffCap, int(h.rate.eps)-1))
+	}
+	r.hostPause(h, now+d, now, fmt.Sprintf("503 with Retry-After %v", time.Duration(d)))
 }

@@ -3,20 +3,20 @@ package limit
 // A host keeps its lanes in a min-heap keyed by the earliest time each may
 // send (ties to the least recently used), so picking a lane is O(log n).
 
-func (h *HostState) less(i, j int) bool {
+func (h *host) less(i, j int) bool {
 	a, b := h.heap[i], h.heap[j]
 	if a.key != b.key {
 		return a.key < b.key
 	}
-	return a.taken < b.taken
+	return int32(a.taken-b.taken) < 0 // wraps: compare by difference
 }
 
-func (h *HostState) swap(i, j int) {
+func (h *host) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
 	h.heap[i].idx, h.heap[j].idx = int32(i), int32(j)
 }
 
-func (h *HostState) up(j int) {
+func (h *host) up(j int) {
 	for j > 0 {
 		i := (j - 1) / 2
 		if !h.less(j, i) {
@@ -27,7 +27,7 @@ func (h *HostState) up(j int) {
 	}
 }
 
-func (h *HostState) down(i int) bool {
+func (h *host) down(i int) bool {
 	i0, n := i, len(h.heap)
 	for {
 		j := 2*i + 1
@@ -46,13 +46,13 @@ func (h *HostState) down(i int) bool {
 	return i > i0
 }
 
-func (h *HostState) push(l *lane) {
+func (h *host) push(l *lane) {
 	l.idx = int32(len(h.heap))
 	h.heap = append(h.heap, l)
 	h.up(int(l.idx))
 }
 
-func (h *HostState) remove(l *lane) {
+func (h *host) remove(l *lane) {
 	i := int(l.idx)
 	if i < 0 {
 		return
@@ -69,7 +69,7 @@ func (h *HostState) remove(l *lane) {
 	}
 }
 
-func (h *HostState) fix(l *lane) {
+func (h *host) fix(l *lane) {
 	if l.idx < 0 {
 		return
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,34 +13,26 @@ import (
 	"github.com/exitgate/exitgate/verdict"
 )
 
-// Limiter decides when and through which exit each request to a host may go,
-// and learns from the outcomes. It is safe for concurrent use; its state lives
-// in a Store, so several Limiters (processes) may share one.
+// Limiter decides when, and through which exit, each request to a host may
+// go, and learns from the outcomes. It is safe for concurrent use.
 type Limiter struct {
-	rules    *Rules
-	store    Store
+	rules    *rules
+	tab      *table
 	log      *slog.Logger
-	pool     atomic.Pointer[Pool]
+	pool     atomic.Pointer[exitPool]
 	inFlight atomic.Int64
 
 	mu  sync.Mutex // guards rnd
 	rnd *rand.Rand
 }
 
-// ErrNilStore: New was given no Store.
-var ErrNilStore = errors.New("limit: nil store")
-
-// New validates cfg once and returns a Limiter over store (memstore.New() in
-// the default setup).
-func New(cfg Config, store Store) (*Limiter, error) {
-	if store == nil {
-		return nil, ErrNilStore
-	}
+// New validates cfg once and returns a Limiter with no exits; call SetExits.
+func New(cfg Config) (*Limiter, error) {
 	r, err := cfg.rules()
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{rules: r, store: store, log: cfg.Logger, rnd: cfg.Rand}
+	l := &Limiter{rules: r, tab: newTable(), log: cfg.Logger, rnd: cfg.Rand}
 	if l.log == nil {
 		l.log = discardLogger()
 	}
@@ -51,27 +41,20 @@ func New(cfg Config, store Store) (*Limiter, error) {
 		_, _ = crand.Read(seed[:])
 		l.rnd = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
-	l.pool.Store(NewPool(nil))
+	l.pool.Store(newPool(nil))
 	return l, nil
 }
-
-// Rules returns the validated configuration, defaults filled in.
-func (l *Limiter) Rules() *Rules { return l.rules }
 
 // SetExits replaces the pool. Exits are keyed by ID: lanes and health of
 // exits that stay are kept. Calling it again with the same list is harmless.
 func (l *Limiter) SetExits(exits []Exit) {
-	p := NewPool(exits)
+	p := newPool(exits)
 	if old := l.pool.Load(); old != nil && samePool(old, p) {
 		return
 	}
-	if err := l.store.SetExits(context.Background(), p, time.Now()); err != nil {
-		l.log.Warn("limit: set exits", "err", err)
-	}
+	l.tab.setExits(p)
 	l.pool.Store(p)
 }
-
-func samePool(a, b *Pool) bool { return slices.Equal(a.exits, b.exits) }
 
 // Acquire decides, at now, whether a request to host may go now and on which
 // exit. If it can, it returns a Ticket and ok=true; pass the ticket to Done or
@@ -80,10 +63,6 @@ func samePool(a, b *Pool) bool { return slices.Equal(a.exits, b.exits) }
 // concurrency cap blocks), so the caller schedules the host then instead of
 // holding a worker.
 func (l *Limiter) Acquire(host string, want Want, now time.Time) (t Ticket, ok bool, next time.Time, err error) {
-	return l.acquire(context.Background(), host, want, now)
-}
-
-func (l *Limiter) acquire(ctx context.Context, host string, want Want, now time.Time) (Ticket, bool, time.Time, error) {
 	if host == "" {
 		return Ticket{}, false, time.Time{}, ErrNoHost
 	}
@@ -91,66 +70,90 @@ func (l *Limiter) acquire(ctx context.Context, host string, want Want, now time.
 	if pool.Len() == 0 {
 		return Ticket{}, false, time.Time{}, ErrNoExits
 	}
-	if want.Pin != "" {
-		if _, ok := pool.Lookup(want.Pin); !ok {
-			return Ticket{}, false, time.Time{}, ErrUnknownExit
-		}
+	if want.Pin != "" && !pool.lookup(want.Pin) {
+		return Ticket{}, false, time.Time{}, ErrUnknownExit
 	}
-	if l.inFlight.Add(1) > int64(l.rules.MaxInFlight) {
+	r := l.rules
+	if l.inFlight.Add(1) > int64(r.maxInFlight) {
 		l.inFlight.Add(-1)
-		return Ticket{}, false, now.Add(time.Duration(l.rules.Recheck)), nil
+		return Ticket{}, false, now.Add(time.Duration(r.recheck)), nil
 	}
-	req := AcquireRequest{Rules: l.rules, Pool: pool, Host: host, Want: want, Now: now}
+	n := now.UnixNano()
+	l.tab.sweep(n, r.idleTTL)
+	ready := l.tab.exitReady(r)
+	sh := l.tab.shard(host)
 	for try := 0; ; try++ {
-		res, err := l.store.Acquire(ctx, &req)
-		if err != nil || !res.OK {
-			l.inFlight.Add(-1)
-			return Ticket{}, false, res.Next, err
+		sh.mu.Lock()
+		h := sh.hosts[host]
+		if h == nil {
+			h = newHost(host)
+			sh.hosts[host] = h
 		}
-		t := res.Ticket
-		if !res.ExitGated {
+		res := r.acquire(h, pool, host, want, n, ready)
+		changes := h.log.takeOp()
+		sh.mu.Unlock()
+		l.logChanges(host, changes)
+		if !res.ok {
+			l.inFlight.Add(-1)
+			return Ticket{}, false, time.Unix(0, res.next), nil
+		}
+		t := res.ticket
+		t.At = now
+		if !res.gated {
 			return t, true, time.Time{}, nil
 		}
-		g, err := l.store.TakeExit(ctx, &ExitRequest{Rules: l.rules, Exit: t.Exit, Now: now})
-		if err == nil && g.OK {
-			t.ExitHeld, t.Probe = true, g.Probe
+		var ok, probe bool
+		var next int64
+		l.tab.exit(t.Exit, func(e *exitState) { ok, probe, next = e.take(r, n) })
+		if next == 0 && !ok {
+			ok = true // the exit left the pool: nothing to charge
+		}
+		if ok {
+			t.ExitHeld, t.Probe = true, probe
 			return t, true, time.Time{}, nil
 		}
-		// The exit filled up between the two operations: give the lane
-		// back and try another exit (or report when the pinned one frees).
-		if _, cerr := l.store.Release(ctx, &ReleaseRequest{Rules: l.rules, Ticket: t, Cancel: true, Now: now}); cerr != nil && err == nil {
-			err = cerr
+		// The exit filled up between the two decisions: give the lane back
+		// and try another exit (or report when the pinned one frees).
+		sh.mu.Lock()
+		if h := sh.hosts[host]; h != nil {
+			r.release(h, t, true, &Outcome{}, n, 0)
 		}
-		if err != nil || want.Pin != "" || try >= 2 {
+		sh.mu.Unlock()
+		if want.Pin != "" || try >= 2 {
 			l.inFlight.Add(-1)
-			next := g.Next
-			if next.IsZero() {
-				next = now.Add(time.Duration(l.rules.Recheck))
+			if next == 0 {
+				next = n + r.recheck
 			}
-			return Ticket{}, false, next, err
+			return Ticket{}, false, time.Unix(0, next), nil
 		}
-		req.Want.Avoid = append(slices.Clip(req.Want.Avoid), t.Exit)
+		want.Avoid = append(want.Avoid[:len(want.Avoid):len(want.Avoid)], t.Exit)
 	}
 }
 
 // Wait blocks until a request to host may go, then returns its Ticket. It
-// returns ctx's error if ctx ends first; nothing is held then.
+// returns ctx's error if ctx ends first, and returns at once (with
+// context.DeadlineExceeded) when the wait would pass ctx's deadline, as
+// golang.org/x/time/rate does: a caller with a deadline learns now, not at
+// the deadline, that it cannot go in time. Nothing is held then.
 func (l *Limiter) Wait(ctx context.Context, host string, want Want) (Ticket, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return Ticket{}, err
 		}
 		now := time.Now()
-		t, ok, next, err := l.acquire(ctx, host, want, now)
+		t, ok, next, err := l.Acquire(host, want, now)
 		if err != nil {
 			return Ticket{}, err
 		}
 		if ok {
 			return t, nil
 		}
+		if dl, has := ctx.Deadline(); has && next.After(dl) {
+			return Ticket{}, context.DeadlineExceeded
+		}
 		d := next.Sub(now)
 		if d <= 0 {
-			d = time.Duration(l.rules.Recheck)
+			d = time.Duration(l.rules.recheck)
 		}
 		tm := time.NewTimer(d)
 		select {
@@ -182,56 +185,43 @@ func (l *Limiter) Cancel(t Ticket, now time.Time) {
 }
 
 func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) {
-	ctx := context.Background()
-	req := ReleaseRequest{Rules: l.rules, Ticket: t, Cancel: cancel, Outcome: o, Now: now}
+	r := l.rules
+	var u float64
 	if !cancel && (o.Verdict == verdict.Throttled || o.Verdict == verdict.Busy) {
-		req.Jitter = l.jitter()
+		u = l.jitter()
 	}
-	ok, err := l.store.Release(ctx, &req)
-	if err != nil {
-		l.log.Warn("limit: release", "host", t.Host, "exit", t.Exit, "err", err)
+	n := now.UnixNano()
+	sh := l.tab.shard(t.Host)
+	sh.mu.Lock()
+	h := sh.hosts[t.Host]
+	ok := h != nil && r.release(h, t, cancel, &o, n, u)
+	var changes []Change
+	if h != nil {
+		changes = h.log.takeOp()
 	}
+	sh.mu.Unlock()
+	l.logChanges(t.Host, changes)
 	if !ok {
 		return
 	}
 	l.inFlight.Add(-1)
 	if t.ExitHeld || (!cancel && o.Verdict == verdict.ProxyFailure) {
-		er := ExitRelease{Rules: l.rules, Exit: t.Exit, Held: t.ExitHeld, Probe: t.Probe, Cancel: cancel, Verdict: o.Verdict, Now: now}
-		if err := l.store.ReleaseExit(ctx, &er); err != nil {
-			l.log.Warn("limit: release exit", "exit", t.Exit, "err", err)
-		}
-	}
-	if !cancel && o.Verdict != verdict.OK {
-		l.log.Debug("limit: outcome", "host", t.Host, "exit", t.Exit, "verdict", o.Verdict)
+		l.tab.exit(t.Exit, func(e *exitState) { e.release(r, t.ExitHeld, t.Probe, cancel, o.Verdict, n) })
 	}
 }
 
-// Snapshot returns the state of every host, lane and exit at now, with exit
-// counters summed over lanes and early warnings attached to exits.
-func (l *Limiter) Snapshot(now time.Time) Snapshot {
-	s, err := l.store.Snapshot(context.Background(), l.rules, now)
-	if err != nil {
-		l.log.Warn("limit: snapshot", "err", err)
+// logChanges logs the change records of one operation at debug level,
+// each timed when it was made (the caller's clock: virtual in a
+// simulation), not when it is logged.
+func (l *Limiter) logChanges(host string, cs []Change) {
+	ctx := context.Background()
+	if len(cs) == 0 || !l.log.Enabled(ctx, slog.LevelDebug) {
+		return
 	}
-	s.At = now
-	s.InFlight = int(l.inFlight.Load())
-	byID := make(map[string]*ExitSnapshot, len(s.Exits))
-	for i := range s.Exits {
-		byID[s.Exits[i].ID] = &s.Exits[i]
+	for _, c := range cs {
+		rec := slog.NewRecord(c.At, slog.LevelDebug, "limit: "+c.Why, 0)
+		rec.AddAttrs(slog.String("host", host), slog.String("lane", c.Lane), slog.String("rule", c.Rule),
+			slog.String("what", c.What), slog.Float64("from", c.From), slog.Float64("to", c.To))
+		_ = l.log.Handler().Handle(ctx, rec) // a handler's error is its own: the change is kept in the ring anyway
 	}
-	for _, h := range s.Hosts {
-		for _, ln := range h.Lanes {
-			e := byID[ln.Exit]
-			if e == nil {
-				continue
-			}
-			e.Requests += ln.Requests
-			e.OK += ln.OK
-			e.Throttled += ln.Throttled
-			if ln.EarlyWarning {
-				e.Warnings = append(e.Warnings, h.Host)
-			}
-		}
-	}
-	return s
 }

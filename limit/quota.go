@@ -1,29 +1,101 @@
 package limit
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
 
-// A quota is what a server declared: a limit per window and what remains
-// of it. Rare, so lanes and hosts keep it behind a pointer.
-
-// quota is what the server declared: limit per window, and what remains of
-// the current window. Rare, so it lives behind a pointer.
+// A quota is what a server declared: a limit per window and what remains of
+// the current one. A known limit and window set one lane's pace exactly
+// (Settle times limit/window, like every other pace); what remains is a
+// hard stop, never a pace: on a sliding or moving window little remains
+// just after each boundary (the previous window still weighs in), and
+// spreading it over the rest of the window slowed lanes to a third of their
+// limit. Only while nothing is known of the window (no reset seen yet) is
+// the remainder spread until the reset, which is safe whatever the window.
+//
+// A sliding-window counter (go-chi/httprate) rejects once its estimate,
+// rounded, reaches the limit less one: with a small limit N even pacing
+// must keep half a request of headroom per window, so a declared pace is
+// at most 1-0.6/N of the limit (0.94 for 10 per minute).
 type quota struct {
 	limit  float64 // declared requests per window; 0 = unknown
-	window int64
-	rem    float64 // remaining before reset; valid while now < reset
-	reset  int64
-	nextAt int64 // even pacing of rem over the rest of the window
+	window int64   // declared window, ns; 0 = unknown
+	// Without a declared window (X-RateLimit-Limit alone) it is inferred:
+	// a window is at least as long as the longest time to its reset seen
+	// (wMax), and a window that rolls on a grid (fixed, sliding counter)
+	// moves its reset by whole windows (step: the smallest move seen). A
+	// moving window's reset moves with each hit instead, by less than wMax.
+	wMax, step int64
+	rem        float64 // remaining before reset; valid while now < reset
+	reset      int64
+	seen       int64 // when the last answer came
+	// sliding: right after a reset the server said little remained, so
+	// the window that ended still counts (a sliding-window counter).
+	sliding  bool
+	answered int64 // the reset the last answer said (take may move reset on)
+	nextAt     int64 // even spread of rem until reset, while the window is unknown
 }
 
-func (q *quota) readyAt(now int64) int64 {
-	if q == nil || q.reset == 0 || now >= q.reset {
+// span is the window in ns: declared, or inferred (0 = unknown).
+func (q *quota) span() int64 {
+	switch {
+	case q.window > 0:
+		return q.window
+	case q.grid():
+		return q.step
+	}
+	return q.wMax
+}
+
+// moving reports whether the resets were seen to move with each hit (a
+// moving window), not by whole windows; unknown until they moved once.
+func (q *quota) moving() bool { return q.step > 0 && !q.grid() }
+
+// grid reports whether the resets move by whole windows (fixed windows and
+// sliding-window counters), allowing a second for resets rounded up to
+// whole seconds; a declared window counts as one.
+func (q *quota) grid() bool {
+	return q.window > 0 || q.step > 0 && q.step >= q.wMax-int64(time.Second)
+}
+
+// rate is the declared rate in req/s, 0 while limit or window is unknown.
+func (q *quota) rate() float64 {
+	if q == nil || q.limit <= 0 {
+		return 0
+	}
+	w := q.span()
+	if w <= 0 {
+		return 0
+	}
+	return q.limit / secs(w)
+}
+
+// readyAt is when what remains lets the lane go: at once, at the spread
+// instant, or at the reset when nothing remains (an instant that may have
+// passed already).
+func (q *quota) readyAt() int64 {
+	if q == nil || q.reset == 0 {
 		return 0
 	}
 	if q.rem < 1 {
+		if rate := q.rate(); rate > 0 && (q.moving() || q.sliding) {
+			// A moving window frees a slot when its oldest hit expires,
+			// which its reset does not say (flask-limiter's is the newest
+			// hit's); a sliding-window counter frees one as the previous
+			// window's weight falls, and a reset at its window's end frees
+			// nothing at once. A reset further than two intervals away is
+			// one of those: one interval at the declared rate after the
+			// last answer. A nearer one is when the next request fits.
+			if iv := int64(1e9 / rate); q.reset-q.seen > 2*iv {
+				return q.seen + iv
+			}
+		}
 		return q.reset
+	}
+	if q.span() > 0 {
+		return 0 // a known window: the pace is set from it, what remains a stop
 	}
 	return q.nextAt
 }
@@ -33,7 +105,7 @@ func (q *quota) take(now int64) {
 		return
 	}
 	if now >= q.reset {
-		if q.limit <= 0 || q.window <= 0 {
+		if q.limit <= 0 || q.span() <= 0 {
 			// The window ended and its size is unknown: the next response
 			// says what the new one holds (and, from how far its reset
 			// moved, how long windows are).
@@ -41,16 +113,19 @@ func (q *quota) take(now int64) {
 		}
 		// A new window of the declared size began; the next response
 		// corrects it.
-		for q.reset <= now {
-			q.reset += q.window
+		for w := q.span(); q.reset <= now; {
+			q.reset += w
 		}
 		q.rem = q.limit
 	}
 	q.rem--
+	q.spread(now)
+}
+
+func (q *quota) spread(now int64) {
+	q.nextAt = q.reset
 	if q.rem >= 1 {
 		q.nextAt = now + (q.reset-now)/int64(q.rem+1)
-	} else {
-		q.nextAt = q.reset
 	}
 }
 
@@ -63,21 +138,66 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 			q.window = int64(o.Window)
 		}
 	}
-	if o.HasRemaining && o.ResetIn > 0 {
-		reset := now + int64(o.ResetIn)
-		if o.Window <= 0 && q.reset != 0 && now >= q.reset && reset-q.reset >= int64(time.Second) {
-			// X-RateLimit-Limit says how many but not per what: the step
-			// from one window's reset to the next is the window. Keep the
-			// smallest step seen (a skipped window shows a multiple).
-			if d := reset - q.reset; q.window == 0 || d < q.window {
-				q.window = d
-			}
+	if !o.HasRemaining || o.ResetIn <= 0 {
+		return
+	}
+	reset := now + int64(o.ResetIn)
+	if d := reset - q.answered; q.answered != 0 && d >= int64(time.Second) {
+		// A new window began since the last answer.
+		if o.Window <= 0 && (q.step == 0 || d < q.step) {
+			q.step = d // keep the smallest move seen: a skipped window shows a multiple
 		}
-		q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
-		q.reset = reset
-		q.nextAt = now
-		if q.rem >= 1 {
-			q.nextAt = now + (q.reset-now)/int64(q.rem+1)
+		if q.limit > 0 && o.Remaining < q.limit/2 {
+			q.sliding = true // and little remains of it: the last one still counts
 		}
 	}
+	if o.Window <= 0 {
+		q.wMax = max(q.wMax, int64(o.ResetIn))
+	}
+	q.answered = reset
+	q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
+	q.reset, q.seen = reset, now
+	q.spread(now)
+}
+
+// declared applies an outcome's quota fields to lane l (or, when the host
+// limits site-wide, to the host's quota). A known per-lane limit and window
+// set the lane's pace and become the host's declared capacity, which every
+// lane follows: a server that declares a per-IP quota gives each IP the
+// same one.
+func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
+	if !(o.Quota > 0 || (o.HasRemaining && o.ResetIn > 0)) {
+		return
+	}
+	if h.scope.shared() {
+		if h.q == nil {
+			h.q = &quota{}
+		}
+		h.q.update(o, now, h.inFlight)
+		return
+	}
+	if l.q == nil {
+		l.q = &quota{}
+	}
+	l.q.update(o, now, l.inFlight)
+	// Every lane sees the same window: what one lane inferred about it
+	// holds for all (the longest reset, the smallest move).
+	hq := &h.cap.win
+	hq.limit, hq.window = l.q.limit, l.q.window
+	hq.wMax = max(hq.wMax, l.q.wMax)
+	if l.q.step > 0 && (hq.step == 0 || l.q.step < hq.step) {
+		hq.step = l.q.step
+	}
+	d := hq.rate()
+	if hq.limit > 0 {
+		d *= min(1, (1-0.6/hq.limit)/r.settle)
+	}
+	if d <= 0 || d == h.cap.declared {
+		return
+	}
+	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d,
+		fmt.Sprintf("the server declared %g per %v", hq.limit, time.Duration(hq.span()).Round(time.Millisecond)))
+	h.cap.declared = d
+	h.exp.exit = ""
+	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")
 }

@@ -3,6 +3,7 @@ package limit
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -38,25 +39,36 @@ type HostSnapshot struct {
 	// declared by headers (ScopeHinted).
 	Scope       Scope `json:"scope"`
 	ScopeHinted bool  `json:"scope_hinted,omitempty"`
-	// Rate is the host AIMD rate; zero while the host is not host-scoped
-	// (lanes govern then).
+	// Phase is how far the host's lanes got in learning one lane's budget:
+	// "ramp", "probe", "settled", or "declared" (the server said) and
+	// "shared" (the host's own rate governs).
+	Phase string `json:"phase"`
+	// LaneRate is the pace the host's lanes follow; LaneFloor and
+	// LaneCeiling bracket one lane's budget (zero = unknown).
+	LaneRate    Rate `json:"lane_rate"`
+	LaneFloor   Rate `json:"lane_floor"`
+	LaneCeiling Rate `json:"lane_ceiling"`
+	// Explorer is the lane that explores for the host.
+	Explorer string `json:"explorer,omitempty"`
+	// Rate is the host's own rate; zero while lanes govern.
 	Rate        Rate           `json:"rate"`
 	Ceiling     Rate           `json:"ceiling"`
-	SendRate    Rate           `json:"send_rate"` // measured over the last ~10s window
+	SendRate    Rate           `json:"send_rate"` // measured over the last ~10s span
 	PausedUntil time.Time      `json:"paused_until,omitzero"`
 	InFlight    int            `json:"in_flight"`
 	Counters    Counters       `json:"counters"`
 	Lanes       []LaneSnapshot `json:"lanes"`
+	// Changes are the host's last learning decisions, oldest first.
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // LaneSnapshot is one (host, exit) lane's state.
 type LaneSnapshot struct {
 	Exit string `json:"exit"`
-	// Rate is the learned pace; Ceiling the lowest rate that drew a 429;
-	// Floor a proven lower bound on the server's rate. Zero = unknown.
+	// Rate is the lane's pace; Ceiling its own ceiling when its IP has a
+	// smaller budget than the host's other lanes (zero = none).
 	Rate          Rate      `json:"rate"`
 	Ceiling       Rate      `json:"ceiling"`
-	Floor         Rate      `json:"floor"`
 	Declared      bool      `json:"declared,omitempty"` // a declared quota set Rate
 	Tokens        float64   `json:"tokens"`
 	ReadyAt       time.Time `json:"ready_at,omitzero"`
@@ -104,25 +116,83 @@ type ExitSnapshot struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// SnapshotHost copies h for a Snapshot, including early warnings for its
-// lanes. It costs O(lanes log lanes); snapshots are for dashboards, not for
-// every request.
-func SnapshotHost(r *Rules, host string, h *HostState, now time.Time) HostSnapshot {
+// Snapshot returns the state of every host, lane and exit at now, with exit
+// counters summed over lanes and early warnings attached to exits. It costs
+// O(lanes log lanes): for dashboards and reports, not for every request.
+func (l *Limiter) Snapshot(now time.Time) Snapshot {
+	r := l.rules
+	s := Snapshot{At: now, InFlight: int(l.inFlight.Load())}
+	for i := range l.tab.shards {
+		sh := &l.tab.shards[i]
+		sh.mu.Lock()
+		for _, h := range sh.hosts {
+			s.Hosts = append(s.Hosts, r.snapshotHost(h, now))
+		}
+		sh.mu.Unlock()
+	}
+	l.tab.exMu.RLock()
+	for _, e := range l.tab.exits {
+		s.Exits = append(s.Exits, e.snapshot(r, now))
+	}
+	l.tab.exMu.RUnlock()
+	slices.SortFunc(s.Hosts, func(a, b HostSnapshot) int { return strings.Compare(a.Host, b.Host) })
+	slices.SortFunc(s.Exits, func(a, b ExitSnapshot) int { return strings.Compare(a.ID, b.ID) })
+	byID := make(map[string]*ExitSnapshot, len(s.Exits))
+	for i := range s.Exits {
+		byID[s.Exits[i].ID] = &s.Exits[i]
+	}
+	for _, h := range s.Hosts {
+		for _, ln := range h.Lanes {
+			e := byID[ln.Exit]
+			if e == nil {
+				continue
+			}
+			e.Requests += ln.Requests
+			e.OK += ln.OK
+			e.Throttled += ln.Throttled
+			if ln.EarlyWarning {
+				e.Warnings = append(e.Warnings, h.Host)
+			}
+		}
+	}
+	return s
+}
+
+// phase names how a host's lanes are governed.
+func (h *host) phase() string {
+	switch {
+	case h.scope.shared():
+		return "shared"
+	case h.cap.declared > 0:
+		return "declared"
+	}
+	return phaseNames[h.exp.phase]
+}
+
+func (r *rules) snapshotHost(h *host, now time.Time) HostSnapshot {
 	n := now.UnixNano()
 	hs := HostSnapshot{
-		Host:        host,
+		Host:        h.name,
 		Scope:       h.scope,
 		ScopeHinted: h.hinted,
+		Phase:       h.phase(),
+		LaneRate:    rateFromPerSecond(h.followPace(r)),
+		LaneFloor:   rateFromPerSecond(h.cap.lo),
+		LaneCeiling: rateFromPerSecond(h.cap.hi),
 		InFlight:    int(h.inFlight),
 		Counters:    h.c,
-		SendRate:    rateFromPerSecond(h.sendRate),
+		SendRate:    rateFromPerSecond(h.send.rate),
 		Lanes:       make([]LaneSnapshot, 0, len(h.lanes)),
+		Changes:     h.log.recent(),
 	}
-	if r.Ceiling > 0 {
-		hs.Ceiling = rateFromPerSecond(r.Ceiling)
+	if h.exploring() {
+		hs.Explorer = h.exp.exit
+	}
+	if r.ceiling > 0 {
+		hs.Ceiling = rateFromPerSecond(r.ceiling)
 	}
 	if h.rated() {
-		hs.Rate = rateFromPerSecond(h.aimd)
+		hs.Rate = rateFromPerSecond(h.rate.now)
 	}
 	if h.pause > n {
 		hs.PausedUntil = time.Unix(0, h.pause).UTC()
@@ -130,24 +200,24 @@ func SnapshotHost(r *Rules, host string, h *HostState, now time.Time) HostSnapsh
 	paces := make([]float64, 0, len(h.lanes))
 	for _, l := range h.lanes {
 		ls := LaneSnapshot{
-			Exit:          l.exit,
-			Rate:          rateFromPerSecond(l.l.pace),
-			Ceiling:       rateFromPerSecond(l.l.hi),
-			Floor:         rateFromPerSecond(l.l.lo),
-			Declared:      l.l.fixed,
-			InFlight:      int(l.inFlight),
-			Requests:      uint64(l.c.req),
-			OK:            uint64(l.c.ok),
-			Throttled:     uint64(l.c.thr),
-			Errors:        uint64(l.c.err),
-			Bans:          uint64(l.c.ban),
-			ProxyFailures: uint64(l.c.fail),
+			Exit:      l.exit,
+			Rate:      rateFromPerSecond(l.pace),
+			Ceiling:   rateFromPerSecond(l.own()),
+			Declared:  l.q.rate() > 0,
+			InFlight:  int(l.inFlight),
+			Requests:  uint64(l.c.req),
+			OK:        uint64(l.c.ok),
+			Throttled: uint64(l.c.thr),
 
 			ThrottledSeconds: float64(l.c.coolMs) / 1e3,
 		}
-		iv := r.interval(&l.l)
-		burst := float64(r.tau(&l.l)+iv) / float64(iv)
-		ls.Tokens = math.Max(0, math.Min(burst, float64(n-(l.tat-r.tau(&l.l)-iv))/float64(iv)))
+		if x := l.x; x != nil {
+			ls.Errors, ls.Bans, ls.ProxyFailures = uint64(x.c.err), uint64(x.c.ban), uint64(x.c.fail)
+		}
+		iv := interval(l.pace)
+		tau := r.tau(l.pace)
+		burst := float64(tau+iv) / float64(iv)
+		ls.Tokens = math.Max(0, math.Min(burst, float64(n-(l.tat-tau-iv))/float64(iv)))
 		if t := r.laneReady(l); t > n {
 			ls.ReadyAt = time.Unix(0, t).UTC()
 		}
@@ -162,24 +232,16 @@ func SnapshotHost(r *Rules, host string, h *HostState, now time.Time) HostSnapsh
 		}
 		hs.Lanes = append(hs.Lanes, ls)
 		if l.c.req > 0 {
-			paces = append(paces, l.l.pace)
+			paces = append(paces, l.pace)
 		}
 	}
-	slices.SortFunc(hs.Lanes, func(a, b LaneSnapshot) int {
-		switch {
-		case a.Exit < b.Exit:
-			return -1
-		case a.Exit > b.Exit:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(hs.Lanes, func(a, b LaneSnapshot) int { return strings.Compare(a.Exit, b.Exit) })
 	if len(paces) >= 3 {
 		slices.Sort(paces)
 		med := paces[len(paces)/2]
 		for i := range hs.Lanes {
 			ls := &hs.Lanes[i]
-			if ls.Requests > 0 && ls.Rate.Hz() < r.EarlyWarning*med*0.999 {
+			if ls.Requests > 0 && !atLeast(ls.Rate.Hz(), r.earlyWarning*med) {
 				ls.EarlyWarning = true
 			}
 		}

@@ -3,8 +3,6 @@ package limit
 import (
 	"errors"
 	"fmt"
-	"github.com/exitgate/exitgate/backoff"
-	"sync/atomic"
 	"time"
 
 	"github.com/exitgate/exitgate/verdict"
@@ -27,8 +25,6 @@ type Exit struct {
 	Rate        Rate   // provider rate limit across hosts; zero = none
 	Concurrency int    // provider in-flight cap across hosts; 0 = none
 }
-
-func (e Exit) gated() bool { return e.Rate.N > 0 || e.Concurrency > 0 }
 
 // Want says which exits an Acquire may use.
 type Want struct {
@@ -108,64 +104,4 @@ type Outcome struct {
 	// URLHash identifies the request's URL (any hash; 0 = unknown), so that
 	// a wave of Forbidden answers is told from one URL's answers repeated.
 	URLHash uint64
-}
-
-// Pool is an immutable, indexed snapshot of the exits set by SetExits. Stores
-// receive it with each Acquire to walk exits lazily. Safe for concurrent use.
-type Pool struct {
-	ver   uint64
-	exits []Exit
-	idx   map[string]int32
-}
-
-var poolVersions atomic.Uint64
-
-// NewPool indexes exits; later duplicates of an ID replace earlier ones and
-// entries with an empty ID are dropped.
-func NewPool(exits []Exit) *Pool {
-	p := &Pool{ver: poolVersions.Add(1), idx: make(map[string]int32, len(exits))}
-	for _, e := range exits {
-		if e.ID == "" {
-			continue
-		}
-		if i, ok := p.idx[e.ID]; ok {
-			p.exits[i] = e
-			continue
-		}
-		p.idx[e.ID] = int32(len(p.exits))
-		p.exits = append(p.exits, e)
-	}
-	return p
-}
-
-// Len is the number of exits.
-func (p *Pool) Len() int {
-	if p == nil {
-		return 0
-	}
-	return len(p.exits)
-}
-
-// At returns the i'th exit.
-func (p *Pool) At(i int) Exit { return p.exits[i] }
-
-// Lookup returns the exit with id.
-func (p *Pool) Lookup(id string) (Exit, bool) {
-	if p == nil {
-		return Exit{}, false
-	}
-	i, ok := p.idx[id]
-	if !ok {
-		return Exit{}, false
-	}
-	return p.exits[i], true
-}
-
-// Version identifies this pool; every NewPool gets a fresh one.
-func (p *Pool) Version() uint64 { return p.ver }
-
-// fullJitter is backoff's full jitter for a uniform draw u in [0,1): stores
-// take u precomputed so the math stays deterministic and portable.
-func fullJitter(u float64, base, cap time.Duration, attempt int) time.Duration {
-	return backoff.Policy{Base: base, Cap: cap}.At(u, attempt)
 }

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 	"github.com/exitgate/exitgate/verdict"
 )
 
 func newTestLimiter(t *testing.T, cfg limit.Config, ids ...string) *limit.Limiter {
 	t.Helper()
-	l, err := limit.New(cfg, memstore.New())
+	l, err := limit.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +100,28 @@ func TestWaitConcurrencyFrees(t *testing.T) {
 		tk := <-got
 		if tk.Exit == first.Exit {
 			t.Errorf("second request reused %s; the other exit was idle longer", tk.Exit)
+		}
+	})
+}
+
+// TestWaitFailsFastPastDeadline: a wait that would end after the context's
+// deadline returns at once, as x/time/rate's does, so that a caller with a
+// deadline (an http.Client timeout, say) can route the request elsewhere
+// instead of spending its whole budget waiting.
+func TestWaitFailsFastPastDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, limit.Config{}, "a")
+		tk, _ := l.Wait(context.Background(), "h", limit.Want{})
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: time.Minute}, time.Now())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := l.Wait(ctx, "h", limit.Want{})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait = %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Wait returned after %v, want at once (the minute's wait passes the 10s deadline)", d)
 		}
 	})
 }

@@ -3,17 +3,17 @@ package limit
 import "time"
 
 // A bare 403 (verdict.Forbidden) is one URL's fate, not a ban: a forbidden
-// page among good ones says nothing about the lane. A wave says more: waveURLs
-// Forbidden answers from distinct URLs on one lane within waveSpan, with no
-// success on the lane in between, quarantine the lane as a Banned verdict
-// does.
+// page among good ones says nothing about the lane. A wave says more:
+// Config.BanWave Forbidden answers from distinct URLs on one lane within
+// waveSpan, with no success on the lane in between, quarantine the lane as a
+// Banned verdict does.
 const (
-	waveURLs = 3
+	waveURLs = 3 // Config.BanWave's default
 	waveSpan = int64(time.Minute)
 )
 
 // wave is a lane's recent Forbidden answers since its last success, one per
-// URL. The host keeps one only for lanes that have some (HostState.waves).
+// URL. The host keeps one only for lanes that have some (host.waves).
 type wave []waveHit
 
 type waveHit struct {
@@ -38,7 +38,7 @@ func forbiddenWave(w *wave, url uint64, now, span int64, n int) bool {
 
 // forbidden records a Forbidden answer on lane l and reports whether it
 // completed a wave.
-func (h *HostState) forbidden(l *lane, url uint64, now int64) bool {
+func (h *host) forbidden(r *rules, l *lane, url uint64, now int64) bool {
 	if h.waves == nil {
 		h.waves = make(map[*lane]*wave)
 	}
@@ -47,7 +47,7 @@ func (h *HostState) forbidden(l *lane, url uint64, now int64) bool {
 		w = new(wave)
 		h.waves[l] = w
 	}
-	if !forbiddenWave(w, url, now, waveSpan, waveURLs) {
+	if !forbiddenWave(w, url, now, waveSpan, r.banWave) {
 		return false
 	}
 	delete(h.waves, l)
@@ -55,7 +55,7 @@ func (h *HostState) forbidden(l *lane, url uint64, now int64) bool {
 }
 
 // endWave forgets lane l's Forbidden answers (it succeeded, or is gone).
-func (h *HostState) endWave(l *lane) {
+func (h *host) endWave(l *lane) {
 	if h.waves != nil {
 		delete(h.waves, l)
 	}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/exitgate/exitgate/limit"
+
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
 )
@@ -90,11 +92,21 @@ type Capacity struct {
 	// exit, the sum of its lanes' learned capacities.
 	PerSecond float64 `json:"learned_per_second"`
 	Scope     string  `json:"scope,omitempty"` // hosts: per-exit, host-wide, ...
+	// Phase is how far the host's learning got (ramp, refine, bisect,
+	// settled, declared, shared); Changes its last learning decisions,
+	// oldest first, so that a reader can see why a host slowed down.
+	Phase   string         `json:"phase,omitempty"`
+	Changes []limit.Change `json:"changes,omitempty"`
 	// Throttled is the time the server's pushback cost, in seconds: the
 	// cooldowns 429s imposed on lanes plus, for a host, its host-wide
 	// pauses (503 Retry-After, a host-scoped 429). Reported as the scope's
 	// throttled_seconds.
 	Throttled float64 `json:"-"`
+}
+
+// zero reports whether c holds nothing.
+func (c Capacity) zero() bool {
+	return c.PerSecond == 0 && c.Scope == "" && c.Throttled == 0 && c.Phase == "" && len(c.Changes) == 0
 }
 
 // Scoped is one entry of per_host or per_exit.

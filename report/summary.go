@@ -186,7 +186,7 @@ func addScoped(to map[string]*Scoped, list []Scoped) {
 		s.Abandoned += x.Abandoned
 		s.TransportErrors += x.TransportErrors
 		addStatuses(s.ResponsesByStatus, x.ResponsesByStatus)
-		if x.Requests > 0 || s.Capacity == (Capacity{}) {
+		if x.Requests > 0 || s.Capacity.zero() {
 			s.Capacity = x.Capacity
 		}
 	}

@@ -40,16 +40,27 @@ func newBenchCmd() *cobra.Command {
 		Short: "Compare exitgate with the baseline strategies on simulated rate-limited sites",
 		Long: `bench runs every strategy on every scenario (or the ones named) against a
 simulated site and a simulated pool of exits, with the production fetch engine
-and limiter code, and reports for each: utilization (successes per second over
-the rate the server allows), 429 ratio, bans, retries per success and time to
-finish a fixed URL set. Figures "after 1st window" leave out the first
---warmup of each run, while the limiters learn.
+and limiter code, and reports for each: utilization (successes over what the
+server allows the pool), 429 ratio, 429s while learning, time to settle, bans,
+retries per success and time to finish a fixed URL set. Utilization, 429
+ratios, settling and learning 429s are measured by sim/measure from the
+simulated server's own record of requests, as the real-limiter harness
+measures a real server's log. Figures "after warmup" leave out the first
+--warmup of each run, while the limiters learn; "settle" is when every exit's
+success rate entered and stayed within 90-100% of its limit.
 
 By default it runs in virtual time: a discrete-event simulation, deterministic
-for a --seed, that crawls hours of traffic in seconds. With --real it uses
-real sockets on loopback instead: the site listens on 127.0.0.1, every exit is
-a proxy dialing from its own 127.0.0.x address, and each run is capped by
---duration.
+for a --seed, that crawls hours of traffic in seconds; --duration 120s stops
+each run after 120 s of virtual time and measures exactly that span (the
+acceptance check's length), while the default runs until the URL set is done.
+With --real it uses real sockets on loopback instead: the site listens on
+127.0.0.1, every exit is a proxy dialing from its own 127.0.0.x address, and
+each run is capped by --duration (30 s when unset).
+
+--scenario takes names, or the groups all, classic (the first list below),
+twins (simulated twins of the real limiters: nginx, HAProxy, x/time/rate,
+go-chi/httprate, flask-limiter) and wide (a short crawl, reputation tiers,
+100 hosts at once).
 
 Scenarios:
 ` + scenarioHelp() + `
@@ -57,6 +68,7 @@ Strategies:
 ` + strategyHelp(),
 		Example: `  exitgate bench
   exitgate bench --scenario per-ip-token-bucket --json
+  exitgate bench --scenario twins --strategy exitgate --duration 120s
   exitgate bench --out bench-out        # also writes one SVG chart per scenario
   exitgate bench --scenario per-ip-gcra --strategy exitgate --exits 10000 --urls 1000000 --concurrency 1024`,
 		Args: cobra.NoArgs,
@@ -67,7 +79,7 @@ Strategies:
 	fl := cmd.Flags()
 	fl.StringVar(&f.scenario, "scenario", "all", "scenario to run, or all; a comma-separated list works too")
 	fl.StringVar(&f.strategy, "strategy", "all", "strategy to run, or all; a comma-separated list works too")
-	fl.BoolVar(&f.json, "json", false, `print {"scenarios": [{"name", "kind", "headers", "results": [{"strategy", "utilization", "ratio_429", "bans", "retries_per_success", "seconds_to_finish", ...}]}]} instead of tables; utilization and ratio_429 leave out the first --warmup, as the targets do (utilization_whole_run and ratio_429_whole_run include it)`)
+	fl.BoolVar(&f.json, "json", false, `print {"scenarios": [{"name", "kind", "headers", "results": [{"strategy", "utilization", "ratio_429", "bans", "retries_per_success", "seconds_to_finish", ...}]}]} instead of tables; utilization and ratio_429 leave out the first --warmup, as the targets do (utilization_whole_run and ratio_429_whole_run include it); settle_seconds (-1: never) and learning_429s; hosts holds per-host figures of a multi-host scenario`)
 	fl.StringVar(&f.out, "out", "", "directory to write bench.md, bench.json and one SVG chart per scenario (rate and 429s over time per strategy)")
 	fl.IntVar(&f.exits, "exits", 20, "number of exits in the simulated pool")
 	fl.IntVar(&f.urls, "urls", 0, "size of the fixed URL set per scenario; 0 means what a perfect client fetches in 10 minutes (200 with --real)")
@@ -77,16 +89,26 @@ Strategies:
 	fl.IntVar(&f.parallel, "parallel", 0, "runs at once in virtual time; 0 means one per CPU (results do not depend on it)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "override every strategy's requests in flight (and exitgate's in-flight caps), for large pools; 0 keeps each strategy's own")
 	fl.BoolVar(&f.real, "real", false, "use real sockets on loopback and real time instead of virtual time")
-	fl.DurationVar(&f.duration, "duration", 30*time.Second, "with --real, the longest one run may take")
+	fl.DurationVar(&f.duration, "duration", 0, "stop each run after this long and measure that span (virtual time; with --real, real time, 30s when unset); 0 runs the URL set to its end")
 	return cmd
 }
 
 func scenarioHelp() string {
 	var b strings.Builder
-	for _, s := range server.Scenarios() {
-		fmt.Fprintf(&b, "  %-22s %s\n", s.Name, s.Description)
+	for i, g := range [][]server.Scenario{server.Scenarios(), server.Twins(), server.Wide()} {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		for _, s := range g {
+			fmt.Fprintf(&b, "  %-31s %s\n", s.Name, s.Description)
+		}
 	}
 	return b.String()
+}
+
+// scenarioGroups are the names --scenario accepts for several scenarios.
+var scenarioGroups = map[string]func() []server.Scenario{
+	"all": server.All, "classic": server.Scenarios, "twins": server.Twins, "wide": server.Wide,
 }
 
 func strategyHelp() string {
@@ -98,11 +120,15 @@ func strategyHelp() string {
 }
 
 func pickScenarios(arg string) ([]server.Scenario, error) {
-	if arg == "" || arg == "all" {
-		return server.Scenarios(), nil
+	if arg == "" {
+		arg = "all"
 	}
 	var out []server.Scenario
 	for _, n := range strings.Split(arg, ",") {
+		if g := scenarioGroups[strings.TrimSpace(n)]; g != nil {
+			out = append(out, g()...)
+			continue
+		}
 		s, ok := server.ScenarioByName(strings.TrimSpace(n))
 		if !ok {
 			return nil, fmt.Errorf("unknown scenario %q (see exitgate bench --help)", n)
@@ -139,8 +165,8 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 	if err != nil {
 		return err
 	}
-	if f.exits < 1 || f.urls < 0 || f.concurrency < 0 || f.parallel < 0 {
-		return fmt.Errorf("--exits must be at least 1; --urls, --concurrency and --parallel must not be negative")
+	if f.exits < 1 || f.urls < 0 || f.concurrency < 0 || f.parallel < 0 || f.duration < 0 {
+		return fmt.Errorf("--exits must be at least 1; --urls, --concurrency, --parallel and --duration must not be negative")
 	}
 	start := time.Now()
 	var rs []simrun.ScenarioResult
@@ -149,7 +175,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 	} else {
 		rs, err = simrun.Matrix(ctx, simrun.MatrixConfig{
 			Scenarios: scs, Strategies: specs, Parallel: f.parallel,
-			Base: simrun.Config{Exits: f.exits, URLs: f.urls, Seed: f.seed, Warmup: f.warmup, MaxTime: f.maxTime, Concurrency: f.concurrency},
+			Base: simrun.Config{Exits: f.exits, URLs: f.urls, Seed: f.seed, Warmup: f.warmup, MaxTime: f.maxTime, Concurrency: f.concurrency, Duration: f.duration},
 		})
 	}
 	if err != nil {
@@ -183,13 +209,20 @@ func benchReal(ctx context.Context, stderr io.Writer, f benchFlags, scs []server
 	if urls == 0 {
 		urls = 200
 	}
+	if f.duration == 0 {
+		f.duration = 30 * time.Second
+	}
 	var out []simrun.ScenarioResult
 	for _, sc := range scs {
 		if sc.Kind == server.Rotating {
 			fmt.Fprintf(stderr, "skipping %s: %v\n", sc.Name, simrun.ErrRealRotating)
 			continue
 		}
-		sr := simrun.ScenarioResult{Name: sc.Name, Description: sc.Description, Kind: sc.Kind, Headers: sc.Config.Headers.String(), URLs: urls}
+		if len(sc.Hosts) > 0 {
+			fmt.Fprintf(stderr, "skipping %s: %v\n", sc.Name, simrun.ErrRealHosts)
+			continue
+		}
+		sr := simrun.ScenarioResult{Name: sc.Name, Description: sc.Description, Kind: sc.Kind, Headers: server.HeadersLabel(sc.Config), URLs: urls}
 		for _, spec := range specs {
 			fmt.Fprintf(stderr, "%s / %s ...\n", sc.Name, spec.Name)
 			r, err := simrun.Real(ctx, simrun.RealConfig{Scenario: sc, Strategy: spec, Exits: f.exits, URLs: urls, Duration: f.duration, Seed: f.seed, Warmup: f.warmup})

@@ -41,7 +41,7 @@ func TestBenchJSON(t *testing.T) {
 			t.Fatalf("scenario %q: %d results, want 2", s.Name, len(s.Results))
 		}
 		for _, r := range s.Results {
-			for _, k := range []string{"strategy", "utilization", "ratio_429", "bans", "retries_per_success", "seconds_to_finish"} {
+			for _, k := range []string{"strategy", "utilization", "ratio_429", "utilization_whole_run", "ratio_429_whole_run", "settle_seconds", "learning_429s", "bans", "retries_per_success", "seconds_to_finish"} {
 				if _, ok := r[k]; !ok {
 					t.Errorf("scenario %q result lacks %q", s.Name, k)
 				}
@@ -57,5 +57,25 @@ func TestBenchUnknownNames(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "nope") {
 			t.Errorf("runBench(%q, %q) err = %v, want one naming the unknown name", f.scenario, f.strategy, err)
 		}
+	}
+}
+
+// The twins group runs for --duration and the table carries the new
+// columns; a multi-host scenario reports per-host figures in JSON.
+func TestBenchTwinsDuration(t *testing.T) {
+	var out, errOut bytes.Buffer
+	f := benchFlags{scenario: "twin-nginx-1rs,twin-httprate-30per10s", strategy: "exitgate", exits: 5, seed: 1,
+		warmup: time.Minute, maxTime: time.Hour, duration: 120 * time.Second}
+	if err := runBench(context.Background(), &out, &errOut, f); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| learning 429s | settle s |", "### twin-nginx-1rs (per-ip, headers: none+retry-after=1s", "### twin-httprate-30per10s (per-ip, headers: x-ratelimit"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("bench output lacks %q:\n%s", want, out.String())
+		}
+	}
+	scs, err := pickScenarios("twins,wide")
+	if err != nil || len(scs) < 19 {
+		t.Errorf("pickScenarios(twins,wide) = %d scenarios, %v", len(scs), err)
 	}
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/internal/urlfile"
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/memstore"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/pool"
 	"github.com/exitgate/exitgate/report"
@@ -46,7 +45,6 @@ type crawlFlags struct {
 	perHostConcurrency int
 	hostRate           string
 	laneRate           string
-	policy             string
 	maxRetries         int
 	maxWait            time.Duration
 	duration           time.Duration
@@ -57,6 +55,7 @@ type crawlFlags struct {
 	durable            bool
 	progress           time.Duration
 	verbose            bool
+	logLevel           string
 	echoURL            string
 	exitIPHeader       string
 	maxBody            string
@@ -121,7 +120,6 @@ Exit codes:
 	fl.IntVar(&f.perHostConcurrency, "per-host-concurrency", 16, "requests in flight per host")
 	fl.StringVar(&f.hostRate, "host-rate", "0", "politeness ceiling per host across all exits, e.g. 10/s or 600/min; 0 means none")
 	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) rate; it is learned from there")
-	fl.StringVar(&f.policy, "policy", "adaptive", "lane learning policy: adaptive, or article (halve on 429, +25% after 100 successes; for comparison)")
 	fl.IntVar(&f.maxRetries, "max-retries", 5, "retries per URL for errors and bans (429s have their own, larger budget; proxy failures are not charged)")
 	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Minute, "park threshold: a Retry-After longer than this parks the URL durably until it is due")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long and leave the rest queued (0: run until done)")
@@ -137,7 +135,8 @@ Exit codes:
 	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out was crawled from to that crawl (without it, such a file is refused)")
 	fl.StringVar(&f.format, "format", "jsonl", "results file format: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
-	fl.BoolVar(&f.verbose, "verbose", false, "log limiter and retry decisions to stderr")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "log to stderr at this level: debug (every learning decision of the limiter, and retries), info, warn or error")
+	fl.BoolVar(&f.verbose, "verbose", false, "same as --log-level debug")
 	return cmd
 }
 
@@ -198,13 +197,8 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if s.limCfg.FirstGuess.IsZero() {
 		return s, fmt.Errorf("--lane-rate must be above zero")
 	}
-	switch f.policy {
-	case "adaptive":
-		s.limCfg.Policy = limit.Adaptive
-	case "article":
-		s.limCfg.Policy = limit.ArticlePerExit
-	default:
-		return s, fmt.Errorf("--policy %q: want adaptive or article", f.policy)
+	if _, err := parseLogLevel(f.logLevel); err != nil {
+		return s, err
 	}
 	if s.format, err = report.ParseFormat(f.format); err != nil {
 		return s, fmt.Errorf("--format %w", err)
@@ -255,11 +249,12 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 		defer metricsLn.Close()
 	}
-	logLevel := slog.LevelWarn
+	logLevel, _ := parseLogLevel(f.logLevel)
 	if f.verbose {
 		logLevel = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	setup.limCfg.Logger = logger
 
 	record, err := checkURLFile(f.out, setup.urlFile, f.append)
 	if err != nil {
@@ -305,10 +300,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %d abandoned, %d to do) through %d exits\n",
 		added, counts.Total(), counts.Done, counts.Abandoned, counts.Unfinished(), len(setup.exits))
 
-	lim, err := limit.New(setup.limCfg, memstore.New())
+	lim, err := limit.New(setup.limCfg)
 	if err != nil {
 		return err
 	}
+	restoreLearned(f.out, lim, time.Now(), stderr)
 	var identity *pool.Identity
 	if f.echoURL != "" || f.exitIPHeader != "" {
 		if identity, err = pool.NewIdentity(pool.IdentityConfig{Header: f.exitIPHeader, EchoURL: f.echoURL}); err != nil {
@@ -397,7 +393,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		defer t.Stop()
 	}
 	prog := startProgress(stderr, f.progress, fr, tally, core.Waiting)
+	stopSaving := make(chan struct{})
+	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
 	runErr := engine.Run(runCtx)
+	close(stopSaving)
+	<-saved
 	prog.stop()
 
 	// The report is written even after an error or a signal: it describes
@@ -534,7 +534,8 @@ func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 		if !h.Rate.IsZero() {
 			sum = h.Rate.Hz()
 		}
-		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(), Throttled: max(throttled, 0)}
+		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(), Throttled: max(throttled, 0),
+			Phase: h.Phase, Changes: h.Changes}
 	}
 	return hosts, exits
 }
@@ -655,4 +656,13 @@ func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
 	}
 	rec.URLFiles = append(rec.URLFiles, this)
 	return &rec, nil
+}
+
+// parseLogLevel reads --log-level.
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
 }

@@ -65,7 +65,7 @@ func Matrix(ctx context.Context, mc MatrixConfig) ([]ScenarioResult, error) {
 		}
 		out[i] = ScenarioResult{
 			Name: sc.Name, Description: sc.Description, Kind: sc.Kind,
-			Headers: sc.Config.Headers.String(), URLs: urls,
+			Headers: server.HeadersLabel(sc.Config), URLs: urls,
 			Results: make([]Result, len(specs)),
 		}
 		for j := range specs {

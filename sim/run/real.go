@@ -35,6 +35,7 @@ type Site struct {
 func StartSite(sc server.Scenario, seed uint64) (*Site, error) {
 	cfg := sc.Config
 	cfg.Rand = rand.New(rand.NewPCG(seed, 1))
+	cfg.Record = true
 	s, err := server.New(cfg)
 	if err != nil {
 		return nil, err
@@ -88,6 +89,9 @@ type RealConfig struct {
 // ErrRealRotating: the real-socket mode has no rotating gateway scenario.
 var ErrRealRotating = errors.New("run: real sockets do not simulate rotating gateways")
 
+// ErrRealHosts: the real-socket mode serves one site.
+var ErrRealHosts = errors.New("run: real sockets serve one host, not a multi-host scenario")
+
 // Real crawls the scenario's site through local exits with fetch.Engine,
 // real sockets and real time, and measures it like Virtual does.
 func Real(ctx context.Context, cfg RealConfig) (Result, error) {
@@ -96,6 +100,9 @@ func Real(ctx context.Context, cfg RealConfig) (Result, error) {
 	}
 	if cfg.Scenario.Kind == server.Rotating {
 		return Result{}, ErrRealRotating
+	}
+	if len(cfg.Scenario.Hosts) > 0 {
+		return Result{}, ErrRealHosts
 	}
 	if cfg.Exits <= 0 {
 		cfg.Exits = 20
@@ -137,11 +144,13 @@ func Real(ctx context.Context, cfg RealConfig) (Result, error) {
 	defer proxies.Close()
 	start := time.Now()
 	var mu sync.Mutex
-	m := newMeter(start, cfg.Warmup, cfg.Bucket)
+	m := newMeter(start, cfg.Bucket)
 	var members []fetch.Member
 	var keys []string
 	var transports []*http.Transport
+	ips := map[string]bool{}
 	for i, ex := range pool.Exits() {
+		ips[ex.IP.String()] = true
 		u := *proxies.URLs()[i]
 		u.User = url.User(proxyUser) // the one credential a per-credential site keys on
 		tr := &http.Transport{Proxy: http.ProxyURL(&u), MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
@@ -192,6 +201,14 @@ func Real(ctx context.Context, cfg RealConfig) (Result, error) {
 		defer mu.Unlock()
 		r := m.result(resultInput{scenario: cfg.Scenario, strategy: cfg.Strategy.Name, site: site.Site,
 			keys: keyCount, urls: cfg.URLs, end: end, counts: counts, exits: cfg.Exits})
+		// The site's record is the measure: this run's exits' requests.
+		h := &host{name: site.URL, site: site.Site, keys: keyCount}
+		if cfg.Scenario.Config.Key.By == server.KeyIP {
+			h.only = ips
+		}
+		if err := r.measure([]*host{h}, start, end, cfg.Warmup); err != nil {
+			r.SettleSeconds = -1
+		}
 		return r
 	}
 	stop := make(chan struct{})

@@ -15,16 +15,16 @@ func Markdown(w io.Writer, rs []ScenarioResult) error {
 	var b strings.Builder
 	for _, s := range rs {
 		fmt.Fprintf(&b, "### %s (%s, headers: %s, %d URLs)\n\n%s\n\n", s.Name, s.Kind, s.Headers, s.URLs, s.Description)
-		b.WriteString("| strategy | utilization | after 1st window | 429 ratio | after 1st window | bans | retries/success | seconds to finish | done | abandoned |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| strategy | utilization | after warmup | 429 ratio | after warmup | learning 429s | settle s | bans | retries/success | seconds to finish | done | abandoned |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range s.Results {
 			fin := fmt.Sprintf("%.0f", r.SecondsToFinish)
 			if !r.Finished {
 				fin = ">" + fin
 			}
-			fmt.Fprintf(&b, "| %s | %.1f%% | %.1f%% | %.2f%% | %.2f%% | %d | %.2f | %s | %d | %d |\n",
+			fmt.Fprintf(&b, "| %s | %.1f%% | %.1f%% | %.2f%% | %.2f%% | %d | %s | %d | %.2f | %s | %d | %d |\n",
 				r.Strategy, 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, 100*r.Ratio429Steady,
-				r.Bans, r.RetriesPerSuccess, fin, r.Done, r.Abandoned)
+				r.Learning429s, Settle(r.SettleSeconds), r.Bans, r.RetriesPerSuccess, fin, r.Done, r.Abandoned)
 		}
 		b.WriteString("\n")
 	}
@@ -44,6 +44,14 @@ func Markdown(w io.Writer, rs []ScenarioResult) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Settle renders a time to settle: whole seconds, or "never".
+func Settle(s float64) string {
+	if s < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.0f", s)
 }
 
 // Finding is one target checked on one scenario.
@@ -81,7 +89,7 @@ func Check(rs []ScenarioResult) []Finding {
 		switch s.Kind {
 		case server.PerIP:
 			u, q := TargetUtilization, Target429
-			if s.Headers == server.HeadersXRateLimit.String() || s.Headers == server.HeadersIETF.String() {
+			if h := s.Headers; strings.HasPrefix(h, server.HeadersXRateLimit.String()) || strings.HasPrefix(h, server.HeadersIETF.String()) {
 				u, q = TargetUtilizationHeaders, Target429Headers
 			}
 			out = append(out, Finding{s.Name, eg.UtilizationSteady >= u && eg.Ratio429Steady <= q,

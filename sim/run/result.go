@@ -1,24 +1,38 @@
 package run
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
 
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/sim/measure"
 	"github.com/exitgate/exitgate/sim/server"
 )
 
 // Result is what one strategy achieved on one scenario. The first fields are
 // the bench's headline figures; the rest explain them.
+//
+// Utilization, the 429 ratios, SettleSeconds and Learning429s are measured
+// by sim/measure from the sites' own records of requests (arrival, key,
+// status), as the real-limiter harness measures a real server's access
+// log: one definition for both. The counts below them are the client's.
 type Result struct {
 	Strategy string `json:"strategy"`
-	// Utilization is successes per second over the server's allowed rate
-	// (integrated over limit changes), for the whole run.
+	// Utilization is successes over what the server allowed the client's
+	// keys (integrated over limit changes), for the whole run.
 	Utilization float64 `json:"utilization_whole_run"`
-	// Ratio429 is 429s over all responses, for the whole run.
+	// Ratio429 is 429s over all requests the server saw, for the whole run.
 	Ratio429 float64 `json:"ratio_429_whole_run"`
+	// SettleSeconds is the time to settle: from then on every key's
+	// success rate stays within 90-100% of its limit (sim/measure); -1
+	// when the run never settled.
+	SettleSeconds float64 `json:"settle_seconds"`
+	// Learning429s is the 429s before the run settled (all of them if it
+	// never did).
+	Learning429s int `json:"learning_429s"`
 	// Bans is the number of bans the site issued.
 	Bans int64 `json:"bans"`
 	// RetriesPerSuccess is attempts beyond the first per URL, per success.
@@ -38,8 +52,15 @@ type Result struct {
 	// Finished is false when the run stopped at its time cap.
 	Finished bool `json:"finished"`
 
-	// RequestsSteady counts the responses after the first window.
+	// RequestsSteady counts the requests the server saw after the first
+	// window.
 	RequestsSteady int64 `json:"requests_after_warmup"`
+	// Hosts holds each host's figures in a multi-host scenario (the
+	// figures above are then over all hosts).
+	Hosts []HostFigures `json:"hosts,omitempty"`
+	// Figures are measure's whole-run figures of a one-host run, the form
+	// in which the real-limiter harness reports a real server.
+	Figures measure.Figures `json:"-"`
 
 	Requests   int64          `json:"requests"`
 	Successes  int64          `json:"successes"`
@@ -66,27 +87,22 @@ type Sample struct {
 
 // meter counts responses as they complete, in time order.
 type meter struct {
-	start, steady time.Time
-	bucket        time.Duration
-	timeline      []Sample
+	start    time.Time
+	bucket   time.Duration
+	timeline []Sample
 
 	requests, ok, limited, overloaded, forbidden, errs int64
-	sReq, sOK, sLimited                                int64
 
 	done, abandoned int
 	reasons         map[string]int
 }
 
-func newMeter(start time.Time, warmup, bucket time.Duration) *meter {
-	return &meter{start: start, steady: start.Add(warmup), bucket: bucket, reasons: map[string]int{}}
+func newMeter(start time.Time, bucket time.Duration) *meter {
+	return &meter{start: start, bucket: bucket, reasons: map[string]int{}}
 }
 
 func (m *meter) response(r fetch.Response, at time.Time) {
 	m.requests++
-	steady := !at.Before(m.steady)
-	if steady {
-		m.sReq++
-	}
 	i := int(at.Sub(m.start) / m.bucket)
 	for len(m.timeline) <= i {
 		m.timeline = append(m.timeline, Sample{})
@@ -97,15 +113,9 @@ func (m *meter) response(r fetch.Response, at time.Time) {
 	case r.Status < 400:
 		m.ok++
 		m.timeline[i].OK++
-		if steady {
-			m.sOK++
-		}
 	case r.Status == 429:
 		m.limited++
 		m.timeline[i].Limited++
-		if steady {
-			m.sLimited++
-		}
 	case r.Status == 503:
 		m.overloaded++
 	case r.Status == 403:
@@ -144,7 +154,6 @@ func (m *meter) result(in resultInput) Result {
 		AllowedRate:     in.site.AllowedRateAt(in.keys, 0),
 		Finished:        in.counts.Unfinished() == 0,
 		Requests:        m.requests,
-		RequestsSteady:  m.sReq,
 		Successes:       m.ok,
 		Limited:         m.limited,
 		Overloaded:      m.overloaded,
@@ -161,14 +170,7 @@ func (m *meter) result(in resultInput) Result {
 	}
 	if el > 0 {
 		r.SuccessRate = float64(m.ok) / el.Seconds()
-		r.Utilization = ratio(float64(m.ok), in.site.AllowedRequests(in.keys, el))
 	}
-	warm := m.steady.Sub(m.start)
-	if el > warm {
-		r.UtilizationSteady = ratio(float64(m.sOK), in.site.AllowedRequests(in.keys, el)-in.site.AllowedRequests(in.keys, warm))
-	}
-	r.Ratio429 = ratio(float64(m.limited), float64(m.requests))
-	r.Ratio429Steady = ratio(float64(m.sLimited), float64(m.sReq))
 	if m.ok > 0 {
 		r.RetriesPerSuccess = float64(max(0, m.requests-int64(m.done+m.abandoned))) / float64(m.ok)
 	}
@@ -180,6 +182,30 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// measure sets the server-side figures from the hosts' records over
+// [start, end), the steady ones from start+warmup.
+func (r *Result) measure(hs []*host, start, end time.Time, warmup time.Duration) error {
+	var fs []HostFigures
+	for _, h := range hs {
+		f, err := measureHost(h, start, end, warmup)
+		if err != nil {
+			return fmt.Errorf("measure %s: %w", h.name, err)
+		}
+		fs = append(fs, f)
+	}
+	o := overall(fs)
+	r.Utilization, r.UtilizationSteady = o.Utilization, o.UtilizationSteady
+	r.Ratio429, r.Ratio429Steady = o.Ratio429, o.Ratio429Steady
+	r.SettleSeconds, r.Learning429s = o.SettleSeconds, o.Learning429s
+	r.RequestsSteady = int64(o.reqSteady)
+	if len(fs) > 1 {
+		r.Hosts = fs
+	} else {
+		r.Figures = fs[0].Figures
+	}
+	return nil
 }
 
 // TopReasons returns up to n abandon reasons, most frequent first.

@@ -69,6 +69,11 @@ type Config struct {
 	SessionsPerExit int
 	// Start is virtual time zero. Default 2026-01-02T00:00:00Z.
 	Start time.Time
+	// Duration, when set, stops the run after this much virtual time and
+	// measures exactly that span (the acceptance check runs 120 s); zero
+	// runs until the URL set is done (or MaxTime) and measures to the
+	// last response.
+	Duration time.Duration
 }
 
 // Errors a run returns.
@@ -93,7 +98,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Exits == 0 {
 		c.Exits = 20
 	}
-	if c.Exits < 0 || c.URLs < 0 || c.Concurrency < 0 || c.SessionsPerExit < 0 {
+	if c.Exits < 0 || c.URLs < 0 || c.Concurrency < 0 || c.SessionsPerExit < 0 || c.Duration < 0 {
 		return c, fmt.Errorf("%w: negative size", ErrConfig)
 	}
 	if c.Seed == 0 {
@@ -130,13 +135,18 @@ func Keys(s server.Scenario, exits int) int {
 	return 1
 }
 
-// DefaultURLs is the URL set a perfect client fetches in 10 minutes.
+// DefaultURLs is the URL set a perfect client fetches in 10 minutes (at
+// least 100 per host), or the scenario's own URL count (a short crawl).
 func DefaultURLs(s server.Scenario, exits int) int {
-	site, err := server.New(s.Config)
+	hs, err := hostsFor(s, exits, 1, 0)
 	if err != nil {
 		return 100
 	}
-	return max(100, int(site.AllowedRequests(Keys(s, exits), 10*time.Minute)))
+	n := 0
+	for _, h := range hs {
+		n += h.urls
+	}
+	return n
 }
 
 // proxyUser is the one proxy credential every simulated client uses.
@@ -159,10 +169,7 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	sc := cfg.Scenario
-	siteCfg := sc.Config
-	siteCfg.Rand = rand.New(rand.NewPCG(cfg.Seed, 1))
-	siteCfg.Logger = nil
-	site, err := server.New(siteCfg)
+	hosts, err := hostsFor(sc, cfg.Exits, cfg.Seed, cfg.URLs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -176,9 +183,14 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Concurrency > 0 {
 		conc = cfg.Concurrency
 	}
+	// The rate an operator would type: the strictest host's.
+	rate := hosts[0].site.Policy().Rate()
+	for _, h := range hosts[1:] {
+		rate = min(rate, h.site.Policy().Rate())
+	}
 	lim, err := cfg.Strategy.New(strategy.Env{
 		Exits:    keys,
-		Rate:     site.Policy().Rate(),
+		Rate:     rate,
 		InFlight: cfg.Concurrency,
 		Rand:     rand.New(rand.NewPCG(cfg.Seed, 3)),
 	})
@@ -190,22 +202,27 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	defer fr.Close()
-	urls := cfg.URLs
-	if urls == 0 {
-		urls = DefaultURLs(sc, cfg.Exits)
-	}
-	if err := pushURLs(ctx, fr, "http://"+SiteHost, urls); err != nil {
+	if err := pushHosts(ctx, fr, hosts); err != nil {
 		return Result{}, err
 	}
 
-	m := newMeter(cfg.Start, cfg.Warmup, cfg.Bucket)
+	m := newMeter(cfg.Start, cfg.Bucket)
 	core := fetch.NewCore(coreConfig(cfg.Strategy, conc, cfg.Seed, m), fr, lim, nil)
 
 	d := &driver{
-		core: core, fr: fr, site: site, pool: pool, routes: routes, m: m,
-		sniff: map[string][]byte{},
+		core: core, fr: fr, pool: pool, routes: routes, m: m,
+		sites: map[string]*server.Site{}, path: sc.Path,
+		pathRand: rand.New(rand.NewPCG(cfg.Seed, 5)),
+		sniff:    map[string][]byte{},
 	}
-	end, err := d.loop(ctx, cfg.Start, cfg.Start.Add(cfg.MaxTime))
+	for _, h := range hosts {
+		d.sites[h.name] = h.site
+	}
+	limitAt := cfg.Start.Add(cfg.MaxTime)
+	if cfg.Duration > 0 {
+		limitAt = cfg.Start.Add(cfg.Duration)
+	}
+	end, err := d.loop(ctx, cfg.Start, limitAt)
 	if err != nil {
 		return Result{}, err
 	}
@@ -213,11 +230,23 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return m.result(resultInput{
-		scenario: sc, strategy: cfg.Strategy.Name, site: site,
-		keys: Keys(sc, cfg.Exits), urls: urls, end: end, counts: counts,
+	urls := 0
+	for _, h := range hosts {
+		urls += h.urls
+	}
+	r := m.result(resultInput{
+		scenario: sc, strategy: cfg.Strategy.Name, site: hosts[0].site,
+		keys: hosts[0].keys, urls: urls, end: end, counts: counts,
 		exits: cfg.Exits,
-	}), nil
+	})
+	mEnd := end
+	if cfg.Duration > 0 {
+		mEnd = limitAt
+	}
+	if err := r.measure(hosts, cfg.Start, mEnd, cfg.Warmup); err != nil {
+		return Result{}, err
+	}
+	return r, nil
 }
 
 // newPool builds the run's simulated exits (virtual addresses from
@@ -307,15 +336,17 @@ func sortedKeys(m map[string]*route) []string {
 
 // driver is the discrete-event loop of one virtual run.
 type driver struct {
-	core   *fetch.Core
-	fr     frontier.Frontier
-	site   *server.Site
-	pool   *exits.Pool
-	routes map[string]*route
-	m      *meter
-	events eventHeap
-	seq    uint64
-	sniff  map[string][]byte // body -> bytes, so responses share them
+	core     *fetch.Core
+	fr       frontier.Frontier
+	sites    map[string]*server.Site // by URL host
+	path     server.Latency          // client -> site one-way delay
+	pathRand *rand.Rand
+	pool     *exits.Pool
+	routes   map[string]*route
+	m        *meter
+	events   eventHeap
+	seq      uint64
+	sniff    map[string][]byte // body -> bytes, so responses share them
 }
 
 // loop runs until nothing is in flight or scheduled, or until limit. It
@@ -366,6 +397,10 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 		now = next
 		for len(d.events) > 0 && !d.events[0].at.After(now) {
 			ev := d.events.pop()
+			if ev.arrive {
+				d.arrive(ev)
+				continue
+			}
 			last = ev.at
 			d.m.response(ev.resp, ev.at)
 			if err := d.core.Complete(ctx, ev.a, ev.resp); err != nil {
@@ -375,8 +410,8 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 	}
 }
 
-// send routes one attempt through its exit to the site and schedules its
-// completion.
+// send routes one attempt through its exit and schedules its arrival at
+// the site after the scenario's path delay (or its failure).
 func (d *driver) send(a fetch.Attempt, now time.Time) {
 	r := d.routes[a.Ticket.Exit]
 	var resp fetch.Response
@@ -394,25 +429,48 @@ func (d *driver) send(a fetch.Attempt, now time.Time) {
 			resp = fetch.Response{Err: err, At: now.Add(time.Millisecond)}
 			break
 		}
-		sr := d.site.Handle(server.SimRequest{IP: ip, ProxyUser: proxyUser, Now: now})
+		d.seq++
+		d.events.push(event{at: now.Add(d.path.Draw(d.pathRand)), seq: d.seq, a: a, arrive: true, ip: ip})
+		return
+	}
+	d.seq++
+	d.events.push(event{at: resp.At, seq: d.seq, a: a, resp: resp})
+}
+
+// arrive hands an attempt to its host's site at ev.at and schedules the
+// response.
+func (d *driver) arrive(ev event) {
+	site := d.sites[ev.a.Host]
+	if site == nil && len(d.sites) == 1 {
+		for _, s := range d.sites {
+			site = s
+		}
+	}
+	var resp fetch.Response
+	if site == nil {
+		resp = fetch.Response{Err: fmt.Errorf("no simulated site for host %q", ev.a.Host), At: ev.at}
+	} else {
+		sr := site.Handle(server.SimRequest{IP: ev.ip, ProxyUser: proxyUser, Now: ev.at})
 		body := d.sniff[sr.Body]
 		if body == nil {
 			body = []byte(sr.Body)
 			d.sniff[sr.Body] = body
 		}
 		// sr.Header is shared and read-only; the Core only reads it.
-		resp = fetch.Response{Status: sr.Status, Header: sr.Header, Sniff: body, Bytes: int64(len(body)), At: now.Add(sr.Latency)}
+		resp = fetch.Response{Status: sr.Status, Header: sr.Header, Sniff: body, Bytes: int64(len(body)), At: ev.at.Add(sr.Latency)}
 	}
 	d.seq++
-	d.events.push(event{at: resp.At, seq: d.seq, a: a, resp: resp})
+	d.events.push(event{at: resp.At, seq: d.seq, a: ev.a, resp: resp})
 }
 
-// event is one response due at at.
+// event is one request arriving at its site, or one response due, at at.
 type event struct {
-	at   time.Time
-	seq  uint64 // ties complete in send order
-	a    fetch.Attempt
-	resp fetch.Response
+	at     time.Time
+	seq    uint64 // ties complete in send order
+	a      fetch.Attempt
+	resp   fetch.Response
+	arrive bool   // the request reaches its site (resp not yet known)
+	ip     string // the exit IP the site sees, for arrivals
 }
 
 type eventHeap []event

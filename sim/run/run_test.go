@@ -194,3 +194,76 @@ func TestTargetsWhenTheSiteChanges(t *testing.T) {
 		}
 	}
 }
+
+// A crawl of 100 hosts finishes: every host's jobs are dispatched even
+// after the Core prunes idle hosts from its round-robin (it stalled with
+// jobs buffered for pruned hosts before fetch.Core re-listed them), and
+// the figures are per host and overall.
+func TestVirtualManyHosts(t *testing.T) {
+	sc, ok := server.ScenarioByName("hosts-100")
+	if !ok {
+		t.Fatal("no scenario hosts-100")
+	}
+	for i := range sc.Hosts {
+		sc.Hosts[i].URLs = 20
+	}
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 5, MaxTime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Finished || r.Done != 2000 {
+		t.Fatalf("finished %v with %d of 2000 URLs done after %.0f s", r.Finished, r.Done, r.SecondsToFinish)
+	}
+	if len(r.Hosts) != 100 {
+		t.Fatalf("%d host figures, want 100", len(r.Hosts))
+	}
+	ok200 := 0
+	for _, h := range r.Hosts {
+		ok200 += h.OK
+	}
+	if ok200 != 2000 {
+		t.Errorf("hosts' records hold %d successes, want 2000", ok200)
+	}
+	if r.Utilization <= 0 || r.Utilization > 1.2 {
+		t.Errorf("overall utilization %.3f, want in (0, 1.2]", r.Utilization)
+	}
+}
+
+// The scenario's path delay sits between the client's send and the site's
+// arrival: with a fixed 5 s path, nothing reaches the site in the first
+// 5 s, and every figure comes from the site's own record.
+func TestVirtualPathDelay(t *testing.T) {
+	sc, _ := server.ScenarioByName("per-ip-token-bucket")
+	sc.Path = server.Latency{Base: 5 * time.Second}
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 2, URLs: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := r.Figures.Timeline
+	if len(tl) < 6 {
+		t.Fatalf("timeline of %d s", len(tl))
+	}
+	for i := range 5 {
+		if tl[i].OK+tl[i].Limited != 0 {
+			t.Errorf("second %d: %+v arrived before the 5 s path delay", i, tl[i])
+		}
+	}
+	if r.Figures.OK != 50 || r.Done != 50 {
+		t.Errorf("site recorded %d successes, client %d done; want 50 and 50", r.Figures.OK, r.Done)
+	}
+}
+
+// With Duration a run stops there and is measured over exactly that span.
+func TestVirtualDuration(t *testing.T) {
+	sc, _ := server.ScenarioByName("twin-nginx-1rs")
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Duration: 120 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Figures.Seconds != 120 || r.Finished {
+		t.Errorf("measured %v s, finished %v; want 120 s of an unfinished 10-minute set", r.Figures.Seconds, r.Finished)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Policy is the quota a limiter enforces per key: Quota requests per Window.
@@ -55,6 +57,14 @@ func (p Policy) validate() error {
 	return nil
 }
 
+// checked validates p and returns it with defaults applied.
+func (p Policy) checked() (Policy, error) {
+	if err := p.validate(); err != nil {
+		return p, err
+	}
+	return p.withDefaults(), nil
+}
+
 // Rate is the long-run allowed rate of one key in requests per second
 // (Quota/Window, with defaults applied).
 func (p Policy) Rate() float64 {
@@ -79,6 +89,10 @@ type Decision struct {
 	// RetryAfter is zero when allowed; otherwise the time until a request
 	// from this key would next be allowed if it sent nothing meanwhile.
 	RetryAfter time.Duration
+	// Delay is how long the server holds an accepted request before it
+	// serves it (nginx limit_req with a burst and no nodelay); zero for
+	// the others.
+	Delay time.Duration
 }
 
 // Algorithm is one rate-limiting algorithm holding state per key.
@@ -123,6 +137,30 @@ const (
 	// as HAProxy's http_req_rate in a stick table: a client that keeps
 	// sending while limited stays limited.
 	Penalising
+	// Nginx is nginx limit_req with nodelay: a leaky bucket in
+	// milli-requests on a millisecond clock (see nginxLeaky). Burst is
+	// nginx's burst+1.
+	Nginx
+	// NginxDelay is nginx limit_req without nodelay: requests within the
+	// burst are queued (answered late) instead of served at once.
+	NginxDelay
+	// HAProxy is a stick table's http_req_rate(Window) checked with
+	// `gt Quota` after the request is tracked: a period-weighted estimate
+	// on a millisecond clock that counts denied requests (see haproxyRate).
+	HAProxy
+	// HTTPRate is github.com/go-chi/httprate's sliding-window counter:
+	// rounded estimate, epoch-aligned windows, rejections not counted (see
+	// httpRate).
+	HTTPRate
+	// LimitsMoving is Python limits 2.8's moving window (flask-limiter's
+	// default storage): a log in which a hit exactly Window old still
+	// counts (see movingWindow).
+	LimitsMoving
+	// LimitsFixed is Python limits 2.8's fixed window: it starts at a key's
+	// first hit and counts rejected hits too.
+	LimitsFixed
+	// XRate is a golang.org/x/time/rate.Limiter per key (Allow).
+	XRate
 )
 
 var algoNames = [...]string{
@@ -132,6 +170,13 @@ var algoNames = [...]string{
 	SlidingWindow: "sliding-window",
 	GCRA:          "gcra",
 	Penalising:    "penalising",
+	Nginx:         "nginx",
+	NginxDelay:    "nginx-delay",
+	HAProxy:       "haproxy",
+	HTTPRate:      "httprate",
+	LimitsMoving:  "limits-moving",
+	LimitsFixed:   "limits-fixed",
+	XRate:         "xrate",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -166,6 +211,16 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 		alg = &gcra{keys: make(map[string]*int64)}
 	case Penalising:
 		alg = &slidingWindow{keys: make(map[string]*swState), countRejected: true}
+	case Nginx, NginxDelay:
+		alg = &nginxLeaky{keys: make(map[string]*ngxNode), delay: a == NginxDelay}
+	case HAProxy:
+		alg = &haproxyRate{keys: make(map[string]*freqCtr)}
+	case HTTPRate:
+		alg = &httpRate{slidingWindow{keys: make(map[string]*swState)}}
+	case LimitsMoving, LimitsFixed:
+		alg = &movingWindow{keys: make(map[string]*mwState), fixed: a == LimitsFixed}
+	case XRate:
+		alg = &xRate{keys: make(map[string]*rate.Limiter)}
 	default:
 		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
 	}
@@ -458,6 +513,29 @@ type swState struct {
 	prev, cur int64
 }
 
+// state returns key's counters moved to window idx, creating them.
+func (sw *slidingWindow) state(key string, idx int64) *swState {
+	s := sw.keys[key]
+	if s == nil {
+		s = &swState{idx: idx}
+		sw.keys[key] = s
+	}
+	s.rotate(idx)
+	return s
+}
+
+// rotate moves the counters to window idx: the current count becomes the
+// previous one after one window, and both are forgotten after two. An
+// earlier idx (out of order) is charged to the window held.
+func (s *swState) rotate(idx int64) {
+	switch {
+	case idx == s.idx+1:
+		s.prev, s.cur, s.idx = s.cur, 0, idx
+	case idx > s.idx:
+		s.prev, s.cur, s.idx = 0, 0, idx
+	}
+}
+
 func (sw *slidingWindow) Policy() Policy { return sw.p }
 func (sw *slidingWindow) Keys() int      { return len(sw.keys) }
 
@@ -505,17 +583,7 @@ func (sw *slidingWindow) wait(prev, cur, e int64) int64 {
 func (sw *slidingWindow) Decide(key string, now time.Time) Decision {
 	t := now.UnixNano()
 	idx := floorDiv(t, sw.w)
-	s := sw.keys[key]
-	if s == nil {
-		s = &swState{idx: idx}
-		sw.keys[key] = s
-	}
-	switch {
-	case idx == s.idx+1:
-		s.prev, s.cur, s.idx = s.cur, 0, idx
-	case idx > s.idx:
-		s.prev, s.cur, s.idx = 0, 0, idx
-	}
+	s := sw.state(key, idx)
 	e := min(max(t-s.idx*sw.w, 0), sw.w-1)
 	d := Decision{Limit: sw.p.Quota, Window: sw.p.Window}
 	if sw.countRejected {

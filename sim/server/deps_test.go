@@ -7,4 +7,6 @@ import (
 )
 
 // The simulated site must stay independent of the engine it judges.
-func TestDeps(t *testing.T) { deptest.Only(t) }
+// The one exception is golang.org/x/time/rate: the XRate twin is that
+// limiter itself, not a copy.
+func TestDeps(t *testing.T) { deptest.Only(t, "golang.org/x/time/rate") }

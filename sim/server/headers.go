@@ -35,6 +35,20 @@ func (m HeaderMode) String() string {
 	return fmt.Sprintf("headermode(%d)", uint8(m))
 }
 
+// HeadersLabel names what a site's responses say, for reports: the header
+// mode, "+retry-after=Ns" for a constant Retry-After and
+// "+retry-after-always" for flask-limiter's Retry-After on every response.
+func HeadersLabel(c Config) string {
+	l := c.Headers.String()
+	if c.RetryAfter > 0 {
+		l += fmt.Sprintf("+retry-after=%ds", ceilSeconds(c.RetryAfter))
+	}
+	if c.RetryAfterAlways {
+		l += "+retry-after-always"
+	}
+	return l
+}
+
 // ResetFormat says how X-RateLimit-Reset is written.
 type ResetFormat uint8
 
@@ -77,7 +91,8 @@ func ceilSeconds(d time.Duration) int64 {
 type hdrKey struct {
 	limit, remaining int
 	reset, window    int64 // seconds as written (epoch or delta); 0 if unused
-	retry            int64 // Retry-After seconds; 0 = absent
+	retry            int64 // Retry-After seconds; 0 = absent unless retryZero
+	retryZero        bool  // Retry-After: 0 is sent
 }
 
 // maxHeaderCache bounds the shared-header cache; it is emptied when full.
@@ -89,14 +104,16 @@ const maxHeaderCache = 4096
 // keeps Handle allocation-free in steady state.
 func (s *Site) headerLocked(d Decision, now int64) http.Header {
 	var k hdrKey
-	if !d.Allowed && (s.cfg.Headers == HeadersRetryAfter || !s.cfg.NoRetryAfter) {
+	switch {
+	case d.Allowed:
+	case s.cfg.RetryAfter > 0:
+		k.retry = ceilSeconds(s.cfg.RetryAfter)
+	case s.cfg.Headers == HeadersRetryAfter || s.cfg.Headers > HeadersRetryAfter && !s.cfg.NoRetryAfter:
 		k.retry = max(ceilSeconds(d.RetryAfter), 1)
 	}
 	switch s.cfg.Headers {
-	case HeadersNone:
-		return s.hPlain
-	case HeadersRetryAfter:
-		if d.Allowed {
+	case HeadersNone, HeadersRetryAfter:
+		if k.retry == 0 {
 			return s.hPlain
 		}
 	case HeadersXRateLimit:
@@ -105,6 +122,11 @@ func (s *Site) headerLocked(d Decision, now int64) http.Header {
 			k.reset = ceilSeconds(d.Reset)
 		} else {
 			k.reset = ceilDivSigned(now+int64(d.Reset), int64(time.Second))
+			if s.cfg.RetryAfterAlways {
+				// int(reset_at - time.time()): truncated toward zero.
+				k.retry = max((k.reset*int64(time.Second)-now)/int64(time.Second), 0)
+				k.retryZero = k.retry == 0
+			}
 		}
 	case HeadersIETF:
 		k.limit, k.remaining = d.Limit, d.Remaining
@@ -125,7 +147,7 @@ func (s *Site) headerLocked(d Decision, now int64) http.Header {
 func (s *Site) renderHeader(k hdrKey) http.Header {
 	h := http.Header{hContentType: ctText}
 	itoa := func(v int64) []string { return []string{strconv.FormatInt(v, 10)} }
-	if k.retry > 0 {
+	if k.retry > 0 || k.retryZero {
 		h[hRetryAfter] = itoa(k.retry)
 	}
 	switch s.cfg.Headers {

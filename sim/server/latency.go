@@ -56,7 +56,12 @@ func (l Latency) validate() error {
 	return nil
 }
 
-// draw returns one latency; rng is used only by random distributions.
+// Draw returns one latency; rng is used only by random distributions.
+func (l Latency) Draw(rng *rand.Rand) time.Duration {
+	return l.withDefaults().draw(rng)
+}
+
+// draw is Draw for a latency with its defaults applied.
 func (l Latency) draw(rng *rand.Rand) time.Duration {
 	switch l.Dist {
 	case Uniform:

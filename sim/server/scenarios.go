@@ -26,6 +26,25 @@ type Scenario struct {
 	Kind        Kind
 	// Config is ready for New; set Rand and Logger as needed.
 	Config Config
+	// Path is the one-way delay from a client's send to the site's
+	// arrival: the proxy hop and the scheduling jitter of real machines
+	// (zero: requests arrive the instant they are sent). Pacing at exactly
+	// a limit's spacing tips over it when this varies.
+	Path Latency
+	// URLs, when set, is the crawl's size (a short crawl); zero leaves it
+	// to the runner (what a perfect client fetches in its run).
+	URLs int
+	// Hosts, when set, makes a scenario of several sites crawled at once:
+	// each host has its own Config and URL count, and Config above is
+	// unused.
+	Hosts []Host
+}
+
+// Host is one site of a multi-host scenario.
+type Host struct {
+	Name   string // the URL host, e.g. h001.test
+	Config Config
+	URLs   int // zero: what a perfect client fetches in the run
 }
 
 // scenarioLatency is a plausible page latency: median 40 ms, long tail
@@ -80,9 +99,9 @@ func Scenarios() []Scenario {
 	}
 }
 
-// ScenarioByName returns the named preset.
+// ScenarioByName returns the named preset (from Scenarios, Twins or Wide).
 func ScenarioByName(name string) (Scenario, bool) {
-	for _, s := range Scenarios() {
+	for _, s := range All() {
 		if s.Name == name {
 			return s, true
 		}

@@ -49,6 +49,14 @@ type Config struct {
 	// NoRetryAfter drops Retry-After from 429s in the X-RateLimit and IETF
 	// modes, so a client must use the reset field.
 	NoRetryAfter bool
+	// RetryAfter, when positive, is the constant Retry-After sent on every
+	// 429 in place of the algorithm's own wait, in any header mode (nginx's
+	// `add_header Retry-After 1 always`, HAProxy's `hdr Retry-After 30`).
+	RetryAfter time.Duration
+	// RetryAfterAlways sends Retry-After on every response, as the whole
+	// seconds from now to X-RateLimit-Reset, truncated (flask-limiter 3.3
+	// with headers enabled). Only with HeadersXRateLimit and ResetEpoch.
+	RetryAfterAlways bool
 	// PolicyName names the IETF policy; default "default".
 	PolicyName string
 	// Latency is the response-time distribution; default zero.
@@ -57,6 +65,10 @@ type Config struct {
 	Overload Overload
 	// Ban bans abusive keys; default never.
 	Ban Ban
+	// Tiers, when set, gives keys different budgets (IP reputation tiers):
+	// the n-th distinct key the site sees is held to Tiers[n % len(Tiers)]
+	// with its own state, Policy applying to none. Not with Schedule.
+	Tiers []Policy
 	// Schedule changes the policy mid-run; entries are applied in order of
 	// At (a copy is sorted).
 	Schedule []Change
@@ -68,6 +80,17 @@ type Config struct {
 	Rand *rand.Rand
 	// Logger receives bans and limit changes; nil discards.
 	Logger *slog.Logger
+	// Record keeps every request's arrival, key and status for Hits: the
+	// server's own access log, which the bench measures as it measures a
+	// real server's. About 40 bytes a request.
+	Record bool
+}
+
+// Hit is one request in a site's record (Config.Record).
+type Hit struct {
+	At     time.Time
+	Key    string
+	Status int
 }
 
 // Overload is a site's total capacity across all keys. Arrivals beyond it
@@ -194,6 +217,7 @@ type Site struct {
 
 	mu      sync.Mutex
 	alg     Algorithm
+	tiers   []Algorithm // Config.Tiers; alg is tiers[0]
 	rng     *rand.Rand
 	started bool
 	start   int64 // ns
@@ -205,6 +229,7 @@ type Site struct {
 	capTokens, capBurst float64
 	capLast             int64
 	inflight            []int64 // min-heap of completion instants
+	hits                []Hit
 
 	// Shared read-only headers (see headerLocked).
 	hPlain, hBlock, hOverload http.Header
@@ -213,6 +238,7 @@ type Site struct {
 
 type keyState struct {
 	Counts
+	tier        int
 	waitUntil   int64 // end of the last 429's RetryAfter
 	bannedUntil int64
 	strikes     []int64 // instants of ignored 429s within Ban.Within
@@ -223,14 +249,26 @@ func New(cfg Config) (*Site, error) {
 	if err := validate(&cfg); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	var tiers []Algorithm
+	for _, p := range cfg.Tiers {
+		a, err := NewAlgorithm(cfg.Algorithm, p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tier: %v", ErrConfig, err)
+		}
+		tiers = append(tiers, a)
+	}
 	alg, err := NewAlgorithm(cfg.Algorithm, cfg.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if len(tiers) > 0 {
+		alg = tiers[0]
 	}
 	s := &Site{
 		cfg:   cfg,
 		log:   cfg.Logger,
 		alg:   alg,
+		tiers: tiers,
 		rng:   cfg.Rand,
 		keys:  make(map[string]*keyState),
 		sched: slices.Clone(cfg.Schedule),
@@ -286,6 +324,12 @@ func validate(c *Config) error {
 		return fmt.Errorf("unknown key kind %d", c.Key.By)
 	case c.Headers > HeadersIETF:
 		return fmt.Errorf("unknown header mode %d", c.Headers)
+	case len(c.Tiers) > 0 && len(c.Schedule) > 0:
+		return errors.New("tiers and a schedule cannot be combined")
+	case c.RetryAfter < 0:
+		return fmt.Errorf("retry-after %v is negative", c.RetryAfter)
+	case c.RetryAfterAlways && (c.Headers != HeadersXRateLimit || c.ResetFormat != ResetEpoch):
+		return errors.New("RetryAfterAlways needs X-RateLimit headers with an epoch reset")
 	case c.ResetFormat > ResetDelta:
 		return fmt.Errorf("unknown reset format %d", c.ResetFormat)
 	case !validPolicyName(c.PolicyName):
@@ -331,6 +375,9 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 	ks := s.keys[key]
 	if ks == nil {
 		ks = &keyState{}
+		if len(s.tiers) > 0 {
+			ks.tier = len(s.keys) % len(s.tiers)
+		}
 		s.keys[key] = ks
 	}
 	resp := SimResponse{Latency: s.cfg.Latency.draw(s.rng)}
@@ -340,7 +387,12 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 	case s.overloadedLocked(t):
 		resp.Status, resp.Body, resp.Header = http.StatusServiceUnavailable, BodyOverload, s.hOverload
 	default:
-		d := s.alg.Decide(key, r.Now)
+		alg := s.alg
+		if len(s.tiers) > 0 {
+			alg = s.tiers[ks.tier]
+		}
+		d := alg.Decide(key, r.Now)
+		resp.Latency += d.Delay
 		resp.Header = s.headerLocked(d, t)
 		if d.Allowed {
 			resp.Status, resp.Body = http.StatusOK, BodyOK
@@ -354,7 +406,18 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 	}
 	ks.add(resp.Status)
 	s.totals.add(resp.Status)
+	if s.cfg.Record {
+		s.hits = append(s.hits, Hit{At: r.Now, Key: key, Status: resp.Status})
+	}
 	return resp
+}
+
+// Hits returns a copy of the record, in arrival order (empty unless
+// Config.Record).
+func (s *Site) Hits() []Hit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.hits)
 }
 
 // advanceLocked starts the run clock and applies due schedule entries.
@@ -570,6 +633,12 @@ func (s *Site) allowed(keys int, p Policy) float64 {
 		keys = 1
 	}
 	r := float64(max(keys, 0)) * s.steadyRate(p)
+	if n := len(s.cfg.Tiers); n > 0 {
+		r = 0
+		for i := range max(keys, 0) {
+			r += s.steadyRate(s.cfg.Tiers[i%n].withDefaults())
+		}
+	}
 	o := s.cfg.Overload
 	if o.Rate > 0 {
 		r = min(r, o.Rate)

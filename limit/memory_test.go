@@ -1,4 +1,4 @@
-package memstore_test
+package limit_test
 
 import (
 	"fmt"
@@ -7,23 +7,17 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/limit"
-	"github.com/exitgate/exitgate/limit/limittest"
-	"github.com/exitgate/exitgate/limit/memstore"
 )
 
-func TestStore(t *testing.T) {
-	limittest.TestStore(t, func(t *testing.T) limit.Store { return memstore.New() })
-}
-
 // TestIdleLaneBytes measures what one idle lane costs (lane, map entry, heap
-// slot) and holds it to the 256-byte budget.
+// slot) and holds it to the 192-byte budget.
 func TestIdleLaneBytes(t *testing.T) {
 	const n = 20_000
 	exits := make([]limit.Exit, n)
 	for i := range exits {
 		exits[i].ID = fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
 	}
-	l, err := limit.New(limit.Config{}, memstore.New())
+	l, err := limit.New(limit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +40,8 @@ func TestIdleLaneBytes(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := float64(after.HeapAlloc-before.HeapAlloc) / n
 	t.Logf("%.0f bytes per idle lane", per)
-	if per > 256 {
-		t.Errorf("%.0f bytes per idle lane, want <= 256", per)
+	if per > 192 {
+		t.Errorf("%.0f bytes per idle lane, want <= 192", per)
 	}
 	runtime.KeepAlive(l)
 }

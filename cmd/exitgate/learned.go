@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+)
+
+// learnedFile holds, in --out, what the limiter learned about each host, so
+// that a resumed crawl starts from it instead of the first guess.
+const learnedFile = "learned.json"
+
+// learnedEvery is how often a running crawl saves what it learned, so that
+// a crawl killed with -9 loses at most this much of it.
+const learnedEvery = 30 * time.Second
+
+// restoreLearned gives lim what an earlier run in dir learned. A missing
+// file is a first run; a file that cannot be read is reported and ignored
+// (the crawl learns again; nothing else depends on it).
+func restoreLearned(dir string, lim *limit.Limiter, now time.Time, stderr io.Writer) {
+	path := filepath.Join(dir, learnedFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	var l limit.Learned
+	if err == nil {
+		err = json.Unmarshal(data, &l)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "exitgate: %s: %v; learning every host again\n", path, err)
+		return
+	}
+	n, err := lim.Restore(l, now)
+	if err != nil {
+		fmt.Fprintf(stderr, "exitgate: %s: %v\n", path, err)
+	}
+	if n > 0 {
+		fmt.Fprintf(stderr, "exitgate: resumed what was learned about %d hosts %v ago (older than 10 minutes: proven again)\n",
+			n, now.Sub(l.Saved).Round(time.Second))
+	}
+}
+
+// saveLearned writes what lim learned to dir atomically: a crash or a full
+// disk leaves the previous file whole.
+func saveLearned(dir string, lim *limit.Limiter, now time.Time) error {
+	l := lim.Learned(now)
+	if len(l.Hosts) == 0 {
+		return nil
+	}
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, learnedFile), append(data, '\n'))
+}
+
+// writeFileAtomic writes data to a temporary file in path's directory,
+// syncs it and renames it over path.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once renamed
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// keepSavingLearned saves what lim learned every learnedEvery until stop is
+// closed, then once more.
+func keepSavingLearned(dir string, lim *limit.Limiter, stop <-chan struct{}, stderr io.Writer) (done <-chan struct{}) {
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		t := time.NewTicker(learnedEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+			case <-stop:
+				if err := saveLearned(dir, lim, time.Now()); err != nil {
+					fmt.Fprintf(stderr, "exitgate: saving what was learned: %v\n", err)
+				}
+				return
+			}
+			if err := saveLearned(dir, lim, time.Now()); err != nil {
+				fmt.Fprintf(stderr, "exitgate: saving what was learned: %v\n", err)
+			}
+		}
+	}()
+	return d
+}

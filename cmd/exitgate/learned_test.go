@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/exitgate/exitgate/limit"
+)
+
+// limitedSite allows 4 requests per second, burst 1, and answers the rest
+// with 429 and Retry-After: 1; it records when each request came.
+type limitedSite struct {
+	mu  sync.Mutex
+	lim *rate.Limiter
+	ok  []time.Time
+}
+
+func (s *limitedSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lim.Allow() {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return
+	}
+	s.ok = append(s.ok, time.Now())
+	w.Write([]byte("ok"))
+}
+
+func (s *limitedSite) successesSince(t time.Time, d time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, at := range s.ok {
+		if !at.Before(t) && at.Before(t.Add(d)) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCrawlResumesLearned: a crawl saves what it learned about a host in
+// --out, and a resumed crawl starts from it instead of the first guess.
+func TestCrawlResumesLearned(t *testing.T) {
+	site := &limitedSite{lim: rate.NewLimiter(4, 1)}
+	srv := httptest.NewServer(site)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 400))
+	out := filepath.Join(dir, "out")
+	args := func(d string) []string {
+		return []string{"crawl", "--out", out, "--duration", d, "--ignore-robots", "--progress", "0", urlFile}
+	}
+	// Stopped by --duration with URLs left: exit 4, unfinished.
+	if r := runCrawlCmd(t, time.Minute, args("15s")...); exitCode(r.err) != exitUnfinished {
+		t.Fatalf("first run: %v (exit %d), want exit %d\n%s", r.err, exitCode(r.err), exitUnfinished, r.stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(out, learnedFile))
+	if err != nil {
+		t.Fatalf("first run left no %s: %v", learnedFile, err)
+	}
+	var l limit.Learned
+	if err := json.Unmarshal(data, &l); err != nil || len(l.Hosts) != 1 || l.Hosts[0].Phase == "ramp" || l.Hosts[0].LaneRate < 1.5 {
+		t.Fatalf("%s = %s (%v), want one host learned past its ramp at 1.5/s or more", learnedFile, data, err)
+	}
+
+	start := time.Now()
+	r := runCrawlCmd(t, time.Minute, args("4s")...)
+	if exitCode(r.err) != exitUnfinished {
+		t.Fatalf("second run: %v (exit %d), want exit %d\n%s", r.err, exitCode(r.err), exitUnfinished, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "resumed what was learned about 1 hosts") {
+		t.Errorf("second run's stderr does not say it resumed what was learned:\n%s", r.stderr)
+	}
+	// From the first guess (30/min) a lane would send 2 requests in its
+	// first 3 seconds; from what was learned, about 2/s.
+	if n := site.successesSince(start, 3*time.Second); n < 4 {
+		t.Errorf("second run: %d successes in its first 3 s, want >= 4 (the learned pace, not the first guess)", n)
+	}
+}
+
+// TestRestoreLearnedBadFile: a learned.json that cannot be read is reported
+// by name and ignored.
+func TestRestoreLearnedBadFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, learnedFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	restoreLearned(dir, lim, time.Now(), &stderr)
+	if !strings.Contains(stderr.String(), learnedFile) || !strings.Contains(stderr.String(), "learning every host again") {
+		t.Errorf("stderr = %q, want the file named and the crawl going on", stderr.String())
+	}
+}

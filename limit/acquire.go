@@ -1,0 +1,231 @@
+package limit
+
+import (
+	"math"
+	"slices"
+
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// exitReadyFunc reports when an exit may next be used on any host (health,
+// quarantine, provider limits) and whether taking it needs the exit table
+// too (the exit has provider limits or is due a recovery probe).
+type exitReadyFunc func(exit string, now int64) (ready int64, gated bool)
+
+// acquireResult is one host-level admission decision.
+type acquireResult struct {
+	ok     bool
+	ticket Ticket
+	gated  bool  // the chosen exit needs takeExit before the request goes
+	next   int64 // when not ok: the earliest instant anything could go
+}
+
+// acquire decides whether one request to h may go at now and on which lane,
+// taking its tokens and slots if so. The caller holds h's shard lock.
+func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int64, exitReady exitReadyFunc) acquireResult {
+	h.last = now
+	if h.scope.shared() && !h.hinted && now-h.scopeAt > r.scopeRevert {
+		r.setScope(h, ScopeExit, now, "no site-wide pushback for a long time")
+		h.rate.on = h.rate.overloaded
+	}
+	if h.rate.overloaded && now-h.rate.epAt > r.scopeRevert {
+		h.rate.overloaded = false
+		h.rate.on = h.scope.shared()
+	}
+
+	// Host gates: shared pause, politeness ceiling, the host's own rate,
+	// a declared site-wide quota.
+	gate := h.pause
+	if r.ceiling > 0 {
+		gate = max(gate, h.ceilTat-hostSlop(int64(1e9/r.ceiling)))
+	}
+	if h.rated() {
+		gate = max(gate, h.rate.tat-hostSlop(int64(1e9/h.rate.now)))
+	}
+	if h.scope.shared() && h.q != nil {
+		gate = max(gate, h.q.readyAt())
+	}
+
+	var (
+		l      *lane
+		ready  int64
+		gated  bool
+		soonst int64 = math.MaxInt64
+	)
+	if pin := want.Pin; pin != "" {
+		l = h.lanes[pin]
+		if l == nil {
+			l = h.newLane(r, pin, now)
+		}
+		er, g := exitReady(pin, now)
+		ready, gated = max(r.laneReady(l), er), g
+	} else {
+		l, ready, gated, soonst = h.pick(r, pool, want.Avoid, now, exitReady)
+	}
+	if l == nil {
+		next := max(gate, soonst)
+		if soonst == math.MaxInt64 {
+			next = max(gate, now+r.recheck)
+		}
+		return acquireResult{next: next}
+	}
+	ready = max(ready, gate)
+	if h.inFlight >= int32(r.hostConc) {
+		ready = max(ready, now+r.recheck)
+	}
+	if ready > now {
+		return acquireResult{next: ready}
+	}
+	l.hot = now-r.laneReady(l) <= interval(l.pace)
+	r.adoptExplorer(h, l, now)
+
+	// Take: lane token, host ceiling, host rate, quota and slots.
+	rec := ticketRec{l: l, at: now}
+	iv := interval(l.pace)
+	l.tat = max(l.tat, now) + iv
+	rec.laneIv = iv
+	if l.q != nil && l.q.reset != 0 {
+		l.q.take(now)
+		rec.quota = true
+	}
+	if r.ceiling > 0 {
+		rec.ceilIv = int64(1e9 / r.ceiling)
+		h.ceilTat = max(h.ceilTat, now) + rec.ceilIv
+	}
+	if h.rated() {
+		rec.rtIv = int64(1e9 / h.rate.now)
+		h.rate.tat = max(h.rate.tat, now) + rec.rtIv
+	}
+	if h.scope.shared() && h.q != nil && h.q.reset != 0 {
+		h.q.take(now)
+		rec.hostQuota = true
+	}
+	if l.serAt == 0 || now-l.serAt > maxSeries {
+		l.serAt, l.serSent, l.serOK = now, 0, 0
+	}
+	l.serSent++
+	l.inFlight++
+	h.inFlight++
+	h.seq++
+	l.taken = uint32(h.seq)
+	h.tickets[h.seq] = rec
+	h.send.sent(now)
+	r.rekey(h, l)
+	return acquireResult{ok: true, gated: gated, ticket: Ticket{Host: name, Exit: l.exit, Seq: h.seq}}
+}
+
+// pick chooses the lane for an unpinned request: a never-used pool exit
+// first (it has been idle longest), else the heap's earliest lane. It returns
+// the lane and when it may go, or nil and the soonest time one might.
+func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitReady exitReadyFunc) (*lane, int64, bool, int64) {
+	if h.poolVer != pool.ver {
+		h.poolVer, h.cursor, h.passDone = pool.ver, 0, false
+	}
+	// Lazy cursor over pool exits this host has no lane for. Bounded steps
+	// per call; a full pass is amortised over many calls.
+	if !h.passDone && len(h.lanes) < pool.Len() {
+		for range maxScan {
+			if int(h.cursor) >= pool.Len() {
+				h.cursor, h.passDone = 0, true
+				break
+			}
+			id := pool.exits[h.cursor].ID
+			h.cursor++
+			if h.lanes[id] != nil || slices.Contains(avoid, id) {
+				continue
+			}
+			er, g := exitReady(id, now)
+			l := h.newLane(r, id, now)
+			if er <= now {
+				return l, now, g, 0
+			}
+			// Blocked everywhere for now: the lane waits in the heap.
+			l.key = er
+			h.fix(l)
+		}
+	}
+	var aside [maxScan]*lane
+	n := 0
+	defer func() {
+		for _, l := range aside[:n] {
+			h.push(l)
+		}
+	}()
+	for range maxScan + len(avoid) {
+		if len(h.heap) == 0 {
+			break
+		}
+		top := h.heap[0]
+		if top.inFlight == 0 {
+			if _, ok := pool.idx[top.exit]; !ok || now-top.lastUse() > r.idleTTL {
+				// Gone from the pool, or idle past the TTL: forget it. A
+				// later pass of the cursor may bring the exit back fresh.
+				h.dropLane(top)
+				continue
+			}
+		}
+		if slices.Contains(avoid, top.exit) {
+			if n == len(aside) {
+				break
+			}
+			h.remove(top)
+			aside[n] = top
+			n++
+			continue
+		}
+		er, g := exitReady(top.exit, now)
+		if er > top.key {
+			// The exit is blocked everywhere (quarantine, provider limit):
+			// sink the lane until then instead of scanning it again.
+			top.key = er
+			h.fix(top)
+			continue
+		}
+		return top, top.key, g, 0
+	}
+	soon := int64(math.MaxInt64)
+	if len(h.heap) > 0 {
+		soon = h.heap[0].key
+	}
+	return nil, 0, false, soon
+}
+
+// release settles one ticket on h: done with o, or canceled. It reports
+// false when the ticket was unknown or already settled, so every ticket
+// releases its slots exactly once.
+func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u float64) bool {
+	rec, ok := h.tickets[t.Seq]
+	if !ok || rec.l.exit != t.Exit {
+		return false
+	}
+	delete(h.tickets, t.Seq)
+	l := rec.l
+	l.inFlight--
+	h.inFlight--
+	h.last = max(h.last, now)
+	if cancel || o.Verdict == verdict.ProxyFailure {
+		// Never reached the server: give back exactly what was taken.
+		l.tat -= rec.laneIv
+		l.serSent--
+		if rec.quota {
+			l.q.rem++
+		}
+		h.ceilTat -= rec.ceilIv
+		h.rate.tat -= rec.rtIv
+		if rec.hostQuota {
+			h.q.rem++
+		}
+		if cancel {
+			h.c.Canceled++
+		} else {
+			h.c.Requests++
+			h.c.ProxyFailures++
+			l.extra().c.fail++
+		}
+		r.rekey(h, l)
+		return true
+	}
+	r.outcome(h, l, rec, o, now, u)
+	r.rekey(h, l)
+	return true
+}

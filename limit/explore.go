@@ -1,0 +1,563 @@
+package limit
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// A server that limits per IP gives every IP the same budget, as a rule. So
+// one lane per host, the explorer, searches for how much one lane may send,
+// and the others (the followers) pace at what it passed: learning costs the
+// host a few 429s, not a few per exit, and the pool is never stampeded over
+// a limit all at once. The search:
+//
+//   - ramp: nothing has pushed back yet; the explorer's pace doubles per run
+//     of successes, the followers trail one step behind.
+//   - refine: the first 429 came at x1. The explorer starts again from half
+//     of x1 in steps of a fifth, so that a second 429 places the limit
+//     within a step; the followers take each step it passes. When the first
+//     429's Retry-After was long against the pace (a window, or a penalty),
+//     its window reading (what succeeded over the time taken plus the wait)
+//     is already close: refine starts there.
+//   - bisect: the explorer tries the middle of [passed, pushed back] until
+//     the two are within 4%; the followers take what it passes.
+//   - settled: every lane paces at Settle under what was passed. After a
+//     long quiet the explorer climbs above it again, in case the limit was
+//     raised.
+//
+// A pace passes when the explorer sustains it for a proof span without a
+// 429. The span starts quick (a run of successes over a second): a server
+// that allows no burst pushes back within a request or two of a pace too
+// high. A server with a burst lets a quick run through at any pace, and then
+// the followers, who took the pace, are pushed back several at once: they
+// all fall back to the careful reading of the first 429 (or to what the
+// explorer counted between its 429s), and from then on a pace passes only
+// over a careful span, long enough for a burst to run out.
+
+// capacity is what a host's lanes know about one lane's budget, in req/s.
+type capacity struct {
+	// pass is the highest pace the explorer sustained for a proof span
+	// since its last pushback (a careful run counts one request less than
+	// it sent); sent is the pace it was sent at. The followers pace at
+	// Settle under pass.
+	pass, sent float64
+	// hi is the lowest pace at which the explorer was pushed back, at
+	// hiAt. A ceiling older than ProbeEvery is tried again before the
+	// search settles under it: the limit may have been raised since.
+	hi   float64
+	hiAt int64
+	// safe is the careful reading of the first 429: the successes before it
+	// over the time they took plus the time to recover (for a window, at
+	// most its quota over its length; for a bucket, its refill plus the
+	// burst spread over a recovery); lo is what the explorer counted between
+	// two 429s of its own, less one, over the time between (a lower bound
+	// whatever the burst). The followers fall back to the larger when a
+	// pace they took is pushed back.
+	safe, lo float64
+	// careful: a pace passes only over a careful span (the server lets
+	// bursts through, or counts windows).
+	careful bool
+	// declared is what the server declared (quota per window, the window
+	// inferred from all lanes' resets when not declared); it overrides the
+	// rest.
+	declared float64
+	win      quota
+	// span is the careful proof span: twice the time the first 429 took to
+	// recover from when that reads as a window, within [minSpan, maxSpan].
+	span int64
+	// follow is the pace of the lanes that follow the explorer.
+	follow float64
+	// at is when pass or hi last changed: the age of the knowledge.
+	at int64
+}
+
+// ceil records a pushback at x, now, as the ceiling.
+func (c *capacity) ceil(x float64, now int64) { c.hi, c.hiAt, c.at = x, now, now }
+
+// Explorer phases.
+const (
+	expRamp uint8 = iota
+	expRefine
+	expBisect
+	expSettled
+)
+
+var phaseNames = [...]string{expRamp: "ramp", expRefine: "refine", expBisect: "bisect", expSettled: "settled"}
+
+// explorer is the host's one exploring lane.
+type explorer struct {
+	exit  string // "" = none yet: the next lane taken becomes the explorer
+	phase uint8
+	pace  float64
+	// awaitAt is the time of a 429 without Retry-After that ended the ramp:
+	// until the lane is seen to recover, the recovery time is unknown.
+	awaitAt int64
+	tries   uint8   // tries since awaitAt
+	n1      int32   // successes before the first 429
+	t1      int64   // and the time they took, ns
+	ramped  float64 // the last pace the ramp passed
+	run     run     // the explorer's current run of successes at its pace
+	// Since cAt (the explorer's last 429) cN successes; the interval before
+	// it had prevN successes in prevT.
+	cAt, prevT int64
+	cN, prevN  int32
+	// The host's last 429 and the successes since: a re-probe waits for a
+	// quiet host.
+	quietAt int64
+	okSince int32
+	fails   uint8 // failed re-probes in a row
+	// A re-probe climbs from the settled pace base and keeps the settled
+	// knowledge to give back if its first step is pushed back.
+	reprobe                  bool
+	base, savedHi, savedPass float64
+	// retest: the explorer is trying a stale ceiling again.
+	retest bool
+}
+
+// startPace is the explorer's pace when a host starts.
+func (r *rules) startPace() float64 { return min(r.maxLane, r.first) }
+
+// followPace is the pace a follower lane gets now.
+func (h *host) followPace(r *rules) float64 {
+	switch c := &h.cap; {
+	case c.declared > 0:
+		return max(r.minLane, min(r.maxLane, r.settle*c.declared))
+	case c.follow > 0:
+		return c.follow
+	}
+	return max(r.minLane, min(r.maxLane, r.first*startShare))
+}
+
+// paceFor is the pace a new lane for exit starts at.
+func (h *host) paceFor(r *rules, exit string) float64 {
+	if h.exp.exit == exit && h.exploring() {
+		return h.exp.pace
+	}
+	return h.followPace(r)
+}
+
+// exploring reports whether the host's lanes learn by exploring: not when
+// the server declared a quota or limits site-wide (the host's rate governs).
+func (h *host) exploring() bool { return h.cap.declared == 0 && !h.scope.shared() }
+
+// adoptExplorer makes l the explorer if the host has none.
+func (r *rules) adoptExplorer(h *host, l *lane, now int64) {
+	e := &h.exp
+	if e.exit != "" || !h.exploring() {
+		return
+	}
+	if e.pace == 0 {
+		e.pace = r.startPace()
+	}
+	e.exit, e.run = l.exit, run{}
+	if e.phase == expSettled {
+		e.pace = h.followPace(r)
+	}
+	h.note(r, now, "explore", l.exit, "pace", l.pace, e.pace, "this lane explores for the host")
+	r.setPace(h, l, e.pace)
+}
+
+// updateFollow recomputes the followers' pace from what is known and applies
+// it to every follower (a slower pace with the series debt of setPace).
+func (r *rules) updateFollow(h *host, now int64, rule, why string) {
+	c, e := &h.cap, &h.exp
+	var f float64
+	switch {
+	case c.declared > 0:
+		f = r.settle * c.declared
+	case e.phase == expRamp:
+		f = max(r.first*startShare, c.pass)
+	case e.phase == expSettled:
+		// Settle under what was passed, within bisectDone of where the
+		// explorer was pushed back: a pace sustained a little under the
+		// limit, with the margin jitter needs.
+		f = max(c.lo, r.settle*c.pass)
+	default:
+		f = max(c.lo, r.settle*max(c.pass, c.safe))
+		if c.hi > 0 {
+			f = min(f, r.settle*c.hi)
+		}
+	}
+	f = max(r.minLane, min(r.maxLane, f))
+	if f == c.follow {
+		return
+	}
+	h.note(r, now, rule, "", "follow", c.follow, f, why)
+	c.follow = f
+	for _, l := range h.lanes {
+		if l.exit == e.exit && h.exploring() {
+			continue
+		}
+		p := f
+		if l.own() > 0 {
+			p = min(p, l.pace)
+		}
+		r.setPace(h, l, p)
+	}
+}
+
+// setExplorerPace changes the explorer's pace, recording why.
+func (r *rules) setExplorerPace(h *host, l *lane, m float64, now int64, rule, why string) {
+	m = max(r.minLane, min(r.maxLane, m))
+	h.note(r, now, rule, l.exit, "pace", l.pace, m, why)
+	h.exp.pace = m
+	r.setPace(h, l, m)
+}
+
+func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
+	h.note(r, now, "explore", l.exit, "phase", float64(h.exp.phase), float64(p), why)
+	h.exp.phase = p
+}
+
+// proofSpan is how long the explorer must sustain a pace for it to pass.
+func (h *host) proofSpan(pace float64) int64 {
+	if h.cap.careful || h.exp.phase == expSettled {
+		return max(h.cap.span, min(carefulIntervals*interval(pace), maxSpan))
+	}
+	return max(rampSpan, quickIntervals*interval(pace))
+}
+
+// exploreOK applies a success of the explorer lane l, sent at sent.
+func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
+	e, c := &h.exp, &h.cap
+	if e.awaitAt != 0 && sent > e.awaitAt {
+		// The lane recovered: the time it took bounds the recovery, and so
+		// the estimate, much better than maxRecovery did.
+		rec := sent - e.awaitAt
+		e.awaitAt, e.tries = 0, 0
+		r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
+	}
+	if e.cAt != 0 && e.cN < math.MaxInt32 {
+		e.cN++
+	}
+	el, saturated := e.run.add(sent, now, l.pace)
+	span := h.proofSpan(l.pace)
+	if e.phase == expRamp {
+		span = rampSpan
+	}
+	if e.run.n < rampRun || !saturated || el < span || e.phase == expSettled {
+		return
+	}
+	passed := l.pace
+	if c.careful {
+		// A server with a burst lets a pace a little over its limit run
+		// for a while: what a careful run proves is one request less than
+		// it sent over its span.
+		passed *= float64(e.run.n-1) / float64(e.run.n)
+	}
+	if passed > c.pass {
+		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, passed, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
+		c.pass, c.sent, c.at = passed, l.pace, now
+	}
+	if atLeast(l.pace, c.safe) {
+		c.safe = min(c.safe, passed) // the estimate is proven (less its careful request)
+	}
+	e.run = run{} // the next proof starts afresh
+	if e.reprobe && c.hi == 0 {
+		e.reprobe, e.fails = false, 0 // a re-probe not pushed back: the limit was raised
+	}
+	if c.hi > 0 && atLeast(l.pace, c.hi) {
+		// Sustained where it was pushed back before: the limit was raised.
+		// The search climbs again.
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, 0, "passed an old ceiling: the limit was raised")
+		c.hi, c.at, e.retest, e.fails = 0, now, false, 0
+	}
+	switch {
+	case e.phase == expRamp || c.hi == 0:
+		r.setExplorerPace(h, l, passed*rampStep, now, phaseNames[e.phase], "nothing pushed back over a run: double")
+	case e.phase == expRefine:
+		r.setExplorerPace(h, l, passed*refineStep, now, "refine", "passed: a step up")
+	default:
+		r.nextBisect(h, l, now)
+	}
+	r.updateFollow(h, now, phaseNames[e.phase], fmt.Sprintf("the explorer passed %.3g/s", passed))
+}
+
+// firstEstimate reads the first 429 once its recovery time rec is known:
+// successes n1 in t1, then rec to recover. A recovery long against the
+// pace (a window, or a server that penalises) makes the reading close
+// enough to refine from, and the search careful.
+func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
+	e, c := &h.exp, &h.cap
+	safe := float64(e.n1) / secs(e.t1+rec)
+	if e.ramped > 0 {
+		safe = min(safe, e.ramped)
+	}
+	safe = max(r.minLane, safe)
+	h.note(r, now, "explore", l.exit, "estimate", c.safe, safe, fmt.Sprintf("%d successes in %.1fs before the first 429, %s", e.n1, secs(e.t1), why))
+	c.safe = safe
+	if e.awaitAt != 0 {
+		// The recovery is not known yet: followers hold the cautious
+		// reading meanwhile, and nothing else is decided.
+		r.updateFollow(h, now, "explore", "the first 429, read cautiously until the lane recovers")
+		return
+	}
+	// A recovery of a second or two is what a whole-second Retry-After or
+	// a first backoff reads as, whatever the limit: only a longer one, and
+	// long against the pace, tells a window.
+	windowed := rec > windowRecovery*interval(max(e.ramped, safe)) && rec > minWindow
+	if windowed {
+		// A window (or a penalty): a pace must hold over one of them.
+		c.span = max(minSpan, min(maxSpan, rec+rec/4))
+	}
+	if windowed && e.n1 >= 2 {
+		// A window holds what the first run fitted into it: over the time
+		// the run took, the rate was at least the window's.
+		if hi := float64(e.n1) / secs(e.t1); hi < c.hi {
+			h.note(r, now, "explore", l.exit, "ceiling", c.hi, hi, "a window holds no more than the first run fitted into it")
+			c.ceil(hi, now)
+		}
+	}
+	if c.careful || windowed {
+		// A window (or a penalty): between its careful reading and what the
+		// first run fitted into it, the search bisects, one window a step.
+		c.careful = true
+		c.pass, c.sent = safe, safe
+		if ex := h.lanes[e.exit]; ex != nil && e.phase == expRefine {
+			r.setPhase(h, ex, expBisect, now, "a long recovery reads as a window")
+			r.nextBisect(h, ex, now)
+		}
+	} else {
+		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds
+	}
+	r.updateFollow(h, now, "explore", "the first 429's estimate")
+}
+
+// endRamp ends the slow start: the first 429 on the host, drawn by lane l at
+// pace x after its series ser of successes (the explorer, or followers that
+// were pushed back first: the ramp's pace let a burst through).
+func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duration, now int64) {
+	e, c := &h.exp, &h.cap
+	e.n1, e.t1 = ser.ok, max(now-ser.at, int64(time.Millisecond))
+	if l.exit != e.exit {
+		x = max(x, e.pace)
+		c.careful = true // followers were pushed back at what the ramp passed
+	}
+	h.note(r, now, "ramp", l.exit, "ceiling", c.hi, x, "the first 429 ends slow start")
+	c.ceil(x, now)
+	e.ramped, c.pass = c.pass, 0 // what the ramp passed (nothing, if its first pace failed)
+	r.setPhase(h, l, expRefine, now, "the first 429")
+	e.cAt, e.cN, e.prevN = 0, 0, 0
+	if ex := h.lanes[e.exit]; ex != nil {
+		if ex == l {
+			e.cAt = now
+		}
+		// Start again from what the ramp passed, in smaller steps.
+		r.setExplorerPace(h, ex, max(r.minLane, e.ramped, x/rampStep/rampStep), now, "refine", "start again below the first 429, in smaller steps")
+	}
+	// A Retry-After longer than the longest usual window is a penalty or a
+	// URL's own wait, not a window: the lane honours it, the estimate does
+	// not read it as one.
+	rec := min(int64(ra), maxRecovery)
+	if rec <= 0 {
+		// No Retry-After: the recovery time is unknown until the lane is
+		// seen to recover; meanwhile assume the slowest usual window. A
+		// quick retry that succeeds reads as a bucket (the wait is only an
+		// upper bound on the recovery); one pushed back again, as a window.
+		e.awaitAt = now
+		rec = maxRecovery
+	}
+	r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovery %v", time.Duration(rec)))
+}
+
+// explore429 applies a 429 on the explorer lane l (past its ramp), sent at
+// pace x, at now.
+func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
+	e, c := &h.exp, &h.cap
+	if e.awaitAt != 0 {
+		return // still waiting to see the lane recover: its cooldown says when to try again
+	}
+	if e.reprobe && c.hi == 0 && x <= e.base*reprobeStep*(1+tolerance) {
+		// A re-probe's first step above the settled pace was pushed back:
+		// the limit was not raised. Give the settled knowledge back.
+		e.reprobe = false
+		e.fails = min(e.fails+1, maxProbeBackoff)
+		h.note(r, now, "reprobe", l.exit, "ceiling", x, e.savedHi, "a re-probe was pushed back at its first step: the limit stands")
+		c.ceil(e.savedHi, now)
+		c.pass = e.savedPass
+		r.setPhase(h, l, expSettled, now, "the limit stands")
+		r.setExplorerPace(h, l, h.followPace(r), now, "reprobe", "back to the settled pace")
+		return
+	}
+	e.reprobe = false
+	r.count(h, l, now)
+	if e.retest && atLeast(x, c.hi) {
+		// The stale ceiling holds: it is fresh again, and the next retest
+		// waits longer.
+		e.retest = false
+		e.fails = min(e.fails+1, maxProbeBackoff)
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "pushed back again at an old ceiling: it stands")
+		c.ceil(min(c.hi, x), now)
+		r.nextBisect(h, l, now)
+		r.updateFollow(h, now, phaseNames[e.phase], "the old ceiling stands")
+		return
+	}
+	e.retest = false
+	if c.hi == 0 || x < c.hi {
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "the explorer was pushed back")
+		c.ceil(x, now)
+	}
+	if c.pass > 0 && atLeast(c.pass, x) {
+		// Pushed back at what it had passed: the pass was a burst, or the
+		// limit moved. Fall back and search carefully from there.
+		r.fallBack(h, l, x, now, "the explorer was pushed back at a pace it had passed")
+		return
+	}
+	if c.pass < c.safe && atLeast(c.safe, x) {
+		// Pushed back at the estimate it was verifying: the estimate was
+		// too much.
+		safe := max(r.minLane, c.lo, followCut*x)
+		h.note(r, now, phaseNames[e.phase], l.exit, "estimate", c.safe, safe, "the explorer was pushed back at the estimate")
+		c.safe = safe
+	}
+	if e.phase == expRefine {
+		r.setPhase(h, l, expBisect, now, "a second 429: the limit is within a step")
+	}
+	r.nextBisect(h, l, now)
+	r.updateFollow(h, now, phaseNames[e.phase], "the explorer was pushed back")
+}
+
+// count takes what the explorer sent between its last two 429s: less one,
+// over the time between, a lower bound on one lane's budget whatever the
+// burst. Over two spans and more (and with the interval before, which is
+// tighter) a window's fresh quota cannot inflate it much.
+func (r *rules) count(h *host, l *lane, now int64) {
+	e, c := &h.exp, &h.cap
+	n, t := e.cN, now-e.cAt
+	prevN, prevT := e.prevN, e.prevT
+	e.prevN, e.prevT = n, t
+	e.cAt, e.cN = now, 0
+	if t <= 0 || e.prevT == 0 {
+		return
+	}
+	b := counted(n, now-t, now)
+	if prevN >= rampRun && t+prevT >= 2*c.span {
+		b = max(b, float64(n+prevN-2)/secs(t+prevT))
+	} else if t < 2*c.span {
+		return
+	}
+	if b > c.lo {
+		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
+		c.lo = b
+	}
+}
+
+// nextBisect tries the middle of [pass, hi] in log space, or settles when
+// the two are within bisectDone.
+func (r *rules) nextBisect(h *host, l *lane, now int64) {
+	c := &h.cap
+	base := max(c.pass, c.lo)
+	if base < c.safe {
+		// Nothing proven at the estimate: try the middle above it (the
+		// followers hold the estimate meanwhile); pushed back there and
+		// again closer, the tries close in on the estimate itself, which
+		// falls when it is pushed back in turn.
+		if h.exp.phase == expRefine {
+			h.exp.phase = expBisect
+		}
+		m := c.safe
+		if c.hi > c.safe*refineStep {
+			m = min(math.Sqrt(c.safe*c.hi), c.safe*refineStep*refineStep)
+		}
+		r.setExplorerPace(h, l, m, now, "bisect", "at or above the estimate, which is not proven yet")
+		return
+	}
+	if c.hi > 0 && max(base, c.sent)*bisectDone >= c.hi {
+		r.setPhase(h, l, expSettled, now, "passed and pushed back within 4%: settled")
+		h.exp.quietAt, h.exp.okSince = now, 0
+		r.updateFollow(h, now, "bisect", "settled")
+		r.setExplorerPace(h, l, c.follow, now, "bisect", "settled: the explorer paces with the others")
+		return
+	}
+	m := base * probeStep
+	if c.hi > 0 {
+		m = math.Sqrt(base * c.hi)
+	}
+	why := "the middle of what was passed and pushed back"
+	if c.hi > 0 && now-c.hiAt >= max(r.probeEvery<<h.exp.fails, 2*h.proofSpan(c.hi)) {
+		// The ceiling is old (against ProbeEvery, and against the span a
+		// step takes, or a slow window would retest at every step): the
+		// limit may have been raised since. Try it again before settling
+		// under it.
+		h.exp.retest = true
+		m, why = c.hi, fmt.Sprintf("the ceiling is %.0fs old: try it again", secs(now-c.hiAt))
+	}
+	if h.exp.phase == expRefine {
+		h.exp.phase = expBisect
+	}
+	r.setExplorerPace(h, l, m, now, "bisect", why)
+}
+
+// fallBack handles a pace that lanes had passed being pushed back, by the
+// explorer or by followers several at once: the pass was a burst, or the
+// limit went down. Everything above the careful reading of the first 429
+// (or what the explorer counted) is dropped, and the search goes on
+// carefully from there.
+func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
+	e, c := &h.exp, &h.cap
+	h.note(r, now, "follow", l.exit, "floor", c.pass, 0, why)
+	if c.hi == 0 || x < c.hi {
+		c.ceil(x, now)
+	}
+	c.pass, c.sent, c.careful, c.at = 0, 0, true, now
+	e.retest = false
+	if c.safe == 0 || atLeast(c.safe, x) {
+		c.safe = followCut * x
+	}
+	if c.lo > 0 && atLeast(c.lo, x) {
+		c.lo = 0
+	}
+	e.reprobe = false
+	if e.phase != expBisect {
+		r.setPhase(h, l, expBisect, now, "search again, carefully")
+	}
+	if ex := h.lanes[e.exit]; ex != nil {
+		r.nextBisect(h, ex, now)
+	}
+	r.updateFollow(h, now, "follow", "the followers fall back")
+}
+
+// reprobeDue starts a re-probe on a settled host after a long quiet, in case
+// the limit was raised: the explorer climbs above the settled pace.
+func (r *rules) reprobeDue(h *host, l *lane, now int64) {
+	e, c := &h.exp, &h.cap
+	if e.phase != expSettled || l.exit != e.exit || !h.exploring() {
+		return
+	}
+	if e.okSince < math.MaxInt32 {
+		e.okSince++
+	}
+	if now-e.quietAt < r.probeEvery || int64(e.okSince) < reprobeQuiet<<e.fails {
+		return
+	}
+	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass = true, false, c.follow, c.hi, c.pass
+	c.hi, c.pass, c.sent = 0, c.follow, c.follow
+	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
+	// Another lane probes each time: if the explorer's IP has a smaller
+	// budget than others (a reputation tier), the host is not held to it.
+	if ch := h.challenger(l); ch != nil {
+		h.note(r, now, "reprobe", ch.exit, "pace", ch.pace, ch.pace, "this lane explores for the host now")
+		e.exit, e.run = ch.exit, run{}
+		l = ch
+	}
+	r.setPhase(h, l, expBisect, now, "re-probe")
+	r.setExplorerPace(h, l, c.follow*reprobeStep, now, "reprobe", "climb above the settled pace")
+}
+
+// challenger picks a lane other than the explorer l to lead a re-probe: one
+// with no smaller budget of its own, sent at its pace.
+func (h *host) challenger(l *lane) *lane {
+	for _, c := range h.heap {
+		if c != l && c.own() == 0 && c.hot {
+			return c
+		}
+	}
+	return nil
+}
+
+// hostPushedBack counts a 429 on any lane of the host for the re-probe's
+// quiet.
+func (h *host) hostPushedBack(now int64) {
+	h.exp.quietAt, h.exp.okSince = now, 0
+}

@@ -1,0 +1,146 @@
+package limit
+
+import (
+	"fmt"
+	"math"
+)
+
+// What the followers do when they are pushed back themselves: one lane alone
+// is its IP's own budget (a smaller tier, or noise) and slows alone; two
+// lanes within sympathySpan at the pace the host holds mean the host's
+// knowledge is wrong, and every follower slows at once instead of each
+// drawing its own 429.
+
+// evidence is a host's recent 429s: which lane, when, at what pace, and
+// whether the lane was under the pace the host had proven (a shared limit
+// shows as lanes pushed back while under what one lane may send). Its ring
+// is sized from Config.ScopeLanes, so any threshold can be met.
+type evidence struct {
+	ring []evEntry
+	n    int
+}
+
+type evEntry struct {
+	exit  string
+	at    int64
+	pace  float64
+	under bool
+}
+
+func (ev *evidence) add(r *rules, e evEntry) {
+	if ev.ring == nil {
+		ev.ring = make([]evEntry, max(2*r.scopeLanes, 4))
+	}
+	ev.ring[ev.n%len(ev.ring)] = e
+	ev.n++
+}
+
+// lanes counts the distinct lanes with an entry since since that match.
+func (ev *evidence) lanes(since int64, match func(evEntry) bool) int {
+	var seen []string
+	for _, e := range ev.ring {
+		if e.exit == "" || e.at < since || !match(e) {
+			continue
+		}
+		dup := false
+		for _, s := range seen {
+			if s == e.exit {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			seen = append(seen, e.exit)
+		}
+	}
+	return len(seen)
+}
+
+// follow429 applies a 429 on lane l (a follower, or the settled explorer)
+// sent at pace x. One lane pushed back while the explorer holds as much is
+// that IP's own smaller budget: it slows alone. Many lanes at once
+// (manyLanes, within sympathySpan) mean the host's knowledge is wrong, and
+// every follower slows at once instead of each drawing its own 429.
+func (r *rules) follow429(h *host, l *lane, x float64, ser series, now int64) {
+	f := h.cap.follow
+	atHost := atLeast(x, f)
+	many := atHost && h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes()
+	switch {
+	case many && h.exp.phase == expRamp:
+		// The ramp's pace let a burst through: the first 429s end it.
+		return // the caller ends the ramp
+	case many:
+		r.fallBack(h, l, x, now, fmt.Sprintf("followers pushed back at %.3g/s, several at once", x))
+		return
+	}
+	// This lane alone: its IP's own budget is under the host's pace. The
+	// lane searches its own, as the explorer does the host's: own is where
+	// it was pushed back, tpass what it counted since its last 429 or
+	// sustained, and it tries the middle until the two are within
+	// bisectDone.
+	x2 := l.extra()
+	own := x
+	if x2.own > 0 {
+		own = min(own, x2.own)
+	}
+	h.note(r, now, "tier", l.exit, "ceiling", x2.own, own, fmt.Sprintf("pushed back alone at %.3g/s: its own budget", x))
+	x2.own = own
+	if b := counted(ser.ok, ser.at, now); b > 0 && (x2.tpass == 0 || b > x2.tpass || x2.tpass >= own) {
+		x2.tpass = min(b, own)
+	} else if x2.tpass >= own {
+		x2.tpass = 0
+	}
+	r.tierNext(h, l)
+}
+
+// tierNext sets a lane with its own ceiling to the middle of what it passed
+// and where it was pushed back (or a cut under the latter when it passed
+// nothing yet), never above the host's pace.
+func (r *rules) tierNext(h *host, l *lane) {
+	x := l.x
+	p := tierCut * x.own
+	if x.tpass > 0 {
+		p = x.tpass
+		if x.tpass*bisectDone < x.own {
+			p = math.Sqrt(x.tpass * x.own)
+		}
+	}
+	r.setPace(h, l, max(r.minLane, min(p, h.followPace(r))))
+}
+
+// manyLanes is how many lanes pushed back at the host's pace within
+// sympathySpan show that the host's knowledge is wrong rather than some
+// IPs' budgets smaller: two, or half the lanes on larger pools (a pool
+// whose IPs differ in reputation has lanes with smaller budgets, and they
+// must not drag the others down; when the knowledge is wrong the explorer,
+// sent at it longest, is pushed back too and everyone falls back then).
+func (h *host) manyLanes() int {
+	return max(2, (len(h.lanes)+1)/2)
+}
+
+// tierOK counts a success of a lane with its own ceiling: a pace sustained
+// over a careful span passes, and the lane tries the next middle; once what
+// it passes reaches the host's pace it is an ordinary follower again.
+func (r *rules) tierOK(h *host, l *lane, sent, now int64) {
+	x := l.x
+	if x == nil || x.own == 0 {
+		return
+	}
+	el, saturated := x.run.add(sent, now, l.pace)
+	if x.run.n < rampRun || el < max(h.cap.span, carefulIntervals*interval(l.pace)) || !saturated {
+		return
+	}
+	x.tpass = max(x.tpass, l.pace)
+	f := h.followPace(r)
+	if atLeast(x.tpass, f) || atLeast(r.settle*x.own, f) && x.tpass*bisectDone >= x.own {
+		h.note(r, now, "tier", l.exit, "ceiling", x.own, 0, "its own budget is no smaller than the host's pace")
+		x.own, x.tpass = 0, 0
+		r.setPace(h, l, f)
+		return
+	}
+	if x.tpass*bisectDone >= x.own {
+		return // settled at what it passed
+	}
+	h.note(r, now, "tier", l.exit, "floor", 0, x.tpass, fmt.Sprintf("sustained %.3g/s for %.1fs", l.pace, secs(el)))
+	r.tierNext(h, l)
+}

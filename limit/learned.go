@@ -1,0 +1,206 @@
+package limit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Learned is what a Limiter learned about its hosts, for a crawl to save
+// with its frontier and give back on resume (Limiter.Learned and
+// Limiter.Restore), so that a resumed crawl does not learn every host
+// again from the first guess. It is a plain JSON-friendly value.
+type Learned struct {
+	Saved time.Time     `json:"saved"`
+	Hosts []LearnedHost `json:"hosts"`
+}
+
+// LearnedHost is one host's knowledge. Rates are in requests per second.
+type LearnedHost struct {
+	Host   string    `json:"host"`
+	Scope  Scope     `json:"scope"`
+	Hinted bool      `json:"scope_hinted,omitempty"`
+	Phase  string    `json:"phase"`
+	At     time.Time `json:"at"` // when it last changed
+	// LaneRate is the pace the host's lanes followed; Pass, Ceiling, Floor
+	// and Estimate what the explorer passed, was pushed back at, counted,
+	// and read from the first 429; Declared what the server declared.
+	LaneRate float64 `json:"lane_rate"`
+	Pass     float64 `json:"pass,omitempty"`
+	Ceiling  float64 `json:"ceiling,omitempty"`
+	Floor    float64 `json:"floor,omitempty"`
+	Estimate float64 `json:"estimate,omitempty"`
+	Declared float64 `json:"declared,omitempty"`
+	Careful  bool    `json:"careful,omitempty"`
+	// SpanSeconds is the careful proof span.
+	SpanSeconds float64 `json:"span_seconds,omitempty"`
+	// HostRate is the host's own rate while it limits site-wide or sheds
+	// load, HostRateCeiling and HostRateFloor what that rate learned.
+	HostRate        float64 `json:"host_rate,omitempty"`
+	HostRateCeiling float64 `json:"host_rate_ceiling,omitempty"`
+	HostRateFloor   float64 `json:"host_rate_floor,omitempty"`
+	// Lanes lists the lanes whose IP has a smaller budget than the host's
+	// pace (Own where it was pushed back, Pass what it passed).
+	Lanes []LearnedLane `json:"lanes,omitempty"`
+}
+
+// LearnedLane is one lane with a smaller budget of its own.
+type LearnedLane struct {
+	Exit string  `json:"exit"`
+	Own  float64 `json:"own"`
+	Pass float64 `json:"pass,omitempty"`
+}
+
+// How long saved knowledge is trusted on restore: up to trustFresh it is
+// taken as settled (the next re-probe checks it as usual); up to
+// trustStale the lanes start a little under it and the explorer proves it
+// again; beyond, the host is learned from scratch. Limits change, and a
+// restart may come days later.
+const (
+	trustFresh  = 10 * time.Minute
+	trustStale  = 24 * time.Hour
+	staleMargin = 0.9
+)
+
+// Learned returns what the limiter knows about every host at now.
+func (l *Limiter) Learned(now time.Time) Learned {
+	out := Learned{Saved: now.UTC()}
+	for i := range l.tab.shards {
+		sh := &l.tab.shards[i]
+		sh.mu.Lock()
+		for _, h := range sh.hosts {
+			if lh, ok := h.learned(l.rules); ok {
+				out.Hosts = append(out.Hosts, lh)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(out.Hosts, func(a, b LearnedHost) int { return strings.Compare(a.Host, b.Host) })
+	return out
+}
+
+// learned copies what h knows; false when it knows nothing worth keeping
+// (still in its first ramp, or shared with no rate learned).
+func (h *host) learned(r *rules) (LearnedHost, bool) {
+	c, e := &h.cap, &h.exp
+	lh := LearnedHost{
+		Host: h.name, Scope: h.scope, Hinted: h.hinted, Phase: h.phase(),
+		At:       time.Unix(0, max(c.at, h.scopeAt)).UTC(),
+		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
+		Declared: c.declared, Careful: c.careful, SpanSeconds: secs(c.span),
+	}
+	if h.rated() {
+		lh.HostRate, lh.HostRateCeiling, lh.HostRateFloor = h.rate.now, h.rate.hi, h.rate.lo
+	}
+	for _, ln := range h.lanes {
+		if o := ln.own(); o > 0 {
+			lh.Lanes = append(lh.Lanes, LearnedLane{Exit: ln.exit, Own: o, Pass: ln.x.tpass})
+		}
+	}
+	slices.SortFunc(lh.Lanes, func(a, b LearnedLane) int { return strings.Compare(a.Exit, b.Exit) })
+	if e.phase == expRamp && c.declared == 0 && !h.rated() {
+		return lh, false
+	}
+	return lh, true
+}
+
+// Restore gives the limiter back what an earlier run learned, aged at now:
+// knowledge younger than 10 minutes is taken as settled; older (up to a
+// day) is a starting point the lanes start a little under while the
+// explorer proves it again; older still is dropped. Hosts the limiter has
+// already started on keep what they have. It returns how many hosts it
+// restored, and an error naming the first entry it could not use (the
+// others are restored all the same).
+func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
+	r := l.rules
+	n := 0
+	var firstErr error
+	for i, lh := range s.Hosts {
+		if err := lh.check(); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("limit: learned host %d: %w", i, err)
+			}
+			continue
+		}
+		at := lh.At
+		if at.IsZero() || at.After(s.Saved) {
+			at = s.Saved
+		}
+		age := now.Sub(at)
+		if age > trustStale {
+			continue
+		}
+		sh := l.tab.shard(lh.Host)
+		sh.mu.Lock()
+		if sh.hosts[lh.Host] == nil {
+			h := newHost(lh.Host)
+			h.last = now.UnixNano()
+			r.restore(h, lh, age, now.UnixNano())
+			sh.hosts[lh.Host] = h
+			n++
+		}
+		sh.mu.Unlock()
+	}
+	return n, firstErr
+}
+
+// check rejects entries that would poison the limiter.
+func (lh LearnedHost) check() error {
+	bad := func(v float64) bool { return v < 0 || v != v || v > 1e9 }
+	switch {
+	case lh.Host == "":
+		return fmt.Errorf("empty host")
+	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate):
+		return fmt.Errorf("host %q: a rate is negative, not a number or absurd", lh.Host)
+	case lh.Scope > ScopeCredential:
+		return fmt.Errorf("host %q: unknown scope %d", lh.Host, lh.Scope)
+	}
+	return nil
+}
+
+// restore installs lh into the fresh host h, aged age.
+func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
+	c, e := &h.cap, &h.exp
+	h.scope, h.hinted, h.scopeAt = lh.Scope, lh.Hinted, now
+	c.declared = lh.Declared
+	c.careful = lh.Careful
+	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))
+	c.at = now
+	if lh.HostRate > 0 && lh.Scope.shared() {
+		h.rate.on, h.rate.now, h.rate.hi, h.rate.lo = true, lh.HostRate, lh.HostRateCeiling, lh.HostRateFloor
+	}
+	fresh := age <= trustFresh
+	if c.declared == 0 && lh.LaneRate > 0 && !lh.Scope.shared() {
+		if fresh {
+			c.pass, c.lo, c.safe = lh.Pass, lh.Floor, lh.Estimate
+			c.ceil(lh.Ceiling, now)
+			c.follow = lh.LaneRate
+			e.phase = expSettled
+		} else {
+			// Stale: a starting point under the old pace, to be proven again.
+			c.safe = staleMargin * lh.LaneRate
+			c.careful = true
+			c.ceil(lh.Ceiling, now)
+			c.follow = r.settle * c.safe
+			e.phase = expBisect
+		}
+		e.pace = c.follow
+		e.quietAt = now
+	}
+	h.note(r, now, "restore", "", "follow", 0, h.followPace(r), fmt.Sprintf("learned %v ago (%s)", age.Round(time.Second), map[bool]string{true: "trusted", false: "to be proven again"}[fresh]))
+	for _, ll := range lh.Lanes {
+		if !fresh || ll.Own <= 0 || ll.Exit == "" {
+			continue
+		}
+		ln := &lane{exit: ll.Exit, idx: -1, serAt: now, pace: max(r.minLane, min(ll.Own*tierCut, h.followPace(r)))}
+		x := ln.extra()
+		x.own, x.tpass = ll.Own, ll.Pass
+		if x.tpass > 0 {
+			ln.pace = max(r.minLane, min(x.tpass, h.followPace(r)))
+		}
+		h.lanes[ln.exit] = ln
+		h.push(ln)
+	}
+	h.log.takeOp()
+}

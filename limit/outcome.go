@@ -1,0 +1,244 @@
+package limit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/exitgate/exitgate/backoff"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// The rules a response runs through, in this order (package doc, Learning).
+// The names are the Rule of the Change records each one makes.
+//
+//  1. scope      a header's scope hint decides where the limit applies.
+//  2. host-rate  on a success, the host's own rate (when it governs) climbs.
+//  3. ramp, refine, bisect, reprobe, explore
+//                the explorer's search (explore.go), on its successes and
+//                its 429s; tier: a follower with a budget of its own climbs
+//                back on its successes (follow.go).
+//  4. episode    a 429 for a request sent before its lane's current episode
+//                began is the same event: only a longer Retry-After counts.
+//  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
+//                the host limits site-wide, its own rate governs (hostrate.go).
+//  6. follow, tier
+//                a follower pushed back: alone, its own budget; several at
+//                once, everyone falls back (follow.go).
+//  7. cooldown   a 429 rests its lane: Retry-After, else backoff.
+//  8. busy       a 503 pauses the host and cuts its own rate.
+//  9. ban        a block page quarantines the lane.
+// 10. declared   a declared quota sets every lane's pace (quota.go).
+
+// settle applies one released ticket's outcome o on lane l of host h. sent is
+// when the request went out; u is a uniform draw for backoff jitter.
+func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, u float64) {
+	sent := rec.at
+	if !o.SentAt.IsZero() {
+		sent = o.SentAt.UnixNano()
+	}
+	h.c.Requests++
+	l.c.req++
+	if o.Scope != ScopeUnknown {
+		h.hinted = true
+		r.setScope(h, o.Scope, now, "the response's headers say where the limit applies")
+	}
+	switch o.Verdict {
+	case verdict.OK:
+		h.c.OK++
+		l.c.ok++
+		l.serOK++
+		l.eps = 0
+		h.endWave(l)
+		r.okRules(h, l, sent, now)
+	case verdict.Throttled:
+		h.c.Throttled++
+		l.c.thr++
+		r.throttled(h, l, rec, o, sent, now, u)
+	case verdict.Busy:
+		h.c.Busy++
+		r.busy(h, o, sent, now, u)
+	case verdict.Retryable:
+		h.c.Errors++
+		l.extra().c.err++
+	case verdict.Banned:
+		h.c.Banned++
+		r.banned(h, l, now, "a block page")
+	case verdict.Forbidden:
+		h.c.Forbidden++
+		l.extra().c.forb++
+		if h.forbidden(r, l, o.URLHash, now) {
+			r.banned(h, l, now, fmt.Sprintf("a wave of %d forbidden URLs", r.banWave))
+		}
+	default:
+		h.c.Fatal++
+	}
+	r.declared(h, l, o, now)
+}
+
+// okRules runs the rules that learn from a success.
+func (r *rules) okRules(h *host, l *lane, sent, now int64) {
+	if h.rated() {
+		r.hostIncrease(h, now)
+	}
+	if !h.exploring() {
+		return
+	}
+	if l.exit == h.exp.exit {
+		r.exploreOK(h, l, sent, now)
+		r.reprobeDue(h, l, now)
+		return
+	}
+	if h.exp.okSince < 1<<30 {
+		h.exp.okSince++
+	}
+	r.tierOK(h, l, sent, now)
+}
+
+// throttled runs the rules for a 429 on lane l.
+func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now int64, u float64) {
+	if h.scope.shared() {
+		r.hostThrottled(h, o, sent, now, u)
+		return
+	}
+	if l.epAt != 0 && sent < l.epAt {
+		// Rule episode: sent before this lane's episode began, so the same
+		// event, already counted. Only a longer Retry-After is news.
+		if o.RetryAfter > 0 {
+			r.coolUntil(h, l, now+int64(o.RetryAfter), now, "a longer Retry-After from a request already out")
+		}
+		return
+	}
+	l.epAt = now
+	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
+	// Under what one lane may send: evidence that the budget is not the
+	// lane's own, unless the lane already has a smaller one of its own.
+	under := l.own() == 0 && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance)))
+	h.ev.add(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
+	h.hostPushedBack(now)
+	// A new series: the server's budget for this lane is empty now, so what
+	// it sent before no longer counts against a slower pace.
+	ser := series{at: l.serAt, ok: l.serOK}
+	if l.exit == h.exp.exit {
+		ser.run = h.exp.run.n
+		h.exp.run = run{}
+	}
+	l.serAt, l.serSent, l.serOK = now, 0, 0
+	if r.inferScope(h, now) {
+		r.hostThrottled(h, o, sent, now, u)
+		return
+	}
+	if h.scope == ScopeUnknown {
+		h.scope = ScopeExit
+	}
+	switch {
+	case !l.hot:
+		// Under its pace: evidence of a shared limit, not of this lane's
+		// size. Nothing to learn about the lane.
+	case !h.exploring():
+	case h.exp.phase == expRamp && l.exit != h.exp.exit:
+		r.follow429(h, l, x, ser, now)
+		if h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, h.cap.follow) }) >= h.manyLanes() {
+			r.endRamp(h, l, x, ser, o.RetryAfter, now)
+		}
+	case h.exp.phase == expRamp:
+		r.endRamp(h, l, x, ser, o.RetryAfter, now)
+	case l.exit == h.exp.exit && h.exp.phase != expSettled:
+		r.explore429(h, l, x, now)
+	case l.exit == h.exp.exit && atLeast(x, h.cap.follow):
+		// The settled explorer pushed back at the pace everyone holds:
+		// what it passed was a burst, or the limit moved down.
+		r.fallBack(h, l, x, now, "the explorer was pushed back at the settled pace")
+	default:
+		r.follow429(h, l, x, ser, now)
+	}
+	r.cooldown(h, l, x, o.RetryAfter, now, u)
+}
+
+// series is what a lane sent since its last 429 (or first request): since at,
+// ok successes, the last run of them at its latest pace.
+type series struct {
+	at      int64
+	ok, run int32
+}
+
+// cooldown rests lane l, pushed back at pace x, after the first 429 of an
+// episode: Retry-After, else full-jitter backoff but at least two intervals
+// at x (a server that also charges rejected requests stays limited while a
+// client keeps sending). The explorer that ended slow start without a
+// Retry-After measures how long the server takes to recover: its first try
+// comes after two intervals at the rate its successes came (a bucket has
+// refilled by then), and if it is pushed back again it waits for the longest
+// usual window instead of doubling its way there one 429 at a time.
+func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, now int64, u float64) {
+	if l.eps < 255 {
+		l.eps++
+	}
+	d := int64(ra)
+	why := fmt.Sprintf("Retry-After %v", ra)
+	if d <= 0 {
+		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))
+		why = "a 429 without Retry-After: backoff"
+		if e := &h.exp; l.exit == e.exit && e.awaitAt != 0 {
+			switch e.tries++; e.tries {
+			case 1:
+				iv := e.t1 / int64(max(e.n1, 1))
+				if e.ramped > 0 {
+					iv = interval(e.ramped)
+				}
+				d = max(2*interval(x), windowRecovery/2*iv) // no jitter: the retry measures
+				why = "a 429 without Retry-After: try again when a bucket would have refilled"
+			case 2:
+				d = max(d, e.t1)
+				why = "pushed back again: try again after a window as long as the first successes took"
+			default:
+				d = max(d, e.awaitAt+maxRecovery-now)
+				why = "pushed back again without Retry-After: wait for the longest usual window"
+			}
+		}
+	}
+	r.coolUntil(h, l, now+d, now, why)
+}
+
+func (r *rules) coolUntil(h *host, l *lane, until, now int64, why string) {
+	if until <= l.cool {
+		return
+	}
+	d := until - max(l.cool, now)
+	h.c.ThrottledNs += d
+	l.c.cooled(d)
+	h.note(r, now, "cooldown", l.exit, "cooldown", secs(max(l.cool-now, 0)), secs(until-now), why)
+	l.cool = until
+}
+
+// inferScope is the scope rule: once ScopeLanes distinct lanes were pushed
+// back within ScopeSpan while under what one lane may send, and no header
+// said otherwise, the server limits site-wide. It reports whether the host
+// is shared now.
+func (r *rules) inferScope(h *host, now int64) bool {
+	if h.hinted {
+		return false
+	}
+	n := h.ev.lanes(now-r.scopeSpan, func(e evEntry) bool { return e.under })
+	if n < r.scopeLanes {
+		return false
+	}
+	r.setScope(h, ScopeHost, now, fmt.Sprintf("%d lanes pushed back within %v while under their pace", n, time.Duration(r.scopeSpan)))
+	return true
+}
+
+// banned quarantines lane l, doubling with each ban.
+func (r *rules) banned(h *host, l *lane, now int64, why string) {
+	l.extra().c.ban++
+	if l.bans < 62 {
+		l.bans++
+	}
+	d := min(r.banMax, r.banBase<<min(l.bans-1, 30))
+	until := max(l.ban, now+d)
+	h.note(r, now, "ban", l.exit, "ban", secs(max(l.ban-now, 0)), secs(until-now), why)
+	l.ban = until
+}
+
+// fullJitter is backoff's full jitter for a uniform draw u in [0,1).
+func fullJitter(u float64, base, cap int64, attempt int) time.Duration {
+	return backoff.Policy{Base: time.Duration(base), Cap: time.Duration(cap)}.At(u, attempt)
+}

@@ -1,0 +1,436 @@
+package limit
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// Table tests of the learning rules at explicit instants (Unix ns). Each
+// builds the state a rule sees, applies the rule, and checks what it
+// changed and the Change it recorded.
+
+var at0 = time.Unix(1_800_000_000, 0).UnixNano()
+
+func sec(s float64) int64 { return at0 + int64(s*1e9) }
+
+func testRules(t *testing.T, c Config) *rules {
+	t.Helper()
+	r, err := c.rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// hostWith builds a host with the named lanes, the first one the explorer.
+func hostWith(r *rules, names ...string) *host {
+	h := newHost("h")
+	for _, n := range names {
+		h.newLane(r, n, at0)
+	}
+	h.exp.exit = names[0]
+	h.exp.pace = r.first
+	r.setPace(h, h.lanes[names[0]], r.first)
+	return h
+}
+
+func lastChange(h *host, what string) (Change, bool) {
+	cs := h.log.recent()
+	for i := len(cs) - 1; i >= 0; i-- {
+		if cs[i].What == what {
+			return cs[i], true
+		}
+	}
+	return Change{}, false
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, c := range []Config{
+		{Settle: 1.5},
+		{FirstGuess: PerMinute(1), MinLaneRate: PerMinute(5)},
+		{HostConcurrency: -1},
+		{BackoffBase: time.Minute, BackoffCap: time.Second},
+		{FirstGuess: Rate{N: math.Inf(1)}},
+		{BanWave: 1000},
+	} {
+		if _, err := c.rules(); err == nil {
+			t.Errorf("rules(%+v) = nil error, want ErrConfig", c)
+		}
+	}
+	r := testRules(t, Config{})
+	if r.first != 0.5 || r.hostConc != 32 || r.maxInFlight != 256 || r.settle != 0.97 || r.changes != 16 {
+		t.Errorf("defaults %+v", r)
+	}
+}
+
+// TestRamp: the explorer doubles after a run of rampRun successes spanning
+// rampSpan at its pace, and the followers take what it passed.
+func TestRamp(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	r.exploreOK(h, e, sec(0), sec(0))
+	if e.pace != 0.5 {
+		t.Fatalf("after one success pace %v, want 0.5 (a run is %d successes over %v)", e.pace, rampRun, time.Duration(rampSpan))
+	}
+	r.exploreOK(h, e, sec(2), sec(2))
+	if e.pace != 1 || h.cap.pass != 0.5 || h.lanes["f"].pace != 0.5 {
+		t.Errorf("after a run: explorer %v pass %v follower %v, want 1, 0.5, 0.5", e.pace, h.cap.pass, h.lanes["f"].pace)
+	}
+	if c, ok := lastChange(h, "pace"); !ok || c.Rule != "ramp" || c.From != 0.5 || c.To != 1 {
+		t.Errorf("change %+v, want ramp pace 0.5 -> 1", c)
+	}
+}
+
+// TestEndRamp reads the first 429 with and without Retry-After.
+func TestEndRamp(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name     string
+		ra       time.Duration
+		n1       int32
+		t1       float64 // seconds
+		pass     float64 // what the ramp passed
+		wantSafe float64
+		careful  bool
+		await    bool
+		wantHi   float64
+		phase    uint8
+	}{
+		// nginx 1r/s with Retry-After 1: 3 successes in 5 s, recovery 1 s;
+		// a short recovery: what the ramp passed holds.
+		{"bucket with Retry-After", time.Second, 3, 5, 0.5, 0.5, false, false, 1, expRefine},
+		// A window of 20 per minute: 20 successes in 12 s, then 48 s to
+		// wait; the window holds no more than the run fitted into it, and
+		// the search bisects from there.
+		{"window with Retry-After", 48 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 20.0 / 12, expBisect},
+		// No Retry-After: the cautious reading (a minute) until the lane
+		// is seen to recover.
+		{"no Retry-After", 0, 6, 9, 1, 6.0 / 69, false, true, 2, expRefine},
+	} {
+		h := hostWith(r, "e", "f")
+		h.cap.pass = tc.pass
+		e := h.lanes["e"]
+		r.endRamp(h, e, 2*tc.pass, series{at: sec(0), ok: tc.n1}, tc.ra, sec(tc.t1))
+		c := &h.cap
+		if !near(c.safe, tc.wantSafe) || c.careful != tc.careful || (h.exp.awaitAt != 0) != tc.await {
+			t.Errorf("%s: safe %.4f careful %v await %v; want %.4f %v %v", tc.name, c.safe, c.careful, h.exp.awaitAt != 0, tc.wantSafe, tc.careful, tc.await)
+		}
+		if !near(c.hi, tc.wantHi) || h.exp.phase != tc.phase {
+			t.Errorf("%s: hi %v phase %v, want %v and %v", tc.name, c.hi, h.exp.phase, tc.wantHi, tc.phase)
+		}
+		if f := h.lanes["f"].pace; f > r.settle*max(c.pass, c.safe)*(1+tolerance) {
+			t.Errorf("%s: follower at %v, above Settle times what is known (%v)", tc.name, f, max(c.pass, c.safe))
+		}
+	}
+}
+
+// TestRecovery: a 429 without Retry-After; the lane is seen to recover at
+// the first try (a bucket) or only after a long wait (a window).
+func TestRecovery(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name    string
+		rec     float64
+		careful bool
+	}{
+		{"quick: a bucket", 1, false},
+		{"a minute: a window", 50, true},
+	} {
+		h := hostWith(r, "e", "f")
+		h.cap.pass = 1
+		e := h.lanes["e"]
+		r.endRamp(h, e, 2, series{at: sec(0), ok: 10}, 0, sec(10))
+		r.exploreOK(h, e, sec(10+tc.rec), sec(10+tc.rec))
+		if h.exp.awaitAt != 0 || h.cap.careful != tc.careful {
+			t.Errorf("%s: await %v careful %v, want 0 and %v", tc.name, h.exp.awaitAt, h.cap.careful, tc.careful)
+		}
+		if want := 10 / (10 + tc.rec); !near(h.cap.safe, min(want, 1)) {
+			t.Errorf("%s: safe %v, want %v", tc.name, h.cap.safe, want)
+		}
+	}
+}
+
+// TestBisect: the explorer tries the middle of passed and pushed back in log
+// space, and settles once they are within bisectDone.
+func TestBisect(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expBisect
+	h.cap.pass = 0.8
+	h.cap.ceil(1.25, sec(0))
+	r.nextBisect(h, e, sec(0))
+	if !near(e.pace, 1) {
+		t.Errorf("middle of 0.8 and 1.25 = %v, want 1", e.pace)
+	}
+	// Pushed back at 1: hi 1, the middle of 0.8 and 1 next.
+	r.explore429(h, e, 1, sec(1))
+	if h.cap.hi != 1 || !near(e.pace, math.Sqrt(0.8)) {
+		t.Errorf("after a 429 at 1: hi %v pace %v, want 1 and %v", h.cap.hi, e.pace, math.Sqrt(0.8))
+	}
+	h.cap.pass = 0.98
+	r.nextBisect(h, e, sec(2))
+	if want := r.settle * 0.98; h.exp.phase != expSettled || !near(h.lanes["f"].pace, want) {
+		t.Errorf("passed 0.98, pushed back at 1: phase %v follower %v, want settled at %v", h.exp.phase, h.lanes["f"].pace, want)
+	}
+}
+
+// TestStaleCeiling: a ceiling older than ProbeEvery is tried again before
+// the search settles under it; pushed back there, it stands and the next
+// retest waits twice as long; passed, it is dropped and the explorer climbs
+// (the limit was raised).
+func TestStaleCeiling(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expBisect
+	h.cap.pass = 0.5
+	h.cap.ceil(0.6, sec(0))
+	r.nextBisect(h, e, sec(30))
+	if mid := math.Sqrt(0.5 * 0.6); !near(e.pace, mid) || h.exp.retest {
+		t.Fatalf("30 s after the ceiling: pace %v retest %v, want the middle %v", e.pace, h.exp.retest, mid)
+	}
+	r.nextBisect(h, e, sec(61))
+	if !near(e.pace, 0.6) || !h.exp.retest {
+		t.Fatalf("61 s after the ceiling: pace %v retest %v, want the ceiling 0.6 tried again", e.pace, h.exp.retest)
+	}
+	r.explore429(h, e, 0.6, sec(62))
+	if h.cap.hi != 0.6 || h.cap.hiAt != sec(62) || h.exp.fails != 1 || h.exp.retest {
+		t.Fatalf("pushed back at the old ceiling: hi %v at %v fails %d, want it to stand, fresh, one failure", h.cap.hi, h.cap.hiAt, h.exp.fails)
+	}
+	r.nextBisect(h, e, sec(62+61))
+	if h.exp.retest {
+		t.Fatal("a retest 61 s after a failed one: want it to wait 2 x ProbeEvery")
+	}
+	r.nextBisect(h, e, sec(62+121))
+	if !h.exp.retest {
+		t.Fatal("no retest 121 s after a failed one")
+	}
+	// Sustained at the old ceiling: dropped, and the explorer doubles.
+	for i := 0; i < 40; i++ {
+		at := sec(200 + float64(i)/0.6)
+		r.exploreOK(h, e, at, at)
+	}
+	if h.cap.hi != 0 || h.exp.fails != 0 || e.pace <= 0.6*1.5 {
+		t.Errorf("passed the old ceiling: hi %v fails %d pace %v, want it dropped and the pace doubled", h.cap.hi, h.exp.fails, e.pace)
+	}
+}
+
+// TestFallBack: the explorer pushed back at a pace it had passed drops what
+// it passed and searches carefully from the cautious estimate.
+func TestFallBack(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expBisect
+	h.cap.pass, h.cap.hi, h.cap.safe = 2, 4, 0.6
+	r.explore429(h, e, 2, sec(0))
+	c := &h.cap
+	if c.pass != 0 || !c.careful || c.hi != 2 {
+		t.Errorf("pass %v careful %v hi %v, want 0, true, 2", c.pass, c.careful, c.hi)
+	}
+	if f := h.lanes["f"].pace; !near(f, r.settle*0.6) {
+		t.Errorf("followers at %v, want Settle x the cautious estimate %v", f, r.settle*0.6)
+	}
+}
+
+// TestFollowers: one follower pushed back alone gets its own budget; a
+// second one at the host's pace within sympathySpan makes everyone fall
+// back.
+func TestFollowers(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "a", "b", "c")
+	h.exp.phase = expSettled
+	h.cap.pass, h.cap.hi = 1, 1.02
+	r.updateFollow(h, sec(0), "test", "")
+	a, b := h.lanes["a"], h.lanes["b"]
+	pushed := func(l *lane, at float64) {
+		h.ev.add(r, evEntry{exit: l.exit, at: sec(at), pace: l.pace})
+		r.follow429(h, l, l.pace, series{at: sec(at - 10), ok: 6}, sec(at))
+	}
+	f := h.cap.follow // min(1, Settle x 1.02)
+	pushed(a, 1)
+	if a.own() != f || a.pace >= f || b.pace != f {
+		t.Errorf("one lane alone: own %v pace %v, other %v; want own %v, under it, other untouched", a.own(), a.pace, b.pace, f)
+	}
+	pushed(b, 2)
+	if h.cap.pass != 0 || !h.cap.careful || h.lanes["c"].pace >= f {
+		t.Errorf("two at the host's pace: pass %v careful %v third lane %v; want everyone back", h.cap.pass, h.cap.careful, h.lanes["c"].pace)
+	}
+}
+
+// TestSetPaceDebt: a lane that sent ahead of a slower pace since its last
+// 429 is held back; a faster pace lifts the hold.
+func TestSetPaceDebt(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	r.setPace(h, f, 2)
+	f.serAt, f.serSent, f.tat = sec(0), 20, sec(10) // 20 sent in 10 s at 2/s
+	h.last = sec(10)
+	r.setPace(h, f, 1)
+	if f.tat != sec(20) {
+		t.Errorf("slowed to 1/s after 20 sent since 0: next at %v, want 20 s", time.Duration(f.tat-at0))
+	}
+	r.setPace(h, f, 4)
+	if f.tat > sec(10.25) {
+		t.Errorf("sped up to 4/s: next at %v, want the hold lifted (<= 10.25 s)", time.Duration(f.tat-at0))
+	}
+}
+
+// TestQuotaWindow: the window of an X-RateLimit-Limit without one is the
+// longest reset seen, or the move of a reset on a grid.
+func TestQuotaWindow(t *testing.T) {
+	q := &quota{}
+	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 40 * time.Second}, sec(0), 0)
+	if q.span() != int64(40*time.Second) || q.grid() {
+		t.Errorf("after one answer: span %v grid %v, want 40s, not yet", time.Duration(q.span()), q.grid())
+	}
+	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 59 * time.Second}, sec(41), 0)
+	if q.span() != int64(60*time.Second) || !q.grid() {
+		t.Errorf("reset moved a minute: span %v grid %v, want 1m on a grid", time.Duration(q.span()), q.grid())
+	}
+	// A moving window (flask-limiter): the reset moves with each hit.
+	m := &quota{}
+	for i := range 5 {
+		m.update(&Outcome{Quota: 20, Remaining: float64(19 - i), HasRemaining: true, ResetIn: 61 * time.Second}, sec(float64(3*i)), 0)
+	}
+	if m.grid() || m.span() != int64(61*time.Second) {
+		t.Errorf("moving window: grid %v span %v, want no grid and 61s", m.grid(), time.Duration(m.span()))
+	}
+	// Nothing remains: a grid waits for its reset, a moving window one
+	// interval at its rate.
+	q.rem, m.rem = 0, 0
+	if got := q.readyAt(); got != q.reset {
+		t.Errorf("grid with nothing left: ready %v, want the reset", got)
+	}
+	if got, want := m.readyAt(), m.seen+int64(1e9/m.rate()); got != want {
+		t.Errorf("moving window with nothing left: ready %v, want one interval after the last answer %v", got, want)
+	}
+}
+
+// TestDeclaredPace: a declared limit sets every lane at Settle under it,
+// less half a request per window for a small limit.
+func TestDeclaredPace(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		quota  float64
+		window time.Duration
+		want   float64 // lane pace, req/s
+	}{
+		{10, time.Minute, (1 - 0.6/10) * 10 / 60},
+		{100, time.Minute, 0.97 * 100 / 60},
+	} {
+		h := hostWith(r, "e", "f")
+		r.declared(h, h.lanes["f"], &Outcome{Quota: tc.quota, Window: tc.window, Remaining: tc.quota - 1, HasRemaining: true, ResetIn: tc.window}, sec(0))
+		for _, l := range h.lanes {
+			if !near(l.pace, tc.want) {
+				t.Errorf("%v per %v: lane %s at %v, want %v", tc.quota, tc.window, l.exit, l.pace, tc.want)
+			}
+		}
+	}
+}
+
+// TestHostRate: the host's own rate is cut per pushback episode, restarts
+// no lower than Settle times what was counted between two episodes, and
+// climbs back no higher than Settle times the rate that drew the last one.
+func TestHostRate(t *testing.T) {
+	r := testRules(t, Config{})
+	h := newHost("h")
+	h.rate.on, h.rate.now = true, 4
+	h.send.rate = 4
+	r.hostDecrease(h, sec(0), sec(0), "test")
+	if h.rate.now != 2 || h.rate.hi != 4 {
+		t.Fatalf("first cut: rate %v hi %v, want 2 and 4", h.rate.now, h.rate.hi)
+	}
+	for range 31 {
+		r.hostIncrease(h, sec(5))
+	}
+	h.send.rate = 3
+	r.hostDecrease(h, sec(10), sec(10), "test") // 31 successes in 10 s: 3/s counted
+	if !near(h.rate.lo, 3) || !near(h.rate.now, r.settle*3) {
+		t.Errorf("second cut: lo %v rate %v, want 3 and %v", h.rate.lo, h.rate.now, r.settle*3)
+	}
+	for range 1000 {
+		r.hostIncrease(h, sec(11))
+	}
+	if h.rate.now > r.settle*h.rate.hi*(1+tolerance) {
+		t.Errorf("climbed to %v, above Settle x hi %v", h.rate.now, h.rate.hi)
+	}
+	// A request sent before the episode began is the same episode.
+	if r.hostDecrease(h, sec(9), sec(12), "test") {
+		t.Errorf("a pushback for a request sent before the episode counted as a new one")
+	}
+}
+
+// TestChangeRing keeps the last Config.Changes records, oldest first, and
+// drops changes under the tolerance.
+func TestChangeRing(t *testing.T) {
+	r := testRules(t, Config{Changes: 3})
+	h := newHost("h")
+	for i := range 5 {
+		h.note(r, sec(float64(i)), "test", "", "pace", float64(i), float64(i+1), "")
+	}
+	h.note(r, sec(9), "test", "", "pace", 1, 1.0000001, "noise")
+	cs := h.log.recent()
+	if len(cs) != 3 || cs[0].From != 2 || cs[2].From != 4 {
+		t.Errorf("ring = %+v, want the changes from 2, 3, 4", cs)
+	}
+	if op := h.log.takeOp(); len(op) != 5 || len(h.log.takeOp()) != 0 {
+		t.Errorf("takeOp = %d records then more, want 5 then none", len(op))
+	}
+}
+
+// TestLearnedRoundTrip: what one limiter learned, restored into another,
+// is trusted when fresh, proven again when stale, dropped when old.
+func TestLearnedRoundTrip(t *testing.T) {
+	r := testRules(t, Config{})
+	src := &Limiter{rules: r, tab: newTable()}
+	h := hostWith(r, "e", "f", "g")
+	h.exp.phase = expSettled
+	h.cap.pass, h.cap.hi, h.cap.at = 1.9, 2, sec(0)
+	r.updateFollow(h, sec(0), "test", "")
+	g := h.lanes["g"]
+	g.extra().own, g.x.tpass = 0.5, 0.45
+	src.tab.shard("h").hosts["h"] = h
+	saved := src.Learned(time.Unix(0, sec(1)))
+	if len(saved.Hosts) != 1 || saved.Hosts[0].LaneRate != h.cap.follow || len(saved.Hosts[0].Lanes) != 1 {
+		t.Fatalf("Learned = %+v, want one host at %v with one lane of its own", saved, h.cap.follow)
+	}
+	for _, tc := range []struct {
+		age   time.Duration
+		phase string
+		rate  float64
+		n     int
+	}{
+		{time.Minute, "settled", h.cap.follow, 1},
+		{2 * time.Hour, "bisect", r.settle * staleMargin * h.cap.follow, 1},
+		{48 * time.Hour, "", 0, 0},
+	} {
+		dst := &Limiter{rules: r, tab: newTable()}
+		n, err := dst.Restore(saved, time.Unix(0, sec(1)).Add(tc.age))
+		if err != nil || n != tc.n {
+			t.Errorf("age %v: Restore = %d, %v; want %d, nil", tc.age, n, err, tc.n)
+			continue
+		}
+		dh := dst.tab.shard("h").hosts["h"]
+		if tc.n == 0 {
+			if dh != nil {
+				t.Errorf("age %v: host restored, want it learned again", tc.age)
+			}
+			continue
+		}
+		if dh.phase() != tc.phase || !near(dh.followPace(r), tc.rate) {
+			t.Errorf("age %v: phase %s rate %v, want %s at %v", tc.age, dh.phase(), dh.followPace(r), tc.phase, tc.rate)
+		}
+	}
+	bad := Learned{Saved: saved.Saved, Hosts: []LearnedHost{{Host: "", LaneRate: 1}, {Host: "x", LaneRate: math.NaN()}, saved.Hosts[0]}}
+	dst := &Limiter{rules: r, tab: newTable()}
+	if n, err := dst.Restore(bad, time.Unix(0, sec(2))); n != 1 || err == nil {
+		t.Errorf("Restore with two bad entries = %d, %v; want the good one restored and an error", n, err)
+	}
+}

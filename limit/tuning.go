@@ -1,0 +1,134 @@
+package limit
+
+import "time"
+
+// The learning rules' constants, each with the reason for its value. What a
+// user may reasonably want to change is in Config instead.
+
+// tolerance is the relative slack of every comparison between two rates
+// (float rounding makes a pace computed two ways differ in the last bits):
+// a is "at least" b when a >= b*(1-tolerance).
+const tolerance = 1e-3
+
+func atLeast(a, b float64) bool { return a >= b*(1-tolerance) }
+
+// Before anything is proven, the lanes that follow the explorer pace at this
+// share of the first guess: if the guess is above the server's limit, they
+// are not the ones that find out, and they have budget left when they must
+// slow down.
+const startShare = 0.5
+
+// The explorer's slow start: its pace doubles after a run of rampRun
+// successes spanning at least rampSpan at its pace. Doubling reaches 20/s
+// from 30/min in about 15 s; a run must last rampSpan so that a burst a
+// server allows is not mistaken, within milliseconds, for a rate.
+const (
+	rampStep = 2.0
+	rampRun  = 2
+	rampSpan = int64(time.Second)
+)
+
+// maxRecovery is how long a limiter is assumed to take to forgive a client
+// that stopped, when it does not say (no Retry-After): common windows are a
+// second, ten seconds and a minute. It bounds the safe estimate after the
+// first 429 until the lane is seen to recover sooner.
+const maxRecovery = int64(time.Minute)
+
+// A pace is proven when a lane sustained it for a proof span without a 429:
+// at least minSpan, at most maxSpan, otherwise the time the first 429 took
+// to come plus the time the lane needed to recover (a window's length, or
+// the time to drain a burst). A shorter span lets a burst pass for a rate.
+const (
+	minSpan = int64(2 * time.Second)
+	maxSpan = int64(time.Minute)
+)
+
+// After the first 429 the explorer starts again from half its pace in
+// refineStep steps, so that a second 429 places the limit within a step;
+// then it bisects until what it passed and where it was pushed back are
+// within bisectDone (then every lane settles at Settle under what it
+// passed: at least 95% of the limit). A first 429 whose recovery took longer than
+// windowRecovery intervals at the pace reads as a window (or a penalty),
+// and the search is careful from the start.
+const (
+	refineStep     = 1.2
+	bisectDone     = 1.025
+	windowRecovery = 4
+	minWindow      = int64(2 * time.Second)
+	probeStep      = 1.1
+)
+
+// A pace passes after quickIntervals intervals without a 429 (at least
+// rampSpan), or carefulIntervals (at least the careful span) once the server
+// is known to let bursts through: twenty requests over a refill make a pace
+// a tenth too high show.
+const (
+	quickIntervals   = 4
+	carefulIntervals = 20
+)
+
+// runSaturation is the share of its pace a lane must actually have been sent
+// at for a run of successes to prove anything: an idle lane is never pushed
+// back and must not climb.
+const runSaturation = 0.8
+
+// tierCut multiplies a lane's pace when it alone is pushed back at a pace the
+// host's other lanes hold: its IP has a smaller budget (a reputation tier).
+// It then climbs back, halving the gap to the settle point under the pace
+// that drew the 429 per run.
+const tierCut = 0.7
+
+// followCut multiplies the followers' pace when several of them are pushed
+// back at the pace the host proved: the limit moved down.
+const followCut = 0.7
+
+// sympathySpan: two lanes pushed back at the followers' pace within it are
+// the host's limit moving, not one IP's noise. It equals the scope span by
+// default but is its own constant: it answers a different question.
+const sympathySpan = int64(10 * time.Second)
+
+// reprobeQuiet is how many successes a host must have had since its last 429
+// before a lane probes above the settled pace: a failed probe costs a 429,
+// so at most 0.25%. Each failed probe doubles it, up to maxProbeBackoff
+// doublings (400<<5: one probe per 12,800 successes).
+const (
+	reprobeQuiet    = 400
+	maxProbeBackoff = 5
+	reprobeStep     = 1.25 // a re-probe's first step above the settled pace
+)
+
+// The host's own rate (AIMD), used when the server limits site-wide or sheds
+// load with 503s: additive increase per success (the 429 article's
+// 0.05/s), multiplicative decrease per pushback episode, a floor.
+const (
+	hostStep = 0.05
+	hostCut  = 0.5
+	hostMin  = 0.1
+	// Above what is proven the next pushback is near: a fifth of the step,
+	// so that episodes are rare and each costs little (measured on the
+	// bench's host-scoped, per-credential and overload scenarios).
+	hostSlowStep = 0.2
+)
+
+// maxSeries bounds a lane's series (what it sent since its last 429): a
+// limiter remembers a window, usually a minute at most, so older sends do
+// not count against a slower pace.
+const maxSeries = 2 * maxRecovery
+
+// sendWindow is the span over which a host's send rate is measured.
+const sendWindow = int64(10 * time.Second)
+
+// maxScan bounds the lanes one Acquire examines, so a decision stays O(log n)
+// in the pool size even when many exits are blocked.
+const maxScan = 32
+
+// slop is how early a lane may let a request go: a quarter of its interval,
+// at most 2ms. A caller wakes a little after the instant it was given (timer
+// and scheduling latency), and GCRA with no tolerance would add each such
+// lateness to the next interval, losing rate for good (measured: a 500/s
+// ceiling delivered 407/s). The early margin is far inside Settle.
+func slop(iv int64) int64 { return min(iv/4, int64(2*time.Millisecond)) }
+
+// hostSlop is slop for the host ceiling and AIMD pacers, which no server
+// enforces at exactly that rate: up to a whole interval, at most 2ms.
+func hostSlop(iv int64) int64 { return min(iv, int64(2*time.Millisecond)) }

@@ -1,0 +1,277 @@
+package server
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// at is one request of a twin table: its instant and what the real limiter
+// decides. rem, reset and retry are checked when check is set.
+type at struct {
+	at      time.Duration
+	allowed bool
+}
+
+func runAllowed(t *testing.T, name string, a Algo, p Policy, steps []at) Algorithm {
+	t.Helper()
+	alg, err := NewAlgorithm(a, p)
+	if err != nil {
+		t.Fatalf("%s: NewAlgorithm(%v, %+v) error %v", name, a, p, err)
+	}
+	for i, s := range steps {
+		if d := alg.Decide("k", t0.Add(s.at)); d.Allowed != s.allowed {
+			t.Errorf("%s step %d: Decide(t0+%v).Allowed = %v, want %v (%+v)", name, i, s.at, d.Allowed, s.allowed, d)
+		}
+	}
+	return alg
+}
+
+func us(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+
+// nginx limit_req: excess = excess - rate*ms/1000 + 1000 on a millisecond
+// clock; reject when excess > burst*1000; a rejection changes nothing.
+func TestNginxTwin(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		p     Policy
+		steps []at
+	}{
+		{"1r/s burst 0: 999 ms after the last accepted request is early, 1000 ms is not",
+			Policy{Quota: 1, Window: time.Second, Burst: 1},
+			[]at{{0, true}, {ms(999), false}, {ms(1000), true}, {ms(1999), false}, {ms(2000), true}}},
+		{"1r/s burst 0: rejected requests do not move the bucket",
+			Policy{Quota: 1, Window: time.Second, Burst: 1},
+			[]at{{0, true}, {ms(300), false}, {ms(600), false}, {ms(999), false}, {ms(1000), true}}},
+		{"1r/s burst 0: the clock has millisecond granularity",
+			Policy{Quota: 1, Window: time.Second, Burst: 1},
+			[]at{{0, true}, {ms(999) + us(999), false}, {ms(1000) + us(1), true}}},
+		{"10r/s burst 0: 99 ms is early, 100 ms passes",
+			Policy{Quota: 10, Window: time.Second, Burst: 1},
+			[]at{{0, true}, {ms(99), false}, {ms(100), true}, {ms(150), false}, {ms(200), true}}},
+		{"20r/m is 333 milli-requests/s (truncated): a request needs 3004 ms, not 3000",
+			Policy{Quota: 20, Window: time.Minute, Burst: 1},
+			[]at{{0, true}, {ms(3000), false}, {ms(3003), false}, {ms(3004), true}}},
+		{"6r/m burst 0: 10 s spacing",
+			Policy{Quota: 6, Window: time.Minute, Burst: 1},
+			[]at{{0, true}, {ms(9999), false}, {sec(10), true}}},
+		{"1r/s burst 5 nodelay: 6 back to back, then one a second",
+			Policy{Quota: 1, Window: time.Second, Burst: 6},
+			[]at{{0, true}, {0, true}, {0, true}, {0, true}, {0, true}, {0, true}, {0, false},
+				{ms(999), false}, {ms(1000), true}, {ms(1000), false}, {sec(7), true}}},
+		{"a long pause empties the bucket: excess is clamped at 0 after adding 1000",
+			Policy{Quota: 1, Window: time.Second, Burst: 2},
+			[]at{{0, true}, {0, true}, {0, false}, {sec(100), true}, {sec(100), true}, {sec(100), false}}},
+	} {
+		runAllowed(t, tc.name, Nginx, tc.p, tc.steps)
+	}
+}
+
+// Without nodelay, nginx serves a request within the burst late by
+// excess/rate instead of at once.
+func TestNginxDelayTwin(t *testing.T) {
+	alg, err := NewAlgorithm(NginxDelay, Policy{Quota: 2, Window: time.Second, Burst: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		allowed bool
+		delay   time.Duration
+	}{{true, 0}, {true, ms(500)}, {true, sec(1)}, {false, 0}} {
+		d := alg.Decide("k", t0)
+		if d.Allowed != want.allowed || d.Delay != want.delay {
+			t.Errorf("request %d at t0: allowed %v delay %v, want %v %v", i, d.Allowed, d.Delay, want.allowed, want.delay)
+		}
+	}
+	if d := alg.Decide("k", t0.Add(ms(500))); !d.Allowed || d.Delay != sec(1) {
+		t.Errorf("at 500 ms: allowed %v delay %v, want true 1s", d.Allowed, d.Delay)
+	}
+}
+
+// HAProxy http_req_rate(10s) with `deny if { sc_http_req_rate(0) gt 2 }`:
+// the rate counts the request being judged, denied ones too, and weights
+// the previous period by what remains of the current one.
+func TestHAProxyTwin(t *testing.T) {
+	p := Policy{Quota: 2, Window: 10 * time.Second}
+	// Periods start at the key's first request (t0+3 s), not on the clock.
+	runAllowed(t, "denied requests keep the estimate above the threshold", HAProxy, p, []at{
+		{sec(3), true},  // rate 1
+		{sec(4), true},  // rate 2
+		{sec(5), false}, // rate 3 > 2
+		{sec(12), false},
+		// Period 2 from 13 s holds prev 4: at 13 s the rate is 4*10/10+1 = 5.
+		{sec(13), false},
+		// At 18 s: 4*5/10 + 2 = 4.
+		{sec(18), false},
+		// At 22.999 s: 4*0.001/10 + 3 = 3.0004, truncated to 3: still denied,
+		// although a counter of accepted requests would be at 0.
+		{sec(22) + ms(999), false},
+		// Period 3 from 23 s: prev 3 (the three denials), 3*10/10+1 = 4.
+		{sec(23), false},
+		// Two quiet periods later everything has aged out.
+		{sec(43), true},
+	})
+	runAllowed(t, "a client that pauses is let back in as the previous period fades", HAProxy, p, []at{
+		{0, true}, {sec(1), true}, {sec(2), false},
+		// Period 2 from 10 s, prev 3. At 15 s: 3*5/10 + 1 = 2.5, truncated to 2.
+		{sec(15), true},
+		// At 15.001 s: 3*4.999/10 + 2 = 3.4997 -> 3 > 2.
+		{sec(15) + ms(1), false},
+		// At 19.999 s: 3*0.001/10 + 3 = 3 (curr counts the denial at 15.001).
+		{sec(19) + ms(999), false},
+	})
+	// The rate is exactly N at the threshold: gt N passes N.
+	runAllowed(t, "gt 20 per 10 s passes the 20th request and denies the 21st", HAProxy,
+		Policy{Quota: 20, Window: 10 * time.Second}, append(repeat(20, true), at{0, false}))
+}
+
+func repeat(n int, allowed bool) []at {
+	out := make([]at, n)
+	for i := range out {
+		out[i] = at{0, allowed}
+	}
+	return out
+}
+
+// The existing penalising counter is not HAProxy: it aligns periods to the
+// epoch and compares the exact weighted sum. The same requests get
+// different answers.
+func TestHAProxyIsNotThePenalisingCounter(t *testing.T) {
+	p := Policy{Quota: 2, Window: 10 * time.Second}
+	steps := []time.Duration{0, sec(1), sec(2), sec(15)}
+	ha, _ := NewAlgorithm(HAProxy, p)
+	pen, _ := NewAlgorithm(Penalising, p)
+	var diff bool
+	for _, s := range steps {
+		if ha.Decide("k", t0.Add(s)).Allowed != pen.Decide("k", t0.Add(s)).Allowed {
+			diff = true
+		}
+	}
+	if !diff {
+		t.Errorf("HAProxy and Penalising agree on %v; the twin should differ at 15 s (truncated estimate)", steps)
+	}
+}
+
+// go-chi/httprate: round(prev*(w-e)/w + cur) + 1 <= limit, epoch-aligned
+// windows, rejections not counted, Remaining limit-rate(-1), Reset the
+// fixed window's end, Retry-After the window length.
+func TestHTTPRateTwin(t *testing.T) {
+	runSteps(t, HTTPRate, Policy{Quota: 3, Window: 10 * time.Second}, []step{
+		{0, true, 2, sec(10), 0},
+		{sec(1), true, 1, sec(9), 0},
+		{sec(2), true, 0, sec(8), 0},
+		{sec(3), false, 0, sec(7), sec(10)},
+		// Next window: prev 3 weighted 1.0: rate 3.
+		{sec(10), false, 0, sec(10), sec(10)},
+		// At 15 s: 3*0.5 = 1.5 rounds to 2: 2+1 <= 3 passes, Remaining 0.
+		{sec(15), true, 0, sec(5), 0},
+		// At 16.5 s: 3*0.35 + 1 = 2.05 -> 2: passes.
+		{sec(16) + ms(500), true, 0, ms(3500), 0},
+		// At 17 s: 3*0.3 + 2 = 2.9 -> 3: rejected with Remaining 0.
+		{sec(17), false, 0, sec(3), sec(10)},
+		// Two windows on, the counts are forgotten.
+		{sec(30), true, 2, sec(10), 0},
+	})
+}
+
+// Python limits 2.8 moving window: a hit exactly Window old still counts;
+// Reset is the newest hit's second + Window + 1 (flask-limiter reset_at).
+func TestLimitsMovingTwin(t *testing.T) {
+	runSteps(t, LimitsMoving, Policy{Quota: 2, Window: 10 * time.Second}, []step{
+		// Reset = int(newest)+10+1 - now.
+		{0, true, 1, sec(11), 0},
+		{sec(1) + ms(500), true, 0, sec(12) - ms(1500), 0},
+		{sec(2), false, 0, sec(10), sec(8) + 1},
+		// At exactly 10 s the hit at 0 is 10 s old: atime >= now-expiry, so it counts.
+		{sec(10), false, 0, sec(2), 1},
+		// A nanosecond later it has expired.
+		{sec(10) + 1, true, 0, sec(11) - 1, 0},
+	})
+	// The existing sliding log frees the slot at exactly Window.
+	runAllowed(t, "sliding log", SlidingLog, Policy{Quota: 1, Window: 10 * time.Second}, []at{{0, true}, {sec(10), true}})
+	runAllowed(t, "limits moving", LimitsMoving, Policy{Quota: 1, Window: 10 * time.Second}, []at{{0, true}, {sec(10), false}, {sec(10) + 1, true}})
+}
+
+// Python limits 2.8 fixed window: the window starts at a key's first hit
+// and every hit counts, rejected ones too.
+func TestLimitsFixedTwin(t *testing.T) {
+	runAllowed(t, "limits fixed", LimitsFixed, Policy{Quota: 2, Window: 10 * time.Second}, []at{
+		{sec(3), true}, {sec(4), true}, {sec(5), false},
+		{sec(12) + ms(999), false},
+		// The window opened at 3 s closes at 13 s, not at the epoch's 10 s.
+		{sec(13), true}, {sec(13), true}, {sec(14), false},
+	})
+}
+
+// golang.org/x/time/rate: Every(2s), burst 5.
+func TestXRateTwin(t *testing.T) {
+	p := Policy{Quota: 1, Window: 2 * time.Second, Burst: 5}
+	alg := runAllowed(t, "xrate", XRate, p, append(repeat(5, true),
+		at{0, false}, at{ms(1999), false}, at{sec(2), true}, at{sec(2), false}))
+	if d := alg.Decide("k", t0.Add(sec(3))); d.Allowed || d.RetryAfter != sec(1) {
+		t.Errorf("at 3 s: allowed %v retry %v, want false 1s", d.Allowed, d.RetryAfter)
+	}
+}
+
+// Pacing at exactly a limit's spacing passes when requests arrive when
+// they were sent, and tips over it once the path adds a few milliseconds
+// of jitter: the real runs' 8-12% 429s at 100% pacing.
+func TestJitterTipsExactPacingOver(t *testing.T) {
+	rejected := func(path Latency) int {
+		alg, _ := NewAlgorithm(Nginx, Policy{Quota: 1, Window: time.Second, Burst: 1})
+		rng := rand.New(rand.NewPCG(1, 2))
+		n := 0
+		for i := range 1000 {
+			if !alg.Decide("k", t0.Add(sec(i)+path.Draw(rng))).Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := rejected(Latency{}); n != 0 {
+		t.Errorf("exact pacing, no jitter: %d of 1000 rejected, want 0", n)
+	}
+	if n := rejected(LoopbackPath); n < 300 {
+		t.Errorf("exact pacing over the loopback path: %d of 1000 rejected, want many (each early arrival is rejected)", n)
+	}
+	// Paced 3% under the limit, the same jitter never tips over.
+	alg, _ := NewAlgorithm(Nginx, Policy{Quota: 1, Window: time.Second, Burst: 1})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 1000 {
+		if at := t0.Add(ms(1030*i) + LoopbackPath.Draw(rng)); !alg.Decide("k", at).Allowed {
+			t.Fatalf("paced at 1030 ms, request %d rejected", i)
+		}
+	}
+}
+
+// Keys get their tier's budget in the order the site first sees them, and
+// the allowed rate sums the tiers.
+func TestTiers(t *testing.T) {
+	s, err := New(Config{Algorithm: Nginx, Tiers: []Policy{
+		{Quota: 2, Window: time.Second, Burst: 1}, {Quota: 6, Window: time.Minute, Burst: 1},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a: 2 r/s tier; b: 6 r/m tier.
+	for i, tc := range []struct {
+		ip     string
+		at     time.Duration
+		status int
+	}{
+		{"a", 0, 200}, {"b", 0, 200},
+		{"a", ms(500), 200}, {"b", ms(500), 429},
+		{"b", sec(10), 200},
+	} {
+		if r := s.Handle(SimRequest{IP: tc.ip, Now: t0.Add(tc.at)}); r.Status != tc.status {
+			t.Errorf("step %d: %s at %v = %d, want %d", i, tc.ip, tc.at, r.Status, tc.status)
+		}
+	}
+	if got := s.AllowedRate(4); math.Abs(got-4.2) > 1e-9 {
+		t.Errorf("AllowedRate(4) = %v, want 4.2", got)
+	}
+	if _, err := New(Config{Tiers: []Policy{{}}, Schedule: []Change{{At: time.Second}}}); err == nil {
+		t.Error("tiers with a schedule: nil error")
+	}
+}
