@@ -409,7 +409,9 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 			if len(atts) > 0 {
 				continue // state changed: look again at the same instant
 			}
-			next = now.Add(time.Millisecond) // nothing moved: step on
+			if len(d.events) == 0 || d.events[0].at.After(now) {
+				next = now.Add(time.Millisecond) // nothing moved: step on
+			} // else: arrivals or responses are due now
 		}
 		if next.After(limit) {
 			return last, nil
