@@ -103,16 +103,20 @@ type HostFigures struct {
 }
 
 // measureHost computes h's figures over [start, end), the steady ones
-// from start+warmup. Each key's allowed rate is the site's allowed rate
-// for all keys divided among them (so a site-wide capacity is shared).
-func measureHost(h *host, start, end time.Time, warmup time.Duration) (HostFigures, error) {
+// from start+warmup, and the time to settle and the 429s while learning
+// over [start, settleEnd): when a crawl runs out of work its lanes slow
+// down, which is not unsettling. Each key's allowed rate is the site's
+// allowed rate for all keys divided among them (so a site-wide capacity is
+// shared). A host of a multi-host crawl is measured up to its own last
+// request.
+func measureHost(h *host, start, end, settleEnd time.Time, warmup time.Duration) (HostFigures, error) {
 	f := HostFigures{Host: h.name, SettleSeconds: -1}
 	raw := h.site.Hits()
 	if h.ownEnd && len(raw) > 0 {
 		// A host of a multi-host crawl is judged over its own crawl: up
 		// to its last request, not while it idles after finishing.
 		if last := raw[len(raw)-1].At.Add(time.Millisecond); last.Before(end) {
-			end = last
+			end, settleEnd = last, last
 		}
 	}
 	hits := make([]measure.Hit, 0, len(raw))
@@ -137,6 +141,19 @@ func measureHost(h *host, start, end time.Time, warmup time.Duration) (HostFigur
 	f.Figures = whole
 	f.Utilization, f.Ratio429 = whole.Utilization, whole.Ratio429
 	f.SettleSeconds, f.Learning429s = whole.SettleSeconds, whole.LearningLimited
+	if settleEnd.Before(end) && settleEnd.After(start) {
+		s, err := measure.Compute(hits, measure.Config{Start: start, End: settleEnd, Keys: h.keys, Allowed: allowed(0)})
+		if err != nil {
+			return f, err
+		}
+		f.SettleSeconds, f.Learning429s = s.SettleSeconds, s.LearningLimited
+		if s.SettleSeconds < 0 {
+			// Never settled before the work ran out: every 429 was a
+			// learning one.
+			f.Learning429s = whole.Limited
+		}
+		f.Figures.SettleSeconds, f.Figures.LearningLimited = f.SettleSeconds, f.Learning429s
+	}
 	f.Requests, f.OK, f.Limited = whole.Requests, whole.OK, whole.Limited
 	f.allowed = h.site.AllowedRequests(h.keys, end.Sub(start))
 	f.Seconds = end.Sub(start).Seconds()

@@ -206,7 +206,7 @@ func Real(ctx context.Context, cfg RealConfig) (Result, error) {
 		if cfg.Scenario.Config.Key.By == server.KeyIP {
 			h.only = ips
 		}
-		if err := r.measure([]*host{h}, start, end, cfg.Warmup); err != nil {
+		if err := r.measure([]*host{h}, start, end, end, cfg.Warmup); err != nil {
 			r.SettleSeconds = -1
 		}
 		return r

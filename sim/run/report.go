@@ -22,8 +22,12 @@ func Markdown(w io.Writer, rs []ScenarioResult) error {
 			if !r.Finished {
 				fin = ">" + fin
 			}
-			fmt.Fprintf(&b, "| %s | %.1f%% | %.1f%% | %.2f%% | %.2f%% | %d | %s | %d | %.2f | %s | %d | %d |\n",
-				r.Strategy, 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, 100*r.Ratio429Steady,
+			su, sr := "–", "–" // the run ended within the warmup
+			if r.RequestsSteady > 0 {
+				su, sr = fmt.Sprintf("%.1f%%", 100*r.UtilizationSteady), fmt.Sprintf("%.2f%%", 100*r.Ratio429Steady)
+			}
+			fmt.Fprintf(&b, "| %s | %.1f%% | %s | %.2f%% | %s | %d | %s | %d | %.2f | %s | %d | %d |\n",
+				r.Strategy, 100*r.Utilization, su, 100*r.Ratio429, sr,
 				r.Learning429s, Settle(r.SettleSeconds), r.Bans, r.RetriesPerSuccess, fin, r.Done, r.Abandoned)
 		}
 		b.WriteString("\n")

@@ -185,11 +185,12 @@ func ratio(a, b float64) float64 {
 }
 
 // measure sets the server-side figures from the hosts' records over
-// [start, end), the steady ones from start+warmup.
-func (r *Result) measure(hs []*host, start, end time.Time, warmup time.Duration) error {
+// [start, end), the steady ones from start+warmup, settling up to
+// settleEnd.
+func (r *Result) measure(hs []*host, start, end, settleEnd time.Time, warmup time.Duration) error {
 	var fs []HostFigures
 	for _, h := range hs {
-		f, err := measureHost(h, start, end, warmup)
+		f, err := measureHost(h, start, end, settleEnd, warmup)
 		if err != nil {
 			return fmt.Errorf("measure %s: %w", h.name, err)
 		}

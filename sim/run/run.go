@@ -70,9 +70,9 @@ type Config struct {
 	// Start is virtual time zero. Default 2026-01-02T00:00:00Z.
 	Start time.Time
 	// Duration, when set, stops the run after this much virtual time and
-	// measures exactly that span (the acceptance check runs 120 s); zero
-	// runs until the URL set is done (or MaxTime) and measures to the
-	// last response.
+	// measures exactly that span (the acceptance check runs 120 s), or up
+	// to the last response if the URL set is done sooner; zero runs until
+	// the URL set is done (or MaxTime) and measures to the last response.
 	Duration time.Duration
 }
 
@@ -239,11 +239,17 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 		keys: hosts[0].keys, urls: urls, end: end, counts: counts,
 		exits: cfg.Exits,
 	})
+	// A run stopped at Duration is measured over all of it (time spent
+	// waiting counts); one that finished its URLs first, to its end.
 	mEnd := end
-	if cfg.Duration > 0 {
+	if cfg.Duration > 0 && !r.Finished {
 		mEnd = limitAt
 	}
-	if err := r.measure(hosts, cfg.Start, mEnd, cfg.Warmup); err != nil {
+	settleEnd := mEnd
+	if !d.drained.IsZero() && d.drained.Before(mEnd) {
+		settleEnd = d.drained
+	}
+	if err := r.measure(hosts, cfg.Start, mEnd, settleEnd, cfg.Warmup); err != nil {
 		return Result{}, err
 	}
 	return r, nil
@@ -347,6 +353,10 @@ type driver struct {
 	events   eventHeap
 	seq      uint64
 	sniff    map[string][]byte // body -> bytes, so responses share them
+	// drained is the first instant (checked each virtual second) at which
+	// the frontier held no queued or parked job: from then on lanes run
+	// out of work, so settling is judged before it.
+	drained, checked time.Time
 }
 
 // loop runs until nothing is in flight or scheduled, or until limit. It
@@ -365,6 +375,16 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 		}
 		for _, a := range atts {
 			d.send(a, now)
+		}
+		if d.drained.IsZero() && now.Sub(d.checked) >= time.Second {
+			d.checked = now
+			c, err := d.fr.Counts(ctx)
+			if err != nil {
+				return last, err
+			}
+			if c.Queued+c.Parked == 0 {
+				d.drained = now
+			}
 		}
 		var next time.Time
 		if len(d.events) > 0 {
@@ -389,7 +409,9 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 			if len(atts) > 0 {
 				continue // state changed: look again at the same instant
 			}
-			next = now.Add(time.Millisecond) // nothing moved: step on
+			if len(d.events) == 0 || d.events[0].at.After(now) {
+				next = now.Add(time.Millisecond) // nothing moved: step on
+			} // else: arrivals or responses are due now
 		}
 		if next.After(limit) {
 			return last, nil

@@ -128,14 +128,17 @@ const (
 	SlidingLog
 	// SlidingWindow estimates the last Window's count from the current and
 	// previous fixed windows, weighting the previous by its overlap
-	// (Cloudflare, nginx-style approximation). Rejected requests do not count.
+	// (Cloudflare's approximation), exactly. Rejected requests do not
+	// count. go-chi/httprate rounds the estimate: see HTTPRate.
 	SlidingWindow
 	// GCRA is the generic cell rate algorithm (virtual scheduling):
 	// emission interval Window/Quota, tolerance for Burst back-to-back.
 	GCRA
 	// Penalising is SlidingWindow counting every request, rejected ones too,
-	// as HAProxy's http_req_rate in a stick table: a client that keeps
-	// sending while limited stays limited.
+	// in the manner of HAProxy's http_req_rate in a stick table: a client
+	// that keeps sending while limited stays limited. HAProxy itself aligns
+	// periods to a key's first request and truncates its estimate: see
+	// HAProxy.
 	Penalising
 	// Nginx is nginx limit_req with nodelay: a leaky bucket in
 	// milli-requests on a millisecond clock (see nginxLeaky). Burst is

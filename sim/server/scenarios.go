@@ -63,7 +63,7 @@ func Scenarios() []Scenario {
 		return Scenario{Name: name, Description: desc, Kind: kind, Config: c}
 	}
 	return []Scenario{
-		sc("per-ip-token-bucket", "token bucket per client IP, 1 r/s, burst 2, bare 429s (nginx limit_req)", PerIP,
+		sc("per-ip-token-bucket", "token bucket per client IP, 1 r/s, burst 2, bare 429s (close to nginx limit_req burst=1 nodelay, without its millisecond clock: see twin-nginx-*)", PerIP,
 			Config{Algorithm: TokenBucket, Policy: perSecond}),
 		sc("per-ip-fixed-window", "fixed window per client IP, 10 per 10 s aligned to the epoch, bare 429s", PerIP,
 			Config{Algorithm: FixedWindow, Policy: perTen}),
@@ -73,7 +73,7 @@ func Scenarios() []Scenario {
 			Config{Algorithm: SlidingWindow, Policy: perTen}),
 		sc("per-ip-gcra", "GCRA per client IP, 1 r/s, burst 2, bare 429s", PerIP,
 			Config{Algorithm: GCRA, Policy: perSecond}),
-		sc("per-ip-penalising", "per-IP rate of 10 per 10 s counting rejected requests too (HAProxy stick table); bare 429s", PerIP,
+		sc("per-ip-penalising", "per-IP sliding-window counter of 10 per 10 s counting rejected requests too, like an HAProxy stick table (epoch-aligned and exact where HAProxy truncates: see twin-haproxy-*); bare 429s", PerIP,
 			Config{Algorithm: Penalising, Policy: perTen}),
 		sc("per-ip-headers-xrl", "fixed window per IP, 10 per 10 s, X-RateLimit-* with epoch reset and Retry-After (GitHub style)", PerIP,
 			Config{Algorithm: FixedWindow, Policy: perTen, Headers: HeadersXRateLimit}),
