@@ -172,3 +172,33 @@ func Trim(s string, n int) string {
 func Esc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }
+
+// LogTicks returns ticks at 0, 1, 10, 100, ... up to 10^(decades-1), for
+// a log10(1+v) scale, placed by pos.
+func LogTicks(decades int, pos func(float64) float64) []Tick {
+	var out []Tick
+	for i := range decades + 1 {
+		v := 0.0
+		if i > 0 {
+			v = math.Pow(10, float64(i-1))
+		}
+		out = append(out, Tick{Pos: pos(v), Label: Num(v)})
+	}
+	return out
+}
+
+// Reference draws a dashed horizontal line across a panel at y, labelled
+// at its right end.
+func Reference(b *strings.Builder, left, w int, y float64, color, label string) {
+	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s" stroke-dasharray="6 4"/>`+"\n", left, y, left+w, y, color)
+	fmt.Fprintf(b, `<text x="%d" y="%.1f" fill="%s" text-anchor="end">%s</text>`+"\n", left+w-4, y-4, color, Esc(label))
+}
+
+// Project maps (x, y) data points to SVG coordinates.
+func Project(pts [][2]float64, x, y func(float64) float64) [][2]float64 {
+	out := make([][2]float64, len(pts))
+	for i, p := range pts {
+		out[i] = [2]float64{x(p[0]), y(p[1])}
+	}
+	return out
+}

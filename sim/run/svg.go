@@ -86,26 +86,16 @@ func SVG(w io.Writer, s ScenarioResult) error {
 	y1 := func(v float64) float64 { return top1 + h1 - v/yMax*h1 }
 	chart.Axes(&b, left, top1, plotW, h1, xTicks, chart.Ticks(yMax, chart.NiceStep(yMax, 5), y1, chart.Num), "successes / s")
 	if allowed > 0 {
-		y := y1(allowed)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s" stroke-dasharray="6 4"/>`+"\n", left, y, left+plotW, y, allowedRateColor)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="%s" text-anchor="end">allowed %s/s</text>`+"\n", left+plotW-4, y-4, allowedRateColor, chart.Num(allowed))
+		chart.Reference(&b, left, plotW, y1(allowed), allowedRateColor, "allowed "+chart.Num(allowed)+"/s")
 	}
 	for i := range s.Results {
-		chart.Line(&b, project(series[i], xOf, y1), chart.Style{Color: chart.Palette[i%len(chart.Palette)]})
+		chart.Line(&b, chart.Project(series[i], xOf, y1), chart.Style{Color: chart.Palette[i%len(chart.Palette)]})
 	}
 	// Panel 2: 429s per second, log scale.
 	y2 := func(v float64) float64 { return top2 + h2 - math.Log10(1+v)/l429Max*h2 }
-	var ticks429 []chart.Tick
-	for i := range int(l429Max) + 1 {
-		v := 0.0
-		if i > 0 {
-			v = math.Pow(10, float64(i-1))
-		}
-		ticks429 = append(ticks429, chart.Tick{Pos: y2(v), Label: chart.Num(v)})
-	}
-	chart.Axes(&b, left, top2, plotW, h2, xTicks, ticks429, "429s / s (log)")
+	chart.Axes(&b, left, top2, plotW, h2, xTicks, chart.LogTicks(int(l429Max), y2), "429s / s (log)")
 	for i := range s.Results {
-		chart.Line(&b, project(series429[i], xOf, y2), chart.Style{Color: chart.Palette[i%len(chart.Palette)]})
+		chart.Line(&b, chart.Project(series429[i], xOf, y2), chart.Style{Color: chart.Palette[i%len(chart.Palette)]})
 	}
 	// Legend.
 	lx := width - right + 20
@@ -120,13 +110,4 @@ func SVG(w io.Writer, s ScenarioResult) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// project maps (t, value) points to SVG coordinates.
-func project(pts [][2]float64, x, y func(float64) float64) [][2]float64 {
-	out := make([][2]float64, len(pts))
-	for i, p := range pts {
-		out[i] = [2]float64{x(p[0]), y(p[1])}
-	}
-	return out
 }
