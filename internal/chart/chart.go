@@ -74,8 +74,13 @@ func NiceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
+	return roundUp(v, []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8})
+}
+
+// roundUp rounds v > 0 up to one of the mantissas times a power of ten.
+func roundUp(v float64, mantissas []float64) float64 {
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
+	for _, m := range mantissas {
 		if m*p >= v*(1-1e-12) {
 			return m * p
 		}
@@ -89,14 +94,7 @@ func NiceStep(max float64, n int) float64 {
 	if max <= 0 || n <= 0 {
 		return 1
 	}
-	raw := max / float64(n)
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if m*p >= raw*(1-1e-12) {
-			return m * p
-		}
-	}
-	return 10 * p
+	return roundUp(max/float64(n), []float64{1, 2, 2.5, 5})
 }
 
 // TimeStep returns the smallest round step of time, in seconds (1, 2, 5,

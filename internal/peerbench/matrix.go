@@ -46,8 +46,8 @@ type MatrixConfig struct {
 	ProgressEvery time.Duration
 }
 
-// Matrix runs every target × strategy and returns the results in that
-// order. A run that fails has its Error set, and the returned error joins
+// Matrix runs every target × strategy and returns the results target by
+// target, each strategy in turn. A run that fails has its Error set, and the returned error joins
 // every failure; the other runs go on. Cancelling ctx stops all runs.
 func Matrix(ctx context.Context, cfg MatrixConfig) ([]Result, error) {
 	if len(cfg.Targets) == 0 || len(cfg.Strategies) == 0 || cfg.Dir == "" {
@@ -77,14 +77,18 @@ func Matrix(ctx context.Context, cfg MatrixConfig) ([]Result, error) {
 		}
 	}
 	type job struct {
-		i int
-		t Target
-		s strategy.Spec
+		i, n int // result index, place in the run order
+		t    Target
+		s    strategy.Spec
 	}
+	// Results come target by target; runs go strategy by strategy, so that
+	// runs at once are of one strategy: the ones that hammer (no-limiter)
+	// load the machine together instead of skewing the timing of polite
+	// runs beside them.
 	var jobs []job
-	for _, t := range cfg.Targets {
-		for _, s := range cfg.Strategies {
-			jobs = append(jobs, job{len(jobs), t, s})
+	for si, s := range cfg.Strategies {
+		for ti, t := range cfg.Targets {
+			jobs = append(jobs, job{ti*len(cfg.Strategies) + si, len(jobs) + 1, t, s})
 		}
 	}
 	results := make([]Result, len(jobs))
@@ -105,7 +109,7 @@ func Matrix(ctx context.Context, cfg MatrixConfig) ([]Result, error) {
 		last := addrs[(slot+1)*cfg.Exits-1]
 		wg.Go(func() {
 			for j := range queue {
-				tag := fmt.Sprintf("[%d/%d] %s × %s", j.i+1, len(jobs), j.t.Name, j.s.Name)
+				tag := fmt.Sprintf("[%d/%d] %s × %s", j.n, len(jobs), j.t.Name, j.s.Name)
 				logf("peerbench: %s: started, exits %v-%v", tag, first, last)
 				rc := RunConfig{
 					Target: j.t, Strategy: j.s, Exits: cfg.Exits, FirstIP: first, Duration: cfg.Duration,

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,34 +56,44 @@ func TestRealLimiters(t *testing.T) {
 	bin := buildExitgate(t)
 	const duration = 60 * time.Second
 	base := t.TempDir()
+	// All at once, each on its own server and its own range of exit
+	// addresses (not t.Parallel: that would run only GOMAXPROCS at once).
+	names := make([]string, len(floors))
+	results := make([]Result, len(floors))
+	errs := make([]error, len(floors))
+	var wg sync.WaitGroup
 	for i, f := range floors {
-		name := f.target
+		names[i] = f.target
 		if f.binary {
-			name += "/crawl-binary"
+			names[i] += "/crawl-binary"
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			targets, err := SelectTargets([]string{f.target})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Each run its own range of exit addresses (and its own server).
-			addrs, err := ExitAddrs(DefaultFirstIP, 10*(i+1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[10*i], Duration: duration,
-				Dir: filepath.Join(base, filepath.FromSlash(name))}
-			if f.binary {
-				cfg.CrawlBinary = bin
-			}
+		targets, err := SelectTargets([]string{f.target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs, err := ExitAddrs(DefaultFirstIP, 10*(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[10*i], Duration: duration,
+			Dir: filepath.Join(base, filepath.FromSlash(names[i]))}
+		if f.binary {
+			cfg.CrawlBinary = bin
+		}
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), duration+4*time.Minute)
 			defer cancel()
-			r, err := Run(ctx, cfg)
+			results[i], errs[i] = Run(ctx, cfg)
+		})
+	}
+	wg.Wait()
+	for i, f := range floors {
+		t.Run(names[i], func(t *testing.T) {
+			r, err := results[i], errs[i]
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %s; settled after %.0f s with %d 429s while learning", name, r.Summary(), r.Server.SettleSeconds, r.Server.LearningLimited)
+			t.Logf("%s: %s; %d 429s while learning, settled after %.0f s (-1: never)", names[i], r.Summary(), r.Server.LearningLimited, r.Server.SettleSeconds)
 			if !r.Accounted() || r.RanDry {
 				t.Errorf("URLs: %d done + %d abandoned + %d queued + %d parked of %d, want all accounted for and some left",
 					r.Done, r.Abandoned, r.Queued, r.Parked, r.URLs)

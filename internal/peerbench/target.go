@@ -216,7 +216,8 @@ func Targets() []Target {
 		flaskTarget("flask-moving-20-per-min", 20, "moving-window",
 			"moving window (a log of the last minute's accepted requests)", "seconds until the oldest request leaves the window"),
 		flaskTarget("flask-fixed-6-per-min", 6, "fixed-window",
-			"fixed window (a counter per clock-aligned minute)", "seconds until the window resets"),
+			"fixed window per client (limits' memory storage opens it at the client's first request and resets it 60 s later, not on the clock)",
+			"seconds until the window resets"),
 	}
 }
 

@@ -38,11 +38,7 @@ type FlaskConfig struct {
 // Retry-After headers. Its access log, written from an after_request hook,
 // reads "<unix time with ms> <client address> <status>". It is safe for
 // concurrent use.
-type Flask struct {
-	proc      *process
-	addr      string
-	accessLog string
-}
+type Flask struct{ server }
 
 // StartFlask starts the app with cfg and returns once it accepts
 // connections.
@@ -82,26 +78,7 @@ func StartFlask(cfg FlaskConfig) (*Flask, error) {
 		logs: []string{accessLog}, bin: cfg.Python, args: []string{app, "--host", host, "--port", port,
 			"--limit", cfg.Limit, "--strategy", cfg.Strategy, "--log", accessLog}})
 	if err != nil {
-		dir.remove()
 		return nil, err
 	}
-	return &Flask{proc: p, addr: cfg.Listen, accessLog: accessLog}, nil
+	return &Flask{server{proc: p, addr: cfg.Listen, accessLog: accessLog}}, nil
 }
-
-// Addr returns the host:port the app listens on.
-func (f *Flask) Addr() string { return f.addr }
-
-// URL returns the base URL, without a trailing slash.
-func (f *Flask) URL() string { return "http://" + f.addr }
-
-// AccessLogPath returns the access log's path.
-func (f *Flask) AccessLogPath() string { return f.accessLog }
-
-// AccessLog returns the complete lines of the access log so far.
-func (f *Flask) AccessLog() ([]AccessEntry, error) { return ReadAccessLog(f.accessLog) }
-
-// Tail returns the tail of the app's output and access log.
-func (f *Flask) Tail() string { return f.proc.Tail() }
-
-// Close kills the app (SIGKILL) and removes a temporary directory.
-func (f *Flask) Close() error { return f.proc.Close() }

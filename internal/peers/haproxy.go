@@ -33,11 +33,7 @@ type HAProxyConfig struct {
 // 429 once the client address is over its rate. Its access log, written by
 // haproxy to stdout with `log-format "%Ts.%ms %ci %ST"`, reads
 // "<accept time> <client address> <status>". It is safe for concurrent use.
-type HAProxy struct {
-	proc      *process
-	addr      string
-	accessLog string
-}
+type HAProxy struct{ server }
 
 const haproxyConf = `global
     log stdout format raw local0
@@ -107,26 +103,7 @@ func StartHAProxy(cfg HAProxyConfig) (*HAProxy, error) {
 	p, err := startProcess(procSpec{name: "haproxy " + cfg.Listen, dir: dir, addr: cfg.Listen, stdout: accessLog,
 		bin: bin, args: []string{"-db", "-f", confPath}})
 	if err != nil {
-		dir.remove()
 		return nil, err
 	}
-	return &HAProxy{proc: p, addr: cfg.Listen, accessLog: accessLog}, nil
+	return &HAProxy{server{proc: p, addr: cfg.Listen, accessLog: accessLog}}, nil
 }
-
-// Addr returns the host:port haproxy listens on.
-func (h *HAProxy) Addr() string { return h.addr }
-
-// URL returns the base URL, without a trailing slash.
-func (h *HAProxy) URL() string { return "http://" + h.addr }
-
-// AccessLogPath returns the access log's path.
-func (h *HAProxy) AccessLogPath() string { return h.accessLog }
-
-// AccessLog returns the complete lines of the access log so far.
-func (h *HAProxy) AccessLog() ([]AccessEntry, error) { return ReadAccessLog(h.accessLog) }
-
-// Tail returns the tail of haproxy's output and access log.
-func (h *HAProxy) Tail() string { return h.proc.Tail() }
-
-// Close kills haproxy (SIGKILL) and removes a temporary directory.
-func (h *HAProxy) Close() error { return h.proc.Close() }

@@ -45,10 +45,8 @@ type NginxConfig struct {
 // `$msec $remote_addr $status limit=$limit_req_status "$request"`.
 // It is safe for concurrent use.
 type Nginx struct {
-	proc      *process
-	addr      string
-	root      string
-	accessLog string
+	server
+	root string
 }
 
 // master_process off keeps nginx to one process: SIGKILL then leaves no
@@ -126,18 +124,24 @@ func StartNginx(cfg NginxConfig) (*Nginx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nginx: %w", err)
 	}
-	n, err := startNginx(bin, dir, cfg, tryFiles)
-	if err != nil {
+	if err := writeNginxFiles(dir, cfg, tryFiles); err != nil {
 		dir.remove()
 		return nil, err
 	}
-	return n, nil
+	errLog := dir.join("error.log")
+	p, err := startProcess(procSpec{name: "nginx " + cfg.Listen, dir: dir, addr: cfg.Listen, logs: []string{errLog},
+		bin: bin, args: []string{"-c", dir.join("nginx.conf"), "-p", dir.path, "-e", errLog, "-g", "daemon off;"}})
+	if err != nil {
+		return nil, err
+	}
+	return &Nginx{server: server{proc: p, addr: cfg.Listen, accessLog: dir.join("access.log")}, root: dir.join("www")}, nil
 }
 
-func startNginx(bin string, dir workDir, cfg NginxConfig, tryFiles string) (*Nginx, error) {
+// writeNginxFiles writes the web root and nginx.conf into dir.
+func writeNginxFiles(dir workDir, cfg NginxConfig, tryFiles string) error {
 	www := dir.join("www")
 	if err := os.MkdirAll(www, 0o755); err != nil {
-		return nil, fmt.Errorf("nginx: %w", err)
+		return fmt.Errorf("nginx: %w", err)
 	}
 	files := map[string]string{
 		"ip":         `<!--#echo var="remote_addr" -->`, // no trailing newline: the body is exactly the address
@@ -149,13 +153,13 @@ func startNginx(bin string, dir workDir, cfg NginxConfig, tryFiles string) (*Ngi
 	for name, body := range files {
 		p := filepath.Join(www, filepath.FromSlash(name))
 		if !strings.HasPrefix(p, www+string(filepath.Separator)) {
-			return nil, fmt.Errorf("nginx: file %q escapes the web root", name)
+			return fmt.Errorf("nginx: file %q escapes the web root", name)
 		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, fmt.Errorf("nginx: %w", err)
+			return fmt.Errorf("nginx: %w", err)
 		}
 		if err := writeFile(p, body, 0o644); err != nil {
-			return nil, fmt.Errorf("nginx: %w", err)
+			return fmt.Errorf("nginx: %w", err)
 		}
 	}
 	burst := ""
@@ -166,40 +170,12 @@ func startNginx(bin string, dir workDir, cfg NginxConfig, tryFiles string) (*Ngi
 		"{{dir}}", dir.path, "{{rate}}", cfg.Rate, "{{retry}}", cfg.RetryAfter,
 		"{{listen}}", cfg.Listen, "{{burst}}", burst, "{{tryfiles}}", tryFiles,
 	).Replace(nginxConf)
-	confPath := dir.join("nginx.conf")
-	if err := writeFile(confPath, conf, 0o644); err != nil {
-		return nil, fmt.Errorf("nginx: %w", err)
+	if err := writeFile(dir.join("nginx.conf"), conf, 0o644); err != nil {
+		return fmt.Errorf("nginx: %w", err)
 	}
-	errLog := dir.join("error.log")
-	p, err := startProcess(procSpec{name: "nginx " + cfg.Listen, dir: dir, addr: cfg.Listen, logs: []string{errLog},
-		bin: bin, args: []string{"-c", confPath, "-p", dir.path, "-e", errLog, "-g", "daemon off;"}})
-	if err != nil {
-		return nil, err
-	}
-	return &Nginx{proc: p, addr: cfg.Listen, root: www, accessLog: dir.join("access.log")}, nil
+	return nil
 }
-
-// Addr returns the host:port nginx listens on.
-func (n *Nginx) Addr() string { return n.addr }
-
-// URL returns the base URL, e.g. "http://127.0.0.1:40123", without a
-// trailing slash.
-func (n *Nginx) URL() string { return "http://" + n.addr }
 
 // Root returns the web root directory; files written there are served at
 // once.
 func (n *Nginx) Root() string { return n.root }
-
-// AccessLogPath returns the access log's path.
-func (n *Nginx) AccessLogPath() string { return n.accessLog }
-
-// AccessLog returns the complete lines of the access log so far. nginx
-// writes a line just after the response is sent, so a client that has read
-// its response may be a moment ahead of the log.
-func (n *Nginx) AccessLog() ([]AccessEntry, error) { return ReadAccessLog(n.accessLog) }
-
-// Tail returns the tail of nginx's output and error log.
-func (n *Nginx) Tail() string { return n.proc.Tail() }
-
-// Close kills nginx (SIGKILL) and removes a temporary directory.
-func (n *Nginx) Close() error { return n.proc.Close() }

@@ -36,9 +36,17 @@ type process struct {
 }
 
 // startProcess runs spec in its own process group and waits until it
-// listens on spec.addr. On failure the process is killed and the error
-// carries the tail of its output and logs.
+// listens on spec.addr. On failure the process is killed, a temporary
+// directory removed, and the error carries the tail of its output and logs.
 func startProcess(spec procSpec) (*process, error) {
+	p, err := launch(spec)
+	if err != nil {
+		spec.dir.remove()
+	}
+	return p, err
+}
+
+func launch(spec procSpec) (*process, error) {
 	outPath := spec.dir.join(filepath.Base(spec.bin) + ".out")
 	out, err := os.Create(outPath)
 	if err != nil {
@@ -140,3 +148,33 @@ func fileTail(file string, n int64) string {
 	_, _ = buf.ReadFrom(f)
 	return fmt.Sprintf("--- %s\n%s\n", filepath.Base(file), bytes.TrimRight(buf.Bytes(), "\n"))
 }
+
+// server is a running subprocess that serves HTTP on addr and writes one
+// access-log line per request to accessLog. Nginx, HAProxy and Flask embed
+// it for their common methods.
+type server struct {
+	proc      *process
+	addr      string
+	accessLog string
+}
+
+// Addr returns the host:port the server listens on.
+func (s *server) Addr() string { return s.addr }
+
+// URL returns the base URL, e.g. "http://127.0.0.1:40123", without a
+// trailing slash.
+func (s *server) URL() string { return "http://" + s.addr }
+
+// AccessLogPath returns the access log's path.
+func (s *server) AccessLogPath() string { return s.accessLog }
+
+// AccessLog returns the complete lines of the access log so far. A server
+// logs a request just after answering it, so a client that has read its
+// response may be a moment ahead of the log.
+func (s *server) AccessLog() ([]AccessEntry, error) { return ReadAccessLog(s.accessLog) }
+
+// Tail returns the tail of the server's output and logs.
+func (s *server) Tail() string { return s.proc.Tail() }
+
+// Close kills the server (SIGKILL) and removes a temporary directory.
+func (s *server) Close() error { return s.proc.Close() }

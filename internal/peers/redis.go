@@ -39,7 +39,6 @@ func StartRedis(cfg RedisConfig) (*Redis, error) {
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir.path, "--daemonize", "no"}})
 	if err != nil {
-		dir.remove()
 		return nil, err
 	}
 	return &Redis{proc: p, addr: addr}, nil

@@ -88,7 +88,6 @@ func StartTinyproxy(cfg TinyproxyConfig) (*Proxy, error) {
 	p, err := startProcess(procSpec{name: name, dir: dir, addr: addr, logs: []string{logPath},
 		bin: bin, args: []string{"-d", "-c", confPath}})
 	if err != nil {
-		dir.remove()
 		return nil, err
 	}
 	return &Proxy{proc: p, addr: addr, bind: cfg.Bind, user: cfg.User, password: cfg.Password}, nil
