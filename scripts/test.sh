@@ -2,13 +2,14 @@
 # The whole test suite, from a fresh Debian machine with Go: installs the real
 # peers the tests run against (when missing), checks formatting and vet, and
 # runs every test under the race detector. Tests start and stop their own
-# peers (nginx, haproxy, tinyproxy, redis-server, a flask-limiter app) in
+# peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter and
+# express-rate-limit apps; the latter's npm modules go to the user cache) in
 # temporary directories, so nothing is left running afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the real-peer tests need, as "command:package".
-peers=(nginx:nginx haproxy:haproxy tinyproxy:tinyproxy redis-server:redis-server)
+peers=(nginx:nginx haproxy:haproxy tinyproxy:tinyproxy redis-server:redis-server node:nodejs npm:npm)
 
 missing=()
 for p in "${peers[@]}"; do

@@ -200,6 +200,20 @@ func flaskTarget(name string, perMinute int, strategy, algorithm, retryAfter str
 	}
 }
 
+func expressTarget(name string, limit int, window time.Duration) Target {
+	return Target{
+		Name: name, Server: "Node express-rate-limit 8.7 (MemoryStore) on express 5",
+		Algorithm: "fixed window per client (opened by the client's first request)",
+		Limit:     limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
+		RetryAfter: "seconds until the window resets (429s only)",
+		Headers:    "IETF draft-8 RateLimit and RateLimit-Policy structured fields (q, w, r, t) on every response",
+		Config:     fmt.Sprintf("rateLimit({windowMs: %d, limit: %d, standardHeaders: \"draft-8\", legacyHeaders: false})", window.Milliseconds(), limit),
+		start: func(dir string) (Server, error) {
+			return peers.StartExpress(peers.ExpressConfig{Limit: limit, Window: window, Headers: "draft-8", Dir: dir})
+		},
+	}
+}
+
 // Targets returns every target, from the fastest limit to the slowest
 // within each server.
 func Targets() []Target {
@@ -218,6 +232,7 @@ func Targets() []Target {
 		flaskTarget("flask-fixed-6-per-min", 6, "fixed-window",
 			"fixed window per client (limits' memory storage opens it at the client's first request and resets it 60 s later, not on the clock)",
 			"seconds until the window resets"),
+		expressTarget("express-30-per-min", 30, time.Minute),
 	}
 }
 

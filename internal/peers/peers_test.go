@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -445,4 +446,27 @@ func FuzzParseAccessLine(f *testing.F) {
 			t.Fatalf("ParseAccessLine(%q) = %+v without error, want a valid address and status", line, e)
 		}
 	})
+}
+
+// express-rate-limit with draft-8 headers sends RateLimit and
+// RateLimit-Policy structured fields on every response, Retry-After on its
+// 429s.
+func TestExpressDraft8(t *testing.T) {
+	e := peertest.StartExpress(t, peertest.ExpressConfig{Limit: 2, Window: time.Minute})
+	c := viaProxy(t, "127.0.0.17")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, e.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if got := hdr.Get("RateLimit-Policy"); !strings.HasPrefix(got, `"2-in-1min"; q=2; w=60; pk=:`) {
+		t.Errorf("429 RateLimit-Policy = %q, want the draft-8 policy", got)
+	}
+	if got := hdr.Get("RateLimit"); !strings.HasPrefix(got, `"2-in-1min"; r=0; t=`) {
+		t.Errorf("429 RateLimit = %q, want the draft-8 field", got)
+	}
+	if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
+		t.Errorf("429 Retry-After = %q, want the seconds to the reset", hdr.Get("Retry-After"))
+	}
+	checkLog(t, waitLog(t, e.AccessLog, len(codes)), codes, "127.0.0.17", start)
 }

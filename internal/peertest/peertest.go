@@ -32,12 +32,14 @@ type (
 	TinyproxyConfig = peers.TinyproxyConfig
 	HAProxyConfig   = peers.HAProxyConfig
 	FlaskConfig     = peers.FlaskConfig
+	ExpressConfig   = peers.ExpressConfig
 	GoServerConfig  = peers.GoServerConfig
 	AccessEntry     = peers.AccessEntry
 	Proxy           = peers.Proxy
 	Redis           = peers.Redis
 	HAProxy         = peers.HAProxy
 	Flask           = peers.Flask
+	Express         = peers.Express
 	GoServer        = peers.GoServer
 )
 
@@ -146,4 +148,11 @@ func StartGoServer(t testing.TB, cfg GoServerConfig) *GoServer {
 	t.Helper()
 	s, err := peers.StartGoServer(cfg)
 	return started(t, s, err)
+}
+
+// StartExpress starts an express-rate-limit target (peers.StartExpress).
+func StartExpress(t testing.TB, cfg ExpressConfig) *Express {
+	t.Helper()
+	e, err := peers.StartExpress(cfg)
+	return started(t, e, err)
 }
