@@ -143,7 +143,8 @@ func TestReportAndSVG(t *testing.T) {
 	if err := Markdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"### haproxy-20-per-10s", "| exitgate | 95.0% | 97.0% | 98.0% | 0.43% | 7 | 41 s | 2300 | yes |",
+	for _, want := range []string{"| target | exitgate | no-limiter | per-worker |", "| haproxy-20-per-10s | 98% / 0.4% | 98% / 0.4% | failed |",
+		"### haproxy-20-per-10s", "| exitgate | 95.0% | 97.0% | 98.0% | 0.43% | 7 | 41 s | 2300 | yes |",
 		"| no-limiter |", "**no**", "client and server disagree: exit 127.0.0.11", "per-worker failed: haproxy 127.0.0.1:4000: exited"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())

@@ -62,13 +62,15 @@ func (r Report) ResultsFor(target string) []Result {
 	return out
 }
 
-// Markdown writes one table per target: each strategy's figures from the
-// server's log (sim/measure), then notes on runs whose client and server
-// counts disagree, that ran dry or that failed.
+// Markdown writes an overview (every target × strategy: utilization after
+// the first 60 s and the 429 ratio), then one table per target: each
+// strategy's figures from the server's log (sim/measure), and notes on runs
+// whose client and server counts disagree, that ran dry or that failed.
 func Markdown(w io.Writer, r Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Command: `%s`\n\n%d exits, %s per run, %s; figures from each server's own access log (sim/measure).\n\n",
 		r.Command, r.Exits, time.Duration(r.DurationSeconds*float64(time.Second)), r.Mode)
+	overview(&b, r)
 	for _, t := range r.Targets {
 		rs := r.ResultsFor(t.Name)
 		if len(rs) == 0 {
@@ -109,6 +111,55 @@ func Markdown(w io.Writer, r Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// overview writes the targets × strategies table: utilization after 60 s
+// (whole run for shorter runs) and the 429 ratio of the whole run.
+func overview(b *strings.Builder, r Report) {
+	var strategies []string
+	seen := map[string]bool{}
+	for _, x := range r.Results {
+		if !seen[x.Strategy] {
+			seen[x.Strategy] = true
+			strategies = append(strategies, x.Strategy)
+		}
+	}
+	if len(r.Targets) < 2 && len(strategies) < 2 {
+		return
+	}
+	what := "utilization after 60 s"
+	if r.DurationSeconds <= 60 {
+		what = "utilization"
+	}
+	fmt.Fprintf(b, "%s / 429 ratio, from each server's log:\n\n| target |", what)
+	for _, s := range strategies {
+		fmt.Fprintf(b, " %s |", s)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(strategies)) + "\n")
+	for _, t := range r.Targets {
+		rs := r.ResultsFor(t.Name)
+		if len(rs) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", t.Name)
+		for _, s := range strategies {
+			cell := ""
+			for _, x := range rs {
+				switch {
+				case x.Strategy != s:
+				case x.Error != "":
+					cell = "failed"
+				case r.DurationSeconds <= 60:
+					cell = fmt.Sprintf("%.0f%% / %.1f%%", 100*x.Server.Utilization, 100*x.Server.Ratio429)
+				default:
+					cell = fmt.Sprintf("%.0f%% / %.1f%%", 100*x.Server.UtilizationAfter60, 100*x.Server.Ratio429)
+				}
+			}
+			fmt.Fprintf(b, " %s |", cell)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 // after formats a utilization that leaves out the first skip seconds: "–"
