@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,13 +69,11 @@ func StartExpress(cfg ExpressConfig) (*Express, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Listen, err = freeAddr(cfg.Listen); err != nil {
+	addr, host, port, err := splitListen(cfg.Listen)
+	if err != nil {
 		return nil, fmt.Errorf("express-rate-limit: %w", err)
 	}
-	host, port, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("express-rate-limit: Listen: %w", err)
-	}
+	cfg.Listen = addr
 	dir, err := newWorkDir(cfg.Dir, "express")
 	if err != nil {
 		return nil, fmt.Errorf("express-rate-limit: %w", err)

@@ -3,7 +3,6 @@ package peers
 import (
 	_ "embed"
 	"fmt"
-	"net"
 	"os/exec"
 	"strings"
 )
@@ -56,14 +55,11 @@ func StartFlask(cfg FlaskConfig) (*Flask, error) {
 		return nil, &NotInstalledError{Bin: cfg.Python + " module flask_limiter", Package: "python3-flask-limiter",
 			Err: fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))}
 	}
-	var err error
-	if cfg.Listen, err = freeAddr(cfg.Listen); err != nil {
+	addr, host, port, err := splitListen(cfg.Listen)
+	if err != nil {
 		return nil, fmt.Errorf("flask-limiter: %w", err)
 	}
-	host, port, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("flask-limiter: Listen: %w", err)
-	}
+	cfg.Listen = addr
 	dir, err := newWorkDir(cfg.Dir, "flask")
 	if err != nil {
 		return nil, fmt.Errorf("flask-limiter: %w", err)

@@ -105,6 +105,18 @@ func freeAddr(listen string) (string, error) {
 	return hostPort("127.0.0.1", port), nil
 }
 
+// splitListen is freeAddr for programs that take the host and the port
+// apart.
+func splitListen(listen string) (addr, host, port string, err error) {
+	if addr, err = freeAddr(listen); err != nil {
+		return "", "", "", err
+	}
+	if host, port, err = net.SplitHostPort(addr); err != nil {
+		return "", "", "", fmt.Errorf("listen address: %w", err)
+	}
+	return addr, host, port, nil
+}
+
 // WaitListening dials addr every 10 ms until it connects, exited is closed
 // (the process died; nil means never) or timeout passes.
 func WaitListening(addr string, timeout time.Duration, exited <-chan struct{}) error {

@@ -70,9 +70,11 @@ func Require(t testing.TB, bin string) string {
 	return path
 }
 
-// started checks err and closes c in t.Cleanup.
-func started[P interface{ Close() error }](t testing.TB, p P, err error) P {
+// start starts a peer with cfg, ends the test if that fails (Check), and
+// closes the peer in t.Cleanup.
+func start[C any, P interface{ Close() error }](t testing.TB, startPeer func(C) (P, error), cfg C) P {
 	t.Helper()
+	p, err := startPeer(cfg)
 	Check(t, err)
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
@@ -88,8 +90,7 @@ type Nginx struct{ *peers.Nginx }
 // StartNginx starts nginx with cfg (peers.StartNginx).
 func StartNginx(t testing.TB, cfg NginxConfig) *Nginx {
 	t.Helper()
-	n, err := peers.StartNginx(cfg)
-	return &Nginx{started(t, n, err)}
+	return &Nginx{start(t, peers.StartNginx, cfg)}
 }
 
 // AccessLog returns the access log once it holds at least want lines,
@@ -118,41 +119,35 @@ func (n *Nginx) AccessLog(t testing.TB, want int) []AccessEntry {
 // StartTinyproxy starts one tinyproxy exit (peers.StartTinyproxy).
 func StartTinyproxy(t testing.TB, cfg TinyproxyConfig) *Proxy {
 	t.Helper()
-	p, err := peers.StartTinyproxy(cfg)
-	return started(t, p, err)
+	return start(t, peers.StartTinyproxy, cfg)
 }
 
 // StartRedis starts redis-server without persistence (peers.StartRedis).
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
-	r, err := peers.StartRedis(peers.RedisConfig{})
-	return started(t, r, err)
+	return start(t, peers.StartRedis, peers.RedisConfig{})
 }
 
 // StartHAProxy starts an haproxy stick-table target (peers.StartHAProxy).
 func StartHAProxy(t testing.TB, cfg HAProxyConfig) *HAProxy {
 	t.Helper()
-	h, err := peers.StartHAProxy(cfg)
-	return started(t, h, err)
+	return start(t, peers.StartHAProxy, cfg)
 }
 
 // StartFlask starts a flask-limiter target (peers.StartFlask).
 func StartFlask(t testing.TB, cfg FlaskConfig) *Flask {
 	t.Helper()
-	f, err := peers.StartFlask(cfg)
-	return started(t, f, err)
+	return start(t, peers.StartFlask, cfg)
 }
 
 // StartGoServer serves a Go limiter in-process (peers.StartGoServer).
 func StartGoServer(t testing.TB, cfg GoServerConfig) *GoServer {
 	t.Helper()
-	s, err := peers.StartGoServer(cfg)
-	return started(t, s, err)
+	return start(t, peers.StartGoServer, cfg)
 }
 
 // StartExpress starts an express-rate-limit target (peers.StartExpress).
 func StartExpress(t testing.TB, cfg ExpressConfig) *Express {
 	t.Helper()
-	e, err := peers.StartExpress(cfg)
-	return started(t, e, err)
+	return start(t, peers.StartExpress, cfg)
 }
