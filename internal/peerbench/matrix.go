@@ -148,21 +148,3 @@ feed:
 	}
 	return results, errors.Join(errs...)
 }
-
-// Summary is the run's headline in one line.
-func (r Result) Summary() string {
-	check := "client = server"
-	if !r.Agree {
-		check = fmt.Sprintf("client ≠ server (%d mismatches)", len(r.Mismatches))
-	}
-	return fmt.Sprintf("utilization %.1f%% (after 30 s %s, after 60 s %s), 429s %.2f%% of %d requests, %s",
-		100*r.Server.Utilization, after(r.Server.UtilizationAfter30, r.Server.Seconds, 30), after(r.Server.UtilizationAfter60, r.Server.Seconds, 60),
-		100*r.Server.Ratio429, r.Server.Requests, check)
-}
-
-func ratio(a, b float64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return a / b
-}

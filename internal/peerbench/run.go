@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -223,6 +225,9 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		c, err = crawlEngine(ctx, cfg, srv.URL(), exits, res.URLs)
 	}
 	stopProgress()
+	if err == nil {
+		err = alive(srv)
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s × %s: %w\n%s", cfg.Target.Name, cfg.Strategy.Name, err, srv.Tail())
 	}
@@ -236,7 +241,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := res.measure(log, exits.Bind, c.start, cfg); err != nil {
+	if err := res.judge(log, exits.Bind, c.start, cfg); err != nil {
 		return res, fmt.Errorf("%s × %s: %w", cfg.Target.Name, cfg.Strategy.Name, err)
 	}
 	res.WallSeconds = time.Since(wall).Seconds()
@@ -379,6 +384,20 @@ func crawlBinary(ctx context.Context, cfg RunConfig, base string, exits *Exits, 
 	return c, nil
 }
 
+// alive checks that the target still accepts connections after the run:
+// a server that died mid-run would otherwise pass for one that limits hard.
+func alive(srv Server) error {
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		return err
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("the target no longer answers at the end of the run: %w", err)
+	}
+	return c.Close()
+}
+
 // serverLog reads the server's access log once it holds at least want
 // lines: a server logs just after it answers, so the client may be a
 // moment ahead. It polls for at most 5 s, then returns what is there (the
@@ -397,9 +416,9 @@ func serverLog(ctx context.Context, srv Server, want int) ([]peers.AccessEntry, 
 	}
 }
 
-// measure fills the server's figures and the cross-check. start zero means
+// judge fills the server's figures and the cross-check. start zero means
 // the first request the server logged from an exit.
-func (r *Result) measure(log []peers.AccessEntry, binds map[string]string, start time.Time, cfg RunConfig) error {
+func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start time.Time, cfg RunConfig) error {
 	isExit := map[string]bool{}
 	for _, ip := range binds {
 		isExit[ip] = true
