@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/exitgate/exitgate/internal/chart"
@@ -12,13 +13,14 @@ import (
 // SVG writes one target's timeline from its server's log: successes per
 // second (top, linear, with the allowed rate dashed) and 429s per second
 // (bottom, log10(1+x) scale), one line per strategy, averaged over buckets
-// of about 1/60 of the run (2 s for 120 s). Lines are drawn widest first and
+// of about 1/60 of the run (2 s for 120 s) or one exit's request interval,
+// whichever is longer (up to 10 s). Lines are drawn widest first and
 // thinner after, so that a strategy whose line coincides with another's
 // still shows as a border around it.
 func SVG(w io.Writer, t Target, exits int, results []Result) error {
 	const (
-		width, height = 960, 640
-		left, right   = 70, 270
+		width, height = 1000, 640
+		left, right   = 70, 310
 		top1, h1      = 70, 240
 		top2, h2      = 360, 220
 		plotW         = width - left - right
@@ -29,7 +31,10 @@ func SVG(w io.Writer, t Target, exits int, results []Result) error {
 		span = math.Max(span, r.DurationSeconds)
 	}
 	span = math.Max(span, 1)
-	per := max(1, int(math.Round(span/60))) // seconds per point
+	// Seconds per point: about 1/60 of the run, and at least one exit's
+	// request interval (up to 10 s), so that a slow limit paced in step
+	// across exits does not read as a comb.
+	per := max(1, int(math.Round(span/60)), min(10, int(math.Round(1/t.Rate))))
 	allowed := t.Rate * float64(exits)
 	type series struct{ ok, limited [][2]float64 }
 	all := make([]series, len(results))
@@ -55,7 +60,22 @@ func SVG(w io.Writer, t Target, exits int, results []Result) error {
 			max429 = math.Max(max429, float64(lim)/sec)
 		}
 	}
-	yMax := chart.NiceCeil(math.Max(maxRate, allowed*1.15))
+	// A start-up burst (a baseline's first second) would squash the rest:
+	// the axis stops at the 98th percentile of the points (at least 1.5 ×
+	// the allowed rate), and lines above it run along the top edge.
+	var rates []float64
+	for _, se := range all {
+		for _, p := range se.ok {
+			rates = append(rates, p[1])
+		}
+	}
+	slices.Sort(rates)
+	top := maxRate
+	if len(rates) > 0 {
+		top = rates[len(rates)*98/100]
+	}
+	yMax := chart.NiceCeil(math.Max(top, allowed*1.5))
+	clipped := maxRate > yMax
 	l429Max := math.Ceil(math.Log10(1 + math.Max(max429, 1)))
 
 	var b strings.Builder
@@ -69,9 +89,12 @@ func SVG(w io.Writer, t Target, exits int, results []Result) error {
 
 	xOf := func(s float64) float64 { return left + s/span*plotW }
 	xTicks := chart.Ticks(span, chart.TimeStep(span, 6), xOf, func(v float64) string { return fmt.Sprintf("%gs", v) })
-	y1 := func(v float64) float64 { return top1 + h1 - v/yMax*h1 }
+	y1 := func(v float64) float64 { return top1 + h1 - math.Min(v, yMax)/yMax*h1 }
 	chart.Axes(&b, left, top1, plotW, h1, xTicks, chart.Ticks(yMax, chart.NiceStep(yMax, 5), y1, chart.Num), "successes / s")
 	chart.Reference(&b, left, plotW, y1(allowed), allowedColor, "allowed "+chart.Num(allowed)+"/s")
+	if clipped {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555" text-anchor="end" font-size="11">cut at %s/s (peak %s/s)</text>`+"\n", left+plotW-4, top1+14, chart.Num(yMax), chart.Num(maxRate))
+	}
 	for i := range results {
 		chart.Line(&b, chart.Project(all[i].ok, xOf, y1), lineStyle(i, len(results)))
 	}
