@@ -18,7 +18,7 @@ type RetryPolicy struct {
 	MaxRetries int
 	// MaxThrottled is the per-URL budget of 429 and 503-busy answers. A 429
 	// calibrates one lane and says nothing bad about the URL, so this budget
-	// is larger. Default 20.
+	// is larger. Default DefaultMaxThrottled.
 	MaxThrottled int
 	// MaxForbidden is how many other exits a URL answered with a bare 403
 	// (verdict.Forbidden) is tried through before it is abandoned as
@@ -40,6 +40,9 @@ type RetryPolicy struct {
 	RetryMethods []string
 }
 
+// DefaultMaxThrottled is RetryPolicy.MaxThrottled's default.
+const DefaultMaxThrottled = 20
+
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxRetries == 0 {
 		p.MaxRetries = 5
@@ -54,7 +57,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxForbidden = 0
 	}
 	if p.MaxThrottled <= 0 {
-		p.MaxThrottled = 20
+		p.MaxThrottled = DefaultMaxThrottled
 	}
 	if p.MaxProxyFailures <= 0 {
 		p.MaxProxyFailures = 10

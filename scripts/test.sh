@@ -2,18 +2,23 @@
 # The whole test suite, from a fresh Debian machine with Go: installs the real
 # peers the tests run against (when missing), checks formatting and vet, and
 # runs every test under the race detector. Tests start and stop their own
-# peers (nginx, tinyproxy, redis-server) in temporary directories,
-# so nothing is left running afterwards.
+# peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter and
+# express-rate-limit apps; the latter's npm modules go to the user cache) in
+# temporary directories, so nothing is left running afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the real-peer tests need, as "command:package".
-peers=(nginx:nginx tinyproxy:tinyproxy redis-server:redis-server)
+peers=(nginx:nginx haproxy:haproxy tinyproxy:tinyproxy redis-server:redis-server node:nodejs npm:npm)
 
 missing=()
 for p in "${peers[@]}"; do
-	command -v "${p%%:*}" >/dev/null 2>&1 || missing+=("${p#*:}")
+	# nginx and haproxy live in /usr/sbin, often not on a non-root PATH.
+	command -v "${p%%:*}" >/dev/null 2>&1 || [[ -x /usr/sbin/${p%%:*} ]] || missing+=("${p#*:}")
 done
+# Python modules, checked with Debian's interpreter: a python3 earlier on
+# PATH (pyenv) does not see Debian's packages.
+/usr/bin/python3 -c 'import flask_limiter' >/dev/null 2>&1 || missing+=(python3-flask-limiter)
 if ((${#missing[@]})); then
 	echo "test.sh: installing ${missing[*]}" >&2
 	sudo=""

@@ -1,216 +1,153 @@
-// Package peertest starts real Debian programs (nginx, tinyproxy, redis-server) on
-// loopback for tests. Each peer runs in the foreground as a subprocess in its own
-// t.TempDir() on a free port, and is killed with SIGKILL in t.Cleanup, so a test never
-// leaves a process behind.
+// Package peertest wraps package peers for tests: each Start function fails
+// the test on error and kills the peer in t.Cleanup, so a test never leaves
+// a process behind.
 //
-// A missing binary skips the test, unless EXITGATE_REQUIRE_PEERS=1 is set (the project
-// test script sets it), in which case the test fails: CI never silently skips.
+// A missing program skips the test, unless EXITGATE_REQUIRE_PEERS=1 is set
+// (the project test script sets it), in which case the test fails: CI never
+// silently skips.
 //
-// All helpers must be called from the test goroutine (they call t.Fatal). The returned
-// peer values are safe for concurrent use once started.
+// All helpers must be called from the test goroutine (they call t.Fatal).
+// The returned peers are safe for concurrent use once started.
 package peertest
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/internal/peers"
 )
 
-// RequireEnv is the environment variable that turns a missing peer binary from a skip
-// into a failure.
+// RequireEnv is the environment variable that turns a missing peer program
+// from a skip into a failure.
 const RequireEnv = "EXITGATE_REQUIRE_PEERS"
 
 // StartTimeout bounds how long a peer may take to start listening.
-const StartTimeout = 15 * time.Second
+const StartTimeout = peers.StartTimeout
 
-// Require returns the path of bin as found by exec.LookPath (also searching the sbin
-// directories, where Debian puts nginx). If bin is missing it skips the test with the
-// package to install, or fails it when EXITGATE_REQUIRE_PEERS=1.
+// The peers' types, so that tests need import only this package.
+type (
+	NginxConfig     = peers.NginxConfig
+	TinyproxyConfig = peers.TinyproxyConfig
+	HAProxyConfig   = peers.HAProxyConfig
+	FlaskConfig     = peers.FlaskConfig
+	ExpressConfig   = peers.ExpressConfig
+	GoServerConfig  = peers.GoServerConfig
+	AccessEntry     = peers.AccessEntry
+	Proxy           = peers.Proxy
+	Redis           = peers.Redis
+	HAProxy         = peers.HAProxy
+	Flask           = peers.Flask
+	Express         = peers.Express
+	GoServer        = peers.GoServer
+)
+
+// Check ends the test for err: a missing peer program (peers.ErrNotInstalled)
+// skips it, or fails it when EXITGATE_REQUIRE_PEERS=1; any other error fails
+// it. A nil err does nothing.
+func Check(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	switch {
+	case !errors.Is(err, peers.ErrNotInstalled):
+		t.Fatal(err)
+	case os.Getenv(RequireEnv) == "1":
+		t.Fatalf("%v; %s=1 forbids skipping", err, RequireEnv)
+	default:
+		t.Skip(err)
+	}
+}
+
+// Require returns the path of bin (peers.LookPath); when it is missing the
+// test is skipped, or failed under EXITGATE_REQUIRE_PEERS=1.
 func Require(t testing.TB, bin string) string {
 	t.Helper()
-	path, err := lookPath(bin)
-	if err == nil {
-		return path
-	}
-	msg := fmt.Sprintf("peer %q not installed (apt-get install -y --no-install-recommends %s): %v", bin, debianPackage(bin), err)
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s; %s=1 forbids skipping", msg, RequireEnv)
-	}
-	t.Skip(msg)
-	return ""
+	path, err := peers.LookPath(bin)
+	Check(t, err)
+	return path
 }
 
-func lookPath(bin string) (string, error) {
-	path, err := exec.LookPath(bin)
-	if err == nil {
-		return path, nil
-	}
-	// Non-root PATHs often lack sbin.
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		p := filepath.Join(dir, bin)
-		if fi, statErr := os.Stat(p); statErr == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", err
-}
-
-func debianPackage(bin string) string {
-	switch bin {
-	case "redis-server", "redis-cli":
-		return "redis-server"
-	}
-	return bin
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. There is a small
-// window in which another process may take it; peers fail loudly if that happens.
-func FreePort(t testing.TB) int {
+// start starts a peer with cfg, ends the test if that fails (Check), and
+// closes the peer in t.Cleanup.
+func start[C any, P interface{ Close() error }](t testing.TB, startPeer func(C) (P, error), cfg C) P {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("FreePort: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// WaitListening polls a TCP dial to addr until it succeeds or timeout passes, then fails
-// the test. It is for peers that do not say when they are ready.
-func WaitListening(t testing.TB, addr string, timeout time.Duration) {
-	t.Helper()
-	if err := waitListening(addr, timeout, nil); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitListening dials addr every 10 ms until it connects, exited is closed (the
-// process died) or timeout passes.
-func waitListening(addr string, timeout time.Duration, exited <-chan struct{}) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
+	p, err := startPeer(cfg)
+	Check(t, err)
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not listening after %v: %v", addr, timeout, err)
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("process exited before listening on %s", addr)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// sharedDir returns a fresh t.TempDir() that peers which drop privileges to nobody
-// (nginx workers, tinyproxy) can enter: the testing package creates the per-test parent
-// directory with mode 0700.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatalf("chmod %s: %v", d, err)
-		}
-	}
-	return dir
-}
-
-// writeFile writes content to path with mode perm, failing the test on error.
-func writeFile(t testing.TB, path, content string, perm os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), perm); err != nil {
-		t.Fatal(err)
-	}
-	// WriteFile's perm is filtered by the umask; peers running as nobody need it exact.
-	if err := os.Chmod(path, perm); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// process is a started peer subprocess.
-type process struct {
-	name   string
-	cmd    *exec.Cmd
-	output string        // file holding the subprocess's stdout and stderr
-	exited chan struct{} // closed once Wait returned
-}
-
-// start runs bin with args in dir, kills its whole process group in t.Cleanup and waits
-// until it listens on addr. On failure it reports the peer's output and the extra log
-// files given.
-func start(t testing.TB, name, dir, addr string, logs []string, bin string, args ...string) *process {
-	t.Helper()
-	outPath := filepath.Join(dir, name+".out")
-	out, err := os.Create(outPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	out.Close()
-	p := &process{name: name, cmd: cmd, output: outPath, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(p.kill)
-	if err := waitListening(addr, StartTimeout, p.exited); err != nil {
-		t.Fatalf("%s: %v\n%s", name, err, p.diagnostics(logs))
-	}
+	})
 	return p
 }
 
-// kill sends SIGKILL to the process group (nginx forks workers) and waits for the
-// leader to be reaped.
-func (p *process) kill() {
-	pid := p.cmd.Process.Pid
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
-		_ = p.cmd.Process.Kill()
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-	}
+// Nginx is a running peers.Nginx with a test-friendly AccessLog.
+type Nginx struct{ *peers.Nginx }
+
+// StartNginx starts nginx with cfg (peers.StartNginx).
+func StartNginx(t testing.TB, cfg NginxConfig) *Nginx {
+	t.Helper()
+	return &Nginx{start(t, peers.StartNginx, cfg)}
 }
 
-// diagnostics returns the tail of the peer's output and log files.
-func (p *process) diagnostics(logs []string) string {
-	var b bytes.Buffer
-	for _, f := range append([]string{p.output}, logs...) {
-		data, err := os.ReadFile(f)
+// AccessLog returns the access log once it holds at least want lines,
+// polling for up to StartTimeout. nginx writes a line just after the
+// response is sent, so a client that has read its response may be a moment
+// ahead of the log; pass the number of requests made. want 0 returns what
+// is there now.
+func (n *Nginx) AccessLog(t testing.TB, want int) []AccessEntry {
+	t.Helper()
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		out, err := n.Nginx.AccessLog()
 		if err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintf(&b, "--- %s: %v\n", f, err)
-			}
-			continue
+			t.Fatalf("AccessLog: %v", err)
 		}
-		if len(data) > 4096 {
-			data = data[len(data)-4096:]
+		if len(out) >= want {
+			return out
 		}
-		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(f), data)
+		if time.Now().After(deadline) {
+			t.Fatalf("AccessLog: %d lines after %v, want %d\n%s", len(out), StartTimeout, want, n.Tail())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a file nginx appends to; bounded above
 	}
-	return b.String()
 }
 
-func hostPort(host string, port int) string {
-	return net.JoinHostPort(host, strconv.Itoa(port))
+// StartTinyproxy starts one tinyproxy exit (peers.StartTinyproxy).
+func StartTinyproxy(t testing.TB, cfg TinyproxyConfig) *Proxy {
+	t.Helper()
+	return start(t, peers.StartTinyproxy, cfg)
+}
+
+// StartRedis starts redis-server without persistence (peers.StartRedis).
+func StartRedis(t testing.TB) *Redis {
+	t.Helper()
+	return start(t, peers.StartRedis, peers.RedisConfig{})
+}
+
+// StartHAProxy starts an haproxy stick-table target (peers.StartHAProxy).
+func StartHAProxy(t testing.TB, cfg HAProxyConfig) *HAProxy {
+	t.Helper()
+	return start(t, peers.StartHAProxy, cfg)
+}
+
+// StartFlask starts a flask-limiter target (peers.StartFlask).
+func StartFlask(t testing.TB, cfg FlaskConfig) *Flask {
+	t.Helper()
+	return start(t, peers.StartFlask, cfg)
+}
+
+// StartGoServer serves a Go limiter in-process (peers.StartGoServer).
+func StartGoServer(t testing.TB, cfg GoServerConfig) *GoServer {
+	t.Helper()
+	return start(t, peers.StartGoServer, cfg)
+}
+
+// StartExpress starts an express-rate-limit target (peers.StartExpress).
+func StartExpress(t testing.TB, cfg ExpressConfig) *Express {
+	t.Helper()
+	return start(t, peers.StartExpress, cfg)
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/fetch"
-	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/sim/exits"
 	"github.com/exitgate/exitgate/sim/server"
@@ -69,8 +68,8 @@ type RealConfig struct {
 	FirstIP netip.Addr
 	// URLs is the size of the URL set. Default 200.
 	URLs int
-	// Duration stops the crawl after this long even if URLs remain; 0 means
-	// until done.
+	// Duration stops the crawl after this long even if URLs remain
+	// (requests in flight finish); 0 means until done.
 	Duration time.Duration
 	// Seed makes the random choices repeatable (timing is real, so runs
 	// are not). Default 1.
@@ -142,11 +141,10 @@ func Real(ctx context.Context, cfg RealConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer proxies.Close()
-	start := time.Now()
 	var mu sync.Mutex
+	start := time.Now()
 	m := newMeter(start, cfg.Bucket)
 	var members []fetch.Member
-	var keys []string
 	var transports []*http.Transport
 	ips := map[string]bool{}
 	for i, ex := range pool.Exits() {
@@ -156,90 +154,46 @@ func Real(ctx context.Context, cfg RealConfig) (Result, error) {
 		tr := &http.Transport{Proxy: http.ProxyURL(&u), MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}
 		transports = append(transports, tr)
 		members = append(members, fetch.Member{ID: ex.ID, Transport: &meterRT{rt: tr, mu: &mu, m: m}})
-		keys = append(keys, ex.ID)
 	}
 	defer func() {
 		for _, tr := range transports {
 			tr.CloseIdleConnections()
 		}
 	}()
-	set := fetch.NewExitSet(members, nil, nil)
-	lim, err := cfg.Strategy.New(strategy.Env{Exits: keys, Rate: site.Policy().Rate(), Rand: rand.New(rand.NewPCG(cfg.Seed, 3))})
-	if err != nil {
-		return Result{}, err
-	}
-	fr, err := memory.New(memory.Config{})
-	if err != nil {
-		return Result{}, err
-	}
-	defer fr.Close()
-	if err := pushURLs(ctx, fr, site.URL, cfg.URLs); err != nil {
-		return Result{}, err
-	}
-	tally := metrics.NewTally(start)
-	cc := coreConfig(cfg.Strategy, cfg.Strategy.Concurrency, cfg.Seed, m)
-	cc.OnFinish = func(f fetch.Finished) {
-		mu.Lock()
-		m.finished(f)
-		mu.Unlock()
-	}
-	core := fetch.NewCore(cc, fr, lim, tally)
-	eng, err := fetch.NewEngine(fetch.EngineConfig{Exits: set, Timeout: 10 * time.Second}, core)
-	if err != nil {
-		return Result{}, err
-	}
-	rctx := ctx
-	if cfg.Duration > 0 {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, cfg.Duration)
-		defer cancel()
-	}
 	keyCount := Keys(cfg.Scenario, cfg.Exits)
-	snapshot := func(end time.Time) Result {
-		counts, _ := fr.Counts(context.Background())
+	result := func(p LiveProgress) Result {
 		mu.Lock()
 		defer mu.Unlock()
 		r := m.result(resultInput{scenario: cfg.Scenario, strategy: cfg.Strategy.Name, site: site.Site,
-			keys: keyCount, urls: cfg.URLs, end: end, counts: counts, exits: cfg.Exits})
+			keys: keyCount, urls: cfg.URLs, end: p.At, counts: p.Counts, exits: cfg.Exits})
 		// The site's record is the measure: this run's exits' requests.
 		h := &host{name: site.URL, site: site.Site, keys: keyCount}
 		if cfg.Scenario.Config.Key.By == server.KeyIP {
 			h.only = ips
 		}
-		if err := r.measure([]*host{h}, start, end, end, cfg.Warmup); err != nil {
+		if err := r.measure([]*host{h}, start, p.At, p.At, cfg.Warmup); err != nil {
 			r.SettleSeconds = -1
 		}
 		return r
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	if cfg.Progress != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(cfg.ProgressEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case now := <-t.C:
-					cfg.Progress(tally.Snapshot(now), snapshot(now))
-				}
-			}
-		}()
+	lc := LiveConfig{
+		Strategy: cfg.Strategy, Exits: members, Rate: site.Policy().Rate(), Base: site.URL, URLs: cfg.URLs,
+		Duration: cfg.Duration, Seed: cfg.Seed, ProgressEvery: cfg.ProgressEvery,
+		OnFinish: func(f fetch.Finished) {
+			mu.Lock()
+			m.finished(f)
+			mu.Unlock()
+		},
 	}
-	err = eng.Run(rctx)
-	close(stop)
-	wg.Wait()
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if cfg.Progress != nil {
+		lc.Progress = func(p LiveProgress) { cfg.Progress(p.Tally, result(p)) }
+	}
+	p, err := Live(ctx, lc)
+	if err != nil {
 		return Result{}, err
 	}
-	if ctx.Err() != nil {
-		return Result{}, ctx.Err()
-	}
-	r := snapshot(time.Now())
-	r.Wall = time.Since(start)
+	r := result(p)
+	r.Wall = p.At.Sub(m.start)
 	return r, nil
 }
 

@@ -207,7 +207,7 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	m := newMeter(cfg.Start, cfg.Bucket)
-	core := fetch.NewCore(coreConfig(cfg.Strategy, conc, cfg.Seed, m), fr, lim, nil)
+	core := fetch.NewCore(coreConfig(cfg.Strategy, conc, cfg.Seed, m.finished), fr, lim, nil)
 
 	d := &driver{
 		core: core, fr: fr, pool: pool, routes: routes, m: m,
@@ -261,12 +261,12 @@ func newPool(cfg Config) (*exits.Pool, error) {
 	return exits.New(exits.Config{Exits: cfg.Exits, FirstIP: netip.AddrFrom4([4]byte{10, 0, 0, 1}), Rand: rand.New(rand.NewPCG(cfg.Seed, 2))})
 }
 
-func coreConfig(spec strategy.Spec, conc int, seed uint64, m *meter) fetch.CoreConfig {
+func coreConfig(spec strategy.Spec, conc int, seed uint64, onFinish func(fetch.Finished)) fetch.CoreConfig {
 	cc := fetch.CoreConfig{
 		Concurrency: conc,
 		Retry:       spec.Retry,
 		Rand:        rand.New(rand.NewPCG(seed, 4)),
-		OnFinish:    m.finished,
+		OnFinish:    onFinish,
 	}
 	if len(spec.Verdicts) > 0 {
 		rules := classify.Rules{Status: spec.Verdicts}
@@ -275,12 +275,17 @@ func coreConfig(spec strategy.Spec, conc int, seed uint64, m *meter) fetch.CoreC
 	return cc
 }
 
+// PageURL is the i-th of n URLs (1-based) of a site's URL set:
+// base/p/<i>, zero-padded to n's width so that the set sorts in order.
+func PageURL(base string, i, n int) string {
+	return fmt.Sprintf("%s/p/%0*d", base, len(strconv.Itoa(n)), i)
+}
+
 func pushURLs(ctx context.Context, fr frontier.Frontier, base string, n int) error {
 	const batch = 4096
 	jobs := make([]frontier.NewJob, 0, batch)
-	width := len(strconv.Itoa(n))
 	for i := 1; i <= n; i++ {
-		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/p/%0*d", base, width, i)})
+		jobs = append(jobs, frontier.NewJob{URL: PageURL(base, i, n)})
 		if len(jobs) == batch || i == n {
 			if _, err := fr.Push(ctx, jobs); err != nil {
 				return fmt.Errorf("push: %w", err)

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package peertest
+package peers
 
 import "syscall"
 

@@ -1,0 +1,237 @@
+// Command peerbench measures exitgate and the baseline strategies against
+// real third-party rate limiters on loopback, behind real tinyproxy exits:
+// flags and wiring only; the bench is internal/peerbench.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/exitgate/exitgate/internal/peerbench"
+	"github.com/exitgate/exitgate/sim/strategy"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `peerbench crawls real rate limiters (nginx limit_req, haproxy stick tables,
+golang.org/x/time/rate, go-chi/httprate, Python flask-limiter), each keyed on
+the client IP, through N tinyproxy exits bound to 127.0.0.11, .12, ..., with
+exitgate and the baseline strategies, and measures every run from the
+server's own access log (sim/measure). Each run starts its own server and its
+own exits and lasts --duration; targets x strategies run in turn, --parallel
+at once.
+
+Writes to --out: peerbench.md (a table per target), peerbench.json
+(everything, with timelines), <target>.svg (successes and 429s per second per
+strategy) and runs/<target>/<strategy>/ (the server's config and access log,
+the proxies file, the crawl's output). Prints the Markdown (or, with --json,
+the JSON) and exits 1 if any run failed.
+
+Needs Debian's nginx, haproxy, tinyproxy and python3-flask-limiter.
+
+Usage:
+  go run ./cmd/peerbench [flags]
+
+Targets:
+%s
+Strategies:
+%s
+Flags:
+`
+
+type flags struct {
+	targets, strategies []string
+	exits, parallel     int
+	duration, progress  time.Duration
+	out, crawlBinary    string
+	json                bool
+	seed                uint64
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("peerbench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f flags
+	fs.StringSliceVar(&f.targets, "targets", []string{"all"}, "`NAMES` of the targets to run, comma-separated, or all")
+	fs.StringSliceVar(&f.strategies, "strategies", []string{"all"}, "`NAMES` of the strategies to run, comma-separated, or all (exitgate and every baseline); with --crawl-binary the default is exitgate")
+	fs.IntVar(&f.exits, "exits", 10, "`N` tinyproxy exits per run, each bound to its own 127.0.0.x address")
+	fs.DurationVar(&f.duration, "duration", 120*time.Second, "length of each run")
+	fs.StringVar(&f.out, "out", "peerbench-out", "`DIR` for the report, the JSON, the SVGs and each run's files")
+	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the Markdown tables")
+	fs.StringVar(&f.crawlBinary, "crawl-binary", "", "`PATH` of an exitgate binary (go build -o exitgate ./cmd/exitgate): each run is exitgate crawl --proxies FILE --duration D --ignore-robots URLFILE --out DIR, with default flags otherwise (exitgate strategy only), read from its summary.json; empty: the engine runs in-process")
+	fs.IntVar(&f.parallel, "parallel", 1, "`N` runs at once, each with its own server instance and its own range of exit addresses")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the strategies' random choices (timing is real, so runs still vary)")
+	fs.DurationVar(&f.progress, "progress", 10*time.Second, "interval of each run's progress line on stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, usage, listTargets(), listStrategies())
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "peerbench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if f.crawlBinary != "" && !fs.Changed("strategies") {
+		f.strategies = []string{strategy.Exitgate}
+	}
+	cfg, err := config(f)
+	if err != nil {
+		fmt.Fprintln(stderr, "peerbench:", err)
+		return 2
+	}
+	cfg.Log = stderr
+	started := time.Now()
+	results, runErr := peerbench.Matrix(ctx, cfg)
+	mode := "in-process engine (sim/run.Live)"
+	if f.crawlBinary != "" {
+		mode = "exitgate crawl binary " + f.crawlBinary
+	}
+	rep := peerbench.Report{
+		Command: "go run ./cmd/peerbench " + strings.Join(args, " "), Started: started,
+		Exits: cfg.Exits, DurationSeconds: cfg.Duration.Seconds(), Parallel: cfg.Parallel, Mode: mode,
+		Targets: cfg.Targets, Strategies: peerbench.Infos(cfg.Strategies), Results: ran(results),
+	}
+	if err := write(f, rep, stdout); err != nil {
+		fmt.Fprintln(stderr, "peerbench:", err)
+		return 1
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "peerbench:", runErr)
+		return 1
+	}
+	return 0
+}
+
+func config(f flags) (peerbench.MatrixConfig, error) {
+	targets, err := peerbench.SelectTargets(f.targets)
+	if err != nil {
+		return peerbench.MatrixConfig{}, fmt.Errorf("--targets: %w", err)
+	}
+	var specs []strategy.Spec
+	if len(f.strategies) == 1 && f.strategies[0] == "all" {
+		specs = strategy.All()
+	} else {
+		for _, n := range f.strategies {
+			s, ok := strategy.ByName(n)
+			if !ok {
+				return peerbench.MatrixConfig{}, fmt.Errorf("--strategies: unknown strategy %q (known: %s)", n, strings.Join(strategy.Names(), ", "))
+			}
+			specs = append(specs, s)
+		}
+	}
+	switch {
+	case f.exits < 1:
+		return peerbench.MatrixConfig{}, fmt.Errorf("--exits %d: want at least 1", f.exits)
+	case f.parallel < 1:
+		return peerbench.MatrixConfig{}, fmt.Errorf("--parallel %d: want at least 1", f.parallel)
+	case f.duration < time.Second:
+		return peerbench.MatrixConfig{}, fmt.Errorf("--duration %v: want at least 1s", f.duration)
+	case f.progress <= 0:
+		return peerbench.MatrixConfig{}, fmt.Errorf("--progress %v: want above 0", f.progress)
+	}
+	bin := ""
+	if f.crawlBinary != "" {
+		if bin, err = filepath.Abs(f.crawlBinary); err != nil {
+			return peerbench.MatrixConfig{}, fmt.Errorf("--crawl-binary: %w", err)
+		}
+		if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return peerbench.MatrixConfig{}, fmt.Errorf("--crawl-binary %s: not an executable file (%v)", f.crawlBinary, err)
+		}
+		for _, s := range specs {
+			if s.Name != strategy.Exitgate {
+				return peerbench.MatrixConfig{}, fmt.Errorf("--crawl-binary: %w, not %s", peerbench.ErrBinaryStrategy, s.Name)
+			}
+		}
+	}
+	out, err := filepath.Abs(f.out)
+	if err != nil {
+		return peerbench.MatrixConfig{}, fmt.Errorf("--out: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return peerbench.MatrixConfig{}, fmt.Errorf("--out: %w", err)
+	}
+	return peerbench.MatrixConfig{
+		Targets: targets, Strategies: specs, Exits: f.exits, Duration: f.duration, Parallel: f.parallel,
+		Dir: out, CrawlBinary: bin, Seed: f.seed, ProgressEvery: f.progress,
+	}, nil
+}
+
+// ran leaves out the runs that never started (after an interrupt).
+func ran(rs []peerbench.Result) []peerbench.Result {
+	var out []peerbench.Result
+	for _, r := range rs {
+		if r.Target != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// write saves the report, the JSON and one SVG per target in --out, and
+// prints the Markdown or the JSON.
+func write(f flags, rep peerbench.Report, stdout io.Writer) error {
+	var md, js strings.Builder
+	if err := peerbench.Markdown(&md, rep); err != nil {
+		return err
+	}
+	if err := peerbench.WriteJSON(&js, rep); err != nil {
+		return err
+	}
+	files := map[string]string{"peerbench.md": md.String(), "peerbench.json": js.String()}
+	for _, t := range rep.Targets {
+		if rs := rep.ResultsFor(t.Name); len(rs) > 0 {
+			var svg strings.Builder
+			if err := peerbench.SVG(&svg, t, rep.Exits, rs); err != nil {
+				return err
+			}
+			files[t.Name+".svg"] = svg.String()
+		}
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(f.out, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	out := md.String()
+	if f.json {
+		out = js.String()
+	}
+	_, err := io.WriteString(stdout, out)
+	return err
+}
+
+func listTargets() string {
+	var b strings.Builder
+	for _, t := range peerbench.Targets() {
+		fmt.Fprintf(&b, "  %-26s %s\n", t.Name, t.Describe())
+	}
+	return b.String()
+}
+
+func listStrategies() string {
+	var b strings.Builder
+	for _, s := range strategy.All() {
+		fmt.Fprintf(&b, "  %-26s %s\n", s.Name, s.Summary)
+	}
+	return b.String()
+}

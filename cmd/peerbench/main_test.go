@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/exitgate/exitgate/internal/peerbench"
+	"github.com/exitgate/exitgate/internal/peertest"
+)
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("--help exit %d, want 0", code)
+	}
+	help := errOut.String()
+	for _, want := range []string{"--targets", "--strategies", "--exits", "(default 10)", "--duration", "(default 2m0s)",
+		"--out", "--json", "--crawl-binary", "--parallel", "(default 1)", "--seed", "--progress", "nginx-1r-s", "flask-fixed-6-per-min", "no-limiter"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q:\n%s", want, help)
+		}
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--targets", "apache"}, `unknown target "apache"`},
+		{[]string{"--strategies", "exitgate,magic"}, `unknown strategy "magic"`},
+		{[]string{"--exits", "0"}, "--exits 0"},
+		{[]string{"--parallel", "0"}, "--parallel 0"},
+		{[]string{"--duration", "10ms"}, "--duration 10ms"},
+		{[]string{"--crawl-binary", "/nonexistent/exitgate"}, "not an executable file"},
+		{[]string{"--crawl-binary", exe, "--strategies", "exitgate,no-limiter"}, "exitgate strategy only, not no-limiter"},
+		{[]string{"stray"}, "unexpected arguments"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append(tt.args, "--out", t.TempDir())
+		if code := run(context.Background(), args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tt.want) {
+			t.Errorf("peerbench %q: exit %d, stderr %q; want 2 and %q", tt.args, code, errOut.String(), tt.want)
+		}
+	}
+}
+
+// A short real run writes the report, the JSON and the chart, and --json
+// prints the JSON.
+func TestShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real run of a few seconds: skipped with -short")
+	}
+	peertest.Require(t, "tinyproxy")
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--targets", "xrate-2-s-burst5", "--strategies", "exitgate,global-per-domain",
+		"--exits", "3", "--duration", "4s", "--parallel", "2", "--progress", "1s", "--json", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var rep peerbench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 2 || rep.Results[0].Strategy != "exitgate" || rep.Results[1].Strategy != "global-per-domain" {
+		t.Fatalf("results %+v, want exitgate and global-per-domain", rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" || r.Server.OK == 0 || !r.Agree || r.Exits != 3 || len(r.Server.Timeline) != 4 {
+			t.Errorf("%s: error %q, %d ok, agree %v, %d exits, %d timeline buckets; want a clean 4 s run over 3 exits",
+				r.Strategy, r.Error, r.Server.OK, r.Agree, r.Exits, len(r.Server.Timeline))
+		}
+	}
+	for _, f := range []string{"peerbench.md", "peerbench.json", "xrate-2-s-burst5.svg", "runs/xrate-2-s-burst5/exitgate/server/access.log"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v, want a file with content", f, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), "xrate-2-s-burst5 × exitgate: done") {
+		t.Errorf("stderr lacks the progress lines:\n%s", stderr.String())
+	}
+}

@@ -1,0 +1,181 @@
+package peers
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// NginxConfig configures a rate-limited nginx target. The zero value is the
+// reference target of local-peers.md: 1r/s per client address, no burst,
+// Retry-After: 1, 404 for paths without a file.
+type NginxConfig struct {
+	// Rate is the limit_req_zone rate per client address, e.g. "1r/s" or
+	// "30r/m". Empty means "1r/s".
+	Rate string
+	// Burst is the limit_req burst. Zero means none. A positive burst is
+	// served with nodelay, so excess requests are rejected with 429 instead
+	// of queued.
+	Burst int
+	// RetryAfter is the fixed Retry-After value sent with every 429 (nginx
+	// cannot compute one). Empty means "1"; NoRetryAfter sends none.
+	RetryAfter   string
+	NoRetryAfter bool
+	// Listen is the address to listen on. Empty means 127.0.0.1 on a free
+	// port.
+	Listen string
+	// Files are extra files to serve, keyed by path relative to the web root
+	// (e.g. "a/b.txt"). Text files are processed by SSI, so a body may
+	// contain <!--#echo var="remote_addr" -->.
+	Files map[string]string
+	// Fallback, when set, is a file under the web root served (and limited
+	// like any other) for every path that has no file of its own, so that a
+	// crawl can fetch any number of distinct URLs. Empty: such paths are 404.
+	Fallback string
+	// Dir holds the configuration, web root and logs. Empty: a temporary
+	// directory that Close removes.
+	Dir string
+}
+
+// Nginx is a running nginx that limits requests per client address
+// ($binary_remote_addr) with status 429 and serves files from its web root.
+// GET /ip answers with the client address (via SSI) and is limited like
+// every other path. Its access log lines read
+// `$msec $remote_addr $status limit=$limit_req_status "$request"`.
+// It is safe for concurrent use.
+type Nginx struct {
+	server
+	root string
+}
+
+// master_process off keeps nginx to one process: SIGKILL then leaves no
+// orphaned worker behind for an init that may not reap zombies.
+const nginxConf = `master_process off;
+worker_processes 1;
+pid {{dir}}/nginx.pid;
+error_log {{dir}}/error.log notice;
+events { worker_connections 512; }
+http {
+    default_type text/plain;
+    client_body_temp_path {{dir}}/tmp_body;  proxy_temp_path {{dir}}/tmp_proxy;
+    fastcgi_temp_path {{dir}}/tmp_fcgi;      uwsgi_temp_path {{dir}}/tmp_uwsgi;
+    scgi_temp_path {{dir}}/tmp_scgi;
+    log_format peer '$msec $remote_addr $status limit=$limit_req_status "$request"';
+    access_log {{dir}}/access.log peer;
+    limit_req_zone $binary_remote_addr zone=perip:1m rate={{rate}};
+    limit_req_status 429;
+    map $status $retry_after { 429 "{{retry}}"; default ""; }
+    server {
+        listen {{listen}};
+        root {{dir}}/www;
+        location / {
+            limit_req zone=perip{{burst}};
+            add_header Retry-After $retry_after always;
+            ssi on; ssi_types text/plain;
+            index index.html;{{tryfiles}}
+        }
+    }
+}
+`
+
+// StartNginx starts nginx with cfg and returns once it accepts connections.
+func StartNginx(cfg NginxConfig) (*Nginx, error) {
+	bin, err := LookPath("nginx")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Rate == "" {
+		cfg.Rate = "1r/s"
+	}
+	if cfg.RetryAfter == "" {
+		cfg.RetryAfter = "1"
+	}
+	if cfg.NoRetryAfter {
+		cfg.RetryAfter = "" // an empty header value is not sent
+	}
+	if cfg.Burst < 0 {
+		return nil, fmt.Errorf("nginx: negative Burst %d", cfg.Burst)
+	}
+	if cfg.Listen, err = freeAddr(cfg.Listen); err != nil {
+		return nil, fmt.Errorf("nginx: %w", err)
+	}
+	if err := checkConf("nginx", "Rate", cfg.Rate, "Listen", cfg.Listen); err != nil {
+		return nil, err
+	}
+	if cfg.RetryAfter != "" {
+		if err := checkConf("nginx", "RetryAfter", cfg.RetryAfter); err != nil {
+			return nil, err
+		}
+	}
+	tryFiles := ""
+	if cfg.Fallback != "" {
+		if err := checkConf("nginx", "Fallback", cfg.Fallback); err != nil {
+			return nil, err
+		}
+		if _, ok := cfg.Files[cfg.Fallback]; !ok {
+			return nil, fmt.Errorf("nginx: Fallback %q is not one of Files", cfg.Fallback)
+		}
+		// Files named before the last parameter are served in place, with
+		// no internal redirect: the request is limited once, as any other.
+		tryFiles = "\n            try_files $uri $uri/ /" + strings.TrimPrefix(cfg.Fallback, "/") + " =404;"
+	}
+	dir, err := newWorkDir(cfg.Dir, "nginx")
+	if err != nil {
+		return nil, fmt.Errorf("nginx: %w", err)
+	}
+	if err := writeNginxFiles(dir, cfg, tryFiles); err != nil {
+		dir.remove()
+		return nil, err
+	}
+	errLog := dir.join("error.log")
+	p, err := startProcess(procSpec{name: "nginx " + cfg.Listen, dir: dir, addr: cfg.Listen, logs: []string{errLog},
+		bin: bin, args: []string{"-c", dir.join("nginx.conf"), "-p", dir.path, "-e", errLog, "-g", "daemon off;"}})
+	if err != nil {
+		return nil, err
+	}
+	return &Nginx{server: server{proc: p, addr: cfg.Listen, accessLog: dir.join("access.log")}, root: dir.join("www")}, nil
+}
+
+// writeNginxFiles writes the web root and nginx.conf into dir.
+func writeNginxFiles(dir workDir, cfg NginxConfig, tryFiles string) error {
+	www := dir.join("www")
+	if err := os.MkdirAll(www, 0o755); err != nil {
+		return fmt.Errorf("nginx: %w", err)
+	}
+	files := map[string]string{
+		"ip":         `<!--#echo var="remote_addr" -->`, // no trailing newline: the body is exactly the address
+		"index.html": "exitgate peer\n",
+	}
+	for name, body := range cfg.Files {
+		files[name] = body
+	}
+	for name, body := range files {
+		p := filepath.Join(www, filepath.FromSlash(name))
+		if !strings.HasPrefix(p, www+string(filepath.Separator)) {
+			return fmt.Errorf("nginx: file %q escapes the web root", name)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("nginx: %w", err)
+		}
+		if err := writeFile(p, body, 0o644); err != nil {
+			return fmt.Errorf("nginx: %w", err)
+		}
+	}
+	burst := ""
+	if cfg.Burst > 0 {
+		burst = fmt.Sprintf(" burst=%d nodelay", cfg.Burst)
+	}
+	conf := strings.NewReplacer(
+		"{{dir}}", dir.path, "{{rate}}", cfg.Rate, "{{retry}}", cfg.RetryAfter,
+		"{{listen}}", cfg.Listen, "{{burst}}", burst, "{{tryfiles}}", tryFiles,
+	).Replace(nginxConf)
+	if err := writeFile(dir.join("nginx.conf"), conf, 0o644); err != nil {
+		return fmt.Errorf("nginx: %w", err)
+	}
+	return nil
+}
+
+// Root returns the web root directory; files written there are served at
+// once.
+func (n *Nginx) Root() string { return n.root }

@@ -1,0 +1,472 @@
+package peers_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/internal/peers"
+	"github.com/exitgate/exitgate/internal/peertest"
+)
+
+func get(t *testing.T, c *http.Client, u string) (int, http.Header, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: read body: %v", u, err)
+	}
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// viaProxy is a client that sends through a tinyproxy bound to bind, so the
+// target sees that address.
+func viaProxy(t *testing.T, bind string) *http.Client {
+	t.Helper()
+	p := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: bind})
+	pu, err := url.Parse(p.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+}
+
+// untilLimited sends GETs until the first 429 (at most max) and returns the
+// statuses and the 429's header; it fails when none came.
+func untilLimited(t *testing.T, c *http.Client, u string, max int) ([]int, http.Header) {
+	t.Helper()
+	var codes []int
+	for range max {
+		code, h, _ := get(t, c, u)
+		codes = append(codes, code)
+		if code == 429 {
+			return codes, h
+		}
+		if code != 200 {
+			t.Fatalf("GET %s = %d, want 200 or 429", u, code)
+		}
+	}
+	t.Fatalf("GET %s: %d requests, no 429 (%v)", u, max, codes)
+	return nil, nil
+}
+
+// waitLog returns the target's access log once it holds want lines.
+func waitLog(t *testing.T, read func() ([]peers.AccessEntry, error), want int) []peers.AccessEntry {
+	t.Helper()
+	deadline := time.Now().Add(peers.StartTimeout)
+	for {
+		log, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(log) >= want || time.Now().After(deadline) {
+			return log
+		}
+		time.Sleep(5 * time.Millisecond) // polling a file the server appends to; bounded above
+	}
+}
+
+// checkLog checks that log holds codes, in order, all from addr, timed
+// within the test's span.
+func checkLog(t *testing.T, log []peers.AccessEntry, codes []int, addr string, from time.Time) {
+	t.Helper()
+	if len(log) != len(codes) {
+		t.Fatalf("access log has %d lines, want %d (%v): %+v", len(log), len(codes), codes, log)
+	}
+	for i, e := range log {
+		if e.RemoteAddr != addr || e.Status != codes[i] {
+			t.Errorf("access log line %d = %s %d, want %s %d", i, e.RemoteAddr, e.Status, addr, codes[i])
+		}
+		if e.Time.Before(from.Add(-time.Second)) || e.Time.After(time.Now().Add(time.Second)) {
+			t.Errorf("access log line %d at %v, want within the test (from %v)", i, e.Time, from)
+		}
+	}
+}
+
+func TestNginxLimitsPerAddress(t *testing.T) {
+	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "1r/s", RetryAfter: "7",
+		Files: map[string]string{"page.txt": "hello\n"}})
+	c := &http.Client{Timeout: 5 * time.Second}
+
+	code, _, body := get(t, c, n.URL()+"/ip")
+	if code != 200 || body != "127.0.0.1" {
+		t.Fatalf("GET /ip = %d %q, want 200 %q", code, body, "127.0.0.1")
+	}
+	// At 1r/s with no burst, a second request within the same second is rejected; a few
+	// tries bound the case where the first one straddled a second boundary.
+	var got429 bool
+	requests := 1
+	for range 5 {
+		requests++
+		code, h, body := get(t, c, n.URL()+"/page.txt")
+		if code == 429 {
+			if ra := h.Get("Retry-After"); ra != "7" {
+				t.Errorf("429 Retry-After = %q, want %q", ra, "7")
+			}
+			got429 = true
+			break
+		}
+		if code != 200 || body != "hello\n" {
+			t.Fatalf("GET /page.txt = %d %q, want 200 %q or 429", code, body, "hello\n")
+		}
+		if ra := h.Get("Retry-After"); ra != "" {
+			t.Errorf("200 carries Retry-After %q, want none", ra)
+		}
+	}
+	if !got429 {
+		t.Fatal("5 requests in a row at 1r/s: no 429")
+	}
+	log := n.AccessLog(t, requests)
+	var rejected, passed int
+	for _, e := range log {
+		if e.RemoteAddr != "127.0.0.1" {
+			t.Errorf("access log addr = %q, want 127.0.0.1", e.RemoteAddr)
+		}
+		switch {
+		case e.Status == 429 && e.Limit == "REJECTED":
+			rejected++
+		case e.Status == 200 && e.Limit == "PASSED":
+			passed++
+		default:
+			t.Errorf("access log entry %+v: want 200 PASSED or 429 REJECTED", e)
+		}
+	}
+	if rejected != 1 || passed < 1 {
+		t.Errorf("access log: %d rejected, %d passed; want 1 and >= 1 (%+v)", rejected, passed, log)
+	}
+}
+
+// A fallback file serves any path, limited like the rest; NoRetryAfter
+// sends a bare 429.
+func TestNginxFallbackWithoutRetryAfter(t *testing.T) {
+	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "1r/m", Burst: 2, NoRetryAfter: true,
+		Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
+	c := &http.Client{Timeout: 5 * time.Second}
+	start := time.Now()
+	var codes []int
+	for i := range 4 {
+		code, h, body := get(t, c, fmt.Sprintf("%s/p/%d", n.URL(), i))
+		codes = append(codes, code)
+		if code == 200 && body != "page\n" {
+			t.Errorf("GET /p/%d = %q, want the fallback page", i, body)
+		}
+		if ra, ok := h["Retry-After"]; ok {
+			t.Errorf("GET /p/%d: Retry-After %q, want none", i, ra)
+		}
+	}
+	// 1r/m with burst 2 nodelay: 3 pass at once, the fourth is rejected.
+	if want := []int{200, 200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	checkLog(t, n.AccessLog(t, len(codes)), codes, "127.0.0.1", start)
+}
+
+func TestTinyproxyBindsExitAddress(t *testing.T) {
+	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "100r/s", Burst: 100})
+	for _, bind := range []string{"127.0.0.11", "127.0.0.12"} {
+		code, _, body := get(t, viaProxy(t, bind), n.URL()+"/ip")
+		if code != 200 || body != bind {
+			t.Errorf("GET /ip via tinyproxy bound to %s = %d %q, want 200 %q", bind, code, body, bind)
+		}
+	}
+}
+
+func TestTinyproxyBasicAuth(t *testing.T) {
+	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "100r/s", Burst: 100})
+	p := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.13", User: "alice", Password: "s3cret"})
+	if !strings.Contains(p.URL(), "alice:s3cret@") {
+		t.Fatalf("URL() = %q, want credentials in it", p.URL())
+	}
+	for _, tt := range []struct {
+		user *url.Userinfo
+		want int
+	}{
+		{url.UserPassword("alice", "s3cret"), 200},
+		// tinyproxy 1.11 answers missing credentials with 407 but wrong ones with
+		// 401 and WWW-Authenticate; callers that classify proxy failures must know.
+		{url.UserPassword("alice", "wrong"), 401},
+		{nil, 407},
+	} {
+		pu := &url.URL{Scheme: "http", Host: p.Addr(), User: tt.user}
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+		code, _, _ := get(t, c, n.URL()+"/ip")
+		if code != tt.want {
+			t.Errorf("GET via proxy with %v = %d, want %d", tt.user, code, tt.want)
+		}
+	}
+}
+
+// haproxy counts the denied requests too: past the limit, every request is
+// denied while the client keeps sending, with the configured Retry-After.
+func TestHAProxyCountsDenied(t *testing.T) {
+	h := peertest.StartHAProxy(t, peertest.HAProxyConfig{Limit: 2, Period: 10 * time.Second, RetryAfter: "30"})
+	c := viaProxy(t, "127.0.0.15")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, h.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if ra := hdr.Get("Retry-After"); ra != "30" {
+		t.Errorf("429 Retry-After = %q, want 30", ra)
+	}
+	for range 2 {
+		code, _, _ := get(t, c, h.URL()+"/p/2")
+		codes = append(codes, code)
+	}
+	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.15", start)
+}
+
+// flask-limiter's moving window sends its headers on every response,
+// Retry-After included.
+func TestFlaskMovingWindow(t *testing.T) {
+	f := peertest.StartFlask(t, peertest.FlaskConfig{Limit: "3 per minute", Strategy: "moving-window"})
+	c := viaProxy(t, "127.0.0.16")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, f.URL()+"/p/1", 5)
+	if want := []int{200, 200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	for _, k := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"} {
+		if hdr.Get(k) == "" {
+			t.Errorf("429 has no %s header (%v)", k, hdr)
+		}
+	}
+	if hdr.Get("X-RateLimit-Limit") != "3" || hdr.Get("X-RateLimit-Remaining") != "0" {
+		t.Errorf("429 X-RateLimit-Limit %q Remaining %q, want 3 and 0", hdr.Get("X-RateLimit-Limit"), hdr.Get("X-RateLimit-Remaining"))
+	}
+	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.16", start)
+}
+
+func TestGoServers(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		limiter func(http.Handler) http.Handler
+		codes   []int
+		headers []string // on the 429
+	}{
+		{"xrate", peers.XRate(0.5, 2), []int{200, 200, 429}, nil},
+		{"httprate", peers.HTTPRate(2, time.Minute, false), []int{200, 200, 429},
+			[]string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Retry-After"}},
+		{"httprate-stripped", peers.HTTPRate(2, time.Minute, true), []int{200, 200, 429}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := peertest.StartGoServer(t, peertest.GoServerConfig{Name: tt.name, Limiter: tt.limiter})
+			c := &http.Client{Timeout: 5 * time.Second}
+			start := time.Now()
+			codes, hdr := untilLimited(t, c, s.URL()+"/p/1", 5)
+			if fmt.Sprint(codes) != fmt.Sprint(tt.codes) {
+				t.Errorf("statuses = %v, want %v", codes, tt.codes)
+			}
+			var got []string
+			for k := range hdr {
+				if strings.HasPrefix(k, "X-Ratelimit") || k == "Retry-After" {
+					got = append(got, k)
+				}
+			}
+			if len(got) != len(tt.headers) {
+				t.Errorf("429 rate-limit headers %v, want %v", got, tt.headers)
+			}
+			checkLog(t, waitLog(t, s.AccessLog, len(codes)), codes, "127.0.0.1", start)
+		})
+	}
+}
+
+func TestRedisAnswersPing(t *testing.T) {
+	r := peertest.StartRedis(t)
+	c, err := net.DialTimeout("tcp", r.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprint(c, "*1\r\n$4\r\nPING\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != "+PONG\r\n" {
+		t.Fatalf("PING = %q, %v; want %q", line, err, "+PONG\r\n")
+	}
+}
+
+// Close kills the peer: its port stops answering, and a temporary
+// directory is gone.
+func TestCloseStopsPeer(t *testing.T) {
+	n, err := peers.StartNginx(peers.NginxConfig{})
+	peertest.Check(t, err)
+	dir := filepath.Dir(n.Root())
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	if c, err := net.DialTimeout("tcp", n.Addr(), time.Second); err == nil {
+		c.Close()
+		t.Errorf("nginx still listens on %s after Close", n.Addr())
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary dir %s after Close: %v, want gone", dir, err)
+	}
+}
+
+// A peer that cannot start names itself and shows its log.
+func TestStartFailureNamesPeer(t *testing.T) {
+	peertest.Require(t, "nginx")
+	_, err := peers.StartNginx(peers.NginxConfig{Rate: "fast"})
+	if err == nil || !strings.Contains(err.Error(), "nginx 127.0.0.1:") || !strings.Contains(err.Error(), `invalid rate "rate=fast"`) {
+		t.Fatalf("StartNginx with a bad rate = %v, want an error naming nginx with its log", err)
+	}
+}
+
+func TestNotInstalled(t *testing.T) {
+	_, err := peers.LookPath("exitgate-no-such-peer")
+	var nie *peers.NotInstalledError
+	if !errors.Is(err, peers.ErrNotInstalled) || !errors.As(err, &nie) || nie.Package != "exitgate-no-such-peer" {
+		t.Fatalf("LookPath(missing) = %v, want a NotInstalledError naming the package", err)
+	}
+	_, err = peers.StartFlask(peers.FlaskConfig{Limit: "1 per second", Python: "/nonexistent/python3"})
+	if !errors.Is(err, peers.ErrNotInstalled) || !strings.Contains(err.Error(), "python3-flask-limiter") {
+		t.Fatalf("StartFlask without flask_limiter = %v, want ErrNotInstalled naming python3-flask-limiter", err)
+	}
+}
+
+func TestWaitListeningTimesOut(t *testing.T) {
+	// A port nobody listens on: the helper must give up within its bound.
+	port, err := peers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	start := time.Now()
+	if err := peers.WaitListening(addr, 100*time.Millisecond, nil); err == nil {
+		t.Fatalf("WaitListening(%s) = nil, want an error", addr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("WaitListening took %v, want about 100ms", d)
+	}
+}
+
+func TestParseAccessLine(t *testing.T) {
+	at := time.Unix(1796092103, 281e6)
+	tests := []struct {
+		line string
+		want peers.AccessEntry
+		ok   bool
+	}{
+		{`1796092103.281 127.0.0.11 429 limit=REJECTED "GET /ip HTTP/1.1"`, peers.AccessEntry{Time: at, RemoteAddr: "127.0.0.11", Status: 429, Limit: "REJECTED", Request: "GET /ip HTTP/1.1"}, true},
+		{`1796092103.281 ::1 200 limit=- "GET / HTTP/1.0"`, peers.AccessEntry{Time: at, RemoteAddr: "::1", Status: 200, Limit: "-", Request: "GET / HTTP/1.0"}, true},
+		{`1796092103.281 127.0.0.12 200`, peers.AccessEntry{Time: at, RemoteAddr: "127.0.0.12", Status: 200}, true},
+		{`1796092103.28 127.0.0.12 200`, peers.AccessEntry{Time: time.Unix(1796092103, 280e6), RemoteAddr: "127.0.0.12", Status: 200}, true},
+		{`1796092103 127.0.0.12 503`, peers.AccessEntry{Time: time.Unix(1796092103, 0), RemoteAddr: "127.0.0.12", Status: 503}, true},
+		{`1796092103.281 127.0.0.1 abc`, peers.AccessEntry{}, false},
+		{`1796092103.281 127.0.0.1 200 PASSED "GET /"`, peers.AccessEntry{}, false},
+		{`127.0.0.1 200 limit=PASSED "GET /"`, peers.AccessEntry{}, false},
+		{`x.281 127.0.0.1 200`, peers.AccessEntry{}, false},
+		{`1796092103. 127.0.0.1 200`, peers.AccessEntry{}, false},
+		{`1796092103.281 nohost 200`, peers.AccessEntry{}, false},
+		{``, peers.AccessEntry{}, false},
+	}
+	for _, tt := range tests {
+		got, err := peers.ParseAccessLine(tt.line)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseAccessLine(%q) = %+v, %v; want %+v, ok=%v", tt.line, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// AccessTail returns each complete line once, and a line still being
+// written only once it is complete.
+func TestAccessTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.log")
+	tail := &peers.AccessTail{Path: path}
+	if got, err := tail.Read(); err != nil || len(got) != 0 {
+		t.Fatalf("Read of a missing log = %v, %v; want nothing", got, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	steps := []struct {
+		write string
+		want  []int
+	}{
+		{"1.000 127.0.0.1 200\n1.100 127.0.0.1 42", []int{200}},
+		{"9\n", []int{429}},
+		{"", nil},
+		{"2.000 127.0.0.2 503\n2.5 127.0.0.2 200\n", []int{503, 200}},
+	}
+	for i, s := range steps {
+		if _, err := f.WriteString(s.write); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tail.Read()
+		if err != nil {
+			t.Fatalf("step %d: Read: %v", i, err)
+		}
+		var codes []int
+		for _, e := range got {
+			codes = append(codes, e.Status)
+		}
+		if fmt.Sprint(codes) != fmt.Sprint(s.want) {
+			t.Errorf("step %d: Read statuses %v, want %v", i, codes, s.want)
+		}
+	}
+	all, err := peers.ReadAccessLog(path)
+	if err != nil || len(all) != 4 {
+		t.Errorf("ReadAccessLog = %d entries, %v; want 4", len(all), err)
+	}
+}
+
+func FuzzParseAccessLine(f *testing.F) {
+	f.Add(`1796092103.281 127.0.0.11 429 limit=REJECTED "GET /ip HTTP/1.1"`)
+	f.Add(`1796092103.281 ::1 200 limit=- "GET / HTTP/1.0"`)
+	f.Add(`1796092103.281 127.0.0.1 200 limit=PASSED "GET /\x22 HTTP/1.1"`)
+	f.Add(`1796092103.281 127.0.0.12 200`)
+	f.Fuzz(func(t *testing.T, line string) {
+		e, err := peers.ParseAccessLine(line)
+		if err != nil {
+			return
+		}
+		if net.ParseIP(e.RemoteAddr) == nil || !strings.Contains(line, " "+e.RemoteAddr+" ") || e.Status < 100 || e.Status > 999 {
+			t.Fatalf("ParseAccessLine(%q) = %+v without error, want a valid address and status", line, e)
+		}
+	})
+}
+
+// express-rate-limit with draft-8 headers sends RateLimit and
+// RateLimit-Policy structured fields on every response, Retry-After on its
+// 429s.
+func TestExpressDraft8(t *testing.T) {
+	e := peertest.StartExpress(t, peertest.ExpressConfig{Limit: 2, Window: time.Minute})
+	c := viaProxy(t, "127.0.0.17")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, e.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if got := hdr.Get("RateLimit-Policy"); !strings.HasPrefix(got, `"2-in-1min"; q=2; w=60; pk=:`) {
+		t.Errorf("429 RateLimit-Policy = %q, want the draft-8 policy", got)
+	}
+	if got := hdr.Get("RateLimit"); !strings.HasPrefix(got, `"2-in-1min"; r=0; t=`) {
+		t.Errorf("429 RateLimit = %q, want the draft-8 field", got)
+	}
+	if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 1 || ra > 60 {
+		t.Errorf("429 Retry-After = %q, want the seconds to the reset", hdr.Get("Retry-After"))
+	}
+	checkLog(t, waitLog(t, e.AccessLog, len(codes)), codes, "127.0.0.17", start)
+}
