@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"net"
@@ -314,9 +315,17 @@ func crawlEngine(ctx context.Context, cfg RunConfig, base string, exits *Exits, 
 		defer t.CloseIdleConnections()
 		members[i] = fetch.Member{ID: e.ID(), Transport: t}
 	}
+	// The limiter's change records (why each lane sped up or slowed
+	// down) go to limit.log beside the server's log.
+	logFile, err := os.Create(filepath.Join(cfg.Dir, "limit.log"))
+	if err != nil {
+		return client{}, err
+	}
+	defer logFile.Close()
 	p, err := simrun.Live(ctx, simrun.LiveConfig{
 		Strategy: cfg.Strategy, Exits: members, Rate: cfg.Target.Rate, Base: base, URLs: urls,
 		Duration: cfg.Duration, Seed: cfg.Seed, Timeout: 30 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		return client{}, err
@@ -346,12 +355,17 @@ func crawlBinary(ctx context.Context, cfg RunConfig, base string, exits *Exits, 
 		return client{}, err
 	}
 	out := filepath.Join(cfg.Dir, "crawl")
-	args := []string{"crawl", "--proxies", exits.File, "--duration", cfg.Duration.String(), "--ignore-robots", urlFile, "--out", out}
+	// --log-level debug only adds the limiter's change records to the
+	// captured stderr; the crawl runs on its defaults otherwise.
+	args := []string{"crawl", "--proxies", exits.File, "--duration", cfg.Duration.String(), "--ignore-robots", "--log-level", "debug", urlFile, "--out", out}
 	// Setup (the URL file into SQLite) and the end-of-run report come on
 	// top of the duration.
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration+3*time.Minute)
 	defer cancel()
-	if err := (peers.Command{Name: "exitgate-crawl", Bin: cfg.CrawlBinary, Args: args, Dir: cfg.Dir}).Run(rctx); err != nil {
+	// Exit code 4: URLs left to do when --duration ends, as a bench run is
+	// meant to.
+	crawl := peers.Command{Name: "exitgate-crawl", Bin: cfg.CrawlBinary, Args: args, Dir: cfg.Dir, Success: []int{4}}
+	if err := crawl.Run(rctx); err != nil {
 		return client{}, err
 	}
 	data, err := os.ReadFile(filepath.Join(out, "summary.json"))

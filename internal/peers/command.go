@@ -2,10 +2,12 @@ package peers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -21,6 +23,9 @@ type Command struct {
 	// Dir is its working directory, which receives <name>.stdout and
 	// <name>.stderr. Required.
 	Dir string
+	// Success lists exit codes other than 0 that are not failures (e.g.
+	// exitgate crawl's 4: URLs left unfinished by --duration).
+	Success []int
 }
 
 // Run runs c in its own process group and waits for it. When ctx ends, the
@@ -48,6 +53,10 @@ func (c Command) Run(ctx context.Context) error {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ctx.Err() == nil && slices.Contains(c.Success, ee.ExitCode()) {
+			return nil
+		}
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}

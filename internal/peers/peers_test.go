@@ -470,3 +470,19 @@ func TestExpressDraft8(t *testing.T) {
 	}
 	checkLog(t, waitLog(t, e.AccessLog, len(codes)), codes, "127.0.0.17", start)
 }
+
+// A command's exit code listed in Success is not a failure; any other is,
+// and the error carries the tail of its stderr.
+func TestCommandSuccessCodes(t *testing.T) {
+	dir := t.TempDir()
+	run := func(success []int) error {
+		return peers.Command{Name: "four", Bin: "/bin/sh", Args: []string{"-c", "echo unfinished >&2; exit 4"}, Dir: dir, Success: success}.Run(t.Context())
+	}
+	if err := run([]int{4}); err != nil {
+		t.Errorf("exit 4 listed as success: %v", err)
+	}
+	err := run(nil)
+	if err == nil || !strings.Contains(err.Error(), "exit status 4") || !strings.Contains(err.Error(), "unfinished") {
+		t.Errorf("exit 4 not listed: %v, want an error with the status and stderr", err)
+	}
+}

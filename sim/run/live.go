@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -49,6 +50,8 @@ type LiveConfig struct {
 	// from a goroutine the run owns.
 	Progress      func(LiveProgress)
 	ProgressEvery time.Duration
+	// Logger is handed to the strategy (strategy.Env.Logger).
+	Logger *slog.Logger
 }
 
 // LiveProgress is a live crawl's state at one instant.
@@ -82,7 +85,7 @@ func Live(ctx context.Context, cfg LiveConfig) (LiveProgress, error) {
 		keys[i] = m.ID
 	}
 	set := fetch.NewExitSet(cfg.Exits, nil, nil)
-	lim, err := cfg.Strategy.New(strategy.Env{Exits: keys, Rate: cfg.Rate, Rand: rand.New(rand.NewPCG(cfg.Seed, 3))})
+	lim, err := cfg.Strategy.New(strategy.Env{Exits: keys, Rate: cfg.Rate, Rand: rand.New(rand.NewPCG(cfg.Seed, 3)), Logger: cfg.Logger})
 	if err != nil {
 		return LiveProgress{}, fmt.Errorf("strategy %s: %w", cfg.Strategy.Name, err)
 	}

@@ -27,7 +27,7 @@ func newLimit(env Env) (fetch.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := limit.Config{Rand: rand.New(rand.NewPCG(env.Rand.Uint64(), env.Rand.Uint64()))}
+	cfg := limit.Config{Rand: rand.New(rand.NewPCG(env.Rand.Uint64(), env.Rand.Uint64())), Logger: env.Logger}
 	if env.InFlight > 0 {
 		cfg.MaxInFlight = max(256, 2*env.InFlight)
 		cfg.HostConcurrency = max(32, env.InFlight)

@@ -18,6 +18,7 @@ package strategy
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -45,6 +46,9 @@ type Env struct {
 	// Rand drives every random choice (exit rotation, jitter). nil: a fixed
 	// seed, so runs repeat.
 	Rand *rand.Rand
+	// Logger receives exitgate's change records at debug level (why a lane
+	// sped up or slowed down). nil: discarded. The baselines ignore it.
+	Logger *slog.Logger
 }
 
 // ErrNoExits is returned by Spec.New when Env.Exits is empty.
