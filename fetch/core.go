@@ -163,6 +163,8 @@ type Response struct {
 	// cut there.
 	Truncated bool
 	Err       error // transport error; Status is 0
+	// HeaderAt is when the status line and headers came (zero: At).
+	HeaderAt time.Time
 	// StoreErr is set when the response came but its body could not be
 	// stored: the job is queued again uncharged, and Complete returns an
 	// error wrapping it so that the engine stops.
@@ -633,7 +635,9 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 
 	sig := rlheader.Parse(r.Header, now, c.cfg.Profile(a.Host))
 	v := interpret(r, sig, c.cfg.Verdicts(a.Host))
-	c.lim.Done(a.Ticket, outcomeOf(v, sig, a.SentAt, a.URL), now)
+	o := outcomeOf(v, sig, a.SentAt, a.URL)
+	o.AnsweredAt = r.HeaderAt
+	c.lim.Done(a.Ticket, o, now)
 	if c.tally != nil {
 		c.tally.Record(metrics.Event{
 			Host: a.Host, Exit: a.Ticket.Exit, Status: r.Status, Verdict: v,

@@ -3,6 +3,7 @@ package limit
 import (
 	"math"
 	"slices"
+	"time"
 
 	"github.com/exitgate/exitgate/verdict"
 )
@@ -75,6 +76,10 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	}
 	if ready > now {
 		return acquireResult{next: ready}
+	}
+	if l.inFlight == math.MaxInt16 {
+		// 32767 requests out on one lane: a server that never answers.
+		return acquireResult{next: now + interval(l.pace)}
 	}
 	l.hot = now-r.laneReady(l) <= interval(l.pace)
 	r.adoptExplorer(h, l, now)
@@ -226,6 +231,37 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 		return true
 	}
 	r.outcome(h, l, rec, o, now, u)
+	answered := now
+	if !o.AnsweredAt.IsZero() {
+		answered = min(now, o.AnsweredAt.UnixNano())
+	}
+	l.spaceAfter(rec, answered)
 	r.rekey(h, l)
 	return true
+}
+
+// spaceAfter keeps the lane's next request at least one interval after
+// this one reached the server, as far as the client can tell: an answer
+// slower than the lane's quickest lately may have arrived late by the
+// difference (a busy client, a proxy slow to forward), and a limiter that
+// times arrivals with no burst (nginx limit_req) rejects the next request
+// sent on schedule. The quickest answer drifts up slowly, so a path that
+// got slower for good stops counting as late.
+func (l *lane) spaceAfter(rec ticketRec, answered int64) {
+	const unit = int64(100 * time.Microsecond)
+	rtt := min((answered-rec.at)/unit, math.MaxUint16)
+	if rtt < 0 {
+		return
+	}
+	m := int64(l.rttMin)
+	switch {
+	case m == 0 || rtt < m:
+		l.rttMin = uint16(max(rtt, 1))
+		return
+	default:
+		l.rttMin = uint16(m + (rtt-m)/16)
+	}
+	if late := (rtt - m) * unit; late > 0 && rec.laneIv > 0 {
+		l.tat = max(l.tat, rec.at+late+rec.laneIv)
+	}
 }

@@ -55,9 +55,19 @@ type capacity struct {
 	// whatever the burst). The followers fall back to the larger when a
 	// pace they took is pushed back.
 	safe, lo float64
-	// careful: a pace passes only over a careful span (the server lets
-	// bursts through, or counts windows).
+	// careful: a pace passes only over a careful span (the server counts
+	// windows, or followers were pushed back at what the explorer passed).
 	careful bool
+	// windowed: the first 429's recovery was long against the pace, as a
+	// window's is: even pacing sustained over one window (span) proves its
+	// pace, whatever the window let through at first.
+	windowed bool
+	// extra is how many requests beyond its rate the server let a lane
+	// send in a burst, as far as the explorer's pushbacks showed (0: none
+	// seen). A run of n successes evenly paced at p then proves only
+	// p*(1-extra/(n-1)): a bucket with that burst lets any pace above its
+	// rate run about that long.
+	extra float64
 	// declared is what the server declared (quota per window, the window
 	// inferred from all lanes' resets when not declared); it overrides the
 	// rest.
@@ -96,8 +106,13 @@ type explorer struct {
 	tries   uint8   // tries since awaitAt
 	n1      int32   // successes before the first 429
 	t1      int64   // and the time they took, ns
-	ramped  float64 // the last pace the ramp passed
-	run     run     // the explorer's current run of successes at its pace
+	k1      int32   // of them at the pace that drew it (-1: a follower drew it)
+	x1      float64 // that pace
+	// wtest is how many successes in a row at the ramp's pace refute a
+	// window reading of the first 429 (0: no such test running).
+	wtest  int32
+	ramped float64 // the last pace the ramp passed
+	run    run     // the explorer's current run of successes at its pace
 	// Since cAt (the explorer's last 429) cN successes; the interval before
 	// it had prevN successes in prevT.
 	cAt, prevT int64
@@ -115,8 +130,11 @@ type explorer struct {
 	retest bool
 }
 
-// startPace is the explorer's pace when a host starts.
-func (r *rules) startPace() float64 { return min(r.maxLane, r.first) }
+// startPace is the explorer's pace when a host starts: Settle under the
+// first guess, so that the ramp's doublings sit just under the round
+// numbers limits are written in (30/min, 1/s, 2/s): even pacing at exactly
+// a limit with no burst is pushed back by the network's jitter alone.
+func (r *rules) startPace() float64 { return min(r.maxLane, r.settle*r.first) }
 
 // followPace is the pace a follower lane gets now.
 func (h *host) followPace(r *rules) float64 {
@@ -167,12 +185,20 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	case c.declared > 0:
 		f = r.settle * c.declared
 	case e.phase == expRamp:
-		f = max(r.first*startShare, c.pass)
+		// One step behind what the explorer passed: a ramp's run is a
+		// quick proof (a window's quota or a bucket's burst passes it),
+		// and a follower at the explorer's own pace would be pushed back
+		// as soon as the explorer is, all followers at once.
+		f = max(r.first*startShare, c.pass/rampStep)
 	case e.phase == expSettled:
-		// Settle under what was passed, within bisectDone of where the
-		// explorer was pushed back: a pace sustained a little under the
-		// limit, with the margin jitter needs.
-		f = max(c.lo, r.settle*c.pass)
+		// Settle under what was passed, the margin jitter needs. Where no
+		// burst or window was seen, a quick run's pass is exact: what was
+		// passed then, if Settle under where the explorer was pushed back.
+		f = r.settle * c.pass
+		if c.hi > 0 && !c.careful && c.extra < 1 {
+			f = min(c.pass, r.settle*c.hi)
+		}
+		f = max(c.lo, f)
 	default:
 		f = max(c.lo, r.settle*max(c.pass, c.safe))
 		if c.hi > 0 {
@@ -232,6 +258,12 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		e.cN++
 	}
 	el, saturated := e.run.add(sent, now, l.pace)
+	if e.wtest > 0 {
+		if e.run.n >= e.wtest && saturated {
+			r.noWindow(h, l, now)
+		}
+		return
+	}
 	span := h.proofSpan(l.pace)
 	if e.phase == expRamp {
 		span = rampSpan
@@ -240,11 +272,33 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		return
 	}
 	passed := l.pace
-	if c.careful {
-		// A server with a burst lets a pace a little over its limit run
-		// for a while: what a careful run proves is one request less than
-		// it sent over its span.
+	switch {
+	case e.phase == expRamp, atLeast(c.pass, l.pace):
+		// The ramp's quick runs; or a pace already proven.
+	case c.careful:
+		// A window, or a pace passed and then pushed back (a memory the
+		// server keeps longer than a burst): what a careful run proves is
+		// one request less than it sent over its span.
 		passed *= float64(e.run.n-1) / float64(e.run.n)
+	case c.extra > 0:
+		// A burst of extra requests lets a pace above the rate run for a
+		// while: the run proves the rate it implies, and goes on until
+		// that is half way from what passed before to its pace, or for a
+		// minute at most.
+		passed = l.pace * max(0, 1-c.extra/float64(e.run.n-1))
+		if goal := (l.pace + c.pass) / 2; passed < goal && el < maxSpan {
+			return
+		}
+		if passed <= c.pass {
+			// A minute did not prove more than what passed: with this
+			// burst the step cannot be told from the rate. It counts as
+			// the ceiling of the search.
+			h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, l.pace, fmt.Sprintf("a minute at %.3g/s proves no more than %.3g/s with a burst of %.1f", l.pace, passed, c.extra))
+			c.ceil(l.pace, now)
+			e.run = run{}
+			r.nextBisect(h, l, now)
+			return
+		}
 	}
 	if passed > c.pass {
 		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, passed, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
@@ -300,6 +354,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	if windowed {
 		// A window (or a penalty): a pace must hold over one of them.
 		c.span = max(minSpan, min(maxSpan, rec+rec/4))
+		c.windowed = true
 	}
 	if windowed && e.n1 >= 2 {
 		// A window holds what the first run fitted into it: over the time
@@ -316,7 +371,18 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		c.pass, c.sent = safe, safe
 		if ex := h.lanes[e.exit]; ex != nil && e.phase == expRefine {
 			r.setPhase(h, ex, expBisect, now, "a long recovery reads as a window")
-			r.nextBisect(h, ex, now)
+			if windowed && e.k1 == 0 && e.n1 <= windowTestMax && e.ramped > safe*refineStep {
+				// Pushed back at the first request of a faster pace, after
+				// a handful of successes: a pace limit with no burst (and a
+				// fixed Retry-After), or a window of a tiny quota that ran
+				// out just there. The ramp's pace, held for two requests
+				// more than the first run fitted in, tells: a window of
+				// that quota cannot pass them.
+				e.wtest = e.n1 + 2
+				r.setExplorerPace(h, ex, e.ramped, now, "explore", fmt.Sprintf("pushed back at the first request at %.3g/s: %d more at %.3g/s tell a window from a pace", e.x1, e.wtest, e.ramped))
+			} else {
+				r.nextBisect(h, ex, now)
+			}
 		}
 	} else {
 		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds
@@ -330,26 +396,39 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duration, now int64) {
 	e, c := &h.exp, &h.cap
 	e.n1, e.t1 = ser.ok, max(now-ser.at, int64(time.Millisecond))
+	e.k1, e.x1 = ser.run, x
 	if l.exit != e.exit {
+		e.k1 = -1
 		x = max(x, e.pace)
 		c.careful = true // followers were pushed back at what the ramp passed
 	}
 	h.note(r, now, "ramp", l.exit, "ceiling", c.hi, x, "the first 429 ends slow start")
 	c.ceil(x, now)
-	e.ramped, c.pass = c.pass, 0 // what the ramp passed (nothing, if its first pace failed)
+	ramped := c.pass
+	if l.exit == e.exit {
+		r.burstSeen(h, l, x, ser.run, c.pass, now)
+	}
+	e.ramped, c.pass = ramped, 0 // what the ramp passed (nothing, if its first pace failed)
 	r.setPhase(h, l, expRefine, now, "the first 429")
 	e.cAt, e.cN, e.prevN = 0, 0, 0
 	if ex := h.lanes[e.exit]; ex != nil {
 		if ex == l {
 			e.cAt = now
 		}
-		// Start again from what the ramp passed, in smaller steps.
-		r.setExplorerPace(h, ex, max(r.minLane, e.ramped, x/rampStep/rampStep), now, "refine", "start again below the first 429, in smaller steps")
+		// Start again from what the ramp passed, in smaller steps (from
+		// two steps back when the server showed no burst: its quick runs
+		// were exact).
+		start := max(e.ramped, x/rampStep/rampStep)
+		r.setExplorerPace(h, ex, max(r.minLane, start), now, "refine", "start again below the first 429, in smaller steps")
 	}
 	// A Retry-After longer than the longest usual window is a penalty or a
-	// URL's own wait, not a window: the lane honours it, the estimate does
-	// not read it as one.
-	rec := min(int64(ra), maxRecovery)
+	// URL's own wait, not a window: the lane honours it (and hands the
+	// search on), the estimate reads it as saying nothing of the window,
+	// as a quick recovery would.
+	rec := int64(ra)
+	if rec > maxRecovery {
+		rec = int64(time.Second)
+	}
 	if rec <= 0 {
 		// No Retry-After: the recovery time is unknown until the lane is
 		// seen to recover; meanwhile assume the slowest usual window. A
@@ -361,9 +440,40 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 	r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovery %v", time.Duration(rec)))
 }
 
+// noWindow ends a window test that passed: the first 429 was a pace limit
+// pushed back at the first request of a faster pace, its Retry-After a
+// fixed penalty. What the ramp passed holds, the search refines above it
+// in quick steps, up to the pace that drew the 429.
+func (r *rules) noWindow(h *host, l *lane, now int64) {
+	e, c := &h.exp, &h.cap
+	e.wtest, e.run = 0, run{}
+	c.careful, c.windowed, c.span = false, false, 0
+	c.pass, c.sent, c.at = l.pace, l.pace, now
+	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", e.n1+2, l.pace))
+	c.ceil(e.x1, now)
+	r.setPhase(h, l, expRefine, now, "a pace limit: refine above what the ramp passed")
+	r.updateFollow(h, now, "explore", "the ramp's pace holds")
+	r.setExplorerPace(h, l, min(l.pace*refineStep, math.Sqrt(l.pace*c.hi)), now, "refine", "a step up")
+}
+
+// burstSeen reads a burst from a run of k successes evenly paced at x, the
+// (k+1)-th pushed back, by a server whose rate is at least rlo: a bucket
+// whose burst lets extra requests through beyond its rate passes about
+// extra/(1-rate/x) of them, so extra is at most k*(1-rlo/x).
+func (r *rules) burstSeen(h *host, l *lane, x float64, k int32, rlo float64, now int64) {
+	c := &h.cap
+	if k < 1 || x <= 0 || rlo <= 0 || rlo >= x {
+		return
+	}
+	if b := float64(k) * (1 - rlo/x); b > c.extra*(1+tolerance) {
+		h.note(r, now, "explore", l.exit, "burst", c.extra, b, fmt.Sprintf("%d successes at %.3g/s before the 429, at least %.3g/s sustained", k, x, rlo))
+		c.extra = b
+	}
+}
+
 // explore429 applies a 429 on the explorer lane l (past its ramp), sent at
 // pace x, at now.
-func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
+func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 	e, c := &h.exp, &h.cap
 	if e.awaitAt != 0 {
 		return // still waiting to see the lane recover: its cooldown says when to try again
@@ -380,8 +490,12 @@ func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
 		r.setExplorerPace(h, l, h.followPace(r), now, "reprobe", "back to the settled pace")
 		return
 	}
-	e.reprobe = false
+	wtest := e.wtest > 0
+	e.reprobe, e.wtest = false, 0
 	r.count(h, l, now)
+	if atLeast(x, c.pass) && !wtest {
+		r.burstSeen(h, l, x, k, max(c.pass, c.lo), now)
+	}
 	if e.retest && atLeast(x, c.hi) {
 		// The stale ceiling holds: it is fresh again, and the next retest
 		// waits longer.
@@ -424,6 +538,12 @@ func (r *rules) explore429(h *host, l *lane, x float64, now int64) {
 // tighter) a window's fresh quota cannot inflate it much.
 func (r *rules) count(h *host, l *lane, now int64) {
 	e, c := &h.exp, &h.cap
+	if e.cAt == 0 {
+		// Nothing counted on this lane yet (a new explorer): the count
+		// starts at this 429, when its budget is known to be empty.
+		e.cAt, e.cN, e.prevN, e.prevT = now, 0, 0, 0
+		return
+	}
 	n, t := e.cN, now-e.cAt
 	prevN, prevT := e.prevN, e.prevT
 	e.prevN, e.prevT = n, t
@@ -448,6 +568,10 @@ func (r *rules) count(h *host, l *lane, now int64) {
 func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	c := &h.cap
 	base := max(c.pass, c.lo)
+	if c.hi > 0 && base >= c.safe && max(base, c.sent)*bisectDone >= c.hi {
+		r.settleHere(h, l, now, "passed and pushed back within 4%: settled")
+		return
+	}
 	if base < c.safe {
 		// Nothing proven at the estimate: try the middle above it (the
 		// followers hold the estimate meanwhile); pushed back there and
@@ -457,17 +581,10 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 			h.exp.phase = expBisect
 		}
 		m := c.safe
-		if c.hi > c.safe*refineStep {
+		if c.hi > c.safe*refineStep && !c.careful {
 			m = min(math.Sqrt(c.safe*c.hi), c.safe*refineStep*refineStep)
 		}
 		r.setExplorerPace(h, l, m, now, "bisect", "at or above the estimate, which is not proven yet")
-		return
-	}
-	if c.hi > 0 && max(base, c.sent)*bisectDone >= c.hi {
-		r.setPhase(h, l, expSettled, now, "passed and pushed back within 4%: settled")
-		h.exp.quietAt, h.exp.okSince = now, 0
-		r.updateFollow(h, now, "bisect", "settled")
-		r.setExplorerPace(h, l, c.follow, now, "bisect", "settled: the explorer paces with the others")
 		return
 	}
 	m := base * probeStep
@@ -475,11 +592,11 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		m = math.Sqrt(base * c.hi)
 	}
 	why := "the middle of what was passed and pushed back"
-	if c.hi > 0 && now-c.hiAt >= max(r.probeEvery<<h.exp.fails, 2*h.proofSpan(c.hi)) {
-		// The ceiling is old (against ProbeEvery, and against the span a
-		// step takes, or a slow window would retest at every step): the
-		// limit may have been raised since. Try it again before settling
-		// under it.
+	if c.hi > 0 && c.hi <= base*refineStep*refineStep && now-c.hiAt >= max(r.probeEvery<<h.exp.fails, 2*h.proofSpan(c.hi)) {
+		// The ceiling is near and old (against ProbeEvery, and against the
+		// span a step takes, or a slow window would retest at every step):
+		// the limit may have been raised since. Try it again before
+		// settling under it.
 		h.exp.retest = true
 		m, why = c.hi, fmt.Sprintf("the ceiling is %.0fs old: try it again", secs(now-c.hiAt))
 	}
@@ -487,6 +604,21 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		h.exp.phase = expBisect
 	}
 	r.setExplorerPace(h, l, m, now, "bisect", why)
+}
+
+// settleHere ends the search: every lane paces at Settle under what passed.
+func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
+	r.setPhase(h, l, expSettled, now, why)
+	h.exp.quietAt, h.exp.okSince = now, 0
+	r.updateFollow(h, now, "bisect", "settled")
+	r.setExplorerPace(h, l, h.cap.follow, now, "bisect", "settled: the explorer paces with the others")
+}
+
+// canProbe reports whether the host may spend a 429 on learning: it starts
+// with learnAllowance, earns one per earnEvery successes, and every 429 it
+// drew costs one.
+func (h *host) canProbe() bool {
+	return learnAllowance+float64(h.c.OK)/earnEvery-float64(h.c.Throttled) >= 1
 }
 
 // fallBack handles a pace that lanes had passed being pushed back, by the
@@ -502,6 +634,12 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 	}
 	c.pass, c.sent, c.careful, c.at = 0, 0, true, now
 	e.retest = false
+	if c.extra < 1 {
+		// What passed was a burst the server had not shown: at least a
+		// request's worth is assumed from now on.
+		h.note(r, now, "follow", l.exit, "burst", c.extra, 1, "what passed was a burst")
+		c.extra = 1
+	}
 	if c.safe == 0 || atLeast(c.safe, x) {
 		c.safe = followCut * x
 	}
@@ -528,6 +666,16 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if e.okSince < math.MaxInt32 {
 		e.okSince++
 	}
+	if !h.canProbe() {
+		return
+	}
+	if c.hi > 0 && max(c.pass, c.sent)*bisectDone < c.hi {
+		// Settled short of the ceiling for want of a 429 to spend: the
+		// search goes on where it stopped.
+		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
+		r.nextBisect(h, l, now)
+		return
+	}
 	if now-e.quietAt < r.probeEvery || int64(e.okSince) < reprobeQuiet<<e.fails {
 		return
 	}
@@ -543,6 +691,31 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	}
 	r.setPhase(h, l, expBisect, now, "re-probe")
 	r.setExplorerPace(h, l, c.follow*reprobeStep, now, "reprobe", "climb above the settled pace")
+}
+
+// handOff passes the exploring to another lane when the explorer l must sit
+// out a long cooldown (a Retry-After of 30 s or a minute, often a fixed
+// value unrelated to the limit): the search goes on at the pace it had
+// reached instead of waiting. A lane measuring its own recovery (no
+// Retry-After) keeps it: its retry is the measurement.
+func (r *rules) handOff(h *host, l *lane, now int64) {
+	e := &h.exp
+	if l.exit != e.exit || !h.exploring() || e.awaitAt != 0 || e.phase == expSettled {
+		return
+	}
+	if l.cool-now <= max(handOffWait, 2*interval(e.pace)) {
+		return
+	}
+	ch := h.challenger(l)
+	if ch == nil {
+		return
+	}
+	h.note(r, now, phaseNames[e.phase], ch.exit, "pace", ch.pace, e.pace,
+		fmt.Sprintf("the explorer must wait %.0fs: this lane explores for the host now", secs(l.cool-now)))
+	e.exit, e.run, e.retest = ch.exit, run{}, false
+	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
+	r.setPace(h, l, h.followPace(r))
+	r.setExplorerPace(h, ch, e.pace, now, phaseNames[e.phase], "the search goes on on this lane")
 }
 
 // challenger picks a lane other than the explorer l to lead a re-probe: one

@@ -10,13 +10,17 @@ import (
 type lane struct {
 	exit     string
 	idx      int32 // position in the host heap; -1 = not in it
-	inFlight int32
-	key      int64 // heap key: earliest time this lane may go
-	tat      int64 // GCRA theoretical arrival time
-	cool     int64 // 429 cooldown until
-	ban      int64 // quarantine until (block page, wave of forbidden)
-	epAt     int64 // when the current 429 episode began
-	pace     float64
+	inFlight int16
+	// rttMin is the lane's quickest answer lately, in units of 100 µs
+	// (saturating at 6.5 s): an answer slower than it may have reached
+	// the server late by the difference.
+	rttMin uint16
+	key    int64 // heap key: earliest time this lane may go
+	tat    int64 // GCRA theoretical arrival time
+	cool   int64 // 429 cooldown until
+	ban    int64 // quarantine until (block page, wave of forbidden)
+	epAt   int64 // when the current 429 episode began
+	pace   float64
 	// The lane's series: since serAt (its first request, or its last 429,
 	// when the server's budget for it was empty) it sent serSent requests
 	// and had serOK successes. A 429 proves the server's budget empty, so

@@ -14,6 +14,12 @@ import (
 
 var t0 = time.Unix(1_800_000_000, 0)
 
+// startInterval is a lane's first interval on the defaults: the explorer
+// starts at Settle (0.97) under the first guess of 30/min.
+var startPace = 0.97 * 0.5
+
+var startInterval = time.Duration(1e9 / startPace)
+
 func exits(n int) []limit.Exit {
 	es := make([]limit.Exit, n)
 	for i := range es {
@@ -106,9 +112,10 @@ func TestLimiter(t *testing.T) {
 		if ok {
 			t.Fatalf("sixth Acquire at t0 ok; every lane is paced at 30/min")
 		}
-		// One interval at 30/min, less the up-to-2ms slop a pacer allows.
-		if d := next.Sub(t0); d < 2*time.Second-2*time.Millisecond || d > 2*time.Second {
-			t.Errorf("next = %v, want about 2s (one interval at 30/min)", d)
+		// One interval at 0.97 x 30/min, less the up-to-2ms slop a pacer
+		// allows.
+		if d := next.Sub(t0); d < startInterval-2*time.Millisecond || d > startInterval {
+			t.Errorf("next = %v, want about %v (one interval at 0.97 x 30/min)", d, startInterval)
 		}
 		if _, ok, _ := acquire(t, l, "h", limit.Want{}, next); !ok {
 			t.Errorf("Acquire at next=%v not ok", next.Sub(t0))
@@ -147,10 +154,10 @@ func TestLimiter(t *testing.T) {
 			t.Fatalf("pinned Acquire = %v %v, want x01", tk.Exit, ok)
 		}
 		_, ok, next := acquire(t, l, "h", pin, t0.Add(time.Second))
-		// 30/min paces every 2s; a pacer may let a request go up to 2ms
-		// early to absorb timer lateness.
-		if d := next.Sub(t0); ok || d < 2*time.Second-2*time.Millisecond || d > 2*time.Second {
-			t.Errorf("second pinned Acquire ok=%v next=%v, want wait until about +2s, never switch", ok, d)
+		// 0.97 x 30/min paces every 2.06s; a pacer may let a request go
+		// up to 2ms early to absorb timer lateness.
+		if d := next.Sub(t0); ok || d < startInterval-2*time.Millisecond || d > startInterval {
+			t.Errorf("second pinned Acquire ok=%v next=%v, want wait until about +%v, never switch", ok, d, startInterval)
 		}
 		if _, _, _, err := l.Acquire("h", limit.Want{Pin: "nope"}, t0); err == nil {
 			t.Errorf("Acquire pinned to unknown exit: nil error, want ErrUnknownExit")

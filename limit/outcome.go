@@ -131,9 +131,12 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.scope = ScopeExit
 	}
 	switch {
-	case !l.hot:
+	case !l.hot && l.exit != h.exp.exit:
 		// Under its pace: evidence of a shared limit, not of this lane's
-		// size. Nothing to learn about the lane.
+		// size. Nothing to learn about the lane. (The explorer's 429s are
+		// always read: its pace changes under requests already timed at
+		// the old one, and a request sent late after a speed-up is not
+		// under its pace.)
 	case !h.exploring():
 	case h.exp.phase == expRamp && l.exit != h.exp.exit:
 		r.follow429(h, l, x, ser, now)
@@ -143,7 +146,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	case h.exp.phase == expRamp:
 		r.endRamp(h, l, x, ser, o.RetryAfter, now)
 	case l.exit == h.exp.exit && h.exp.phase != expSettled:
-		r.explore429(h, l, x, now)
+		r.explore429(h, l, x, ser.run, now)
 	case l.exit == h.exp.exit && atLeast(x, h.cap.follow):
 		// The settled explorer pushed back at the pace everyone holds:
 		// what it passed was a burst, or the limit moved down.
@@ -152,6 +155,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		r.follow429(h, l, x, ser, now)
 	}
 	r.cooldown(h, l, x, o.RetryAfter, now, u)
+	r.handOff(h, l, now)
 }
 
 // series is what a lane sent since its last 429 (or first request): since at,

@@ -38,15 +38,43 @@ type quota struct {
 	nextAt   int64 // even spread of rem until reset, while the window is unknown
 }
 
-// span is the window in ns: declared, or inferred (0 = unknown).
+// span is the window in ns: declared, or inferred (0 = unknown). The
+// window is at least the longest time to a reset seen: the first usual
+// window that long (limits are written per 10 s or per minute, and the
+// first answer comes some way into a window). On a grid it is at most the
+// smallest move of a reset: a window opened by a client's first request
+// (flask-limiter's fixed window, express-rate-limit) moves by its length
+// plus the wait before that request.
 func (q *quota) span() int64 {
 	switch {
 	case q.window > 0:
 		return q.window
+	case q.grid() && q.wMax > 0:
+		return min(q.step, usualWindow(q.wMax))
 	case q.grid():
 		return q.step
 	}
-	return q.wMax
+	return usualWindow(q.wMax)
+}
+
+// usualWindows are the windows limits are written in.
+var usualWindows = [...]time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second,
+	15 * time.Second, 20 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
+	10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 24 * time.Hour}
+
+// usualWindow is the shortest usual window of at least w ns, less a second
+// (resets are often whole seconds, and a moving window's is its newest
+// hit's expiry plus one); w itself beyond a day, 0 for 0.
+func usualWindow(w int64) int64 {
+	if w <= 0 {
+		return 0
+	}
+	for _, u := range usualWindows {
+		if w <= int64(u)+int64(time.Second) {
+			return int64(u)
+		}
+	}
+	return w
 }
 
 // moving reports whether the resets were seen to move with each hit (a
@@ -179,7 +207,7 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	if l.q == nil {
 		l.q = &quota{}
 	}
-	l.q.update(o, now, l.inFlight)
+	l.q.update(o, now, int32(l.inFlight))
 	// Every lane sees the same window: what one lane inferred about it
 	// holds for all (the longest reset, the smallest move).
 	hq := &h.cap.win

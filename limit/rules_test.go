@@ -32,8 +32,8 @@ func hostWith(r *rules, names ...string) *host {
 		h.newLane(r, n, at0)
 	}
 	h.exp.exit = names[0]
-	h.exp.pace = r.first
-	r.setPace(h, h.lanes[names[0]], r.first)
+	h.exp.pace = r.startPace()
+	r.setPace(h, h.lanes[names[0]], h.exp.pace)
 	return h
 }
 
@@ -72,16 +72,26 @@ func TestRamp(t *testing.T) {
 	r := testRules(t, Config{})
 	h := hostWith(r, "e", "f")
 	e := h.lanes["e"]
+	start := r.startPace()
+	if !near(start, 0.485) || e.pace != start || h.lanes["f"].pace != 0.25 {
+		t.Fatalf("start: explorer %v follower %v, want Settle x 0.5 = 0.485 and half the first guess", e.pace, h.lanes["f"].pace)
+	}
 	r.exploreOK(h, e, sec(0), sec(0))
-	if e.pace != 0.5 {
-		t.Fatalf("after one success pace %v, want 0.5 (a run is %d successes over %v)", e.pace, rampRun, time.Duration(rampSpan))
+	if e.pace != start {
+		t.Fatalf("after one success pace %v, want %v (a run is %d successes over %v)", e.pace, start, rampRun, time.Duration(rampSpan))
 	}
-	r.exploreOK(h, e, sec(2), sec(2))
-	if e.pace != 1 || h.cap.pass != 0.5 || h.lanes["f"].pace != 0.5 {
-		t.Errorf("after a run: explorer %v pass %v follower %v, want 1, 0.5, 0.5", e.pace, h.cap.pass, h.lanes["f"].pace)
+	r.exploreOK(h, e, sec(2.1), sec(2.1))
+	if !near(e.pace, 2*start) || h.cap.pass != start || h.lanes["f"].pace != 0.25 {
+		t.Errorf("after a run: explorer %v pass %v follower %v, want %v, %v and still 0.25", e.pace, h.cap.pass, h.lanes["f"].pace, 2*start, start)
 	}
-	if c, ok := lastChange(h, "pace"); !ok || c.Rule != "ramp" || c.From != 0.5 || c.To != 1 {
-		t.Errorf("change %+v, want ramp pace 0.5 -> 1", c)
+	if c, ok := lastChange(h, "pace"); !ok || c.Rule != "ramp" || c.From != 0.485 || c.To != 0.97 {
+		t.Errorf("change %+v, want ramp pace 0.485 -> 0.97", c)
+	}
+	// The next run: the followers take what was passed one step behind.
+	r.exploreOK(h, e, sec(3.2), sec(3.2))
+	r.exploreOK(h, e, sec(4.3), sec(4.3))
+	if !near(e.pace, 4*start) || !near(h.lanes["f"].pace, start) {
+		t.Errorf("after two runs: explorer %v follower %v, want %v and %v", e.pace, h.lanes["f"].pace, 4*start, start)
 	}
 }
 
@@ -168,14 +178,14 @@ func TestBisect(t *testing.T) {
 		t.Errorf("middle of 0.8 and 1.25 = %v, want 1", e.pace)
 	}
 	// Pushed back at 1: hi 1, the middle of 0.8 and 1 next.
-	r.explore429(h, e, 1, sec(1))
+	r.explore429(h, e, 1, 0, sec(1))
 	if h.cap.hi != 1 || !near(e.pace, math.Sqrt(0.8)) {
 		t.Errorf("after a 429 at 1: hi %v pace %v, want 1 and %v", h.cap.hi, e.pace, math.Sqrt(0.8))
 	}
 	h.cap.pass = 0.98
 	r.nextBisect(h, e, sec(2))
-	if want := r.settle * 0.98; h.exp.phase != expSettled || !near(h.lanes["f"].pace, want) {
-		t.Errorf("passed 0.98, pushed back at 1: phase %v follower %v, want settled at %v", h.exp.phase, h.lanes["f"].pace, want)
+	if want := r.settle * 1; h.exp.phase != expSettled || !near(h.lanes["f"].pace, want) {
+		t.Errorf("passed 0.98, pushed back at 1: phase %v follower %v, want settled at Settle under the pushback, %v", h.exp.phase, h.lanes["f"].pace, want)
 	}
 }
 
@@ -198,7 +208,7 @@ func TestStaleCeiling(t *testing.T) {
 	if !near(e.pace, 0.6) || !h.exp.retest {
 		t.Fatalf("61 s after the ceiling: pace %v retest %v, want the ceiling 0.6 tried again", e.pace, h.exp.retest)
 	}
-	r.explore429(h, e, 0.6, sec(62))
+	r.explore429(h, e, 0.6, 0, sec(62))
 	if h.cap.hi != 0.6 || h.cap.hiAt != sec(62) || h.exp.fails != 1 || h.exp.retest {
 		t.Fatalf("pushed back at the old ceiling: hi %v at %v fails %d, want it to stand, fresh, one failure", h.cap.hi, h.cap.hiAt, h.exp.fails)
 	}
@@ -228,7 +238,7 @@ func TestFallBack(t *testing.T) {
 	e := h.lanes["e"]
 	h.exp.phase = expBisect
 	h.cap.pass, h.cap.hi, h.cap.safe = 2, 4, 0.6
-	r.explore429(h, e, 2, sec(0))
+	r.explore429(h, e, 2, 0, sec(0))
 	c := &h.cap
 	if c.pass != 0 || !c.careful || c.hi != 2 {
 		t.Errorf("pass %v careful %v hi %v, want 0, true, 2", c.pass, c.careful, c.hi)
@@ -283,12 +293,21 @@ func TestSetPaceDebt(t *testing.T) {
 }
 
 // TestQuotaWindow: the window of an X-RateLimit-Limit without one is the
-// longest reset seen, or the move of a reset on a grid.
+// first usual window at least as long as the longest reset seen, or the
+// move of a reset on a grid.
 func TestQuotaWindow(t *testing.T) {
 	q := &quota{}
 	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 40 * time.Second}, sec(0), 0)
-	if q.span() != int64(40*time.Second) || q.grid() {
-		t.Errorf("after one answer: span %v grid %v, want 40s, not yet", time.Duration(q.span()), q.grid())
+	if q.span() != int64(60*time.Second) || q.grid() {
+		t.Errorf("after one answer: span %v grid %v, want 1m (the window holds 40 s at least), not yet", time.Duration(q.span()), q.grid())
+	}
+	for _, tc := range []struct{ w, want time.Duration }{
+		{9 * time.Second, 10 * time.Second}, {10 * time.Second, 10 * time.Second}, {11 * time.Second, 10 * time.Second},
+		{12 * time.Second, 15 * time.Second}, {61 * time.Second, time.Minute}, {0, 0}, {48 * time.Hour, 48 * time.Hour},
+	} {
+		if got := usualWindow(int64(tc.w)); got != int64(tc.want) {
+			t.Errorf("usualWindow(%v) = %v, want %v", tc.w, time.Duration(got), tc.want)
+		}
 	}
 	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 59 * time.Second}, sec(41), 0)
 	if q.span() != int64(60*time.Second) || !q.grid() {
@@ -299,8 +318,8 @@ func TestQuotaWindow(t *testing.T) {
 	for i := range 5 {
 		m.update(&Outcome{Quota: 20, Remaining: float64(19 - i), HasRemaining: true, ResetIn: 61 * time.Second}, sec(float64(3*i)), 0)
 	}
-	if m.grid() || m.span() != int64(61*time.Second) {
-		t.Errorf("moving window: grid %v span %v, want no grid and 61s", m.grid(), time.Duration(m.span()))
+	if m.grid() || m.span() != int64(60*time.Second) {
+		t.Errorf("moving window: grid %v span %v, want no grid and 1m (resets 61 s away: the newest hit's expiry plus one)", m.grid(), time.Duration(m.span()))
 	}
 	// Nothing remains: a grid waits for its reset, a moving window one
 	// interval at its rate.
@@ -432,5 +451,105 @@ func TestLearnedRoundTrip(t *testing.T) {
 	dst := &Limiter{rules: r, tab: newTable()}
 	if n, err := dst.Restore(bad, time.Unix(0, sec(2))); n != 1 || err == nil {
 		t.Errorf("Restore with two bad entries = %d, %v; want the good one restored and an error", n, err)
+	}
+}
+
+// TestHandOff: an explorer told to wait 30 s hands the search to another
+// lane that is sending, at the pace the search had reached, and paces with
+// the followers itself; a wait of a second is waited out in place.
+func TestHandOff(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+		hand bool
+	}{
+		{"Retry-After 30s", 30 * time.Second, true},
+		{"Retry-After 1s", time.Second, false},
+	} {
+		h := hostWith(r, "e", "f")
+		e, f := h.lanes["e"], h.lanes["f"]
+		f.hot = true
+		h.exp.phase = expBisect
+		h.cap.pass, h.cap.follow = 0.4, 0.388
+		r.setExplorerPace(h, e, 0.6, sec(0), "test", "")
+		e.cool = sec(1) + int64(tc.wait)
+		r.handOff(h, e, sec(1))
+		if got := h.exp.exit == "f"; got != tc.hand {
+			t.Errorf("%s: explorer %q, want hand-off %v", tc.name, h.exp.exit, tc.hand)
+			continue
+		}
+		if tc.hand && (!near(f.pace, 0.6) || !near(e.pace, 0.388) || h.exp.cAt != 0) {
+			t.Errorf("%s: new explorer %v old %v count from %v; want 0.6, the followers' 0.388, no count yet", tc.name, f.pace, e.pace, h.exp.cAt)
+		}
+	}
+}
+
+// TestBurstProof: with a burst of extra requests seen, a run evenly paced
+// at p proves p*(1-extra/(n-1)), and lasts until that is half way from
+// what passed to p (or a minute).
+func TestBurstProof(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expBisect
+	h.cap.pass, h.cap.extra = 8, 4
+	h.cap.ceil(12, sec(0))
+	r.setExplorerPace(h, e, 10, sec(0), "test", "")
+	// (10+8)/2 = 9 needs n-1 >= 40: 41 successes at 10/s.
+	for i := range 40 {
+		at := sec(1 + float64(i)/10)
+		r.exploreOK(h, e, at, at)
+	}
+	if h.cap.pass != 8 {
+		t.Fatalf("after 40 successes pass %v, want still 8 (10*(1-4/39) < 9)", h.cap.pass)
+	}
+	at := sec(1 + 4.0)
+	r.exploreOK(h, e, at, at)
+	if !near(h.cap.pass, 9) {
+		t.Errorf("after 41 successes pass %v, want 10*(1-4/40) = 9", h.cap.pass)
+	}
+	// burstSeen: 12 successes at 10/s before a 429, at least 8/s
+	// sustained: at most 12*(1-0.8) = 2.4 beyond the rate; a smaller
+	// reading does not lower what was seen.
+	h.cap.extra = 0
+	r.burstSeen(h, e, 10, 12, 8, sec(10))
+	r.burstSeen(h, e, 10, 5, 8, sec(11))
+	if !near(h.cap.extra, 2.4) {
+		t.Errorf("extra %v, want 2.4", h.cap.extra)
+	}
+}
+
+// TestProbeBudget: a host spends at most learnAllowance 429s before it
+// has earned more with successes; with none left a settled host does not
+// re-probe above its pace.
+func TestProbeBudget(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	if !h.canProbe() {
+		t.Fatal("a new host cannot probe")
+	}
+	h.c.Throttled = learnAllowance
+	if h.canProbe() {
+		t.Fatalf("%d 429s and no success: want no probe left", learnAllowance)
+	}
+	h.c.OK = earnEvery
+	if !h.canProbe() {
+		t.Fatalf("%d successes did not earn a probe", earnEvery)
+	}
+	h.exp.phase = expSettled
+	h.cap.pass, h.cap.follow = 1, 0.97
+	h.cap.ceil(1.02, sec(0))
+	h.exp.okSince = reprobeQuiet
+	h.c.OK, h.c.Throttled = 1000, learnAllowance+1000/earnEvery
+	r.reprobeDue(h, e, sec(120))
+	if h.exp.reprobe {
+		t.Fatal("re-probed with no 429 left to spend")
+	}
+	h.c.OK += earnEvery
+	r.reprobeDue(h, e, sec(121))
+	if !h.exp.reprobe {
+		t.Error("no re-probe once a 429 was earned")
 	}
 }

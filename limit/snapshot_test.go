@@ -18,7 +18,7 @@ func TestSnapshotThrottledTime(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("first acquire: %v %v", ok, err)
 	}
-	t2, ok, _, err := l.Acquire("h", limit.Want{}, now.Add(100*time.Millisecond))
+	t2, ok, _, err := l.Acquire("h", limit.Want{}, now.Add(110*time.Millisecond)) // 0.97 x 10/s
 	if !ok || err != nil {
 		t.Fatalf("second acquire: %v %v", ok, err)
 	}

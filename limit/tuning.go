@@ -87,6 +87,27 @@ const followCut = 0.7
 // default but is its own constant: it answers a different question.
 const sympathySpan = int64(10 * time.Second)
 
+// Learning spends 429s: a host starts with learnAllowance of them, earns
+// one per earnEvery successes and pays one per 429 drawn. A step that may
+// be pushed back is tried only while one is left, so a slow limit (6 per
+// minute: 120 requests in two minutes over 10 exits) is not probed into a
+// 429 ratio of several percent, and a fast one is not held back.
+const (
+	learnAllowance = 3
+	earnEvery      = 100
+)
+
+// windowTestMax is the most successes a first run may have had for a 429
+// at the first request of a faster pace to be tested as a pace limit
+// rather than read as a window: with more, the quota running out right
+// there is the likelier reading, and the test would cost a window.
+const windowTestMax = 4
+
+// handOffWait: an explorer told to wait longer than this (and than two
+// intervals at its pace) hands the search to another lane. A whole-second
+// Retry-After of 1 or 2 is a bucket's refill, waited out in place.
+const handOffWait = int64(3 * time.Second)
+
 // reprobeQuiet is how many successes a host must have had since its last 429
 // before a lane probes above the settled pace: a failed probe costs a 429,
 // so at most 0.25%. Each failed probe doubles it, up to maxProbeBackoff

@@ -101,6 +101,10 @@ type Outcome struct {
 	Scope Scope
 	// SentAt is when the request went out; zero = the ticket's At.
 	SentAt time.Time
+	// AnsweredAt is when the response's status line and headers came
+	// (before its body); zero = the time passed to Done. The time from
+	// SentAt to it tells how late a request may have reached the server.
+	AnsweredAt time.Time
 	// URLHash identifies the request's URL (any hash; 0 = unknown), so that
 	// a wave of Forbidden answers is told from one URL's answers repeated.
 	URLHash uint64

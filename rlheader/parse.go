@@ -197,6 +197,20 @@ func (ps *parser) ignore(header, value, reason string) {
 	ps.sig.Ignored = append(ps.sig.Ignored, Ignored{Header: header, Value: value, Reason: reason})
 }
 
+// serverNow is the server's "now" for a response with Date header date
+// received at recv. A Date is whole seconds: when it agrees with the
+// receive time to within that second, the clocks agree and the receive
+// time is the finer measure (measuring from the truncated Date would move
+// every reset up to a second later, and a window inferred from two resets
+// by up to a second either way). Otherwise the clocks are skewed and the
+// Date is the measure (its truncation errs towards waiting longer).
+func serverNow(date, recv time.Time) time.Time {
+	if d := recv.Sub(date); d >= 0 && d < time.Second+500*time.Millisecond {
+		return recv
+	}
+	return date
+}
+
 // run interprets the collected headers. Entries are sorted by name first so
 // that the outcome never depends on map order.
 func (ps *parser) run() {
@@ -209,7 +223,7 @@ func (ps *parser) run() {
 	if ps.dateVals != nil {
 		v := ps.dateVals[0]
 		if t, err := ParseHTTPDate(v, ps.sig.Received); err == nil {
-			ps.sig.ServerDate, ps.base = t, t
+			ps.sig.ServerDate, ps.base = t, serverNow(t, ps.sig.Received)
 		} else {
 			ps.ignore(ps.dateName, v, "invalid HTTP-date; measuring from the receive time instead")
 		}

@@ -533,3 +533,19 @@ func TestResetModeNames(t *testing.T) {
 		t.Errorf("ParseResetMode(epoch) error = %v, want one listing the choices", err)
 	}
 }
+
+// A Date header in agreement with the receive time is only its whole
+// second: resets are measured from the finer receive time, so two
+// responses of one window a fraction of a second apart agree on its end
+// (go-chi/httprate sends the end of its window in epoch seconds).
+func TestDateAgreeingUsesReceiveTime(t *testing.T) {
+	date := time.Unix(nowUnix, 0).UTC().Format(http.TimeFormat)
+	reset := fmt.Sprint(nowUnix + 10)
+	for _, frac := range []time.Duration{0, 300 * time.Millisecond, 900 * time.Millisecond} {
+		recv := time.Unix(nowUnix, 0).Add(frac)
+		s := Parse(hdr("Date", date, "X-RateLimit-Reset", reset), recv, Profile{})
+		if got, want := s.Reset, 10*time.Second-frac; (got - want).Abs() > time.Microsecond { // float seconds
+			t.Errorf("received %v into the Date's second: reset in %v, want %v", frac, got, want)
+		}
+	}
+}
