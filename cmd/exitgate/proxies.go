@@ -78,12 +78,12 @@ Exit status: 0 all exits work; 1 some failed (or duplicated, with
 			return runProxiesCheck(cmd, file, f)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{exitBadInput, err} })
+	cmd.SetFlagErrorFunc(flagError(exitBadInput))
 	fl := cmd.Flags()
-	fl.StringVar(&f.template, "proxy-template", "", "rotating gateway URL with a {session} placeholder; each session is one sticky exit (default none)")
+	fl.StringVar(&f.template, "proxy-template", "", "rotating gateway URL with a {session} placeholder; each session is one sticky exit")
 	fl.IntVar(&f.sessions, "sessions", 10, "number of sessions to expand --proxy-template into (1-100000)")
 	fl.StringVar(&f.echoURL, "echo-url", pool.DefaultEchoURL, "URL that answers with the caller's IP (plain text, or JSON with \"ip\"/\"origin\")")
-	fl.StringVar(&f.ipHeader, "exit-ip-header", "", "response header in which the provider reports the exit IP, e.g. X-Exit-IP; wins over the echo body (default none)")
+	fl.StringVar(&f.ipHeader, "exit-ip-header", "", "response header in which the provider reports the exit IP, e.g. X-Exit-IP; wins over the echo body")
 	fl.DurationVar(&f.timeout, "timeout", 15*time.Second, "time allowed per exit, connect and answer included")
 	fl.IntVar(&f.concurrency, "concurrency", 16, "exits checked at once")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of a table")

@@ -193,8 +193,8 @@ func TestProxiesCheckHelp(t *testing.T) {
 		t.Fatalf("--help exit %d", code)
 	}
 	for _, want := range []string{
-		"--proxy-template", "--sessions int", "(default 10)", "--echo-url", `(default "https://api.ipify.org")`,
-		"--exit-ip-header", "--timeout duration", "(default 15s)", "--concurrency int", "(default 16)",
+		"--proxy-template", "--sessions int", "default 10]", "--echo-url", "default https://api.ipify.org]",
+		"--exit-ip-header", "--timeout duration", "default 15s]", "--concurrency int", "default 16]",
 		"--json", "--fail-duplicates", "Exit status",
 	} {
 		if !strings.Contains(out, want) {
