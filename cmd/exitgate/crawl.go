@@ -282,7 +282,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if f.verbose {
 		logLevel = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	// The log and messages go above the progress bar while one is shown.
+	logOut := newSwitchWriter(stderr)
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: logLevel}))
 	setup.limCfg.Logger = logger
 
 	record, err := checkURLFile(f.out, setup.urlFile, f.append)
@@ -406,7 +408,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		for sig := range sigs {
 			n++
 			if n == 1 {
-				fmt.Fprintln(stderr, "\nexitgate: stopping: finishing requests in flight (signal again to abort them; nothing is lost either way)")
+				fmt.Fprintln(logOut, "exitgate: stopping: finishing requests in flight (signal again to abort them; nothing is lost either way)")
 				stoppedBy.CompareAndSwap(nil, "stopped by "+sig.String())
 				engine.Stop()
 				continue
@@ -421,9 +423,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		})
 		defer t.Stop()
 	}
-	prog := startProgress(stderr, f.progress, fr, tally, core.Waiting)
+	prog := startProgress(stderr, logOut, f.progress, fr, tally, core.Waiting)
 	stopSaving := make(chan struct{})
-	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
+	saved := keepSavingLearned(f.out, lim, stopSaving, logOut)
 	runErr := engine.Run(runCtx)
 	close(stopSaving)
 	<-saved
