@@ -133,9 +133,15 @@ func loadProxies(file string, urls []string) ([]pool.Exit, error) {
 		if data, err = os.ReadFile(file); err != nil {
 			return nil, err
 		}
-		if len(data) > 0 && data[len(data)-1] != '\n' {
-			data = append(data, '\n')
-		}
+	}
+	return parseProxies(file, data, urls)
+}
+
+// parseProxies is loadProxies on a list already read; name is its name in
+// errors ("" for none).
+func parseProxies(name string, data []byte, urls []string) ([]pool.Exit, error) {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		data = append(data, '\n')
 	}
 	fileLines := bytes.Count(data, []byte("\n"))
 	for _, u := range urls {
@@ -145,7 +151,6 @@ func loadProxies(file string, urls []string) ([]pool.Exit, error) {
 		data = append(data, u...)
 		data = append(data, '\n')
 	}
-	name := file
 	if name == "" {
 		name = "--proxy"
 	}
