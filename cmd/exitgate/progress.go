@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
@@ -119,8 +119,11 @@ func startProgress(w io.Writer, logs *switchWriter, every time.Duration, fr fron
 		start: time.Now(), eta: rateWindow{span: etaWindow}, done: make(chan struct{})}
 	p.status.Store(reading{eta: "?"})
 	tick := min(every, time.Second)
-	if isTerminal(w) {
+	if barTerminal(w) {
 		p.startBar()
+		if r, ok := p.read(time.Now()); ok {
+			p.showBar(r) // the totals from the start, not 0/0
+		}
 		tick = 500 * time.Millisecond
 	}
 	if tick <= 0 {
@@ -276,11 +279,14 @@ func (s *switchWriter) set(w io.Writer) {
 	s.w = w
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
+// barTerminal reports whether w is a terminal a bar can be drawn on: one
+// whose width is known (a pseudo-terminal nobody sized reports 0 columns,
+// and mpb would draw nothing on it; it gets the log lines instead).
+func barTerminal(w io.Writer) bool {
+	cw := cupwriter.New(w, false)
+	if !cw.IsTerminal() {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	width, _, err := cw.GetTermSize()
+	return err == nil && width > 0
 }
