@@ -118,11 +118,16 @@ func startProgress(w io.Writer, logs *switchWriter, every time.Duration, fr fron
 	p := &progress{w: w, logs: logs, every: every, fr: fr, tally: tally, waiting: waiting,
 		start: time.Now(), eta: rateWindow{span: etaWindow}, done: make(chan struct{})}
 	p.status.Store(reading{eta: "?"})
-	tick := min(every, time.Second)
+	// Without a bar, the frontier is read (and the ETA sampled) only for a
+	// line: counting a frontier of millions of jobs is not free.
+	tick := every
+	// A first reading: the ETA's first sample, and the bar's totals from
+	// its first draw (not 0/0).
+	r, ok := p.read(time.Now())
 	if barTerminal(w) {
 		p.startBar()
-		if r, ok := p.read(time.Now()); ok {
-			p.showBar(r) // the totals from the start, not 0/0
+		if ok {
+			p.showBar(r)
 		}
 		tick = 500 * time.Millisecond
 	}
@@ -134,7 +139,6 @@ func startProgress(w io.Writer, logs *switchWriter, every time.Duration, fr fron
 		defer p.wg.Done()
 		t := time.NewTicker(tick)
 		defer t.Stop()
-		lastLine := time.Now()
 		for {
 			select {
 			case <-p.done:
@@ -146,8 +150,7 @@ func startProgress(w io.Writer, logs *switchWriter, every time.Duration, fr fron
 				}
 				if p.bars != nil {
 					p.showBar(r)
-				} else if now.Sub(lastLine) >= p.every-tick/2 {
-					lastLine = now
+				} else {
 					fmt.Fprintln(p.w, now.Format("15:04:05"), p.line(r))
 				}
 			}
