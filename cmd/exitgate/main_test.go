@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/exitgate/exitgate/internal/peertest"
 )
 
 // binDir holds the exitgate binary that tests about the binary itself run as
@@ -30,7 +28,6 @@ var (
 	buildOnce sync.Once
 	binPath   string
 	buildErr  error
-	buildOut  []byte
 )
 
 // exitgateBinary builds cmd/exitgate once per test run, with version
@@ -38,24 +35,14 @@ var (
 func exitgateBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			if goBin, err = exec.LookPath("go"); err != nil {
-				buildErr = err
-				return
-			}
-		}
 		if binDir, buildErr = os.MkdirTemp("", "exitgate-bin-"); buildErr != nil {
 			return
 		}
 		binPath = filepath.Join(binDir, "exitgate")
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, goBin, "build", "-buildvcs=auto", "-ldflags", "-X main.version="+testVersion, "-o", binPath, ".")
-		buildOut, buildErr = cmd.CombinedOutput()
+		buildErr = peertest.GoBuild(binPath, ".", "-buildvcs=auto", "-ldflags", "-X main.version="+testVersion)
 	})
 	if buildErr != nil {
-		t.Fatalf("go build exitgate: %v\n%s", buildErr, buildOut)
+		t.Fatal(buildErr)
 	}
 	return binPath
 }
