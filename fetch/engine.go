@@ -30,7 +30,8 @@ type EngineConfig struct {
 	// Default 10 MiB.
 	MaxBodyBytes int64
 	// Header is added to every request (User-Agent defaults to
-	// Core.UserAgent).
+	// Core.UserAgent). Authorization and Cookie are not sent on a redirect
+	// hop to another host than the job's (as curl and net/http do).
 	Header http.Header
 	// HorizonWait: when only parked jobs remain, Run waits for those due
 	// within this span and returns if the rest are due later. Default: the
@@ -214,7 +215,11 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	if err != nil {
 		return Response{Err: err, At: time.Now()}
 	}
+	crossHost := a.Hops > 0 && !sameHost(a.URL, a.Job.URL)
 	for k, v := range e.cfg.Header {
+		if crossHost && credentialHeader[k] {
+			continue // a redirect led to another host: keep credentials home
+		}
 		req.Header[k] = v
 	}
 	if req.Header.Get("User-Agent") == "" {

@@ -161,3 +161,19 @@ func (s *ExitSet) publish() {
 		s.onSet(exits)
 	}
 }
+
+// CloseIdleConnections closes the idle connections of every member's
+// transport that has the method.
+func (s *ExitSet) CloseIdleConnections() {
+	s.mu.Lock()
+	rts := make([]http.RoundTripper, 0, len(s.members))
+	for _, m := range s.members {
+		rts = append(rts, m.Transport)
+	}
+	s.mu.Unlock()
+	for _, rt := range rts {
+		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}
+}

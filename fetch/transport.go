@@ -6,33 +6,48 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/pool"
 	"github.com/exitgate/exitgate/rlheader"
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // Transport is an http.RoundTripper that sends each request through the exit
-// the limiter chooses for the request's host, waiting (for at most the
-// request context) until some lane of that host may go, and feeding the
-// response back to the limiter. Plug it into an http.Client, or into Colly
-// with (*colly.Collector).WithTransport.
+// the limiter chooses for the request's host, waiting (within the request's
+// deadline) until some lane of that host may go, and feeding the response
+// back to the limiter. Plug it into an http.Client, or into Colly with
+// (*colly.Collector).WithTransport. NewTransport builds one from a proxy
+// list.
 //
-// Per the RoundTripper contract it does not retry, follow redirects, or read
-// the body: classification uses the status and headers only, so a block page
-// served with 200 is not recognised here (the crawl engine sniffs bodies).
-// Retry a 429 in your own code: the limiter has already cooled that lane, and
-// the next attempt goes through another exit.
+// Per the RoundTripper contract it does not retry, follow redirects, read
+// the body or change the response: classification uses the status and
+// headers only, so a block page served with 200 is not recognised here (the
+// crawl engine sniffs bodies). Retry in your own code: after a 429 the
+// limiter has already cooled that lane and the next attempt goes through
+// another exit; after a *WaitError nothing was sent.
 //
-// A Transport is safe for concurrent use once its fields are set.
+// The wait for a lane keeps Reserve before the request's deadline for the
+// request itself: when no lane frees up by then, RoundTrip returns a
+// *WaitError at once instead of waiting into the deadline (an http.Client
+// Timeout, Colly's 10 s by default, is such a deadline). A caller that
+// retries on *WaitError loses no URL to the wait.
+//
+// The zero value is usable: one direct exit (no proxy) under a limiter with
+// limit.Config's defaults, made on first use. Set Limiter and Exits both, or
+// neither. Fields must not change after the first request. A Transport is
+// safe for concurrent use.
 type Transport struct {
-	// Limiter decides. Required; typically a *limit.Limiter whose exits are
-	// the keys of Exits.
+	// Limiter decides. Typically the *limit.Limiter whose exit list Exits
+	// keeps (NewExitSet with its SetExits). nil with Exits nil: the zero
+	// value's defaults.
 	Limiter Waiter
-	// Exits maps each exit ID to the RoundTripper that sends through it
-	// (from pool.Exit.Transport). Required.
-	Exits map[string]http.RoundTripper
+	// Exits routes each exit key the limiter hands out to the RoundTripper
+	// that sends through that exit. nil with Limiter nil: one direct exit.
+	Exits *ExitSet
 	// HostKey maps a request URL to the limiter's host key. nil:
 	// DefaultHostKey.
 	HostKey func(*url.URL) string
@@ -42,6 +57,19 @@ type Transport struct {
 	Verdicts func(host string) classify.Rules
 	// Profile pins ambiguous headers per host. nil: guess.
 	Profile func(host string) rlheader.Profile
+	// Reserve is how much of a request's time to its deadline is kept for
+	// sending it once a lane frees up. Zero: a quarter of the time left when
+	// RoundTrip is called. Negative: none (the wait may use it all).
+	Reserve time.Duration
+	// OnSent, if set, is called after each request that was sent, with the
+	// exit that carried it and what the answer meant, before RoundTrip
+	// returns. nil: nothing is called.
+	OnSent func(Sent)
+
+	once  sync.Once
+	lim   Waiter
+	exits *ExitSet
+	err   error
 }
 
 // Waiter is the blocking side of a limiter, as *limit.Limiter provides it.
@@ -51,16 +79,112 @@ type Waiter interface {
 	Cancel(t limit.Ticket, now time.Time)
 }
 
-// ExitHeader names the response header in which Transport reports the exit
-// that carried the request, so callers can see it without credentials.
-const ExitHeader = "X-Exitgate-Exit"
+// acquirer is the non-blocking side, which *limit.Limiter also has: a
+// WaitError says when the host may go next when the Waiter can tell.
+type acquirer interface {
+	Acquire(host string, want limit.Want, now time.Time) (limit.Ticket, bool, time.Time, error)
+}
+
+// Sent describes one request Transport sent.
+type Sent struct {
+	Request *http.Request
+	// Exit is the limiter's key of the exit that carried it (an exit ID
+	// or its IP, never credentials); Member is the configured exit's ID.
+	Exit, Member string
+	// Status is the response's status; 0 when Err is set.
+	Status int
+	// Verdict is what the answer meant to the limiter.
+	Verdict verdict.Verdict
+	Err     error
+}
+
+// TransportConfig configures NewTransport. The zero value means the
+// defaults of each part.
+type TransportConfig struct {
+	// Limit configures the limiter (lane first guess, host ceiling, ...).
+	Limit limit.Config
+	// Exit configures each exit's transport (timeouts, TLS).
+	Exit pool.TransportConfig
+	// Identity, if set, keys exits on the IP the server sees (exits behind
+	// one IP share lanes); see pool.Identity and ExitSet.
+	Identity *pool.Identity
+}
+
+// NewTransport returns a Transport over exits (from pool.Parse or
+// pool.ParseFile; none means one direct exit) with a new limiter whose exit
+// list is those exits, kept in step by the Transport's ExitSet. Its Limiter
+// is the *limit.Limiter, for Snapshot and Learned. Set the hooks (HostKey,
+// Pin, ...) before the first request.
+func NewTransport(exits []pool.Exit, cfg TransportConfig) (*Transport, error) {
+	lim, err := limit.New(cfg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(exits) == 0 {
+		exits = []pool.Exit{pool.DirectExit()}
+	}
+	members := make([]Member, len(exits))
+	for i, e := range exits {
+		members[i] = Member{ID: e.ID(), Transport: e.Transport(cfg.Exit)}
+	}
+	return &Transport{Limiter: lim, Exits: NewExitSet(members, cfg.Identity, lim.SetExits)}, nil
+}
+
+// ErrTransportConfig reports a Transport with a Limiter and no Exits, or
+// Exits and no Limiter.
+var ErrTransportConfig = errors.New("fetch: Transport needs both Limiter and Exits, or neither (or use NewTransport)")
 
 // ErrNoExit reports that the limiter chose an exit Transport has no
 // RoundTripper for.
 var ErrNoExit = errors.New("fetch: no transport for exit")
 
+// WaitError is returned by Transport.RoundTrip when no lane of the
+// request's host freed up in time to send it before its deadline (less
+// Reserve). Nothing was sent and the limiter was charged nothing: retry the
+// request, at Next or later when Next is known. It wraps
+// context.DeadlineExceeded.
+type WaitError struct {
+	Host string
+	// Next is when the host may go next, as the limiter said when the
+	// wait gave up; zero when unknown.
+	Next time.Time
+}
+
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("fetch: no lane of %s frees up before the request's deadline: not sent", e.Host)
+}
+
+// Unwrap returns context.DeadlineExceeded.
+func (e *WaitError) Unwrap() error { return context.DeadlineExceeded }
+
+// Timeout reports true, as net/http's deadline errors do.
+func (e *WaitError) Timeout() bool { return true }
+
+// parts returns the limiter and exits, making the zero value's on first use.
+func (t *Transport) parts() (Waiter, *ExitSet, error) {
+	t.once.Do(func() {
+		switch {
+		case t.Limiter != nil && t.Exits != nil:
+			t.lim, t.exits = t.Limiter, t.Exits
+		case t.Limiter == nil && t.Exits == nil:
+			var d *Transport
+			if d, t.err = NewTransport(nil, TransportConfig{}); t.err == nil {
+				t.lim, t.exits = d.Limiter, d.Exits
+			}
+		default:
+			t.err = ErrTransportConfig
+		}
+	})
+	return t.lim, t.exits, t.err
+}
+
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	lim, exits, err := t.parts()
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	hostKey := t.HostKey
 	if hostKey == nil {
 		hostKey = DefaultHostKey
@@ -70,28 +194,31 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.Pin != nil {
 		want.Pin = t.Pin(req)
 	}
-	ticket, err := t.Limiter.Wait(req.Context(), host, want)
+	ticket, err := t.wait(req.Context(), lim, host, want)
 	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
-	rt := t.Exits[ticket.Exit]
-	if rt == nil {
-		t.Limiter.Cancel(ticket, time.Now())
+	m, ok := exits.Route(ticket.Exit)
+	if !ok {
+		lim.Cancel(ticket, time.Now())
 		closeBody(req)
 		return nil, fmt.Errorf("%w %q", ErrNoExit, ticket.Exit)
 	}
 	sent := time.Now()
-	resp, err := rt.RoundTrip(req)
+	resp, err := m.Transport.RoundTrip(req)
 	now := time.Now()
 	if err != nil {
+		v := classify.Error(err)
 		if req.Context().Err() != nil {
-			t.Limiter.Cancel(ticket, now) // the caller gave up; the server said nothing
+			lim.Cancel(ticket, now) // the caller gave up; the server said nothing
 		} else {
-			t.Limiter.Done(ticket, limit.Outcome{Verdict: classify.Error(err), SentAt: sent}, now)
+			lim.Done(ticket, limit.Outcome{Verdict: v, SentAt: sent}, now)
 		}
+		t.sent(Sent{Request: req, Exit: ticket.Exit, Member: m.ID, Verdict: v, Err: err})
 		return nil, err
 	}
+	exits.Observe(m.ID, resp.Header)
 	var prof rlheader.Profile
 	if t.Profile != nil {
 		prof = t.Profile(host)
@@ -102,9 +229,57 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sig := rlheader.Parse(resp.Header, now, prof)
 	v := interpret(Response{Status: resp.StatusCode, Header: resp.Header}, sig, rules)
-	t.Limiter.Done(ticket, outcomeOf(v, sig, sent, req.URL.String()), now)
-	resp.Header.Set(ExitHeader, ticket.Exit)
+	lim.Done(ticket, outcomeOf(v, sig, sent, req.URL.String()), now)
+	t.sent(Sent{Request: req, Exit: ticket.Exit, Member: m.ID, Status: resp.StatusCode, Verdict: v})
 	return resp, nil
+}
+
+// wait waits for a lane of host, keeping Reserve of the time to ctx's
+// deadline; a wait that cannot end in time is a *WaitError.
+func (t *Transport) wait(ctx context.Context, lim Waiter, host string, want limit.Want) (limit.Ticket, error) {
+	wctx := ctx
+	if dl, ok := ctx.Deadline(); ok && t.Reserve >= 0 {
+		reserve := t.Reserve
+		if reserve == 0 {
+			reserve = time.Until(dl) / 4
+		}
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, dl.Add(-reserve))
+		defer cancel()
+	}
+	ticket, err := lim.Wait(wctx, host, want)
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return ticket, err
+	}
+	// The wait gave up before the request's own deadline: say when the
+	// host may go, if the limiter can tell; if a lane has just freed up,
+	// take it.
+	we := &WaitError{Host: host}
+	if a, ok := lim.(acquirer); ok {
+		tk, ok, next, err := a.Acquire(host, want, time.Now())
+		switch {
+		case err == nil && ok:
+			return tk, nil
+		case err == nil:
+			we.Next = next
+		}
+	}
+	return limit.Ticket{}, we
+}
+
+func (t *Transport) sent(s Sent) {
+	if t.OnSent != nil {
+		t.OnSent(s)
+	}
+}
+
+// CloseIdleConnections closes the idle connections of every exit's
+// transport that has the method (http.Client.CloseIdleConnections calls
+// it).
+func (t *Transport) CloseIdleConnections() {
+	if _, exits, err := t.parts(); err == nil {
+		exits.CloseIdleConnections()
+	}
 }
 
 func closeBody(req *http.Request) {

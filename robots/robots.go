@@ -1,8 +1,19 @@
 // Package robots parses robots.txt (RFC 9309) and answers whether a path may
 // be fetched, plus the non-standard but widely honoured Crawl-delay.
 //
-// Parsing is lenient, as RFC 9309 asks: unknown lines are skipped, a file
-// that cannot be read allows everything, and nothing here panics.
+// Parsing is lenient, as RFC 9309 asks: unknown and malformed lines are
+// skipped, the rest still applies, and nothing here panics. What a fetch of
+// robots.txt means (4xx: no rules; 5xx or no answer: unreachable, ask again)
+// is the caller's (fetch.Core).
+//
+// Why not github.com/temoto/robotstxt (Colly's): tried here at v1.1.2 (its
+// last release, 2021), it departs from RFC 9309 where this package does not:
+// one malformed line (a "Crawl-delay: 1s", an Allow before any User-agent)
+// fails the whole file, which a caller can only read as "allow everything";
+// a wildcard rule matches anywhere in the path ("Disallow: /a*b" blocks
+// "/x/a1b"); a tie between Allow and Disallow goes to whichever came first
+// instead of Allow; and percent-encoded paths are compared as written
+// ("/%7Ejoe" does not match "/~joe"). TestRFC9309 holds those cases.
 package robots
 
 import (
@@ -81,7 +92,7 @@ func Parse(r io.Reader, userAgent string) *Rules {
 			if val == "" { // "Disallow:" with no path allows everything
 				continue
 			}
-			cur.rules = append(cur.rules, rule{allow: key == "allow", pattern: val})
+			cur.rules = append(cur.rules, rule{allow: key == "allow", pattern: normalize(val)})
 		case "crawl-delay":
 			inAgents = false
 			if cur == nil {
@@ -139,6 +150,7 @@ func (r *Rules) Allowed(path string) bool {
 	if path == "" {
 		path = "/"
 	}
+	path = normalize(path)
 	if path == "/robots.txt" {
 		return true
 	}
@@ -181,4 +193,53 @@ func match(pattern, path string) bool {
 	}
 	// Only a pattern without "*" gets here anchored: it must match whole.
 	return !anchored || rest == ""
+}
+
+// normalize puts a path or pattern in the form RFC 9309 §2.2.2 compares:
+// percent-encoded unreserved characters (letters, digits, "-._~") decoded,
+// other escapes in upper case, and bytes outside US-ASCII percent-encoded.
+// "/%7ejoe" and "/~joe" both become "/~joe"; "/a%2fb" stays "/a%2Fb".
+func normalize(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			v := unhex(s[i+1])<<4 | unhex(s[i+2])
+			if isUnreserved(v) {
+				b.WriteByte(v)
+			} else {
+				b.WriteByte('%')
+				b.WriteByte(hex[v>>4])
+				b.WriteByte(hex[v&15])
+			}
+			i += 2
+		case c >= 0x80:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0
 }

@@ -110,3 +110,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestRFC9309 holds the cases where github.com/temoto/robotstxt v1.1.2
+// departs from RFC 9309 (see the package doc), and a few more of the RFC's.
+func TestRFC9309(t *testing.T) {
+	tests := []struct {
+		name, body, path string
+		want             bool
+	}{
+		{"a malformed Crawl-delay spoils nothing else", "User-agent: *\nDisallow: /private\nCrawl-delay: 1s\n", "/private", false},
+		{"a rule before any group is skipped, the rest applies", "Disallow: /x\nUser-agent: *\nDisallow: /private\n", "/private", false},
+		{"a wildcard rule matches from the start of the path", "User-agent: *\nDisallow: /a*b\n", "/x/a1b", true},
+		{"... and does match there", "User-agent: *\nDisallow: /a*b\n", "/a1b", false},
+		{"a tie goes to Allow, Disallow first", "User-agent: *\nDisallow: /page\nAllow: /page\n", "/page", true},
+		{"a tie goes to Allow, Allow first", "User-agent: *\nAllow: /page\nDisallow: /page\n", "/page", true},
+		{"a percent-encoded unreserved character is the character", "User-agent: *\nDisallow: /%7Ejoe\n", "/~joe", false},
+		{"... either way round", "User-agent: *\nDisallow: /~joe\n", "/%7ejoe/x", false},
+		{"an encoded slash is not a slash", "User-agent: *\nDisallow: /a/b\n", "/a%2Fb", true},
+		{"escapes compare case-insensitively", "User-agent: *\nDisallow: /a%2fb\n", "/a%2Fb", false},
+		{"non-ASCII in a rule matches its encoding", "User-agent: *\nDisallow: /caf\u00e9\n", "/caf%C3%A9", false},
+		{"$ ends the match", "User-agent: *\nDisallow: /fish$\n", "/fish/x", true},
+		{"longest match wins", "User-agent: *\nDisallow: /\nAllow: /public/\n", "/public/x", true},
+	}
+	for _, tt := range tests {
+		if got := Parse(strings.NewReader(tt.body), "bot").Allowed(tt.path); got != tt.want {
+			t.Errorf("%s: Allowed(%q) = %v, want %v", tt.name, tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"/%7ejoe", "/~joe"},
+		{"/a%2fb", "/a%2Fb"},
+		{"/caf\u00e9", "/caf%C3%A9"},
+		{"/100%", "/100%"},
+		{"/%zz", "/%zz"},
+		{"/*.pdf$", "/*.pdf$"},
+	} {
+		if got := normalize(tt.in); got != tt.want {
+			t.Errorf("normalize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -38,6 +38,8 @@ import (
 type crawlFlags struct {
 	config             string
 	proxies            string
+	proxyURLs          []string
+	headers            []string
 	proxyTemplate      string
 	sessions           int
 	out                string
@@ -51,6 +53,7 @@ type crawlFlags struct {
 	timeout            time.Duration
 	ignoreRobots       bool
 	userAgent          string
+	userAgentSet       bool // --user-agent was given (command line, environment or config)
 	metricsAddr        string
 	durable            bool
 	progress           time.Duration
@@ -83,6 +86,11 @@ Outputs, in --out:
   bodies/         the body of each successful response, named by job id
   frontier.db     the frontier (SQLite)
 
+Environment: every flag can be set as EXITGATE_ and its name in capitals
+(EXITGATE_PROXIES=proxies.txt, EXITGATE_HOST_RATE=20/s; -H and -x take one
+value per line), shown under each flag below. The command line wins over the
+environment, the environment over --config.
+
 Exit codes:
   0  every URL is done
   1  a failure stopped the crawl (no working exit, a body or the frontier could
@@ -94,6 +102,8 @@ Exit codes:
      host may be asked again; run the same command again to resume`,
 		Example: `  exitgate crawl urls.txt
   exitgate crawl --proxies proxies.txt --host-rate 20/s urls.txt
+  exitgate crawl -x http://user:pass@proxy1:8080 -x socks5://proxy2:1080 -H 'Authorization: Bearer TOKEN' urls.txt
+  EXITGATE_PROXIES=proxies.txt EXITGATE_OUT=/data/crawl exitgate crawl urls.txt
   exitgate crawl --proxy-template 'http://user-session-{session}:pw@gw.example:7777' --sessions 50 urls.txt`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
@@ -107,35 +117,38 @@ Exit codes:
 					return usageError(err)
 				}
 			}
+			f.userAgentSet = cmd.Flags().Changed("user-agent")
 			return runCrawl(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0])
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "YAML file whose keys are these flags' names (without --); flags on the command line win")
-	fl.StringVar(&f.proxies, "proxies", "", "file with one exit per line: http://user:pass@host:port, socks5://..., host:port, host:port:user:pass, bind:127.0.0.11[-127.0.0.30], direct")
-	fl.StringVar(&f.proxyTemplate, "proxy-template", "", "proxy URL with a {session} placeholder: one sticky exit per session on a rotating gateway")
-	fl.IntVar(&f.sessions, "sessions", 10, "number of sessions made from --proxy-template")
-	fl.StringVar(&f.out, "out", "./exitgate-out", "output directory: results, summary, bodies and the frontier")
-	fl.IntVar(&f.concurrency, "concurrency", 32, "requests in flight in total")
-	fl.IntVar(&f.perHostConcurrency, "per-host-concurrency", 16, "requests in flight per host")
-	fl.StringVar(&f.hostRate, "host-rate", "0", "politeness ceiling per host across all exits, e.g. 10/s or 600/min; 0 means none")
-	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) rate; it is learned from there")
-	fl.IntVar(&f.maxRetries, "max-retries", 5, "retries per URL for errors and bans (429s have their own, larger budget; proxy failures are not charged)")
+	fl.StringVar(&f.config, "config", "", "YAML `FILE` whose keys are these flags' names (without --); the command line and the environment win over it")
+	fl.StringVar(&f.proxies, "proxies", "", "`FILE` with one exit per line: http://user:pass@host:port, socks5://..., host:port, host:port:user:pass, bind:127.0.0.11[-127.0.0.30], direct")
+	fl.StringArrayVarP(&f.proxyURLs, "proxy", "x", nil, "one proxy `URL` (http://user:pass@host:port, socks5://..., or any line --proxies takes), as curl spells it; repeatable, and added to the exits of --proxies")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, "request `HEADER` \"Name: value\" sent with every request, robots.txt included; repeatable. Authorization and Cookie are not sent on to another host a redirect leads to")
+	fl.StringVar(&f.proxyTemplate, "proxy-template", "", "proxy `URL` with a {session} placeholder: one sticky exit per session on a rotating gateway")
+	fl.IntVar(&f.sessions, "sessions", 10, "`N`umber of sessions made from --proxy-template")
+	fl.StringVar(&f.out, "out", "./exitgate-out", "output `DIR`ectory: results, summary, bodies and the frontier")
+	fl.IntVar(&f.concurrency, "concurrency", 32, "requests in flight in total (1 to 10000)")
+	fl.IntVar(&f.perHostConcurrency, "per-host-concurrency", 16, "requests in flight per host (1 to 10000)")
+	fl.StringVar(&f.hostRate, "host-rate", "0", "politeness ceiling per host across all exits, a `RATE` such as 10/s, 600/min, 7/2s or 100/h; 0 means none")
+	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) `RATE`, e.g. 30/min or 2/s; it is learned from there")
+	fl.IntVar(&f.maxRetries, "max-retries", 5, "retries per URL for errors and bans (429s have their own, larger budget; proxy failures are not charged); 0 or more")
 	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Minute, "park threshold: a Retry-After longer than this parks the URL durably until it is due")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long and leave the rest queued (0: run until done)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of one request, body included")
 	fl.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or honour robots.txt (Disallow and Crawl-delay)")
-	fl.StringVar(&f.userAgent, "user-agent", fetch.DefaultUserAgent, "User-Agent header, also used to pick the robots.txt group")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics while crawling, e.g. 127.0.0.1:9464")
+	fl.StringVar(&f.userAgent, "user-agent", fetch.DefaultUserAgent, "User-Agent header, also used to pick the robots.txt group; -H 'User-Agent: ...' is the same")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics while crawling, e.g. 127.0.0.1:9464")
 	fl.BoolVar(&f.durable, "durable", false, "fsync the frontier on every change (SQLite synchronous=FULL); the default survives kill -9 but not power loss")
 	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
-	fl.StringVar(&f.echoURL, "echo-url", "", "URL that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
-	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response header in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
-	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
+	fl.StringVar(&f.echoURL, "echo-url", "", "`URL` that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
+	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response `HEADER` in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
+	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL, a `SIZE` (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
 	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out was crawled from to that crawl (without it, such a file is refused)")
-	fl.StringVar(&f.format, "format", "jsonl", "results file format: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
+	fl.StringVar(&f.format, "format", "jsonl", "results file `FORMAT`: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
-	fl.StringVar(&f.logLevel, "log-level", "warn", "log to stderr at this level: debug (every learning decision of the limiter, and retries), info, warn or error")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "log to stderr at this `LEVEL`: debug (every learning decision of the limiter, and retries), info, warn or error")
 	fl.BoolVar(&f.verbose, "verbose", false, "same as --log-level debug")
 	return cmd
 }
@@ -154,6 +167,10 @@ type crawlSetup struct {
 	urlFile string
 	maxBody int64
 	format  report.Format
+	// header is sent with every request; userAgent also picks the
+	// robots.txt group (--user-agent, or -H 'User-Agent: ...').
+	header    http.Header
+	userAgent string
 }
 
 func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
@@ -188,11 +205,11 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 			return s, fmt.Errorf("%s %v: want %s", d.name, d.d, want)
 		}
 	}
-	if s.limCfg.HostCeiling, err = limit.ParseRate(f.hostRate); err != nil {
-		return s, fmt.Errorf("--host-rate: %w", err)
+	if s.limCfg.HostCeiling, err = parseRate("--host-rate", f.hostRate); err != nil {
+		return s, err
 	}
-	if s.limCfg.FirstGuess, err = limit.ParseRate(f.laneRate); err != nil {
-		return s, fmt.Errorf("--lane-rate: %w", err)
+	if s.limCfg.FirstGuess, err = parseRate("--lane-rate", f.laneRate); err != nil {
+		return s, err
 	}
 	if s.limCfg.FirstGuess.IsZero() {
 		return s, fmt.Errorf("--lane-rate must be above zero")
@@ -213,8 +230,20 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		s.retry.MaxRetries = -1 // the flag's 0 means none; the struct's 0 means default
 	}
 
-	if f.proxies != "" {
-		exits, err := pool.ParseFile(f.proxies)
+	var ua string
+	if s.header, ua, err = parseHeaders(f.headers); err != nil {
+		return s, err
+	}
+	s.userAgent = f.userAgent
+	switch {
+	case ua != "" && f.userAgentSet && ua != f.userAgent:
+		return s, fmt.Errorf("-H 'User-Agent: %s' and --user-agent %q disagree: give one", ua, f.userAgent)
+	case ua != "":
+		s.userAgent = ua
+	}
+	s.header.Set("User-Agent", s.userAgent)
+	if f.proxies != "" || len(f.proxyURLs) > 0 {
+		exits, err := loadProxies(f.proxies, f.proxyURLs)
 		if err != nil {
 			return s, err
 		}
@@ -253,7 +282,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if f.verbose {
 		logLevel = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel}))
+	// The log and messages go above the progress bar while one is shown.
+	logOut := newSwitchWriter(stderr)
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: logLevel}))
 	setup.limCfg.Logger = logger
 
 	record, err := checkURLFile(f.out, setup.urlFile, f.append)
@@ -350,7 +381,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		Retry:                 setup.retry,
 		Robots:                !f.ignoreRobots,
 		AllowPrivateRedirects: f.allowPrivate,
-		UserAgent:             f.userAgent,
+		UserAgent:             setup.userAgent,
 		Logger:                logger,
 	}, fr, lim, tally)
 	engine, err := fetch.NewEngine(fetch.EngineConfig{
@@ -358,7 +389,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		Timeout:      f.timeout,
 		BodyDir:      filepath.Join(f.out, "bodies"),
 		MaxBodyBytes: setup.maxBody,
-		Header:       http.Header{"User-Agent": {f.userAgent}},
+		Header:       setup.header,
 	}, core)
 	if err != nil {
 		return err
@@ -377,7 +408,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		for sig := range sigs {
 			n++
 			if n == 1 {
-				fmt.Fprintln(stderr, "\nexitgate: stopping: finishing requests in flight (signal again to abort them; nothing is lost either way)")
+				fmt.Fprintln(logOut, "exitgate: stopping: finishing requests in flight (signal again to abort them; nothing is lost either way)")
 				stoppedBy.CompareAndSwap(nil, "stopped by "+sig.String())
 				engine.Stop()
 				continue
@@ -392,9 +423,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		})
 		defer t.Stop()
 	}
-	prog := startProgress(stderr, f.progress, fr, tally, core.Waiting)
+	prog := startProgress(stderr, logOut, f.progress, fr, tally, core.Waiting)
 	stopSaving := make(chan struct{})
-	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
+	saved := keepSavingLearned(f.out, lim, stopSaving, logOut)
 	runErr := engine.Run(runCtx)
 	close(stopSaving)
 	<-saved

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/fetch"
-	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/metrics"
 )
@@ -146,15 +145,11 @@ func TestCrawlHugeRetryAfterParksHost(t *testing.T) {
 // TestProgressLineNamesParkedHost: while a host must wait beyond --max-wait,
 // the progress line says which, until when and why.
 func TestProgressLineNamesParkedHost(t *testing.T) {
-	fr, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	until := time.Date(2026, 12, 1, 15, 4, 5, 0, time.Local)
-	line := progressLine(fr, metrics.NewTally(time.Now()), []fetch.HostWait{
+	line := statusText(reading{s: metrics.NewTally(time.Now()).Snapshot(time.Now()), waiting: []fetch.HostWait{
 		{Host: "api.example", Until: until, Why: "status 503, Retry-After 2h0m0s"},
 		{Host: "b.example", Until: until.Add(time.Hour)},
-	})
+	}})
 	if want := "parked: api.example until 15:04:05 (status 503, Retry-After 2h0m0s) and 1 more hosts"; !strings.Contains(line, want) {
 		t.Errorf("progressLine = %q, want it to contain %q", line, want)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/exitgate/exitgate/metrics"
 	simrun "github.com/exitgate/exitgate/sim/run"
@@ -85,7 +87,21 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {
 		errs    = make([]error, len(names))
 		wg      sync.WaitGroup
 	)
-	tty := isTerminal(stderr)
+	// On a terminal, one bar per crawl (mpb); otherwise a line a second.
+	var bars *mpb.Progress
+	barOf := make([]*mpb.Bar, len(names))
+	if barTerminal(stderr) {
+		bars = mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(30), mpb.WithRefreshRate(250*time.Millisecond))
+		for i, name := range names {
+			barOf[i] = bars.AddBar(int64(f.urls),
+				mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d", decor.WCSyncSpace), decor.Percentage(decor.WCSyncSpace)),
+				mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO), decor.Any(func(decor.Statistics) string {
+					mu.Lock()
+					defer mu.Unlock()
+					return fmt.Sprintf("  %.1f ok/s, 429 %.1f%%", live[i].SuccessRate, 100*live[i].Ratio429)
+				})))
+		}
+	}
 	for i, name := range names {
 		spec, _ := strategy.ByName(name)
 		first := netip.AddrFrom4([4]byte{127, 0, 0, byte(11 + i*(f.exits+10))})
@@ -99,44 +115,48 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {
 					mu.Lock()
 					live[i] = r
 					mu.Unlock()
+					if barOf[i] != nil {
+						barOf[i].SetCurrent(int64(r.Done + r.Abandoned))
+					}
 				},
 			})
 		}()
 	}
 	done := make(chan struct{})
 	var pg sync.WaitGroup
-	pg.Add(1)
-	go func() {
-		defer pg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		start := time.Now()
-		for {
-			select {
-			case <-done:
-				if tty {
-					fmt.Fprint(stderr, "\r\033[K")
+	if bars == nil {
+		pg.Go(func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			start := time.Now()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
 				}
-				return
-			case <-t.C:
-			}
-			mu.Lock()
-			line := fmt.Sprintf("%3.0fs", time.Since(start).Seconds())
-			for i, name := range names {
-				r := live[i]
-				line += fmt.Sprintf("  |  %s: %d/%d done, %.1f ok/s, 429 %.1f%%", name, r.Done+r.Abandoned, f.urls, r.SuccessRate, 100*r.Ratio429)
-			}
-			mu.Unlock()
-			if tty {
-				fmt.Fprint(stderr, "\r\033[K"+line)
-			} else {
+				mu.Lock()
+				line := fmt.Sprintf("%3.0fs", time.Since(start).Seconds())
+				for i, name := range names {
+					r := live[i]
+					line += fmt.Sprintf("  |  %s: %d/%d done, %.1f ok/s, 429 %.1f%%", name, r.Done+r.Abandoned, f.urls, r.SuccessRate, 100*r.Ratio429)
+				}
+				mu.Unlock()
 				fmt.Fprintln(stderr, line)
 			}
-		}
-	}()
+		})
+	}
 	wg.Wait()
 	close(done)
 	pg.Wait()
+	if bars != nil {
+		for _, b := range barOf {
+			if !b.Completed() {
+				b.Abort(false) // keep it where the crawl stopped
+			}
+		}
+		bars.Wait()
+	}
 	for i, err := range errs {
 		if err != nil {
 			return fmt.Errorf("%s: %w", names[i], err)

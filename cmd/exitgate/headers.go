@@ -59,11 +59,12 @@ The command fails only when no status line and no header could be read.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of the plain explanation (times in seconds, null where unknown; default: plain text)")
-	fl.StringVar(&f.now, "now", "", "when the response was received, RFC 3339 (default: the current time)")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of the plain explanation (times in seconds, null where unknown)")
+	fl.StringVar(&f.now, "now", "", "when the response was received, RFC 3339")
+	setDefaultText(fl, "now", "the current time")
 	fl.StringVar(&f.profile, "profile", "auto", "how bare reset numbers are read: auto (by magnitude), epoch-seconds, epoch-millis, delta-seconds or delta-millis")
 	fl.DurationVar(&f.maxRetryAfter, "max-retry-after", rlheader.DefaultMaxRetryAfter, "flag Retry-After waits longer than this as excessive, meaning the URL would be parked; 0 disables the flag")
-	fl.StringArrayVar(&f.rules, "rule", nil, "override the verdict for a status, STATUS=VERDICT (e.g. 403=throttled); repeatable (default: none)")
+	fl.StringArrayVar(&f.rules, "rule", nil, "override the verdict for a status, STATUS=VERDICT (e.g. 403=throttled); repeatable")
 	return cmd
 }
 

@@ -208,7 +208,7 @@ func TestHeadersFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--json", "--now", "--profile", `(default "auto")`, "--max-retry-after", "(default 24h0m0s)", "--rule", "default: none", "current time"} {
+	for _, want := range []string{"--json", "--now", "--profile", "default auto]", "--max-retry-after", "default 24h]", "--rule", "default none]", "default the current time]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("headers --help lacks %q:\n%s", want, out)
 		}

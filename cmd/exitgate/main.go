@@ -5,12 +5,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
@@ -24,11 +22,20 @@ func newRootCmd() *cobra.Command {
 		Use:   "exitgate",
 		Short: "Rate-limit-aware fetching through proxy pools, keyed on (host, exit)",
 		Long: `exitgate fetches through a pool of proxy exits while keeping one learned
-budget per (target host, exit) lane and a polite ceiling per host.`,
+budget per (target host, exit) lane and a polite ceiling per host.
+
+Every flag can also be set in the environment: crawl's as EXITGATE_ and the
+flag's name (EXITGATE_PROXIES, EXITGATE_OUT, EXITGATE_HOST_RATE), another
+command's with its name too (EXITGATE_BENCH_OUT, EXITGATE_PROXIES_CHECK_TIMEOUT).
+A flag on the command line wins over its variable, a variable over a --config
+file. An empty variable counts as unset; a repeatable flag (-H, -x, --rule)
+takes one value per line. Each command's --help names its variables.`,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(flagError(exitUsage))
 	root.AddCommand(
 		newVersionCmd(),
 		newHeadersCmd(),
@@ -37,16 +44,34 @@ budget per (target host, exit) lane and a polite ceiling per host.`,
 		newBenchCmd(),
 		newDemoCmd(),
 	)
+	// Every flag can come from the environment (env.go): the variables are
+	// read once the command line is parsed, and help shows each flag's.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return applyEnv(cmd, cmd.ErrOrStderr())
+	}
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(),
+		"{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}", "{{flagUsages .}}", 1))
+	var wrapRun func(*cobra.Command)
+	wrapRun = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error { return withEnvNames(cmd, run(cmd, args)) }
+		}
+		for _, sub := range c.Commands() {
+			wrapRun(sub)
+		}
+	}
+	wrapRun(root)
 	return root
 }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the exitgate version",
+		Short: "Print the exitgate version, commit and Go version (same as --version)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "exitgate", version)
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), buildVersion())
 			return err
 		},
 	}

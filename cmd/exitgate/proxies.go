@@ -29,6 +29,7 @@ func newProxiesCmd() *cobra.Command {
 }
 
 type proxiesCheckFlags struct {
+	proxyURLs     []string
 	template      string
 	sessions      int
 	echoURL       string
@@ -78,12 +79,13 @@ Exit status: 0 all exits work; 1 some failed (or duplicated, with
 			return runProxiesCheck(cmd, file, f)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{exitBadInput, err} })
+	cmd.SetFlagErrorFunc(flagError(exitBadInput))
 	fl := cmd.Flags()
-	fl.StringVar(&f.template, "proxy-template", "", "rotating gateway URL with a {session} placeholder; each session is one sticky exit (default none)")
+	fl.StringArrayVarP(&f.proxyURLs, "proxy", "x", nil, "one proxy `URL` to check, as curl spells it; repeatable, and added to FILE's exits")
+	fl.StringVar(&f.template, "proxy-template", "", "rotating gateway URL with a {session} placeholder; each session is one sticky exit")
 	fl.IntVar(&f.sessions, "sessions", 10, "number of sessions to expand --proxy-template into (1-100000)")
 	fl.StringVar(&f.echoURL, "echo-url", pool.DefaultEchoURL, "URL that answers with the caller's IP (plain text, or JSON with \"ip\"/\"origin\")")
-	fl.StringVar(&f.ipHeader, "exit-ip-header", "", "response header in which the provider reports the exit IP, e.g. X-Exit-IP; wins over the echo body (default none)")
+	fl.StringVar(&f.ipHeader, "exit-ip-header", "", "response header in which the provider reports the exit IP, e.g. X-Exit-IP; wins over the echo body")
 	fl.DurationVar(&f.timeout, "timeout", 15*time.Second, "time allowed per exit, connect and answer included")
 	fl.IntVar(&f.concurrency, "concurrency", 16, "exits checked at once")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of a table")
@@ -149,15 +151,18 @@ func loadExits(cmd *cobra.Command, file string, f proxiesCheckFlags) ([]pool.Exi
 		return nil, bad(errors.New("--sessions needs --proxy-template"))
 	}
 	var exits []pool.Exit
-	if file != "" {
+	if file != "" || len(f.proxyURLs) > 0 {
 		var (
 			list []pool.Exit
 			err  error
 		)
 		if file == "-" {
-			list, err = pool.Parse(cmd.InOrStdin(), "stdin")
+			var data []byte
+			if data, err = io.ReadAll(cmd.InOrStdin()); err == nil {
+				list, err = parseProxies("stdin", data, f.proxyURLs)
+			}
 		} else {
-			list, err = pool.ParseFile(file)
+			list, err = loadProxies(file, f.proxyURLs)
 		}
 		var lineErrs pool.LineErrors
 		if errors.As(err, &lineErrs) {
@@ -173,7 +178,7 @@ func loadExits(cmd *cobra.Command, file string, f proxiesCheckFlags) ([]pool.Exi
 		if err != nil {
 			return nil, bad(fmt.Errorf("--proxy-template: %w", err))
 		}
-		if len(exits) == 1 && exits[0].Kind() == pool.Direct && file != "" {
+		if len(exits) == 1 && exits[0].Kind() == pool.Direct && (file != "" || len(f.proxyURLs) > 0) {
 			exits = nil // an empty FILE stands for "no proxies", not for a direct exit
 		}
 		exits = append(exits, sessions...)

@@ -193,12 +193,32 @@ func TestProxiesCheckHelp(t *testing.T) {
 		t.Fatalf("--help exit %d", code)
 	}
 	for _, want := range []string{
-		"--proxy-template", "--sessions int", "(default 10)", "--echo-url", `(default "https://api.ipify.org")`,
-		"--exit-ip-header", "--timeout duration", "(default 15s)", "--concurrency int", "(default 16)",
+		"--proxy-template", "--sessions int", "default 10]", "--echo-url", "default https://api.ipify.org]",
+		"--exit-ip-header", "--timeout duration", "default 15s]", "--concurrency int", "default 16]",
 		"--json", "--fail-duplicates", "Exit status",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q", want)
 		}
+	}
+}
+
+// TestProxiesCheckProxyFlag: -x URLs are checked with FILE's exits, and
+// alone without a FILE; a bad one is refused naming its position.
+func TestProxiesCheckProxyFlag(t *testing.T) {
+	e := echo(t)
+	p := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.84"})
+	list := writeList(t, "bind:127.0.0.85")
+	out, msg, code := run(t, "proxies", "check", "--echo-url", e.URL, "-x", "http://"+p.Addr(), list)
+	if code != 0 || !strings.Contains(out, "127.0.0.84") || !strings.Contains(out, "127.0.0.85") || !strings.Contains(out, "2 exits: 2 ok") {
+		t.Errorf("proxies check -x with a FILE = exit %d %q\n%s", code, msg, out)
+	}
+	out, msg, code = run(t, "proxies", "check", "--echo-url", e.URL, "--proxy", p.Addr())
+	if code != 0 || !strings.Contains(out, "1 exits: 1 ok") {
+		t.Errorf("proxies check -x alone = exit %d %q\n%s", code, msg, out)
+	}
+	_, msg, code = run(t, "proxies", "check", "-x", p.Addr(), "-x", "gopher://x:1")
+	if code != exitBadInput || !strings.Contains(msg, "--proxy:2:") {
+		t.Errorf("proxies check with a bad -x = exit %d %q, want %d naming --proxy:2", code, msg, exitBadInput)
 	}
 }

@@ -20,12 +20,44 @@ type Tick struct {
 }
 
 // Style is how a polyline is drawn. Zero Width means 1.6; zero Opacity
-// means opaque; empty Dash means solid.
+// means opaque; empty Dash means solid; empty Marker means no markers.
 type Style struct {
 	Color   string
 	Width   float64
 	Dash    string
 	Opacity float64
+	// Marker is a shape ("circle", "square", "triangle", "diamond",
+	// "cross", "plus") drawn on every MarkEvery-th point from MarkOffset,
+	// so that a line hidden under another still shows.
+	Marker     string
+	MarkEvery  int
+	MarkOffset int
+}
+
+// dashes and markers tell series apart where colours do not suffice:
+// where two lines coincide, and in print.
+var (
+	dashes  = []string{"", "9 4", "3 3", "12 3 3 3", "6 6", "2 5", "14 5", "5 2 1 2"}
+	markers = []string{"circle", "square", "triangle", "diamond", "cross", "plus"}
+)
+
+// SeriesStyle is the style of series i of n on one chart: its palette
+// colour; a width from 5 (the first) down to 1.2 (the last), so that lines
+// drawn in order each stay visible as a border around the thinner ones
+// drawn over them; its own dash pattern; and its own marker shape, placed on
+// points no other series of the chart marks, so that two series that
+// coincide exactly still show both.
+func SeriesStyle(i, n int) Style {
+	w := 5.0
+	if n > 1 {
+		w = 5 - 3.8*float64(i)/float64(n-1)
+	}
+	every := max(8, 2*n)
+	return Style{
+		Color: Palette[i%len(Palette)], Width: w, Opacity: 0.9,
+		Dash:   dashes[i%len(dashes)],
+		Marker: markers[i%len(markers)], MarkEvery: every, MarkOffset: (2 * i) % every,
+	}
 }
 
 // Axes draws the frame of a panel at (left, top) of w×h, a grid line and a
@@ -66,6 +98,69 @@ func Line(b *strings.Builder, pts [][2]float64, s Style) {
 		fmt.Fprintf(b, "%.1f,%.1f", p[0], p[1])
 	}
 	b.WriteString(`"/>` + "\n")
+	if s.Marker != "" && s.MarkEvery > 0 {
+		for i := s.MarkOffset; i < len(pts); i += s.MarkEvery {
+			Marker(b, pts[i][0], pts[i][1], s)
+		}
+	}
+}
+
+// Marker draws s's marker shape centred at (x, y).
+func Marker(b *strings.Builder, x, y float64, s Style) {
+	const r = 3.5
+	attrs := fmt.Sprintf(`fill="%s" stroke="white" stroke-width="0.8"`, s.Color)
+	switch s.Marker {
+	case "circle":
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f" %s/>`+"\n", x, y, r, attrs)
+	case "square":
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" %s/>`+"\n", x-r, y-r, 2*r, 2*r, attrs)
+	case "triangle":
+		fmt.Fprintf(b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" %s/>`+"\n", x, y-r-1, x-r-0.5, y+r, x+r+0.5, y+r, attrs)
+	case "diamond":
+		fmt.Fprintf(b, `<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" %s/>`+"\n", x, y-r-1, x+r+1, y, x, y+r+1, x-r-1, y, attrs)
+	case "cross", "plus":
+		d := r
+		if s.Marker == "cross" {
+			fmt.Fprintf(b, `<path d="M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f" stroke="%s" stroke-width="2"/>`+"\n", x-d, y-d, x+d, y+d, x-d, y+d, x+d, y-d, s.Color)
+		} else {
+			fmt.Fprintf(b, `<path d="M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f" stroke="%s" stroke-width="2"/>`+"\n", x-d-1, y, x+d+1, y, x, y-d-1, x, y+d+1, s.Color)
+		}
+	}
+}
+
+// LegendKey draws a 28-wide sample of s (its line, dash and marker) with
+// its left end at (x, y).
+func LegendKey(b *strings.Builder, x, y float64, s Style) {
+	w := s.Width
+	if w == 0 {
+		w = 1.6
+	}
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f"`, x, y, x+28, y, s.Color, min(w, 3.5))
+	if s.Dash != "" {
+		fmt.Fprintf(b, ` stroke-dasharray="%s"`, s.Dash)
+	}
+	b.WriteString("/>\n")
+	if s.Marker != "" {
+		Marker(b, x+14, y, s)
+	}
+}
+
+// Break draws the mark of an axis cut at (x, y): two short parallel
+// slashes across the axis with a gap between them, on a vertical axis
+// (the y axis stops short of the data) or a horizontal one (the x axis).
+func Break(b *strings.Builder, x, y float64, vertical bool) {
+	const d, gap = 6.0, 3.0
+	if vertical {
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="white"/>`+"\n", x-d, y-gap/2, 2*d, gap)
+		for _, dy := range []float64{-gap / 2, gap / 2} {
+			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333" stroke-width="1.2"/>`+"\n", x-d, y+dy+2, x+d, y+dy-2)
+		}
+		return
+	}
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="white"/>`+"\n", x-gap/2, y-d, gap, 2*d)
+	for _, dx := range []float64{-gap / 2, gap / 2} {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333" stroke-width="1.2"/>`+"\n", x+dx-2, y+d, x+dx+2, y-d)
+	}
 }
 
 // NiceCeil rounds v up to 1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of
@@ -120,6 +215,33 @@ func TimeStep(max float64, n int) float64 {
 	return math.Ceil(raw/86400) * 86400
 }
 
+// TimeLabel returns the labeller of a time axis whose ticks are step
+// seconds apart: every label in the one unit that step is a whole number
+// of (hours, minutes or seconds), so the ticks read 0, 20s, 40s, ... 120s or
+// 0, 2m, 4m, ..., never a mix, never rounded.
+func TimeLabel(step float64) func(float64) string {
+	unit, name := 1.0, "s"
+	switch {
+	case step >= 3600 && math.Mod(step, 3600) == 0:
+		unit, name = 3600, "h"
+	case step >= 60 && math.Mod(step, 60) == 0:
+		unit, name = 60, "m"
+	}
+	return func(v float64) string {
+		if v == 0 {
+			return "0"
+		}
+		return Num(v/unit) + name
+	}
+}
+
+// TimeTicks returns round ticks for a time axis of max seconds placed by
+// pos: at most n intervals of a TimeStep, labelled by TimeLabel.
+func TimeTicks(max float64, n int, pos func(float64) float64) []Tick {
+	step := TimeStep(max, n)
+	return Ticks(max, step, pos, TimeLabel(step))
+}
+
 // Ticks returns 0, step, 2*step, ... up to max, placed by pos and labelled
 // by label.
 func Ticks(max, step float64, pos func(float64) float64, label func(float64) string) []Tick {
@@ -145,16 +267,25 @@ func Num(v float64) string {
 	return fmt.Sprintf("%.2g", v)
 }
 
-// Dur formats seconds as "45s", "12m" (from 2 minutes) or "2.5h" (from 2
-// hours).
+// Dur formats seconds, rounded to the second, exactly and briefly: "0",
+// "45s", "1m30s", "2m", "1h5m", "2h", "1d6h". Tick labels from TimeStep
+// steps are all round in it.
 func Dur(sec float64) string {
-	switch {
-	case sec >= 7200:
-		return fmt.Sprintf("%.1fh", sec/3600)
-	case sec >= 120:
-		return fmt.Sprintf("%.0fm", sec/60)
+	n := int64(math.Round(sec))
+	if n <= 0 {
+		return "0"
 	}
-	return fmt.Sprintf("%.0fs", sec)
+	var b strings.Builder
+	for _, u := range []struct {
+		name string
+		secs int64
+	}{{"d", 86400}, {"h", 3600}, {"m", 60}, {"s", 1}} {
+		if q := n / u.secs; q > 0 {
+			fmt.Fprintf(&b, "%d%s", q, u.name)
+			n -= q * u.secs
+		}
+	}
+	return b.String()
 }
 
 // Trim cuts s to n characters with an ellipsis.

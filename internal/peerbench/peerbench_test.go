@@ -172,7 +172,7 @@ func TestReportAndSVG(t *testing.T) {
 	if lines != 4 {
 		t.Errorf("SVG has %d polylines, want 4", lines)
 	}
-	for _, want := range []string{"allowed 20/s", ">0s<", ">120s<", "exitgate", "no-limiter", "per-worker", "failed"} {
+	for _, want := range []string{"allowed 20/s", ">0<", ">120s<", "exitgate", "no-limiter", "per-worker", "failed"} {
 		if !strings.Contains(svg.String(), want) {
 			t.Errorf("SVG lacks %q", want)
 		}

@@ -2,10 +2,7 @@ package peerbench
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -121,18 +118,9 @@ func TestRealLimiters(t *testing.T) {
 // buildExitgate builds the exitgate command into a temporary directory.
 func buildExitgate(t *testing.T) string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to build exitgate: %v", err)
-		}
-	}
 	bin := filepath.Join(t.TempDir(), "exitgate")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/exitgate/exitgate/cmd/exitgate").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build exitgate: %v\n%s", err, out)
+	if err := peertest.GoBuild(bin, "github.com/exitgate/exitgate/cmd/exitgate"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

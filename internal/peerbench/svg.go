@@ -15,8 +15,9 @@ import (
 // (bottom, log10(1+x) scale), one line per strategy, averaged over buckets
 // of about 1/60 of the run (2 s for 120 s) or one exit's request interval,
 // whichever is longer (up to 10 s). Lines are drawn widest first and
-// thinner after, so that a strategy whose line coincides with another's
-// still shows as a border around it.
+// thinner after, each with its own dash and marker (chart.SeriesStyle), so
+// that a strategy whose line coincides with another's still shows; a
+// success axis cut short of a start-up burst has a break mark.
 func SVG(w io.Writer, t Target, exits int, results []Result) error {
 	const (
 		width, height = 1000, 640
@@ -88,30 +89,26 @@ func SVG(w io.Writer, t Target, exits int, results []Result) error {
 	fmt.Fprintf(&b, `<text x="%d" y="58" fill="#555">%s</text>`+"\n", left, chart.Esc(chart.Trim(t.Algorithm+fmt.Sprintf("; each point is a %d s mean", per), 140)))
 
 	xOf := func(s float64) float64 { return left + s/span*plotW }
-	xTicks := chart.Ticks(span, chart.TimeStep(span, 6), xOf, func(v float64) string { return fmt.Sprintf("%gs", v) })
+	xTicks := chart.TimeTicks(span, 6, xOf)
 	y1 := func(v float64) float64 { return top1 + h1 - math.Min(v, yMax)/yMax*h1 }
 	chart.Axes(&b, left, top1, plotW, h1, xTicks, chart.Ticks(yMax, chart.NiceStep(yMax, 5), y1, chart.Num), "successes / s")
 	chart.Reference(&b, left, plotW, y1(allowed), allowedColor, "allowed "+chart.Num(allowed)+"/s")
 	if clipped {
+		chart.Break(&b, left, top1+10, true)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555" text-anchor="end" font-size="11">cut at %s/s (peak %s/s)</text>`+"\n", left+plotW-4, top1+14, chart.Num(yMax), chart.Num(maxRate))
 	}
 	for i := range results {
-		chart.Line(&b, chart.Project(all[i].ok, xOf, y1), lineStyle(i, len(results)))
+		chart.Line(&b, chart.Project(all[i].ok, xOf, y1), chart.SeriesStyle(i, len(results)))
 	}
 	y2 := func(v float64) float64 { return top2 + h2 - math.Log10(1+v)/l429Max*h2 }
 	chart.Axes(&b, left, top2, plotW, h2, xTicks, chart.LogTicks(int(l429Max), y2), "429s / s (log)")
 	for i := range results {
-		chart.Line(&b, chart.Project(all[i].limited, xOf, y2), lineStyle(i, len(results)))
+		chart.Line(&b, chart.Project(all[i].limited, xOf, y2), chart.SeriesStyle(i, len(results)))
 	}
 	lx := width - right + 20
 	for i, r := range results {
 		y := top1 + 6 + i*36
-		st := lineStyle(i, len(results))
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="%.1f"`, lx, y, lx+28, y, st.Color, st.Width)
-		if st.Dash != "" {
-			fmt.Fprintf(&b, ` stroke-dasharray="%s"`, st.Dash)
-		}
-		b.WriteString("/>\n")
+		chart.LegendKey(&b, float64(lx), float64(y), chart.SeriesStyle(i, len(results)))
 		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", lx+34, y+4, chart.Esc(r.Strategy))
 		note := "failed"
 		if r.Error == "" {
@@ -122,19 +119,4 @@ func SVG(w io.Writer, t Target, exits int, results []Result) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// lineStyle is series i of n: its palette colour, widths from 5 down to
-// 1.2 (drawn in order, so each line stays visible around the thinner ones
-// drawn over it), and a dash pattern on every third.
-func lineStyle(i, n int) chart.Style {
-	w := 5.0
-	if n > 1 {
-		w = 5 - 3.8*float64(i)/float64(n-1)
-	}
-	s := chart.Style{Color: chart.Palette[i%len(chart.Palette)], Width: w, Opacity: 0.9}
-	if i%3 == 2 {
-		s.Dash = "8 4"
-	}
-	return s
 }

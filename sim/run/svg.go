@@ -80,7 +80,8 @@ func SVG(w io.Writer, s ScenarioResult) error {
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold">%s</text>`+"\n", left, chart.Esc(s.Name))
 	fmt.Fprintf(&b, `<text x="%d" y="40" fill="#555">%s</text>`+"\n", left, chart.Esc(chart.Trim(s.Description, 120)))
 	xOf := func(t float64) float64 { return left + t/maxT*plotW }
-	xTicks := chart.Ticks(maxT, chart.TimeStep(maxT, 6), xOf, chart.Dur)
+	xTicks := chart.TimeTicks(maxT, 6, xOf)
+	cut := fin != nil && fin[len(fin)-1] > maxT // a slower strategy ran on past the axis
 
 	// Panel 1: successes per second.
 	y1 := func(v float64) float64 { return top1 + h1 - v/yMax*h1 }
@@ -89,23 +90,30 @@ func SVG(w io.Writer, s ScenarioResult) error {
 		chart.Reference(&b, left, plotW, y1(allowed), allowedRateColor, "allowed "+chart.Num(allowed)+"/s")
 	}
 	for i := range s.Results {
-		chart.Line(&b, chart.Project(series[i], xOf, y1), chart.Style{Color: chart.Palette[i%len(chart.Palette)]})
+		chart.Line(&b, chart.Project(series[i], xOf, y1), chart.SeriesStyle(i, len(s.Results)))
+	}
+	if cut {
+		chart.Break(&b, left+plotW, top1+h1, false)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555" text-anchor="end" font-size="11">time axis cut at %s (slowest finish %s)</text>`+"\n",
+			left+plotW-4, top1+14, chart.Dur(maxT), chart.Dur(fin[len(fin)-1]))
 	}
 	// Panel 2: 429s per second, log scale.
 	y2 := func(v float64) float64 { return top2 + h2 - math.Log10(1+v)/l429Max*h2 }
 	chart.Axes(&b, left, top2, plotW, h2, xTicks, chart.LogTicks(int(l429Max), y2), "429s / s (log)")
 	for i := range s.Results {
-		chart.Line(&b, chart.Project(series429[i], xOf, y2), chart.Style{Color: chart.Palette[i%len(chart.Palette)]})
+		chart.Line(&b, chart.Project(series429[i], xOf, y2), chart.SeriesStyle(i, len(s.Results)))
+	}
+	if cut {
+		chart.Break(&b, left+plotW, top2+h2, false)
 	}
 	// Legend.
 	lx := width - right + 20
 	for i, r := range s.Results {
 		y := top1 + 10 + i*34
-		c := chart.Palette[i%len(chart.Palette)]
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", lx, y, lx+24, y, c)
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", lx+30, y+4, chart.Esc(r.Strategy))
+		chart.LegendKey(&b, float64(lx), float64(y), chart.SeriesStyle(i, len(s.Results)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", lx+34, y+4, chart.Esc(r.Strategy))
 		note := fmt.Sprintf("%.0f%% util, %.1f%% 429, %s", 100*r.Utilization, 100*r.Ratio429, chart.Dur(r.SecondsToFinish))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555" font-size="11">%s</text>`+"\n", lx+30, y+18, chart.Esc(note))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555" font-size="11">%s</text>`+"\n", lx+34, y+18, chart.Esc(note))
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/pool"
+)
+
+// parseRate reads a rate flag with limit.ParseRate and, when it cannot,
+// suggests the spelling it takes: --host-rate 20rps → "did you mean 20/s?".
+func parseRate(flag, s string) (limit.Rate, error) {
+	r, err := limit.ParseRate(s)
+	if err == nil {
+		return r, nil
+	}
+	if sug := suggestRate(s); sug != "" {
+		return r, fmt.Errorf("%s: %w (did you mean %s?)", flag, err, sug)
+	}
+	return r, fmt.Errorf("%s: %w (want a count per period: 10/s, 600/min, 100/h, 7/2s)", flag, err)
+}
+
+// rateUnits maps the ways people write a period to the one ParseRate takes.
+var rateUnits = map[string]string{
+	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+	"m": "min", "min": "min", "mins": "min", "minute": "min", "minutes": "min",
+	"h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+	"d": "24h", "day": "24h", "days": "24h",
+}
+
+// suggestRate returns what a rate that ParseRate refused was probably meant
+// to be ("20rps" → "20/s", "5 req/min" → "5/min", "100 per hour" → "100/h",
+// "2/seconds" → "2/s"), or "" when it cannot tell.
+func suggestRate(s string) string {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	num := s[:i]
+	if _, err := strconv.ParseFloat(num, 64); err != nil {
+		return ""
+	}
+	unit := strings.ToLower(strings.Join(strings.Fields(s[i:]), ""))
+	switch {
+	case strings.Contains(unit, "/"):
+		_, unit, _ = strings.Cut(unit, "/")
+	case strings.HasPrefix(unit, "per"):
+		unit = strings.TrimPrefix(unit, "per")
+	case strings.HasSuffix(unit, "ps"), strings.HasSuffix(unit, "pm"), strings.HasSuffix(unit, "ph"):
+		// rps, qps, reqps, rpm, rph: requests per s, m, h
+		unit = unit[len(unit)-1:]
+		if unit == "m" {
+			unit = "min"
+		}
+	default:
+		for _, word := range []string{"requests", "request", "reqs", "req", "r", "q"} {
+			if rest, ok := strings.CutPrefix(unit, word); ok && rest != "" {
+				unit = rest
+				break
+			}
+		}
+	}
+	per, ok := rateUnits[strings.TrimPrefix(unit, "per")]
+	if !ok {
+		return ""
+	}
+	sug := num + "/" + per
+	if _, err := limit.ParseRate(sug); err != nil || sug == s {
+		return ""
+	}
+	return sug
+}
+
+// parseHeaders reads -H values, "Name: value" as curl takes them, into a
+// header. User-Agent is returned apart: it also picks the robots.txt group.
+// Headers that the transport sets itself (Host, framing, hop-by-hop) are
+// refused rather than silently dropped or doubled.
+func parseHeaders(values []string) (http.Header, string, error) {
+	h := http.Header{}
+	ua := ""
+	for _, v := range values {
+		name, val, ok := strings.Cut(v, ":")
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		switch {
+		case !ok:
+			return nil, "", fmt.Errorf("-H %q: want \"Name: value\"", v)
+		case !isToken(name):
+			return nil, "", fmt.Errorf("-H %q: %q is not a header name", v, name)
+		case strings.ContainsAny(val, "\r\n\x00"):
+			return nil, "", fmt.Errorf("-H %q: the value holds a line break or NUL", v)
+		}
+		key := http.CanonicalHeaderKey(name)
+		switch key {
+		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade", "Proxy-Connection", "Proxy-Authorization":
+			return nil, "", fmt.Errorf("-H %q: %s is set by the transport (proxy credentials go in the proxy's URL)", v, key)
+		case "User-Agent":
+			ua = val
+			continue
+		}
+		h.Add(key, val)
+	}
+	return h, ua, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// loadProxies reads the exits of --proxies FILE and of every -x/--proxy
+// value as one list, so that IDs are unique across both and two sessions on
+// one gateway are told apart wherever they were given. A bad line names
+// FILE:LINE, the Nth bad -x value "--proxy:N". Credentials are never printed.
+func loadProxies(file string, urls []string) ([]pool.Exit, error) {
+	var data []byte
+	if file != "" {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return nil, err
+		}
+	}
+	return parseProxies(file, data, urls)
+}
+
+// parseProxies is loadProxies on a list already read; name is its name in
+// errors ("" for none).
+func parseProxies(name string, data []byte, urls []string) ([]pool.Exit, error) {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		data = append(data, '\n')
+	}
+	fileLines := bytes.Count(data, []byte("\n"))
+	for _, u := range urls {
+		if strings.ContainsAny(u, "\r\n") {
+			return nil, errors.New("--proxy: a value holds a line break")
+		}
+		data = append(data, u...)
+		data = append(data, '\n')
+	}
+	if name == "" {
+		name = "--proxy"
+	}
+	exits, err := pool.Parse(bytes.NewReader(data), name)
+	var les pool.LineErrors
+	if errors.As(err, &les) {
+		for _, le := range les {
+			if le.Line > fileLines {
+				le.File, le.Line = "--proxy", le.Line-fileLines
+			}
+		}
+	}
+	return exits, err
+}

@@ -1,0 +1,278 @@
+package fetch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/pool"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// clientsSite answers every request and records the client IPs and the
+// number of requests.
+type clientsSite struct {
+	mu    sync.Mutex
+	ips   map[string]int
+	total int
+}
+
+func newClientsSite(t *testing.T, h http.Header) (*clientsSite, *httptest.Server) {
+	s := &clientsSite{ips: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+		s.mu.Lock()
+		s.ips[ip]++
+		s.total++
+		s.mu.Unlock()
+		for k, v := range h {
+			w.Header()[k] = v
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
+func (s *clientsSite) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, error) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+// TestTransportZeroValue: a zero Transport works (one direct exit under a
+// default limiter) instead of panicking.
+func TestTransportZeroValue(t *testing.T) {
+	_, srv := newClientsSite(t, nil)
+	c := &http.Client{Transport: &fetch.Transport{}, Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	resp, err := get(t, c, srv.URL+"/x")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET through a zero Transport: %v, %v", resp, err)
+	}
+}
+
+// TestTransportHalfConfigured: a Limiter without Exits (or the reverse) is
+// a clear error, not a panic, and the request is not sent.
+func TestTransportHalfConfigured(t *testing.T) {
+	site, srv := newClientsSite(t, nil)
+	lim, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range []*fetch.Transport{
+		{Limiter: lim},
+		{Exits: fetch.ExitMap(map[string]http.RoundTripper{"a": http.DefaultTransport})},
+	} {
+		_, err := get(t, &http.Client{Transport: rt}, srv.URL)
+		if !errors.Is(err, fetch.ErrTransportConfig) {
+			t.Errorf("GET through %+v: %v, want ErrTransportConfig", rt, err)
+		}
+	}
+	if n := site.requests(); n != 0 {
+		t.Errorf("the site got %d requests", n)
+	}
+}
+
+// TestTransportLeavesResponseAlone: the response's headers are the
+// server's, nothing added (the exit used to be written into them); the exit
+// is told through OnSent.
+func TestTransportLeavesResponseAlone(t *testing.T) {
+	_, srv := newClientsSite(t, http.Header{"X-Ratelimit-Remaining": {"7"}, "X-Server": {"a"}})
+	direct, err := get(t, &http.Client{}, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []fetch.Sent
+	rt.OnSent = func(s fetch.Sent) { sent = append(sent, s) }
+	c := &http.Client{Transport: rt}
+	defer c.CloseIdleConnections()
+	resp, err := get(t, c, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(h http.Header) []string {
+		var ks []string
+		for k := range h {
+			if k != "Date" {
+				ks = append(ks, k)
+			}
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	if got, want := keys(resp.Header), keys(direct.Header); !slices.Equal(got, want) {
+		t.Errorf("response header keys %v, want the server's %v", got, want)
+	}
+	if len(sent) != 1 || sent[0].Member != "direct" || sent[0].Status != 200 || sent[0].Verdict != verdict.OK {
+		t.Errorf("OnSent got %+v, want one OK through direct", sent)
+	}
+}
+
+// TestTransportCloseIdleConnections: http.Client.CloseIdleConnections
+// reaches the exits' transports: the server sees its kept-alive connection
+// closed.
+func TestTransportCloseIdleConnections(t *testing.T) {
+	closed := make(chan struct{}, 8)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt}
+	if _, err := get(t, c, srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseIdleConnections()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the idle connection was still open 5 s after CloseIdleConnections")
+	}
+}
+
+// TestNewTransportOneList: the exits of one list are the limiter's exits
+// and the transports' at once: requests leave from both bound addresses,
+// and the limiter has lanes for both.
+func TestNewTransportOneList(t *testing.T) {
+	site, srv := newClientsSite(t, nil)
+	exits, err := pool.Parse(strings.NewReader("bind:127.0.0.101-127.0.0.102\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := fetch.NewTransport(exits, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerSecond(50)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt, Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	for i := range 6 {
+		if _, err := get(t, c, fmt.Sprintf("%s/%d", srv.URL, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	site.mu.Lock()
+	ips := site.ips
+	site.mu.Unlock()
+	if ips["127.0.0.101"] == 0 || ips["127.0.0.102"] == 0 || len(ips) != 2 {
+		t.Errorf("the site saw %v, want both bound addresses", ips)
+	}
+	snap := rt.Limiter.(*limit.Limiter).Snapshot(time.Now())
+	var lanes []string
+	for _, h := range snap.Hosts {
+		for _, l := range h.Lanes {
+			lanes = append(lanes, l.Exit)
+		}
+	}
+	slices.Sort(lanes)
+	if want := []string{"bind:127.0.0.101", "bind:127.0.0.102"}; !slices.Equal(lanes, want) {
+		t.Errorf("limiter lanes on exits %v, want %v", lanes, want)
+	}
+}
+
+// TestTransportFailsFastPastDeadline: when the next lane frees up after
+// the request's deadline (a lane paced at 1 per minute, a client timeout of
+// 3 s), RoundTrip returns a *WaitError at once, saying when the host may go,
+// and sends nothing; the client's error unwraps to it.
+func TestTransportFailsFastPastDeadline(t *testing.T) {
+	site, srv := newClientsSite(t, nil)
+	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerMinute(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt, Timeout: 3 * time.Second}
+	defer c.CloseIdleConnections()
+	if _, err := get(t, c, srv.URL+"/1"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = get(t, c, srv.URL+"/2")
+	elapsed := time.Since(start)
+	var we *fetch.WaitError
+	if !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second GET: %v, want a *WaitError", err)
+	}
+	if elapsed > time.Second {
+		t.Errorf("the second GET failed after %v, want at once", elapsed)
+	}
+	if wait := time.Until(we.Next); wait < 30*time.Second || wait > 61*time.Second {
+		t.Errorf("WaitError.Next is %v away, want about a minute", wait)
+	}
+	if n := site.requests(); n != 1 {
+		t.Errorf("the site got %d requests, want 1", n)
+	}
+}
+
+// TestTransportGivesUpBeforeDeadline: a waiter that is not served before
+// its deadline less Reserve gets a *WaitError while its request still has
+// the reserve to run, rather than the client's own timeout: 20 requests at
+// once on a lane paced at 10/s with a 1 s client timeout, Reserve 250 ms.
+func TestTransportGivesUpBeforeDeadline(t *testing.T) {
+	site, srv := newClientsSite(t, nil)
+	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerSecond(10), HostCeiling: limit.PerSecond(10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Reserve = 250 * time.Millisecond
+	c := &http.Client{Transport: rt, Timeout: time.Second}
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok, waitErrs, other int
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := get(t, c, fmt.Sprintf("%s/%d", srv.URL, i))
+			var we *fetch.WaitError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.As(err, &we):
+				waitErrs++
+			default:
+				other++
+				t.Errorf("GET: %v, want success or a *WaitError", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok == 0 || waitErrs == 0 || ok+waitErrs != 20 || other != 0 {
+		t.Errorf("%d ok, %d WaitError, %d other; want some of each of the first two and 20 in all", ok, waitErrs, other)
+	}
+	if n := site.requests(); n != ok {
+		t.Errorf("the site got %d requests, want %d (a WaitError sends nothing)", n, ok)
+	}
+}
