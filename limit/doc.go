@@ -39,25 +39,45 @@
 // one lane per host, the explorer, searches for one lane's budget, and the
 // other lanes (the followers) pace at what it passed (explore.go):
 //
-//   - ramp: from Config.FirstGuess the explorer doubles its pace per run of
-//     successes; the followers trail a step behind.
+//   - ramp: from Settle under Config.FirstGuess (so that its doublings sit
+//     just under the round numbers limits are written in) the explorer
+//     doubles its pace per run of successes; the followers trail two steps
+//     behind, one behind what it passed.
 //   - refine: the first 429 came at x1. Its reading (what succeeded over the
 //     time taken plus the time to recover: Retry-After, or a measured
 //     retry) gives a careful estimate; the explorer starts again from what
 //     the ramp passed in steps of a fifth, and a second 429 places the limit
 //     within a step. A long recovery reads as a window or a penalty: the
-//     search is careful from there.
+//     search is careful from there, unless the 429 came at the first
+//     request of a faster pace after a handful of successes: then the
+//     ramp's pace, held for two requests more than the first run fitted in,
+//     tells a pace limit with a fixed Retry-After from a tiny window.
+//     A Retry-After beyond a minute is a penalty or a URL's own wait and
+//     says nothing of the window.
 //   - bisect: the explorer tries the middle of what it passed and where it
 //     was pushed back until the two are within 4%; the followers take what
 //     it passes, at Settle under it.
-//   - settled: every lane paces at what was passed. After ProbeEvery and a
+//   - settled: every lane paces at Settle under what was passed (at what
+//     was passed, if Settle under the pushback, where no burst or window
+//     was seen: a quick run's pass is then exact). After ProbeEvery and a
 //     few hundred successes without a 429, another lane probes above it, in
 //     case the limit was raised; a failed probe costs one 429 and doubles
-//     the wait for the next.
+//     the wait for the next, and a probe is tried only while the host has
+//     a 429 to spend (it starts with a few, earns one per hundred
+//     successes, pays one per 429). A ceiling older than ProbeEvery near
+//     what passed is tried again before the search settles under it.
+//
+// An explorer told to wait longer than a few seconds (a Retry-After of 30 s
+// or a minute, often a fixed value unrelated to the limit) hands the search
+// to another lane at the pace it had reached, instead of stalling it.
 //
 // A pace passes when it is sustained without a 429 for a proof span: quick
 // (a few intervals) until the server shows it lets bursts through, careful
-// (twenty intervals, at least one recovery) after. Followers pushed back at
+// (twenty intervals, at least one recovery) after a window or a burst
+// that fooled the followers. A burst the explorer measured (how many
+// successes a pace above the limit had before its 429) discounts what a
+// run proves: n successes evenly paced at p prove p*(1-extra/(n-1)), and the
+// run goes on until that is half way from what passed to p. Followers pushed back at
 // the pace they hold, several at once, mean a pass was a burst or the limit
 // moved down: they all fall back at once to the careful estimate (or to
 // what the explorer counted between its 429s: a lower bound whatever the
@@ -65,13 +85,18 @@
 // has a smaller budget of its own (a reputation tier): it searches its own
 // while the others go on (follow.go). A lane whose pace drops is held back
 // by what it sent ahead of the new pace since its last 429, so a slowdown
-// never draws the 429 it is meant to avoid.
+// never draws the 429 it is meant to avoid; and a lane whose answer came
+// later than its quickest lately goes no sooner than one interval after the
+// request may have reached the server (a limiter that times arrivals with no
+// burst rejects the next one sent on schedule).
 //
 // Declared quotas (RateLimit-Policy, X-RateLimit-Limit with a window, or
 // with the window inferred from how the resets move) set every lane's pace
 // at Settle under the declared rate, less half a request per window on a
 // sliding-window counter; what remains is a hard stop, never a pace
-// (quota.go).
+// (quota.go). An inferred window is the first usual one (10 s, a minute...)
+// at least as long as the longest reset seen, and at most the smallest move
+// of a reset.
 //
 // When lanes that were under their pace are pushed back from ScopeLanes
 // distinct exits within ScopeSpan, the server limits site-wide (or per

@@ -15,8 +15,9 @@ import (
 //  2. host-rate  on a success, the host's own rate (when it governs) climbs.
 //  3. ramp, refine, bisect, reprobe, explore
 //                the explorer's search (explore.go), on its successes and
-//                its 429s; tier: a follower with a budget of its own climbs
-//                back on its successes (follow.go).
+//                its 429s (a burst it measures, a window test, a stale
+//                ceiling tried again); tier: a follower with a budget of
+//                its own climbs back on its successes (follow.go).
 //  4. episode    a 429 for a request sent before its lane's current episode
 //                began is the same event: only a longer Retry-After counts.
 //  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
@@ -24,10 +25,13 @@ import (
 //  6. follow, tier
 //                a follower pushed back: alone, its own budget; several at
 //                once, everyone falls back (follow.go).
-//  7. cooldown   a 429 rests its lane: Retry-After, else backoff.
+//  7. cooldown   a 429 rests its lane: Retry-After, else backoff; an
+//                explorer resting long hands the search to another lane.
 //  8. busy       a 503 pauses the host and cuts its own rate.
 //  9. ban        a block page quarantines the lane.
 // 10. declared   a declared quota sets every lane's pace (quota.go).
+// 11. spacing    every answer: a lane whose answer came late is held back
+//                by as much (acquire.go, spaceAfter).
 
 // settle applies one released ticket's outcome o on lane l of host h. sent is
 // when the request went out; u is a uniform draw for backoff jitter.
