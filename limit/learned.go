@@ -33,6 +33,10 @@ type LearnedHost struct {
 	Estimate float64 `json:"estimate,omitempty"`
 	Declared float64 `json:"declared,omitempty"`
 	Careful  bool    `json:"careful,omitempty"`
+	Windowed bool    `json:"windowed,omitempty"`
+	// Burst is how many requests beyond its rate the server let a lane
+	// send in a burst, as the explorer measured it.
+	Burst float64 `json:"burst,omitempty"`
 	// SpanSeconds is the careful proof span.
 	SpanSeconds float64 `json:"span_seconds,omitempty"`
 	// HostRate is the host's own rate while it limits site-wide or sheds
@@ -88,7 +92,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		Host: h.name, Scope: h.scope, Hinted: h.hinted, Phase: h.phase(),
 		At:       time.Unix(0, max(c.at, h.scopeAt)).UTC(),
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
-		Declared: c.declared, Careful: c.careful, SpanSeconds: secs(c.span),
+		Declared: c.declared, Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
 	}
 	if h.rated() {
 		lh.HostRate, lh.HostRateCeiling, lh.HostRateFloor = h.rate.now, h.rate.hi, h.rate.lo
@@ -151,7 +155,7 @@ func (lh LearnedHost) check() error {
 	switch {
 	case lh.Host == "":
 		return fmt.Errorf("empty host")
-	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate):
+	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate) || bad(lh.Burst):
 		return fmt.Errorf("host %q: a rate is negative, not a number or absurd", lh.Host)
 	case lh.Scope > ScopeCredential:
 		return fmt.Errorf("host %q: unknown scope %d", lh.Host, lh.Scope)
@@ -164,7 +168,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	c, e := &h.cap, &h.exp
 	h.scope, h.hinted, h.scopeAt = lh.Scope, lh.Hinted, now
 	c.declared = lh.Declared
-	c.careful = lh.Careful
+	c.careful, c.windowed, c.extra = lh.Careful, lh.Windowed, lh.Burst
 	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))
 	c.at = now
 	if lh.HostRate > 0 && lh.Scope.shared() {
