@@ -81,7 +81,7 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 		// 32767 requests out on one lane: a server that never answers.
 		return acquireResult{next: now + interval(l.pace)}
 	}
-	l.hot = now-r.laneReady(l) <= interval(l.pace)
+	l.hot = now-r.laneReady(l) <= interval(l.pace)+hotSlack
 	r.adoptExplorer(h, l, now)
 
 	// Take: lane token, host ceiling, host rate, quota and slots.

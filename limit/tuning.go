@@ -103,6 +103,12 @@ const (
 // there is the likelier reading, and the test would cost a window.
 const windowTestMax = 4
 
+// hotSlack is how late after becoming ready a lane may be taken and still
+// count as sent at its pace: a busy client's timers and scheduler wake
+// tens of milliseconds late, and a fast lane (20/s: 50 ms) taken that late
+// is not under its pace.
+const hotSlack = int64(50 * time.Millisecond)
+
 // handOffWait: an explorer told to wait longer than this (and than two
 // intervals at its pace) hands the search to another lane. A whole-second
 // Retry-After of 1 or 2 is a bucket's refill, waited out in place.
