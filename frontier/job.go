@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -34,6 +35,22 @@ func Prepare(nj NewJob) (Job, error) {
 	}
 	if !isToken(j.Method) {
 		return Job{}, fmt.Errorf("%w: method %q is not an http token", ErrInvalidJob, j.Method)
+	}
+	if len(nj.Header) > 0 {
+		for k, vs := range nj.Header {
+			if !isToken(k) {
+				return Job{}, fmt.Errorf("%w: header name %q is not an http token", ErrInvalidJob, k)
+			}
+			for _, v := range vs {
+				if strings.ContainsAny(v, "\r\n\x00") {
+					return Job{}, fmt.Errorf("%w: header %s has CR, LF or NUL in its value", ErrInvalidJob, k)
+				}
+			}
+		}
+		j.Header = nj.Header.Clone()
+	}
+	if len(nj.Meta) > 0 {
+		j.Meta = maps.Clone(nj.Meta)
 	}
 	return j, nil
 }

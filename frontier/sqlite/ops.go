@@ -46,7 +46,7 @@ func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
 				url = j.URL
 			}
 			due := enc(j.Due)
-			res, err := s.st.insJob.ExecContext(ctx, j.Key, j.Method, url, hid, j.Exit, due)
+			res, err := s.st.insJob.ExecContext(ctx, j.Key, j.Method, url, hid, j.Exit, due, encExtra(j.Header), encExtra(j.Meta))
 			if err != nil {
 				return nil, err
 			}
@@ -241,16 +241,25 @@ func (s *Store) leaseDue(ctx context.Context, h *host, now, until int64, q int, 
 		return nil, hostNext{}, err
 	}
 	var jobs []frontier.Job
-	var lastDue, lastID int64
+	var lastDue int64
 	var hn hostNext
 	for rows.Next() {
 		var j frontier.Job
 		var url sql.NullString
 		var state int
 		var due int64
-		if err := rows.Scan(&j.ID, &j.Key, &j.Method, &url, &j.Exit, &state, &due, &j.Attempts, &j.Seq, &j.Status, &j.Reason); err != nil {
+		var header, meta string
+		if err := rows.Scan(&j.ID, &j.Key, &j.Method, &url, &j.Exit, &state, &due, &j.Attempts, &j.Seq, &j.Status, &j.Reason, &header, &meta); err != nil {
 			rows.Close()
 			return nil, hostNext{}, err
+		}
+		if err := decExtra(header, &j.Header); err != nil {
+			rows.Close()
+			return nil, hostNext{}, fmt.Errorf("job %d header: %w", j.ID, err)
+		}
+		if err := decExtra(meta, &j.Meta); err != nil {
+			rows.Close()
+			return nil, hostNext{}, fmt.Errorf("job %d meta: %w", j.ID, err)
 		}
 		if len(jobs) == q || due > now {
 			hn = hostNext{active: true, next: due}
@@ -267,7 +276,7 @@ func (s *Store) leaseDue(ctx context.Context, h *host, now, until int64, q int, 
 		delta[state]--
 		delta[frontier.Leased]++
 		jobs = append(jobs, j)
-		lastDue, lastID = due, j.ID
+		lastDue = due
 	}
 	if err := rows.Close(); err != nil {
 		return nil, hostNext{}, err
@@ -275,7 +284,7 @@ func (s *Store) leaseDue(ctx context.Context, h *host, now, until int64, q int, 
 	if len(jobs) == 0 {
 		return nil, hn, nil
 	}
-	res, err := s.st.lease.ExecContext(ctx, until, lastDue, lastID, h.id)
+	res, err := s.st.lease.ExecContext(ctx, until, h.id, lastDue, len(jobs))
 	if err != nil {
 		return nil, hostNext{}, err
 	}
@@ -549,10 +558,17 @@ func (s *Store) scanJob(r interface{ Scan(...any) error }) (frontier.Job, error)
 	var j frontier.Job
 	var url sql.NullString
 	var hostID, due, elapsed int64
+	var header, meta string
 	err := r.Scan(&j.ID, &j.Key, &j.Method, &url, &hostID, &j.Exit, &j.State, &due, &j.Attempts, &j.Seq,
-		&j.Status, &j.Reason, &j.Result.Bytes, &elapsed, &j.Result.Exit, &j.Result.Body, &j.Result.Truncated)
+		&j.Status, &j.Reason, &j.Result.Bytes, &elapsed, &j.Result.Exit, &j.Result.Body, &j.Result.Truncated, &header, &meta)
 	if err != nil {
 		return frontier.Job{}, err
+	}
+	if err := decExtra(header, &j.Header); err != nil {
+		return frontier.Job{}, fmt.Errorf("job %d header: %w", j.ID, err)
+	}
+	if err := decExtra(meta, &j.Meta); err != nil {
+		return frontier.Job{}, fmt.Errorf("job %d meta: %w", j.ID, err)
 	}
 	j.URL = j.Key
 	if url.Valid {

@@ -110,7 +110,7 @@ type stmts struct {
 	get, finished                                     *sql.Stmt
 }
 
-const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body, truncated`
+const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body, truncated, header, meta`
 
 // Open opens or creates the frontier database at cfg.Path. It does not
 // recover leases: call Recover once the store is open.
@@ -262,11 +262,14 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.st.commit, "COMMIT"},
 		{&s.st.rollback, "ROLLBACK"},
 		{&s.st.insHost, "INSERT INTO hosts(name) VALUES(?)"},
-		{&s.st.insJob, "INSERT INTO jobs(key, method, url, host, exit, state, due) VALUES(?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO NOTHING"},
+		{&s.st.insJob, "INSERT INTO jobs(key, method, url, host, exit, state, due, header, meta) VALUES(?, ?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING"},
 		// The head of a host's unfinished jobs, in claim order.
-		{&s.st.selHead, "SELECT id, key, method, url, exit, state, due, attempts, seq, status, reason FROM jobs WHERE host = ? AND state < 4 ORDER BY due, id LIMIT ?"},
-		// Lease a prefix of that order, up to (due, id) = (?2, ?3).
-		{&s.st.lease, "UPDATE jobs SET state = 2, seq = seq + 1, due = ?1 WHERE host = ?4 AND state < 4 AND due <= ?2 AND (due < ?2 OR id <= ?3)"},
+		{&s.st.selHead, "SELECT id, key, method, url, exit, state, due, attempts, seq, status, reason, header, meta FROM jobs WHERE host = ? AND state < 4 ORDER BY due, id LIMIT ?"},
+		// Lease the first ?4 rows of that order, all due by ?3. The rows
+		// are found by the same index range, read from its start, so the
+		// cost is that of ?4 rows however many the host has queued (a
+		// bound on (due, id) as a range would not use the index's rowid).
+		{&s.st.lease, "UPDATE jobs SET state = 2, seq = seq + 1, due = ?1 WHERE id IN (SELECT id FROM jobs WHERE host = ?2 AND state < 4 AND due <= ?3 ORDER BY due, id LIMIT ?4)"},
 		{&s.st.minDue, "SELECT due FROM jobs WHERE host = ? AND state < 4 ORDER BY due LIMIT 1"},
 		{&s.st.getLease, "SELECT host, state, seq, due FROM jobs WHERE id = ?"},
 		{&s.st.complete, "UPDATE jobs SET state = 4, due = 0, attempts = attempts + 1, status = ?, bytes = ?, elapsed = ?, served_by = ?, body = ?, truncated = ? WHERE id = ?"},
