@@ -104,10 +104,11 @@ type Store struct {
 var _ frontier.Frontier = (*Store)(nil)
 
 type stmts struct {
-	begin, commit, rollback                           *sql.Stmt
-	insHost, insJob, selHead, lease, minDue, getLease *sql.Stmt
-	complete, retry, park, abandon, release, extend   *sql.Stmt
-	get, finished                                     *sql.Stmt
+	begin, commit, rollback                         *sql.Stmt
+	insHost, insJob, insJobs, insPlain, insRun      *sql.Stmt
+	selHead, lease, minDue, getLease                *sql.Stmt
+	complete, retry, park, abandon, release, extend *sql.Stmt
+	get, finished                                   *sql.Stmt
 }
 
 const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body, truncated, header, meta`
@@ -149,7 +150,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// memory file then.
 	dsn := cfg.Path + "?_pragma=busy_timeout(" + strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(" + syncMode + ")" +
-		"&_pragma=cache_size(-" + strconv.Itoa(cfg.CacheMiB*1024) + ")"
+		"&_pragma=cache_size(-" + strconv.Itoa(cfg.CacheMiB*1024) + ")&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(16384)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("frontier/sqlite: open %s: %w", cfg.Path, err)
@@ -262,7 +263,12 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.st.commit, "COMMIT"},
 		{&s.st.rollback, "ROLLBACK"},
 		{&s.st.insHost, "INSERT INTO hosts(name) VALUES(?)"},
-		{&s.st.insJob, "INSERT INTO jobs(key, method, url, host, exit, state, due, header, meta) VALUES(?, ?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT DO NOTHING"},
+		{&s.st.insJob, insertJobs(1)},
+		{&s.st.insJobs, insertJobs(insRows)},
+		{&s.st.insPlain, insertPlain(insRows)},
+		// Jobs that share method, host and due, keys in a JSON array:
+		// json_each yields them in array order.
+		{&s.st.insRun, "INSERT INTO jobs(key, method, host, due, state) SELECT value, ?2, ?3, ?4, 1 FROM json_each(?1) WHERE true ON CONFLICT DO NOTHING"},
 		// The head of a host's unfinished jobs, in claim order.
 		{&s.st.selHead, "SELECT id, key, method, url, exit, state, due, attempts, seq, status, reason, header, meta FROM jobs WHERE host = ? AND state < 4 ORDER BY due, id LIMIT ?"},
 		// Lease the first ?4 rows of that order, all due by ?3. The rows
@@ -290,6 +296,35 @@ func (s *Store) prepare(ctx context.Context) error {
 		s.all = append(s.all, st)
 	}
 	return nil
+}
+
+// insertJobs is the statement that adds n jobs, insCols values each.
+func insertJobs(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO jobs(key, method, url, host, exit, due, header, meta, state) VALUES")
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, 1)")
+	}
+	b.WriteString(" ON CONFLICT DO NOTHING")
+	return b.String()
+}
+
+// insertPlain is the statement that adds n jobs that are their own key
+// and have no exit pin, header or meta: key, method, host and due each.
+func insertPlain(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO jobs(key, method, host, due, state) VALUES")
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?, ?, ?, ?, 1)")
+	}
+	b.WriteString(" ON CONFLICT DO NOTHING")
+	return b.String()
 }
 
 // load rebuilds the in-memory index and counts from the file.

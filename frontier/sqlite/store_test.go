@@ -379,3 +379,83 @@ func TestRandomOps(t *testing.T) {
 		}
 	}
 }
+
+// TestPushLargeBatches pushes batches big enough for the multi-row and
+// JSON-array inserts, mixing plain jobs with pinned ones, headers, other
+// methods, later due times and duplicates (within a batch and of earlier
+// batches): every new job is added once, in push order, and the in-memory
+// index matches the file.
+func TestPushLargeBatches(t *testing.T) {
+	s := openTemp(t, Config{})
+	t0 := time.Unix(1000, 0)
+	var want []string
+	seen := map[string]bool{}
+	for b := range 4 {
+		var jobs []frontier.NewJob
+		for i := range 700 {
+			k := b*500 + i // overlaps the previous batch by 200
+			nj := frontier.NewJob{URL: fmt.Sprintf("http://h%d.example/p/%d", k/300, k)}
+			switch {
+			case k/100%2 == 0:
+				// plain: runs of up to 100 (one JSON array each)
+			case k%97 == 0:
+				nj.Exit = "e1"
+			case k%89 == 0:
+				nj.Header = http.Header{"Cookie": {fmt.Sprint(k)}}
+			case k%83 == 0:
+				nj.Method = "HEAD"
+			case k%7 == 0:
+				nj.Due = t0.Add(time.Duration(k) * time.Second)
+			case k%11 == 0:
+				nj.URL = fmt.Sprintf("http://H%d.example:80/p/%d", k/300, k) // not its own key
+			}
+			jobs = append(jobs, nj)
+			if i%50 == 0 {
+				jobs = append(jobs, nj) // a duplicate within the batch
+			}
+			key := nj.Method + " " + fmt.Sprintf("http://h%d.example/p/%d", k/300, k)
+			if !seen[key] {
+				seen[key] = true
+				want = append(want, nj.URL)
+			}
+		}
+		n, err := s.Push(ctx, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkIndex(t, s)
+		if c, _ := s.Counts(ctx); c.Queued != len(want) {
+			t.Fatalf("batch %d: Push added %d, queued %d; want %d queued", b, n, c.Queued, len(want))
+		}
+	}
+	// Plain jobs whose hosts alternate: no run, a plain multi-row insert.
+	var alt []frontier.NewJob
+	for i := range 300 {
+		u := fmt.Sprintf("http://alt%d.example/%d", i%2, i)
+		alt = append(alt, frontier.NewJob{URL: u})
+		want = append(want, u)
+	}
+	if _, err := s.Push(ctx, alt); err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, s)
+	fin := make([]string, 0, len(want))
+	for id := int64(1); len(fin) < len(want); id++ {
+		j, err := s.Get(ctx, id)
+		if errors.Is(err, frontier.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fin = append(fin, j.URL)
+		if id > int64(10*len(want)) {
+			t.Fatalf("only %d of %d jobs found", len(fin), len(want))
+		}
+	}
+	for i := range want {
+		if fin[i] != want[i] {
+			t.Fatalf("job %d in ID order is %q, want %q (push order)", i, fin[i], want[i])
+		}
+	}
+}

@@ -8,9 +8,11 @@ package urlfile
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/exitgate/exitgate/frontier"
@@ -83,4 +85,76 @@ func clip(s string) string {
 		return s[:77] + "..."
 	}
 	return s
+}
+
+// pushBatch is how many URLs go to the frontier in one Push.
+const pushBatch = 5000
+
+// Push adds the URL file at path to fr in batches and returns how many
+// URLs were new. Bad lines are returned, not fatal. The file is read and
+// checked on one goroutine while the previous batch is pushed on another.
+func Push(ctx context.Context, fr frontier.Frontier, path string) (int, []*LineError, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer file.Close()
+	var (
+		batches = make(chan []frontier.NewJob, 2)
+		free    = make(chan []frontier.NewJob, 3)
+		stop    = make(chan struct{})
+		bad     []*LineError
+		readErr error
+		done    = make(chan struct{})
+	)
+	for range cap(free) {
+		free <- make([]frontier.NewJob, 0, pushBatch)
+	}
+	errStopped := errors.New("stopped")
+	go func() {
+		defer close(done)
+		defer close(batches)
+		batch := <-free
+		bad, readErr = Read(file, path, func(u string) error {
+			batch = append(batch, frontier.NewJob{URL: u})
+			if len(batch) < pushBatch {
+				return nil
+			}
+			select {
+			case batches <- batch:
+			case <-stop:
+				return errStopped
+			}
+			select {
+			case batch = <-free:
+			case <-stop:
+				return errStopped
+			}
+			return nil
+		})
+		if readErr == nil && len(batch) > 0 {
+			select {
+			case batches <- batch:
+			case <-stop:
+			}
+		}
+	}()
+	added := 0
+	var pushErr error
+	for batch := range batches {
+		if pushErr == nil {
+			var n int
+			n, pushErr = fr.Push(ctx, batch)
+			added += n
+			if pushErr != nil {
+				close(stop)
+			}
+		}
+		free <- batch[:0]
+	}
+	<-done
+	if pushErr != nil {
+		return added, bad, pushErr
+	}
+	return added, bad, readErr
 }
