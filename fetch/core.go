@@ -607,27 +607,31 @@ func (c *Core) wakeLocked(now time.Time) time.Time {
 
 // Complete takes the response to an attempt: the limiter learns from it, the
 // run's tally counts it, and the job is done, retried, parked or abandoned.
+//
+// The Core's lock is held only to decide: the response is read before it,
+// and the limiter and the frontier are told after it, so that concurrent
+// completions reach the frontier together (and share its commits) rather
+// than one at a time.
 func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	now := r.At
-	c.mu.Lock()
-	h := c.hosts[a.Host]
-	if h == nil { // pruned while in flight cannot happen, but stay safe
-		h = &hostState{listed: true}
-		c.hosts[a.Host] = h
-		c.order = append(c.order, a.Host)
-	}
-	c.inflight--
-	h.inflight--
 	if r.Aborted {
-		c.lim.Cancel(a.Ticket, now)
+		c.mu.Lock()
+		h := c.hostLocked(a.Host)
+		c.inflight--
+		h.inflight--
 		if a.Robots {
 			h.robotsBusy = false
-		} else if err := c.fr.Release(ctx, a.Job.Lease()); err != nil {
-			c.mu.Unlock()
+		}
+		c.mu.Unlock()
+		c.lim.Cancel(a.Ticket, now)
+		if a.Robots {
+			return nil
+		}
+		err := c.fr.Release(ctx, a.Job.Lease())
+		c.settled(Fate{Kind: FateRetry, At: now})
+		if err != nil {
 			return fmt.Errorf("release %s: %w", a.Job.URL, err)
 		}
-		c.frDirty = true
-		c.mu.Unlock()
 		return nil
 	}
 
@@ -641,6 +645,20 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 			Latency: now.Sub(a.SentAt), Bytes: r.Bytes, At: now,
 		})
 	}
+	// A redirect's target is resolved before the lock too.
+	redirect, refused := v == verdict.OK && isRedirect(r.Status) && !a.Robots, ""
+	var next *url.URL
+	if redirect {
+		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
+		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(jobHost(a.Job)) {
+			refused = "redirect to a private address refused: " + clipReason(next.Hostname())
+		}
+	}
+
+	c.mu.Lock()
+	h := c.hostLocked(a.Host)
+	c.inflight--
+	h.inflight--
 	if why := pushbackOf(r, v, sig); why != "" {
 		h.pushback = why
 	}
@@ -656,19 +674,11 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 
 	// A redirect is followed as a new hop through the limiter of its host;
 	// one that cannot be followed is the URL's end, not a page.
-	redirect, refused := v == verdict.OK && isRedirect(r.Status), ""
-	if redirect {
-		var next *url.URL
-		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
-		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(jobHost(a.Job)) {
-			refused = "redirect to a private address refused: " + clipReason(next.Hostname())
-		}
-		if refused == "" && a.Hops < c.cfg.MaxRedirects {
-			host := c.cfg.HostKey(next)
-			c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
-			c.mu.Unlock()
-			return noExit
-		}
+	if redirect && refused == "" && a.Hops < c.cfg.MaxRedirects {
+		host := c.cfg.HostKey(next)
+		c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
+		c.mu.Unlock()
+		return noExit
 	}
 
 	tries := c.tries[a.Job.ID]
@@ -693,12 +703,15 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		// that has room.
 		fate = Fate{Kind: FateRetry, At: now, Reason: "body not stored", Tries: tries}
 	}
+	c.noteFateLocked(a.Job, fate)
+	c.mu.Unlock()
+
 	result := frontier.Result{
 		Status: r.Status, Bytes: r.Bytes, Exit: a.Ticket.Exit,
 		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath, Truncated: r.Truncated,
 	}
-	fin, final, err := c.settleLocked(ctx, a.Job, fate, r.Status, result)
-	c.mu.Unlock()
+	fin, final, err := c.writeFate(ctx, a.Job, fate, r.Status, result)
+	c.settled(fate)
 	if final {
 		fin.Result, fin.URL, fin.At, fin.Header = result, a.URL, now, r.Header
 		c.finish([]Finished{fin})
@@ -710,6 +723,18 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		err = noExit
 	}
 	return err
+}
+
+// hostLocked returns the state of host, made anew if it is unknown (it
+// cannot be pruned while in flight, but stay safe).
+func (c *Core) hostLocked(host string) *hostState {
+	h := c.hosts[host]
+	if h == nil {
+		h = &hostState{listed: true}
+		c.hosts[host] = h
+		c.order = append(c.order, host)
+	}
+	return h
 }
 
 // pushbackOf says in a few words what in a response makes its host wait
@@ -819,9 +844,53 @@ func (c *Core) denyLocked(a Attempt) int {
 	return untried
 }
 
-// settleLocked records a job's fate in the frontier. final says the job
+// settleLocked records a job's fate in the frontier, all under the lock
+// (for the rare fates decided while dispatching). final says the job
 // reached done or abandoned, described by the returned Finished.
 func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, status int, res frontier.Result) (Finished, bool, error) {
+	c.noteFateLocked(j, fate)
+	f, final, err := c.writeFate(ctx, j, fate, status, res)
+	c.settledLocked(fate)
+	return f, final, err
+}
+
+// noteFateLocked keeps what this run remembers of a job with the fate
+// decided for it: its uncharged tries while it comes back, nothing once
+// it is final.
+func (c *Core) noteFateLocked(j frontier.Job, fate Fate) {
+	if fate.Kind == FateRetry || fate.Kind == FatePark {
+		c.tries[j.ID] = fate.Tries
+		return
+	}
+	delete(c.tries, j.ID)
+	delete(c.denied, j.ID)
+}
+
+// settled takes the lock to note that a fate was written: a job that went
+// back to the frontier is claimable again, from fate.At.
+func (c *Core) settled(fate Fate) {
+	if fate.Kind != FateRetry && fate.Kind != FatePark {
+		return
+	}
+	c.mu.Lock()
+	c.settledLocked(fate)
+	c.mu.Unlock()
+}
+
+func (c *Core) settledLocked(fate Fate) {
+	if fate.Kind != FateRetry && fate.Kind != FatePark {
+		return
+	}
+	c.frDirty = true
+	if fate.At.Before(c.frNext) {
+		c.frNext = fate.At
+	}
+}
+
+// writeFate writes a job's fate to the frontier and counts it; it needs no
+// lock. final says the job reached done or abandoned, described by the
+// returned Finished.
+func (c *Core) writeFate(ctx context.Context, j frontier.Job, fate Fate, status int, res frontier.Result) (Finished, bool, error) {
 	l := j.Lease()
 	var err error
 	switch fate.Kind {
@@ -848,17 +917,7 @@ func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, stat
 			}
 		}
 	}
-	if fate.Kind == FateRetry || fate.Kind == FatePark {
-		c.tries[j.ID] = fate.Tries
-		c.frDirty = true
-		if fate.At.Before(c.frNext) {
-			c.frNext = fate.At
-		}
-		return Finished{}, false, wrapSettle(err, j)
-	}
-	delete(c.tries, j.ID)
-	delete(c.denied, j.ID)
-	if err != nil {
+	if err != nil || fate.Kind == FateRetry || fate.Kind == FatePark {
 		return Finished{}, false, wrapSettle(err, j)
 	}
 	out := "done"

@@ -543,6 +543,10 @@ func (s *Store) commitBatch(ctx context.Context, batch []*settleOp) {
 			}
 		}, nil
 	})
+	if err == nil && len(applies) > 0 {
+		s.stats.Commits++
+		s.stats.Changes += int64(len(applies))
+	}
 	for _, o := range batch {
 		if err != nil && o.err == nil {
 			o.err = err

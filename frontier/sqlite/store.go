@@ -99,6 +99,23 @@ type Store struct {
 
 	qmu   sync.Mutex  // guards queue only; never held while waiting for mu
 	queue []*settleOp // changes waiting for a group commit
+
+	stats Stats // guarded by mu
+}
+
+// Stats counts the store's group commits: how many settling changes
+// (Complete, Retry, Park, Abandon, Release, Extend) went into how many
+// commits. Changes/Commits is the grouping concurrent callers get.
+type Stats struct {
+	Commits int64 // transactions that committed settling changes
+	Changes int64 // settling changes they held
+}
+
+// Stats returns the group commit counts since Open.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
 }
 
 var _ frontier.Frontier = (*Store)(nil)
