@@ -159,6 +159,9 @@ type Response struct {
 	Sniff    []byte
 	Bytes    int64  // body bytes received
 	BodyPath string // where the body was stored; empty if not stored
+	// Body is the whole body (up to the engine's MaxBodyBytes) when the
+	// engine keeps bodies (EngineConfig.KeepBody); nil otherwise.
+	Body []byte
 	// Truncated: the body went on past the engine's MaxBodyBytes and was
 	// cut there.
 	Truncated bool
@@ -193,6 +196,11 @@ type Finished struct {
 	URL    string
 	At     time.Time
 	Header http.Header
+	// Body is the response's body for a done job when the engine keeps
+	// bodies (EngineConfig.KeepBody); otherwise nil, and Result.Body is
+	// where it was stored, if it was. Job.Header and Job.Meta are the
+	// job's own, as pushed.
+	Body []byte
 }
 
 // Core makes the engine's decisions — which job goes now, on which exit, and
@@ -224,6 +232,7 @@ type Core struct {
 
 type hostState struct {
 	queue     []pending
+	array     []pending // the array queue lives in, from its start
 	notBefore time.Time
 	// pushback says what last made the host wait (a 429, a 503, a quota
 	// spent), for telling why its URLs are parked.
@@ -238,6 +247,27 @@ type hostState struct {
 	// listed is whether the host is in the round-robin order (pruning
 	// drops idle hosts from it but keeps their state).
 	listed bool
+}
+
+// pushBack queues p. The queue is a slice whose front is cut off as jobs go
+// (popFront); when it is full, its jobs move down to the start of its array
+// if that has room, so that a steady crawl queues without allocating.
+func (h *hostState) pushBack(p pending) {
+	if len(h.queue) == cap(h.queue) && len(h.queue) < cap(h.array)/2 {
+		n := copy(h.array[:cap(h.array)], h.queue)
+		clear(h.array[n:cap(h.array)])
+		h.queue = h.array[:n]
+	}
+	h.queue = append(h.queue, p)
+	if cap(h.queue) > cap(h.array) {
+		h.array = h.queue[:0]
+	}
+}
+
+// popFront drops the first queued job.
+func (h *hostState) popFront() {
+	h.queue[0] = pending{} // let its strings go
+	h.queue = h.queue[1:]
 }
 
 type pending struct {
@@ -293,12 +323,16 @@ func (c *Core) HandBack(ctx context.Context) error {
 // more might (zero when only a completion can change anything). It never
 // waits: a host whose lanes are all dry is skipped until its next time.
 func (c *Core) Dispatch(ctx context.Context, now time.Time) ([]Attempt, time.Time, error) {
+	return c.dispatch(ctx, now, nil)
+}
+
+// dispatch is Dispatch appending to out, so that a caller can reuse it.
+func (c *Core) dispatch(ctx context.Context, now time.Time, out []Attempt) ([]Attempt, time.Time, error) {
 	c.mu.Lock()
 	if err := c.refillLocked(ctx, now); err != nil {
 		c.mu.Unlock()
-		return nil, time.Time{}, err
+		return out, time.Time{}, err
 	}
-	var out []Attempt
 	var finished []Finished
 	// Round-robin, one attempt per host per pass, so that no host starves
 	// another within one dispatch.
@@ -355,7 +389,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 	for len(h.queue) > 0 {
 		p := h.queue[0]
 		if h.robots != nil && !robotsAllow(h.robots, p.url) {
-			h.queue = h.queue[1:]
+			h.popFront()
 			c.buffered--
 			f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FateAbandon, Reason: "disallowed by robots.txt"}, 0, frontier.Result{})
 			if err != nil {
@@ -373,7 +407,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			}
 			return Attempt{}, false, fin
 		}
-		h.queue = h.queue[1:]
+		h.popFront()
 		c.buffered--
 		if h.crawlDelay > 0 {
 			h.notBefore = now.Add(h.crawlDelay)
@@ -559,7 +593,7 @@ func (c *Core) enqueueLocked(host string, p pending) {
 		h.listed = true
 		c.order = append(c.order, host)
 	}
-	h.queue = append(h.queue, p)
+	h.pushBack(p)
 	c.buffered++
 }
 
@@ -714,6 +748,9 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	c.settled(fate)
 	if final {
 		fin.Result, fin.URL, fin.At, fin.Header = result, a.URL, now, r.Header
+		if fin.Outcome == "done" {
+			fin.Body = r.Body
+		}
 		c.finish([]Finished{fin})
 	}
 	if r.StoreErr != nil && err == nil {

@@ -3,6 +3,7 @@ package frontier
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"strings"
 )
 
@@ -47,7 +48,11 @@ func Prepare(nj NewJob) (Job, error) {
 				}
 			}
 		}
-		j.Header = nj.Header.Clone()
+		j.Header = make(http.Header, len(nj.Header))
+		for k, vs := range nj.Header {
+			k = http.CanonicalHeaderKey(k)
+			j.Header[k] = append(j.Header[k], vs...)
+		}
 	}
 	if len(nj.Meta) > 0 {
 		j.Meta = maps.Clone(nj.Meta)
