@@ -52,8 +52,8 @@ type Engine struct {
 	cfg    EngineConfig
 	header http.Header // cfg.Header with the User-Agent: read-only
 	core   *Core
-	stop chan struct{}
-	once sync.Once
+	stop   chan struct{}
+	once   sync.Once
 }
 
 // NewEngine checks cfg and returns an engine over core.
