@@ -25,7 +25,7 @@ func (noopLimiter) Acquire(host string, _ limit.Want, now time.Time) (limit.Tick
 	return limit.Ticket{Host: host, Exit: "direct", At: now}, true, time.Time{}, nil
 }
 func (noopLimiter) Done(limit.Ticket, limit.Outcome, time.Time) {}
-func (noopLimiter) Cancel(limit.Ticket, time.Time)             {}
+func (noopLimiter) Cancel(limit.Ticket, time.Time)              {}
 
 // BenchmarkCrawlOneHost crawls one local site from a URL file of
 // EXITGATE_CRAWL_URLS URLs (5,000,000 when set to 5M) with the crawl
