@@ -573,10 +573,17 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 			c.frNext = ready.Next
 		}
 	} else {
-		c.frNext = now
+		// More may be due: claim again when the buffer is down to half,
+		// or after refillEvery (its hosts may be blocked while others
+		// have work), not on every dispatch: a claim costs a transaction.
+		c.frNext = now.Add(refillEvery)
 	}
 	return nil
 }
+
+// refillEvery is how soon the Core claims again after a claim that got all
+// it asked for, while its buffer is more than half full.
+const refillEvery = 20 * time.Millisecond
 
 // bufferTarget is how many claimed jobs the Core keeps ready to dispatch.
 func (c *Core) bufferTarget() int { return max(64, 4*c.cfg.Concurrency) }

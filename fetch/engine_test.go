@@ -67,25 +67,13 @@ func TestEngineFates(t *testing.T) {
 
 	ctx := context.Background()
 	dir := t.TempDir()
-	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "f.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
 	paths := []string{"/ok/1", "/ok/2", "/ok/3", "/gone", "/flaky", "/limited", "/park", "/redir", "/loop", "/private/x"}
 	var jobs []frontier.NewJob
 	for _, p := range paths {
 		jobs = append(jobs, frontier.NewJob{URL: srv.URL + p})
 	}
-	if _, err := fr.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
-
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(50)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim.SetExits([]limit.Exit{{ID: "e1"}, {ID: "e2"}})
+	fr := sqliteFrontier(t, dir, jobs...)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(50)}, "e1", "e2")
 	tally := metrics.NewTally(time.Now())
 	var finished []Finished
 	var fmu sync.Mutex
@@ -248,24 +236,13 @@ func TestEngineJobHeadersAndOnFinish(t *testing.T) {
 
 	ctx := context.Background()
 	dir := t.TempDir()
-	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "f.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
 	hdr := http.Header{"X-Token": {"t1"}, "Cookie": {"session=7"}, "User-Agent": {"job-agent"}}
-	if _, err := fr.Push(ctx, []frontier.NewJob{
-		{URL: srv.URL + "/start", Header: hdr, Meta: map[string]string{"depth": "2"}},
-		{URL: srv.URL + "/away", Header: hdr},
-		{URL: srv.URL + "/plain"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim.SetExits([]limit.Exit{{ID: "direct"}})
+	fr := sqliteFrontier(t, dir,
+		frontier.NewJob{URL: srv.URL + "/start", Header: hdr, Meta: map[string]string{"depth": "2"}},
+		frontier.NewJob{URL: srv.URL + "/away", Header: hdr},
+		frontier.NewJob{URL: srv.URL + "/plain"},
+	)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
 	var fins []Finished
 	core := NewCore(CoreConfig{AllowPrivateRedirects: true, OnFinish: func(f Finished) {
 		mu.Lock()
@@ -337,23 +314,12 @@ func TestEngineTimeout(t *testing.T) {
 	defer close(release)
 
 	ctx := context.Background()
-	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "f.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
 	jobs := []frontier.NewJob{{URL: srv.URL + "/hang"}}
 	for i := range 20 {
 		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/ok/%d", srv.URL, i)})
 	}
-	if _, err := fr.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim.SetExits([]limit.Exit{{ID: "direct"}})
+	fr := sqliteFrontier(t, t.TempDir(), jobs...)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
 	var reason string
 	core := NewCore(CoreConfig{Concurrency: 1, Retry: RetryPolicy{MaxRetries: 1, Backoff: backoff.Policy{Base: time.Millisecond, Cap: time.Millisecond}},
 		OnFinish: func(f Finished) {

@@ -315,30 +315,27 @@ func (s *Store) prepare(ctx context.Context) error {
 	return nil
 }
 
-// insertJobs is the statement that adds n jobs, insCols values each.
+// insertJobs is the statement that adds n jobs, each with every column a
+// push sets.
 func insertJobs(n int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO jobs(key, method, url, host, exit, due, header, meta, state) VALUES")
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, 1)")
-	}
-	b.WriteString(" ON CONFLICT DO NOTHING")
-	return b.String()
+	return insertRows("key, method, url, host, exit, due, header, meta", n)
 }
 
 // insertPlain is the statement that adds n jobs that are their own key
 // and have no exit pin, header or meta: key, method, host and due each.
-func insertPlain(n int) string {
+func insertPlain(n int) string { return insertRows("key, method, host, due", n) }
+
+// insertRows is the statement that adds n queued jobs with the columns
+// cols, one value each.
+func insertRows(cols string, n int) string {
+	row := "(" + strings.Repeat("?, ", strings.Count(cols, ",")+1) + "1)"
 	var b strings.Builder
-	b.WriteString("INSERT INTO jobs(key, method, host, due, state) VALUES")
+	b.WriteString("INSERT INTO jobs(" + cols + ", state) VALUES")
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?, ?, ?, ?, 1)")
+		b.WriteString(row)
 	}
 	b.WriteString(" ON CONFLICT DO NOTHING")
 	return b.String()
