@@ -285,7 +285,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.st.insPlain, insertPlain(insRows)},
 		// Jobs that share method, host and due, keys in a JSON array:
 		// json_each yields them in array order.
-		{&s.st.insRun, "INSERT INTO jobs(key, method, host, due, state) SELECT value, ?2, ?3, ?4, 1 FROM json_each(?1) WHERE true ON CONFLICT DO NOTHING"},
+		{&s.st.insRun, "INSERT OR IGNORE INTO jobs(key, method, host, due, state) SELECT value, ?2, ?3, ?4, 1 FROM json_each(?1)"},
 		// The head of a host's unfinished jobs, in claim order.
 		{&s.st.selHead, "SELECT id, key, method, url, exit, state, due, attempts, seq, status, reason, header, meta FROM jobs WHERE host = ? AND state < 4 ORDER BY due, id LIMIT ?"},
 		// Lease the first ?4 rows of that order, all due by ?3. The rows
@@ -330,14 +330,13 @@ func insertPlain(n int) string { return insertRows("key, method, host, due", n) 
 func insertRows(cols string, n int) string {
 	row := "(" + strings.Repeat("?, ", strings.Count(cols, ",")+1) + "1)"
 	var b strings.Builder
-	b.WriteString("INSERT INTO jobs(" + cols + ", state) VALUES")
+	b.WriteString("INSERT OR IGNORE INTO jobs(" + cols + ", state) VALUES")
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(row)
 	}
-	b.WriteString(" ON CONFLICT DO NOTHING")
 	return b.String()
 }
 

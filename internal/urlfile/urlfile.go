@@ -88,7 +88,7 @@ func clip(s string) string {
 }
 
 // pushBatch is how many URLs go to the frontier in one Push.
-const pushBatch = 5000
+const pushBatch = 50000
 
 // Push adds the URL file at path to fr in batches and returns how many
 // URLs were new. Bad lines are returned, not fatal. The file is read and
