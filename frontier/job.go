@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/http"
@@ -89,4 +90,50 @@ func PrepareAll(jobs []NewJob) ([]Job, error) {
 		prepared[i] = j
 	}
 	return prepared, nil
+}
+
+// Prepared is a push whose jobs have been through Prepare, so that a store
+// that takes it (PreparedPusher) only writes them: a caller can check and
+// prepare the next batch while the store writes this one. Only
+// PrepareBatch and Prepared.Add make one, so its jobs are always valid. The
+// zero value is an empty push.
+type Prepared struct {
+	jobs []Job
+}
+
+// PrepareBatch runs Prepare on every job, naming the first bad one by its
+// index, and returns them as a Prepared push.
+func PrepareBatch(jobs []NewJob) (Prepared, error) {
+	p, err := PrepareAll(jobs)
+	return Prepared{jobs: p}, err
+}
+
+// Add prepares one job and adds it to the push; on error the push is
+// unchanged.
+func (p *Prepared) Add(nj NewJob) error {
+	j, err := Prepare(nj)
+	if err != nil {
+		return err
+	}
+	p.jobs = append(p.jobs, j)
+	return nil
+}
+
+// Reset returns the push emptied, keeping its array for the next: the
+// jobs p held must no longer be in use.
+func (p Prepared) Reset() Prepared {
+	clear(p.jobs)
+	return Prepared{jobs: p.jobs[:0]}
+}
+
+// Len returns the number of jobs in the push.
+func (p Prepared) Len() int { return len(p.jobs) }
+
+// Jobs returns the prepared jobs. Stores read them; nobody may modify them.
+func (p Prepared) Jobs() []Job { return p.jobs }
+
+// PreparedPusher is a Frontier that also takes a push whose jobs are
+// already prepared; PushPrepared is Push without the checking.
+type PreparedPusher interface {
+	PushPrepared(ctx context.Context, p Prepared) (added int, err error)
 }

@@ -21,10 +21,19 @@ const insRows = 128
 // Push implements frontier.Frontier. All jobs are added in one
 // transaction: push in batches of a few thousand.
 func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
-	prepared, err := frontier.PrepareAll(jobs)
+	p, err := frontier.PrepareBatch(jobs)
 	if err != nil {
 		return 0, fmt.Errorf("frontier/sqlite: %w", err)
 	}
+	return s.PushPrepared(ctx, p)
+}
+
+var _ frontier.PreparedPusher = (*Store)(nil)
+
+// PushPrepared implements frontier.PreparedPusher.
+func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, error) {
+	prepared := p.Jobs()
+	var err error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
