@@ -129,11 +129,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	work = func(a Attempt) {
 		defer wg.Done()
 		defer poke()
-		dl := deadline{parent: ctx, timeout: e.cfg.Timeout}
-		defer dl.close()
 		var atts []Attempt
 		for {
-			r := e.do(ctx, &dl, a)
+			r := e.do(ctx, a)
 			if err := e.core.Complete(bg, a, r); err != nil {
 				// A fate that could not be recorded, or a body that
 				// could not be stored: going on would lose work.
@@ -254,17 +252,16 @@ func (e *Engine) finished(ctx context.Context, wake time.Time) (bool, error) {
 
 // do sends one attempt and reads its response. It never returns an error:
 // failures are part of the Response.
-func (e *Engine) do(ctx context.Context, dl *deadline, a Attempt) (r Response) {
+func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	m, ok := e.cfg.Exits.Route(a.Ticket.Exit)
 	if !ok {
 		return Response{Err: fmt.Errorf("%w %q", ErrNoExit, a.Ticket.Exit), At: time.Now()}
 	}
-	rctx := dl.start()
-	defer func() {
-		if dl.stop() && r.Err != nil && !r.Aborted {
-			r.Err = fmt.Errorf("%w: no answer within %s (%v)", context.DeadlineExceeded, e.cfg.Timeout, r.Err)
-		}
-	}()
+	// A context per request: its error says DeadlineExceeded when it
+	// runs out, which a proxy-checking transport (pool.Transport) tells
+	// from a cancellation.
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
 	method := a.Job.Method
 	if method == "" || a.Robots {
 		method = http.MethodGet
@@ -294,7 +291,7 @@ func (e *Engine) do(ctx context.Context, dl *deadline, a Attempt) (r Response) {
 	}
 	defer resp.Body.Close()
 	e.cfg.Exits.Observe(m.ID, resp.Header)
-	r = Response{Status: resp.StatusCode, Header: resp.Header}
+	r := Response{Status: resp.StatusCode, Header: resp.Header}
 	keep := SniffBytes
 	if a.Robots {
 		keep = 512 << 10
@@ -376,53 +373,6 @@ func (e *Engine) do(ctx context.Context, dl *deadline, a Attempt) (r Response) {
 		}
 	}
 	return r
-}
-
-// deadline bounds the requests of one worker goroutine, one at a time, by
-// Timeout. Its context and timer live as long as the worker: a request
-// resets the timer rather than making a context and a timer of its own
-// (and, through the transport's own context under it, a map of children).
-// The zero value is not usable: set parent and timeout.
-type deadline struct {
-	parent  context.Context
-	timeout time.Duration
-	ctx     context.Context
-	cancel  context.CancelFunc
-	timer   *time.Timer
-	spent   bool // the timer fired: ctx is, or is about to be, cancelled
-}
-
-// start returns the context for the next request and starts its clock.
-func (d *deadline) start() context.Context {
-	if d.ctx == nil || d.spent {
-		if d.cancel != nil {
-			d.cancel()
-		}
-		d.ctx, d.cancel = context.WithCancel(d.parent)
-		d.timer, d.spent = time.AfterFunc(d.timeout, d.cancel), false
-		return d.ctx
-	}
-	d.timer.Reset(d.timeout)
-	return d.ctx
-}
-
-// stop stops the clock and reports whether the request ran out of time.
-func (d *deadline) stop() bool {
-	if d.timer.Stop() {
-		return false
-	}
-	d.spent = true
-	return true
-}
-
-// close releases the context.
-func (d *deadline) close() {
-	if d.timer != nil {
-		d.timer.Stop()
-	}
-	if d.cancel != nil {
-		d.cancel()
-	}
 }
 
 // recycle returns a completed response's sniff buffer to the pool: the Core
