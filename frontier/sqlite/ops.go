@@ -33,11 +33,10 @@ var _ frontier.PreparedPusher = (*Store)(nil)
 // PushPrepared implements frontier.PreparedPusher.
 func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, error) {
 	prepared := p.Jobs()
-	var err error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
-	err = s.inTx(ctx, func() (func(), error) {
+	err := s.inTx(ctx, func() (func(), error) {
 		newHosts := make(map[string]int64)
 		hosts := make([]int64, len(prepared))
 		for i, j := range prepared {
