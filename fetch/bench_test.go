@@ -63,12 +63,37 @@ func BenchmarkThroughputBareClient(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 }
 
+// flatOut is a limiter configuration that never holds the engine back.
+var flatOut = limit.Config{FirstGuess: limit.PerSecond(1e6), LaneBurst: 1000}
+
 func BenchmarkThroughputEngine(b *testing.B) {
 	fr, err := memory.New(memory.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchEngine(b, fr, limit.Config{FirstGuess: limit.PerSecond(1e6), LaneBurst: 1000})
+	benchEngine(b, fr, flatOut)
+}
+
+// BenchmarkThroughputEngineSQLite is the engine flat out on the SQLite
+// frontier the crawl command uses, with the default durability and with
+// every commit fsynced (--durable). ops/commit is how many settled jobs
+// share a commit: concurrent completions are committed together.
+func BenchmarkThroughputEngineSQLite(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		sync sqlite.Sync
+	}{{"normal", sqlite.SyncNormal}, {"durable", sqlite.SyncFull}} {
+		b.Run(m.name, func(b *testing.B) {
+			fr, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "f.db"), Sync: m.sync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fr.Close()
+			benchEngine(b, fr, flatOut)
+			st := fr.Stats()
+			b.ReportMetric(float64(st.Changes)/float64(max(1, st.Commits)), "ops/commit")
+		})
+	}
 }
 
 // benchEngine fetches b.N URLs of the bench server through fr and a limiter

@@ -159,6 +159,9 @@ type Response struct {
 	Sniff    []byte
 	Bytes    int64  // body bytes received
 	BodyPath string // where the body was stored; empty if not stored
+	// Body is the whole body (up to the engine's MaxBodyBytes) when the
+	// engine keeps bodies (EngineConfig.KeepBody); nil otherwise.
+	Body []byte
 	// Truncated: the body went on past the engine's MaxBodyBytes and was
 	// cut there.
 	Truncated bool
@@ -195,6 +198,11 @@ type Finished struct {
 	URL    string
 	At     time.Time
 	Header http.Header
+	// Body is the response's body for a done job when the engine keeps
+	// bodies (EngineConfig.KeepBody); otherwise nil, and Result.Body is
+	// where it was stored, if it was. Job.Header and Job.Meta are the
+	// job's own, as pushed.
+	Body []byte
 }
 
 // Core makes the engine's decisions — which job goes now, on which exit, and
@@ -226,6 +234,7 @@ type Core struct {
 
 type hostState struct {
 	queue     []pending
+	array     []pending // the array queue lives in, from its start
 	notBefore time.Time
 	// pushback says what last made the host wait (a 429, a 503, a quota
 	// spent), for telling why its URLs are parked.
@@ -240,6 +249,27 @@ type hostState struct {
 	// listed is whether the host is in the round-robin order (pruning
 	// drops idle hosts from it but keeps their state).
 	listed bool
+}
+
+// pushBack queues p. The queue is a slice whose front is cut off as jobs go
+// (popFront); when it is full, its jobs move down to the start of its array
+// if that has room, so that a steady crawl queues without allocating.
+func (h *hostState) pushBack(p pending) {
+	if len(h.queue) == cap(h.queue) && len(h.queue) < cap(h.array)/2 {
+		n := copy(h.array[:cap(h.array)], h.queue)
+		clear(h.array[n:cap(h.array)])
+		h.queue = h.array[:n]
+	}
+	h.queue = append(h.queue, p)
+	if cap(h.queue) > cap(h.array) {
+		h.array = h.queue[:0]
+	}
+}
+
+// popFront drops the first queued job.
+func (h *hostState) popFront() {
+	h.queue[0] = pending{} // let its strings go
+	h.queue = h.queue[1:]
 }
 
 type pending struct {
@@ -295,12 +325,16 @@ func (c *Core) HandBack(ctx context.Context) error {
 // more might (zero when only a completion can change anything). It never
 // waits: a host whose lanes are all dry is skipped until its next time.
 func (c *Core) Dispatch(ctx context.Context, now time.Time) ([]Attempt, time.Time, error) {
+	return c.dispatch(ctx, now, nil)
+}
+
+// dispatch is Dispatch appending to out, so that a caller can reuse it.
+func (c *Core) dispatch(ctx context.Context, now time.Time, out []Attempt) ([]Attempt, time.Time, error) {
 	c.mu.Lock()
 	if err := c.refillLocked(ctx, now); err != nil {
 		c.mu.Unlock()
-		return nil, time.Time{}, err
+		return out, time.Time{}, err
 	}
-	var out []Attempt
 	var finished []Finished
 	// Round-robin, one attempt per host per pass, so that no host starves
 	// another within one dispatch.
@@ -357,7 +391,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 	for len(h.queue) > 0 {
 		p := h.queue[0]
 		if h.robots != nil && !robotsAllow(h.robots, p.url) {
-			h.queue = h.queue[1:]
+			h.popFront()
 			c.buffered--
 			f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FateAbandon, Reason: "disallowed by robots.txt"}, 0, frontier.Result{})
 			if err != nil {
@@ -375,7 +409,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			}
 			return Attempt{}, false, fin
 		}
-		h.queue = h.queue[1:]
+		h.popFront()
 		c.buffered--
 		if h.crawlDelay > 0 {
 			h.notBefore = now.Add(h.crawlDelay)
@@ -541,10 +575,17 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 			c.frNext = ready.Next
 		}
 	} else {
-		c.frNext = now
+		// More may be due: claim again when the buffer is down to half,
+		// or after refillEvery (its hosts may be blocked while others
+		// have work), not on every dispatch: a claim costs a transaction.
+		c.frNext = now.Add(refillEvery)
 	}
 	return nil
 }
+
+// refillEvery is how soon the Core claims again after a claim that got all
+// it asked for, while its buffer is more than half full.
+const refillEvery = 20 * time.Millisecond
 
 // bufferTarget is how many claimed jobs the Core keeps ready to dispatch.
 func (c *Core) bufferTarget() int { return max(64, 4*c.cfg.Concurrency) }
@@ -561,7 +602,7 @@ func (c *Core) enqueueLocked(host string, p pending) {
 		h.listed = true
 		c.order = append(c.order, host)
 	}
-	h.queue = append(h.queue, p)
+	h.pushBack(p)
 	c.buffered++
 }
 
@@ -609,27 +650,31 @@ func (c *Core) wakeLocked(now time.Time) time.Time {
 
 // Complete takes the response to an attempt: the limiter learns from it, the
 // run's tally counts it, and the job is done, retried, parked or abandoned.
+//
+// The Core's lock is held only to decide: the response is read before it,
+// and the limiter and the frontier are told after it, so that concurrent
+// completions reach the frontier together (and share its commits) rather
+// than one at a time.
 func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	now := r.At
-	c.mu.Lock()
-	h := c.hosts[a.Host]
-	if h == nil { // pruned while in flight cannot happen, but stay safe
-		h = &hostState{listed: true}
-		c.hosts[a.Host] = h
-		c.order = append(c.order, a.Host)
-	}
-	c.inflight--
-	h.inflight--
 	if r.Aborted {
-		c.lim.Cancel(a.Ticket, now)
+		c.mu.Lock()
+		h := c.hostLocked(a.Host)
+		c.inflight--
+		h.inflight--
 		if a.Robots {
 			h.robotsBusy = false
-		} else if err := c.fr.Release(ctx, a.Job.Lease()); err != nil {
-			c.mu.Unlock()
+		}
+		c.mu.Unlock()
+		c.lim.Cancel(a.Ticket, now)
+		if a.Robots {
+			return nil
+		}
+		err := c.fr.Release(ctx, a.Job.Lease())
+		c.settled(Fate{Kind: FateRetry, At: now})
+		if err != nil {
 			return fmt.Errorf("release %s: %w", a.Job.URL, err)
 		}
-		c.frDirty = true
-		c.mu.Unlock()
 		return nil
 	}
 
@@ -645,6 +690,20 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 			Latency: now.Sub(a.SentAt), Bytes: r.Bytes, At: now,
 		})
 	}
+	// A redirect's target is resolved before the lock too.
+	redirect, refused := v == verdict.OK && isRedirect(r.Status) && !a.Robots, ""
+	var next *url.URL
+	if redirect {
+		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
+		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(jobHost(a.Job)) {
+			refused = "redirect to a private address refused: " + clipReason(next.Hostname())
+		}
+	}
+
+	c.mu.Lock()
+	h := c.hostLocked(a.Host)
+	c.inflight--
+	h.inflight--
 	if why := pushbackOf(r, v, sig); why != "" {
 		h.pushback = why
 	}
@@ -660,19 +719,11 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 
 	// A redirect is followed as a new hop through the limiter of its host;
 	// one that cannot be followed is the URL's end, not a page.
-	redirect, refused := v == verdict.OK && isRedirect(r.Status), ""
-	if redirect {
-		var next *url.URL
-		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
-		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(jobHost(a.Job)) {
-			refused = "redirect to a private address refused: " + clipReason(next.Hostname())
-		}
-		if refused == "" && a.Hops < c.cfg.MaxRedirects {
-			host := c.cfg.HostKey(next)
-			c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
-			c.mu.Unlock()
-			return noExit
-		}
+	if redirect && refused == "" && a.Hops < c.cfg.MaxRedirects {
+		host := c.cfg.HostKey(next)
+		c.enqueueFrontLocked(host, pending{job: a.Job, url: next.String(), hops: a.Hops + 1})
+		c.mu.Unlock()
+		return noExit
 	}
 
 	tries := c.tries[a.Job.ID]
@@ -697,14 +748,20 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		// that has room.
 		fate = Fate{Kind: FateRetry, At: now, Reason: "body not stored", Tries: tries}
 	}
+	c.noteFateLocked(a.Job, fate)
+	c.mu.Unlock()
+
 	result := frontier.Result{
 		Status: r.Status, Bytes: r.Bytes, Exit: a.Ticket.Exit,
 		Elapsed: now.Sub(a.SentAt), Body: r.BodyPath, Truncated: r.Truncated,
 	}
-	fin, final, err := c.settleLocked(ctx, a.Job, fate, r.Status, result)
-	c.mu.Unlock()
+	fin, final, err := c.writeFate(ctx, a.Job, fate, r.Status, result)
+	c.settled(fate)
 	if final {
 		fin.Result, fin.URL, fin.At, fin.Header = result, a.URL, now, r.Header
+		if fin.Outcome == "done" {
+			fin.Body = r.Body
+		}
 		c.finish([]Finished{fin})
 	}
 	if r.StoreErr != nil && err == nil {
@@ -714,6 +771,18 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		err = noExit
 	}
 	return err
+}
+
+// hostLocked returns the state of host, made anew if it is unknown (it
+// cannot be pruned while in flight, but stay safe).
+func (c *Core) hostLocked(host string) *hostState {
+	h := c.hosts[host]
+	if h == nil {
+		h = &hostState{listed: true}
+		c.hosts[host] = h
+		c.order = append(c.order, host)
+	}
+	return h
 }
 
 // pushbackOf says in a few words what in a response makes its host wait
@@ -823,9 +892,53 @@ func (c *Core) denyLocked(a Attempt) int {
 	return untried
 }
 
-// settleLocked records a job's fate in the frontier. final says the job
+// settleLocked records a job's fate in the frontier, all under the lock
+// (for the rare fates decided while dispatching). final says the job
 // reached done or abandoned, described by the returned Finished.
 func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, status int, res frontier.Result) (Finished, bool, error) {
+	c.noteFateLocked(j, fate)
+	f, final, err := c.writeFate(ctx, j, fate, status, res)
+	c.settledLocked(fate)
+	return f, final, err
+}
+
+// noteFateLocked keeps what this run remembers of a job with the fate
+// decided for it: its uncharged tries while it comes back, nothing once
+// it is final.
+func (c *Core) noteFateLocked(j frontier.Job, fate Fate) {
+	if fate.Kind == FateRetry || fate.Kind == FatePark {
+		c.tries[j.ID] = fate.Tries
+		return
+	}
+	delete(c.tries, j.ID)
+	delete(c.denied, j.ID)
+}
+
+// settled takes the lock to note that a fate was written: a job that went
+// back to the frontier is claimable again, from fate.At.
+func (c *Core) settled(fate Fate) {
+	if fate.Kind != FateRetry && fate.Kind != FatePark {
+		return
+	}
+	c.mu.Lock()
+	c.settledLocked(fate)
+	c.mu.Unlock()
+}
+
+func (c *Core) settledLocked(fate Fate) {
+	if fate.Kind != FateRetry && fate.Kind != FatePark {
+		return
+	}
+	c.frDirty = true
+	if fate.At.Before(c.frNext) {
+		c.frNext = fate.At
+	}
+}
+
+// writeFate writes a job's fate to the frontier and counts it; it needs no
+// lock. final says the job reached done or abandoned, described by the
+// returned Finished.
+func (c *Core) writeFate(ctx context.Context, j frontier.Job, fate Fate, status int, res frontier.Result) (Finished, bool, error) {
 	l := j.Lease()
 	var err error
 	switch fate.Kind {
@@ -852,17 +965,7 @@ func (c *Core) settleLocked(ctx context.Context, j frontier.Job, fate Fate, stat
 			}
 		}
 	}
-	if fate.Kind == FateRetry || fate.Kind == FatePark {
-		c.tries[j.ID] = fate.Tries
-		c.frDirty = true
-		if fate.At.Before(c.frNext) {
-			c.frNext = fate.At
-		}
-		return Finished{}, false, wrapSettle(err, j)
-	}
-	delete(c.tries, j.ID)
-	delete(c.denied, j.ID)
-	if err != nil {
+	if err != nil || fate.Kind == FateRetry || fate.Kind == FatePark {
 		return Finished{}, false, wrapSettle(err, j)
 	}
 	out := "done"

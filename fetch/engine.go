@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,9 +32,15 @@ type EngineConfig struct {
 	// Default 10 MiB.
 	MaxBodyBytes int64
 	// Header is added to every request (User-Agent defaults to
-	// Core.UserAgent). Authorization and Cookie are not sent on a redirect
-	// hop to another host than the job's (as curl and net/http do).
+	// Core.UserAgent). A job's own headers (frontier.NewJob.Header) go
+	// over these. Authorization and Cookie are not sent on a redirect hop
+	// to another host than the job's (as curl and net/http do).
 	Header http.Header
+	// KeepBody keeps the body of each successful response in memory (up to
+	// MaxBodyBytes) and hands it to the Core's OnFinish in Finished.Body,
+	// for a caller that handles pages as they come rather than from
+	// BodyDir. It costs a body's memory per request in flight.
+	KeepBody bool
 	// HorizonWait: when only parked jobs remain, Run waits for those due
 	// within this span and returns if the rest are due later. Default: the
 	// retry policy's MaxWait.
@@ -42,10 +50,11 @@ type EngineConfig struct {
 // Engine fetches the frontier's jobs through the exits, as the Core decides.
 // Run it once; its goroutines end when Run returns.
 type Engine struct {
-	cfg  EngineConfig
-	core *Core
-	stop chan struct{}
-	once sync.Once
+	cfg    EngineConfig
+	header http.Header // cfg.Header with the User-Agent: read-only
+	core   *Core
+	stop   chan struct{}
+	once   sync.Once
 }
 
 // NewEngine checks cfg and returns an engine over core.
@@ -70,7 +79,14 @@ func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
 			return nil, fmt.Errorf("fetch: body dir: %w", err)
 		}
 	}
-	return &Engine{cfg: cfg, core: core, stop: make(chan struct{})}, nil
+	header := cfg.Header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", core.cfg.UserAgent)
+	}
+	return &Engine{cfg: cfg, header: header, core: core, stop: make(chan struct{})}, nil
 }
 
 // Stop asks Run to stop taking work: requests in flight finish and are
@@ -81,13 +97,20 @@ func (e *Engine) Stop() { e.once.Do(func() { close(e.stop) }) }
 // Run fetches until the frontier has no work left that is due within the
 // horizon, Stop is called, or ctx ends. Cancelling ctx aborts requests in
 // flight; their jobs go back to the frontier uncharged, so nothing is lost.
+//
+// A goroutine that completes an attempt asks the Core for the next ones and
+// goes on with the first itself, so a busy crawl neither starts a goroutine
+// nor wakes the dispatching loop per request; that loop wakes when a worker
+// runs out of work, when a host's wait ends, or to stop.
 func (e *Engine) Run(ctx context.Context) error {
 	var (
-		wg      sync.WaitGroup
-		errs    firstError
-		wakeup  = make(chan struct{}, 1)
-		timer   = time.NewTimer(time.Hour)
-		stopped = false
+		wg       sync.WaitGroup
+		errs     firstError
+		wakeup   = make(chan struct{}, 1)
+		timer    = time.NewTimer(time.Hour)
+		stopped  = false
+		bg       = context.WithoutCancel(ctx)
+		mainWake atomic.Int64 // unix nanoseconds the loop's timer is set for
 	)
 	defer timer.Stop()
 	defer wg.Wait()
@@ -97,6 +120,48 @@ func (e *Engine) Run(ctx context.Context) error {
 		default: // a wake-up is already pending
 		}
 	}
+	var work func(a Attempt)
+	start := func(atts []Attempt) {
+		for _, a := range atts {
+			wg.Add(1)
+			go work(a)
+		}
+	}
+	work = func(a Attempt) {
+		defer wg.Done()
+		defer poke()
+		var atts []Attempt
+		for {
+			r := e.do(ctx, a)
+			if err := e.core.Complete(bg, a, r); err != nil {
+				// A fate that could not be recorded, or a body that
+				// could not be stored: going on would lose work.
+				errs.set(err)
+				e.Stop()
+			}
+			recycle(&r)
+			if isClosed(e.stop) || ctx.Err() != nil {
+				return
+			}
+			var wake time.Time
+			var err error
+			clear(atts) // let the last attempts' jobs go
+			atts, wake, err = e.core.dispatch(ctx, time.Now(), atts[:0])
+			if err != nil {
+				errs.set(err)
+				e.Stop()
+				return
+			}
+			if !wake.IsZero() && wake.UnixNano() < mainWake.Load() {
+				poke() // the loop sleeps past a wait that ends sooner
+			}
+			if len(atts) == 0 {
+				return
+			}
+			start(atts[1:])
+			a = atts[0]
+		}
+	}
 	for {
 		if !stopped {
 			atts, wake, err := e.core.Dispatch(ctx, time.Now())
@@ -104,20 +169,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				errs.set(err)
 				e.Stop()
 			}
-			for _, a := range atts {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r := e.do(ctx, a)
-					if err := e.core.Complete(context.WithoutCancel(ctx), a, r); err != nil {
-						// A fate that could not be recorded, or a body that
-						// could not be stored: going on would lose work.
-						errs.set(err)
-						e.Stop()
-					}
-					poke()
-				}()
-			}
+			start(atts)
 			if len(atts) == 0 {
 				finished, err := e.finished(ctx, wake)
 				errs.set(err)
@@ -129,6 +181,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			if !wake.IsZero() {
 				d = max(time.Until(wake), time.Millisecond)
 			}
+			mainWake.Store(time.Now().Add(d).UnixNano())
 			timer.Reset(d)
 		}
 		select {
@@ -139,7 +192,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		if !stopped && (isClosed(e.stop) || ctx.Err() != nil) {
 			stopped = true
-			errs.set(e.core.HandBack(context.WithoutCancel(ctx)))
+			errs.set(e.core.HandBack(bg))
 		}
 		if stopped && e.core.Inflight() == 0 {
 			return errs.get()
@@ -205,6 +258,9 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	if !ok {
 		return Response{Err: fmt.Errorf("%w %q", ErrNoExit, a.Ticket.Exit), At: time.Now()}
 	}
+	// A context per request: its error says DeadlineExceeded when it
+	// runs out, which a proxy-checking transport (pool.Transport) tells
+	// from a cancellation.
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
 	method := a.Job.Method
@@ -215,15 +271,23 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	if err != nil {
 		return Response{Err: err, At: time.Now()}
 	}
+	// The engine's headers are one map shared by every request (a
+	// RoundTripper does not modify its request); a job with headers of its
+	// own, or a redirect hop to another host than the job's, gets a copy:
+	// the job's headers over the engine's, credentials kept home.
+	req.Header = e.header
+	jobHeader := len(a.Job.Header) > 0 && !a.Robots
 	crossHost := a.Hops > 0 && !sameHost(a.URL, a.Job.URL)
-	for k, v := range e.cfg.Header {
-		if crossHost && credentialHeader[k] {
-			continue // a redirect led to another host: keep credentials home
+	if jobHeader || crossHost {
+		req.Header = e.header.Clone()
+		if jobHeader {
+			maps.Copy(req.Header, a.Job.Header)
 		}
-		req.Header[k] = v
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", e.core.cfg.UserAgent)
+		if crossHost {
+			for k := range credentialHeader {
+				delete(req.Header, k)
+			}
+		}
 	}
 	resp, err := m.Transport.RoundTrip(req)
 	if err != nil {
@@ -236,9 +300,9 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	if a.Robots {
 		keep = 512 << 10
 	}
-	var sink io.Writer = io.Discard
+	ok2xx := !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 300
 	var body *bodyFile
-	if e.cfg.BodyDir != "" && !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	if e.cfg.BodyDir != "" && ok2xx {
 		path := filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10))
 		f, err := os.Create(path)
 		if err != nil {
@@ -247,13 +311,46 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 			return r
 		}
 		body = &bodyFile{f: f, path: path}
-		sink, r.BodyPath = body, path
+		r.BodyPath = path
 	}
-	sniff := &prefixWriter{max: keep}
+	var kept []byte // the whole body, for OnFinish
+	if e.cfg.KeepBody && ok2xx {
+		kept = make([]byte, 0, min(max(resp.ContentLength, 512), e.cfg.MaxBodyBytes))
+	}
+	sniff := (*sniffBufs.Get().(*[]byte))[:0]
+	if keep > cap(sniff) {
+		sniff = make([]byte, 0, keep)
+	}
 	buf := copyBufs.Get().(*[]byte)
-	n, err := io.CopyBuffer(io.MultiWriter(sink, sniff), io.LimitReader(resp.Body, e.cfg.MaxBodyBytes), *buf)
+	var n int64
+	for n < e.cfg.MaxBodyBytes {
+		b := (*buf)[:min(int64(len(*buf)), e.cfg.MaxBodyBytes-n)]
+		k, rerr := resp.Body.Read(b)
+		if k > 0 {
+			chunk := b[:k]
+			n += int64(k)
+			if room := keep - len(sniff); room > 0 {
+				sniff = append(sniff, chunk[:min(room, k)]...)
+			}
+			if kept != nil {
+				kept = append(kept, chunk...)
+			}
+			if body != nil {
+				if _, werr := body.Write(chunk); werr != nil {
+					err = werr
+					break
+				}
+			}
+		}
+		if rerr != nil {
+			if rerr != io.EOF {
+				err = rerr
+			}
+			break
+		}
+	}
 	copyBufs.Put(buf)
-	r.Bytes, r.Sniff = n, sniff.buf
+	r.Bytes, r.Sniff, r.Body = n, sniff, kept
 	if err == nil && n == e.cfg.MaxBodyBytes {
 		// At the cap: one more byte says whether the body went on.
 		var one [1]byte
@@ -269,11 +366,11 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	var se *StoreError
 	switch {
 	case errors.As(err, &se):
-		r.StoreErr, r.BodyPath = se, ""
+		r.StoreErr, r.BodyPath, r.Body = se, "", nil
 		os.Remove(se.Path) // a partial body must not pass for the page
 	case err != nil:
 		// A body cut short is a transport failure of the whole attempt.
-		r.Status, r.Err, r.BodyPath = 0, err, ""
+		r.Status, r.Err, r.BodyPath, r.Body = 0, err, "", nil
 		r.Aborted = ctx.Err() != nil
 		if body != nil {
 			os.Remove(body.path)
@@ -281,6 +378,20 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	}
 	return r
 }
+
+// recycle returns a completed response's sniff buffer to the pool: the Core
+// reads it only while it completes the attempt.
+func recycle(r *Response) {
+	if cap(r.Sniff) == SniffBytes {
+		b := r.Sniff[:0]
+		sniffBufs.Put(&b)
+	}
+	r.Sniff = nil
+}
+
+// sniffBufs recycles the SniffBytes buffers each body's first bytes are
+// kept in.
+var sniffBufs = sync.Pool{New: func() any { b := make([]byte, 0, SniffBytes); return &b }}
 
 // StoreError is a body that could not be stored (disk full, out of inodes,
 // no permission): a failure of this machine, not of the server or the exit.
@@ -321,16 +432,3 @@ func (b *bodyFile) close() error {
 // copyBufs recycles body copy buffers: one per request would be the
 // engine's largest allocation.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// prefixWriter keeps the first max bytes written to it.
-type prefixWriter struct {
-	buf []byte
-	max int
-}
-
-func (w *prefixWriter) Write(p []byte) (int, error) {
-	if room := w.max - len(w.buf); room > 0 {
-		w.buf = append(w.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}

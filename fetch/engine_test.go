@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/exitgate/exitgate/backoff"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/limit"
@@ -65,25 +67,13 @@ func TestEngineFates(t *testing.T) {
 
 	ctx := context.Background()
 	dir := t.TempDir()
-	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "f.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
 	paths := []string{"/ok/1", "/ok/2", "/ok/3", "/gone", "/flaky", "/limited", "/park", "/redir", "/loop", "/private/x"}
 	var jobs []frontier.NewJob
 	for _, p := range paths {
 		jobs = append(jobs, frontier.NewJob{URL: srv.URL + p})
 	}
-	if _, err := fr.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
-
-	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(50)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim.SetExits([]limit.Exit{{ID: "e1"}, {ID: "e2"}})
+	fr := sqliteFrontier(t, dir, jobs...)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(50)}, "e1", "e2")
 	tally := metrics.NewTally(time.Now())
 	var finished []Finished
 	var fmu sync.Mutex
@@ -209,5 +199,143 @@ func TestEngineStopHandsBackWork(t *testing.T) {
 		if j, _ := fr.Get(ctx, id); j.Attempts != 0 {
 			t.Errorf("job %d charged %d attempts by an abort", id, j.Attempts)
 		}
+	}
+}
+
+// TestEngineJobHeadersAndOnFinish: a job's own headers and metadata go with
+// it (its headers on each of its requests, over the engine's; credentials
+// not past a redirect to another host), and OnFinish hands back the job
+// with its metadata, the final URL after redirects, the response headers,
+// and the body, both kept in memory and stored.
+func TestEngineJobHeadersAndOnFinish(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]http.Header{} // path -> request headers
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got["other"+r.URL.Path] = r.Header.Clone()
+		mu.Unlock()
+		fmt.Fprint(w, "elsewhere")
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.URL.Path] = r.Header.Clone()
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/start":
+			http.Redirect(w, r, "/final", http.StatusFound)
+		case "/away":
+			// The other server by another name: another host.
+			http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/there", http.StatusFound)
+		default:
+			w.Header().Set("X-Served", r.URL.Path)
+			fmt.Fprint(w, "page "+r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+
+	ctx := context.Background()
+	dir := t.TempDir()
+	hdr := http.Header{"X-Token": {"t1"}, "Cookie": {"session=7"}, "User-Agent": {"job-agent"}}
+	fr := sqliteFrontier(t, dir,
+		frontier.NewJob{URL: srv.URL + "/start", Header: hdr, Meta: map[string]string{"depth": "2"}},
+		frontier.NewJob{URL: srv.URL + "/away", Header: hdr},
+		frontier.NewJob{URL: srv.URL + "/plain"},
+	)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
+	var fins []Finished
+	core := NewCore(CoreConfig{AllowPrivateRedirects: true, OnFinish: func(f Finished) {
+		mu.Lock()
+		fins = append(fins, f)
+		mu.Unlock()
+	}}, fr, lim, nil)
+	eng, err := NewEngine(EngineConfig{
+		Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()}), BodyDir: filepath.Join(dir, "bodies"), KeepBody: true,
+		Header: http.Header{"X-Engine": {"e"}},
+	}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, path := range []string{"/start", "/final"} {
+		h := got[path]
+		if h.Get("X-Token") != "t1" || h.Get("Cookie") != "session=7" || h.Get("User-Agent") != "job-agent" || h.Get("X-Engine") != "e" {
+			t.Errorf("request for %s had headers %v, want the job's (X-Token, Cookie, its User-Agent) and the engine's X-Engine", path, h)
+		}
+	}
+	if h := got["other/there"]; h.Get("X-Token") != "t1" || h.Get("Cookie") != "" {
+		t.Errorf("request redirected to another host had headers %v, want X-Token kept and Cookie dropped", h)
+	}
+	if h := got["/plain"]; h.Get("X-Token") != "" || h.Get("User-Agent") != DefaultUserAgent || h.Get("X-Engine") != "e" {
+		t.Errorf("request for /plain had headers %v, want the engine's only", h)
+	}
+
+	byPath := map[string]Finished{}
+	for _, f := range fins {
+		byPath[strings.TrimPrefix(f.Job.URL, srv.URL)] = f
+	}
+	f, ok := byPath["/start"]
+	if !ok || f.Outcome != "done" {
+		t.Fatalf("OnFinish for /start = %+v, %v; want done", f, ok)
+	}
+	if f.URL != srv.URL+"/final" || f.Header.Get("X-Served") != "/final" || string(f.Body) != "page /final" {
+		t.Errorf("OnFinish for /start: URL %q, X-Served %q, body %q; want the final URL, its headers and its body", f.URL, f.Header.Get("X-Served"), f.Body)
+	}
+	if f.Job.Meta["depth"] != "2" || f.Job.Header.Get("X-Token") != "t1" {
+		t.Errorf("OnFinish for /start: job meta %v header %v, want them as pushed", f.Job.Meta, f.Job.Header)
+	}
+	if b, err := os.ReadFile(f.Result.Body); err != nil || string(b) != "page /final" {
+		t.Errorf("stored body %q = %q, %v; want the page", f.Result.Body, b, err)
+	}
+	if f := byPath["/plain"]; f.Job.Meta != nil || string(f.Body) != "page /plain" {
+		t.Errorf("OnFinish for /plain: meta %v body %q", f.Job.Meta, f.Body)
+	}
+}
+
+// TestEngineTimeout: a request that gets no answer within Timeout fails as
+// a timeout (retried, then abandoned as one), and the worker that waited goes on
+// with other URLs.
+func TestEngineTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	ctx := context.Background()
+	jobs := []frontier.NewJob{{URL: srv.URL + "/hang"}}
+	for i := range 20 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/ok/%d", srv.URL, i)})
+	}
+	fr := sqliteFrontier(t, t.TempDir(), jobs...)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
+	var reason string
+	core := NewCore(CoreConfig{Concurrency: 1, Retry: RetryPolicy{MaxRetries: 1, Backoff: backoff.Policy{Base: time.Millisecond, Cap: time.Millisecond}},
+		OnFinish: func(f Finished) {
+			if strings.HasSuffix(f.Job.URL, "/hang") {
+				reason = f.Outcome + ": " + f.Reason
+			}
+		}}, fr, lim, nil)
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()}), Timeout: 100 * time.Millisecond}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := fr.Counts(ctx)
+	if c.Done != 20 || c.Abandoned != 1 || !strings.Contains(reason, "timeout") {
+		t.Errorf("after the run: %d done, %d abandoned, /hang %q; want 20 done, /hang abandoned for a timeout", c.Done, c.Abandoned, reason)
 	}
 }

@@ -131,11 +131,11 @@ type Fate struct {
 // same inputs at the same now give the same fate.
 func decide(p RetryPolicy, tries Tries, r attemptResult, rnd *rand.Rand, now time.Time) Fate {
 	f := Fate{Tries: tries}
-	what := describe(r)
 	if r.Verdict == verdict.OK {
 		f.Kind = FateDone
 		return f
 	}
+	what := describe(r)
 	if r.Verdict == verdict.Fatal {
 		return abandon(f, what)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/frontier"
-	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
 )
@@ -34,29 +33,18 @@ func TestEngineBodyNotStoredIsNotDone(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 	dir := t.TempDir()
-	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "f.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
 	const n = 20
 	var jobs []frontier.NewJob
 	for i := range n {
 		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/p/%d", srv.URL, i)})
 	}
-	if _, err := fr.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
+	fr := sqliteFrontier(t, dir, jobs...)
 	bodies := filepath.Join(dir, "bodies")
 	// run runs an engine over fr; prepared is called once NewEngine has
 	// made the body directory.
 	run := func(prepared func()) error {
 		t.Helper()
-		lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lim.SetExits([]limit.Exit{{ID: "e1"}})
+		lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, "e1")
 		core := NewCore(CoreConfig{Concurrency: 4}, fr, lim, metrics.NewTally(time.Now()))
 		eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport}), BodyDir: bodies}, core)
 		if err != nil {
@@ -68,7 +56,7 @@ func TestEngineBodyNotStoredIsNotDone(t *testing.T) {
 		return eng.Run(rctx)
 	}
 
-	err = run(func() {
+	err := run(func() {
 		if err := os.Remove(bodies); err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ package frontier
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 )
 
@@ -91,6 +92,15 @@ type NewJob struct {
 	Exit string
 	// Due is when the job may first be claimed. Zero: immediately.
 	Due time.Time
+	// Header holds request headers of this job's own (a cookie, a
+	// referer), sent over the fetcher's defaults. nil: none. Names must be
+	// HTTP tokens and values may not hold CR, LF or NUL. It is not part of
+	// the deduplication key.
+	Header http.Header
+	// Meta is the caller's data about the job (a depth, a parent URL, a
+	// label), stored with it and handed back with it; stores do not read
+	// it. nil: none.
+	Meta map[string]string
 }
 
 // Job is one URL job as stored.
@@ -121,6 +131,10 @@ type Job struct {
 	Reason string
 	// Result is the outcome of a done job; zero otherwise.
 	Result Result
+	// Header and Meta are as pushed (see NewJob); nil when empty. They
+	// are shared, not copied, between copies of a Job: do not modify them.
+	Header http.Header
+	Meta   map[string]string
 }
 
 // Lease returns the lease under which a worker holding j settles it.

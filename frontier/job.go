@@ -1,7 +1,10 @@
 package frontier
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"strings"
 )
 
@@ -35,6 +38,26 @@ func Prepare(nj NewJob) (Job, error) {
 	if !isToken(j.Method) {
 		return Job{}, fmt.Errorf("%w: method %q is not an http token", ErrInvalidJob, j.Method)
 	}
+	if len(nj.Header) > 0 {
+		for k, vs := range nj.Header {
+			if !isToken(k) {
+				return Job{}, fmt.Errorf("%w: header name %q is not an http token", ErrInvalidJob, k)
+			}
+			for _, v := range vs {
+				if strings.ContainsAny(v, "\r\n\x00") {
+					return Job{}, fmt.Errorf("%w: header %s has CR, LF or NUL in its value", ErrInvalidJob, k)
+				}
+			}
+		}
+		j.Header = make(http.Header, len(nj.Header))
+		for k, vs := range nj.Header {
+			k = http.CanonicalHeaderKey(k)
+			j.Header[k] = append(j.Header[k], vs...)
+		}
+	}
+	if len(nj.Meta) > 0 {
+		j.Meta = maps.Clone(nj.Meta)
+	}
 	return j, nil
 }
 
@@ -67,4 +90,50 @@ func PrepareAll(jobs []NewJob) ([]Job, error) {
 		prepared[i] = j
 	}
 	return prepared, nil
+}
+
+// Prepared is a push whose jobs have been through Prepare, so that a store
+// that takes it (PreparedPusher) only writes them: a caller can check and
+// prepare the next batch while the store writes this one. Only
+// PrepareBatch and Prepared.Add make one, so its jobs are always valid. The
+// zero value is an empty push.
+type Prepared struct {
+	jobs []Job
+}
+
+// PrepareBatch runs Prepare on every job, naming the first bad one by its
+// index, and returns them as a Prepared push.
+func PrepareBatch(jobs []NewJob) (Prepared, error) {
+	p, err := PrepareAll(jobs)
+	return Prepared{jobs: p}, err
+}
+
+// Add prepares one job and adds it to the push; on error the push is
+// unchanged.
+func (p *Prepared) Add(nj NewJob) error {
+	j, err := Prepare(nj)
+	if err != nil {
+		return err
+	}
+	p.jobs = append(p.jobs, j)
+	return nil
+}
+
+// Reset returns the push emptied, keeping its array for the next: the
+// jobs p held must no longer be in use.
+func (p Prepared) Reset() Prepared {
+	clear(p.jobs)
+	return Prepared{jobs: p.jobs[:0]}
+}
+
+// Len returns the number of jobs in the push.
+func (p Prepared) Len() int { return len(p.jobs) }
+
+// Jobs returns the prepared jobs. Stores read them; nobody may modify them.
+func (p Prepared) Jobs() []Job { return p.jobs }
+
+// PreparedPusher is a Frontier that also takes a push whose jobs are
+// already prepared; PushPrepared is Push without the checking.
+type PreparedPusher interface {
+	PushPrepared(ctx context.Context, p Prepared) (added int, err error)
 }

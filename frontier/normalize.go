@@ -70,6 +70,73 @@ func invalid(raw, why string) error {
 }
 
 func normalize(raw string) (normalized, error) {
+	if n, ok := normalizedAlready(raw); ok {
+		return n, nil
+	}
+	return normalizeSlow(raw)
+}
+
+// normalizedAlready recognises, without allocating, the common URL that is
+// its own key: a lowercase scheme and host, no userinfo, a port only when
+// it is not the default one, a path that starts with '/', and only bytes
+// that the key writes as they are (no '%', no '#'). Anything else returns
+// false and goes the whole way through url.Parse; both ways agree on every
+// URL this one accepts (TestNormalizedAlready, FuzzNormalize).
+func normalizedAlready(raw string) (normalized, bool) {
+	var rest, defPort string
+	switch {
+	case strings.HasPrefix(raw, "http://"):
+		rest, defPort = raw[len("http://"):], "80"
+	case strings.HasPrefix(raw, "https://"):
+		rest, defPort = raw[len("https://"):], "443"
+	default:
+		return normalized{}, false
+	}
+	end := strings.IndexByte(rest, '/')
+	if end <= 0 {
+		return normalized{}, false // no host, or no path
+	}
+	authority := rest[:end]
+	host, port, hasPort := strings.Cut(authority, ":")
+	if host == "" {
+		return normalized{}, false
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return normalized{}, false
+		}
+	}
+	if hasPort {
+		if port == "" || len(port) > 5 || port[0] == '0' || port == defPort {
+			return normalized{}, false
+		}
+		n := 0
+		for i := 0; i < len(port); i++ {
+			c := port[i]
+			if c < '0' || c > '9' {
+				return normalized{}, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		if n > 65535 {
+			return normalized{}, false
+		}
+	}
+	// The first '?' starts the query, where later ones are kept as they
+	// are too.
+	for i := len(authority) + (len(raw) - len(rest)); i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case isUnreserved(c) || c == '/' || c == ':' || c == '@' || c == '?':
+		case c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' || c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=':
+		default:
+			return normalized{}, false
+		}
+	}
+	return normalized{key: raw, host: authority}, true
+}
+
+func normalizeSlow(raw string) (normalized, error) {
 	if raw == "" {
 		return normalized{}, invalid(raw, "empty")
 	}

@@ -94,6 +94,62 @@ func TestNormalizeErrorSaysWhy(t *testing.T) {
 	}
 }
 
+// hostOf is the default host key the full normalisation gives raw.
+func hostOf(t *testing.T, raw string) string {
+	t.Helper()
+	n, err := normalizeSlow(raw)
+	if err != nil {
+		t.Fatalf("normalizeSlow(%q): %v", raw, err)
+	}
+	return n.host
+}
+
+// TestNormalizedAlready: the shortcut takes the common canonical URL and
+// agrees with the whole normalisation on it; it leaves the rest alone.
+func TestNormalizedAlready(t *testing.T) {
+	for _, tt := range []struct {
+		in string
+		ok bool
+	}{
+		{"http://example.com/", true},
+		{"https://www.shop1.example/catalog/item/7?ref=list&page=3", true},
+		{"http://127.0.0.1:8080/a/b?x=1?y=(2)!*'", true},
+		{"https://a-b.example:443/", false},
+		{"http://a.example:80/", false},
+		{"http://a.example:08080/", false},
+		{"http://a.example:65536/", false},
+		{"http://a.example:/", false},
+		{"http://A.example/", false},
+		{"HTTP://a.example/", false},
+		{"http://a.example", false},
+		{"http://a.example?x", false},
+		{"http://u@a.example/", false},
+		{"http://a.example/%41", false},
+		{"http://a.example/a#f", false},
+		{"http://a.example/a b", false},
+		{"http://[::1]/", false},
+		{"http://bücher.example/", false},
+	} {
+		n, ok := normalizedAlready(tt.in)
+		if ok != tt.ok {
+			t.Errorf("normalizedAlready(%q) ok = %v, want %v", tt.in, ok, tt.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		want, err := normalizeSlow(tt.in)
+		if err != nil || n != want {
+			t.Errorf("normalizedAlready(%q) = %+v, want %+v (%v)", tt.in, n, want, err)
+		}
+	}
+	for _, tt := range normalizeTests {
+		if n, ok := normalizedAlready(tt.in); ok && n.key != tt.want {
+			t.Errorf("normalizedAlready(%q) = %q, want %q", tt.in, n.key, tt.want)
+		}
+	}
+}
+
 func FuzzNormalize(f *testing.F) {
 	for _, tt := range normalizeTests {
 		f.Add(tt.in)
@@ -108,6 +164,9 @@ func FuzzNormalize(f *testing.F) {
 				t.Fatalf("Normalize(%q) error %v does not wrap ErrInvalidURL", in, err)
 			}
 			return
+		}
+		if n, ok := normalizedAlready(in); ok && (n.key != key || n.host != hostOf(t, in)) {
+			t.Fatalf("normalizedAlready(%q) = %+v, want key %q host %q", in, n, key, hostOf(t, in))
 		}
 		again, err := Normalize(key)
 		if err != nil || again != key {

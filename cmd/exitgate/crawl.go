@@ -309,7 +309,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	} else if n > 0 {
 		fmt.Fprintf(stderr, "resumed: %d jobs that a stopped run had in flight are queued again\n", n)
 	}
-	added, bad, err := pushURLs(ctx, fr, setup.urlFile)
+	added, bad, err := urlfile.Push(ctx, fr, setup.urlFile)
 	for _, b := range bad {
 		fmt.Fprintln(stderr, "skipped", b)
 	}
@@ -476,38 +476,6 @@ func crawlOutcome(sum report.Summary, why string) error {
 		return &exitError{code: exitAbandoned, err: fmt.Errorf("%d of %d URLs abandoned (reasons in summary.json, URLs in results.jsonl)", sum.Abandoned, sum.URLs)}
 	}
 	return nil
-}
-
-// pushURLs adds the URL file to the frontier in batches. Bad lines are
-// returned, not fatal.
-func pushURLs(ctx context.Context, fr frontier.Frontier, path string) (int, []*urlfile.LineError, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer file.Close()
-	added := 0
-	batch := make([]frontier.NewJob, 0, 5000)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		n, err := fr.Push(ctx, batch)
-		added += n
-		batch = batch[:0]
-		return err
-	}
-	bad, err := urlfile.Read(file, path, func(u string) error {
-		batch = append(batch, frontier.NewJob{URL: u})
-		if len(batch) == cap(batch) {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	return added, bad, err
 }
 
 // listenMetrics takes the metrics address before any work starts, so that a

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -163,6 +165,12 @@ func testPushInvalid(t *testing.T, f frontier.Frontier) {
 	if !errors.Is(err, frontier.ErrInvalidJob) || n != 0 {
 		t.Fatalf("Push(bad method) = %d, %v, want 0, ErrInvalidJob", n, err)
 	}
+	for _, h := range []http.Header{{"Bad Name": {"x"}}, {"X-Split": {"a\r\nInjected: 1"}}} {
+		n, err = f.Push(ctx, []frontier.NewJob{{URL: "http://example.com/ok", Header: h}})
+		if !errors.Is(err, frontier.ErrInvalidJob) || n != 0 {
+			t.Fatalf("Push(header %q) = %d, %v, want 0, ErrInvalidJob", h, n, err)
+		}
+	}
 	wantCounts(t, f, 0, 0, 0, 0, 0)
 	if n, err := f.Push(ctx, nil); err != nil || n != 0 {
 		t.Fatalf("Push(nil) = %d, %v, want 0, nil", n, err)
@@ -170,19 +178,25 @@ func testPushInvalid(t *testing.T, f frontier.Frontier) {
 }
 
 func testClaimFields(t *testing.T, f frontier.Frontier) {
-	push(t, f, frontier.NewJob{URL: "http://Example.com:80/a#f", Host: "example", Exit: "exit-7"})
+	header := http.Header{"Cookie": {"session=1"}, "Referer": {"http://example.com/"}}
+	meta := map[string]string{"depth": "2", "parent": "http://example.com/"}
+	push(t, f, frontier.NewJob{URL: "http://Example.com:80/a#f", Host: "example", Exit: "exit-7", Header: header, Meta: meta})
+	header.Set("Cookie", "changed after push")
+	meta["depth"] = "changed after push"
 	j := claimOne(t, f, T0)
 	want := frontier.Job{
 		ID: j.ID, URL: "http://Example.com:80/a#f", Key: "http://example.com/a", Host: "example",
 		Method: "GET", Exit: "exit-7", State: frontier.Leased, Seq: j.Seq, LeaseUntil: j.LeaseUntil,
+		Header: http.Header{"Cookie": {"session=1"}, "Referer": {"http://example.com/"}},
+		Meta:   map[string]string{"depth": "2", "parent": "http://example.com/"},
 	}
-	if j != want {
+	if !reflect.DeepEqual(j, want) {
 		t.Fatalf("Claim() = %+v, want %+v", j, want)
 	}
 	if j.Seq < 1 || !j.LeaseUntil.After(T0) {
 		t.Fatalf("Claim() = Seq %d LeaseUntil %v, want Seq >= 1 and a lease after %v", j.Seq, j.LeaseUntil, T0)
 	}
-	if g := get(t, f, j.ID); g != j {
+	if g := get(t, f, j.ID); !reflect.DeepEqual(g, j) {
 		t.Fatalf("Get(%d) = %+v, want the claimed job %+v", j.ID, g, j)
 	}
 	if l := j.Lease(); l.ID != j.ID || l.Seq != j.Seq {
@@ -190,10 +204,29 @@ func testClaimFields(t *testing.T, f frontier.Frontier) {
 	}
 	wantCounts(t, f, 0, 1, 0, 0, 0)
 
+	// Header and meta stay with the job through a retry and to its end.
+	if err := f.Retry(ctx, j.Lease(), T0, true, 500, "http 500"); err != nil {
+		t.Fatal(err)
+	}
+	j = claimOne(t, f, T0)
+	if !reflect.DeepEqual(j.Header, want.Header) || !reflect.DeepEqual(j.Meta, want.Meta) {
+		t.Fatalf("Claim() after Retry = header %v meta %v, want %v %v", j.Header, j.Meta, want.Header, want.Meta)
+	}
+	if err := f.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	fin, err := f.Finished(ctx, 0, 10)
+	if err != nil || len(fin) != 1 || !reflect.DeepEqual(fin[0].Header, want.Header) || !reflect.DeepEqual(fin[0].Meta, want.Meta) {
+		t.Fatalf("Finished() = %+v, %v; want the job with header %v meta %v", fin, err, want.Header, want.Meta)
+	}
+
 	push(t, f, frontier.NewJob{URL: "https://other.example:8443/x?b=1&a=2"})
 	j = claimOne(t, f, T0)
 	if j.Host != "other.example:8443" || j.Key != "https://other.example:8443/x?b=1&a=2" {
 		t.Fatalf("Claim() = host %q key %q, want the default host key and the query order kept", j.Host, j.Key)
+	}
+	if j.Header != nil || j.Meta != nil {
+		t.Fatalf("Claim() = header %v meta %v for a job pushed without them, want nil", j.Header, j.Meta)
 	}
 }
 

@@ -39,6 +39,7 @@ import (
 	"maps"
 	"math"
 	"math/bits"
+	"net/http"
 	"sync"
 	"time"
 
@@ -109,6 +110,7 @@ type methodKey struct{ method, key string }
 type job struct {
 	url, key, method, exit, reason string
 	resultExit, body               string
+	extra                          *extra // nil: no header, no meta
 	bytes, elapsed                 int64
 	seq                            int64
 	status                         int
@@ -117,6 +119,12 @@ type job struct {
 	pos                            int32 // index in its host's heap; -1 if not there
 	state                          frontier.State
 	truncated                      bool
+}
+
+// extra is what few jobs have: their own request headers and metadata.
+type extra struct {
+	header http.Header
+	meta   map[string]string
 }
 
 // New returns an empty Store.
@@ -241,6 +249,9 @@ func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
 		*s.job(idx) = job{
 			url: p.URL, key: p.Key, method: p.Method, exit: p.Exit,
 			host: h.id, state: frontier.Queued,
+		}
+		if p.Header != nil || p.Meta != nil {
+			s.job(idx).extra = &extra{header: p.Header, meta: p.Meta}
 		}
 		s.qpush(h, entry{due: enc(p.Due), idx: idx})
 		s.refile(h)
@@ -571,6 +582,9 @@ func (s *Store) export(idx int32, j *job, due int64) frontier.Job {
 		Seq:      j.seq,
 		Status:   j.status,
 		Reason:   j.reason,
+	}
+	if j.extra != nil {
+		out.Header, out.Meta = j.extra.header, j.extra.meta
 	}
 	switch j.state {
 	case frontier.Queued, frontier.Parked:

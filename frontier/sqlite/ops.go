@@ -6,68 +6,111 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/exitgate/exitgate/frontier"
 )
 
+// insRows is how many jobs one INSERT statement adds. A statement per job
+// spends more in binding, locking and stepping than SQLite spends in its
+// b-trees.
+const insRows = 128
+
 // Push implements frontier.Frontier. All jobs are added in one
 // transaction: push in batches of a few thousand.
 func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
-	prepared, err := frontier.PrepareAll(jobs)
+	p, err := frontier.PrepareBatch(jobs)
 	if err != nil {
 		return 0, fmt.Errorf("frontier/sqlite: %w", err)
 	}
+	return s.PushPrepared(ctx, p)
+}
+
+var _ frontier.PreparedPusher = (*Store)(nil)
+
+// PushPrepared implements frontier.PreparedPusher.
+func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, error) {
+	prepared := p.Jobs()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
-	err = s.inTx(ctx, func() (func(), error) {
+	err := s.inTx(ctx, func() (func(), error) {
 		newHosts := make(map[string]int64)
-		mins := make(map[string]int64) // host -> earliest due among added jobs
-		var order []string             // hosts of added jobs, first seen first
-		for _, j := range prepared {
-			var hid int64
+		hosts := make([]int64, len(prepared))
+		for i, j := range prepared {
 			if h := s.sched.byName[j.Host]; h != nil {
-				hid = h.id
+				hosts[i] = h.id
 			} else if id, ok := newHosts[j.Host]; ok {
-				hid = id
+				hosts[i] = id
 			} else {
 				res, err := s.st.insHost.ExecContext(ctx, j.Host)
 				if err != nil {
 					return nil, err
 				}
-				if hid, err = res.LastInsertId(); err != nil {
+				if hosts[i], err = res.LastInsertId(); err != nil {
 					return nil, err
 				}
-				newHosts[j.Host] = hid
+				newHosts[j.Host] = hosts[i]
 			}
-			var url any // NULL: same as key
-			if j.URL != j.Key {
-				url = j.URL
-			}
-			due := enc(j.Due)
-			res, err := s.st.insJob.ExecContext(ctx, j.Key, j.Method, url, hid, j.Exit, due)
+		}
+		// The earliest due among the added jobs of each host, first seen
+		// first. A statement that adds fewer rows than it was given (some
+		// were duplicates) does not say which: its hosts' earliest due is
+		// read back from the file instead.
+		mins := make(map[int64]int64)
+		var order []int64
+		reread := make(map[int64]bool)
+		var ins inserter
+		for lo := 0; lo < len(prepared); {
+			n, st, args := ins.next(s, prepared[lo:], hosts[lo:])
+			res, err := st.ExecContext(ctx, args...)
 			if err != nil {
 				return nil, err
 			}
-			if n, err := res.RowsAffected(); err != nil {
+			got, err := res.RowsAffected()
+			if err != nil {
 				return nil, err
-			} else if n == 1 {
-				added++
-				if m, ok := mins[j.Host]; !ok {
-					mins[j.Host] = due
-					order = append(order, j.Host)
+			}
+			added += int(got)
+			for i := lo; i < lo+n; i++ {
+				hid := hosts[i]
+				if got != int64(n) {
+					reread[hid] = true
+				}
+				if got == 0 && n == 1 {
+					continue // the one job was a duplicate: no change
+				}
+				due := enc(prepared[i].Due)
+				if m, ok := mins[hid]; !ok {
+					mins[hid] = due
+					order = append(order, hid)
 				} else if due < m {
-					mins[j.Host] = due
+					mins[hid] = due
 				}
 			}
+			lo += n
+		}
+		exact := make(map[int64]hostNext, len(reread))
+		for hid := range reread {
+			active, next, err := s.minDue(ctx, hid)
+			if err != nil {
+				return nil, err
+			}
+			exact[hid] = hostNext{active, next}
 		}
 		return func() {
 			for name, id := range newHosts {
 				s.sched.add(id, name)
 			}
-			for _, name := range order {
-				h, due := s.sched.byName[name], mins[name]
+			for _, hid := range order {
+				h := s.sched.byID[hid]
+				if hn, ok := exact[hid]; ok {
+					s.sched.set(h, hn.active, hn.next)
+					continue
+				}
+				due := mins[hid]
 				if h.active && h.next < due {
 					due = h.next
 				}
@@ -80,6 +123,104 @@ func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
 		return 0, fmt.Errorf("frontier/sqlite: push: %w", err)
 	}
 	return added, nil
+}
+
+// inserter binds the values of the next INSERT of a push, reusing its
+// buffers from one statement to the next.
+type inserter struct {
+	args []any
+	keys strings.Builder
+}
+
+// next picks the statement that adds the first jobs (host IDs in hosts)
+// and binds its values; it returns how many jobs it adds. A run of jobs that
+// share method, host and due goes as one JSON array of keys (the usual URL
+// list); otherwise insRows jobs at once, with only what they set (plain) or
+// every column; the last few one by one.
+func (ins *inserter) next(s *Store, jobs []frontier.Job, hosts []int64) (int, *sql.Stmt, []any) {
+	args := ins.args[:0]
+	defer func() { ins.args = args[:0] }()
+	if n := plainRun(jobs[:min(maxRun, len(jobs))], hosts); n >= minRun {
+		ins.keys.Reset()
+		ins.keys.WriteByte('[')
+		for i := range n {
+			if i > 0 {
+				ins.keys.WriteByte(',')
+			}
+			ins.keys.WriteByte('"')
+			ins.keys.WriteString(jobs[i].Key)
+			ins.keys.WriteByte('"')
+		}
+		ins.keys.WriteByte(']')
+		args = append(args, ins.keys.String(), jobs[0].Method, hosts[0], enc(jobs[0].Due))
+		return n, s.st.insRun, args
+	}
+	if len(jobs) >= insRows && allPlain(jobs[:insRows]) {
+		for i := range insRows {
+			args = append(args, jobs[i].Key, jobs[i].Method, hosts[i], enc(jobs[i].Due))
+		}
+		return insRows, s.st.insPlain, args
+	}
+	n, st := insRows, s.st.insJobs
+	if len(jobs) < insRows {
+		n, st = 1, s.st.insJob
+	}
+	for i := range n {
+		j := &jobs[i]
+		var url any // NULL: same as key
+		if j.URL != j.Key {
+			url = j.URL
+		}
+		args = append(args, j.Key, j.Method, url, hosts[i], j.Exit, enc(j.Due), encExtra(j.Header), encExtra(j.Meta))
+	}
+	return n, st, args
+}
+
+// maxRun and minRun bound the jobs insRun adds at once: it pays from a few
+// dozen on.
+const (
+	maxRun = 1024
+	minRun = 32
+)
+
+// plainRun returns how many jobs from the start of jobs (with host IDs
+// hosts) insRun can add at once: jobs that are their own key, JSON-safe,
+// with no exit pin, header or meta, and the first job's method, host and
+// due.
+func plainRun(jobs []frontier.Job, hosts []int64) int {
+	if len(jobs) == 0 {
+		return 0
+	}
+	first := &jobs[0]
+	for i := range jobs {
+		j := &jobs[i]
+		if j.URL != j.Key || j.Exit != "" || j.Header != nil || j.Meta != nil ||
+			j.Method != first.Method || hosts[i] != hosts[0] || !j.Due.Equal(first.Due) || !jsonSafe(j.Key) {
+			return i
+		}
+	}
+	return len(jobs)
+}
+
+// jsonSafe reports whether s may stand between JSON quotes as it is.
+func jsonSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
+}
+
+// allPlain reports whether every job is its own key and has no exit pin,
+// header or meta: what insPlain writes.
+func allPlain(jobs []frontier.Job) bool {
+	for i := range jobs {
+		if j := &jobs[i]; j.URL != j.Key || j.Exit != "" || j.Header != nil || j.Meta != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Claim implements frontier.Frontier. hostOK is called with the store's
@@ -241,16 +382,25 @@ func (s *Store) leaseDue(ctx context.Context, h *host, now, until int64, q int, 
 		return nil, hostNext{}, err
 	}
 	var jobs []frontier.Job
-	var lastDue, lastID int64
+	var lastDue int64
 	var hn hostNext
 	for rows.Next() {
 		var j frontier.Job
 		var url sql.NullString
 		var state int
 		var due int64
-		if err := rows.Scan(&j.ID, &j.Key, &j.Method, &url, &j.Exit, &state, &due, &j.Attempts, &j.Seq, &j.Status, &j.Reason); err != nil {
+		var header, meta string
+		if err := rows.Scan(&j.ID, &j.Key, &j.Method, &url, &j.Exit, &state, &due, &j.Attempts, &j.Seq, &j.Status, &j.Reason, &header, &meta); err != nil {
 			rows.Close()
 			return nil, hostNext{}, err
+		}
+		if err := decExtra(header, &j.Header); err != nil {
+			rows.Close()
+			return nil, hostNext{}, fmt.Errorf("job %d header: %w", j.ID, err)
+		}
+		if err := decExtra(meta, &j.Meta); err != nil {
+			rows.Close()
+			return nil, hostNext{}, fmt.Errorf("job %d meta: %w", j.ID, err)
 		}
 		if len(jobs) == q || due > now {
 			hn = hostNext{active: true, next: due}
@@ -267,7 +417,7 @@ func (s *Store) leaseDue(ctx context.Context, h *host, now, until int64, q int, 
 		delta[state]--
 		delta[frontier.Leased]++
 		jobs = append(jobs, j)
-		lastDue, lastID = due, j.ID
+		lastDue = due
 	}
 	if err := rows.Close(); err != nil {
 		return nil, hostNext{}, err
@@ -275,7 +425,7 @@ func (s *Store) leaseDue(ctx context.Context, h *host, now, until int64, q int, 
 	if len(jobs) == 0 {
 		return nil, hn, nil
 	}
-	res, err := s.st.lease.ExecContext(ctx, until, lastDue, lastID, h.id)
+	res, err := s.st.lease.ExecContext(ctx, until, h.id, lastDue, len(jobs))
 	if err != nil {
 		return nil, hostNext{}, err
 	}
@@ -401,6 +551,10 @@ func (s *Store) commitBatch(ctx context.Context, batch []*settleOp) {
 			}
 		}, nil
 	})
+	if err == nil && len(applies) > 0 {
+		s.stats.Commits++
+		s.stats.Changes += int64(len(applies))
+	}
 	for _, o := range batch {
 		if err != nil && o.err == nil {
 			o.err = err
@@ -549,10 +703,17 @@ func (s *Store) scanJob(r interface{ Scan(...any) error }) (frontier.Job, error)
 	var j frontier.Job
 	var url sql.NullString
 	var hostID, due, elapsed int64
+	var header, meta string
 	err := r.Scan(&j.ID, &j.Key, &j.Method, &url, &hostID, &j.Exit, &j.State, &due, &j.Attempts, &j.Seq,
-		&j.Status, &j.Reason, &j.Result.Bytes, &elapsed, &j.Result.Exit, &j.Result.Body, &j.Result.Truncated)
+		&j.Status, &j.Reason, &j.Result.Bytes, &elapsed, &j.Result.Exit, &j.Result.Body, &j.Result.Truncated, &header, &meta)
 	if err != nil {
 		return frontier.Job{}, err
+	}
+	if err := decExtra(header, &j.Header); err != nil {
+		return frontier.Job{}, fmt.Errorf("job %d header: %w", j.ID, err)
+	}
+	if err := decExtra(meta, &j.Meta); err != nil {
+		return frontier.Job{}, fmt.Errorf("job %d meta: %w", j.ID, err)
 	}
 	j.URL = j.Key
 	if url.Valid {

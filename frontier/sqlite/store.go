@@ -99,18 +99,36 @@ type Store struct {
 
 	qmu   sync.Mutex  // guards queue only; never held while waiting for mu
 	queue []*settleOp // changes waiting for a group commit
+
+	stats Stats // guarded by mu
+}
+
+// Stats counts the store's group commits: how many settling changes
+// (Complete, Retry, Park, Abandon, Release, Extend) went into how many
+// commits. Changes/Commits is the grouping concurrent callers get.
+type Stats struct {
+	Commits int64 // transactions that committed settling changes
+	Changes int64 // settling changes they held
+}
+
+// Stats returns the group commit counts since Open.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
 }
 
 var _ frontier.Frontier = (*Store)(nil)
 
 type stmts struct {
-	begin, commit, rollback                           *sql.Stmt
-	insHost, insJob, selHead, lease, minDue, getLease *sql.Stmt
-	complete, retry, park, abandon, release, extend   *sql.Stmt
-	get, finished                                     *sql.Stmt
+	begin, commit, rollback                         *sql.Stmt
+	insHost, insJob, insJobs, insPlain, insRun      *sql.Stmt
+	selHead, lease, minDue, getLease                *sql.Stmt
+	complete, retry, park, abandon, release, extend *sql.Stmt
+	get, finished                                   *sql.Stmt
 }
 
-const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body, truncated`
+const jobCols = `id, key, method, url, host, exit, state, due, attempts, seq, status, reason, bytes, elapsed, served_by, body, truncated, header, meta`
 
 // Open opens or creates the frontier database at cfg.Path. It does not
 // recover leases: call Recover once the store is open.
@@ -149,7 +167,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// memory file then.
 	dsn := cfg.Path + "?_pragma=busy_timeout(" + strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(" + syncMode + ")" +
-		"&_pragma=cache_size(-" + strconv.Itoa(cfg.CacheMiB*1024) + ")"
+		"&_pragma=cache_size(-" + strconv.Itoa(cfg.CacheMiB*1024) + ")&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(16384)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("frontier/sqlite: open %s: %w", cfg.Path, err)
@@ -262,11 +280,19 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.st.commit, "COMMIT"},
 		{&s.st.rollback, "ROLLBACK"},
 		{&s.st.insHost, "INSERT INTO hosts(name) VALUES(?)"},
-		{&s.st.insJob, "INSERT INTO jobs(key, method, url, host, exit, state, due) VALUES(?, ?, ?, ?, ?, 1, ?) ON CONFLICT DO NOTHING"},
+		{&s.st.insJob, insertJobs(1)},
+		{&s.st.insJobs, insertJobs(insRows)},
+		{&s.st.insPlain, insertPlain(insRows)},
+		// Jobs that share method, host and due, keys in a JSON array:
+		// json_each yields them in array order.
+		{&s.st.insRun, "INSERT OR IGNORE INTO jobs(key, method, host, due, state) SELECT value, ?2, ?3, ?4, 1 FROM json_each(?1)"},
 		// The head of a host's unfinished jobs, in claim order.
-		{&s.st.selHead, "SELECT id, key, method, url, exit, state, due, attempts, seq, status, reason FROM jobs WHERE host = ? AND state < 4 ORDER BY due, id LIMIT ?"},
-		// Lease a prefix of that order, up to (due, id) = (?2, ?3).
-		{&s.st.lease, "UPDATE jobs SET state = 2, seq = seq + 1, due = ?1 WHERE host = ?4 AND state < 4 AND due <= ?2 AND (due < ?2 OR id <= ?3)"},
+		{&s.st.selHead, "SELECT id, key, method, url, exit, state, due, attempts, seq, status, reason, header, meta FROM jobs WHERE host = ? AND state < 4 ORDER BY due, id LIMIT ?"},
+		// Lease the first ?4 rows of that order, all due by ?3. The rows
+		// are found by the same index range, read from its start, so the
+		// cost is that of ?4 rows however many the host has queued (a
+		// bound on (due, id) as a range would not use the index's rowid).
+		{&s.st.lease, "UPDATE jobs SET state = 2, seq = seq + 1, due = ?1 WHERE id IN (SELECT id FROM jobs WHERE host = ?2 AND state < 4 AND due <= ?3 ORDER BY due, id LIMIT ?4)"},
 		{&s.st.minDue, "SELECT due FROM jobs WHERE host = ? AND state < 4 ORDER BY due LIMIT 1"},
 		{&s.st.getLease, "SELECT host, state, seq, due FROM jobs WHERE id = ?"},
 		{&s.st.complete, "UPDATE jobs SET state = 4, due = 0, attempts = attempts + 1, status = ?, bytes = ?, elapsed = ?, served_by = ?, body = ?, truncated = ? WHERE id = ?"},
@@ -287,6 +313,31 @@ func (s *Store) prepare(ctx context.Context) error {
 		s.all = append(s.all, st)
 	}
 	return nil
+}
+
+// insertJobs is the statement that adds n jobs, each with every column a
+// push sets.
+func insertJobs(n int) string {
+	return insertRows("key, method, url, host, exit, due, header, meta", n)
+}
+
+// insertPlain is the statement that adds n jobs that are their own key
+// and have no exit pin, header or meta: key, method, host and due each.
+func insertPlain(n int) string { return insertRows("key, method, host, due", n) }
+
+// insertRows is the statement that adds n queued jobs with the columns
+// cols, one value each.
+func insertRows(cols string, n int) string {
+	row := "(" + strings.Repeat("?, ", strings.Count(cols, ",")+1) + "1)"
+	var b strings.Builder
+	b.WriteString("INSERT OR IGNORE INTO jobs(" + cols + ", state) VALUES")
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+	}
+	return b.String()
 }
 
 // load rebuilds the in-memory index and counts from the file.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -176,7 +177,8 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // TestOpenMigratesSchema1: a frontier written by a build with schema 1 (no
-// truncated column) opens, keeps its jobs, and records truncation from then
+// truncated column, no header and meta) opens, is migrated through schema 2
+// to 3, keeps its jobs, and records truncation and job headers from then
 // on.
 func TestOpenMigratesSchema1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
@@ -195,7 +197,7 @@ func TestOpenMigratesSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it the file schema 1 wrote.
-	if _, err := db.conn.ExecContext(ctx, "ALTER TABLE jobs DROP COLUMN truncated; PRAGMA user_version = 1"); err != nil {
+	if _, err := db.conn.ExecContext(ctx, "ALTER TABLE jobs DROP COLUMN truncated; ALTER TABLE jobs DROP COLUMN header; ALTER TABLE jobs DROP COLUMN meta; PRAGMA user_version = 1"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -219,8 +221,15 @@ func TestOpenMigratesSchema1(t *testing.T) {
 	if err := db.Complete(ctx, js[0].Lease(), frontier.Result{Status: 200, Bytes: 10, Truncated: true}); err != nil {
 		t.Fatal(err)
 	}
-	if j, err := db.Get(ctx, js[0].ID); err != nil || !j.Result.Truncated {
-		t.Errorf("Get(truncated) = %+v, %v; want Truncated", j.Result, err)
+	if j, err := db.Get(ctx, js[0].ID); err != nil || !j.Result.Truncated || j.Header != nil {
+		t.Errorf("Get(truncated) = %+v, %v; want Truncated, no header", j, err)
+	}
+	if _, err := db.Push(ctx, []frontier.NewJob{{URL: "http://a.example/3", Header: http.Header{"Cookie": {"a=1"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err = db.Claim(ctx, time.Unix(3, 0), 1, nil)
+	if err != nil || len(js) != 1 || js[0].Header.Get("Cookie") != "a=1" {
+		t.Fatalf("Claim after migration = %+v, %v; want the job with its Cookie header", js, err)
 	}
 }
 
@@ -229,9 +238,12 @@ func TestOpenMigratesSchema1(t *testing.T) {
 func TestClaimUsesIndex(t *testing.T) {
 	s := openTemp(t, Config{})
 	for q, want := range map[string]string{
-		"SELECT id FROM jobs WHERE host = 1 AND state < 4 ORDER BY due, id LIMIT 10":                 "SEARCH jobs USING INDEX jobs_due (host=?); ",
-		"SELECT due FROM jobs WHERE host = 1 AND state < 4 ORDER BY due LIMIT 1":                     "SEARCH jobs USING INDEX jobs_due (host=?); ",
-		"UPDATE jobs SET due = 1 WHERE host = 1 AND state < 4 AND due <= 5 AND (due < 5 OR id <= 7)": "SEARCH jobs USING INDEX jobs_due (host=? AND due<?); ",
+		"SELECT id FROM jobs WHERE host = 1 AND state < 4 ORDER BY due, id LIMIT 10": "SEARCH jobs USING INDEX jobs_due (host=?); ",
+		"SELECT due FROM jobs WHERE host = 1 AND state < 4 ORDER BY due LIMIT 1":     "SEARCH jobs USING INDEX jobs_due (host=?); ",
+		// The lease: the subquery reads the first rows of the host's range
+		// in claim order (no sort, no scan of the rest), the update finds
+		// them by rowid.
+		"UPDATE jobs SET due = 1 WHERE id IN (SELECT id FROM jobs WHERE host = 1 AND state < 4 AND due <= 5 ORDER BY due, id LIMIT 64)": "SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?); LIST SUBQUERY 1; SEARCH jobs USING INDEX jobs_due (host=? AND due<?); ",
 	} {
 		rows, err := s.conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q)
 		if err != nil {
@@ -364,6 +376,86 @@ func TestRandomOps(t *testing.T) {
 		checkIndex(t, s)
 		if t.Failed() {
 			t.Fatalf("index drifted at step %d", step)
+		}
+	}
+}
+
+// TestPushLargeBatches pushes batches big enough for the multi-row and
+// JSON-array inserts, mixing plain jobs with pinned ones, headers, other
+// methods, later due times and duplicates (within a batch and of earlier
+// batches): every new job is added once, in push order, and the in-memory
+// index matches the file.
+func TestPushLargeBatches(t *testing.T) {
+	s := openTemp(t, Config{})
+	t0 := time.Unix(1000, 0)
+	var want []string
+	seen := map[string]bool{}
+	for b := range 4 {
+		var jobs []frontier.NewJob
+		for i := range 700 {
+			k := b*500 + i // overlaps the previous batch by 200
+			nj := frontier.NewJob{URL: fmt.Sprintf("http://h%d.example/p/%d", k/300, k)}
+			switch {
+			case k/100%2 == 0:
+				// plain: runs of up to 100 (one JSON array each)
+			case k%97 == 0:
+				nj.Exit = "e1"
+			case k%89 == 0:
+				nj.Header = http.Header{"Cookie": {fmt.Sprint(k)}}
+			case k%83 == 0:
+				nj.Method = "HEAD"
+			case k%7 == 0:
+				nj.Due = t0.Add(time.Duration(k) * time.Second)
+			case k%11 == 0:
+				nj.URL = fmt.Sprintf("http://H%d.example:80/p/%d", k/300, k) // not its own key
+			}
+			jobs = append(jobs, nj)
+			if i%50 == 0 {
+				jobs = append(jobs, nj) // a duplicate within the batch
+			}
+			key := nj.Method + " " + fmt.Sprintf("http://h%d.example/p/%d", k/300, k)
+			if !seen[key] {
+				seen[key] = true
+				want = append(want, nj.URL)
+			}
+		}
+		n, err := s.Push(ctx, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkIndex(t, s)
+		if c, _ := s.Counts(ctx); c.Queued != len(want) {
+			t.Fatalf("batch %d: Push added %d, queued %d; want %d queued", b, n, c.Queued, len(want))
+		}
+	}
+	// Plain jobs whose hosts alternate: no run, a plain multi-row insert.
+	var alt []frontier.NewJob
+	for i := range 300 {
+		u := fmt.Sprintf("http://alt%d.example/%d", i%2, i)
+		alt = append(alt, frontier.NewJob{URL: u})
+		want = append(want, u)
+	}
+	if _, err := s.Push(ctx, alt); err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, s)
+	fin := make([]string, 0, len(want))
+	for id := int64(1); len(fin) < len(want); id++ {
+		j, err := s.Get(ctx, id)
+		if errors.Is(err, frontier.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fin = append(fin, j.URL)
+		if id > int64(10*len(want)) {
+			t.Fatalf("only %d of %d jobs found", len(fin), len(want))
+		}
+	}
+	for i := range want {
+		if fin[i] != want[i] {
+			t.Fatalf("job %d in ID order is %q, want %q (push order)", i, fin[i], want[i])
 		}
 	}
 }

@@ -8,9 +8,11 @@ package urlfile
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/exitgate/exitgate/frontier"
@@ -83,4 +85,101 @@ func clip(s string) string {
 		return s[:77] + "..."
 	}
 	return s
+}
+
+// pushBatch is how many URLs go to the frontier in one Push.
+const pushBatch = 50000
+
+// Push adds the URL file at path to fr in batches and returns how many
+// URLs were new. Bad lines are returned, not fatal. The file is read and
+// checked on one goroutine while the previous batch is pushed on another;
+// with a frontier.PreparedPusher, the jobs are prepared there too.
+func Push(ctx context.Context, fr frontier.Frontier, path string) (int, []*LineError, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer file.Close()
+	pp, prepare := fr.(frontier.PreparedPusher)
+	var (
+		batches = make(chan batch, 2)
+		free    = make(chan batch, 3)
+		stop    = make(chan struct{})
+		bad     []*LineError
+		readErr error
+		done    = make(chan struct{})
+	)
+	for range cap(free) {
+		free <- batch{}
+	}
+	errStopped := errors.New("stopped")
+	go func() {
+		defer close(done)
+		defer close(batches)
+		b := <-free
+		bad, readErr = Read(file, path, func(u string) error {
+			if prepare {
+				if err := b.prepared.Add(frontier.NewJob{URL: u}); err != nil {
+					return err // Read checked the line: cannot happen
+				}
+			} else {
+				b.jobs = append(b.jobs, frontier.NewJob{URL: u})
+			}
+			if b.len() < pushBatch {
+				return nil
+			}
+			select {
+			case batches <- b:
+			case <-stop:
+				return errStopped
+			}
+			select {
+			case b = <-free:
+			case <-stop:
+				return errStopped
+			}
+			return nil
+		})
+		if readErr == nil && b.len() > 0 {
+			select {
+			case batches <- b:
+			case <-stop:
+			}
+		}
+	}()
+	added := 0
+	var pushErr error
+	for b := range batches {
+		if pushErr == nil {
+			var n int
+			if prepare {
+				n, pushErr = pp.PushPrepared(ctx, b.prepared)
+			} else {
+				n, pushErr = fr.Push(ctx, b.jobs)
+			}
+			added += n
+			if pushErr != nil {
+				close(stop)
+			}
+		}
+		free <- b.reset()
+	}
+	<-done
+	if pushErr != nil {
+		return added, bad, pushErr
+	}
+	return added, bad, readErr
+}
+
+// batch is one push of Push: prepared jobs, or jobs to push as they are.
+type batch struct {
+	prepared frontier.Prepared
+	jobs     []frontier.NewJob
+}
+
+func (b batch) len() int { return b.prepared.Len() + len(b.jobs) }
+
+// reset empties b, keeping the jobs' array.
+func (b batch) reset() batch {
+	return batch{prepared: b.prepared.Reset(), jobs: b.jobs[:0]}
 }

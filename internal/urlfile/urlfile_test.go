@@ -1,11 +1,15 @@
 package urlfile
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/memory"
+	"github.com/exitgate/exitgate/frontier/sqlite"
 )
 
 func TestRead(t *testing.T) {
@@ -105,4 +109,60 @@ func FuzzRead(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+// failingFrontier fails every Push after the first.
+type failingFrontier struct {
+	frontier.Frontier
+	pushes int
+}
+
+func (f *failingFrontier) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
+	f.pushes++
+	if f.pushes > 1 {
+		return 0, errors.New("disk full")
+	}
+	return f.Frontier.Push(ctx, jobs)
+}
+
+// TestPush loads a file of several batches into a frontier: every good URL
+// is added, every bad line is reported with its line; a push that fails
+// stops the load with its error (and does not hang the reader).
+func TestPush(t *testing.T) {
+	const n = 3*pushBatch + 17
+	path := writeURLFile(t, n)
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The memory store takes NewJobs; the SQLite one prepared jobs.
+	db, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "f.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, f := range []frontier.Frontier{fr, db} {
+		added, bad, err := Push(context.Background(), f, path)
+		if err != nil || added != n-n/1000 || len(bad) != n/1000 {
+			t.Fatalf("Push(%T) = %d added, %d bad, %v; want %d, %d, nil", f, added, len(bad), err, n-n/1000, n/1000)
+		}
+		if c, _ := f.Counts(context.Background()); c.Queued != n-n/1000 {
+			t.Errorf("Push(%T): %d queued, want %d", f, c.Queued, n-n/1000)
+		}
+	}
+	added, bad, err := Push(context.Background(), fr, path)
+	if err != nil || added != 0 || len(bad) != n/1000 {
+		t.Fatalf("Push again = %d added, %d bad, %v; want 0 (all known), %d, nil", added, len(bad), err, n/1000)
+	}
+	if bad[0].Line != 1000 || !strings.Contains(bad[0].Error(), `urls.txt:1000: "http://127.0.0.1:0/bad/999": invalid port "0"`) {
+		t.Errorf("bad[0] = %v, want line 1000 with its reason", bad[0])
+	}
+	fr2, _ := memory.New(memory.Config{})
+	added, _, err = Push(context.Background(), &failingFrontier{Frontier: fr2}, path)
+	if err == nil || !strings.Contains(err.Error(), "disk full") || added != pushBatch {
+		t.Errorf("Push(failing frontier) = %d, %v; want %d, disk full", added, err, pushBatch)
+	}
+	if _, _, err := Push(context.Background(), fr, path+".missing"); err == nil {
+		t.Error("Push(missing file) = nil error")
+	}
 }
