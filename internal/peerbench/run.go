@@ -90,6 +90,8 @@ type Result struct {
 	Rate            float64 `json:"rate_per_exit"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	URLs            int     `json:"urls"`
+	// Seed is the strategy's seed (RunConfig.Seed).
+	Seed uint64 `json:"seed"`
 	// Start is the start of the measured span: when the engine started, or
 	// (crawl binary) the first request the server logged.
 	Start time.Time `json:"start"`
@@ -195,7 +197,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		cfg.ProgressEvery = 10 * time.Second
 	}
 	res := Result{Target: cfg.Target.Name, Strategy: cfg.Strategy.Name, Mode: ModeEngine, Exits: cfg.Exits,
-		Rate: cfg.Target.Rate, DurationSeconds: cfg.Duration.Seconds(), URLs: urlCount(cfg.Target, cfg.Strategy, cfg.Exits, cfg.Duration), Dir: cfg.Dir}
+		Rate: cfg.Target.Rate, DurationSeconds: cfg.Duration.Seconds(), URLs: urlCount(cfg.Target, cfg.Strategy, cfg.Exits, cfg.Duration), Seed: cfg.Seed, Dir: cfg.Dir}
 	if cfg.CrawlBinary != "" {
 		res.Mode = ModeCrawlBinary
 	}

@@ -257,7 +257,7 @@ func TestVirtualPathDelay(t *testing.T) {
 
 // With Duration a run stops there and is measured over exactly that span.
 func TestVirtualDuration(t *testing.T) {
-	sc, _ := server.ScenarioByName("twin-nginx-1rs")
+	sc, _ := server.ScenarioByName("twin-nginx-1r-s")
 	eg, _ := strategy.ByName(strategy.Exitgate)
 	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Duration: 120 * time.Second})
 	if err != nil {

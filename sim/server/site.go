@@ -242,6 +242,7 @@ type keyState struct {
 	waitUntil   int64 // end of the last 429's RetryAfter
 	bannedUntil int64
 	strikes     []int64 // instants of ignored 429s within Ban.Within
+	pk          string  // draft-8 partition key, computed once
 }
 
 // New validates cfg and returns a site.
@@ -322,7 +323,7 @@ func validate(c *Config) error {
 		return fmt.Errorf("%w %d", ErrUnknownAlgo, c.Algorithm)
 	case c.Key.By > KeySite:
 		return fmt.Errorf("unknown key kind %d", c.Key.By)
-	case c.Headers > HeadersIETF:
+	case c.Headers > HeadersIETFDraft8:
 		return fmt.Errorf("unknown header mode %d", c.Headers)
 	case len(c.Tiers) > 0 && len(c.Schedule) > 0:
 		return errors.New("tiers and a schedule cannot be combined")
@@ -393,7 +394,7 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 		}
 		d := alg.Decide(key, r.Now)
 		resp.Latency += d.Delay
-		resp.Header = s.headerLocked(d, t)
+		resp.Header = s.headerLocked(d, t, key, ks)
 		if d.Allowed {
 			resp.Status, resp.Body = http.StatusOK, BodyOK
 		} else {

@@ -16,7 +16,8 @@ import (
 // golang.org/x/time v0.16 (rate/rate.go), github.com/go-chi/httprate
 // (limiter.go, local_counter.go), Python limits 2.8.0
 // (limits/storage/memory.py, limits/strategies.py) under flask-limiter 3.3.1
-// (flask_limiter/extension.py, flask_limiter/wrappers.py).
+// (flask_limiter/extension.py, flask_limiter/wrappers.py), express-rate-limit
+// 8.7 (source/memory-store.ts, source/rate-limit.ts, source/headers.ts).
 
 // ---- nginx limit_req ----
 
@@ -453,6 +454,64 @@ func (x *xRate) Decide(key string, now time.Time) Decision {
 	}
 	if !d.Allowed {
 		d.RetryAfter = time.Duration((1 - tokens) / float64(x.limit()) * float64(time.Second))
+	}
+	return d
+}
+
+// ---- express-rate-limit ----
+
+// expressMemory is express-rate-limit 8's default MemoryStore under its
+// middleware (source/memory-store.ts, source/rate-limit.ts).
+//
+// Counting, from MemoryStore.increment and resetClient: each key holds
+// totalHits and resetTime (ms of Date.now()). A key seen for the first time
+// gets resetTime = now + windowMs; on every request, if resetTime <= now
+// the count restarts at 0 and resetTime = now + windowMs; then totalHits is
+// incremented, whatever the outcome, and the request is rejected when
+// totalHits > limit. So the window is fixed, opened by the key's first
+// request after the previous one ended (not aligned to the clock), and a
+// rejected request counts but cannot extend it. (clearExpired drops a key
+// idle for a whole interval, which can only happen after its resetTime.)
+//
+// What it answers (standardHeaders "draft-8", legacyHeaders false): on every
+// response RateLimit and RateLimit-Policy (HeadersIETFDraft8) with
+// remaining = max(limit - totalHits, 0) and t = ceil((resetTime - now)/1000);
+// on 429, Retry-After = the same t.
+type expressMemory struct {
+	p    Policy
+	w    int64 // ms
+	keys map[string]*emClient
+}
+
+type emClient struct{ hits, reset int64 } // reset in ms
+
+func (e *expressMemory) Policy() Policy { return e.p }
+func (e *expressMemory) Keys() int      { return len(e.keys) }
+
+func (e *expressMemory) SetPolicy(p Policy) (err error) {
+	if e.p, err = p.checked(); err != nil {
+		return err
+	}
+	e.w = max(int64(e.p.Window/time.Millisecond), 1)
+	return nil
+}
+
+func (e *expressMemory) Decide(key string, now time.Time) Decision {
+	ms := floorDiv(now.UnixNano(), int64(time.Millisecond))
+	c := e.keys[key]
+	if c == nil {
+		c = &emClient{reset: ms + e.w}
+		e.keys[key] = c
+	}
+	if c.reset <= ms {
+		c.hits, c.reset = 0, ms+e.w
+	}
+	c.hits++
+	q := int64(e.p.Quota)
+	d := Decision{Limit: e.p.Quota, Window: e.p.Window, Allowed: c.hits <= q, Remaining: int(max(q-c.hits, 0))}
+	d.Reset = time.Duration(c.reset-ms) * time.Millisecond
+	if !d.Allowed {
+		d.RetryAfter = d.Reset
 	}
 	return d
 }
