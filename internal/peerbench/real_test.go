@@ -2,6 +2,7 @@ package peerbench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/sim/calibrate"
 	"github.com/exitgate/exitgate/sim/strategy"
 )
 
@@ -40,99 +42,223 @@ var floors = []struct {
 	{"httprate-30-per-10s", false, 0.55, 0.01},
 }
 
-// TestRealLimiters crawls real third-party rate limiters (nginx limit_req,
-// an haproxy stick table that counts denied requests, go-chi/httprate with
-// its X-RateLimit headers) with the exitgate strategy for 60 s each, all at
-// once, and checks every URL is accounted for, the server's log agrees
-// with the client, and the floors above hold. One run goes through the
-// `exitgate crawl` binary.
-func TestRealLimiters(t *testing.T) {
+// calibrated are the targets TestCalibration holds to their twins, one per
+// twin model that reads a different signal: nginx's millisecond leaky
+// bucket with a fixed Retry-After, haproxy's period-weighted rate that
+// counts denied requests, httprate's sliding-window counter with its
+// X-RateLimit headers, and flask-limiter's moving window with its Reset
+// from the newest hit and Retry-After on every response.
+var calibrated = []string{"nginx-1r-s", "haproxy-20-per-10s", "httprate-30-per-10s", "flask-moving-20-per-min"}
+
+// suiteRun is one real run of the suite: a target crawled by the exitgate
+// strategy, in-process or through the crawl binary.
+type suiteRun struct {
+	target string
+	binary bool
+}
+
+func (r suiteRun) name() string {
+	if r.binary {
+		return r.target + "/crawl-binary"
+	}
+	return r.target
+}
+
+// suiteDuration is each real run's length in the suite.
+const suiteDuration = 60 * time.Second
+
+// suite holds the real runs TestRealLimiters and TestCalibration share:
+// the floors' runs and the calibrated targets', made once, all at once, so
+// the two tests cost one minute together.
+var suite struct {
+	once    sync.Once
+	runs    []suiteRun
+	results []Result
+	errs    []error
+}
+
+// realRuns makes the suite's real runs on first call and returns them.
+func realRuns(t *testing.T) ([]suiteRun, []Result, []error) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("real limiters for 60 s each: skipped with -short")
 	}
-	peertest.Require(t, "nginx")
-	peertest.Require(t, "haproxy")
-	peertest.Require(t, "tinyproxy")
-	spec, _ := strategy.ByName(strategy.Exitgate)
-	bin := buildExitgate(t)
-	const duration = 60 * time.Second
-	base := t.TempDir()
-	// All at once, each on its own server and its own range of exit
-	// addresses (not t.Parallel: that would run only GOMAXPROCS at once).
-	names := make([]string, len(floors))
-	results := make([]Result, len(floors))
-	errs := make([]error, len(floors))
-	var wg sync.WaitGroup
-	for i, f := range floors {
-		names[i] = f.target
-		if f.binary {
-			names[i] += "/crawl-binary"
-		}
-		targets, err := SelectTargets([]string{f.target})
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs, err := ExitAddrs(DefaultFirstIP, 10*(i+1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[10*i], Duration: duration,
-			Dir: filepath.Join(base, filepath.FromSlash(names[i]))}
-		if f.binary {
-			cfg.CrawlBinary = bin
-		}
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), duration+4*time.Minute)
-			defer cancel()
-			results[i], errs[i] = Run(ctx, cfg)
-		})
+	for _, bin := range []string{"nginx", "haproxy", "tinyproxy"} {
+		peertest.Require(t, bin)
 	}
-	wg.Wait()
-	for i, f := range floors {
-		t.Run(names[i], func(t *testing.T) {
-			r, err := results[i], errs[i]
+	suite.once.Do(func() {
+		seen := map[suiteRun]bool{}
+		for _, f := range floors {
+			r := suiteRun{f.target, f.binary}
+			if !seen[r] {
+				seen[r] = true
+				suite.runs = append(suite.runs, r)
+			}
+		}
+		for _, c := range calibrated {
+			if r := (suiteRun{c, false}); !seen[r] {
+				seen[r] = true
+				suite.runs = append(suite.runs, r)
+			}
+		}
+		suite.results = make([]Result, len(suite.runs))
+		suite.errs = make([]error, len(suite.runs))
+		spec, _ := strategy.ByName(strategy.Exitgate)
+		bin, binErr := buildExitgate()
+		base, err := os.MkdirTemp("", "peerbench-suite-")
+		if err != nil {
+			for i := range suite.errs {
+				suite.errs[i] = err
+			}
+			return
+		}
+		// All at once, each on its own server and its own range of exit
+		// addresses (not t.Parallel: that would run only GOMAXPROCS at
+		// once).
+		var wg sync.WaitGroup
+		for i, r := range suite.runs {
+			targets, err := SelectTargets([]string{r.target})
 			if err != nil {
-				t.Fatal(err)
+				suite.errs[i] = err
+				continue
 			}
-			t.Logf("%s: %s; %d 429s while learning, settled after %.0f s (-1: never)", names[i], r.Summary(), r.Server.LearningLimited, r.Server.SettleSeconds)
-			if !r.Accounted() || r.RanDry {
-				t.Errorf("URLs: %d done + %d abandoned + %d queued + %d parked of %d, want all accounted for and some left",
-					r.Done, r.Abandoned, r.Queued, r.Parked, r.URLs)
+			addrs, err := ExitAddrs(DefaultFirstIP, 10*(i+1))
+			if err != nil {
+				suite.errs[i] = err
+				continue
 			}
-			if ok := r.ClientCounts.ByStatus[200]; r.Done != ok {
-				t.Errorf("%d URLs done, %d responses 200 on the client: want one per URL", r.Done, ok)
+			cfg := RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[10*i], Duration: suiteDuration,
+				Dir: filepath.Join(base, filepath.FromSlash(r.name()))}
+			if r.binary {
+				if binErr != nil {
+					suite.errs[i] = binErr
+					continue
+				}
+				cfg.CrawlBinary = bin
 			}
-			if !r.Agree {
-				t.Errorf("client and server disagree: %v", r.Mismatches)
-			}
-			if r.ClientCounts.Requests < 100 || r.Server.Requests < 100 {
-				t.Errorf("client counted %d requests, server %d in the span: want a real run", r.ClientCounts.Requests, r.Server.Requests)
-			}
-			if u := r.Server.UtilizationAfter30; u < f.minUtilAfter30 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), suiteDuration+4*time.Minute)
+				defer cancel()
+				suite.results[i], suite.errs[i] = Run(ctx, cfg)
+			})
+		}
+		wg.Wait()
+		os.RemoveAll(base)
+		if binErr == nil {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+	})
+	return suite.runs, suite.results, suite.errs
+}
+
+// suiteResult returns the suite's run of r.
+func suiteResult(t *testing.T, r suiteRun) (Result, error) {
+	t.Helper()
+	runs, results, errs := realRuns(t)
+	for i, x := range runs {
+		if x == r {
+			return results[i], errs[i]
+		}
+	}
+	t.Fatalf("the suite makes no run %s", r.name())
+	return Result{}, nil
+}
+
+// TestRealLimiters crawls real third-party rate limiters (nginx limit_req,
+// an haproxy stick table that counts denied requests, go-chi/httprate with
+// its X-RateLimit headers) with the exitgate strategy for 60 s each, all at
+// once with TestCalibration's runs, and checks every URL is accounted for,
+// the server's log agrees with the client, and the floors above hold. One
+// run goes through the `exitgate crawl` binary.
+func TestRealLimiters(t *testing.T) {
+	realRuns(t)
+	for _, f := range floors {
+		r := suiteRun{f.target, f.binary}
+		t.Run(r.name(), func(t *testing.T) {
+			res, err := suiteResult(t, r)
+			peertest.Check(t, err)
+			checkRun(t, res)
+			if u := res.Server.UtilizationAfter30; u < f.minUtilAfter30 {
 				t.Errorf("utilization after 30 s = %.3f, want >= %.2f", u, f.minUtilAfter30)
 			}
-			if q := r.Server.Ratio429; q > f.max429 {
-				t.Errorf("429 ratio = %.4f (%d of %d), want <= %.2f", q, r.Server.Limited, r.Server.Requests, f.max429)
+			if q := res.Server.Ratio429; q > f.max429 {
+				t.Errorf("429 ratio = %.4f (%d of %d), want <= %.2f", q, res.Server.Limited, res.Server.Requests, f.max429)
 			}
 		})
 	}
 }
 
-// buildExitgate builds the exitgate command into a temporary directory.
-func buildExitgate(t *testing.T) string {
+// TestCalibration holds each calibrated target's twin to it: the exitgate
+// strategy ran on the real target for 60 s through 10 exits (the suite's
+// runs), and runs here on the twin in virtual time with the same exits,
+// duration, seed and URL count; the whole-run utilization may differ by 5
+// points and the 429 ratio by 1 (calibrate.DefaultTolerance).
+// `go run ./cmd/peerbench --calibrate` does the same for every target.
+func TestCalibration(t *testing.T) {
+	realRuns(t)
+	for _, name := range calibrated {
+		t.Run(name, func(t *testing.T) {
+			res, err := suiteResult(t, suiteRun{name, false})
+			peertest.Check(t, err)
+			checkRun(t, res)
+			targets, err := SelectTargets([]string{name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := CompareTwin(context.Background(), targets[0], res, calibrate.Tolerance{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.OK() {
+				t.Errorf("%s against %s: %v", c.Twin, name, c.Gap)
+			} else {
+				t.Logf("%s against %s: %v", c.Twin, name, c.Gap)
+			}
+		})
+	}
+}
+
+// checkRun checks what every real run of the suite must show: every URL
+// accounted for, one 200 per URL done, the server's log agreeing with the
+// client, and a real run's worth of requests.
+func checkRun(t *testing.T, r Result) {
 	t.Helper()
+	t.Logf("%s; %d 429s while learning, settled after %.0f s (-1: never)", r.Summary(), r.Server.LearningLimited, r.Server.SettleSeconds)
+	if !r.Accounted() || r.RanDry {
+		t.Errorf("URLs: %d done + %d abandoned + %d queued + %d parked of %d, want all accounted for and some left",
+			r.Done, r.Abandoned, r.Queued, r.Parked, r.URLs)
+	}
+	if ok := r.ClientCounts.ByStatus[200]; r.Done != ok {
+		t.Errorf("%d URLs done, %d responses 200 on the client: want one per URL", r.Done, ok)
+	}
+	if !r.Agree {
+		t.Errorf("client and server disagree: %v", r.Mismatches)
+	}
+	if r.ClientCounts.Requests < 100 || r.Server.Requests < 100 {
+		t.Errorf("client counted %d requests, server %d in the span: want a real run", r.ClientCounts.Requests, r.Server.Requests)
+	}
+}
+
+// buildExitgate builds the exitgate command into a temporary directory of
+// its own, which the caller removes (no single test owns the suite's
+// runs, so not t.TempDir).
+func buildExitgate() (string, error) {
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(goBin); err != nil {
 		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to build exitgate: %v", err)
+			return "", fmt.Errorf("no go command to build exitgate: %w", err)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "exitgate")
+	dir, err := os.MkdirTemp("", "exitgate-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "exitgate")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/exitgate/exitgate/cmd/exitgate").CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build exitgate: %v\n%s", err, out)
+		return "", fmt.Errorf("go build exitgate: %w\n%s", err, out)
 	}
-	return bin
+	return bin, nil
 }

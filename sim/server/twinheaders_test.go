@@ -52,6 +52,18 @@ func TestTwinHeaderShapes(t *testing.T) {
 			[]time.Duration{0, time.Second}, 429,
 			map[string]string{"Retry-After": ""},
 			func(s rlheader.Signal) bool { return !s.HasRetryAfter }},
+		{"express-rate-limit draft-8 200", server.Config{Algorithm: server.ExpressMemory, Policy: server.Policy{Quota: 30, Window: time.Minute}, Headers: server.HeadersIETFDraft8, PolicyName: "30-in-1min"},
+			[]time.Duration{0, 20*time.Second + 500*time.Millisecond}, 200,
+			// pk: what express-rate-limit's getPartitionKey gives for 10.0.0.1
+			// (base64 of the first 12 hex digits of its SHA-256, computed with node).
+			map[string]string{"Ratelimit": `"30-in-1min"; r=28; t=40`, "Ratelimit-Policy": `"30-in-1min"; q=30; w=60; pk=:ZjUwNDczNDQxMjJm:`, "Retry-After": ""},
+			func(s rlheader.Signal) bool {
+				return s.HasLimit && s.Limit == 30 && s.Window == time.Minute && s.Remaining == 28 && s.Reset == 40*time.Second && !s.HasRetryAfter
+			}},
+		{"express-rate-limit draft-8 429", server.Config{Algorithm: server.ExpressMemory, Policy: server.Policy{Quota: 1, Window: time.Minute}, Headers: server.HeadersIETFDraft8, PolicyName: "1-in-1min"},
+			[]time.Duration{0, 30*time.Second + 200*time.Millisecond}, 429,
+			map[string]string{"Ratelimit": `"1-in-1min"; r=0; t=30`, "Retry-After": "30"},
+			func(s rlheader.Signal) bool { return s.Remaining == 0 && s.RetryAfter == 30*time.Second }},
 		{"nginx with add_header Retry-After 1 always", server.Config{Algorithm: server.Nginx, Policy: server.Policy{Quota: 1, Window: time.Second, Burst: 1}, RetryAfter: time.Second},
 			[]time.Duration{0, 999 * time.Millisecond}, 429,
 			map[string]string{"Retry-After": "1"},
@@ -79,3 +91,4 @@ func TestTwinHeaderShapes(t *testing.T) {
 		}
 	}
 }
+

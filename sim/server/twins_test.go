@@ -204,6 +204,23 @@ func TestLimitsFixedTwin(t *testing.T) {
 	})
 }
 
+// express-rate-limit 8's MemoryStore: the window opens at a key's first
+// request (on a millisecond clock), every request counts, rejected ones
+// too, and resetTime <= now restarts it at the next request.
+func TestExpressMemoryTwin(t *testing.T) {
+	alg := runAllowed(t, "express", ExpressMemory, Policy{Quota: 2, Window: 10 * time.Second}, []at{
+		{sec(3), true}, {sec(4), true}, {sec(5), false},
+		{sec(12) + ms(999), false},
+		// The window opened at 3 s ends at 13 s: resetTime <= now restarts it.
+		{sec(13), true}, {sec(13) + us(400), true}, {sec(14), false},
+	})
+	// The window restarted at 13 s ends at 23 s; 3 hits so far.
+	d := alg.Decide("k", t0.Add(sec(15)+ms(500)+us(700)))
+	if d.Allowed || d.Remaining != 0 || d.Reset != ms(7500) || d.RetryAfter != ms(7500) || d.Limit != 2 || d.Window != sec(10) {
+		t.Errorf("at 15.5007 s: %+v, want rejected, 0 remaining, reset and retry 7.5 s (millisecond clock)", d)
+	}
+}
+
 // golang.org/x/time/rate: Every(2s), burst 5.
 func TestXRateTwin(t *testing.T) {
 	p := Policy{Quota: 1, Window: 2 * time.Second, Burst: 5}
