@@ -103,12 +103,16 @@ func Calibrate(ctx context.Context, cfg CalibrationConfig) ([]Calibration, error
 }
 
 // CompareTwin runs the strategy of a real run on the target's twin with the
-// run's exits, duration, seed and URL count, and compares the two.
+// run's exits, duration, seed and URL count, started at the same instant
+// within a second and with the server up as long before the first request
+// (calibrate.Run's Phase and Uptime), and compares the two.
 func CompareTwin(ctx context.Context, t Target, real Result, tol calibrate.Tolerance) (Calibration, error) {
 	c := Calibration{Target: t.Name, Twin: t.Twin, Real: real}
 	g, err := calibrate.Check(ctx, calibrate.Run{
 		Scenario: t.Twin, Strategy: real.Strategy, Exits: real.Exits,
 		Duration: time.Duration(real.DurationSeconds * float64(time.Second)), URLs: real.URLs, Seed: real.Seed,
+		Phase:  time.Duration(real.Start.Nanosecond()),
+		Uptime: time.Duration(real.TargetLead * float64(time.Second)),
 	}, real.Server, tol)
 	if err != nil {
 		return c, err

@@ -55,12 +55,13 @@ type Target struct {
 
 	// What the twin must agree with (TestTwinsMatchTargets): the twin's
 	// algorithm, its Policy.Burst, a constant Retry-After (0: none or
-	// computed), and the header mode.
+	// computed), the header mode and whether a Date header is sent.
 	algo             server.Algo
 	twinBurst        int
 	fixedRetryAfter  time.Duration
 	headers          server.HeaderMode
 	retryAfterAlways bool
+	noDate           bool // the server's answers carry no Date header (haproxy's own)
 
 	start func(dir string) (Server, error)
 }
@@ -181,7 +182,7 @@ func haproxyTarget(name string, limit int, period time.Duration, retryAfter stri
 		Limit:     limit, Window: sec, Rate: float64(limit) / sec,
 		RetryAfter: ra, Headers: "none", CountsDenied: true,
 		Config: fmt.Sprintf("stick-table type ip store http_req_rate(%gs); http-request track-sc0 src; http-request deny deny_status 429%s if { sc_http_req_rate(0) gt %d }", sec, hdr, limit),
-		algo:   server.HAProxy, twinBurst: limit, fixedRetryAfter: fixed,
+		algo:   server.HAProxy, twinBurst: limit, fixedRetryAfter: fixed, noDate: true,
 		start: func(dir string) (Server, error) {
 			return peers.StartHAProxy(peers.HAProxyConfig{Limit: limit, Period: period, RetryAfter: retryAfter, Dir: dir})
 		},

@@ -42,6 +42,9 @@ func TestTwinsMatchTargets(t *testing.T) {
 			t.Errorf("%s: Retry-After %v, headers %v, always %v, none %v; target %s: %v, %v, %v",
 				tw.Name, c.RetryAfter, c.Headers, c.RetryAfterAlways, c.NoRetryAfter, tg.Name, tg.fixedRetryAfter, tg.headers, tg.retryAfterAlways)
 		}
+		if c.Date == tg.noDate || c.Uptime != server.TwinUptime || tw.StartPhase != server.TwinStartPhase {
+			t.Errorf("%s: Date %v, uptime %v, start phase %v; target %s sends Date: %v", tw.Name, c.Date, c.Uptime, tw.StartPhase, tg.Name, !tg.noDate)
+		}
 		counts := c.Algorithm == server.HAProxy || c.Algorithm == server.LimitsFixed || c.Algorithm == server.ExpressMemory
 		if counts != tg.CountsDenied {
 			t.Errorf("%s counts denied requests: %v; target %s: %v", tw.Name, counts, tg.Name, tg.CountsDenied)

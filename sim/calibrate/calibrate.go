@@ -92,6 +92,13 @@ type Run struct {
 	URLs int
 	// Seed; default 1.
 	Seed uint64
+	// Phase is where in a second the twin's run starts, and Uptime how long
+	// its server had run when the first request arrived: the real run's,
+	// so that what a server writes in whole seconds (Date, epoch resets)
+	// and a limiter whose windows start with its server (httprate) meet
+	// the crawl as they did in the real run. Zero: the twin scenario's
+	// own (server.TwinStartPhase, server.TwinUptime).
+	Phase, Uptime time.Duration
 }
 
 // ErrNotTwin is returned for a scenario that is not a twin of a real
@@ -128,6 +135,12 @@ func Twin(ctx context.Context, r Run) (measure.Figures, error) {
 	spec, ok := strategy.ByName(r.Strategy)
 	if !ok {
 		return measure.Figures{}, fmt.Errorf("calibrate: no strategy %q", r.Strategy)
+	}
+	if r.Phase > 0 {
+		sc.StartPhase = r.Phase % time.Second
+	}
+	if r.Uptime > 0 {
+		sc.Config.Uptime = r.Uptime
 	}
 	res, err := simrun.Virtual(ctx, simrun.Config{Scenario: sc, Strategy: spec, Exits: r.Exits, Seed: r.Seed, Duration: r.Duration, URLs: r.URLs})
 	if err != nil {

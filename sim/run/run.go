@@ -67,7 +67,8 @@ type Config struct {
 	// strategies that resolve exit IPs, 1 otherwise (the article's code
 	// opens one session per exit).
 	SessionsPerExit int
-	// Start is virtual time zero. Default 2026-01-02T00:00:00Z.
+	// Start is virtual time zero. Default 2026-01-02T00:00:00Z plus the
+	// scenario's StartPhase.
 	Start time.Time
 	// Duration, when set, stops the run after this much virtual time and
 	// measures exactly that span (the acceptance check runs 120 s), or up
@@ -114,7 +115,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxTime = 24 * time.Hour
 	}
 	if c.Start.IsZero() {
-		c.Start = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+		c.Start = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC).Add(c.Scenario.StartPhase)
 	}
 	if c.SessionsPerExit == 0 {
 		c.SessionsPerExit = 1

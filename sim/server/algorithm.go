@@ -224,7 +224,7 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 	case HAProxy:
 		alg = &haproxyRate{keys: make(map[string]*freqCtr)}
 	case HTTPRate:
-		alg = &httpRate{slidingWindow{keys: make(map[string]*swState)}}
+		alg = &httpRate{slidingWindow: slidingWindow{keys: make(map[string]*swState)}}
 	case LimitsMoving, LimitsFixed:
 		alg = &movingWindow{keys: make(map[string]*mwState), fixed: a == LimitsFixed}
 	case XRate:

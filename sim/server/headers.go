@@ -87,6 +87,7 @@ const (
 	hRateLimit   = "Ratelimit"
 	hRLPolicy    = "Ratelimit-Policy"
 	hContentType = "Content-Type"
+	hDate        = "Date"
 )
 
 // Shared, immutable value slices (cap = len, so an append copies).
@@ -111,6 +112,7 @@ type hdrKey struct {
 	retry            int64  // Retry-After seconds; 0 = absent unless retryZero
 	retryZero        bool   // Retry-After: 0 is sent
 	pk               string // draft-8 partition key (HeadersIETFDraft8)
+	date             int64  // Unix seconds of the Date header; 0 = none
 }
 
 // maxHeaderCache bounds the shared-header cache; it is emptied when full.
@@ -130,9 +132,12 @@ func (s *Site) headerLocked(d Decision, now int64, key string, ks *keyState) htt
 	case s.cfg.Headers == HeadersRetryAfter || s.cfg.Headers > HeadersRetryAfter && !s.cfg.NoRetryAfter:
 		k.retry = max(ceilSeconds(d.RetryAfter), 1)
 	}
+	if s.cfg.Date {
+		k.date = floorDiv(now, int64(time.Second))
+	}
 	switch s.cfg.Headers {
 	case HeadersNone, HeadersRetryAfter:
-		if k.retry == 0 {
+		if k.retry == 0 && k.date == 0 {
 			return s.hPlain
 		}
 	case HeadersXRateLimit:
@@ -176,6 +181,9 @@ func (s *Site) renderHeader(k hdrKey) http.Header {
 	itoa := func(v int64) []string { return []string{strconv.FormatInt(v, 10)} }
 	if k.retry > 0 || k.retryZero {
 		h[hRetryAfter] = itoa(k.retry)
+	}
+	if k.date != 0 {
+		h[hDate] = []string{time.Unix(k.date, 0).UTC().Format(http.TimeFormat)}
 	}
 	switch s.cfg.Headers {
 	case HeadersXRateLimit:

@@ -31,6 +31,11 @@ type Scenario struct {
 	// (zero: requests arrive the instant they are sent). Pacing at exactly
 	// a limit's spacing tips over it when this varies.
 	Path Latency
+	// StartPhase is how far past a whole second a run starts by default
+	// (sim/run.Config.Start). It matters to servers that write whole
+	// seconds (Date, epoch resets): a real run starts at a random instant
+	// within a second. Zero: on the second.
+	StartPhase time.Duration
 	// URLs, when set, is the crawl's size (a short crawl); zero leaves it
 	// to the runner (what a perfect client fetches in its run).
 	URLs int

@@ -57,6 +57,17 @@ type Config struct {
 	// seconds from now to X-RateLimit-Reset, truncated (flask-limiter 3.3
 	// with headers enabled). Only with HeadersXRateLimit and ResetEpoch.
 	RetryAfterAlways bool
+	// Uptime is how long the server had been running when its first
+	// request arrived. Limiters that start their windows with the server
+	// (HTTPRate) are that far out of phase with the client; the others
+	// ignore it. Zero: the server starts with its first request.
+	Uptime time.Duration
+	// Date sends the Date header (the server's clock in whole seconds, as
+	// nginx, Go's net/http, werkzeug and express do; HAProxy's own answers
+	// carry none). A client measures epoch resets against it, so a reset
+	// written in whole seconds reads up to a second longer or shorter than
+	// against its own clock.
+	Date bool
 	// PolicyName names the IETF policy; default "default".
 	PolicyName string
 	// Latency is the response-time distribution; default zero.
@@ -262,6 +273,11 @@ func New(cfg Config) (*Site, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	for _, a := range append(tiers, alg) {
+		if u, ok := a.(interface{ setUptime(time.Duration) }); ok {
+			u.setUptime(cfg.Uptime)
+		}
+	}
 	if len(tiers) > 0 {
 		alg = tiers[0]
 	}
@@ -329,6 +345,8 @@ func validate(c *Config) error {
 		return errors.New("tiers and a schedule cannot be combined")
 	case c.RetryAfter < 0:
 		return fmt.Errorf("retry-after %v is negative", c.RetryAfter)
+	case c.Uptime < 0:
+		return fmt.Errorf("uptime %v is negative", c.Uptime)
 	case c.RetryAfterAlways && (c.Headers != HeadersXRateLimit || c.ResetFormat != ResetEpoch):
 		return errors.New("RetryAfterAlways needs X-RateLimit headers with an epoch reset")
 	case c.ResetFormat > ResetDelta:

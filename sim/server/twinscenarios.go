@@ -14,11 +14,25 @@ var LoopbackPath = Latency{Dist: Uniform, Base: time.Millisecond, Max: 5 * time.
 // loopbackLatency is a local server's answer time (a small static page).
 var loopbackLatency = Latency{Dist: Uniform, Base: 500 * time.Microsecond, Max: 3 * time.Millisecond}
 
+// TwinStartPhase is where in a second a twin's run starts: a real run
+// starts at a random instant, so half a second past one is the expected
+// case for the servers that write whole seconds (Date, epoch resets).
+const TwinStartPhase = 500 * time.Millisecond
+
+// TwinUptime is how long a real target has run when the bench's first
+// request reaches it: the ten tinyproxy exits and the URL set are set up
+// in between (0.5-0.9 s with six runs at once on two cores; the bench
+// records it per run as target_lead_seconds).
+const TwinUptime = 600 * time.Millisecond
+
 // twin builds a per-IP scenario of a real limiter over the loopback path.
+// Every real server but HAProxy sends a Date header.
 func twin(name, desc string, c Config) Scenario {
 	c.Name = name
 	c.Latency = loopbackLatency
-	return Scenario{Name: name, Description: desc, Kind: PerIP, Config: c, Path: LoopbackPath}
+	c.Date = c.Algorithm != HAProxy
+	c.Uptime = TwinUptime
+	return Scenario{Name: name, Description: desc, Kind: PerIP, Config: c, Path: LoopbackPath, StartPhase: TwinStartPhase}
 }
 
 // Twins returns the simulated twins of the real limiters the real-limiter
