@@ -50,7 +50,7 @@ with the same exits, duration and URL count, and prints, per target, both
 sides' whole-run utilization and 429 ratio, the gaps and the verdict (a twin
 passes within 5 points of utilization and 1 point of 429 ratio); it writes
 calibration.md and calibration.json to --out and exits 1 if a twin is out of
-tolerance. --duration defaults to 60s there.
+tolerance.
 
 Needs Debian's nginx, haproxy, tinyproxy, python3-flask-limiter and nodejs
 with npm (express-rate-limit is installed into the user cache once).
@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.parallel, "parallel", 1, "`N` runs at once, each with its own server instance and its own range of exit addresses")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the strategies' random choices (timing is real, so runs still vary)")
 	fs.DurationVar(&f.progress, "progress", 10*time.Second, "interval of each run's progress line on stderr")
-	fs.BoolVar(&f.calibrate, "calibrate", false, "compare each target with its simulated twin: one strategy (default exitgate) on both, the same exits, duration (default 60s here) and URL count; prints the calibration table")
+	fs.BoolVar(&f.calibrate, "calibrate", false, "compare each target with its simulated twin: one strategy (default exitgate) on both, the same exits, duration and URL count; prints the calibration table")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, listTargets(), listStrategies())
 		fs.PrintDefaults()
@@ -105,9 +105,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if (f.crawlBinary != "" || f.calibrate) && !fs.Changed("strategies") {
 		f.strategies = []string{strategy.Exitgate}
-	}
-	if f.calibrate && !fs.Changed("duration") {
-		f.duration = 60 * time.Second
 	}
 	cfg, err := config(f)
 	if err != nil {
