@@ -212,8 +212,9 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 
 	d := &driver{
 		core: core, fr: fr, pool: pool, routes: routes, m: m,
-		sites: map[string]*server.Site{}, path: sc.Path,
+		sites: map[string]*server.Site{}, path: sc.Path, wakeLate: sc.WakeLate,
 		pathRand: rand.New(rand.NewPCG(cfg.Seed, 5)),
+		wakeRand: rand.New(rand.NewPCG(cfg.Seed, 6)),
 		sniff:    map[string][]byte{},
 	}
 	for _, h := range hosts {
@@ -353,6 +354,8 @@ type driver struct {
 	sites    map[string]*server.Site // by URL host
 	path     server.Latency          // client -> site one-way delay
 	pathRand *rand.Rand
+	wakeLate server.Latency // how late the engine wakes for a limiter's time
+	wakeRand *rand.Rand
 	pool     *exits.Pool
 	routes   map[string]*route
 	m        *meter
@@ -395,6 +398,11 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 		var next time.Time
 		if len(d.events) > 0 {
 			next = d.events[0].at
+		}
+		if !wake.IsZero() && d.wakeLate != (server.Latency{}) {
+			// A real engine's timer fires a little after the time the
+			// limiter asked for.
+			wake = wake.Add(d.wakeLate.Draw(d.wakeRand))
 		}
 		if !wake.IsZero() && (next.IsZero() || wake.Before(next)) {
 			next = wake

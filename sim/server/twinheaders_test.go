@@ -101,4 +101,3 @@ func TestTwinHeaderShapes(t *testing.T) {
 		}
 	}
 }
-
