@@ -62,6 +62,7 @@ type Target struct {
 	headers          server.HeaderMode
 	retryAfterAlways bool
 	noDate           bool // the server's answers carry no Date header (haproxy's own)
+	inProcess        bool // a Go middleware served from the bench's own process
 
 	start func(dir string) (Server, error)
 }
@@ -195,7 +196,7 @@ func xrateTarget(name string, perSecond float64, burst int) Target {
 		Algorithm: "token bucket", Limit: int(perSecond), Window: 1, Burst: burst, Rate: perSecond,
 		RetryAfter: "none", Headers: "none",
 		Config: fmt.Sprintf("rate.NewLimiter(%g, %d) per client IP; Allow() or 429", perSecond, burst),
-		algo:   server.XRate, twinBurst: burst,
+		algo:   server.XRate, twinBurst: burst, inProcess: true,
 		start: func(dir string) (Server, error) {
 			return peers.StartGoServer(peers.GoServerConfig{Name: name, Limiter: peers.XRate(rate.Limit(perSecond), burst), Dir: dir})
 		},
@@ -216,7 +217,7 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 		Algorithm: "sliding window counter (previous window weighted by overlap + current)",
 		Limit:     limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
 		RetryAfter: ra, Headers: headers, Config: conf,
-		algo: server.HTTPRate, twinBurst: limit, headers: mode,
+		algo: server.HTTPRate, twinBurst: limit, headers: mode, inProcess: true,
 		start: func(dir string) (Server, error) {
 			return peers.StartGoServer(peers.GoServerConfig{Name: name, Limiter: peers.HTTPRate(limit, window, strip), Dir: dir})
 		},

@@ -49,8 +49,13 @@ func TestTwinsMatchTargets(t *testing.T) {
 		if counts != tg.CountsDenied {
 			t.Errorf("%s counts denied requests: %v; target %s: %v", tw.Name, counts, tg.Name, tg.CountsDenied)
 		}
-		if tw.Kind != server.PerIP || c.Key.By != server.KeyIP || tw.Path != server.LoopbackPath {
-			t.Errorf("%s: kind %v, key %v, path %+v; want per-IP over the loopback path", tw.Name, tw.Kind, c.Key.By, tw.Path)
+		path := server.LoopbackPath
+		if tg.inProcess {
+			path = server.InProcessPath
+		}
+		if tw.Kind != server.PerIP || c.Key.By != server.KeyIP || tw.Path != path || tw.WakeLate != server.TwinWakeLate {
+			t.Errorf("%s: kind %v, key %v, path %+v, wake %+v; want per-IP over %+v, waking %+v late",
+				tw.Name, tw.Kind, c.Key.By, tw.Path, tw.WakeLate, path, server.TwinWakeLate)
 		}
 		site, err := server.New(c)
 		if err != nil {
