@@ -58,8 +58,9 @@ With --real it uses real sockets on loopback instead: the site listens on
 each run is capped by --duration (30 s when unset).
 
 --scenario takes names, or the groups all, classic (the first list below),
-twins (simulated twins of the real limiters: nginx, HAProxy, x/time/rate,
-go-chi/httprate, flask-limiter) and wide (a short crawl, reputation tiers,
+twins (simulated twins of the real limiters of go run ./cmd/peerbench, each
+named twin-<target>: nginx, HAProxy, x/time/rate, go-chi/httprate,
+flask-limiter, express-rate-limit) and wide (a short crawl, reputation tiers,
 100 hosts at once).
 
 Scenarios:

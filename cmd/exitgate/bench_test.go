@@ -64,12 +64,12 @@ func TestBenchUnknownNames(t *testing.T) {
 // columns; a multi-host scenario reports per-host figures in JSON.
 func TestBenchTwinsDuration(t *testing.T) {
 	var out, errOut bytes.Buffer
-	f := benchFlags{scenario: "twin-nginx-1rs,twin-httprate-30per10s", strategy: "exitgate", exits: 5, seed: 1,
+	f := benchFlags{scenario: "twin-nginx-1r-s,twin-httprate-30-per-10s", strategy: "exitgate", exits: 5, seed: 1,
 		warmup: time.Minute, maxTime: time.Hour, duration: 120 * time.Second}
 	if err := runBench(context.Background(), &out, &errOut, f); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| learning 429s | settle s |", "### twin-nginx-1rs (per-ip, headers: none+retry-after=1s", "### twin-httprate-30per10s (per-ip, headers: x-ratelimit"} {
+	for _, want := range []string{"| learning 429s | settle s |", "### twin-nginx-1r-s (per-ip, headers: none+retry-after=1s", "### twin-httprate-30-per-10s (per-ip, headers: x-ratelimit"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("bench output lacks %q:\n%s", want, out.String())
 		}

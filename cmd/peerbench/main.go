@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +30,8 @@ func main() {
 }
 
 const usage = `peerbench crawls real rate limiters (nginx limit_req, haproxy stick tables,
-golang.org/x/time/rate, go-chi/httprate, Python flask-limiter), each keyed on
+golang.org/x/time/rate, go-chi/httprate, Python flask-limiter, Node
+express-rate-limit), each keyed on
 the client IP, through N tinyproxy exits bound to 127.0.0.11, .12, ..., with
 exitgate and the baseline strategies, and measures every run from the
 server's own access log (sim/measure). Each run starts its own server and its
@@ -42,7 +44,16 @@ strategy) and runs/<target>/<strategy>/ (the server's config and access log,
 the proxies file, the crawl's output). Prints the Markdown (or, with --json,
 the JSON) and exits 1 if any run failed.
 
-Needs Debian's nginx, haproxy, tinyproxy and python3-flask-limiter.
+With --calibrate it runs one strategy (exitgate unless --strategies names
+another) on each target and on its simulated twin (sim/server, twin-<target>)
+with the same exits, duration and URL count, and prints, per target, both
+sides' whole-run utilization and 429 ratio, the gaps and the verdict (a twin
+passes within 5 points of utilization and 1 point of 429 ratio); it writes
+calibration.md and calibration.json to --out and exits 1 if a twin is out of
+tolerance.
+
+Needs Debian's nginx, haproxy, tinyproxy, python3-flask-limiter and nodejs
+with npm (express-rate-limit is installed into the user cache once).
 
 Usage:
   go run ./cmd/peerbench [flags]
@@ -59,7 +70,7 @@ type flags struct {
 	exits, parallel     int
 	duration, progress  time.Duration
 	out, crawlBinary    string
-	json                bool
+	json, calibrate     bool
 	seed                uint64
 }
 
@@ -77,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.parallel, "parallel", 1, "`N` runs at once, each with its own server instance and its own range of exit addresses")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the strategies' random choices (timing is real, so runs still vary)")
 	fs.DurationVar(&f.progress, "progress", 10*time.Second, "interval of each run's progress line on stderr")
+	fs.BoolVar(&f.calibrate, "calibrate", false, "compare each target with its simulated twin: one strategy (default exitgate) on both, the same exits, duration and URL count; prints the calibration table")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, listTargets(), listStrategies())
 		fs.PrintDefaults()
@@ -91,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "peerbench: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if f.crawlBinary != "" && !fs.Changed("strategies") {
+	if (f.crawlBinary != "" || f.calibrate) && !fs.Changed("strategies") {
 		f.strategies = []string{strategy.Exitgate}
 	}
 	cfg, err := config(f)
@@ -100,6 +112,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Log = stderr
+	if f.calibrate {
+		return calibrate(ctx, f, cfg, "go run ./cmd/peerbench "+strings.Join(args, " "), stdout, stderr)
+	}
 	started := time.Now()
 	results, runErr := peerbench.Matrix(ctx, cfg)
 	mode := "in-process engine (sim/run.Live)"
@@ -174,6 +189,59 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 		Targets: targets, Strategies: specs, Exits: f.exits, Duration: f.duration, Parallel: f.parallel,
 		Dir: out, CrawlBinary: bin, Seed: f.seed, ProgressEvery: f.progress,
 	}, nil
+}
+
+// calibrate runs peerbench.Calibrate and writes its table.
+func calibrate(ctx context.Context, f flags, cfg peerbench.MatrixConfig, command string, stdout, stderr io.Writer) int {
+	if cfg.CrawlBinary != "" || len(cfg.Strategies) != 1 {
+		fmt.Fprintln(stderr, "peerbench: --calibrate runs one strategy in-process: no --crawl-binary, one --strategies")
+		return 2
+	}
+	cs, runErr := peerbench.Calibrate(ctx, peerbench.CalibrationConfig{
+		Targets: cfg.Targets, Strategy: cfg.Strategies[0], Exits: cfg.Exits, Duration: cfg.Duration,
+		Parallel: cfg.Parallel, Dir: cfg.Dir, Seed: cfg.Seed, Log: stderr, ProgressEvery: cfg.ProgressEvery,
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "peerbench:", ctx.Err())
+		return 1
+	}
+	var md, js strings.Builder
+	if err := peerbench.CalibrationMarkdown(&md, command, cs); err != nil {
+		fmt.Fprintln(stderr, "peerbench:", err)
+		return 1
+	}
+	enc := json.NewEncoder(&js)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(struct {
+		Command      string                  `json:"command"`
+		Calibrations []peerbench.Calibration `json:"calibrations"`
+	}{command, cs}); err != nil {
+		fmt.Fprintln(stderr, "peerbench:", err)
+		return 1
+	}
+	for name, content := range map[string]string{"calibration.md": md.String(), "calibration.json": js.String()} {
+		if err := os.WriteFile(filepath.Join(f.out, name), []byte(content), 0o644); err != nil {
+			fmt.Fprintln(stderr, "peerbench:", err)
+			return 1
+		}
+	}
+	out := md.String()
+	if f.json {
+		out = js.String()
+	}
+	if _, err := io.WriteString(stdout, out); err != nil {
+		return 1
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "peerbench:", runErr)
+		return 1
+	}
+	for _, c := range cs {
+		if !c.OK() {
+			return 1
+		}
+	}
+	return 0
 }
 
 // ran leaves out the runs that never started (after an interrupt).

@@ -20,7 +20,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	help := errOut.String()
 	for _, want := range []string{"--targets", "--strategies", "--exits", "(default 10)", "--duration", "(default 2m0s)",
-		"--out", "--json", "--crawl-binary", "--parallel", "(default 1)", "--seed", "--progress", "nginx-1r-s", "flask-fixed-6-per-min", "no-limiter"} {
+		"--out", "--json", "--crawl-binary", "--parallel", "(default 1)", "--seed", "--progress", "--calibrate", "nginx-1r-s", "flask-fixed-6-per-min", "express-30-per-min", "no-limiter"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q:\n%s", want, help)
 		}
@@ -44,6 +44,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--crawl-binary", "/nonexistent/exitgate"}, "not an executable file"},
 		{[]string{"--crawl-binary", exe, "--strategies", "exitgate,no-limiter"}, "exitgate strategy only, not no-limiter"},
 		{[]string{"stray"}, "unexpected arguments"},
+		{[]string{"--calibrate", "--strategies", "exitgate,no-limiter"}, "one --strategies"},
 	} {
 		var out, errOut bytes.Buffer
 		args := append(tt.args, "--out", t.TempDir())
@@ -87,5 +88,35 @@ func TestShortRun(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "xrate-2-s-burst5 × exitgate: done") {
 		t.Errorf("stderr lacks the progress lines:\n%s", stderr.String())
+	}
+}
+
+// --calibrate runs the target and its twin and writes the table, a row per
+// target with both sides and a verdict.
+func TestShortCalibration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real run of a few seconds: skipped with -short")
+	}
+	peertest.Require(t, "tinyproxy")
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--calibrate", "--targets", "xrate-2-s-burst5", "--exits", "3", "--duration", "4s",
+		"--progress", "1s", "--out", out}, &stdout, &stderr)
+	// A 4-s run may or may not agree with its twin: 0 or 1, not 2.
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"| target | twin: utilization / 429 | real: utilization / 429 |", "| xrate-2-s-burst5 | ", "of 1 twins within tolerance"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("calibration output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if code == 0 != strings.Contains(stdout.String(), "| pass |") {
+		t.Errorf("exit %d with table:\n%s", code, stdout.String())
+	}
+	for _, f := range []string{"calibration.md", "calibration.json", "runs/xrate-2-s-burst5/exitgate/server/access.log"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v, want a file with content", f, err)
+		}
 	}
 }

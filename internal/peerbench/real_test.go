@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/sim/calibrate"
 	"github.com/exitgate/exitgate/sim/strategy"
 )
 
@@ -37,35 +38,50 @@ var floors = []struct {
 	{"httprate-30-per-10s", false, 0.55, 0.01},
 }
 
-// TestRealLimiters crawls real third-party rate limiters (nginx limit_req,
-// an haproxy stick table that counts denied requests, go-chi/httprate with
-// its X-RateLimit headers) with the exitgate strategy for 60 s each, all at
-// once, and checks every URL is accounted for, the server's log agrees
-// with the client, and the floors above hold. One run goes through the
-// `exitgate crawl` binary.
-func TestRealLimiters(t *testing.T) {
+// calibrated are the targets TestCalibration holds to their twins, one per
+// twin model that reads a different signal: nginx's millisecond leaky
+// bucket holding a burst (without nodelay), haproxy's period-weighted rate
+// that counts denied requests, httprate's sliding-window counter with its
+// X-RateLimit headers, and flask-limiter's moving window with its Reset
+// from the newest hit and Retry-After on every response. Each one's 60-s
+// runs repeat; nginx-1r-s's do not under the whole suite's load (with no
+// burst, one request sent late draws a 429, and the learner's fall-back
+// after it costs a sixth of a run), so it is held to floors only.
+var calibrated = []string{"nginx-2r-s-burst4-delay", "haproxy-20-per-10s", "httprate-30-per-10s", "flask-moving-20-per-min"}
+
+// suiteRun is one real run of the suite: a target crawled by the exitgate
+// strategy, in-process or through the crawl binary.
+type suiteRun struct {
+	target string
+	binary bool
+}
+
+func (r suiteRun) name() string {
+	if r.binary {
+		return r.target + "/crawl-binary"
+	}
+	return r.target
+}
+
+// suiteDuration is each real run's length in the suite.
+const suiteDuration = 60 * time.Second
+
+// runAll makes the runs all at once, each on its own server and its own
+// range of exit addresses (not t.Parallel: that would run only GOMAXPROCS
+// at once), and returns their results in order.
+func runAll(t *testing.T, runs []suiteRun) ([]Result, []error) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("real limiters for 60 s each: skipped with -short")
 	}
-	peertest.Require(t, "nginx")
-	peertest.Require(t, "haproxy")
-	peertest.Require(t, "tinyproxy")
+	for _, bin := range []string{"nginx", "haproxy", "tinyproxy"} {
+		peertest.Require(t, bin)
+	}
 	spec, _ := strategy.ByName(strategy.Exitgate)
-	bin := buildExitgate(t)
-	const duration = 60 * time.Second
 	base := t.TempDir()
-	// All at once, each on its own server and its own range of exit
-	// addresses (not t.Parallel: that would run only GOMAXPROCS at once).
-	names := make([]string, len(floors))
-	results := make([]Result, len(floors))
-	errs := make([]error, len(floors))
-	var wg sync.WaitGroup
-	for i, f := range floors {
-		names[i] = f.target
-		if f.binary {
-			names[i] += "/crawl-binary"
-		}
-		targets, err := SelectTargets([]string{f.target})
+	cfgs := make([]RunConfig, len(runs))
+	for i, r := range runs {
+		targets, err := SelectTargets([]string{r.target})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,45 +89,107 @@ func TestRealLimiters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[10*i], Duration: duration,
-			Dir: filepath.Join(base, filepath.FromSlash(names[i]))}
-		if f.binary {
-			cfg.CrawlBinary = bin
+		cfgs[i] = RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[10*i], Duration: suiteDuration,
+			Dir: filepath.Join(base, filepath.FromSlash(r.name()))}
+		if r.binary {
+			cfgs[i].CrawlBinary = buildExitgate(t)
 		}
+	}
+	results := make([]Result, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), duration+4*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), suiteDuration+4*time.Minute)
 			defer cancel()
 			results[i], errs[i] = Run(ctx, cfg)
 		})
 	}
 	wg.Wait()
+	return results, errs
+}
+
+// TestRealLimiters crawls real third-party rate limiters (nginx limit_req,
+// an haproxy stick table that counts denied requests, go-chi/httprate with
+// its X-RateLimit headers) with the exitgate strategy for 60 s each, all at
+// once, and checks every URL is accounted for, the server's log agrees
+// with the client, and the floors above hold. One run goes through the
+// `exitgate crawl` binary.
+func TestRealLimiters(t *testing.T) {
+	runs := make([]suiteRun, len(floors))
 	for i, f := range floors {
-		t.Run(names[i], func(t *testing.T) {
-			r, err := results[i], errs[i]
+		runs[i] = suiteRun{f.target, f.binary}
+	}
+	results, errs := runAll(t, runs)
+	for i, f := range floors {
+		t.Run(runs[i].name(), func(t *testing.T) {
+			res, err := results[i], errs[i]
+			peertest.Check(t, err)
+			checkRun(t, res)
+			if u := res.Server.UtilizationAfter30; u < f.minUtilAfter30 {
+				t.Errorf("utilization after 30 s = %.3f, want >= %.2f", u, f.minUtilAfter30)
+			}
+			if q := res.Server.Ratio429; q > f.max429 {
+				t.Errorf("429 ratio = %.4f (%d of %d), want <= %.2f", q, res.Server.Limited, res.Server.Requests, f.max429)
+			}
+		})
+	}
+}
+
+// TestCalibration holds each calibrated target's twin to it: the exitgate
+// strategy runs on the real targets for 60 s through 10 exits, all four at
+// once (after TestRealLimiters' runs, not beside them: the machine's load
+// is part of what a twin models), then on each twin in virtual time with
+// the same exits, duration, seed and URL count, the same phase and the
+// server up as long; the whole-run utilization may differ by 5 points and
+// the 429 ratio by 1 (calibrate.DefaultTolerance). `go run ./cmd/peerbench
+// --calibrate` does the same for every target.
+func TestCalibration(t *testing.T) {
+	runs := make([]suiteRun, len(calibrated))
+	for i, name := range calibrated {
+		runs[i] = suiteRun{name, false}
+	}
+	results, errs := runAll(t, runs)
+	for i, name := range calibrated {
+		t.Run(name, func(t *testing.T) {
+			res, err := results[i], errs[i]
+			peertest.Check(t, err)
+			checkRun(t, res)
+			targets, err := SelectTargets([]string{name})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %s; %d 429s while learning, settled after %.0f s (-1: never)", names[i], r.Summary(), r.Server.LearningLimited, r.Server.SettleSeconds)
-			if !r.Accounted() || r.RanDry {
-				t.Errorf("URLs: %d done + %d abandoned + %d queued + %d parked of %d, want all accounted for and some left",
-					r.Done, r.Abandoned, r.Queued, r.Parked, r.URLs)
+			c, err := CompareTwin(context.Background(), targets[0], res, calibrate.Tolerance{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if ok := r.ClientCounts.ByStatus[200]; r.Done != ok {
-				t.Errorf("%d URLs done, %d responses 200 on the client: want one per URL", r.Done, ok)
-			}
-			if !r.Agree {
-				t.Errorf("client and server disagree: %v", r.Mismatches)
-			}
-			if r.ClientCounts.Requests < 100 || r.Server.Requests < 100 {
-				t.Errorf("client counted %d requests, server %d in the span: want a real run", r.ClientCounts.Requests, r.Server.Requests)
-			}
-			if u := r.Server.UtilizationAfter30; u < f.minUtilAfter30 {
-				t.Errorf("utilization after 30 s = %.3f, want >= %.2f", u, f.minUtilAfter30)
-			}
-			if q := r.Server.Ratio429; q > f.max429 {
-				t.Errorf("429 ratio = %.4f (%d of %d), want <= %.2f", q, r.Server.Limited, r.Server.Requests, f.max429)
+			if !c.OK() {
+				t.Errorf("%s against %s: %v", c.Twin, name, c.Gap)
+			} else {
+				t.Logf("%s against %s: %v", c.Twin, name, c.Gap)
 			}
 		})
+	}
+}
+
+// checkRun checks what every real run of the suite must show: every URL
+// accounted for, one 200 per URL done, the server's log agreeing with the
+// client, and a real run's worth of requests.
+func checkRun(t *testing.T, r Result) {
+	t.Helper()
+	t.Logf("%s; %d 429s while learning, settled after %.0f s (-1: never)", r.Summary(), r.Server.LearningLimited, r.Server.SettleSeconds)
+	if !r.Accounted() || r.RanDry {
+		t.Errorf("URLs: %d done + %d abandoned + %d queued + %d parked of %d, want all accounted for and some left",
+			r.Done, r.Abandoned, r.Queued, r.Parked, r.URLs)
+	}
+	if ok := r.ClientCounts.ByStatus[200]; r.Done != ok {
+		t.Errorf("%d URLs done, %d responses 200 on the client: want one per URL", r.Done, ok)
+	}
+	if !r.Agree {
+		t.Errorf("client and server disagree: %v", r.Mismatches)
+	}
+	if r.ClientCounts.Requests < 100 || r.Server.Requests < 100 {
+		t.Errorf("client counted %d requests, server %d in the span: want a real run", r.ClientCounts.Requests, r.Server.Requests)
 	}
 }
 

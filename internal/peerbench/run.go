@@ -90,9 +90,16 @@ type Result struct {
 	Rate            float64 `json:"rate_per_exit"`
 	DurationSeconds float64 `json:"duration_seconds"`
 	URLs            int     `json:"urls"`
+	// Seed is the strategy's seed (RunConfig.Seed).
+	Seed uint64 `json:"seed"`
 	// Start is the start of the measured span: when the engine started, or
 	// (crawl binary) the first request the server logged.
 	Start time.Time `json:"start"`
+	// TargetLead is how long the target had been running when the first
+	// request reached it (the exits and the URL set are set up in
+	// between): limiters that align windows to their own start (httprate)
+	// are that far out of phase with the crawl.
+	TargetLead float64 `json:"target_lead_seconds"`
 	// Server are the figures from the server's access log over
 	// [Start, Start+Duration) (sim/measure).
 	Server measure.Figures `json:"server"`
@@ -116,6 +123,8 @@ type Result struct {
 	Dir               string         `json:"dir"`
 	// Error is why the run failed; the figures are then empty.
 	Error string `json:"error,omitempty"`
+
+	firstHit time.Time // the first request from an exit in the server's log
 }
 
 // Accounted reports whether every URL of the set ended in a known state.
@@ -195,7 +204,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		cfg.ProgressEvery = 10 * time.Second
 	}
 	res := Result{Target: cfg.Target.Name, Strategy: cfg.Strategy.Name, Mode: ModeEngine, Exits: cfg.Exits,
-		Rate: cfg.Target.Rate, DurationSeconds: cfg.Duration.Seconds(), URLs: urlCount(cfg.Target, cfg.Strategy, cfg.Exits, cfg.Duration), Dir: cfg.Dir}
+		Rate: cfg.Target.Rate, DurationSeconds: cfg.Duration.Seconds(), URLs: urlCount(cfg.Target, cfg.Strategy, cfg.Exits, cfg.Duration), Seed: cfg.Seed, Dir: cfg.Dir}
 	if cfg.CrawlBinary != "" {
 		res.Mode = ModeCrawlBinary
 	}
@@ -207,6 +216,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	srvStart := time.Now()
 	srv, err := cfg.Target.Start(filepath.Join(cfg.Dir, "server"))
 	if err != nil {
 		return res, err
@@ -245,6 +255,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	if err := res.judge(log, exits.Bind, c.start, cfg); err != nil {
 		return res, fmt.Errorf("%s × %s: %w", cfg.Target.Name, cfg.Strategy.Name, err)
 	}
+	res.TargetLead = res.firstHit.Sub(srvStart).Seconds()
 	res.WallSeconds = time.Since(wall).Seconds()
 	return res, nil
 }
@@ -458,7 +469,7 @@ func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start t
 	if start.IsZero() {
 		start = first
 	}
-	r.Start = start
+	r.Start, r.firstHit = start, first
 	f, err := measure.Compute(hits, measure.Config{Start: start, End: start.Add(cfg.Duration), Keys: cfg.Exits, Rate: cfg.Target.Rate})
 	if err != nil {
 		return err

@@ -1,7 +1,7 @@
 // Package peerbench measures exitgate and the baseline strategies against
 // real rate limiters that nobody here wrote (nginx limit_req, haproxy stick
 // tables, golang.org/x/time/rate, github.com/go-chi/httprate, Python
-// flask-limiter), each keyed on the client IP and reached through N real
+// flask-limiter, Node express-rate-limit), each keyed on the client IP and reached through N real
 // tinyproxy exits bound to distinct loopback addresses.
 //
 // A run crawls one target with one strategy for a fixed time, either with
@@ -14,12 +14,14 @@ package peerbench
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/exitgate/exitgate/internal/peers"
+	"github.com/exitgate/exitgate/sim/server"
 )
 
 // Target is one real rate limiter keyed on the client IP, described well
@@ -47,6 +49,20 @@ type Target struct {
 	CountsDenied bool `json:"counts_denied"`
 	// Config is the limiter's configuration as written.
 	Config string `json:"config"`
+	// Twin is the name of its simulated twin (sim/server.Twins):
+	// twin-<Name>.
+	Twin string `json:"twin"`
+
+	// What the twin must agree with (TestTwinsMatchTargets): the twin's
+	// algorithm, its Policy.Burst, a constant Retry-After (0: none or
+	// computed), the header mode and whether a Date header is sent.
+	algo             server.Algo
+	twinBurst        int
+	fixedRetryAfter  time.Duration
+	headers          server.HeaderMode
+	retryAfterAlways bool
+	noDate           bool // the server's answers carry no Date header (haproxy's own)
+	inProcess        bool // a Go middleware served from the bench's own process
 
 	start func(dir string) (Server, error)
 }
@@ -107,48 +123,67 @@ func fmtRate(r float64) string {
 }
 
 // nginxTarget limits with limit_req keyed on $binary_remote_addr and serves
-// one page for every path.
-func nginxTarget(name string, perSecond float64, rateConf string, burst int, retryAfter string) Target {
+// one page for every path. delay leaves nodelay out of a burst.
+func nginxTarget(name string, perSecond float64, rateConf string, burst int, delay bool, retryAfter string) Target {
 	ra := "none"
+	var fixed time.Duration
 	if retryAfter != "" {
 		ra = retryAfter + " (fixed: nginx cannot compute one)"
+		fixed = seconds(retryAfter)
 	}
-	burstConf := ""
+	burstConf, algo, algorithm := "", server.Nginx, "leaky bucket (one request per 1/rate; excess beyond the burst rejected)"
 	if burst > 0 {
 		burstConf = fmt.Sprintf(" burst=%d nodelay", burst)
+		if delay {
+			burstConf = fmt.Sprintf(" burst=%d", burst)
+			algo = server.NginxDelay
+			algorithm = "leaky bucket without nodelay (requests within the burst are held until their turn and answered late; beyond it rejected)"
+		}
 	}
 	limit, window := int(perSecond), 1.0
 	if strings.HasSuffix(rateConf, "r/m") {
 		limit, window = int(perSecond*60+0.5), 60
 	}
 	return Target{
-		Name: name, Server: "nginx limit_req",
-		Algorithm: "leaky bucket (one request per 1/rate; excess beyond the burst rejected)",
-		Limit:     limit, Window: window, Burst: burst, Rate: perSecond,
+		Name: name, Server: "nginx 1.22 limit_req", Algorithm: algorithm,
+		Limit: limit, Window: window, Burst: burst, Rate: perSecond,
 		RetryAfter: ra, Headers: "none",
 		Config: fmt.Sprintf("limit_req_zone $binary_remote_addr zone=perip:1m rate=%s; limit_req zone=perip%s; limit_req_status 429;", rateConf, burstConf),
+		algo:   algo, twinBurst: burst + 1, fixedRetryAfter: fixed,
 		start: func(dir string) (Server, error) {
-			return peers.StartNginx(peers.NginxConfig{Rate: rateConf, Burst: burst, RetryAfter: retryAfter,
+			return peers.StartNginx(peers.NginxConfig{Rate: rateConf, Burst: burst, Delay: delay, RetryAfter: retryAfter,
 				NoRetryAfter: retryAfter == "", Dir: dir,
 				Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
 		},
 	}
 }
 
+// seconds reads a whole number of seconds written in a config; the
+// targets below are written here, so a bad one is a bug.
+func seconds(s string) time.Duration {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(fmt.Sprintf("peerbench: Retry-After %q is not whole seconds", s))
+	}
+	return time.Duration(n) * time.Second
+}
+
 // haproxyTarget denies with 429 when the src's http_req_rate over period
 // is above limit; tracking comes first, so denied requests count.
 func haproxyTarget(name string, limit int, period time.Duration, retryAfter string) Target {
 	ra, hdr := "none", ""
+	var fixed time.Duration
 	if retryAfter != "" {
-		ra, hdr = retryAfter+" (fixed)", " hdr Retry-After "+retryAfter
+		ra, hdr, fixed = retryAfter+" (fixed)", " hdr Retry-After "+retryAfter, seconds(retryAfter)
 	}
 	sec := period.Seconds()
 	return Target{
-		Name: name, Server: "haproxy stick table",
+		Name: name, Server: "haproxy 2.6 stick table",
 		Algorithm: fmt.Sprintf("http_req_rate(%gs) tracked on src before the deny: a rolling rate over two periods", sec),
 		Limit:     limit, Window: sec, Rate: float64(limit) / sec,
 		RetryAfter: ra, Headers: "none", CountsDenied: true,
 		Config: fmt.Sprintf("stick-table type ip store http_req_rate(%gs); http-request track-sc0 src; http-request deny deny_status 429%s if { sc_http_req_rate(0) gt %d }", sec, hdr, limit),
+		algo:   server.HAProxy, twinBurst: limit, fixedRetryAfter: fixed, noDate: true,
 		start: func(dir string) (Server, error) {
 			return peers.StartHAProxy(peers.HAProxyConfig{Limit: limit, Period: period, RetryAfter: retryAfter, Dir: dir})
 		},
@@ -157,10 +192,11 @@ func haproxyTarget(name string, limit int, period time.Duration, retryAfter stri
 
 func xrateTarget(name string, perSecond float64, burst int) Target {
 	return Target{
-		Name: name, Server: "golang.org/x/time/rate (a per-IP rate.Limiter, our few lines)",
+		Name: name, Server: "golang.org/x/time/rate v0.16 (a per-IP rate.Limiter, our few lines)",
 		Algorithm: "token bucket", Limit: int(perSecond), Window: 1, Burst: burst, Rate: perSecond,
 		RetryAfter: "none", Headers: "none",
 		Config: fmt.Sprintf("rate.NewLimiter(%g, %d) per client IP; Allow() or 429", perSecond, burst),
+		algo:   server.XRate, twinBurst: burst, inProcess: true,
 		start: func(dir string) (Server, error) {
 			return peers.StartGoServer(peers.GoServerConfig{Name: name, Limiter: peers.XRate(rate.Limit(perSecond), burst), Dir: dir})
 		},
@@ -171,8 +207,9 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 	ra := fmt.Sprintf("%g (the window length, on 429s only)", window.Seconds())
 	headers := "X-RateLimit-Limit, -Remaining, -Reset (epoch seconds of the window's end) on every response"
 	conf := fmt.Sprintf("httprate.LimitByIP(%d, %v)", limit, window)
+	mode := server.HeadersXRateLimit
 	if strip {
-		ra, headers = "none (stripped)", "none (stripped by a wrapper)"
+		ra, headers, mode = "none (stripped)", "none (stripped by a wrapper)", server.HeadersNone
 		conf += " with X-RateLimit-* and Retry-After deleted"
 	}
 	return Target{
@@ -180,22 +217,36 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 		Algorithm: "sliding window counter (previous window weighted by overlap + current)",
 		Limit:     limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
 		RetryAfter: ra, Headers: headers, Config: conf,
+		algo: server.HTTPRate, twinBurst: limit, headers: mode, inProcess: true,
 		start: func(dir string) (Server, error) {
 			return peers.StartGoServer(peers.GoServerConfig{Name: name, Limiter: peers.HTTPRate(limit, window, strip), Dir: dir})
 		},
 	}
 }
 
-func flaskTarget(name string, perMinute int, strategy, algorithm, retryAfter string) Target {
+func flaskTarget(name string, perMinute int, fixed, headers bool) Target {
 	limit := fmt.Sprintf("%d per minute", perMinute)
+	strategy, algo := "moving-window", server.LimitsMoving
+	algorithm := "moving window (a log of the last minute's accepted requests)"
+	ra := "seconds until X-RateLimit-Reset (a window after the newest request, +1 s), on every response"
+	if fixed {
+		strategy, algo = "fixed-window", server.LimitsFixed
+		algorithm = "fixed window per client (limits' memory storage opens it at the client's first request and resets it 60 s later, not on the clock; rejected requests count)"
+		ra = "seconds until the window resets, on every response"
+	}
+	hdrs, mode := "X-RateLimit-Limit, -Remaining, -Reset (epoch seconds) and Retry-After on every response, 200s included", server.HeadersXRateLimit
+	if !headers {
+		ra, hdrs, mode = "none", "none (headers_enabled=False, flask-limiter's default)", server.HeadersNone
+	}
 	return Target{
 		Name: name, Server: "Python flask-limiter 3.3 (limits 2.8, Debian python3-flask-limiter), werkzeug threaded server",
 		Algorithm: algorithm, Limit: perMinute, Window: 60, Rate: float64(perMinute) / 60,
-		RetryAfter: retryAfter,
-		Headers:    "X-RateLimit-Limit, -Remaining, -Reset (epoch seconds) and Retry-After on every response, 200s included",
-		Config:     fmt.Sprintf("Limiter(get_remote_address, default_limits=[%q], strategy=%q, headers_enabled=True, storage_uri=\"memory://\")", limit, strategy),
+		RetryAfter: ra, Headers: hdrs, CountsDenied: fixed,
+		Config: fmt.Sprintf("Limiter(get_remote_address, default_limits=[%q], strategy=%q, headers_enabled=%s, storage_uri=\"memory://\")",
+			limit, strategy, map[bool]string{true: "True", false: "False"}[headers]),
+		algo: algo, twinBurst: perMinute, headers: mode, retryAfterAlways: headers,
 		start: func(dir string) (Server, error) {
-			return peers.StartFlask(peers.FlaskConfig{Limit: limit, Strategy: strategy, Dir: dir})
+			return peers.StartFlask(peers.FlaskConfig{Limit: limit, Strategy: strategy, NoHeaders: !headers, Dir: dir})
 		},
 	}
 }
@@ -203,11 +254,13 @@ func flaskTarget(name string, perMinute int, strategy, algorithm, retryAfter str
 func expressTarget(name string, limit int, window time.Duration) Target {
 	return Target{
 		Name: name, Server: "Node express-rate-limit 8.7 (MemoryStore) on express 5",
-		Algorithm: "fixed window per client (opened by the client's first request)",
+		Algorithm: "fixed window per client (opened by the client's first request; rejected requests count)",
 		Limit:     limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
-		RetryAfter: "seconds until the window resets (429s only)",
-		Headers:    "IETF draft-8 RateLimit and RateLimit-Policy structured fields (q, w, r, t) on every response",
-		Config:     fmt.Sprintf("rateLimit({windowMs: %d, limit: %d, standardHeaders: \"draft-8\", legacyHeaders: false})", window.Milliseconds(), limit),
+		RetryAfter:   "seconds until the window resets (429s only)",
+		Headers:      "IETF draft-8 RateLimit and RateLimit-Policy structured fields (q, w, pk; r, t) on every response",
+		CountsDenied: true,
+		Config:       fmt.Sprintf("rateLimit({windowMs: %d, limit: %d, standardHeaders: \"draft-8\", legacyHeaders: false})", window.Milliseconds(), limit),
+		algo:         server.ExpressMemory, twinBurst: limit, headers: server.HeadersIETFDraft8,
 		start: func(dir string) (Server, error) {
 			return peers.StartExpress(peers.ExpressConfig{Limit: limit, Window: window, Headers: "draft-8", Dir: dir})
 		},
@@ -215,25 +268,34 @@ func expressTarget(name string, limit int, window time.Duration) Target {
 }
 
 // Targets returns every target, from the fastest limit to the slowest
-// within each server.
+// within each server. Each has a simulated twin, twin-<name>, in
+// sim/server.Twins, in the same order.
 func Targets() []Target {
-	return []Target{
-		nginxTarget("nginx-10r-s-burst5", 10, "10r/s", 5, ""),
-		nginxTarget("nginx-1r-s", 1, "1r/s", 0, "1"),
-		nginxTarget("nginx-30r-m", 0.5, "30r/m", 0, "60"),
+	ts := []Target{
+		nginxTarget("nginx-10r-s-burst5", 10, "10r/s", 5, false, ""),
+		nginxTarget("nginx-2r-s-burst4-delay", 2, "2r/s", 4, true, ""),
+		nginxTarget("nginx-1r-s", 1, "1r/s", 0, false, "1"),
+		nginxTarget("nginx-30r-m", 0.5, "30r/m", 0, false, "60"),
+		nginxTarget("nginx-6r-m", 0.1, "6r/m", 0, false, "10"),
 		haproxyTarget("haproxy-20-per-10s", 20, 10*time.Second, ""),
 		haproxyTarget("haproxy-2-per-10s", 2, 10*time.Second, "30"),
+		haproxyTarget("haproxy-6-per-min", 6, time.Minute, "60"),
+		xrateTarget("xrate-20-s-burst1", 20, 1),
+		xrateTarget("xrate-10-s-burst10", 10, 10),
 		xrateTarget("xrate-2-s-burst5", 2, 5),
 		httprateTarget("httprate-30-per-10s", 30, 10*time.Second, false),
 		httprateTarget("httprate-30-per-10s-bare", 30, 10*time.Second, true),
 		httprateTarget("httprate-10-per-min", 10, time.Minute, false),
-		flaskTarget("flask-moving-20-per-min", 20, "moving-window",
-			"moving window (a log of the last minute's accepted requests)", "seconds until the oldest request leaves the window"),
-		flaskTarget("flask-fixed-6-per-min", 6, "fixed-window",
-			"fixed window per client (limits' memory storage opens it at the client's first request and resets it 60 s later, not on the clock)",
-			"seconds until the window resets"),
+		flaskTarget("flask-moving-20-per-min", 20, false, true),
+		flaskTarget("flask-moving-6-per-min-bare", 6, false, false),
+		flaskTarget("flask-fixed-20-per-min", 20, true, true),
+		flaskTarget("flask-fixed-6-per-min", 6, true, true),
 		expressTarget("express-30-per-min", 30, time.Minute),
 	}
+	for i := range ts {
+		ts[i].Twin = "twin-" + ts[i].Name
+	}
+	return ts
 }
 
 // TargetNames returns every target's name, in Targets' order.

@@ -20,6 +20,10 @@ type FlaskConfig struct {
 	// Strategy is the limits strategy: "moving-window", "fixed-window" or
 	// "fixed-window-elastic-expiry". Default "moving-window".
 	Strategy string
+	// NoHeaders turns flask-limiter's rate-limit headers off (its default):
+	// 429s are then bare, and no response carries X-RateLimit-* or
+	// Retry-After.
+	NoHeaders bool
 	// Python is the interpreter that has flask_limiter. Default
 	// /usr/bin/python3 (Debian's; a pyenv python3 on PATH lacks Debian's
 	// packages).
@@ -34,7 +38,7 @@ type FlaskConfig struct {
 
 // Flask is a running flask-limiter app: every path answers 200 "ok" or 429,
 // limited per client address with X-RateLimit-Limit, -Remaining, -Reset and
-// Retry-After headers. Its access log, written from an after_request hook,
+// Retry-After headers on every response (none with NoHeaders). Its access log, written from an after_request hook,
 // reads "<unix time with ms> <client address> <status>". It is safe for
 // concurrent use.
 type Flask struct{ server }
@@ -70,9 +74,13 @@ func StartFlask(cfg FlaskConfig) (*Flask, error) {
 		return nil, fmt.Errorf("flask-limiter: %w", err)
 	}
 	accessLog := dir.join("access.log")
+	headers := "on"
+	if cfg.NoHeaders {
+		headers = "off"
+	}
 	p, err := startProcess(procSpec{name: "flask-limiter " + cfg.Listen, dir: dir, addr: cfg.Listen,
 		logs: []string{accessLog}, bin: cfg.Python, args: []string{app, "--host", host, "--port", port,
-			"--limit", cfg.Limit, "--strategy", cfg.Strategy, "--log", accessLog}})
+			"--limit", cfg.Limit, "--strategy", cfg.Strategy, "--headers", headers, "--log", accessLog}})
 	if err != nil {
 		return nil, err
 	}

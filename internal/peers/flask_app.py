@@ -1,6 +1,6 @@
 """A flask-limiter target for the exitgate peers: every path answers "ok",
 limited per client address (flask_limiter.util.get_remote_address) with the
-given limit and strategy, rate-limit headers enabled. Each request is logged
+given limit and strategy, rate-limit headers enabled unless --headers off. Each request is logged
 from an after_request hook as "<unix time with ms> <client address> <status>".
 """
 import argparse
@@ -17,6 +17,7 @@ p.add_argument("--host", default="127.0.0.1")
 p.add_argument("--port", type=int, required=True)
 p.add_argument("--limit", required=True)  # e.g. "20 per minute"
 p.add_argument("--strategy", required=True)  # moving-window, fixed-window, ...
+p.add_argument("--headers", choices=["on", "off"], default="on")
 p.add_argument("--log", required=True)
 args = p.parse_args()
 
@@ -26,7 +27,7 @@ limiter = Limiter(
     app=app,
     default_limits=[args.limit],
     strategy=args.strategy,
-    headers_enabled=True,
+    headers_enabled=args.headers == "on",
     storage_uri="memory://",
 )
 log = open(args.log, "a", buffering=1)

@@ -15,9 +15,12 @@ type NginxConfig struct {
 	// "30r/m". Empty means "1r/s".
 	Rate string
 	// Burst is the limit_req burst. Zero means none. A positive burst is
-	// served with nodelay, so excess requests are rejected with 429 instead
-	// of queued.
+	// served with nodelay, so requests within it are answered at once,
+	// unless Delay is set.
 	Burst int
+	// Delay leaves nodelay out: requests within the burst are held until
+	// their turn at the rate, and answered late (nginx's default).
+	Delay bool
 	// RetryAfter is the fixed Retry-After value sent with every 429 (nginx
 	// cannot compute one). Empty means "1"; NoRetryAfter sends none.
 	RetryAfter   string
@@ -164,7 +167,10 @@ func writeNginxFiles(dir workDir, cfg NginxConfig, tryFiles string) error {
 	}
 	burst := ""
 	if cfg.Burst > 0 {
-		burst = fmt.Sprintf(" burst=%d nodelay", cfg.Burst)
+		burst = fmt.Sprintf(" burst=%d", cfg.Burst)
+		if !cfg.Delay {
+			burst += " nodelay"
+		}
 	}
 	conf := strings.NewReplacer(
 		"{{dir}}", dir.path, "{{rate}}", cfg.Rate, "{{retry}}", cfg.RetryAfter,

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,6 +176,49 @@ func TestNginxFallbackWithoutRetryAfter(t *testing.T) {
 	checkLog(t, n.AccessLog(t, len(codes)), codes, "127.0.0.1", start)
 }
 
+// Without nodelay a burst is queued: requests beyond the rate wait their
+// turn and are answered late, and only those beyond the burst get a 429.
+func TestNginxBurstWithoutNodelay(t *testing.T) {
+	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "2r/s", Burst: 2, Delay: true, NoRetryAfter: true,
+		Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
+	c := &http.Client{Timeout: 10 * time.Second}
+	start := time.Now()
+	codes := make([]int, 4)
+	took := make([]time.Duration, 4)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() {
+			resp, err := c.Get(fmt.Sprintf("%s/p/%d", n.URL(), i))
+			if err != nil {
+				t.Error(err) // not get: no t.Fatal outside the test's goroutine
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i], took[i] = resp.StatusCode, time.Since(start)
+		})
+	}
+	wg.Wait()
+	var ok, limited int
+	var slowest time.Duration
+	for i, code := range codes {
+		switch code {
+		case 200:
+			ok++
+			slowest = max(slowest, took[i])
+		case 429:
+			limited++
+		}
+	}
+	// 2r/s, burst 2: one at once, two held 0.5 s and 1 s, the fourth rejected.
+	if ok != 3 || limited != 1 {
+		t.Errorf("statuses = %v, want three 200s and one 429", codes)
+	}
+	if slowest < 900*time.Millisecond {
+		t.Errorf("the last 200 came after %v, want about 1 s: held, not served at once", slowest)
+	}
+}
+
 func TestTinyproxyBindsExitAddress(t *testing.T) {
 	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "100r/s", Burst: 100})
 	for _, bind := range []string{"127.0.0.11", "127.0.0.12"} {
@@ -249,6 +293,24 @@ func TestFlaskMovingWindow(t *testing.T) {
 		t.Errorf("429 X-RateLimit-Limit %q Remaining %q, want 3 and 0", hdr.Get("X-RateLimit-Limit"), hdr.Get("X-RateLimit-Remaining"))
 	}
 	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.16", start)
+}
+
+// With its headers off (flask-limiter's default), a 429 is bare and no
+// response carries a rate-limit field.
+func TestFlaskNoHeaders(t *testing.T) {
+	f := peertest.StartFlask(t, peertest.FlaskConfig{Limit: "2 per minute", Strategy: "moving-window", NoHeaders: true})
+	c := &http.Client{Timeout: 5 * time.Second}
+	for i := range 3 {
+		code, h, _ := get(t, c, f.URL()+"/p/1")
+		if want := []int{200, 200, 429}[i]; code != want {
+			t.Errorf("request %d: status %d, want %d", i+1, code, want)
+		}
+		for k := range h {
+			if strings.HasPrefix(k, "X-Ratelimit") || k == "Retry-After" {
+				t.Errorf("request %d: %s: %q, want no rate-limit header", i+1, k, h.Get(k))
+			}
+		}
+	}
 }
 
 func TestGoServers(t *testing.T) {

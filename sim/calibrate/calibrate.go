@@ -1,14 +1,17 @@
 // Package calibrate holds a twin to its real limiter: it runs a strategy on
-// a simulated twin (sim/server) for the span the real-limiter harness runs
-// the same strategy on the real server, and compares the two runs' figures,
-// both measured by sim/measure from the server's record of requests.
+// a simulated twin (sim/server) with the exits, span and URL count with
+// which the real-limiter bench ran the same strategy on the real server,
+// and compares the two runs' figures, both measured by sim/measure from the
+// server's record of requests.
 //
-// The real side is not run here: Compare takes the real run's
-// measure.Figures, so the harness (which starts nginx, HAProxy, the Go and
-// Python limiters behind tinyproxy exits) plugs its figures in. A twin is
-// calibrated when its utilization is within Tolerance.Utilization (5
-// points) of the real one and its 429 ratio within Tolerance.Ratio429 (1
-// point).
+// The real side is not run here, so that the simulator does not depend on
+// the programs it imitates: Check and Compare take the real run's
+// measure.Figures, and internal/peerbench (which starts nginx, HAProxy, the
+// Go, Python and Node limiters behind tinyproxy exits) runs both sides and
+// calls them (peerbench.Calibrate, TestCalibration, `peerbench
+// --calibrate`). A twin is calibrated when its utilization is within
+// Tolerance.Utilization (5 points) of the real one and its 429 ratio within
+// Tolerance.Ratio429 (1 point).
 //
 // Functions here are safe for concurrent use; values are plain.
 package calibrate
@@ -75,7 +78,7 @@ func Compare(twin, real measure.Figures, tol Tolerance) Gap {
 
 // Run is one side of a calibration: a strategy on a target for a span.
 type Run struct {
-	// Scenario is the twin scenario's name (twin-nginx-1rs...). Required.
+	// Scenario is the twin scenario's name (twin-nginx-1r-s...). Required.
 	Scenario string
 	// Strategy is the strategy's name; default exitgate.
 	Strategy string
@@ -84,8 +87,18 @@ type Run struct {
 	// Duration is the span run and measured; default 120 s (the acceptance
 	// check's length).
 	Duration time.Duration
+	// URLs is the size of the URL set; default what a perfect client
+	// fetches in 10 minutes (sim/run.Config.URLs).
+	URLs int
 	// Seed; default 1.
 	Seed uint64
+	// Phase is where in a second the twin's run starts, and Uptime how long
+	// its server had run when the first request arrived: the real run's,
+	// so that what a server writes in whole seconds (Date, epoch resets)
+	// and a limiter whose windows start with its server (httprate) meet
+	// the crawl as they did in the real run. Zero: the twin scenario's
+	// own (server.TwinStartPhase, server.TwinUptime).
+	Phase, Uptime time.Duration
 }
 
 // ErrNotTwin is returned for a scenario that is not a twin of a real
@@ -123,15 +136,21 @@ func Twin(ctx context.Context, r Run) (measure.Figures, error) {
 	if !ok {
 		return measure.Figures{}, fmt.Errorf("calibrate: no strategy %q", r.Strategy)
 	}
-	res, err := simrun.Virtual(ctx, simrun.Config{Scenario: sc, Strategy: spec, Exits: r.Exits, Seed: r.Seed, Duration: r.Duration})
+	if r.Phase > 0 {
+		sc.StartPhase = r.Phase % time.Second
+	}
+	if r.Uptime > 0 {
+		sc.Config.Uptime = r.Uptime
+	}
+	res, err := simrun.Virtual(ctx, simrun.Config{Scenario: sc, Strategy: spec, Exits: r.Exits, Seed: r.Seed, Duration: r.Duration, URLs: r.URLs})
 	if err != nil {
 		return measure.Figures{}, err
 	}
 	return res.Figures, nil
 }
 
-// RealTarget is the harness's name for the real limiter a twin models: the
-// twin's name without "twin-" (twin-nginx-1rs models nginx-1rs).
+// RealTarget is the bench's name for the real limiter a twin models: the
+// twin's name without "twin-" (twin-nginx-1r-s models nginx-1r-s).
 func RealTarget(twin string) string { return strings.TrimPrefix(twin, "twin-") }
 
 // Check runs r on its twin and compares it with the real run's figures.

@@ -67,7 +67,8 @@ type Config struct {
 	// strategies that resolve exit IPs, 1 otherwise (the article's code
 	// opens one session per exit).
 	SessionsPerExit int
-	// Start is virtual time zero. Default 2026-01-02T00:00:00Z.
+	// Start is virtual time zero. Default 2026-01-02T00:00:00Z plus the
+	// scenario's StartPhase.
 	Start time.Time
 	// Duration, when set, stops the run after this much virtual time and
 	// measures exactly that span (the acceptance check runs 120 s), or up
@@ -114,7 +115,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxTime = 24 * time.Hour
 	}
 	if c.Start.IsZero() {
-		c.Start = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+		c.Start = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC).Add(c.Scenario.StartPhase)
 	}
 	if c.SessionsPerExit == 0 {
 		c.SessionsPerExit = 1
@@ -211,8 +212,9 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 
 	d := &driver{
 		core: core, fr: fr, pool: pool, routes: routes, m: m,
-		sites: map[string]*server.Site{}, path: sc.Path,
+		sites: map[string]*server.Site{}, path: sc.Path, wakeLate: sc.WakeLate,
 		pathRand: rand.New(rand.NewPCG(cfg.Seed, 5)),
+		wakeRand: rand.New(rand.NewPCG(cfg.Seed, 6)),
 		sniff:    map[string][]byte{},
 	}
 	for _, h := range hosts {
@@ -352,6 +354,8 @@ type driver struct {
 	sites    map[string]*server.Site // by URL host
 	path     server.Latency          // client -> site one-way delay
 	pathRand *rand.Rand
+	wakeLate server.Latency // how late the engine wakes for a limiter's time
+	wakeRand *rand.Rand
 	pool     *exits.Pool
 	routes   map[string]*route
 	m        *meter
@@ -394,6 +398,11 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 		var next time.Time
 		if len(d.events) > 0 {
 			next = d.events[0].at
+		}
+		if !wake.IsZero() && d.wakeLate != (server.Latency{}) {
+			// A real engine's timer fires a little after the time the
+			// limiter asked for.
+			wake = wake.Add(d.wakeLate.Draw(d.wakeRand))
 		}
 		if !wake.IsZero() && (next.IsZero() || wake.Before(next)) {
 			next = wake

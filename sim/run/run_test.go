@@ -268,7 +268,7 @@ func TestVirtualPathDelay(t *testing.T) {
 
 // With Duration a run stops there and is measured over exactly that span.
 func TestVirtualDuration(t *testing.T) {
-	sc, _ := server.ScenarioByName("twin-nginx-1rs")
+	sc, _ := server.ScenarioByName("twin-nginx-1r-s")
 	eg, _ := strategy.ByName(strategy.Exitgate)
 	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Duration: 120 * time.Second})
 	if err != nil {
@@ -276,5 +276,29 @@ func TestVirtualDuration(t *testing.T) {
 	}
 	if r.Figures.Seconds != 120 || r.Finished {
 		t.Errorf("measured %v s, finished %v; want 120 s of an unfinished 10-minute set", r.Figures.Seconds, r.Finished)
+	}
+}
+
+// A scenario's WakeLate makes the engine wake that much after the time its
+// limiter gave, as a live engine's timers do: the same crawl then runs
+// differently (the learner reads a late lane as under its pace), and
+// repeatably for a seed.
+func TestVirtualWakeLate(t *testing.T) {
+	sc, _ := server.ScenarioByName("twin-nginx-1r-s")
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	run := func(late server.Latency) Result {
+		sc.WakeLate = late
+		r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 5, Duration: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	dot, late := run(server.Latency{}), run(server.Latency{Dist: server.Fixed, Base: 200 * time.Millisecond})
+	if late.Requests == dot.Requests && late.Successes == dot.Successes {
+		t.Errorf("waking 200 ms late: %d requests, %d successes in 30 s, as on the dot; want a different run", late.Requests, late.Successes)
+	}
+	if again := run(server.Latency{Dist: server.Fixed, Base: 200 * time.Millisecond}); again.Requests != late.Requests {
+		t.Errorf("two runs with the same seed: %d and %d requests; want the same", again.Requests, late.Requests)
 	}
 }

@@ -164,6 +164,10 @@ const (
 	LimitsFixed
 	// XRate is a golang.org/x/time/rate.Limiter per key (Allow).
 	XRate
+	// ExpressMemory is express-rate-limit 8's MemoryStore: a fixed window
+	// per key opened by the key's first request, on a millisecond clock,
+	// counting rejected requests too (see expressMemory).
+	ExpressMemory
 )
 
 var algoNames = [...]string{
@@ -180,6 +184,7 @@ var algoNames = [...]string{
 	LimitsMoving:  "limits-moving",
 	LimitsFixed:   "limits-fixed",
 	XRate:         "xrate",
+	ExpressMemory: "express-memory",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -219,11 +224,13 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 	case HAProxy:
 		alg = &haproxyRate{keys: make(map[string]*freqCtr)}
 	case HTTPRate:
-		alg = &httpRate{slidingWindow{keys: make(map[string]*swState)}}
+		alg = &httpRate{slidingWindow: slidingWindow{keys: make(map[string]*swState)}}
 	case LimitsMoving, LimitsFixed:
 		alg = &movingWindow{keys: make(map[string]*mwState), fixed: a == LimitsFixed}
 	case XRate:
 		alg = &xRate{keys: make(map[string]*rate.Limiter)}
+	case ExpressMemory:
+		alg = &expressMemory{keys: make(map[string]*emClient)}
 	default:
 		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
 	}

@@ -26,6 +26,12 @@ func runSteps(t *testing.T, a Algo, p Policy, steps []step) {
 	if err != nil {
 		t.Fatalf("NewAlgorithm(%v, %+v) error %v", a, p, err)
 	}
+	runStepsOn(t, a, alg, steps)
+}
+
+// runStepsOn is runSteps on an algorithm already built.
+func runStepsOn(t *testing.T, a Algo, alg Algorithm, steps []step) {
+	t.Helper()
 	for i, s := range steps {
 		d := alg.Decide("k", t0.Add(s.at))
 		got := step{s.at, d.Allowed, d.Remaining, d.Reset, d.RetryAfter}

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -23,9 +26,23 @@ const (
 	// (draft-ietf-httpapi-ratelimit-headers) on every limited-path response,
 	// and Retry-After on 429 unless Config.NoRetryAfter.
 	HeadersIETF
+	// HeadersIETFDraft8 sends the draft-8 fields exactly as
+	// express-rate-limit 8 writes them (setDraft8Headers in
+	// source/headers.ts) on every response:
+	//
+	//	RateLimit: "<name>"; r=<remaining>; t=<seconds to reset>
+	//	RateLimit-Policy: "<name>"; q=<limit>; w=<window s>; pk=:<key>:
+	//
+	// with a space after each semicolon, the policy named by
+	// Config.PolicyName (express names it "<limit>-in-<window>", e.g.
+	// "30-in-1min") and a partition key per client: the first 12 hex digits
+	// of the SHA-256 of the limiter key, base64-encoded (getPartitionKey).
+	// t is ceil(seconds to the reset), 0 at the least. Retry-After, on 429
+	// only unless Config.NoRetryAfter, is the same t (setRetryAfterHeader).
+	HeadersIETFDraft8
 )
 
-var headerModeNames = [...]string{HeadersNone: "none", HeadersRetryAfter: "retry-after", HeadersXRateLimit: "x-ratelimit", HeadersIETF: "ietf"}
+var headerModeNames = [...]string{HeadersNone: "none", HeadersRetryAfter: "retry-after", HeadersXRateLimit: "x-ratelimit", HeadersIETF: "ietf", HeadersIETFDraft8: "ietf-draft8"}
 
 // String returns the kebab-case name.
 func (m HeaderMode) String() string {
@@ -70,6 +87,7 @@ const (
 	hRateLimit   = "Ratelimit"
 	hRLPolicy    = "Ratelimit-Policy"
 	hContentType = "Content-Type"
+	hDate        = "Date"
 )
 
 // Shared, immutable value slices (cap = len, so an append copies).
@@ -90,19 +108,22 @@ func ceilSeconds(d time.Duration) int64 {
 // hdrKey is everything a rendered header depends on, in the units written.
 type hdrKey struct {
 	limit, remaining int
-	reset, window    int64 // seconds as written (epoch or delta); 0 if unused
-	retry            int64 // Retry-After seconds; 0 = absent unless retryZero
-	retryZero        bool  // Retry-After: 0 is sent
+	reset, window    int64  // seconds as written (epoch or delta); 0 if unused
+	retry            int64  // Retry-After seconds; 0 = absent unless retryZero
+	retryZero        bool   // Retry-After: 0 is sent
+	pk               string // draft-8 partition key (HeadersIETFDraft8)
+	date             int64  // Unix seconds of the Date header; 0 = none
 }
 
 // maxHeaderCache bounds the shared-header cache; it is emptied when full.
 const maxHeaderCache = 4096
 
-// headerLocked returns the header for decision d at now (ns). The numbers a
+// headerLocked returns the header for decision d at now (ns) for key, whose
+// state is ks. The numbers a
 // header carries repeat a lot (a few limits, remaining counts and whole
 // seconds), so rendered headers are cached and shared read-only, which
 // keeps Handle allocation-free in steady state.
-func (s *Site) headerLocked(d Decision, now int64) http.Header {
+func (s *Site) headerLocked(d Decision, now int64, key string, ks *keyState) http.Header {
 	var k hdrKey
 	switch {
 	case d.Allowed:
@@ -111,9 +132,12 @@ func (s *Site) headerLocked(d Decision, now int64) http.Header {
 	case s.cfg.Headers == HeadersRetryAfter || s.cfg.Headers > HeadersRetryAfter && !s.cfg.NoRetryAfter:
 		k.retry = max(ceilSeconds(d.RetryAfter), 1)
 	}
+	if s.cfg.Date {
+		k.date = floorDiv(now, int64(time.Second))
+	}
 	switch s.cfg.Headers {
 	case HeadersNone, HeadersRetryAfter:
-		if k.retry == 0 {
+		if k.retry == 0 && k.date == 0 {
 			return s.hPlain
 		}
 	case HeadersXRateLimit:
@@ -132,6 +156,14 @@ func (s *Site) headerLocked(d Decision, now int64) http.Header {
 		k.limit, k.remaining = d.Limit, d.Remaining
 		k.reset = ceilSeconds(d.Reset)
 		k.window = max(ceilSeconds(d.Window), 1)
+	case HeadersIETFDraft8:
+		k.limit, k.remaining = d.Limit, d.Remaining
+		k.reset = ceilSeconds(d.Reset)
+		k.window = ceilSeconds(d.Window)
+		if ks.pk == "" {
+			ks.pk = partitionKey(key)
+		}
+		k.pk = ks.pk
 	}
 	if h := s.hCache[k]; h != nil {
 		return h
@@ -150,6 +182,9 @@ func (s *Site) renderHeader(k hdrKey) http.Header {
 	if k.retry > 0 || k.retryZero {
 		h[hRetryAfter] = itoa(k.retry)
 	}
+	if k.date != 0 {
+		h[hDate] = []string{time.Unix(k.date, 0).UTC().Format(http.TimeFormat)}
+	}
 	switch s.cfg.Headers {
 	case HeadersXRateLimit:
 		h[hXRLLimit] = itoa(int64(k.limit))
@@ -159,8 +194,19 @@ func (s *Site) renderHeader(k hdrKey) http.Header {
 		name := `"` + s.cfg.PolicyName + `"`
 		h[hRLPolicy] = []string{name + ";q=" + strconv.Itoa(k.limit) + ";w=" + strconv.FormatInt(k.window, 10)}
 		h[hRateLimit] = []string{name + ";r=" + strconv.Itoa(k.remaining) + ";t=" + strconv.FormatInt(k.reset, 10)}
+	case HeadersIETFDraft8:
+		name := `"` + s.cfg.PolicyName + `"`
+		h[hRLPolicy] = []string{name + "; q=" + strconv.Itoa(k.limit) + "; w=" + strconv.FormatInt(k.window, 10) + "; pk=:" + k.pk + ":"}
+		h[hRateLimit] = []string{name + "; r=" + strconv.Itoa(k.remaining) + "; t=" + strconv.FormatInt(k.reset, 10)}
 	}
 	return h
+}
+
+// partitionKey is express-rate-limit 8's getPartitionKey: the first 12
+// hex digits of the key's SHA-256, base64-encoded as text.
+func partitionKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return base64.StdEncoding.EncodeToString([]byte(hex.EncodeToString(sum[:])[:12]))
 }
 
 // ceilDivSigned is ceil(a/b) for b > 0 and any a.

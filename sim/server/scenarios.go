@@ -31,6 +31,17 @@ type Scenario struct {
 	// (zero: requests arrive the instant they are sent). Pacing at exactly
 	// a limit's spacing tips over it when this varies.
 	Path Latency
+	// WakeLate is how late a real client's timers fire after the time its
+	// limiter asked for (zero: on the dot, as virtual time does): a live
+	// engine wakes a fraction of a millisecond to milliseconds late, which
+	// decides whether a lane taken one pacing interval after it was ready
+	// counts as sending at its pace.
+	WakeLate Latency
+	// StartPhase is how far past a whole second a run starts by default
+	// (sim/run.Config.Start). It matters to servers that write whole
+	// seconds (Date, epoch resets): a real run starts at a random instant
+	// within a second. Zero: on the second.
+	StartPhase time.Duration
 	// URLs, when set, is the crawl's size (a short crawl); zero leaves it
 	// to the runner (what a perfect client fetches in its run).
 	URLs int

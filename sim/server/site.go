@@ -57,6 +57,17 @@ type Config struct {
 	// seconds from now to X-RateLimit-Reset, truncated (flask-limiter 3.3
 	// with headers enabled). Only with HeadersXRateLimit and ResetEpoch.
 	RetryAfterAlways bool
+	// Uptime is how long the server had been running when its first
+	// request arrived. Limiters that start their windows with the server
+	// (HTTPRate) are that far out of phase with the client; the others
+	// ignore it. Zero: the server starts with its first request.
+	Uptime time.Duration
+	// Date sends the Date header (the server's clock in whole seconds, as
+	// nginx, Go's net/http, werkzeug and express do; HAProxy's own answers
+	// carry none). A client measures epoch resets against it, so a reset
+	// written in whole seconds reads up to a second longer or shorter than
+	// against its own clock.
+	Date bool
 	// PolicyName names the IETF policy; default "default".
 	PolicyName string
 	// Latency is the response-time distribution; default zero.
@@ -242,6 +253,7 @@ type keyState struct {
 	waitUntil   int64 // end of the last 429's RetryAfter
 	bannedUntil int64
 	strikes     []int64 // instants of ignored 429s within Ban.Within
+	pk          string  // draft-8 partition key, computed once
 }
 
 // New validates cfg and returns a site.
@@ -260,6 +272,11 @@ func New(cfg Config) (*Site, error) {
 	alg, err := NewAlgorithm(cfg.Algorithm, cfg.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	for _, a := range append(tiers, alg) {
+		if u, ok := a.(interface{ setUptime(time.Duration) }); ok {
+			u.setUptime(cfg.Uptime)
+		}
 	}
 	if len(tiers) > 0 {
 		alg = tiers[0]
@@ -322,12 +339,14 @@ func validate(c *Config) error {
 		return fmt.Errorf("%w %d", ErrUnknownAlgo, c.Algorithm)
 	case c.Key.By > KeySite:
 		return fmt.Errorf("unknown key kind %d", c.Key.By)
-	case c.Headers > HeadersIETF:
+	case c.Headers > HeadersIETFDraft8:
 		return fmt.Errorf("unknown header mode %d", c.Headers)
 	case len(c.Tiers) > 0 && len(c.Schedule) > 0:
 		return errors.New("tiers and a schedule cannot be combined")
 	case c.RetryAfter < 0:
 		return fmt.Errorf("retry-after %v is negative", c.RetryAfter)
+	case c.Uptime < 0:
+		return fmt.Errorf("uptime %v is negative", c.Uptime)
 	case c.RetryAfterAlways && (c.Headers != HeadersXRateLimit || c.ResetFormat != ResetEpoch):
 		return errors.New("RetryAfterAlways needs X-RateLimit headers with an epoch reset")
 	case c.ResetFormat > ResetDelta:
@@ -393,7 +412,7 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 		}
 		d := alg.Decide(key, r.Now)
 		resp.Latency += d.Delay
-		resp.Header = s.headerLocked(d, t)
+		resp.Header = s.headerLocked(d, t, key, ks)
 		if d.Allowed {
 			resp.Status, resp.Body = http.StatusOK, BodyOK
 		} else {

@@ -24,15 +24,25 @@ func TestTwinHeaderShapes(t *testing.T) {
 		want   map[string]string
 		sig    func(rlheader.Signal) bool
 	}{
-		{"httprate 200", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 30, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit},
+		{"httprate 200", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 30, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit, Uptime: 500 * time.Millisecond},
+			// The limiter started 0.5 s before this first request: its window
+			// ends at 11.5 s, and Reset rounds that down.
 			[]time.Duration{2 * time.Second}, 200,
-			map[string]string{"X-Ratelimit-Limit": "30", "X-Ratelimit-Remaining": "29", "X-Ratelimit-Reset": "1000000010", "Retry-After": ""},
+			map[string]string{"X-Ratelimit-Limit": "30", "X-Ratelimit-Remaining": "29", "X-Ratelimit-Reset": "1000000011", "Retry-After": ""},
 			func(s rlheader.Signal) bool {
-				return s.HasLimit && s.Limit == 30 && s.Remaining == 29 && s.Reset == 8*time.Second
+				return s.HasLimit && s.Limit == 30 && s.Remaining == 29 && s.Reset == 9*time.Second
 			}},
-		{"httprate 429", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 1, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit},
+		{"httprate with Date: the reset is read against the server's whole second", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 30, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit, Uptime: 500 * time.Millisecond, Date: true},
+			// Window [2.2 s, 12.2 s): Reset 12; Date 2 s; so 10 s, not 9.3 s.
+			[]time.Duration{2700 * time.Millisecond}, 200,
+			map[string]string{"X-Ratelimit-Reset": "1000000012", "Date": "Sun, 09 Sep 2001 01:46:42 GMT"},
+			func(s rlheader.Signal) bool { return s.Reset == 10*time.Second }},
+		{"haproxy sends no Date", server.Config{Algorithm: server.HAProxy, Policy: server.Policy{Quota: 1, Window: 10 * time.Second}},
+			[]time.Duration{0}, 200, map[string]string{"Date": ""},
+			func(s rlheader.Signal) bool { return true }},
+		{"httprate 429", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 1, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit, Uptime: 500 * time.Millisecond},
 			[]time.Duration{0, 3 * time.Second}, 429,
-			map[string]string{"X-Ratelimit-Limit": "1", "X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "1000000010", "Retry-After": "10"},
+			map[string]string{"X-Ratelimit-Limit": "1", "X-Ratelimit-Remaining": "0", "X-Ratelimit-Reset": "1000000009", "Retry-After": "10"},
 			func(s rlheader.Signal) bool { return s.HasRetryAfter && s.RetryAfter == 10*time.Second }},
 		{"flask moving window 200: Retry-After on a success", server.Config{Algorithm: server.LimitsMoving, Policy: server.Policy{Quota: 20, Window: time.Minute}, Headers: server.HeadersXRateLimit, RetryAfterAlways: true},
 			[]time.Duration{1500 * time.Millisecond}, 200,
@@ -52,6 +62,18 @@ func TestTwinHeaderShapes(t *testing.T) {
 			[]time.Duration{0, time.Second}, 429,
 			map[string]string{"Retry-After": ""},
 			func(s rlheader.Signal) bool { return !s.HasRetryAfter }},
+		{"express-rate-limit draft-8 200", server.Config{Algorithm: server.ExpressMemory, Policy: server.Policy{Quota: 30, Window: time.Minute}, Headers: server.HeadersIETFDraft8, PolicyName: "30-in-1min"},
+			[]time.Duration{0, 20*time.Second + 500*time.Millisecond}, 200,
+			// pk: what express-rate-limit's getPartitionKey gives for 10.0.0.1
+			// (base64 of the first 12 hex digits of its SHA-256, computed with node).
+			map[string]string{"Ratelimit": `"30-in-1min"; r=28; t=40`, "Ratelimit-Policy": `"30-in-1min"; q=30; w=60; pk=:ZjUwNDczNDQxMjJm:`, "Retry-After": ""},
+			func(s rlheader.Signal) bool {
+				return s.HasLimit && s.Limit == 30 && s.Window == time.Minute && s.Remaining == 28 && s.Reset == 40*time.Second && !s.HasRetryAfter
+			}},
+		{"express-rate-limit draft-8 429", server.Config{Algorithm: server.ExpressMemory, Policy: server.Policy{Quota: 1, Window: time.Minute}, Headers: server.HeadersIETFDraft8, PolicyName: "1-in-1min"},
+			[]time.Duration{0, 30*time.Second + 200*time.Millisecond}, 429,
+			map[string]string{"Ratelimit": `"1-in-1min"; r=0; t=30`, "Retry-After": "30"},
+			func(s rlheader.Signal) bool { return s.Remaining == 0 && s.RetryAfter == 30*time.Second }},
 		{"nginx with add_header Retry-After 1 always", server.Config{Algorithm: server.Nginx, Policy: server.Policy{Quota: 1, Window: time.Second, Burst: 1}, RetryAfter: time.Second},
 			[]time.Duration{0, 999 * time.Millisecond}, 429,
 			map[string]string{"Retry-After": "1"},

@@ -16,7 +16,8 @@ import (
 // golang.org/x/time v0.16 (rate/rate.go), github.com/go-chi/httprate
 // (limiter.go, local_counter.go), Python limits 2.8.0
 // (limits/storage/memory.py, limits/strategies.py) under flask-limiter 3.3.1
-// (flask_limiter/extension.py, flask_limiter/wrappers.py).
+// (flask_limiter/extension.py, flask_limiter/wrappers.py), express-rate-limit
+// 8.7 (source/memory-store.ts, source/rate-limit.ts, source/headers.ts).
 
 // ---- nginx limit_req ----
 
@@ -248,13 +249,15 @@ func (h *haproxyRate) wait(c *freqCtr, ms int64, now time.Time) time.Duration {
 
 // ---- go-chi/httprate ----
 
-// httpRate is github.com/go-chi/httprate's sliding-window counter with its
-// local counter (limiter.go: rateLimiter.Handler and calculateRate;
-// local_counter.go).
+// httpRate is github.com/go-chi/httprate v0.16.1's sliding-window counter
+// with its local counter (limiter.go: NewRateLimiter, OnLimit,
+// currentWindow and calculateRate; local_counter.go).
 //
-// Counting: one counter per key and fixed window, the window being
-// now.UTC().Truncate(windowLength) (aligned to the Unix epoch for windows
-// that divide a day). The estimate is the float
+// Counting: one counter per key and fixed window. The windows are aligned
+// to the limiter's start, not to the clock: NewRateLimiter with the local
+// counter sets windowOffset = start - start.Truncate(windowLength), and
+// currentWindow(t) = (t - offset).Truncate(windowLength) + offset. The
+// estimate is the float
 //
 //	rate = prev*(window-elapsed)/window + curr
 //
@@ -264,27 +267,49 @@ func (h *haproxyRate) wait(c *freqCtr, ms int64, now time.Time) time.Duration {
 // is limit-0.5. Rejected requests are not counted (IncrementBy runs only on
 // the accepted path).
 //
+// The limiter is built when its server starts, before the bench starts
+// the exits and the crawl: the twin starts its windows Config.Uptime
+// before the first request it sees.
+//
 // What it answers, on every response: X-RateLimit-Limit (the limit) and
-// X-RateLimit-Reset (the end of the current fixed window, Unix seconds,
-// although the estimate slides: at that instant the quota is not free, the
-// current count just becomes the previous one). X-RateLimit-Remaining is
-// limit-round(rate)-1 when accepted, limit-round(rate) when rejected. A
-// rejection is http.Error 429 with Retry-After: the window length in whole
-// seconds, whatever the actual wait. WithResponseHeaders(ResponseHeaders{})
-// sends none of these (the -bare scenarios).
+// X-RateLimit-Reset = currentWindow.Add(windowLength).Unix(), the end of
+// the current window in Unix seconds ROUNDED DOWN: since windows start at
+// the limiter's start, not on a whole second, Reset says a time up to a
+// second before the window ends, and a client that waits for it sends
+// while the window (and the estimate) is still full. Even at the end the
+// quota is not free: the current count just becomes the previous one.
+// X-RateLimit-Remaining is limit-round(rate)-1 when accepted,
+// limit-round(rate) when rejected. A rejection is http.Error 429 with
+// Retry-After: the window length in whole seconds, whatever the actual
+// wait. WithResponseHeaders(ResponseHeaders{}) sends none of these (the
+// -bare scenarios).
 //
 // It keeps the sliding-window counter's state (two counts per key and
 // window) and decides by httprate's rules instead.
-type httpRate struct{ slidingWindow }
+type httpRate struct {
+	slidingWindow
+	uptime  int64 // ns the limiter ran before the first request (Config.Uptime)
+	offset  int64 // window phase (ns), set at the first request
+	started bool
+}
+
+func (h *httpRate) setUptime(d time.Duration) { h.uptime = int64(d) }
 
 func (h *httpRate) Decide(key string, now time.Time) Decision {
 	t := now.UnixNano()
-	idx := floorDiv(t, h.w)
+	if !h.started {
+		h.started = true
+		h.offset = t - h.uptime - floorDiv(t-h.uptime, h.w)*h.w
+	}
+	idx := floorDiv(t-h.offset, h.w)
 	s := h.state(key, idx)
-	diff := t - idx*h.w
+	start := idx*h.w + h.offset
+	diff := t - start
 	est := float64(s.prev)*(float64(h.w)-float64(diff))/float64(h.w) + float64(s.cur)
 	r := int64(math.Round(est))
-	d := Decision{Limit: h.p.Quota, Window: h.p.Window, Reset: time.Duration((idx+1)*h.w - t)}
+	// .Unix() of the window's end: whole seconds, rounded down.
+	reset := floorDiv(start+h.w, int64(time.Second)) * int64(time.Second)
+	d := Decision{Limit: h.p.Quota, Window: h.p.Window, Reset: time.Duration(reset - t)}
 	if r+1 > h.q {
 		d.Remaining = int(h.q - r)
 		d.RetryAfter = time.Duration(int64(h.p.Window.Seconds())) * time.Second
@@ -453,6 +478,64 @@ func (x *xRate) Decide(key string, now time.Time) Decision {
 	}
 	if !d.Allowed {
 		d.RetryAfter = time.Duration((1 - tokens) / float64(x.limit()) * float64(time.Second))
+	}
+	return d
+}
+
+// ---- express-rate-limit ----
+
+// expressMemory is express-rate-limit 8's default MemoryStore under its
+// middleware (source/memory-store.ts, source/rate-limit.ts).
+//
+// Counting, from MemoryStore.increment and resetClient: each key holds
+// totalHits and resetTime (ms of Date.now()). A key seen for the first time
+// gets resetTime = now + windowMs; on every request, if resetTime <= now
+// the count restarts at 0 and resetTime = now + windowMs; then totalHits is
+// incremented, whatever the outcome, and the request is rejected when
+// totalHits > limit. So the window is fixed, opened by the key's first
+// request after the previous one ended (not aligned to the clock), and a
+// rejected request counts but cannot extend it. (clearExpired drops a key
+// idle for a whole interval, which can only happen after its resetTime.)
+//
+// What it answers (standardHeaders "draft-8", legacyHeaders false): on every
+// response RateLimit and RateLimit-Policy (HeadersIETFDraft8) with
+// remaining = max(limit - totalHits, 0) and t = ceil((resetTime - now)/1000);
+// on 429, Retry-After = the same t.
+type expressMemory struct {
+	p    Policy
+	w    int64 // ms
+	keys map[string]*emClient
+}
+
+type emClient struct{ hits, reset int64 } // reset in ms
+
+func (e *expressMemory) Policy() Policy { return e.p }
+func (e *expressMemory) Keys() int      { return len(e.keys) }
+
+func (e *expressMemory) SetPolicy(p Policy) (err error) {
+	if e.p, err = p.checked(); err != nil {
+		return err
+	}
+	e.w = max(int64(e.p.Window/time.Millisecond), 1)
+	return nil
+}
+
+func (e *expressMemory) Decide(key string, now time.Time) Decision {
+	ms := floorDiv(now.UnixNano(), int64(time.Millisecond))
+	c := e.keys[key]
+	if c == nil {
+		c = &emClient{reset: ms + e.w}
+		e.keys[key] = c
+	}
+	if c.reset <= ms {
+		c.hits, c.reset = 0, ms+e.w
+	}
+	c.hits++
+	q := int64(e.p.Quota)
+	d := Decision{Limit: e.p.Quota, Window: e.p.Window, Allowed: c.hits <= q, Remaining: int(max(q-c.hits, 0))}
+	d.Reset = time.Duration(c.reset-ms) * time.Millisecond
+	if !d.Allowed {
+		d.RetryAfter = d.Reset
 	}
 	return d
 }

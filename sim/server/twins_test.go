@@ -153,26 +153,40 @@ func TestHAProxyIsNotThePenalisingCounter(t *testing.T) {
 	}
 }
 
-// go-chi/httprate: round(prev*(w-e)/w + cur) + 1 <= limit, epoch-aligned
-// windows, rejections not counted, Remaining limit-rate(-1), Reset the
-// fixed window's end, Retry-After the window length.
+// go-chi/httprate: round(prev*(w-e)/w + cur) + 1 <= limit, windows aligned
+// to the limiter's start (here half a second before the first request:
+// -0.5 s, 9.5 s, 19.5 s...), rejections not counted, Remaining
+// limit-rate(-1), Reset the window's end in whole seconds rounded down,
+// Retry-After the window length.
 func TestHTTPRateTwin(t *testing.T) {
-	runSteps(t, HTTPRate, Policy{Quota: 3, Window: 10 * time.Second}, []step{
-		{0, true, 2, sec(10), 0},
-		{sec(1), true, 1, sec(9), 0},
-		{sec(2), true, 0, sec(8), 0},
-		{sec(3), false, 0, sec(7), sec(10)},
-		// Next window: prev 3 weighted 1.0: rate 3.
-		{sec(10), false, 0, sec(10), sec(10)},
-		// At 15 s: 3*0.5 = 1.5 rounds to 2: 2+1 <= 3 passes, Remaining 0.
-		{sec(15), true, 0, sec(5), 0},
-		// At 16.5 s: 3*0.35 + 1 = 2.05 -> 2: passes.
-		{sec(16) + ms(500), true, 0, ms(3500), 0},
-		// At 17 s: 3*0.3 + 2 = 2.9 -> 3: rejected with Remaining 0.
-		{sec(17), false, 0, sec(3), sec(10)},
-		// Two windows on, the counts are forgotten.
-		{sec(30), true, 2, sec(10), 0},
+	alg, err := NewAlgorithm(HTTPRate, Policy{Quota: 3, Window: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alg.(*httpRate).setUptime(ms(500))
+	runStepsOn(t, HTTPRate, alg, []step{
+		// Reset says 9 s: the window [-0.5 s, 9.5 s) ends at 9.5.
+		{0, true, 2, sec(9), 0},
+		{sec(1), true, 1, sec(8), 0},
+		{sec(2), true, 0, sec(7), 0},
+		{sec(3), false, 0, sec(6), sec(10)},
+		// After the Reset it announced, the window is still full (and
+		// Reset is in the past).
+		{sec(9) + ms(400), false, 0, -ms(400), sec(10)},
+		// Next window from 9.5 s: prev 3 weighted 0.95: 2.85 rounds to 3.
+		{sec(10), false, 0, sec(9), sec(10)},
+		// At 15 s: 3*0.45 = 1.35 rounds to 1: passes, Remaining 1.
+		{sec(15), true, 1, sec(4), 0},
+		// At 16.5 s: 3*0.3 + 1 = 1.9 -> 2: passes.
+		{sec(16) + ms(500), true, 0, ms(2500), 0},
+		// At 17 s: 3*0.25 + 2 = 2.75 -> 3: rejected with Remaining 0.
+		{sec(17), false, 0, sec(2), sec(10)},
+		// Two windows on (29.5 s), the counts are forgotten.
+		{sec(30), true, 2, sec(9), 0},
 	})
+	// Up 0 s: the windows start with the first request, on a whole
+	// second here, and Reset is exact.
+	runSteps(t, HTTPRate, Policy{Quota: 3, Window: 10 * time.Second}, []step{{sec(1), true, 2, sec(10), 0}})
 }
 
 // Python limits 2.8 moving window: a hit exactly Window old still counts;
@@ -202,6 +216,23 @@ func TestLimitsFixedTwin(t *testing.T) {
 		// The window opened at 3 s closes at 13 s, not at the epoch's 10 s.
 		{sec(13), true}, {sec(13), true}, {sec(14), false},
 	})
+}
+
+// express-rate-limit 8's MemoryStore: the window opens at a key's first
+// request (on a millisecond clock), every request counts, rejected ones
+// too, and resetTime <= now restarts it at the next request.
+func TestExpressMemoryTwin(t *testing.T) {
+	alg := runAllowed(t, "express", ExpressMemory, Policy{Quota: 2, Window: 10 * time.Second}, []at{
+		{sec(3), true}, {sec(4), true}, {sec(5), false},
+		{sec(12) + ms(999), false},
+		// The window opened at 3 s ends at 13 s: resetTime <= now restarts it.
+		{sec(13), true}, {sec(13) + us(400), true}, {sec(14), false},
+	})
+	// The window restarted at 13 s ends at 23 s; 3 hits so far.
+	d := alg.Decide("k", t0.Add(sec(15)+ms(500)+us(700)))
+	if d.Allowed || d.Remaining != 0 || d.Reset != ms(7500) || d.RetryAfter != ms(7500) || d.Limit != 2 || d.Window != sec(10) {
+		t.Errorf("at 15.5007 s: %+v, want rejected, 0 remaining, reset and retry 7.5 s (millisecond clock)", d)
+	}
 }
 
 // golang.org/x/time/rate: Every(2s), burst 5.
