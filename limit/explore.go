@@ -58,6 +58,10 @@ type capacity struct {
 	// careful: a pace passes only over a careful span (the server counts
 	// windows, or followers were pushed back at what the explorer passed).
 	careful bool
+	// costly: a 429 on this host makes its lane wait many intervals
+	// (Retry-After of a minute at 0.5/s): each failed step of the search
+	// idles a lane that long, so the search stops within costlyDone.
+	costly bool
 	// windowed: the first 429's recovery was long against the pace, as a
 	// window's is: even pacing sustained over one window (span) proves its
 	// pace, whatever the window let through at first.
@@ -80,6 +84,15 @@ type capacity struct {
 	follow float64
 	// at is when pass or hi last changed: the age of the knowledge.
 	at int64
+}
+
+// done is how close what passed and where the explorer was pushed back
+// must be for the search to settle.
+func (c *capacity) done() float64 {
+	if c.costly {
+		return costlyDone
+	}
+	return bisectDone
 }
 
 // ceil records a pushback at x, now, as the ceiling.
@@ -371,9 +384,10 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		c.pass, c.sent = safe, safe
 		if ex := h.lanes[e.exit]; ex != nil && e.phase == expRefine {
 			r.setPhase(h, ex, expBisect, now, "a long recovery reads as a window")
-			if windowed && e.k1 == 0 && e.n1 <= windowTestMax && e.ramped > safe*refineStep {
-				// Pushed back at the first request of a faster pace, after
-				// a handful of successes: a pace limit with no burst (and a
+			if windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep {
+				// Pushed back at the first request or two of a faster pace
+				// (the first may still go at the old spacing), after a
+				// handful of successes: a pace limit with no burst (and a
 				// fixed Retry-After), or a window of a tiny quota that ran
 				// out just there. The ramp's pace, held for two requests
 				// more than the first run fitted in, tells: a window of
@@ -568,7 +582,7 @@ func (r *rules) count(h *host, l *lane, now int64) {
 func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	c := &h.cap
 	base := max(c.pass, c.lo)
-	if c.hi > 0 && base >= c.safe && max(base, c.sent)*bisectDone >= c.hi {
+	if c.hi > 0 && base >= c.safe && max(base, c.sent)*c.done() >= c.hi {
 		r.settleHere(h, l, now, "passed and pushed back within 4%: settled")
 		return
 	}
@@ -669,7 +683,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*bisectDone < c.hi {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi {
 		// Settled short of the ceiling for want of a 429 to spend: the
 		// search goes on where it stopped.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")

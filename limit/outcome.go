@@ -158,6 +158,10 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	default:
 		r.follow429(h, l, x, ser, now)
 	}
+	if l.exit == h.exp.exit && int64(o.RetryAfter) >= costlyIntervals*interval(x) && !h.cap.costly {
+		h.note(r, now, "explore", l.exit, "ceiling", h.cap.hi, h.cap.hi, fmt.Sprintf("a 429 costs a lane %v: the search stops within %.0f%%", o.RetryAfter, 100*(costlyDone-1)))
+		h.cap.costly = true
+	}
 	r.cooldown(h, l, x, o.RetryAfter, now, u)
 	r.handOff(h, l, now)
 }

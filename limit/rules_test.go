@@ -557,3 +557,23 @@ func TestProbeBudget(t *testing.T) {
 		t.Error("no re-probe once a 429 was earned")
 	}
 }
+
+// TestCostlySearch: a 429 that holds its lane for many intervals makes the
+// search settle within costlyDone instead of bisectDone.
+func TestCostlySearch(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expBisect
+	h.cap.pass, h.cap.safe = 0.485, 0.03
+	h.cap.ceil(0.531, sec(0))
+	r.nextBisect(h, e, sec(1))
+	if h.exp.phase == expSettled {
+		t.Fatal("0.485 passed, 0.531 pushed back: settled before a 429 was costly, want the search to go on within 2.5%")
+	}
+	h.cap.costly = true
+	r.nextBisect(h, e, sec(2))
+	if h.exp.phase != expSettled || !near(h.lanes["f"].pace, 0.485) {
+		t.Errorf("costly: phase %v follower %v, want settled at what passed, 0.485", h.exp.phase, h.lanes["f"].pace)
+	}
+}

@@ -109,6 +109,16 @@ const windowTestMax = 4
 // is not under its pace.
 const hotSlack = int64(50 * time.Millisecond)
 
+// A 429 whose Retry-After holds its lane costlyIntervals intervals or more
+// (nginx's fixed Retry-After: 60 on a 30/min limit) makes a failed step of
+// the search cost more than the last few percent it would win: such a
+// search settles once what passed is within costlyDone of where it was
+// pushed back.
+const (
+	costlyIntervals = 20
+	costlyDone      = 1.1
+)
+
 // handOffWait: an explorer told to wait longer than this (and than two
 // intervals at its pace) hands the search to another lane. A whole-second
 // Retry-After of 1 or 2 is a bucket's refill, waited out in place.
