@@ -430,4 +430,3 @@ func unavailable(err error) bool {
 }
 
 var _ limit.HostShare = (*Share)(nil)
-
