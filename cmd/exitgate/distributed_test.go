@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/exitgate/exitgate/fleet"
+	"github.com/exitgate/exitgate/internal/peers"
+	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/report"
+)
+
+// fleetRun is a distributed crawl on loopback: nginx limiting each client
+// address, tinyproxy exits bound to their own addresses, a Redis, and
+// worker processes of the real exitgate binary.
+type fleetRun struct {
+	t       *testing.T
+	bin     string
+	dir     string
+	redis   string
+	nginx   *peertest.Nginx
+	proxies string
+	urls    string
+	n       int
+	workers []*exec.Cmd
+	outs    []*bytes.Buffer
+	done    []chan error
+}
+
+const fleetRate, fleetBurst = 5, 5 // nginx limit per exit: 5 r/s, burst 5
+
+func newFleetRun(t *testing.T, redisURL string, exits, urls int, bindBase int) *fleetRun {
+	t.Helper()
+	fr := &fleetRun{t: t, bin: exitgateBinary(t), dir: t.TempDir(), redis: redisURL, n: urls}
+	fr.nginx = peertest.StartNginx(t, peertest.NginxConfig{Rate: fmt.Sprintf("%dr/s", fleetRate), Burst: fleetBurst,
+		NoRetryAfter: true, Fallback: "page.txt", Files: map[string]string{"page.txt": "hello\n"}})
+	var lines []string
+	for i := range exits {
+		p := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: fmt.Sprintf("127.0.0.%d", bindBase+i)})
+		lines = append(lines, p.URL())
+	}
+	fr.proxies = filepath.Join(fr.dir, "proxies.txt")
+	os.WriteFile(fr.proxies, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	var u strings.Builder
+	for i := range urls {
+		fmt.Fprintf(&u, "%s/p/%d\n", fr.nginx.URL(), i)
+	}
+	fr.urls = filepath.Join(fr.dir, "urls.txt")
+	os.WriteFile(fr.urls, []byte(u.String()), 0o644)
+	return fr
+}
+
+// start starts worker i with the common flags and extra ones.
+func (fr *fleetRun) start(i int, extra ...string) {
+	args := append([]string{"crawl", "--redis", fr.redis, "--crawl", "c", "--proxies", fr.proxies,
+		"--ignore-robots", "--lane-rate", "4/s", "--progress", "0", "--timeout", "5s", "--worker-id", fmt.Sprintf("w%d", i),
+		"--out", filepath.Join(fr.dir, fmt.Sprintf("w%d", i))}, extra...)
+	args = append(args, fr.urls)
+	cmd := exec.Command(fr.bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		fr.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &out), append(fr.done, done)
+	fr.t.Cleanup(func() {
+		_ = cmd.Process.Kill() // our own child, by its pid
+	})
+}
+
+// wait waits for every worker that was not killed, failing on a non-zero
+// exit.
+func (fr *fleetRun) wait(timeout time.Duration, killed ...int) {
+	fr.t.Helper()
+	deadline := time.After(timeout)
+	for i, d := range fr.done {
+		select {
+		case err := <-d:
+			if err != nil && !contains(killed, i) {
+				fr.t.Fatalf("worker %d: %v\n%s", i, err, fr.outs[i])
+			}
+		case <-deadline:
+			for j, w := range fr.workers {
+				_ = w.Process.Kill()
+				fr.t.Logf("worker %d output:\n%s", j, fr.outs[j])
+			}
+			fr.t.Fatalf("workers still running after %v", timeout)
+		}
+	}
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// check verifies what the server saw and what the workers wrote: every URL
+// exactly once in the results, the 429 ratio, and each exit's rate within
+// nginx's limit.
+func (fr *fleetRun) check(maxRatio float64, alive []int) (requests, n429 int) {
+	t := fr.t
+	t.Helper()
+	time.Sleep(200 * time.Millisecond) // nginx logs just after it answers
+	log := fr.nginx.AccessLog(t, 0)
+	perExit := map[string][]time.Time{}
+	for _, e := range log {
+		requests++
+		switch e.Status {
+		case 429:
+			n429++
+		case 200:
+			perExit[e.RemoteAddr] = append(perExit[e.RemoteAddr], e.Time)
+		}
+	}
+	if r := float64(n429) / float64(max(requests, 1)); r > maxRatio {
+		t.Errorf("nginx saw %d 429s in %d requests (%.2f%%), want at most %.1f%%", n429, requests, 100*r, 100*maxRatio)
+	}
+	for exit, ts := range perExit {
+		// nginx's leaky bucket: at most burst+1 + rate·span in any span.
+		for i := range ts {
+			for j := i; j < len(ts) && ts[j].Sub(ts[i]) <= 2*time.Second; j++ {
+				if n := j - i + 1; float64(n) > fleetBurst+1+fleetRate*ts[j].Sub(ts[i]).Seconds()+1 {
+					t.Fatalf("exit %s passed %d requests in %v: above nginx's %d r/s with burst %d", exit, n, ts[j].Sub(ts[i]), fleetRate, fleetBurst)
+				}
+			}
+		}
+	}
+	// Each surviving worker's results hold the whole crawl, each URL once.
+	for _, i := range alive {
+		seen := map[string]int{}
+		f, err := os.Open(filepath.Join(fr.dir, fmt.Sprintf("w%d", i), "results.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var r report.Result
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("worker %d results: %v", i, err)
+			}
+			if r.Outcome != "done" {
+				t.Errorf("worker %d: %s %s (%s)", i, r.URL, r.Outcome, r.Reason)
+			}
+			seen[r.URL]++
+		}
+		f.Close()
+		if len(seen) != fr.n {
+			t.Errorf("worker %d results: %d distinct URLs, want %d", i, len(seen), fr.n)
+		}
+		for u, c := range seen {
+			if c != 1 {
+				t.Errorf("worker %d results: %s %d times, want once", i, u, c)
+			}
+		}
+	}
+	return requests, n429
+}
+
+// TestDistributed runs the fleet on real peers: three workers sharing ten
+// exits; a worker killed with SIGKILL mid-run; Redis killed and restarted
+// mid-run; a 3-master Redis Cluster.
+func TestDistributed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real peers, about a minute")
+	}
+	t.Run("ThreeWorkers", func(t *testing.T) {
+		r := peertest.StartRedis(t)
+		fr := newFleetRun(t, r.URL(), 10, 600, 71)
+		for i := range 3 {
+			fr.start(i)
+		}
+		fr.wait(90 * time.Second)
+		req, n429 := fr.check(0.01, []int{0, 1, 2})
+		t.Logf("3 workers, 10 exits, 600 URLs: %d requests, %d 429s", req, n429)
+	})
+	t.Run("KillWorker", func(t *testing.T) {
+		r := peertest.StartRedis(t)
+		rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+		defer rdb.Close()
+		fr := newFleetRun(t, r.URL(), 6, 400, 81)
+		ttl := []string{"--lease-ttl", "3s", "--fleet-ttl", "2s"}
+		for i := range 3 {
+			fr.start(i, ttl...)
+		}
+		ctx := context.Background()
+		// Kill w2 once it has work in hand.
+		waitUntil(t, 30*time.Second, func() bool {
+			ms, _ := fleet.Status(ctx, rdb, "c")
+			return len(ms) == 3 && strings.Contains(fr.outs[2].String(), "exits")
+		})
+		time.Sleep(2 * time.Second) // let it claim and send
+		syscall.Kill(fr.workers[2].Process.Pid, syscall.SIGKILL)
+		killed := time.Now()
+		var moved time.Duration
+		waitUntil(t, 20*time.Second, func() bool {
+			ms, _ := fleet.Status(ctx, rdb, "c")
+			n := 0
+			for _, m := range ms {
+				if m.ID != "w2" {
+					n += len(m.Exits)
+				}
+			}
+			moved = time.Since(killed)
+			return n == 6
+		})
+		t.Logf("the dead worker's exits moved in %v (fleet TTL 2s)", moved.Round(10*time.Millisecond))
+		if moved > 4*time.Second {
+			t.Errorf("exits moved %v after the kill, want within the fleet TTL and a heartbeat", moved)
+		}
+		fr.wait(90*time.Second, 2)
+		fr.check(0.02, []int{0, 1})
+	})
+	t.Run("RedisRestart", func(t *testing.T) {
+		r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+		fr := newFleetRun(t, r.URL(), 6, 400, 91)
+		for i := range 3 {
+			fr.start(i)
+		}
+		time.Sleep(4 * time.Second)
+		if err := r.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if err := r.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		fr.wait(90 * time.Second)
+		fr.check(0.01, []int{0, 1, 2})
+		for i := range 3 {
+			if !strings.Contains(fr.outs[i].String(), "Redis is back") {
+				t.Logf("worker %d output:\n%s", i, fr.outs[i])
+			}
+		}
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		c := peertest.StartRedisCluster(t, 3)
+		fr := newFleetRun(t, "redis://"+c.Addrs()[0], 4, 200, 101)
+		for i := range 2 {
+			fr.start(i)
+		}
+		fr.wait(60 * time.Second)
+		fr.check(0.01, []int{0, 1})
+	})
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met after %v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
