@@ -198,6 +198,20 @@ func (g gated) ClaimHost(ctx context.Context, host string, now time.Time, max in
 	return g.Frontier.ClaimHost(ctx, host, now, max)
 }
 
+// Ready says to look again within a second when nothing is due later, or
+// while this worker stands by: other workers change the frontier (their
+// jobs finish, or fail and come back), and exits may come this way,
+// without this engine being told. A far parked job keeps its time, so
+// that a crawl left with parked jobs alone still ends.
+func (g gated) Ready(ctx context.Context, now time.Time, max int) (frontier.Ready, error) {
+	r, err := g.Frontier.Ready(ctx, now, max)
+	soon := now.Add(time.Second)
+	if err == nil && (r.Next.IsZero() || len(*g.d.owned.Load()) == 0 && r.Next.After(soon)) {
+		r.Next = soon
+	}
+	return r, err
+}
+
 // workerReport is what each worker publishes for `exitgate status`.
 type workerReport struct {
 	At        time.Time `json:"at"`

@@ -552,17 +552,28 @@ func (s *Store) peek(ctx context.Context, hosts []string) ([]report, error) {
 // Ready reports hosts with claimable work at now, least recently served
 // first, and when more falls due.
 func (s *Store) Ready(ctx context.Context, now time.Time, max int) (frontier.Ready, error) {
+	r, err := s.ready(ctx, now, max)
+	if err != nil {
+		if err = s.readErr(err); err == nil {
+			// Redis is away: ask again soon, with nothing claimable now.
+			return frontier.Ready{Next: now.Add(time.Second)}, nil
+		}
+	}
+	return r, err
+}
+
+func (s *Store) ready(ctx context.Context, now time.Time, max int) (frontier.Ready, error) {
 	if s.isDown() {
 		return frontier.Ready{Next: now.Add(time.Second)}, nil
 	}
 	nowMs := msDown(now)
 	cands, err := s.candidates(ctx, now, 4096)
 	if err != nil {
-		return frontier.Ready{}, s.readErr(err)
+		return frontier.Ready{}, err
 	}
 	reps, err := s.peek(ctx, cands)
 	if err != nil {
-		return frontier.Ready{}, s.readErr(err)
+		return frontier.Ready{}, err
 	}
 	var r frontier.Ready
 	next := int64(math.MaxInt64)
@@ -581,7 +592,7 @@ func (s *Store) Ready(ctx context.Context, now time.Time, max int) (frontier.Rea
 		}
 	}
 	if err := s.schedule(ctx, fix); err != nil {
-		return frontier.Ready{}, s.readErr(err)
+		return frontier.Ready{}, err
 	}
 	// The first host the schedule says gets work later: check it (a
 	// settle that made a host's work later does not tell the schedule),
@@ -590,7 +601,7 @@ func (s *Store) Ready(ctx context.Context, now time.Time, max int) (frontier.Rea
 		later, err := s.rdb.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{Key: s.crawlKey("sched"),
 			Start: "(" + strconv.FormatInt(nowMs, 10), Stop: "+inf", ByScore: true, Count: 1}).Result()
 		if err != nil {
-			return frontier.Ready{}, s.readErr(err)
+			return frontier.Ready{}, err
 		}
 		if len(later) == 0 || int64(later[0].Score) >= next {
 			break
@@ -598,7 +609,7 @@ func (s *Store) Ready(ctx context.Context, now time.Time, max int) (frontier.Rea
 		h, _ := later[0].Member.(string)
 		reps, err := s.peek(ctx, []string{h})
 		if err != nil {
-			return frontier.Ready{}, s.readErr(err)
+			return frontier.Ready{}, err
 		}
 		if reps[0].next == int64(later[0].Score) {
 			next = reps[0].next
@@ -608,7 +619,7 @@ func (s *Store) Ready(ctx context.Context, now time.Time, max int) (frontier.Rea
 			r.Hosts = append(r.Hosts, h)
 		}
 		if err := s.schedule(ctx, reps); err != nil {
-			return frontier.Ready{}, s.readErr(err)
+			return frontier.Ready{}, err
 		}
 	}
 	if next != math.MaxInt64 {
