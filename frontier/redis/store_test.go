@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,5 +181,42 @@ func TestJournal(t *testing.T) {
 	got, err := s.Claim(ctx, time.Now(), 20, nil)
 	if err != nil || len(got) != 5 {
 		t.Fatalf("Claim after the replay = %d, %v, want the 5 retried jobs", len(got), err)
+	}
+}
+
+// TestBytesPerURL measures what a queued URL costs in Redis: used_memory
+// before and after pushing 20,000 URLs of 50-odd bytes over 10 hosts.
+//
+//	go test -run BytesPerURL -v ./frontier/redis
+func TestBytesPerURL(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	s := newStore(t, rdb, fr.Config{Crawl: "bytes"})
+	used := func() int64 {
+		info, err := rdb.Info(ctx, "memory").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			fmt.Sscanf(strings.TrimSpace(line), "used_memory:%d", &n)
+		}
+		return n
+	}
+	before := used()
+	const n = 20000
+	var jobs []frontier.NewJob
+	for i := range n {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("https://shop%d.example.com/product/%07d", i%10, i)})
+	}
+	if added, err := s.Push(ctx, jobs); err != nil || added != n {
+		t.Fatalf("Push = %d, %v", added, err)
+	}
+	per := float64(used()-before) / n
+	t.Logf("%.0f bytes of Redis memory per queued URL (%d-byte URLs, dedupe key included)", per, len(jobs[0].URL))
+	if per > 600 {
+		t.Errorf("%.0f bytes per queued URL, want under 600", per)
 	}
 }
