@@ -516,6 +516,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		writeParked(wctx, stdout, fr, core.Waiting(time.Now()))
 	}
 	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, setup.format.File()))
+	if dist != nil {
+		req := tally.Snapshot(time.Now()).Total.Requests
+		fmt.Fprintf(stdout, "Redis: %d round trips for %d requests of this worker (%.2f each, heartbeats, refreshes and waits included)\n",
+			redisTrips.Load(), req, float64(redisTrips.Load())/float64(max(req, 1)))
+	}
 	if runErr != nil {
 		return runErr
 	}

@@ -48,6 +48,7 @@ func openRedis(ctx context.Context, url string) (goredis.UniversalClient, error)
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
 	opt.MaxRetries = 1
 	c := goredis.NewClient(opt)
+	defer func() { c.AddHook(roundTrips{}) }()
 	info, err := c.Info(ctx, "cluster").Result()
 	if err != nil {
 		c.Close()
@@ -57,9 +58,33 @@ func openRedis(ctx context.Context, url string) (goredis.UniversalClient, error)
 		return c, nil
 	}
 	c.Close()
-	return goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{opt.Addr}, Username: opt.Username,
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{opt.Addr}, Username: opt.Username,
 		Password: opt.Password, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-		MaxRedirects: 3}), nil
+		MaxRedirects: 3})
+	cc.AddHook(roundTrips{})
+	return cc, nil
+}
+
+// redisTrips counts the round trips this process made to Redis (a pipeline
+// counts once), for the figure printed at the end of a distributed crawl.
+var redisTrips atomic.Int64
+
+type roundTrips struct{}
+
+func (roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		redisTrips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		redisTrips.Add(1)
+		return next(ctx, cmds)
+	}
 }
 
 // distributed is one worker's share of a distributed crawl.
