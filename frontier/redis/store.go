@@ -94,6 +94,12 @@ type Store struct {
 	numHost map[int64]string
 	held    map[int64]heldLease // leases handed out and not settled
 	counts  frontier.Counts     // the last counts read
+	// The last Ready answer, reused for readyMemo: an engine whose hosts
+	// are due but held by the limiter asks every 100 ms, and each answer
+	// costs three or four round trips.
+	memo      frontier.Ready
+	memoAt    time.Time
+	memoValid bool
 	down    bool                // Redis unreachable: settle to the journal
 	journal *os.File
 
@@ -552,7 +558,20 @@ func (s *Store) peek(ctx context.Context, hosts []string) ([]report, error) {
 // Ready reports hosts with claimable work at now, least recently served
 // first, and when more falls due.
 func (s *Store) Ready(ctx context.Context, now time.Time, max int) (frontier.Ready, error) {
+	s.mu.Lock()
+	if s.memoValid && max == 1 && !now.Before(s.memoAt) && now.Sub(s.memoAt) < readyMemo &&
+		len(s.memo.Hosts) > 0 {
+		r := frontier.Ready{Hosts: slices.Clone(s.memo.Hosts), Next: s.memo.Next}
+		s.mu.Unlock()
+		return r, nil
+	}
+	s.mu.Unlock()
 	r, err := s.ready(ctx, now, max)
+	if err == nil && max == 1 {
+		s.mu.Lock()
+		s.memo, s.memoAt, s.memoValid = r, now, true
+		s.mu.Unlock()
+	}
 	if err != nil {
 		if err = s.readErr(err); err == nil {
 			// Redis is away: ask again soon, with nothing claimable now.
@@ -561,6 +580,10 @@ func (s *Store) Ready(ctx context.Context, now time.Time, max int) (frontier.Rea
 	}
 	return r, err
 }
+
+// readyMemo is how long a Ready(1) answer with a host due is reused: a
+// hint to look again, which a claim then checks.
+const readyMemo = 500 * time.Millisecond
 
 func (s *Store) ready(ctx context.Context, now time.Time, max int) (frontier.Ready, error) {
 	if s.isDown() {
