@@ -87,6 +87,12 @@ type Config struct {
 	// Default 16.
 	Changes int
 
+	// Shared, when set, shares host-level state with other Limiters (other
+	// workers of one crawl): the ceiling and the host's rate become one
+	// schedule, and pauses, scope, rate cuts and 429 evidence are adopted
+	// from the others (shared.go). nil: this Limiter is alone.
+	Shared HostShare
+
 	// Rand supplies jitter; nil seeds one from crypto/rand. The Limiter
 	// serialises its use.
 	Rand *rand.Rand

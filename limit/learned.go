@@ -113,7 +113,9 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 // knowledge younger than 10 minutes is taken as settled; older (up to a
 // day) is a starting point the lanes start a little under while the
 // explorer proves it again; older still is dropped. Hosts the limiter has
-// already started on keep what they have. It returns how many hosts it
+// already started on keep what they have, and gain the fresh lanes with a
+// budget of their own that they do not have (an exit that moved here from
+// another worker brings what its lanes learned there). It returns how many hosts it
 // restored, and an error naming the first entry it could not use (the
 // others are restored all the same).
 func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
@@ -137,12 +139,14 @@ func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
 		}
 		sh := l.tab.shard(lh.Host)
 		sh.mu.Lock()
-		if sh.hosts[lh.Host] == nil {
-			h := newHost(lh.Host)
+		if h := sh.hosts[lh.Host]; h == nil {
+			h = newHost(lh.Host)
 			h.last = now.UnixNano()
 			r.restore(h, lh, age, now.UnixNano())
 			sh.hosts[lh.Host] = h
 			n++
+		} else if age <= trustFresh {
+			r.restoreLanes(h, lh.Lanes, now.UnixNano())
 		}
 		sh.mu.Unlock()
 	}
@@ -193,8 +197,17 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 		e.quietAt = now
 	}
 	h.note(r, now, "restore", "", "follow", 0, h.followPace(r), fmt.Sprintf("learned %v ago (%s)", age.Round(time.Second), map[bool]string{true: "trusted", false: "to be proven again"}[fresh]))
-	for _, ll := range lh.Lanes {
-		if !fresh || ll.Own <= 0 || ll.Exit == "" {
+	if fresh {
+		r.restoreLanes(h, lh.Lanes, now)
+	}
+	h.log.takeOp()
+}
+
+// restoreLanes adds the lanes with a budget of their own that h has no
+// lane for.
+func (r *rules) restoreLanes(h *host, lanes []LearnedLane, now int64) {
+	for _, ll := range lanes {
+		if ll.Own <= 0 || ll.Exit == "" || h.lanes[ll.Exit] != nil {
 			continue
 		}
 		ln := &lane{exit: ll.Exit, idx: -1, serAt: now, pace: max(r.minLane, min(ll.Own*tierCut, h.followPace(r)))}
@@ -206,5 +219,4 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 		h.lanes[ln.exit] = ln
 		h.push(ln)
 	}
-	h.log.takeOp()
 }

@@ -24,6 +24,10 @@ type Limiter struct {
 
 	mu  sync.Mutex // guards rnd
 	rnd *rand.Rand
+
+	share  HostShare // nil: alone
+	shMu   sync.Mutex
+	shSeen map[string]*int64 // newest shared evidence adopted, per host
 }
 
 // New validates cfg once and returns a Limiter with no exits; call SetExits.
@@ -32,7 +36,7 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{rules: r, tab: newTable(), log: cfg.Logger, rnd: cfg.Rand}
+	l := &Limiter{rules: r, tab: newTable(), log: cfg.Logger, rnd: cfg.Rand, share: cfg.Shared}
 	if l.log == nil {
 		l.log = discardLogger()
 	}
@@ -63,6 +67,16 @@ func (l *Limiter) SetExits(exits []Exit) {
 // concurrency cap blocks), so the caller schedules the host then instead of
 // holding a worker.
 func (l *Limiter) Acquire(host string, want Want, now time.Time) (t Ticket, ok bool, next time.Time, err error) {
+	t, ok, next, err = l.acquire(host, want, now)
+	if ok && l.share != nil {
+		if ok, next = l.admitShared(t, now); !ok {
+			return Ticket{}, false, next, nil
+		}
+	}
+	return t, ok, next, err
+}
+
+func (l *Limiter) acquire(host string, want Want, now time.Time) (t Ticket, ok bool, next time.Time, err error) {
 	if host == "" {
 		return Ticket{}, false, time.Time{}, ErrNoHost
 	}
@@ -88,6 +102,9 @@ func (l *Limiter) Acquire(host string, want Want, now time.Time) (t Ticket, ok b
 		if h == nil {
 			h = newHost(host)
 			sh.hosts[host] = h
+		}
+		if l.share != nil {
+			l.adoptLocked(h, host, n)
 		}
 		res := r.acquire(h, pool, host, want, n, ready)
 		changes := h.log.takeOp()
@@ -194,13 +211,25 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) {
 	sh := l.tab.shard(t.Host)
 	sh.mu.Lock()
 	h := sh.hosts[t.Host]
+	var m sharedMark
+	if h != nil && l.share != nil {
+		m = h.mark()
+	}
 	ok := h != nil && r.release(h, t, cancel, &o, n, u)
 	var changes []Change
+	var pub HostView
+	publish := false
 	if h != nil {
 		changes = h.log.takeOp()
+		if l.share != nil && !cancel {
+			pub, publish = h.changed(m)
+		}
 	}
 	sh.mu.Unlock()
 	l.logChanges(t.Host, changes)
+	if publish {
+		l.share.Publish(t.Host, pub, now)
+	}
 	if !ok {
 		return
 	}

@@ -65,12 +65,17 @@ type crawlFlags struct {
 	allowPrivate       bool
 	format             string
 	append             bool
+	redis              string // distributed mode: the Redis URL
+	crawl              string // and the crawl's name
+	workerID           string
+	leaseTTL           time.Duration
+	fleetTTL           time.Duration
 }
 
 func newCrawlCmd() *cobra.Command {
 	var f crawlFlags
 	cmd := &cobra.Command{
-		Use:   "crawl [flags] URLFILE",
+		Use:   "crawl [flags] URLFILE  |  crawl --redis URL --crawl NAME [URLFILE]",
 		Short: "Crawl a URL list through a proxy pool, politely, losing nothing",
 		Long: `crawl fetches every URL of URLFILE (one per line, # comments allowed) through
 the exits of a proxy pool, keeping one learned budget per (host, exit) lane and a
@@ -104,9 +109,15 @@ Exit codes:
   exitgate crawl --proxies proxies.txt --host-rate 20/s urls.txt
   exitgate crawl -x http://user:pass@proxy1:8080 -x socks5://proxy2:1080 -H 'Authorization: Bearer TOKEN' urls.txt
   EXITGATE_PROXIES=proxies.txt EXITGATE_OUT=/data/crawl exitgate crawl urls.txt
-  exitgate crawl --proxy-template 'http://user-session-{session}:pw@gw.example:7777' --sessions 50 urls.txt`,
+  exitgate crawl --proxy-template 'http://user-session-{session}:pw@gw.example:7777' --sessions 50 urls.txt
+  exitgate crawl --redis redis://10.0.0.5:6379 --crawl shop --proxies proxies.txt urls.txt   # first worker seeds
+  exitgate crawl --redis redis://10.0.0.5:6379 --crawl shop --proxies proxies.txt            # others join`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+			check := cobra.ExactArgs(1)
+			if r, _ := cmd.Flags().GetString("redis"); r != "" || os.Getenv("EXITGATE_REDIS") != "" {
+				check = cobra.MaximumNArgs(1) // joining a distributed crawl: no URL file needed
+			}
+			if err := check(cmd, args); err != nil {
 				return usageError(err)
 			}
 			return nil
@@ -118,7 +129,14 @@ Exit codes:
 				}
 			}
 			f.userAgentSet = cmd.Flags().Changed("user-agent")
-			return runCrawl(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args[0])
+			urlFile := ""
+			if len(args) > 0 {
+				urlFile = args[0]
+			}
+			if urlFile == "" && f.redis == "" {
+				return usageError(fmt.Errorf("accepts 1 arg(s), received 0"))
+			}
+			return runCrawl(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, urlFile)
 		},
 	}
 	fl := cmd.Flags()
@@ -150,6 +168,11 @@ Exit codes:
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "log to stderr at this `LEVEL`: debug (every learning decision of the limiter, and retries), info, warn or error")
 	fl.BoolVar(&f.verbose, "verbose", false, "same as --log-level debug")
+	fl.StringVar(&f.redis, "redis", "", "distributed mode: Redis `URL` (redis://host:port; a cluster node reaches the cluster) holding the frontier, the workers and the host state shared by every worker started with the same --crawl")
+	fl.StringVar(&f.crawl, "crawl", "", "distributed mode: the crawl's `NAME`; the first worker seeds it from URLFILE, others join with the same command (URLFILE optional)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "distributed mode: how long a dead worker's jobs stay leased before another worker may take them (a live worker keeps its leases alive)")
+	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent worker keeps its exits before the others take them over")
+	fl.StringVar(&f.workerID, "worker-id", "", "distributed mode: this worker's `NAME` (default: host name, pid and a random suffix)")
 	return cmd
 }
 
@@ -259,8 +282,13 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if len(s.exits) == 0 {
 		s.exits = []pool.Exit{pool.DirectExit()}
 	}
-	if _, err := os.Stat(urlFile); err != nil {
-		return s, err
+	if (f.redis == "") != (f.crawl == "") {
+		return s, fmt.Errorf("--redis and --crawl go together")
+	}
+	if urlFile != "" {
+		if _, err := os.Stat(urlFile); err != nil {
+			return s, err
+		}
 	}
 	s.urlFile = urlFile
 	return s, nil
@@ -287,29 +315,46 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: logLevel}))
 	setup.limCfg.Logger = logger
 
-	record, err := checkURLFile(f.out, setup.urlFile, f.append)
-	if err != nil {
-		return usageError(err)
+	var record *crawlRecord
+	if setup.urlFile != "" && f.redis == "" {
+		if record, err = checkURLFile(f.out, setup.urlFile, f.append); err != nil {
+			return usageError(err)
+		}
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
-	sync := sqlite.SyncNormal
-	if f.durable {
-		sync = sqlite.SyncFull
-	}
-	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(f.out, "frontier.db"), Sync: sync})
-	if err != nil {
-		return err
-	}
-	defer fr.Close()
+	var fr frontier.Frontier
+	var dist *distributed
 	start := time.Now()
-	if n, err := fr.Recover(ctx, start); err != nil {
-		return err
-	} else if n > 0 {
-		fmt.Fprintf(stderr, "resumed: %d jobs that a stopped run had in flight are queued again\n", n)
+	if f.redis != "" {
+		if dist, err = openDistributed(ctx, f, logger); err != nil {
+			return err
+		}
+		defer dist.close()
+		fr = dist.fr
+	} else {
+		sync := sqlite.SyncNormal
+		if f.durable {
+			sync = sqlite.SyncFull
+		}
+		db, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(f.out, "frontier.db"), Sync: sync})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		fr = db
+		if n, err := db.Recover(ctx, start); err != nil {
+			return err
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "resumed: %d jobs that a stopped run had in flight are queued again\n", n)
+		}
 	}
-	added, bad, err := urlfile.Push(ctx, fr, setup.urlFile)
+	var added int
+	var bad []*urlfile.LineError
+	if setup.urlFile != "" { // a worker joining a distributed crawl has none
+		added, bad, err = urlfile.Push(ctx, fr, setup.urlFile)
+	}
 	for _, b := range bad {
 		fmt.Fprintln(stderr, "skipped", b)
 	}
@@ -326,16 +371,27 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		return err
 	}
 	if counts.Total() == 0 {
+		if dist != nil && urlFile == "" {
+			return usageError(fmt.Errorf("crawl %q has no URLs yet: the first worker seeds it with a URL file", f.crawl))
+		}
 		return usageError(fmt.Errorf("%s: no usable URLs", urlFile))
 	}
 	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %d abandoned, %d to do) through %d exits\n",
 		added, counts.Total(), counts.Done, counts.Abandoned, counts.Unfinished(), len(setup.exits))
 
+	if dist != nil {
+		setup.limCfg.Shared = dist.share
+	}
 	lim, err := limit.New(setup.limCfg)
 	if err != nil {
 		return err
 	}
 	restoreLearned(f.out, lim, time.Now(), stderr)
+	onSet := lim.SetExits
+	if dist != nil {
+		dist.lim = lim
+		onSet = dist.onSet
+	}
 	var identity *pool.Identity
 	if f.echoURL != "" || f.exitIPHeader != "" {
 		if identity, err = pool.NewIdentity(pool.IdentityConfig{Header: f.exitIPHeader, EchoURL: f.echoURL}); err != nil {
@@ -348,7 +404,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		defer t.CloseIdleConnections()
 		members[i] = fetch.Member{ID: e.ID(), Transport: t}
 	}
-	exits := fetch.NewExitSet(members, identity, lim.SetExits)
+	exits := fetch.NewExitSet(members, identity, onSet)
 	if f.echoURL != "" {
 		for id, err := range exits.Resolve(ctx, 16) {
 			fmt.Fprintf(stderr, "exit %s: IP unknown, keyed by its id: %v\n", id, err)
@@ -383,7 +439,8 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		AllowPrivateRedirects: f.allowPrivate,
 		UserAgent:             setup.userAgent,
 		Logger:                logger,
-	}, fr, lim, tally)
+		LeaseTTL:              leaseTTL(dist),
+	}, engineFrontier(fr, dist), lim, tally)
 	engine, err := fetch.NewEngine(fetch.EngineConfig{
 		Exits:        exits,
 		Timeout:      f.timeout,
@@ -393,6 +450,15 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}, core)
 	if err != nil {
 		return err
+	}
+	if dist != nil {
+		ids := make([]string, len(members))
+		for i, m := range members {
+			ids[i] = m.ID
+		}
+		if err := dist.join(ctx, f, ids, core, tally, logger, stderr); err != nil {
+			return err
+		}
 	}
 
 	// First signal: stop taking work and let requests in flight finish.
@@ -454,6 +520,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		writeParked(wctx, stdout, fr, core.Waiting(time.Now()))
 	}
 	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, setup.format.File()))
+	if dist != nil {
+		req := tally.Snapshot(time.Now()).Total.Requests
+		fmt.Fprintf(stdout, "Redis: %d round trips for %d requests of this worker (%.2f each, heartbeats, refreshes and waits included)\n",
+			redisTrips.Load(), req, float64(redisTrips.Load())/float64(max(req, 1)))
+	}
 	if runErr != nil {
 		return runErr
 	}
@@ -664,4 +735,21 @@ func parseLogLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// leaseTTL is the frontier's visibility timeout the engine plans with.
+func leaseTTL(d *distributed) time.Duration {
+	if d != nil {
+		return d.leaseTTL
+	}
+	return 0 // the default
+}
+
+// engineFrontier is the frontier the engine claims from: in distributed
+// mode, nothing while this worker owns no exit.
+func engineFrontier(fr frontier.Frontier, d *distributed) frontier.Frontier {
+	if d == nil {
+		return fr
+	}
+	return gated{Frontier: fr, d: d}
 }

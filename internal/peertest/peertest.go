@@ -151,3 +151,16 @@ func StartExpress(t testing.TB, cfg ExpressConfig) *Express {
 	t.Helper()
 	return start(t, peers.StartExpress, cfg)
 }
+
+// StartRedisWith starts a redis-server with cfg (peers.StartRedis).
+func StartRedisWith(t testing.TB, cfg peers.RedisConfig) *Redis {
+	t.Helper()
+	return start(t, peers.StartRedis, cfg)
+}
+
+// StartRedisCluster starts a Redis Cluster of n masters
+// (peers.StartRedisCluster).
+func StartRedisCluster(t testing.TB, n int) *peers.RedisCluster {
+	t.Helper()
+	return start(t, peers.StartRedisCluster, n)
+}

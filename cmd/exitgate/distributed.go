@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/fleet"
+	"github.com/exitgate/exitgate/frontier"
+	redisfr "github.com/exitgate/exitgate/frontier/redis"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/redisstate"
+)
+
+// Distributed mode (--redis, --crawl): the frontier, the fleet of workers
+// and the host-level limiter state live in Redis; this file only wires the
+// packages that hold them (frontier/redis, fleet, redisstate).
+
+func init() {
+	goredis.SetLogger(quietRedisLog{}) // its own dial errors: we report outages once
+}
+
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
+// openRedis connects to the Redis of url (redis://[user:pass@]host:port[/db]);
+// a node with cluster mode on is reached as a cluster through it.
+func openRedis(ctx context.Context, url string) (goredis.UniversalClient, error) {
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("--redis: %w", err)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
+	opt.MaxRetries = 1
+	c := goredis.NewClient(opt)
+	defer func() { c.AddHook(roundTrips{}) }()
+	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("--redis %s: %w", opt.Addr, err)
+	}
+	if !strings.Contains(info, "cluster_enabled:1") {
+		return c, nil
+	}
+	c.Close()
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{opt.Addr}, Username: opt.Username,
+		Password: opt.Password, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		MaxRedirects: 3})
+	cc.AddHook(roundTrips{})
+	return cc, nil
+}
+
+// redisTrips counts the round trips this process made to Redis (a pipeline
+// counts once), for the figure printed at the end of a distributed crawl.
+var redisTrips atomic.Int64
+
+type roundTrips struct{}
+
+func (roundTrips) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (roundTrips) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		redisTrips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		redisTrips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// distributed is one worker's share of a distributed crawl.
+type distributed struct {
+	rdb   goredis.UniversalClient
+	fr    *redisfr.Store
+	share *redisstate.Share
+	fleet *fleet.Fleet
+
+	lim      *limit.Limiter
+	leaseTTL time.Duration
+	all      atomic.Pointer[[]limit.Exit] // what the ExitSet would give the limiter
+	owned    atomic.Pointer[[]string]     // the fleet's share of it
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
+	if strings.ContainsAny(f.crawl, "{}") || f.crawl == "" {
+		return nil, usageError(fmt.Errorf("--crawl %q: want a name without braces", f.crawl))
+	}
+	if f.echoURL != "" || f.exitIPHeader != "" {
+		return nil, usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
+	}
+	rdb, err := openRedis(ctx, f.redis)
+	if err != nil {
+		return nil, err
+	}
+	if f.leaseTTL <= 0 || f.fleetTTL <= 0 {
+		return nil, usageError(fmt.Errorf("--lease-ttl and --fleet-ttl must be above 0"))
+	}
+	d := &distributed{rdb: rdb, leaseTTL: f.leaseTTL}
+	d.owned.Store(&[]string{})
+	d.fr, err = redisfr.New(rdb, redisfr.Config{Crawl: f.crawl, LeaseTTL: f.leaseTTL, KeepAlive: true,
+		Journal: filepath.Join(f.out, "journal-"+f.crawl+".jsonl"), Logger: logger})
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	d.share, err = redisstate.New(rdb, redisstate.Config{Crawl: f.crawl, Logger: logger, Workers: func() int {
+		if d.fleet == nil {
+			return 1
+		}
+		return d.fleet.Workers()
+	}})
+	if err != nil {
+		d.fr.Close()
+		rdb.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// onSet stands between the ExitSet and the limiter: the limiter gets only
+// the exits this worker owns.
+func (d *distributed) onSet(exits []limit.Exit) {
+	d.all.Store(&exits)
+	d.apply()
+}
+
+func (d *distributed) apply() {
+	all, owned := d.all.Load(), *d.owned.Load()
+	if all == nil || d.lim == nil {
+		return
+	}
+	mine := slices.DeleteFunc(slices.Clone(*all), func(e limit.Exit) bool { return !slices.Contains(owned, e.ID) })
+	d.lim.SetExits(mine)
+}
+
+// join enters the fleet and starts the heartbeat, the shared-state refresh
+// and the status reports; close stops them.
+func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, core *fetch.Core, tally *metrics.Tally, logger *slog.Logger, stderr io.Writer) error {
+	var err error
+	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: exitIDs, Logger: logger, TTL: f.fleetTTL,
+		Learned: d.lim.Learned, Restore: d.lim.Restore,
+		OnExits: func(owned []string) {
+			d.owned.Store(&owned)
+			d.apply()
+			if len(owned) == 0 && core != nil {
+				// Standing by: jobs bought for exits now gone go back.
+				_ = core.HandBack(context.Background())
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "exitgate: worker %s of crawl %q: %d of %d exits, %d workers\n",
+		d.fleet.ID(), f.crawl, len(d.fleet.Owned()), len(exitIDs), d.fleet.Workers())
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.cancel = cancel
+	d.wg.Go(func() { d.fleet.Run(rctx) })
+	d.wg.Go(func() { d.share.Run(rctx) })
+	d.wg.Go(func() {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			_ = d.fleet.Report(rctx, workerReportOf(tally.Snapshot(time.Now()), len(d.fleet.Owned())))
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return nil
+}
+
+func (d *distributed) close() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.wg.Wait()
+	d.fr.Close()
+	d.rdb.Close()
+}
+
+// gated is the frontier the engine sees: a worker that owns no exit claims
+// nothing (it stands by until exits come its way).
+type gated struct {
+	frontier.Frontier
+	d *distributed
+}
+
+func (g gated) Claim(ctx context.Context, now time.Time, max int, hostOK func(string) bool) ([]frontier.Job, error) {
+	if len(*g.d.owned.Load()) == 0 {
+		return nil, nil
+	}
+	return g.Frontier.Claim(ctx, now, max, hostOK)
+}
+
+func (g gated) ClaimHost(ctx context.Context, host string, now time.Time, max int) ([]frontier.Job, error) {
+	if len(*g.d.owned.Load()) == 0 {
+		return nil, nil
+	}
+	return g.Frontier.ClaimHost(ctx, host, now, max)
+}
+
+// Ready says to look again within a second when nothing is due later, or
+// while this worker stands by: other workers change the frontier (their
+// jobs finish, or fail and come back), and exits may come this way,
+// without this engine being told. A far parked job keeps its time, so
+// that a crawl left with parked jobs alone still ends.
+func (g gated) Ready(ctx context.Context, now time.Time, max int) (frontier.Ready, error) {
+	r, err := g.Frontier.Ready(ctx, now, max)
+	soon := now.Add(time.Second)
+	if err == nil && (r.Next.IsZero() || len(*g.d.owned.Load()) == 0 && r.Next.After(soon)) {
+		r.Next = soon
+	}
+	return r, err
+}
+
+// workerReport is what each worker publishes for `exitgate status`.
+type workerReport struct {
+	At        time.Time `json:"at"`
+	Exits     int       `json:"exits"`
+	Requests  int64     `json:"requests"`
+	Successes int64     `json:"successes"`
+	Done      int64     `json:"done"`
+	Too429    int64     `json:"responses_429"`
+	Rate      float64   `json:"ok_per_second"`
+	Ratio429  float64   `json:"ratio_429"`
+	Last429   float64   `json:"ratio_429_last_minute"`
+}
+
+func workerReportOf(s metrics.Snapshot, exits int) workerReport {
+	r := workerReport{At: s.At.UTC(), Exits: exits, Requests: s.Total.Requests, Successes: s.Total.Successes,
+		Done: s.Total.Done, Too429: s.Total.Throttled429, Last429: s.Rolling429}
+	if sec := s.Elapsed().Seconds(); sec > 0 {
+		r.Rate = float64(s.Total.Successes) / sec
+	}
+	if s.Total.Requests > 0 {
+		r.Ratio429 = float64(s.Total.Throttled429) / float64(s.Total.Requests)
+	}
+	return r
+}
+
+// The status command.
+
+type statusFlags struct {
+	redis, crawl string
+	json         bool
+}
+
+func newStatusCmd() *cobra.Command {
+	var f statusFlags
+	cmd := &cobra.Command{
+		Use:   "status --redis URL --crawl NAME",
+		Short: "Show a distributed crawl: its workers, the exits each owns, hosts, rates, 429s and the queue",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.redis == "" || f.crawl == "" {
+				return usageError(fmt.Errorf("status needs --redis and --crawl"))
+			}
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.redis, "redis", "", "Redis `URL` of the crawl, redis://host:port (a cluster node reaches the cluster)")
+	fl.StringVar(&f.crawl, "crawl", "", "crawl `NAME`")
+	fl.BoolVar(&f.json, "json", false, "print JSON")
+	return cmd
+}
+
+type crawlStatus struct {
+	Crawl   string              `json:"crawl"`
+	Workers []workerStatus      `json:"workers"`
+	Queue   frontier.Counts     `json:"queue"`
+	Hosts   []limit.LearnedHost `json:"hosts"`
+}
+
+type workerStatus struct {
+	ID     string        `json:"id"`
+	Exits  []string      `json:"exits"`
+	Report *workerReport `json:"report,omitempty"`
+}
+
+func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
+	rdb, err := openRedis(ctx, f.redis)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	members, err := fleet.Status(ctx, rdb, f.crawl)
+	if err != nil {
+		return err
+	}
+	st := crawlStatus{Crawl: f.crawl}
+	for _, m := range members {
+		ws := workerStatus{ID: m.ID, Exits: m.Exits}
+		if len(m.Report) > 0 {
+			var r workerReport
+			if json.Unmarshal(m.Report, &r) == nil {
+				ws.Report = &r
+			}
+		}
+		st.Workers = append(st.Workers, ws)
+	}
+	fr, err := redisfr.New(rdb, redisfr.Config{Crawl: f.crawl})
+	if err != nil {
+		return err
+	}
+	defer fr.Close()
+	if st.Queue, err = fr.Counts(ctx); err != nil {
+		return err
+	}
+	learned, err := rdb.HGetAll(ctx, "eg:{"+f.crawl+"}:learned").Result()
+	if err != nil {
+		return err
+	}
+	for _, v := range learned {
+		var h limit.LearnedHost
+		if json.Unmarshal([]byte(v), &h) == nil {
+			st.Hosts = append(st.Hosts, h)
+		}
+	}
+	slices.SortFunc(st.Hosts, func(a, b limit.LearnedHost) int { return strings.Compare(a.Host, b.Host) })
+	if f.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	c := st.Queue
+	fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d abandoned, %d queued, %d leased, %d parked\n\n",
+		f.crawl, c.Total(), c.Done, c.Abandoned, c.Queued, c.Leased, c.Parked)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "worker\texits\trequests\tok/s\t429\t429 last min\texits owned")
+	var req, n429 int64
+	var rate float64
+	for _, ws := range st.Workers {
+		r := ws.Report
+		if r == nil {
+			r = &workerReport{}
+		}
+		req, n429, rate = req+r.Requests, n429+r.Too429, rate+r.Rate
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f%%\t%.2f%%\t%s\n", ws.ID, len(ws.Exits), r.Requests, r.Rate,
+			100*ratio(r.Too429, r.Requests), 100*r.Last429, strings.Join(ws.Exits, " "))
+	}
+	fmt.Fprintf(tw, "all (%d)\t\t%d\t%.2f\t%.2f%%\t\t\n", len(st.Workers), req, rate, 100*ratio(n429, req))
+	tw.Flush()
+	if len(st.Hosts) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "host\tscope\tphase\tlane rate/s\thost rate/s\tlearned")
+		for _, h := range st.Hosts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.3g\t%.3g\t%s ago\n", h.Host, h.Scope, h.Phase, h.LaneRate, h.HostRate,
+				time.Since(h.At).Round(time.Second))
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/exitgate/exitgate/fleet"
+	"github.com/exitgate/exitgate/internal/peers"
+	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/report"
+)
+
+// fleetRun is a distributed crawl on loopback: nginx limiting each client
+// address, tinyproxy exits bound to their own addresses, a Redis, and
+// worker processes of the real exitgate binary.
+type fleetRun struct {
+	t       *testing.T
+	bin     string
+	dir     string
+	redis   string
+	nginx   *peertest.Nginx
+	proxies string
+	urls    string
+	n       int
+	workers []*exec.Cmd
+	outs    []*bytes.Buffer
+	done    []chan error
+}
+
+const fleetRate, fleetBurst = 5, 5 // nginx limit per exit: 5 r/s, burst 5
+
+func newFleetRun(t *testing.T, redisURL string, exits, urls int, bindBase int) *fleetRun {
+	t.Helper()
+	fr := &fleetRun{t: t, bin: exitgateBinary(t), dir: t.TempDir(), redis: redisURL, n: urls}
+	fr.nginx = peertest.StartNginx(t, peertest.NginxConfig{Rate: fmt.Sprintf("%dr/s", fleetRate), Burst: fleetBurst,
+		NoRetryAfter: true, Fallback: "page.txt", Files: map[string]string{"page.txt": "hello\n"}})
+	var lines []string
+	for i := range exits {
+		p := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: fmt.Sprintf("127.0.0.%d", bindBase+i)})
+		lines = append(lines, p.URL())
+	}
+	fr.proxies = filepath.Join(fr.dir, "proxies.txt")
+	os.WriteFile(fr.proxies, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	var u strings.Builder
+	for i := range urls {
+		fmt.Fprintf(&u, "%s/p/%d\n", fr.nginx.URL(), i)
+	}
+	fr.urls = filepath.Join(fr.dir, "urls.txt")
+	os.WriteFile(fr.urls, []byte(u.String()), 0o644)
+	return fr
+}
+
+// start starts worker i with the common flags and extra ones.
+func (fr *fleetRun) start(i int, extra ...string) {
+	args := append([]string{"crawl", "--redis", fr.redis, "--crawl", "c", "--proxies", fr.proxies,
+		"--ignore-robots", "--lane-rate", "4/s", "--progress", "0", "--timeout", "5s", "--worker-id", fmt.Sprintf("w%d", i),
+		"--out", filepath.Join(fr.dir, fmt.Sprintf("w%d", i))}, extra...)
+	args = append(args, fr.urls)
+	cmd := exec.Command(fr.bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		fr.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &out), append(fr.done, done)
+	fr.t.Cleanup(func() {
+		_ = cmd.Process.Kill() // our own child, by its pid
+	})
+}
+
+// wait waits for every worker that was not killed, failing on a non-zero
+// exit.
+func (fr *fleetRun) wait(timeout time.Duration, killed ...int) {
+	fr.t.Helper()
+	deadline := time.After(timeout)
+	for i, d := range fr.done {
+		select {
+		case err := <-d:
+			if err != nil && !contains(killed, i) {
+				fr.t.Fatalf("worker %d: %v\n%s", i, err, fr.outs[i])
+			}
+		case <-deadline:
+			for j, w := range fr.workers {
+				_ = w.Process.Signal(syscall.SIGQUIT) // a goroutine dump in its output
+				time.Sleep(500 * time.Millisecond)
+				_ = w.Process.Kill()
+				fr.t.Logf("worker %d output:\n%s", j, fr.outs[j])
+			}
+			fr.t.Fatalf("workers still running after %v", timeout)
+		}
+	}
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// check verifies what the server saw and what the workers wrote: every URL
+// exactly once in the results, the 429 ratio, and each exit's rate within
+// nginx's limit.
+func (fr *fleetRun) check(maxRatio float64, alive []int) (requests, n429 int) {
+	t := fr.t
+	t.Helper()
+	time.Sleep(200 * time.Millisecond) // nginx logs just after it answers
+	log := fr.nginx.AccessLog(t, 0)
+	perExit := map[string][]time.Time{}
+	for _, e := range log {
+		requests++
+		switch e.Status {
+		case 429:
+			n429++
+		case 200:
+			perExit[e.RemoteAddr] = append(perExit[e.RemoteAddr], e.Time)
+		}
+	}
+	if r := float64(n429) / float64(max(requests, 1)); r > maxRatio {
+		t.Errorf("nginx saw %d 429s in %d requests (%.2f%%), want at most %.1f%%", n429, requests, 100*r, 100*maxRatio)
+	}
+	for exit, ts := range perExit {
+		// nginx's leaky bucket: at most burst+1 + rate·span in any span.
+		for i := range ts {
+			for j := i; j < len(ts) && ts[j].Sub(ts[i]) <= 2*time.Second; j++ {
+				if n := j - i + 1; float64(n) > fleetBurst+1+fleetRate*ts[j].Sub(ts[i]).Seconds()+1 {
+					t.Fatalf("exit %s passed %d requests in %v: above nginx's %d r/s with burst %d", exit, n, ts[j].Sub(ts[i]), fleetRate, fleetBurst)
+				}
+			}
+		}
+	}
+	// Each surviving worker's results hold the whole crawl, each URL once.
+	for _, i := range alive {
+		seen := map[string]int{}
+		f, err := os.Open(filepath.Join(fr.dir, fmt.Sprintf("w%d", i), "results.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var r report.Result
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("worker %d results: %v", i, err)
+			}
+			if r.Outcome != "done" {
+				t.Errorf("worker %d: %s %s (%s)", i, r.URL, r.Outcome, r.Reason)
+			}
+			seen[r.URL]++
+		}
+		f.Close()
+		if len(seen) != fr.n {
+			t.Errorf("worker %d results: %d distinct URLs, want %d", i, len(seen), fr.n)
+		}
+		for u, c := range seen {
+			if c != 1 {
+				t.Errorf("worker %d results: %s %d times, want once", i, u, c)
+			}
+		}
+	}
+	return requests, n429
+}
+
+// TestDistributed runs the fleet on real peers: three workers sharing ten
+// exits; a worker killed with SIGKILL mid-run; Redis killed and restarted
+// mid-run; a 3-master Redis Cluster.
+func TestDistributed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real peers, about a minute")
+	}
+	t.Run("ThreeWorkers", func(t *testing.T) {
+		r := peertest.StartRedis(t)
+		fr := newFleetRun(t, r.URL(), 10, 600, 71)
+		for i := range 3 {
+			fr.start(i)
+		}
+		fr.wait(90 * time.Second)
+		// Each worker's limiter explores the host on its own: three
+		// explorers' learning on a 600-URL crawl (1-1.5% of 429s here).
+		req, n429 := fr.check(0.02, []int{0, 1, 2})
+		for i := range 3 {
+			for _, line := range strings.Split(fr.outs[i].String(), "\n") {
+				if strings.HasPrefix(line, "Redis:") {
+					t.Logf("worker %d: %s", i, line)
+				}
+			}
+		}
+		info, _ := goredis.NewClient(&goredis.Options{Addr: r.Addr()}).Info(context.Background(), "stats").Result()
+		cmds := 0
+		for _, line := range strings.Split(info, "\n") {
+			fmt.Sscanf(strings.TrimSpace(line), "total_commands_processed:%d", &cmds)
+		}
+		t.Logf("3 workers, 10 exits, 600 URLs: %d requests, %d 429s; Redis processed %d commands (%.2f per request, heartbeats and refreshes included)",
+			req, n429, cmds, float64(cmds)/float64(max(req, 1)))
+	})
+	t.Run("KillWorker", func(t *testing.T) {
+		r := peertest.StartRedis(t)
+		rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+		defer rdb.Close()
+		fr := newFleetRun(t, r.URL(), 6, 400, 81)
+		ttl := []string{"--lease-ttl", "3s", "--fleet-ttl", "2s"}
+		for i := range 3 {
+			fr.start(i, ttl...)
+		}
+		ctx := context.Background()
+		// Kill w2 once it has work in hand.
+		waitUntil(t, 30*time.Second, func() bool {
+			ms, _ := fleet.Status(ctx, rdb, "c")
+			return len(ms) == 3 && strings.Contains(fr.outs[2].String(), "exits")
+		})
+		time.Sleep(2 * time.Second) // let it claim and send
+		syscall.Kill(fr.workers[2].Process.Pid, syscall.SIGKILL)
+		killed := time.Now()
+		var moved time.Duration
+		waitUntil(t, 20*time.Second, func() bool {
+			ms, _ := fleet.Status(ctx, rdb, "c")
+			n := 0
+			for _, m := range ms {
+				if m.ID != "w2" {
+					n += len(m.Exits)
+				}
+			}
+			moved = time.Since(killed)
+			return n == 6
+		})
+		t.Logf("the dead worker's exits moved in %v (fleet TTL 2s)", moved.Round(10*time.Millisecond))
+		if moved > 4*time.Second {
+			t.Errorf("exits moved %v after the kill, want within the fleet TTL and a heartbeat", moved)
+		}
+		fr.wait(90*time.Second, 2)
+		fr.check(0.02, []int{0, 1})
+	})
+	t.Run("RedisRestart", func(t *testing.T) {
+		r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+		fr := newFleetRun(t, r.URL(), 6, 400, 91)
+		for i := range 3 {
+			fr.start(i)
+		}
+		time.Sleep(4 * time.Second)
+		if err := r.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if err := r.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		fr.wait(60 * time.Second)
+		// The bound on bursts is check's window test on every exit; the
+		// 429s allowed here are the learning of three explorers on a
+		// short crawl (the outage itself adds none: its fallback paces
+		// each lane as before).
+		fr.check(0.03, []int{0, 1, 2})
+		for i := range 3 {
+			if !strings.Contains(fr.outs[i].String(), "Redis is back") {
+				t.Logf("worker %d output:\n%s", i, fr.outs[i])
+			}
+		}
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		c := peertest.StartRedisCluster(t, 3)
+		fr := newFleetRun(t, "redis://"+c.Addrs()[0], 4, 200, 101)
+		for i := range 2 {
+			fr.start(i)
+		}
+		fr.wait(60 * time.Second)
+		// Two workers, two explorers learning one host: a short crawl's
+		// learning shows (the README's figures say how much).
+		fr.check(0.05, []int{0, 1})
+	})
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met after %v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFleetVersusPerWorker is the seed article's case on loopback: 8
+// workers on 20 exits against nginx limiting each exit to 5 r/s, for 20 s
+// each: 8 exitgate workers of one --redis crawl, 8 independent exitgate
+// processes (each its own limiter over the whole pool), and 1 worker. It
+// reports utilization (successes over what nginx allowed the pool) and the
+// 429 ratio from nginx's log. Not part of the suite (two minutes):
+//
+//	EXITGATE_FLEET_BENCH=1 go test -run FleetVersusPerWorker -v ./cmd/exitgate
+func TestFleetVersusPerWorker(t *testing.T) {
+	if os.Getenv("EXITGATE_FLEET_BENCH") != "1" {
+		t.Skip("set EXITGATE_FLEET_BENCH=1")
+	}
+	const exits, dur = 20, 20 * time.Second
+	for _, mode := range []struct {
+		name    string
+		workers int
+		redis   bool
+	}{{"fleet-8", 8, true}, {"per-worker-8", 8, false}, {"fleet-1", 1, true}} {
+		r := peertest.StartRedis(t)
+		fr := newFleetRun(t, r.URL(), exits, 20000, 111)
+		start := time.Now()
+		for i := range mode.workers {
+			extra := []string{"--duration", dur.String(), "--concurrency", "32"}
+			if !mode.redis {
+				// An independent crawl: no --redis, its own frontier.
+				args := []string{"crawl", "--proxies", fr.proxies, "--ignore-robots", "--lane-rate", "4/s", "--progress", "0",
+					"--out", filepath.Join(fr.dir, fmt.Sprintf("solo%d", i)), "--duration", dur.String(), fr.urls}
+				cmd := exec.Command(fr.bin, args...)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &bytes.Buffer{}), append(fr.done, done)
+				continue
+			}
+			fr.start(i, extra...)
+		}
+		deadline := time.After(dur + 30*time.Second)
+		for _, d := range fr.done {
+			select {
+			case <-d: // exit 4: unfinished by --duration
+			case <-deadline:
+				t.Fatal("workers did not stop")
+			}
+		}
+		span := time.Since(start)
+		time.Sleep(200 * time.Millisecond)
+		ok, n429, req := 0, 0, 0
+		var first, last time.Time
+		for _, e := range fr.nginx.AccessLog(t, 0) {
+			req++
+			if first.IsZero() {
+				first = e.Time
+			}
+			last = e.Time
+			switch e.Status {
+			case 200:
+				ok++
+			case 429:
+				n429++
+			}
+		}
+		active := last.Sub(first).Seconds()
+		util := float64(ok) / (exits * fleetRate * active)
+		t.Logf("%-13s %d workers: %5d requests in %.1fs (wall %.1fs), %5d ok, utilization %.1f%%, 429s %.2f%%",
+			mode.name, mode.workers, req, active, span.Seconds(), ok, 100*util, 100*float64(n429)/float64(max(req, 1)))
+	}
+}

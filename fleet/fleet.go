@@ -1,0 +1,419 @@
+// Package fleet splits a proxy pool's exits among the live workers of a
+// crawl through Redis, so that each exit's lanes live in exactly one
+// worker's limiter and a per-IP decision costs no round trip.
+//
+// Each worker heartbeats a membership lease (Config.TTL). Every exit goes
+// to one live worker by rendezvous hashing (highest hash of exit and
+// worker), so a join or a death moves only the exits that must move. A
+// worker takes an exit only once its previous owner let go: the owner
+// drops a moving exit from its limiter at once, keeps its lease for
+// Config.Handover (so that the new owner does not send right after the
+// old one did, on a lane paced at one request a second), saves what its
+// limiter learned and releases it; a dead owner's exit lease expires
+// within one TTL. What the limiters learned (limit.Learned, per host, and
+// the lanes with a budget of their own) is kept in Redis and restored by
+// the new owner.
+//
+// With more workers than exits, the extra workers own none: they stand by
+// (Owned is empty) and take over exits when a worker leaves or dies.
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/exitgate/exitgate/limit"
+)
+
+// Config configures a worker's membership.
+type Config struct {
+	// Crawl names the crawl. Required, no braces.
+	Crawl string
+	// ID names this worker; empty: host name, pid and a random suffix.
+	ID string
+	// Exits are the pool's exit IDs, the same list on every worker.
+	Exits []string
+	// TTL is the membership and exit lease: a worker silent this long is
+	// dead and its exits move. Default 6s; heartbeats every TTL/3.
+	TTL time.Duration
+	// Handover is how long an exit that moves away stays unused before its
+	// new owner may take it. Default 2s.
+	Handover time.Duration
+	// OnExits is called with the exits this worker owns whenever the set
+	// changes (and once by Join).
+	OnExits func(owned []string)
+	// Learned and Restore carry what this worker's limiter learned to and
+	// from Redis (limit.Limiter.Learned and Restore). Either may be nil.
+	Learned func(now time.Time) limit.Learned
+	Restore func(s limit.Learned, now time.Time) (int, error)
+	// Logger receives membership changes. nil: discard.
+	Logger *slog.Logger
+}
+
+// Fleet is one worker's membership. It is safe for concurrent use.
+type Fleet struct {
+	rdb goredis.UniversalClient
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	members  []string             // live workers, last heartbeat
+	owned    []string             // exits this worker uses
+	leaving  map[string]time.Time // exits dropped, released at the time
+	lastBeat time.Time
+}
+
+// Join registers this worker, takes its share of the exits and calls
+// OnExits. Run keeps the membership alive.
+func Join(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*Fleet, error) {
+	if cfg.Crawl == "" || strings.ContainsAny(cfg.Crawl, "{}") {
+		return nil, errors.New("fleet: crawl name: want a non-empty name without braces")
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 6 * time.Second
+	}
+	if cfg.Handover <= 0 {
+		cfg.Handover = 2 * time.Second
+	}
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		cfg.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	f := &Fleet{rdb: rdb, cfg: cfg, log: cfg.Logger, leaving: map[string]time.Time{}}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	if err := f.Beat(ctx, time.Now()); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ID returns this worker's name.
+func (f *Fleet) ID() string { return f.cfg.ID }
+
+func (f *Fleet) key(name string) string { return "eg:{" + f.cfg.Crawl + "}:" + name }
+
+// Keys: members (zset worker -> lease expiry ms), owners (hash exit ->
+// worker), until (hash exit -> lease expiry ms), learned (hash host ->
+// limit.LearnedHost JSON), workers (hash worker -> JSON status).
+func keys(crawl string) []string {
+	p := "eg:{" + crawl + "}:"
+	return []string{p + "members", p + "owners", p + "until", p + "learned", p + "workers"}
+}
+
+// beatScript: ARGV = me, now ms, ttl ms. Renews me and drops the dead
+// (their exit leases run out on their own). Returns the live workers.
+var beatScript = goredis.NewScript(`
+local now = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+for _, w in ipairs(dead) do redis.call('HDEL', KEYS[5], w) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+`)
+
+// takeScript: ARGV = me, now ms, ttl ms, then "+exit" (want) or "-exit"
+// (release). Takes each wanted exit that is free or mine, renewing its
+// lease; releases the others if mine. Returns the exits held.
+var takeScript = goredis.NewScript(`
+local me, now, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local held = {}
+for k = 4, #ARGV do
+  local op, e = string.sub(ARGV[k], 1, 1), string.sub(ARGV[k], 2)
+  local owner = redis.call('HGET', KEYS[2], e)
+  local untl = tonumber(redis.call('HGET', KEYS[3], e) or '0')
+  if op == '+' then
+    if not owner or owner == me or untl <= now then
+      redis.call('HSET', KEYS[2], e, me)
+      redis.call('HSET', KEYS[3], e, now + ttl)
+      held[#held+1] = e
+    end
+  elseif owner == me then
+    redis.call('HDEL', KEYS[2], e)
+    redis.call('HDEL', KEYS[3], e)
+  end
+end
+return held
+`)
+
+// Beat is one heartbeat at now: renew membership, recompute the share,
+// take free exits of it, release exits handed over. Run calls it every
+// TTL/3; an error leaves the owned set as it was (a worker keeps its lanes
+// while Redis is away: no one else can take them before their lease
+// expires, and their leases cannot expire while Redis is gone).
+func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
+	ks := keys(f.cfg.Crawl)
+	nowMs, ttlMs := now.UnixMilli(), f.cfg.TTL.Milliseconds()
+	members, err := beatScript.Run(ctx, f.rdb, ks, f.cfg.ID, nowMs, ttlMs).StringSlice()
+	if err != nil {
+		return fmt.Errorf("fleet: heartbeat: %w", err)
+	}
+	want := Share(f.cfg.Exits, members, f.cfg.ID)
+	f.mu.Lock()
+	prev := slices.Clone(f.owned)
+	var args []any
+	args = append(args, f.cfg.ID, nowMs, ttlMs)
+	for _, e := range want {
+		args = append(args, "+"+e)
+	}
+	// Exits that move away: out of use at once, released after Handover.
+	for _, e := range prev {
+		if !slices.Contains(want, e) {
+			if _, ok := f.leaving[e]; !ok {
+				f.leaving[e] = now.Add(f.cfg.Handover)
+			}
+		}
+	}
+	var release []string
+	for e, at := range f.leaving {
+		switch {
+		case slices.Contains(want, e):
+			delete(f.leaving, e) // it came back
+		case !now.Before(at):
+			release = append(release, e)
+			args = append(args, "-"+e)
+		default:
+			args = append(args, "+"+e) // keep its lease until the handover ends
+		}
+	}
+	f.mu.Unlock()
+	if len(release) > 0 {
+		f.saveLearned(ctx, now) // the new owner restores it
+	}
+	held, err := takeScript.Run(ctx, f.rdb, ks, args...).StringSlice()
+	if err != nil {
+		return fmt.Errorf("fleet: exits: %w", err)
+	}
+	var owned []string
+	for _, e := range held {
+		if slices.Contains(want, e) {
+			owned = append(owned, e)
+		}
+	}
+	slices.Sort(owned)
+	f.mu.Lock()
+	for _, e := range release {
+		delete(f.leaving, e)
+	}
+	gained := slices.DeleteFunc(slices.Clone(owned), func(e string) bool { return slices.Contains(prev, e) })
+	changed := !slices.Equal(owned, f.owned)
+	f.members, f.owned, f.lastBeat = members, owned, now
+	f.mu.Unlock()
+	if len(gained) > 0 {
+		f.restoreLearned(ctx, now)
+	}
+	if changed {
+		f.log.Info("fleet: exits", "worker", f.cfg.ID, "workers", len(members), "owned", len(owned), "gained", len(gained))
+		if f.cfg.OnExits != nil {
+			f.cfg.OnExits(slices.Clone(owned))
+		}
+	}
+	return nil
+}
+
+// Share returns the exits that rendezvous hashing gives worker me among
+// members: each exit goes to the member with the highest hash of the pair.
+func Share(exits, members []string, me string) []string {
+	var out []string
+	for _, e := range exits {
+		best, bestH := "", uint64(0)
+		for _, m := range members {
+			h := fnv.New64a()
+			h.Write([]byte(e))
+			h.Write([]byte{0})
+			h.Write([]byte(m))
+			if v := mix(h.Sum64()); best == "" || v > bestH || (v == bestH && m < best) {
+				best, bestH = m, v
+			}
+		}
+		if best == me {
+			out = append(out, e)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// mix is splitmix64's finalizer: FNV alone spreads names that differ in
+// their last byte badly over the high bits.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// Run heartbeats every TTL/3 and saves what the limiter learned every
+// few heartbeats, until ctx ends; then it leaves (Leave).
+func (f *Fleet) Run(ctx context.Context) {
+	t := time.NewTicker(f.cfg.TTL / 3)
+	defer t.Stop()
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			f.Leave(lctx)
+			cancel()
+			return
+		case <-t.C:
+		}
+		if err := f.Beat(ctx, time.Now()); err != nil {
+			f.log.Warn("fleet: heartbeat failed; keeping the exits owned", "err", err)
+			continue
+		}
+		if n++; n%3 == 0 {
+			f.saveLearned(ctx, time.Now())
+		}
+	}
+}
+
+// Leave saves what the limiter learned, releases this worker's exits and
+// membership, so that the others take them over at their next heartbeat.
+func (f *Fleet) Leave(ctx context.Context) {
+	f.saveLearned(ctx, time.Now())
+	f.mu.Lock()
+	args := []any{f.cfg.ID, time.Now().UnixMilli(), f.cfg.TTL.Milliseconds()}
+	for _, e := range f.cfg.Exits {
+		args = append(args, "-"+e)
+	}
+	f.owned = nil
+	f.mu.Unlock()
+	ks := keys(f.cfg.Crawl)
+	_ = takeScript.Run(ctx, f.rdb, ks, args...).Err()
+	_ = f.rdb.ZRem(ctx, ks[0], f.cfg.ID).Err()
+	_ = f.rdb.HDel(ctx, ks[4], f.cfg.ID).Err()
+}
+
+// Owned returns the exits this worker uses now.
+func (f *Fleet) Owned() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.owned)
+}
+
+// Workers returns the number of live workers at the last heartbeat (at
+// least 1).
+func (f *Fleet) Workers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return max(1, len(f.members))
+}
+
+func (f *Fleet) saveLearned(ctx context.Context, now time.Time) {
+	if f.cfg.Learned == nil {
+		return
+	}
+	l := f.cfg.Learned(now)
+	if len(l.Hosts) == 0 {
+		return
+	}
+	vals := make([]any, 0, 2*len(l.Hosts))
+	for _, h := range l.Hosts {
+		b, err := json.Marshal(h)
+		if err == nil {
+			vals = append(vals, h.Host, string(b))
+		}
+	}
+	if err := f.rdb.HSet(ctx, keys(f.cfg.Crawl)[3], vals...).Err(); err != nil {
+		f.log.Warn("fleet: learned state not saved", "err", err)
+	}
+}
+
+func (f *Fleet) restoreLearned(ctx context.Context, now time.Time) {
+	if f.cfg.Restore == nil {
+		return
+	}
+	m, err := f.rdb.HGetAll(ctx, keys(f.cfg.Crawl)[3]).Result()
+	if err != nil {
+		f.log.Warn("fleet: learned state not read", "err", err)
+		return
+	}
+	s := limit.Learned{Saved: now}
+	for _, v := range m {
+		var h limit.LearnedHost
+		if json.Unmarshal([]byte(v), &h) == nil {
+			s.Hosts = append(s.Hosts, h)
+		}
+	}
+	if _, err := f.cfg.Restore(s, now); err != nil {
+		f.log.Warn("fleet: learned state", "err", err)
+	}
+}
+
+// Report publishes this worker's figures for Status (any JSON value).
+func (f *Fleet) Report(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return f.rdb.HSet(ctx, keys(f.cfg.Crawl)[4], f.cfg.ID, string(b)).Err()
+}
+
+// Member is one live worker as Status sees it.
+type Member struct {
+	ID     string          `json:"id"`
+	Until  time.Time       `json:"lease_until"`
+	Exits  []string        `json:"exits"`
+	Report json.RawMessage `json:"report,omitempty"`
+}
+
+// Status returns the live workers of a crawl, the exits each owns and what
+// each last reported.
+func Status(ctx context.Context, rdb goredis.UniversalClient, crawl string) ([]Member, error) {
+	ks := keys(crawl)
+	zs, err := rdb.ZRangeWithScores(ctx, ks[0], 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	owners, err := rdb.HGetAll(ctx, ks[1]).Result()
+	if err != nil {
+		return nil, err
+	}
+	until, err := rdb.HGetAll(ctx, ks[2]).Result()
+	if err != nil {
+		return nil, err
+	}
+	reports, err := rdb.HGetAll(ctx, ks[4]).Result()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixMilli()
+	var out []Member
+	for _, z := range zs {
+		id, _ := z.Member.(string)
+		if int64(z.Score) <= now {
+			continue
+		}
+		m := Member{ID: id, Until: time.UnixMilli(int64(z.Score))}
+		for e, w := range owners {
+			if u, _ := strconv.ParseInt(until[e], 10, 64); w == id && u > now {
+				m.Exits = append(m.Exits, e)
+			}
+		}
+		slices.Sort(m.Exits)
+		if r, ok := reports[id]; ok {
+			m.Report = json.RawMessage(r)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,222 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/frontiertest"
+	fr "github.com/exitgate/exitgate/frontier/redis"
+	"github.com/exitgate/exitgate/internal/peers"
+	"github.com/exitgate/exitgate/internal/peertest"
+)
+
+var crawls atomic.Int64
+
+func newStore(t *testing.T, rdb goredis.UniversalClient, cfg fr.Config) *fr.Store {
+	t.Helper()
+	if cfg.Crawl == "" {
+		cfg.Crawl = fmt.Sprintf("test%d", crawls.Add(1))
+	}
+	s, err := fr.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	frontiertest.TestFrontier(t, func(t *testing.T) frontier.Frontier {
+		return newStore(t, rdb, fr.Config{})
+	})
+}
+
+// TestConformanceCluster runs the suite on a 3-master Redis Cluster: every
+// host's keys share a slot, the crawl's own keys another.
+func TestConformanceCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	c := peertest.StartRedisCluster(t, 3)
+	rdb := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs()})
+	t.Cleanup(func() { rdb.Close() })
+	frontiertest.TestFrontier(t, func(t *testing.T) frontier.Frontier {
+		return newStore(t, rdb, fr.Config{})
+	})
+}
+
+// TestKeepAlive: a Store that keeps its leases alive keeps its jobs past the
+// lease TTL; one that stopped (a dead worker) loses them within it.
+func TestKeepAlive(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	name := "keep"
+	ttl := 600 * time.Millisecond
+	a := newStore(t, rdb, fr.Config{Crawl: name, LeaseTTL: ttl, KeepAlive: true})
+	b := newStore(t, rdb, fr.Config{Crawl: name, LeaseTTL: ttl})
+	if _, err := a.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := a.Claim(ctx, time.Now(), 1, nil)
+	if err != nil || len(js) != 1 {
+		t.Fatalf("Claim = %d jobs, %v", len(js), err)
+	}
+	held := js[0]
+	// Well past the TTL, b may take only the other job.
+	deadline := time.Now().Add(3 * ttl)
+	for time.Now().Before(deadline) {
+		got, err := b.Claim(ctx, time.Now(), 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range got {
+			if j.ID == held.ID {
+				t.Fatalf("job %d was claimed again while its holder kept its lease alive", j.ID)
+			}
+			if err := b.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(ttl / 6)
+	}
+	// The holder dies: its lease expires within the TTL and b gets the job.
+	a.Close()
+	died := time.Now()
+	for {
+		got, err := b.Claim(ctx, time.Now(), 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 1 && got[0].ID == held.ID {
+			if d := time.Since(died); d > ttl+ttl/2 {
+				t.Fatalf("the dead holder's job came back after %v, want within the TTL %v (and a tick)", d, ttl)
+			}
+			break
+		}
+		if time.Since(died) > 5*ttl {
+			t.Fatalf("the dead holder's job never came back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestJournal: with Redis killed, settling goes to the journal and claims
+// return nothing; once Redis is back (with its append-only file), the
+// journal is replayed and nothing is lost.
+func TestJournal(t *testing.T) {
+	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	s := newStore(t, rdb, fr.Config{Crawl: "journal", LeaseTTL: 10 * time.Second, KeepAlive: true,
+		Journal: filepath.Join(t.TempDir(), "journal")})
+	var jobs []frontier.NewJob
+	for i := range 20 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://h%d.example/x", i%3)})
+		jobs[i].URL += fmt.Sprint(i)
+	}
+	if _, err := s.Push(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	js, err := s.Claim(ctx, time.Now(), 20, nil)
+	if err != nil || len(js) != 20 {
+		t.Fatalf("Claim = %d, %v", len(js), err)
+	}
+	if _, err := s.Counts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range js[:10] {
+		var err error
+		if i%2 == 0 {
+			err = s.Complete(ctx, j.Lease(), frontier.Result{Status: 200, Exit: "e1"})
+		} else {
+			err = s.Retry(ctx, j.Lease(), time.Time{}, true, 500, "http 500")
+		}
+		if err != nil {
+			t.Fatalf("settle while Redis is down = %v, want nil (journaled)", err)
+		}
+	}
+	if got, err := s.Claim(ctx, time.Now(), 10, nil); err != nil || len(got) != 0 {
+		t.Fatalf("Claim while down = %d jobs, %v, want none and no error", len(got), err)
+	}
+	if c, err := s.Counts(ctx); err != nil || c.Leased != 20 {
+		t.Fatalf("Counts while down = %+v, %v, want the last counts read", c, err)
+	}
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := s.Counts(ctx)
+		if err == nil && c.Done == 5 && c.Queued == 5 && c.Leased == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Counts after Redis came back = %+v, %v, want 5 done, 5 queued, 10 leased", c, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, j := range js[10:] {
+		if err := s.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Claim(ctx, time.Now(), 20, nil)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("Claim after the replay = %d, %v, want the 5 retried jobs", len(got), err)
+	}
+}
+
+// TestBytesPerURL measures what a queued URL costs in Redis: used_memory
+// before and after pushing 20,000 URLs of 50-odd bytes over 10 hosts.
+//
+//	go test -run BytesPerURL -v ./frontier/redis
+func TestBytesPerURL(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	s := newStore(t, rdb, fr.Config{Crawl: "bytes"})
+	used := func() int64 {
+		info, err := rdb.Info(ctx, "memory").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			fmt.Sscanf(strings.TrimSpace(line), "used_memory:%d", &n)
+		}
+		return n
+	}
+	before := used()
+	const n = 20000
+	var jobs []frontier.NewJob
+	for i := range n {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("https://shop%d.example.com/product/%07d", i%10, i)})
+	}
+	if added, err := s.Push(ctx, jobs); err != nil || added != n {
+		t.Fatalf("Push = %d, %v", added, err)
+	}
+	per := float64(used()-before) / n
+	t.Logf("%.0f bytes of Redis memory per queued URL (%d-byte URLs, dedupe key included)", per, len(jobs[0].URL))
+	if per > 600 {
+		t.Errorf("%.0f bytes per queued URL, want under 600", per)
+	}
+}

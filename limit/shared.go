@@ -1,0 +1,188 @@
+package limit
+
+import "time"
+
+// Sharing host-level state between limiters.
+//
+// Many workers crawling one site each run a Limiter. Lanes are not shared:
+// the workers split the pool's exits between them, so each lane lives in
+// one Limiter and its decisions cost no round trip. What belongs to the
+// host across all exits is shared through a HostShare (Config.Shared): the
+// politeness ceiling and the host's own rate are one schedule for every
+// worker; a pause, the scope and a cut of the host rate that one worker
+// learns, the others adopt; a 429 that one worker's lane draws counts as
+// scope evidence in every worker. The learning math stays here, in Go: a
+// HostShare stores and hands over its results, it does not compute them.
+
+// HostShare is host-level state shared with other Limiters, typically in
+// other processes. The Limiter calls it outside its locks; implementations
+// must be safe for concurrent use and should not block long (a shared
+// store that cannot be reached answers from what it knows, conservatively,
+// rather than fail open or stall).
+type HostShare interface {
+	// Admit is asked before a request to host goes, when the host has a
+	// politeness ceiling (ceil req/s, 0 = none) or its own rate governs it
+	// (rate req/s, 0 = not): one request on the shared schedule, and the
+	// shared pause. It reports whether the request may go now, else when
+	// to ask again.
+	Admit(host string, ceil, rate float64, now time.Time) (ok bool, next time.Time)
+	// Publish records what this Limiter just learned about host that the
+	// others must know (the fields of v that changed; Evidence holds only
+	// the new entries).
+	Publish(host string, v HostView, now time.Time)
+	// View returns the latest shared view of host that can be had without
+	// waiting (a cache), and false when there is none.
+	View(host string) (HostView, bool)
+}
+
+// HostView is the shared state of one host.
+type HostView struct {
+	// Pause is the host's shared not-before (a 503's or a site-wide 429's
+	// Retry-After).
+	Pause time.Time
+	// Scope is where the host limits; ScopeHost or ScopeCredential move
+	// control to the host's rate.
+	Scope Scope
+	// Rate is the host's own rate while it governs, and RateCeiling and
+	// RateFloor what it learned (req/s, 0 = none). Cut is when it was last
+	// cut: a Limiter adopts a cut newer than its own.
+	Rate, RateCeiling, RateFloor float64
+	Cut                          time.Time
+	// Evidence lists recent 429s on lanes of the host (any worker's).
+	Evidence []Evidence
+}
+
+// Evidence is one 429 on a lane: when, at what pace the lane was sent, and
+// whether it was under what one lane may send (evidence that the budget is
+// shared, not the lane's).
+type Evidence struct {
+	Exit  string    `json:"exit"`
+	At    time.Time `json:"at"`
+	Pace  float64   `json:"pace"`
+	Under bool      `json:"under,omitempty"`
+}
+
+// sharedMark is what a host's shared state was before an outcome, to tell
+// what the outcome changed.
+type sharedMark struct {
+	pause   int64
+	scope   Scope
+	rate    float64
+	rateEp  int64
+	evCount int
+}
+
+func (h *host) mark() sharedMark {
+	return sharedMark{pause: h.pause, scope: h.scope, rate: h.rate.now, rateEp: h.rate.epAt, evCount: h.ev.n}
+}
+
+// changed returns what changed on h since m, as a view to publish.
+func (h *host) changed(m sharedMark) (HostView, bool) {
+	var v HostView
+	pub := false
+	if h.pause > m.pause {
+		v.Pause, pub = time.Unix(0, h.pause), true
+	}
+	if h.scope != m.scope && h.scope.shared() {
+		v.Scope, pub = h.scope, true
+	}
+	if h.rated() && h.rate.epAt != m.rateEp {
+		// A cut: increases stay each worker's own, on its own successes.
+		v.Scope = h.scope
+		v.Rate, v.RateCeiling, v.RateFloor, v.Cut = h.rate.now, h.rate.hi, h.rate.lo, time.Unix(0, h.rate.epAt)
+		pub = true
+	}
+	if n := h.ev.n; n > m.evCount && len(h.ev.ring) > 0 {
+		for i := max(m.evCount, n-len(h.ev.ring)); i < n; i++ {
+			e := h.ev.ring[i%len(h.ev.ring)]
+			v.Evidence = append(v.Evidence, Evidence{Exit: e.exit, At: time.Unix(0, e.at), Pace: e.pace, Under: e.under})
+		}
+		pub = true
+	}
+	return v, pub
+}
+
+// adoptLocked applies the shared view of host to h: a later pause, a
+// shared scope, a newer cut of the host rate, other workers' evidence.
+// The caller holds h's shard lock; nothing here waits.
+func (l *Limiter) adoptLocked(h *host, name string, now int64) {
+	v, ok := l.share.View(name)
+	if !ok {
+		return
+	}
+	r := l.rules
+	if p := v.Pause.UnixNano(); !v.Pause.IsZero() && p > h.pause && p > now {
+		r.hostPause(h, p, now, "another worker's pause")
+	}
+	if v.Scope.shared() && !h.scope.shared() && !h.hinted {
+		r.setScope(h, v.Scope, now, "another worker found that the host limits site-wide")
+		h.scopeAt = now
+	}
+	if c := v.Cut.UnixNano(); v.Rate > 0 && h.rated() && !v.Cut.IsZero() && c > h.rate.epAt {
+		h.note(r, now, "host-rate", "", "host-rate", h.rate.now, v.Rate, "another worker cut the host rate")
+		h.rate.now, h.rate.epAt = min(h.rate.now, v.Rate), c
+		if v.RateCeiling > 0 {
+			h.rate.hi = v.RateCeiling
+		}
+		h.rate.lo = max(h.rate.lo, v.RateFloor)
+		h.rate.cumAt, h.rate.cumN = c, 0
+	}
+	seen := l.sharedSeen(name)
+	newest, added := *seen, false
+	for _, e := range v.Evidence {
+		at := e.At.UnixNano()
+		if at <= *seen || now-at > r.scopeSpan || l.pool.Load().lookup(e.Exit) {
+			continue // seen, stale, or this Limiter's own lane (already counted)
+		}
+		newest = max(newest, at)
+		h.ev.add(r, evEntry{exit: e.Exit, at: at, pace: e.Pace, under: e.Under})
+		added = true
+	}
+	*seen = newest
+	if added && !h.scope.shared() {
+		r.inferScope(h, now) // a 429 seen by any worker counts
+	}
+}
+
+// sharedSeen is the time of the newest shared evidence adopted for host.
+func (l *Limiter) sharedSeen(host string) *int64 {
+	l.shMu.Lock()
+	defer l.shMu.Unlock()
+	if l.shSeen == nil {
+		l.shSeen = map[string]*int64{}
+	}
+	p := l.shSeen[host]
+	if p == nil {
+		if len(l.shSeen) > 1<<16 {
+			clear(l.shSeen) // bounded: at worst some evidence is adopted twice
+		}
+		p = new(int64)
+		l.shSeen[host] = p
+	}
+	return p
+}
+
+// admitShared asks the HostShare to admit a ticket that the local levels
+// granted; a refusal gives the ticket back and says when to ask again.
+func (l *Limiter) admitShared(t Ticket, now time.Time) (bool, time.Time) {
+	r := l.rules
+	sh := l.tab.shard(t.Host)
+	sh.mu.Lock()
+	var rate float64
+	if h := sh.hosts[t.Host]; h != nil && h.rated() {
+		rate = h.rate.now
+	}
+	sh.mu.Unlock()
+	if r.ceiling == 0 && rate == 0 {
+		return true, time.Time{}
+	}
+	ok, next := l.share.Admit(t.Host, r.ceiling, rate, now)
+	if ok {
+		return true, time.Time{}
+	}
+	l.release(t, true, Outcome{}, now)
+	if !next.After(now) {
+		next = now.Add(time.Duration(r.recheck))
+	}
+	return false, next
+}

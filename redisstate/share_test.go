@@ -1,0 +1,145 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// worker is one limiter with its share of the exits and its own Share.
+func worker(t *testing.T, rdb goredis.UniversalClient, crawl string, exits []string, ceil limit.Rate) (*limit.Limiter, *Share) {
+	t.Helper()
+	sh, err := New(rdb, Config{Crawl: crawl, Workers: func() int { return 2 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limit.New(limit.Config{HostCeiling: ceil, FirstGuess: limit.PerSecond(5), Shared: sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex []limit.Exit
+	for _, e := range exits {
+		ex = append(ex, limit.Exit{ID: e})
+	}
+	lim.SetExits(ex)
+	return lim, sh
+}
+
+// drive has every limiter ask for host every 5ms of virtual time over span
+// and answers each request OK at once; it returns how many went.
+func drive(lims []*limit.Limiter, host string, from time.Time, span time.Duration) int {
+	n := 0
+	for at := from; at.Before(from.Add(span)); at = at.Add(5 * time.Millisecond) {
+		for _, l := range lims {
+			if t, ok, _, _ := l.Acquire(host, limit.Want{}, at); ok {
+				l.Done(t, limit.Outcome{Verdict: verdict.OK}, at)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestSharedCeiling: two workers with their own exits keep one politeness
+// ceiling between them; with Redis gone, each keeps half of it.
+func TestSharedCeiling(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	a, sa := worker(t, rdb, "ceil", []string{"e1", "e2", "e3"}, limit.PerSecond(10))
+	b, _ := worker(t, rdb, "ceil", []string{"e4", "e5", "e6"}, limit.PerSecond(10))
+	got := drive([]*limit.Limiter{a, b}, "h.example", t0, 2*time.Second)
+	if got < 18 || got > 22 {
+		t.Fatalf("two workers under one 10/s ceiling sent %d requests in 2 s, want about 20", got)
+	}
+	if st := sa.Stats(); st.Admits == 0 || st.Fallbacks != 0 {
+		t.Fatalf("Stats = %+v, want admits and no fallback", st)
+	}
+	r.Close()
+	got = drive([]*limit.Limiter{a, b}, "h.example", t0.Add(time.Minute), 2*time.Second)
+	if got > 22 {
+		t.Fatalf("with Redis gone the two workers sent %d requests in 2 s, want at most the 20 of the ceiling", got)
+	}
+	if got < 10 {
+		t.Fatalf("with Redis gone the two workers sent %d requests in 2 s, want their shares (about 20)", got)
+	}
+}
+
+// TestSharedPause: a 503 with Retry-After that one worker draws pauses the
+// host for the other once it has refreshed its view.
+func TestSharedPause(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	a, _ := worker(t, rdb, "pause", []string{"e1"}, limit.Rate{})
+	b, sb := worker(t, rdb, "pause", []string{"e2"}, limit.Rate{})
+	const host = "p.example"
+	tk, ok, _, _ := a.Acquire(host, limit.Want{}, t0)
+	if !ok {
+		t.Fatal("first Acquire refused")
+	}
+	a.Done(tk, limit.Outcome{Verdict: verdict.Busy, RetryAfter: 30 * time.Second}, t0)
+	if _, ok := sb.View(host); ok {
+		t.Fatal("View before any refresh says something")
+	}
+	sb.refresh(context.Background())
+	_, ok, next, _ := b.Acquire(host, limit.Want{}, t0.Add(time.Second))
+	if ok || next.Before(t0.Add(30*time.Second)) {
+		t.Fatalf("other worker's Acquire after the 503 = ok %v, next %v, want refused until %v", ok, next, t0.Add(30*time.Second))
+	}
+}
+
+// TestSharedScope: 429s on lanes of different workers, each under its pace,
+// add up to the evidence that the host limits site-wide.
+func TestSharedScope(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	const host = "s.example"
+	var lims []*limit.Limiter
+	var shares []*Share
+	for i := range 3 {
+		l, s := worker(t, rdb, "scope", []string{fmt.Sprintf("e%d", i)}, limit.Rate{})
+		lims, shares = append(lims, l), append(shares, s)
+	}
+	at := t0
+	// Warm each lane up, slowly (under its pace), then one 429 each.
+	for i := range 4 {
+		for _, l := range lims {
+			if tk, ok, _, _ := l.Acquire(host, limit.Want{}, at); ok {
+				l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+			}
+		}
+		at = at.Add(time.Duration(i+1) * time.Second)
+	}
+	for _, l := range lims {
+		tk, ok, _, _ := l.Acquire(host, limit.Want{}, at)
+		if !ok {
+			t.Fatal("Acquire refused")
+		}
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled}, at)
+		for _, s := range shares {
+			s.refresh(context.Background())
+		}
+		at = at.Add(100 * time.Millisecond)
+	}
+	// The last worker's next decision adopts the others' evidence.
+	lims[2].Acquire(host, limit.Want{}, at)
+	for i, l := range lims {
+		snap := l.Snapshot(at)
+		for _, h := range snap.Hosts {
+			if h.Host == host && h.Scope != limit.ScopeHost && i == 2 {
+				t.Fatalf("worker %d: scope %v after 429s on 3 lanes across 3 workers, want host", i, h.Scope)
+			}
+		}
+	}
+}
