@@ -79,6 +79,7 @@ func TestFleet(t *testing.T) {
 	ttl := 600 * time.Millisecond
 	var fs []*Fleet
 	var cancels []context.CancelFunc
+	var dones []chan struct{}
 	var wg sync.WaitGroup
 	for i := range 3 {
 		f, err := Join(ctx, rdb, Config{Crawl: "fleet", ID: fmt.Sprintf("w%d", i), Exits: all, TTL: ttl, Handover: 100 * time.Millisecond})
@@ -88,7 +89,9 @@ func TestFleet(t *testing.T) {
 		fs = append(fs, f)
 		c, cancel := context.WithCancel(ctx)
 		cancels = append(cancels, cancel)
-		wg.Go(func() { f.Run(c) })
+		done := make(chan struct{})
+		dones = append(dones, done)
+		wg.Go(func() { defer close(done); f.Run(c) })
 	}
 	t.Cleanup(func() {
 		for _, c := range cancels {
@@ -97,11 +100,11 @@ func TestFleet(t *testing.T) {
 		wg.Wait()
 	})
 	waitFor(t, 5*time.Second, func() error { return covered(fs, all) })
-	// Kill w0 without leaving: stop its heartbeats.
-	dead := fs[0]
-	dead.cfg.TTL = time.Hour // its Run keeps the old ticker; make Beat fail instead
+	// Kill w0: stop its heartbeats (its Run leaves on the way out, which
+	// is undone below once it has returned).
 	killed := time.Now()
 	cancels[0]()
+	<-dones[0]
 	// Leave would release at once; undo it to model a kill -9: reassign its
 	// exits' leases to it as if it still held them until they expire.
 	for _, e := range Share(all, []string{"w0", "w1", "w2"}, "w0") {

@@ -347,6 +347,18 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 // enough to refine from, and the search careful.
 func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	e, c := &h.exp, &h.cap
+	if e.n1 == 0 {
+		// Pushed back at its very first request: the IP's budget was spent
+		// before (an earlier run, another client behind the same exit),
+		// and nothing here reads the limit. The followers keep the pace
+		// they started at; the explorer starts again lower when its wait
+		// is over (endRamp), and the next 429 is read.
+		safe := max(r.minLane, min(r.first*startShare, e.x1/rampStep))
+		h.note(r, now, "explore", l.exit, "estimate", c.safe, safe, "pushed back at its first request: no reading of the limit")
+		c.safe, e.awaitAt = safe, 0
+		r.updateFollow(h, now, "explore", "the followers keep their pace")
+		return
+	}
 	safe := float64(e.n1) / secs(e.t1+rec)
 	if e.ramped > 0 {
 		safe = min(safe, e.ramped)

@@ -577,3 +577,19 @@ func TestCostlySearch(t *testing.T) {
 		t.Errorf("costly: phase %v follower %v, want settled at what passed, 0.485", h.exp.phase, h.lanes["f"].pace)
 	}
 }
+
+// TestFirstRequestPushedBack: a 429 at the explorer's very first request
+// reads nothing of the limit: the followers keep their starting pace
+// instead of dropping to the slowest.
+func TestFirstRequestPushedBack(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	r.endRamp(h, e, r.startPace(), series{at: sec(0), ok: 0}, time.Second, sec(0.01))
+	if f := h.lanes["f"].pace; f < r.settle*0.2 {
+		t.Errorf("follower at %v after a 429 at the first request, want about its starting 0.25", f)
+	}
+	if h.exp.awaitAt != 0 {
+		t.Error("waiting to measure a recovery from a first-request 429")
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,7 +34,7 @@ type fleetRun struct {
 	urls    string
 	n       int
 	workers []*exec.Cmd
-	outs    []*bytes.Buffer
+	outs    []*lockedBuffer
 	done    []chan error
 }
 
@@ -69,15 +68,15 @@ func (fr *fleetRun) start(i int, extra ...string) {
 		"--out", filepath.Join(fr.dir, fmt.Sprintf("w%d", i))}, extra...)
 	args = append(args, fr.urls)
 	cmd := exec.Command(fr.bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		fr.t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &out), append(fr.done, done)
+	fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, out), append(fr.done, done)
 	fr.t.Cleanup(func() {
 		_ = cmd.Process.Kill() // our own child, by its pid
 	})
@@ -329,7 +328,7 @@ func TestFleetVersusPerWorker(t *testing.T) {
 				}
 				done := make(chan error, 1)
 				go func() { done <- cmd.Wait() }()
-				fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &bytes.Buffer{}), append(fr.done, done)
+				fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &lockedBuffer{}), append(fr.done, done)
 				continue
 			}
 			fr.start(i, extra...)

@@ -32,11 +32,12 @@ func TestTwinHeaderShapes(t *testing.T) {
 			func(s rlheader.Signal) bool {
 				return s.HasLimit && s.Limit == 30 && s.Remaining == 29 && s.Reset == 9*time.Second
 			}},
-		{"httprate with Date: the reset is read against the server's whole second", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 30, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit, Uptime: 500 * time.Millisecond, Date: true},
-			// Window [2.2 s, 12.2 s): Reset 12; Date 2 s; so 10 s, not 9.3 s.
+		{"httprate with Date: the reset (rounded down) is read against the receive time the Date agrees with", server.Config{Algorithm: server.HTTPRate, Policy: server.Policy{Quota: 30, Window: 10 * time.Second}, Headers: server.HeadersXRateLimit, Uptime: 500 * time.Millisecond, Date: true},
+			// Window [2.2 s, 12.2 s): Reset 12 (rounded down from 12.2);
+			// Date 2 s, received at 2.7 s: 9.3 s, the header's 0.2 s early.
 			[]time.Duration{2700 * time.Millisecond}, 200,
 			map[string]string{"X-Ratelimit-Reset": "1000000012", "Date": "Sun, 09 Sep 2001 01:46:42 GMT"},
-			func(s rlheader.Signal) bool { return s.Reset == 10*time.Second }},
+			func(s rlheader.Signal) bool { return (s.Reset - 9300*time.Millisecond).Abs() < time.Millisecond }},
 		{"haproxy sends no Date", server.Config{Algorithm: server.HAProxy, Policy: server.Policy{Quota: 1, Window: 10 * time.Second}},
 			[]time.Duration{0}, 200, map[string]string{"Date": ""},
 			func(s rlheader.Signal) bool { return true }},
