@@ -41,6 +41,7 @@ takes one value per line. Each command's --help names its variables.`,
 		newHeadersCmd(),
 		newProxiesCmd(),
 		newCrawlCmd(),
+		newStatusCmd(),
 		newBenchCmd(),
 		newDemoCmd(),
 	)
