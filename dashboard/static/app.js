@@ -3,6 +3,9 @@
 // point per host to the charts. No external resources: it works offline.
 "use strict";
 
+window.dashboardErrors = [];
+window.addEventListener("error", (e) => window.dashboardErrors.push(String(e.message)));
+
 const MAX_SERIES = 8;      // hosts drawn in the charts: the busiest
 const MAX_POINTS = 900;    // points kept per chart
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
@@ -143,7 +146,12 @@ async function start() {
     ticks++;
     $("live").className = "live on";
     $("live").textContent = "live";
-    render(JSON.parse(ev.data));
+    try {
+      render(JSON.parse(ev.data));
+    } catch (e) {
+      window.dashboardErrors.push(String(e && e.stack || e));
+      throw e;
+    }
   });
   es.onerror = () => { $("live").className = "live off"; $("live").textContent = "reconnecting…"; };
 }
