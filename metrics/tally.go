@@ -252,6 +252,17 @@ func (t *Tally) Snapshot(now time.Time) Snapshot {
 	return s
 }
 
+// Total copies the run's totals at now: a Snapshot without the hosts and
+// exits, for who reads often.
+func (t *Tally) Total() Counters {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total.clone()
+}
+
+// Start is when the tally started.
+func (t *Tally) Start() time.Time { return t.start }
+
 func scopedList(m map[string]*Counters) []Scoped {
 	out := make([]Scoped, 0, len(m))
 	for k, c := range m {

@@ -62,7 +62,9 @@ type Config struct {
 	// Default 5 minutes.
 	FlagWindow time.Duration
 	// QuarantineAfter: an exit still flagged and drawing 429s this long
-	// after it was flagged is quarantined for the host. Default 5 minutes.
+	// after it was flagged is quarantined for the host. Default 2 minutes,
+	// so that one bad exit is held back before its 429s open the host's
+	// breaker (BreakAfter).
 	QuarantineAfter time.Duration
 	// QuarantineFor is the first quarantine's length; each repeat doubles
 	// it, up to QuarantineMax. Defaults 30 minutes and 6 hours.
@@ -150,7 +152,7 @@ func (c Config) withDefaults() (Config, error) {
 	dur("FallSpan", &c.FallSpan, 10*time.Minute)
 	share("FlagShare", &c.FlagShare, 0.6)
 	dur("FlagWindow", &c.FlagWindow, 5*time.Minute)
-	dur("QuarantineAfter", &c.QuarantineAfter, 5*time.Minute)
+	dur("QuarantineAfter", &c.QuarantineAfter, 2*time.Minute)
 	dur("QuarantineFor", &c.QuarantineFor, 30*time.Minute)
 	dur("QuarantineMax", &c.QuarantineMax, 6*time.Hour)
 	dur("Every", &c.Every, time.Second)

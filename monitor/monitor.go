@@ -157,9 +157,16 @@ func (m *Monitor) Record(e metrics.Event) {
 	h.win.add(e.At, e.Status == 429)
 	h.last = e.At
 	h.total++
-	if e.Status == 429 && e.Exit != "" {
-		l := m.laneLocked(e.Host, e.Exit)
-		l.last429 = e.At
+	if e.Exit != "" {
+		// Lanes are followed from their first 429 on: what they send
+		// next tells whether they draw more than their peers.
+		l := m.lanes[laneKey{e.Host, e.Exit}]
+		if l == nil && e.Status == 429 {
+			l = m.laneLocked(e.Host, e.Exit)
+		}
+		if l != nil {
+			l.count(e.At, e.Status == 429, m.cfg.Window)
+		}
 	}
 	if e.HasRetryAfter && (e.Verdict == verdict.Throttled || e.Verdict == verdict.Busy) {
 		m.retryAfterLocked(h, e.RetryAfter, e.At)
@@ -214,17 +221,17 @@ func (m *Monitor) Tick(ctx context.Context, now time.Time) {
 	if src.Waiting != nil {
 		waiting = src.Waiting(now)
 	}
-	var tally *metrics.Snapshot
+	var tally *metrics.Counters
 	if src.Tally != nil {
-		s := src.Tally.Snapshot(now)
-		tally = &s
+		c := src.Tally.Total()
+		tally = &c
 	}
 
 	m.mu.Lock()
 	if m.started.IsZero() {
 		m.started = now
-		if tally != nil {
-			m.started = tally.Start
+		if src.Tally != nil {
+			m.started = src.Tally.Start()
 		}
 	}
 	if readCounts && countsErr == nil {
@@ -296,7 +303,7 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 		h.seen = now
 		h.capacity = capacity(hs)
 		h.sendRate = hs.SendRate.Hz()
-		m.fallingLocked(h, now)
+		m.fallingLocked(h, hs.Phase, now)
 	}
 	for name, h := range m.hosts {
 		if h.seen.Before(now) && h.last.Before(now.Add(-2*cfg.Window)) && h.br.state == closed && h.overAt.IsZero() {
@@ -350,16 +357,23 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 	m.historyLocked(now)
 }
 
-// fallingLocked is the falling-equilibrium rule on one host's capacity.
-func (m *Monitor) fallingLocked(h *hostMon, now time.Time) {
+// fallingLocked is the falling-equilibrium rule on one host's capacity. An
+// equilibrium is a capacity the learner settled at (phase settled, declared
+// or shared): the capacities it passes through while it searches (a slow
+// start overshoots) are not one, but a fall from an equilibrium shows in
+// any phase.
+func (m *Monitor) fallingLocked(h *hostMon, phase string, now time.Time) {
 	cfg := &m.cfg
 	if h.capacity <= 0 {
 		return
 	}
-	h.peaks.add(now, h.capacity)
-	peak, since := h.peaks.peak(now)
+	switch phase {
+	case "settled", "declared", "shared":
+		h.peaks.add(now, h.capacity)
+	}
+	peak, _ := h.peaks.peak(now)
 	switch {
-	case !h.falling && h.capacity <= (1-cfg.FallShare)*peak && now.Sub(since) >= cfg.FallSpan/4:
+	case !h.falling && h.capacity <= (1-cfg.FallShare)*peak:
 		h.falling, h.fallPeak = true, peak
 		m.emitLocked(Event{At: now, Kind: KindFalling, Level: "warn", Host: h.name, Value: h.capacity,
 			Message: fmt.Sprintf("falling equilibrium: learned capacity %s, down %.0f%% from %s within %v", perSecond(h.capacity), 100*(1-h.capacity/peak), perSecond(peak), cfg.FallSpan)})
@@ -380,7 +394,11 @@ func (m *Monitor) spikeLocked(now time.Time) {
 	cfg := &m.cfg
 	active, over := 0, 0
 	for _, h := range m.hosts {
-		if h.req > 0 && h.br.state == closed {
+		switch {
+		case h.br.state != closed: // parked for being over budget
+			active++
+			over++
+		case h.req > 0:
 			active++
 			if h.over {
 				over++

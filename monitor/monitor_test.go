@@ -300,20 +300,30 @@ func TestFallingEquilibrium(t *testing.T) {
 	ctx := context.Background()
 	m, lim, _, _ := newMonitor(t, Config{})
 	now := t0
-	set := func(r float64) { lim.snap.Hosts = []limit.HostSnapshot{{Host: "f.test", Lanes: lanes(r, r, r, r)}} }
+	phase := "ramp"
+	set := func(r float64) {
+		lim.snap.Hosts = []limit.HostSnapshot{{Host: "f.test", Phase: phase, Lanes: lanes(r, r, r, r)}}
+	}
 	run := func(d time.Duration) {
 		for end := now.Add(d); now.Before(end); now = now.Add(time.Second) {
 			m.Tick(ctx, now)
 		}
 	}
+	set(2) // a slow start overshoots: no equilibrium yet
+	run(time.Minute)
+	phase = "settled"
 	set(1)
 	run(5 * time.Minute)
+	if n := len(eventsOf(m, KindFalling)); n != 0 {
+		t.Fatalf("%d falling warnings after a slow start's overshoot", n)
+	}
 	set(0.9) // -10%: the learner's usual motion
 	run(time.Minute)
 	if n := len(eventsOf(m, KindFalling)); n != 0 {
 		t.Fatalf("%d falling warnings on a 10%% dip", n)
 	}
 	turned := now
+	phase = "bisect"
 	set(0.5)
 	run(time.Minute)
 	f := eventsOf(m, KindFalling)
@@ -330,9 +340,9 @@ func TestFallingEquilibrium(t *testing.T) {
 	}
 }
 
-// TestReputation: one exit of four drawing 429s at half its peers' pace
-// is flagged at once and quarantined for that host after 5 minutes if it
-// goes on; the others are untouched.
+// TestReputation: one exit of four drawing 429s at half its peers' pace,
+// while they pass, is flagged at once and quarantined for that host after
+// 2 minutes if it goes on; the others are untouched.
 func TestReputation(t *testing.T) {
 	ctx := context.Background()
 	m, lim, _, _ := newMonitor(t, Config{})
@@ -352,8 +362,13 @@ func TestReputation(t *testing.T) {
 	lim.snap.Exits = []limit.ExitSnapshot{{ID: "a", Healthy: true}, {ID: "b", Healthy: true}, {ID: "c", Healthy: true}, {ID: "d", Healthy: true, Requests: 100}}
 	now := t0
 	for end := now.Add(6 * time.Minute); now.Before(end); now = now.Add(time.Second) {
+		for _, x := range []string{"a", "b", "c"} {
+			m.Record(metrics.Event{Host: "r.test", Exit: x, Status: 200, Verdict: verdict.OK, At: now})
+		}
 		if now.Sub(t0)%(20*time.Second) == 0 {
 			m.Record(metrics.Event{Host: "r.test", Exit: "d", Status: 429, Verdict: verdict.Throttled, At: now})
+		}
+		if (now.Sub(t0)+50*time.Second)%(100*time.Second) == 0 {
 			m.Record(metrics.Event{Host: "r.test", Exit: "a", Status: 429, Verdict: verdict.Throttled, At: now}) // at its peers' pace: no flag
 		}
 		m.Tick(ctx, now)
@@ -363,8 +378,8 @@ func TestReputation(t *testing.T) {
 		t.Fatalf("flags %+v, want exit d at once", fl)
 	}
 	qe := eventsOf(m, KindExitQuarantined)
-	if len(qe) != 1 || qe[0].At.Sub(t0) != 5*time.Minute || len(quars) != 1 || quars[0].exit != "d" || !quars[0].until.Equal(qe[0].At.Add(30*time.Minute)) {
-		t.Fatalf("quarantines %+v / %+v, want d on r.test at 5m for 30m", qe, quars)
+	if len(qe) != 1 || qe[0].At.Sub(t0) != 2*time.Minute || len(quars) != 1 || quars[0].exit != "d" || !quars[0].until.Equal(qe[0].At.Add(30*time.Minute)) {
+		t.Fatalf("quarantines %+v / %+v, want d on r.test at 2m, for 30m", qe, quars)
 	}
 	st := m.Status(false)
 	if st.Exits[0].ID != "d" || st.Exits[0].Reputation != "quarantined" || len(st.Exits[0].Hosts) != 1 {

@@ -212,7 +212,7 @@ func (m *Monitor) historyLocked(now time.Time) {
 	}
 }
 
-func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fetch.HostWait, tally *metrics.Snapshot) {
+func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fetch.HostWait, tally *metrics.Counters) {
 	cfg := &m.cfg
 	s := Status{At: now, Started: m.started, Spike: m.spike, ParkedByReason: maps.Clone(m.parkedBy), AbandonedByReason: map[string]int64{}}
 	var wreq, wthr int
@@ -227,9 +227,9 @@ func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fet
 	s.Totals.Rate = float64(wreq) / cfg.Window.Seconds()
 	s.Totals.InFlight = snap.InFlight
 	if tally != nil {
-		s.Totals.Requests, s.Totals.OK, s.Totals.Throttled = tally.Total.Requests, tally.Total.Successes, tally.Total.Throttled429
-		s.Totals.Ratio429 = tally.Total.Ratio429()
-		maps.Copy(s.AbandonedByReason, tally.Total.Abandoned)
+		s.Totals.Requests, s.Totals.OK, s.Totals.Throttled = tally.Requests, tally.Successes, tally.Throttled429
+		s.Totals.Ratio429 = tally.Ratio429()
+		maps.Copy(s.AbandonedByReason, tally.Abandoned)
 	}
 	c := m.counts
 	s.Totals.URLs, s.Totals.Done, s.Totals.Abandoned = c.Total(), c.Done, c.Abandoned
