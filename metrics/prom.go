@@ -29,6 +29,18 @@ func Register(reg prometheus.Registerer, t *Tally) error { return RegisterWith(r
 
 // RegisterWith is Register with opts.
 func RegisterWith(reg prometheus.Registerer, t *Tally, opts Options) error {
+	for _, c := range Collectors(t, opts) {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Collectors returns the collectors RegisterWith registers: the Retry-After
+// histogram (fed by t from now on) and the tally's counters. Call it once
+// per tally.
+func Collectors(t *Tally, opts Options) []prometheus.Collector {
 	switch {
 	case opts.ExitSeries == 0:
 		opts.ExitSeries = 50
@@ -40,13 +52,10 @@ func RegisterWith(reg prometheus.Registerer, t *Tally, opts Options) error {
 		Help:    "Retry-After values received, in seconds.",
 		Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600},
 	}, []string{"host"})
-	if err := reg.Register(hist); err != nil {
-		return err
-	}
 	t.mu.Lock()
 	t.onRetryAfter = func(host string, d time.Duration) { hist.WithLabelValues(host).Observe(d.Seconds()) }
 	t.mu.Unlock()
-	return reg.Register(&collector{t: t, limit: opts.ExitSeries, chosen: map[string]bool{}})
+	return []prometheus.Collector{hist, &collector{t: t, limit: opts.ExitSeries, chosen: map[string]bool{}}}
 }
 
 var (

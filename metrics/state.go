@@ -9,9 +9,18 @@ import (
 // collectors (go_*, process_*) registered: the base of exitgate's /metrics.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(RuntimeCollectors()...)
 	return reg
 }
+
+// RuntimeCollectors are the Go runtime and process collectors NewRegistry
+// registers.
+func RuntimeCollectors() []prometheus.Collector {
+	return []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+}
+
+// StateCollector is the collector RegisterState registers.
+func StateCollector(state func() State) prometheus.Collector { return stateCollector(state) }
 
 // State is a crawl's state at one instant, for the gauges RegisterState
 // exposes. It is plain data.

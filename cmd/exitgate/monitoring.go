@@ -111,22 +111,25 @@ func parseShare(flag, s string) (float64, error) {
 // newRegistry gathers everything /metrics exposes: the Go and process
 // collectors, the run's tally, the monitor and the crawl's state gauges.
 func newRegistry(tally *metrics.Tally, mon *monitor.Monitor, exitSeries int) (*prometheus.Registry, error) {
-	reg := metrics.NewRegistry()
-	if exitSeries == 0 {
-		exitSeries = -1 // the flag's 0 means none; the option's 0 means the default
-	}
-	if err := metrics.RegisterWith(reg, tally, metrics.Options{ExitSeries: exitSeries}); err != nil {
-		return nil, err
-	}
-	if mon != nil {
-		if err := reg.Register(mon.Collector()); err != nil {
-			return nil, err
-		}
-		if err := metrics.RegisterState(reg, mon.MetricsState); err != nil {
+	reg := prometheus.NewRegistry()
+	for _, c := range crawlCollectors(tally, mon, exitSeries) {
+		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return reg, nil
+}
+
+// crawlCollectors are the collectors of newRegistry (mon may be nil).
+func crawlCollectors(tally *metrics.Tally, mon *monitor.Monitor, exitSeries int) []prometheus.Collector {
+	if exitSeries == 0 {
+		exitSeries = -1 // the flag's 0 means none; the option's 0 means the default
+	}
+	cs := append(metrics.RuntimeCollectors(), metrics.Collectors(tally, metrics.Options{ExitSeries: exitSeries})...)
+	if mon != nil {
+		cs = append(cs, mon.Collector(), metrics.StateCollector(mon.MetricsState))
+	}
+	return cs
 }
 
 // listenAddr takes an address for a server of the crawl before any work
