@@ -89,27 +89,29 @@ http {
     server {
         listen {{listen}};
         root {{dir}}/www;
+        add_header Retry-After $retry_after always;  # for the turns' answers
+        # Hostile turns, toggled by files (Nginx.Turn): tested on every
+        # request in the server's rewrite phase, before limit_req (an "if"
+        # inside the location would serve the request without try_files).
+        if (-f {{dir}}/turn-lockout) {
+            return 429 'locked out\n';
+        }
+        set $ban "";
+        if (-f {{dir}}/turn-ban) {
+            set $ban $blocked;
+        }
+        if ($ban) {
+            return 403 '{{blockpage}}';
+        }
+        set $slow_key "";
+        if (-f {{dir}}/turn-slow) {
+            set $slow_key $slow_addr;
+        }
+        set $half_key "";
+        if (-f {{dir}}/turn-half) {
+            set $half_key $binary_remote_addr;
+        }
         location / {
-            # Hostile turns, toggled by files (Nginx.Turn): checked on every
-            # request, in the rewrite phase, before limit_req.
-            if (-f {{dir}}/turn-lockout) {
-                return 429 'locked out\n';
-            }
-            set $ban "";
-            if (-f {{dir}}/turn-ban) {
-                set $ban $blocked;
-            }
-            if ($ban) {
-                return 403 '{{blockpage}}';
-            }
-            set $slow_key "";
-            if (-f {{dir}}/turn-slow) {
-                set $slow_key $slow_addr;
-            }
-            set $half_key "";
-            if (-f {{dir}}/turn-half) {
-                set $half_key $binary_remote_addr;
-            }
             limit_req zone=perip{{burst}};
             limit_req zone=slow{{burst}};
             limit_req zone=half{{burst}};
