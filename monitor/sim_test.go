@@ -157,6 +157,7 @@ func TestHostileLockout(t *testing.T) {
 		t.Errorf("%d URLs abandoned (%v): the breaker parks, never abandons", res.Abandoned, res.Reasons)
 	}
 	for _, h := range res.Hosts {
+		t.Logf("%s: %d requests, %d ok, %d 429s", h.Host, h.Requests, h.OK, h.Limited)
 		if h.Host != "h2.test" && h.OK < 12000 {
 			t.Errorf("%s had %d successes for 12000 URLs: the rest of the crawl must go on", h.Host, h.OK)
 		}

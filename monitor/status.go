@@ -20,6 +20,8 @@ type Status struct {
 	At      time.Time `json:"at"`
 	Started time.Time `json:"started"`
 	Totals  Totals    `json:"totals"`
+	// Budget is the default 429 budget (hosts list their own).
+	Budget float64 `json:"budget"`
 	// Spike: most hosts are over budget at once.
 	Spike bool         `json:"spike"`
 	Hosts []HostStatus `json:"hosts"`
@@ -214,7 +216,7 @@ func (m *Monitor) historyLocked(now time.Time) {
 
 func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fetch.HostWait, tally *metrics.Counters) {
 	cfg := &m.cfg
-	s := Status{At: now, Started: m.started, Spike: m.spike, ParkedByReason: maps.Clone(m.parkedBy), AbandonedByReason: map[string]int64{}}
+	s := Status{At: now, Started: m.started, Budget: cfg.Budget, Spike: m.spike, ParkedByReason: maps.Clone(m.parkedBy), AbandonedByReason: map[string]int64{}}
 	var wreq, wthr int
 	for _, h := range m.hosts {
 		r, t := h.win.sum(now)

@@ -123,8 +123,7 @@ function render(s) {
   const t0 = Math.round(new Date(s.at).getTime() / 1000);
   for (const h of hosts) addPoint(h.host, t0, h.rate, h.capacity, h.ratio_429);
   hostOrder = hosts.slice(0, MAX_SERIES).map((h) => h.host);
-  const budget = hosts.length ? hosts[0].budget : 0.01;
-  drawCharts(budget);
+  drawCharts(s.budget || 0.01);
 }
 
 async function start() {
