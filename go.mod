@@ -3,6 +3,7 @@ module github.com/exitgate/exitgate
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.1
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/go-chi/httprate v0.16.1
 	github.com/prometheus/client_golang v1.25.0
@@ -21,8 +22,10 @@ require (
 	github.com/acarl005/stripansi v0.0.0-20180116102854-5a71ef0e047d // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect

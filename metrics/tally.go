@@ -120,6 +120,8 @@ type Tally struct {
 	rolling rolling
 	// retryAfter receives each Retry-After, for the histogram.
 	onRetryAfter func(host string, d time.Duration)
+	// subs receive every event (Subscribe).
+	subs []func(Event)
 }
 
 // NewTally starts a tally whose effective rate is measured from start.
@@ -136,11 +138,25 @@ func (t *Tally) Record(e Event) {
 		counter(t.exits, e.Exit).add(e)
 	}
 	t.rolling.add(e.At, e.Status == 429)
-	hook := t.onRetryAfter
+	hook, subs := t.onRetryAfter, t.subs
 	t.mu.Unlock()
 	if hook != nil && e.HasRetryAfter {
 		hook(e.Host, e.RetryAfter)
 	}
+	for _, f := range subs {
+		f(e)
+	}
+}
+
+// Subscribe has f called with every event Record counts from now on, after
+// it is counted and without the tally's lock held, on the goroutine that
+// records it (the engine's, which holds its own lock: f must be quick and
+// must not call back into the engine). A monitor watches a run this way
+// (package monitor).
+func (t *Tally) Subscribe(f func(Event)) {
+	t.mu.Lock()
+	t.subs = append(t.subs[:len(t.subs):len(t.subs)], f)
+	t.mu.Unlock()
 }
 
 // Abandon counts one URL given up for reason.
@@ -235,6 +251,17 @@ func (t *Tally) Snapshot(now time.Time) Snapshot {
 	s.Exits = scopedList(t.exits)
 	return s
 }
+
+// Total copies the run's totals at now: a Snapshot without the hosts and
+// exits, for who reads often.
+func (t *Tally) Total() Counters {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total.clone()
+}
+
+// Start is when the tally started.
+func (t *Tally) Start() time.Time { return t.start }
 
 func scopedList(m map[string]*Counters) []Scoped {
 	out := make([]Scoped, 0, len(m))

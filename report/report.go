@@ -17,6 +17,7 @@ import (
 
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/monitor"
 )
 
 // Result is one line of results.jsonl (or one row of results.csv).
@@ -159,7 +160,14 @@ type Summary struct {
 	ElapsedSeconds    float64  `json:"elapsed_seconds"`
 	PerExit           []Scoped `json:"per_exit"`
 	PerHost           []Scoped `json:"per_host"`
+	// Events are the monitor's: alerts (a host over its 429 budget), circuit
+	// breakers opening and closing, spikes, early warnings and exit
+	// reputation, oldest first (the last MaxEvents over all runs).
+	Events []monitor.Event `json:"events,omitempty"`
 }
+
+// MaxEvents bounds the events summary.json keeps over all runs.
+const MaxEvents = 500
 
 // Summarize combines the frontier's counts, the run's tally and what the
 // limiter learned (capacities by host and by exit name; either may be nil).

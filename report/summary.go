@@ -151,7 +151,9 @@ func Cumulative(runs []Summary) Summary {
 		addStatuses(c.ResponsesByStatus, r.ResponsesByStatus)
 		addScoped(exits, r.PerExit)
 		addScoped(hosts, r.PerHost)
+		c.Events = append(c.Events, r.Events...)
 	}
+	c.Events = c.Events[max(len(c.Events)-MaxEvents, 0):]
 	c.Ratio429 = ratio(c.ResponsesByStatus["429"], c.Requests)
 	c.RetriesPerSuccess = ratio(c.Retries, c.Fetched)
 	if c.ElapsedSeconds > 0 {

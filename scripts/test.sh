@@ -4,12 +4,15 @@
 # runs every test under the race detector. Tests start and stop their own
 # peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter and
 # express-rate-limit apps; the latter's npm modules go to the user cache) in
-# temporary directories, so nothing is left running afterwards.
+# temporary directories, so nothing is left running afterwards. The
+# dashboard's browser test writes its screenshot to $EXITGATE_SCREENSHOT
+# (default: exitgate-dashboard.png in the temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the real-peer tests need, as "command:package".
-peers=(nginx:nginx haproxy:haproxy tinyproxy:tinyproxy redis-server:redis-server node:nodejs npm:npm)
+# Debian packages the real-peer tests need, as "command:package"; chromium
+# runs the dashboard's browser test (chromedp, headless).
+peers=(nginx:nginx haproxy:haproxy tinyproxy:tinyproxy redis-server:redis-server node:nodejs npm:npm chromium:chromium)
 
 missing=()
 for p in "${peers[@]}"; do

@@ -56,7 +56,8 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 }
 
 // scalar returns a YAML value as the string a flag parses; a sequence of
-// scalars becomes a comma-separated list.
+// scalars becomes a comma-separated list, and a mapping of scalars a
+// comma-separated list of key=value (host-budget: {api.example.com: 0.1%}).
 func scalar(n *yaml.Node) (string, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -70,6 +71,16 @@ func scalar(n *yaml.Node) (string, error) {
 			parts = append(parts, c.Value)
 		}
 		return strings.Join(parts, ","), nil
+	case yaml.MappingNode:
+		parts := make([]string, 0, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+				return "", fmt.Errorf("want a mapping of plain values")
+			}
+			parts = append(parts, k.Value+"="+v.Value)
+		}
+		return strings.Join(parts, ","), nil
 	}
-	return "", fmt.Errorf("want a plain value, not a mapping")
+	return "", fmt.Errorf("want a plain value")
 }

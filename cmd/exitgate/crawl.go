@@ -31,6 +31,7 @@ import (
 	"github.com/exitgate/exitgate/internal/urlfile"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/monitor"
 	"github.com/exitgate/exitgate/pool"
 	"github.com/exitgate/exitgate/report"
 )
@@ -70,6 +71,7 @@ type crawlFlags struct {
 	workerID           string
 	leaseTTL           time.Duration
 	fleetTTL           time.Duration
+	mon                monitorFlags
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -173,6 +175,7 @@ Exit codes:
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "distributed mode: how long a dead worker's jobs stay leased before another worker may take them (a live worker keeps its leases alive)")
 	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent worker keeps its exits before the others take them over")
 	fl.StringVar(&f.workerID, "worker-id", "", "distributed mode: this worker's `NAME` (default: host name, pid and a random suffix)")
+	addMonitorFlags(fl, &f.mon)
 	return cmd
 }
 
@@ -194,6 +197,8 @@ type crawlSetup struct {
 	// robots.txt group (--user-agent, or -H 'User-Agent: ...').
 	header    http.Header
 	userAgent string
+	// monCfg configures the monitor: 429 budgets, alerts, the breaker.
+	monCfg monitor.Config
 }
 
 func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
@@ -245,6 +250,9 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	}
 	if s.maxBody, err = parseSize(f.maxBody); err != nil {
 		return s, fmt.Errorf("--max-body: %w", err)
+	}
+	if s.monCfg, err = monitorConfig(f.mon); err != nil {
+		return s, err
 	}
 	s.limCfg.HostConcurrency = f.perHostConcurrency
 	s.limCfg.MaxInFlight = f.concurrency
@@ -299,12 +307,18 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return usageError(err)
 	}
-	var metricsLn net.Listener
+	var metricsLn, uiLn net.Listener
 	if f.metricsAddr != "" {
 		if metricsLn, err = listenMetrics(f.metricsAddr); err != nil {
 			return usageError(err)
 		}
 		defer metricsLn.Close()
+	}
+	if f.mon.ui != "" {
+		if uiLn, err = listenAddr("--ui", f.mon.ui); err != nil {
+			return usageError(err)
+		}
+		defer uiLn.Close()
 	}
 	logLevel, _ := parseLogLevel(f.logLevel)
 	if f.verbose {
@@ -413,12 +427,23 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 
 	tally := metrics.NewTally(start)
+	setup.monCfg.Logger = logger
+	mon, err := monitor.New(setup.monCfg)
+	if err != nil {
+		return err
+	}
+	// The endpoints stay up until the command returns: a last scrape sees
+	// the run's final counts.
+	reg, err := newRegistry(tally, mon, f.mon.metricsExits)
+	if err != nil {
+		return err
+	}
 	if metricsLn != nil {
-		stop, err := serveMetrics(metricsLn, tally, stderr)
-		if err != nil {
-			return err
-		}
-		defer stop()
+		defer serveMetrics(metricsLn, reg, stderr)()
+	}
+	if uiLn != nil {
+		defer serve(uiLn, uiHandler(mon, reg), "dashboard", stderr)()
+		fmt.Fprintf(stderr, "dashboard at http://%s/\n", uiLn.Addr())
 	}
 
 	// Results are written as URLs finish; opening reconciles the file with
@@ -440,7 +465,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		UserAgent:             setup.userAgent,
 		Logger:                logger,
 		LeaseTTL:              leaseTTL(dist),
-	}, engineFrontier(fr, dist), lim, tally)
+	}, mon.CountParks(engineFrontier(fr, dist)), mon.Gate(lim), tally)
+	mon.Attach(monitor.Sources{
+		Limiter: lim, Tally: tally, Counts: fr.Counts, Waiting: core.Waiting,
+		Park: core.ParkHost, Quarantine: lim.Quarantine,
+	})
 	engine, err := fetch.NewEngine(fetch.EngineConfig{
 		Exits:        exits,
 		Timeout:      f.timeout,
@@ -492,9 +521,14 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	prog := startProgress(stderr, logOut, f.progress, fr, tally, core.Waiting)
 	stopSaving := make(chan struct{})
 	saved := keepSavingLearned(f.out, lim, stopSaving, logOut)
+	monCtx, stopMon := context.WithCancel(ctx)
+	monDone := make(chan error, 1)
+	go func() { monDone <- mon.Run(monCtx) }()
 	runErr := engine.Run(runCtx)
 	close(stopSaving)
 	<-saved
+	stopMon()
+	<-monDone
 	prog.stop()
 
 	// The report is written even after an error or a signal: it describes
@@ -508,7 +542,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		runErr = err
 	}
 	hostCaps, exitCaps := capacities(lim.Snapshot(time.Now()))
+	mon.Tick(wctx, time.Now()) // the dashboard's and the summary's last word
 	sum := report.Summarize(counts, tally.Snapshot(time.Now()), hostCaps, exitCaps)
+	sum.Events = mon.Events()
 	if _, err := report.WriteSummary(f.out, sum); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -559,24 +595,14 @@ func listenMetrics(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveMetrics serves Prometheus metrics of tally on ln until the returned
+// serveMetrics serves reg's metrics at /metrics on ln until the returned
 // function is called.
-func serveMetrics(ln net.Listener, tally *metrics.Tally, stderr io.Writer) (func(), error) {
-	reg := prometheus.NewRegistry()
-	if err := metrics.Register(reg, tally); err != nil {
-		ln.Close()
-		return nil, err
-	}
+func serveMetrics(ln net.Listener, reg *prometheus.Registry, stderr io.Writer) func() {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(stderr, "metrics server:", err)
-		}
-	}()
+	stop := serve(ln, mux, "metrics", stderr)
 	fmt.Fprintf(stderr, "metrics at http://%s/metrics\n", ln.Addr())
-	return func() { srv.Close() }, nil
+	return stop
 }
 
 // capacities reads what the limiter learned: per host, its governing rate

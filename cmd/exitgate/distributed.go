@@ -15,7 +15,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/spf13/cobra"
 
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/fleet"
@@ -262,31 +261,11 @@ func workerReportOf(s metrics.Snapshot, exits int) workerReport {
 	return r
 }
 
-// The status command.
+// The status of a distributed crawl (status --redis URL --crawl NAME).
 
 type statusFlags struct {
 	redis, crawl string
 	json         bool
-}
-
-func newStatusCmd() *cobra.Command {
-	var f statusFlags
-	cmd := &cobra.Command{
-		Use:   "status --redis URL --crawl NAME",
-		Short: "Show a distributed crawl: its workers, the exits each owns, hosts, rates, 429s and the queue",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if f.redis == "" || f.crawl == "" {
-				return usageError(fmt.Errorf("status needs --redis and --crawl"))
-			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), f)
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.redis, "redis", "", "Redis `URL` of the crawl, redis://host:port (a cluster node reaches the cluster)")
-	fl.StringVar(&f.crawl, "crawl", "", "crawl `NAME`")
-	fl.BoolVar(&f.json, "json", false, "print JSON")
-	return cmd
 }
 
 type crawlStatus struct {
@@ -302,7 +281,7 @@ type workerStatus struct {
 	Report *workerReport `json:"report,omitempty"`
 }
 
-func runStatus(ctx context.Context, w io.Writer, f statusFlags) error {
+func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	rdb, err := openRedis(ctx, f.redis)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +40,16 @@ type NginxConfig struct {
 	// Dir holds the configuration, web root and logs. Empty: a temporary
 	// directory that Close removes.
 	Dir string
+	// The hostile turns (see Nginx.Turn), each off until turned on:
+	// TurnBan answers the Block addresses 403 with a Cloudflare-style block
+	// page, before any limit (a ban wave); TurnSlow holds the SlowAddrs to
+	// SlowRate as well as to Rate (a second zone keyed on them alone: exits
+	// of a worse reputation); TurnHalf holds every address to HalfRate as
+	// well (a limit lowered); TurnLockout answers every request 429.
+	Block     []string
+	SlowAddrs []string
+	SlowRate  string
+	HalfRate  string
 }
 
 // Nginx is a running nginx that limits requests per client address
@@ -50,6 +61,7 @@ type NginxConfig struct {
 type Nginx struct {
 	server
 	root string
+	dir  workDir
 }
 
 // master_process off keeps nginx to one process: SIGKILL then leaves no
@@ -67,13 +79,45 @@ http {
     log_format peer '$msec $remote_addr $status limit=$limit_req_status "$request"';
     access_log {{dir}}/access.log peer;
     limit_req_zone $binary_remote_addr zone=perip:1m rate={{rate}};
+    geo $blocked {
+        default "";{{block}}
+    }
+    map $remote_addr $slow_addr {
+        default "";{{slow}}
+    }
+    limit_req_zone $slow_key zone=slow:1m rate={{slowrate}};
+    limit_req_zone $half_key zone=half:1m rate={{halfrate}};
     limit_req_status 429;
     map $status $retry_after { 429 "{{retry}}"; default ""; }
     server {
         listen {{listen}};
         root {{dir}}/www;
+        add_header Retry-After $retry_after always;  # for the turns' answers
+        # Hostile turns, toggled by files (Nginx.Turn): tested on every
+        # request in the server's rewrite phase, before limit_req (an "if"
+        # inside the location would serve the request without try_files).
+        if (-f {{dir}}/turn-lockout) {
+            return 429 'locked out\n';
+        }
+        set $ban "";
+        if (-f {{dir}}/turn-ban) {
+            set $ban $blocked;
+        }
+        if ($ban) {
+            return 403 '{{blockpage}}';
+        }
+        set $slow_key "";
+        if (-f {{dir}}/turn-slow) {
+            set $slow_key $slow_addr;
+        }
+        set $half_key "";
+        if (-f {{dir}}/turn-half) {
+            set $half_key $binary_remote_addr;
+        }
         location / {
             limit_req zone=perip{{burst}};
+            limit_req zone=slow{{burst}};
+            limit_req zone=half{{burst}};
             add_header Retry-After $retry_after always;
             ssi on; ssi_types text/plain;
             index index.html;{{tryfiles}}
@@ -104,6 +148,9 @@ func StartNginx(cfg NginxConfig) (*Nginx, error) {
 		return nil, fmt.Errorf("nginx: %w", err)
 	}
 	if err := checkConf("nginx", "Rate", cfg.Rate, "Listen", cfg.Listen); err != nil {
+		return nil, err
+	}
+	if err := checkHostile(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.RetryAfter != "" {
@@ -137,7 +184,7 @@ func StartNginx(cfg NginxConfig) (*Nginx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Nginx{server: server{proc: p, addr: cfg.Listen, accessLog: dir.join("access.log")}, root: dir.join("www")}, nil
+	return &Nginx{server: server{proc: p, addr: cfg.Listen, accessLog: dir.join("access.log")}, root: dir.join("www"), dir: dir}, nil
 }
 
 // writeNginxFiles writes the web root and nginx.conf into dir.
@@ -165,6 +212,11 @@ func writeNginxFiles(dir workDir, cfg NginxConfig, tryFiles string) error {
 			return fmt.Errorf("nginx: %w", err)
 		}
 	}
+	return writeNginxConf(dir, cfg, tryFiles)
+}
+
+// writeNginxConf writes nginx.conf for cfg into dir.
+func writeNginxConf(dir workDir, cfg NginxConfig, tryFiles string) error {
 	burst := ""
 	if cfg.Burst > 0 {
 		burst = fmt.Sprintf(" burst=%d", cfg.Burst)
@@ -172,9 +224,20 @@ func writeNginxFiles(dir workDir, cfg NginxConfig, tryFiles string) error {
 			burst += " nodelay"
 		}
 	}
+	var block, slow strings.Builder
+	for _, a := range cfg.Block {
+		fmt.Fprintf(&block, "\n        %s 1;", a)
+	}
+	for _, a := range cfg.SlowAddrs {
+		fmt.Fprintf(&slow, "\n        %s $binary_remote_addr;", a)
+	}
+	// A zone keyed on nothing limits nothing: rates for turns not used.
+	slowRate, halfRate := cmp.Or(cfg.SlowRate, "1r/s"), cmp.Or(cfg.HalfRate, "1r/s")
 	conf := strings.NewReplacer(
 		"{{dir}}", dir.path, "{{rate}}", cfg.Rate, "{{retry}}", cfg.RetryAfter,
 		"{{listen}}", cfg.Listen, "{{burst}}", burst, "{{tryfiles}}", tryFiles,
+		"{{block}}", block.String(), "{{slow}}", slow.String(), "{{slowrate}}", slowRate, "{{halfrate}}", halfRate,
+		"{{blockpage}}", blockPage,
 	).Replace(nginxConf)
 	if err := writeFile(dir.join("nginx.conf"), conf, 0o644); err != nil {
 		return fmt.Errorf("nginx: %w", err)

@@ -31,6 +31,7 @@ import (
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/memory"
+	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/sim/exits"
 	"github.com/exitgate/exitgate/sim/server"
 	"github.com/exitgate/exitgate/sim/strategy"
@@ -75,6 +76,10 @@ type Config struct {
 	// to the last response if the URL set is done sooner; zero runs until
 	// the URL set is done (or MaxTime) and measures to the last response.
 	Duration time.Duration
+	// Watch, when set, watches the run (see Watcher): the run then keeps
+	// a metrics.Tally for it. WatchEvery is its tick; default 1 s.
+	Watch      Watcher
+	WatchEvery time.Duration
 }
 
 // Errors a run returns.
@@ -208,7 +213,13 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 	}
 
 	m := newMeter(cfg.Start, cfg.Bucket)
-	core := fetch.NewCore(coreConfig(cfg.Strategy, conc, cfg.Seed, m.finished), fr, lim, nil)
+	var tally *metrics.Tally
+	engineLim := lim
+	if cfg.Watch != nil {
+		tally = metrics.NewTally(cfg.Start)
+		engineLim = cfg.Watch.Wrap(lim)
+	}
+	core := fetch.NewCore(coreConfig(cfg.Strategy, conc, cfg.Seed, m.finished), fr, engineLim, tally)
 
 	d := &driver{
 		core: core, fr: fr, pool: pool, routes: routes, m: m,
@@ -219,6 +230,13 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 	}
 	for _, h := range hosts {
 		d.sites[h.name] = h.site
+	}
+	if cfg.Watch != nil {
+		d.watcher, d.watchEvery, d.nextWatch = cfg.Watch, cfg.WatchEvery, cfg.Start
+		if d.watchEvery <= 0 {
+			d.watchEvery = time.Second
+		}
+		cfg.Watch.Start(Watched{Core: core, Limiter: lim, Tally: tally, Frontier: fr, Start: cfg.Start})
 	}
 	limitAt := cfg.Start.Add(cfg.MaxTime)
 	if cfg.Duration > 0 {
@@ -366,6 +384,10 @@ type driver struct {
 	// the frontier held no queued or parked job: from then on lanes run
 	// out of work, so settling is judged before it.
 	drained, checked time.Time
+	// watcher is ticked every watchEvery of virtual time (Config.Watch).
+	watcher    Watcher
+	watchEvery time.Duration
+	nextWatch  time.Time
 }
 
 // loop runs until nothing is in flight or scheduled, or until limit. It
@@ -430,6 +452,7 @@ func (d *driver) loop(ctx context.Context, start, limit time.Time) (time.Time, e
 		if next.After(limit) {
 			return last, nil
 		}
+		d.watch(ctx, next)
 		now = next
 		for len(d.events) > 0 && !d.events[0].at.After(now) {
 			ev := d.events.pop()

@@ -83,8 +83,10 @@ type Config struct {
 	// Schedule changes the policy mid-run; entries are applied in order of
 	// At (a copy is sorted).
 	Schedule []Change
-	// Start is the instant Schedule offsets count from; zero means the Now
-	// of the first request handled.
+	// Turns turn the site against some keys mid-run (see KeyTurn).
+	Turns []KeyTurn
+	// Start is the instant Schedule and Turns offsets count from; zero
+	// means the Now of the first request handled.
 	Start time.Time
 	// Rand draws latencies; nil means a fixed seed, so runs repeat. The
 	// site serialises its use; do not share it with other users.
@@ -229,6 +231,7 @@ type Site struct {
 	mu      sync.Mutex
 	alg     Algorithm
 	tiers   []Algorithm // Config.Tiers; alg is tiers[0]
+	turns   []turn      // Config.Turns
 	rng     *rand.Rand
 	started bool
 	start   int64 // ns
@@ -249,6 +252,7 @@ type Site struct {
 
 type keyState struct {
 	Counts
+	idx         int // the order in which the site first saw the key
 	tier        int
 	waitUntil   int64 // end of the last 429's RetryAfter
 	bannedUntil int64
@@ -281,11 +285,16 @@ func New(cfg Config) (*Site, error) {
 	if len(tiers) > 0 {
 		alg = tiers[0]
 	}
+	turns, err := newTurns(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
 	s := &Site{
 		cfg:   cfg,
 		log:   cfg.Logger,
 		alg:   alg,
 		tiers: tiers,
+		turns: turns,
 		rng:   cfg.Rand,
 		keys:  make(map[string]*keyState),
 		sched: slices.Clone(cfg.Schedule),
@@ -393,15 +402,16 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 	s.advanceLocked(t)
 	ks := s.keys[key]
 	if ks == nil {
-		ks = &keyState{}
+		ks = &keyState{idx: len(s.keys)}
 		if len(s.tiers) > 0 {
 			ks.tier = len(s.keys) % len(s.tiers)
 		}
 		s.keys[key] = ks
 	}
 	resp := SimResponse{Latency: s.cfg.Latency.draw(s.rng)}
+	tr := s.turnLocked(ks.idx, t)
 	switch {
-	case t < ks.bannedUntil:
+	case t < ks.bannedUntil || tr != nil && tr.Block:
 		resp.Status, resp.Body, resp.Header = http.StatusForbidden, BodyBlockPage, s.hBlock
 	case s.overloadedLocked(t):
 		resp.Status, resp.Body, resp.Header = http.StatusServiceUnavailable, BodyOverload, s.hOverload
@@ -409,6 +419,9 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 		alg := s.alg
 		if len(s.tiers) > 0 {
 			alg = s.tiers[ks.tier]
+		}
+		if tr != nil {
+			alg = tr.alg
 		}
 		d := alg.Decide(key, r.Now)
 		resp.Latency += d.Delay

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestMonitorFlags(t *testing.T) {
+	parse := func(args ...string) (monitorFlags, error) {
+		var f monitorFlags
+		fl := pflag.NewFlagSet("crawl", pflag.ContinueOnError)
+		addMonitorFlags(fl, &f)
+		return f, fl.Parse(args)
+	}
+	f, err := parse("--budget", "0.5%", "--host-budget", "API.example.com=0.1%", "--host-budget", "a.test=0.02,b.test=3%",
+		"--alert-after", "1m", "--breaker-after", "2m", "--breaker-cooldown", "30s", "--budget-window", "20s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := monitorConfig(f)
+	if err != nil {
+		t.Fatalf("monitorConfig: %v", err)
+	}
+	if c.Budget != 0.005 || c.Budgets["api.example.com"] != 0.001 || c.Budgets["a.test"] != 0.02 || c.Budgets["b.test"] != 0.03 ||
+		c.AlertAfter != time.Minute || c.BreakAfter != 2*time.Minute || c.Cooldown != 30*time.Second || c.Window != 20*time.Second {
+		t.Errorf("config %+v", c)
+	}
+	f, _ = parse("--breaker-after", "0")
+	if c, err := monitorConfig(f); err != nil || c.BreakAfter >= 0 {
+		t.Errorf("--breaker-after 0: %+v, %v; want no breaker", c.BreakAfter, err)
+	}
+	for _, bad := range [][]string{
+		{"--budget", "2"}, {"--budget", "0%"}, {"--budget", "lots"}, {"--host-budget", "nohost"}, {"--host-budget", "a.test=200%"},
+		{"--alert-after", "0s"}, {"--breaker-after", "1m"}, {"--metrics-exits", "-1"},
+	} {
+		f, err := parse(bad...)
+		if err == nil {
+			_, err = monitorConfig(f)
+		}
+		if err == nil {
+			t.Errorf("%v accepted", bad)
+		} else if !strings.Contains(err.Error(), strings.TrimPrefix(bad[0], "--")) {
+			t.Errorf("%v: error %q does not name the flag", bad, err)
+		}
+	}
+}
+
+// TestHostBudgetInConfigFile: per-host budgets as a YAML mapping.
+func TestHostBudgetInConfigFile(t *testing.T) {
+	var f monitorFlags
+	fl := pflag.NewFlagSet("crawl", pflag.ContinueOnError)
+	addMonitorFlags(fl, &f)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("budget: 2%\nhost-budget:\n  api.example.com: 0.1%\n  slow.example.org: 0.05\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfigFile(fl, path); err != nil {
+		t.Fatal(err)
+	}
+	c, err := monitorConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Budget != 0.02 || c.Budgets["api.example.com"] != 0.001 || c.Budgets["slow.example.org"] != 0.05 {
+		t.Errorf("budgets from the config file: %v, %v", c.Budget, c.Budgets)
+	}
+}
+
+func TestStatusUnreachable(t *testing.T) {
+	var out lockedBuffer
+	err := runStatus(context.Background(), &out, "127.0.0.1:1", false, 5, 0, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "--ui") {
+		t.Errorf("status of nothing: %v, want an error that says to start a crawl with --ui", err)
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exitgate/exitgate/dashboard"
+	"github.com/exitgate/exitgate/monitor"
+)
+
+func newStatusCmd() *cobra.Command {
+	var (
+		asJSON  bool
+		rows    int
+		watch   time.Duration
+		timeout time.Duration
+		fleet   statusFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "status ADDR | status --redis URL --crawl NAME",
+		Short: "Print a running crawl's dashboard in a terminal (hosts, exits, parked and abandoned URLs, events, the learner's changes), or a distributed crawl's fleet",
+		Long: `status reads the state of a crawl started with --ui ADDR (http://ADDR/api/state)
+and prints the dashboard's tables: the totals; each host's rate, learned capacity,
+429 ratio against its budget, alert, circuit breaker and warnings; each exit's
+counts and reputation on each host; what is parked and why; abandoned URLs by
+reason; the monitor's latest events and the learner's latest change records.
+
+With --redis and --crawl instead of ADDR it shows a distributed crawl: its
+workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
+		Example: `  exitgate status 127.0.0.1:8080
+  exitgate status --watch 5s 127.0.0.1:8080
+  exitgate status --json http://127.0.0.1:8080
+  exitgate status --redis redis://127.0.0.1:6379 --crawl shop`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			want := cobra.ExactArgs(1)
+			if fleet.redis != "" || fleet.crawl != "" {
+				want = cobra.NoArgs
+			}
+			if err := want(cmd, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fleet.redis != "" || fleet.crawl != "" {
+				if fleet.redis == "" || fleet.crawl == "" {
+					return usageError(fmt.Errorf("a distributed crawl's status needs both --redis and --crawl"))
+				}
+				fleet.json = asJSON
+				return runFleetStatus(cmd.Context(), cmd.OutOrStdout(), fleet)
+			}
+			if rows < 0 || watch < 0 || timeout <= 0 {
+				return usageError(fmt.Errorf("--rows, --watch and --timeout want 0 or more (--timeout above 0)"))
+			}
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], asJSON, rows, watch, timeout)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&asJSON, "json", false, "print the state as JSON (the dashboard's /api/state, without history)")
+	fl.IntVar(&rows, "rows", 10, "events and change records to print")
+	fl.DurationVar(&watch, "watch", 0, "print again every `D` until interrupted (0: once)")
+	fl.DurationVar(&timeout, "timeout", 5*time.Second, "timeout of one read of the state")
+	fl.StringVar(&fleet.redis, "redis", "", "a distributed crawl's Redis `URL`, redis://host:port (a cluster node reaches the cluster), instead of ADDR")
+	fl.StringVar(&fleet.crawl, "crawl", "", "with --redis: the distributed crawl's `NAME`")
+	return cmd
+}
+
+func runStatus(ctx context.Context, w io.Writer, addr string, asJSON bool, rows int, watch, timeout time.Duration) error {
+	u := strings.TrimSuffix(addr, "/")
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	u += "/api/state?history=0"
+	client := &http.Client{Timeout: timeout}
+	for {
+		s, raw, err := readStatus(ctx, client, u)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			if _, err := w.Write(raw); err != nil {
+				return err
+			}
+		} else if err := dashboard.WriteTables(w, s, rows); err != nil {
+			return err
+		}
+		if watch == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(watch):
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func readStatus(ctx context.Context, client *http.Client, u string) (monitor.Status, []byte, error) {
+	var s monitor.Status
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return s, nil, usageError(fmt.Errorf("status: %w", err))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return s, nil, fmt.Errorf("status: %w (is a crawl running with --ui at that address?)", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return s, nil, fmt.Errorf("status: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return s, nil, fmt.Errorf("status: %s answered %s", u, resp.Status)
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, nil, fmt.Errorf("status: %s is not an exitgate dashboard: %w", u, err)
+	}
+	return s, raw, nil
+}

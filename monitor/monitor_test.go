@@ -1,0 +1,435 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+var t0 = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+
+// fakeLimiter grants every request and returns a settable snapshot.
+type fakeLimiter struct {
+	seq  uint64
+	snap limit.Snapshot
+	done []limit.Outcome
+}
+
+func (f *fakeLimiter) Acquire(host string, _ limit.Want, now time.Time) (limit.Ticket, bool, time.Time, error) {
+	f.seq++
+	return limit.Ticket{Host: host, Exit: "e1", At: now, Seq: f.seq}, true, time.Time{}, nil
+}
+func (f *fakeLimiter) Done(_ limit.Ticket, o limit.Outcome, _ time.Time) { f.done = append(f.done, o) }
+func (f *fakeLimiter) Cancel(limit.Ticket, time.Time)                    {}
+func (f *fakeLimiter) Snapshot(now time.Time) limit.Snapshot {
+	s := f.snap
+	s.At = now
+	return s
+}
+
+type parked struct {
+	host  string
+	until time.Time
+	why   string
+}
+
+func newMonitor(t *testing.T, cfg Config) (*Monitor, *fakeLimiter, *[]parked, *bytes.Buffer) {
+	t.Helper()
+	var log bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	lim := &fakeLimiter{}
+	var parks []parked
+	m.Attach(Sources{
+		Limiter: lim,
+		Park: func(_ context.Context, host string, until time.Time, why string) (int, error) {
+			parks = append(parks, parked{host, until, why})
+			return 1, nil
+		},
+	})
+	return m, lim, &parks, &log
+}
+
+// traffic records n responses for host spread over the second before at,
+// every k-th of them a 429.
+func traffic(m *Monitor, host string, at time.Time, n, k int) {
+	for i := range n {
+		st, v := 200, verdict.OK
+		if k > 0 && i%k == 0 {
+			st, v = 429, verdict.Throttled
+		}
+		m.Record(metrics.Event{Host: host, Exit: "e1", Status: st, Verdict: v, At: at.Add(-time.Second + time.Duration(i)*time.Second/time.Duration(n))})
+	}
+}
+
+func eventsOf(m *Monitor, kind string) []Event {
+	var out []Event
+	for _, e := range m.Events() {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestBudgetAlertBreaker: a host at 10% 429s (budget 1%) alerts after 3
+// minutes, opens its breaker after 5, is parked for the 5-minute cool-down,
+// then one probe half-opens it: a 429 opens it again for 10 minutes, a
+// success closes it; another host goes on throughout.
+func TestBudgetAlertBreaker(t *testing.T) {
+	ctx := context.Background()
+	m, lim, parks, log := newMonitor(t, Config{})
+	g := m.Gate(lim)
+	now := t0
+	var alertAt, openAt time.Time
+	for ; now.Before(t0.Add(6 * time.Minute)); now = now.Add(time.Second) {
+		traffic(m, "bad.test", now, 10, 10) // 10%
+		traffic(m, "good.test", now, 10, 0)
+		m.Tick(ctx, now)
+		if alertAt.IsZero() && len(eventsOf(m, KindOverBudget)) > 0 {
+			alertAt = now
+		}
+		if openAt.IsZero() && len(eventsOf(m, KindBreakerOpen)) > 0 {
+			openAt = now
+			break
+		}
+	}
+	// Over budget from the first tick with 3 429s in the window.
+	if d := alertAt.Sub(t0); d < 3*time.Minute || d > 3*time.Minute+5*time.Second {
+		t.Errorf("alert after %v, want 3m (+ the first 429s)", d)
+	}
+	if d := openAt.Sub(t0); d < 5*time.Minute || d > 5*time.Minute+5*time.Second {
+		t.Errorf("breaker opened after %v, want 5m", d)
+	}
+	if !strings.Contains(log.String(), "level=WARN msg=\"monitor: 429s over budget for 3m0s") {
+		t.Errorf("no WARN line for the alert in the log:\n%s", log.String())
+	}
+	if len(*parks) != 1 || (*parks)[0].host != "bad.test" || !(*parks)[0].until.Equal(openAt.Add(5*time.Minute)) ||
+		!strings.HasPrefix((*parks)[0].why, "circuit breaker open") {
+		t.Fatalf("parks = %+v, want bad.test parked until %v", *parks, openAt.Add(5*time.Minute))
+	}
+	st := m.Status(false)
+	if h := hostStatus(st, "bad.test"); h.Breaker != "open" || !h.Alert || len(st.Parked) != 1 {
+		t.Errorf("status of bad.test = %+v, parked %+v: want open, alerted, parked", h, st.Parked)
+	}
+	// Open: bad.test is refused until the cool-down ends; good.test goes.
+	if _, ok, next, _ := g.Acquire("bad.test", limit.Want{}, now.Add(time.Minute)); ok || !next.Equal(openAt.Add(5*time.Minute)) {
+		t.Errorf("Acquire(bad.test) while open = ok %v next %v, want refused until %v", ok, next, openAt.Add(5*time.Minute))
+	}
+	if _, ok, _, _ := g.Acquire("good.test", limit.Want{}, now.Add(time.Minute)); !ok {
+		t.Errorf("Acquire(good.test) refused while only bad.test's breaker is open")
+	}
+	// Half-open: one probe, the others wait for it.
+	now = openAt.Add(5 * time.Minute)
+	probe, ok, _, _ := g.Acquire("bad.test", limit.Want{}, now)
+	if !ok {
+		t.Fatalf("no probe after the cool-down")
+	}
+	if _, ok, next, _ := g.Acquire("bad.test", limit.Want{}, now); ok || next.Sub(now) != time.Second {
+		t.Errorf("second request while the probe is out: ok %v next %v, want refused for 1s", ok, next.Sub(now))
+	}
+	// The probe draws a 429: open again, for twice the cool-down.
+	g.Done(probe, limit.Outcome{Verdict: verdict.Throttled}, now)
+	m.Tick(ctx, now)
+	if len(*parks) != 2 || !(*parks)[1].until.Equal(now.Add(10*time.Minute)) {
+		t.Fatalf("parks after a failed probe = %+v, want a second park until %v", *parks, now.Add(10*time.Minute))
+	}
+	now = now.Add(10 * time.Minute)
+	probe, ok, _, _ = g.Acquire("bad.test", limit.Want{}, now)
+	if !ok {
+		t.Fatalf("no second probe")
+	}
+	g.Done(probe, limit.Outcome{Verdict: verdict.OK}, now)
+	if n := len(eventsOf(m, KindBreakerClosed)); n != 1 {
+		t.Fatalf("%d breaker_closed events after a good probe, want 1", n)
+	}
+	for range 3 {
+		if _, ok, _, _ := g.Acquire("bad.test", limit.Want{}, now); !ok {
+			t.Errorf("Acquire(bad.test) refused after its breaker closed")
+		}
+	}
+	// Judged afresh: a healthy host stays closed.
+	for end := now.Add(10 * time.Minute); now.Before(end); now = now.Add(time.Second) {
+		traffic(m, "bad.test", now, 10, 0)
+		m.Tick(ctx, now)
+	}
+	if h := hostStatus(m.Status(false), "bad.test"); h.Breaker != "closed" || h.Alert || h.BreakerTrips != 2 {
+		t.Errorf("bad.test after recovery = %+v, want closed, no alert, 2 trips", h)
+	}
+	if len(*parks) != 2 {
+		t.Errorf("parks after recovery = %d, want 2", len(*parks))
+	}
+	for _, h := range m.Status(false).Hosts {
+		if h.Host == "good.test" && (h.Alert || h.Breaker != "closed") {
+			t.Errorf("good.test = %+v, want untouched", h)
+		}
+	}
+}
+
+func hostStatus(s Status, host string) HostStatus {
+	for _, h := range s.Hosts {
+		if h.Host == host {
+			return h
+		}
+	}
+	return HostStatus{}
+}
+
+// TestBudgetEdges: a host under its budget, or with too few 429s, never
+// alerts; per-host budgets apply; an episode needs a window within budget
+// to end.
+func TestBudgetEdges(t *testing.T) {
+	ctx := context.Background()
+	m, _, _, _ := newMonitor(t, Config{Budgets: map[string]float64{"strict.test": 0.001}, AlertAfter: time.Minute, BreakAfter: -1})
+	now := t0
+	for ; now.Before(t0.Add(3 * time.Minute)); now = now.Add(time.Second) {
+		traffic(m, "ok.test", now, 200, 200)     // 0.5%: within 1%
+		traffic(m, "strict.test", now, 200, 200) // 0.5%: over 0.1%
+		if now.Sub(t0)%(30*time.Second) == 0 {
+			traffic(m, "few.test", now, 4, 4) // 25%, but 2 429s a minute
+		}
+		m.Tick(ctx, now)
+	}
+	var alerted []string
+	for _, e := range eventsOf(m, KindOverBudget) {
+		alerted = append(alerted, e.Host)
+	}
+	if strings.Join(alerted, ",") != "strict.test" {
+		t.Errorf("alerts on %v, want strict.test only", alerted)
+	}
+	if n := len(eventsOf(m, KindBreakerOpen)); n != 0 {
+		t.Errorf("%d breakers opened with BreakAfter < 0", n)
+	}
+	// Within budget again: the alert clears after a whole window.
+	start := now
+	for ; len(eventsOf(m, KindBudgetOK)) == 0 && now.Before(start.Add(5*time.Minute)); now = now.Add(time.Second) {
+		traffic(m, "strict.test", now, 200, 0)
+		m.Tick(ctx, now)
+	}
+	if d := now.Sub(start); d < time.Minute || d > 2*time.Minute {
+		t.Errorf("budget_ok after %v within budget, want a window (1m) to a window and its slots", d)
+	}
+}
+
+func TestSpike(t *testing.T) {
+	ctx := context.Background()
+	m, _, _, _ := newMonitor(t, Config{})
+	hosts := []string{"a.test", "b.test", "c.test", "d.test"}
+	now := t0
+	for ; now.Before(t0.Add(30 * time.Second)); now = now.Add(time.Second) {
+		for _, h := range hosts {
+			traffic(m, h, now, 10, 0)
+		}
+		m.Tick(ctx, now)
+	}
+	turned := now
+	for ; now.Before(turned.Add(time.Minute)); now = now.Add(time.Second) {
+		for _, h := range hosts[:3] {
+			traffic(m, h, now, 10, 5)
+		}
+		traffic(m, "d.test", now, 10, 0)
+		m.Tick(ctx, now)
+	}
+	sp := eventsOf(m, KindSpike)
+	if len(sp) != 1 || sp[0].At.Sub(turned) > 5*time.Second || !strings.Contains(sp[0].Message, "3 of 4 hosts") {
+		t.Fatalf("spike events %+v, want one within 5s of the turn naming 3 of 4 hosts", sp)
+	}
+	if !m.Status(false).Spike {
+		t.Errorf("Status.Spike = false during the spike")
+	}
+	for end := now.Add(3 * time.Minute); now.Before(end); now = now.Add(time.Second) {
+		for _, h := range hosts {
+			traffic(m, h, now, 10, 0)
+		}
+		m.Tick(ctx, now)
+	}
+	if len(eventsOf(m, KindSpikeOver)) != 1 || m.Status(false).Spike {
+		t.Errorf("spike not over after 3 minutes within budget")
+	}
+}
+
+func TestRetryAfterJump(t *testing.T) {
+	m, _, _, _ := newMonitor(t, Config{})
+	at := t0
+	ra := func(d time.Duration) {
+		at = at.Add(time.Second)
+		m.Record(metrics.Event{Host: "q.test", Exit: "e1", Status: 429, Verdict: verdict.Throttled, RetryAfter: d, HasRetryAfter: true, At: at})
+	}
+	for _, d := range []time.Duration{time.Second, 2 * time.Second, time.Second, 30 * time.Second, time.Second} {
+		ra(d)
+	}
+	if n := len(eventsOf(m, KindRetryAfterJump)); n != 0 {
+		t.Fatalf("%d jumps among second-long Retry-Afters", n)
+	}
+	ra(time.Hour)
+	ra(2 * time.Hour) // the same jump
+	j := eventsOf(m, KindRetryAfterJump)
+	if len(j) != 1 || j[0].Value != 3600 {
+		t.Fatalf("jumps = %+v, want one at 3600 s", j)
+	}
+	ra(time.Second)
+	if n := len(eventsOf(m, KindRetryAfterBack)); n != 1 {
+		t.Errorf("%d retry_after_back events after a 1s Retry-After, want 1", n)
+	}
+	// Without a usual value, a long first Retry-After is no jump.
+	m.Record(metrics.Event{Host: "new.test", Status: 429, Verdict: verdict.Throttled, RetryAfter: time.Hour, HasRetryAfter: true, At: at})
+	if n := len(eventsOf(m, KindRetryAfterJump)); n != 1 {
+		t.Errorf("a first Retry-After of an hour made a jump")
+	}
+}
+
+func lanes(rates ...float64) []limit.LaneSnapshot {
+	out := make([]limit.LaneSnapshot, len(rates))
+	for i, r := range rates {
+		out[i] = limit.LaneSnapshot{Exit: string(rune('a' + i)), Rate: limit.PerSecond(r), Requests: 100}
+	}
+	return out
+}
+
+func TestFallingEquilibrium(t *testing.T) {
+	ctx := context.Background()
+	m, lim, _, _ := newMonitor(t, Config{})
+	now := t0
+	phase := "ramp"
+	set := func(r float64) {
+		lim.snap.Hosts = []limit.HostSnapshot{{Host: "f.test", Phase: phase, Lanes: lanes(r, r, r, r)}}
+	}
+	run := func(d time.Duration) {
+		for end := now.Add(d); now.Before(end); now = now.Add(time.Second) {
+			m.Tick(ctx, now)
+		}
+	}
+	set(2) // a slow start overshoots: no equilibrium yet
+	run(time.Minute)
+	phase = "settled"
+	set(1)
+	run(5 * time.Minute)
+	if n := len(eventsOf(m, KindFalling)); n != 0 {
+		t.Fatalf("%d falling warnings after a slow start's overshoot", n)
+	}
+	set(0.9) // -10%: the learner's usual motion
+	run(time.Minute)
+	if n := len(eventsOf(m, KindFalling)); n != 0 {
+		t.Fatalf("%d falling warnings on a 10%% dip", n)
+	}
+	turned := now
+	phase = "bisect"
+	set(0.5)
+	run(time.Minute)
+	f := eventsOf(m, KindFalling)
+	if len(f) != 1 || f[0].At.Sub(turned) > 2*time.Second || f[0].Value != 2 {
+		t.Fatalf("falling warnings %+v, want one at once, capacity 2/s", f)
+	}
+	if w := hostStatus(m.Status(false), "f.test").Warnings; len(w) != 1 {
+		t.Errorf("warnings %v, want the falling equilibrium", w)
+	}
+	set(1)
+	run(time.Minute)
+	if n := len(eventsOf(m, KindFallingOver)); n != 1 {
+		t.Errorf("%d steady events after the capacity came back", n)
+	}
+}
+
+// TestReputation: one exit of four drawing 429s at half its peers' pace,
+// while they pass, is flagged at once and quarantined for that host after
+// 2 minutes if it goes on; the others are untouched.
+func TestReputation(t *testing.T) {
+	ctx := context.Background()
+	m, lim, _, _ := newMonitor(t, Config{})
+	type q struct {
+		host, exit string
+		until      time.Time
+	}
+	var quars []q
+	src := m.src
+	src.Quarantine = func(host, exit string, until time.Time, why string, now time.Time) bool {
+		quars = append(quars, q{host, exit, until})
+		return true
+	}
+	m.Attach(src)
+	ls := lanes(1, 1, 1, 0.45)
+	lim.snap.Hosts = []limit.HostSnapshot{{Host: "r.test", Scope: limit.ScopeExit, Lanes: ls}}
+	lim.snap.Exits = []limit.ExitSnapshot{{ID: "a", Healthy: true}, {ID: "b", Healthy: true}, {ID: "c", Healthy: true}, {ID: "d", Healthy: true, Requests: 100}}
+	now := t0
+	for end := now.Add(6 * time.Minute); now.Before(end); now = now.Add(time.Second) {
+		for _, x := range []string{"a", "b", "c"} {
+			m.Record(metrics.Event{Host: "r.test", Exit: x, Status: 200, Verdict: verdict.OK, At: now})
+		}
+		if now.Sub(t0)%(20*time.Second) == 0 {
+			m.Record(metrics.Event{Host: "r.test", Exit: "d", Status: 429, Verdict: verdict.Throttled, At: now})
+		}
+		if (now.Sub(t0)+50*time.Second)%(100*time.Second) == 0 {
+			m.Record(metrics.Event{Host: "r.test", Exit: "a", Status: 429, Verdict: verdict.Throttled, At: now}) // at its peers' pace: no flag
+		}
+		m.Tick(ctx, now)
+	}
+	fl := eventsOf(m, KindExitFlagged)
+	if len(fl) != 1 || fl[0].Exit != "d" || fl[0].At != t0 {
+		t.Fatalf("flags %+v, want exit d at once", fl)
+	}
+	qe := eventsOf(m, KindExitQuarantined)
+	if len(qe) != 1 || qe[0].At.Sub(t0) != 2*time.Minute || len(quars) != 1 || quars[0].exit != "d" || !quars[0].until.Equal(qe[0].At.Add(30*time.Minute)) {
+		t.Fatalf("quarantines %+v / %+v, want d on r.test at 2m, for 30m", qe, quars)
+	}
+	st := m.Status(false)
+	if st.Exits[0].ID != "d" || st.Exits[0].Reputation != "quarantined" || len(st.Exits[0].Hosts) != 1 {
+		t.Errorf("exits %+v, want d first, quarantined on r.test", st.Exits)
+	}
+	// The quarantine ends; the exit paces with its peers again and draws
+	// no 429: cleared.
+	ls[3].Rate = limit.PerSecond(1)
+	for end := quars[0].until.Add(6 * time.Minute); now.Before(end); now = now.Add(time.Second) {
+		m.Tick(ctx, now)
+	}
+	if c := eventsOf(m, KindExitCleared); len(c) == 0 {
+		t.Errorf("exit d not cleared after its quarantine and a good pace")
+	}
+	if st := m.Status(false); st.Exits[0].Reputation != "good" {
+		t.Errorf("exit %s reputation %s at the end, want good", st.Exits[0].ID, st.Exits[0].Reputation)
+	}
+}
+
+func TestParkReason(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"circuit breaker open: 429s over budget for 5m0s (12%, budget 1%); parked for a cool-down of 5m0s", "circuit breaker"},
+		{"host must wait until 2026-01-02T00:00:00Z, beyond max wait 5m0s (status 429)", "host must wait"},
+		{"status 429: Retry-After 2h0m0s over max wait 5m0s", "Retry-After over max wait"},
+		{"something else: 42", "something else"},
+	} {
+		if got := ParkReason(c.in); got != c.want {
+			t.Errorf("ParkReason(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	for _, c := range []Config{
+		{Budget: 1.5},
+		{Budgets: map[string]float64{"a": 0}},
+		{Window: -time.Second},
+		{Cooldown: time.Hour, CooldownMax: time.Minute},
+		{AlertAfter: 5 * time.Minute, BreakAfter: time.Minute},
+		{JumpFactor: 0.5},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) = nil error, want one", c)
+		}
+	}
+	m, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Config(); c.Budget != 0.01 || c.AlertAfter != 3*time.Minute || c.BreakAfter != 5*time.Minute || c.Window != time.Minute {
+		t.Errorf("defaults %+v", c)
+	}
+}
