@@ -455,13 +455,19 @@ func listenMetrics(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveMetrics serves Prometheus metrics of tally on ln until the returned
-// function is called.
-func serveMetrics(ln net.Listener, tally *metrics.Tally, stderr io.Writer) (func(), error) {
+// serveMetrics serves Prometheus metrics of tally, and of the extra
+// collectors, on ln until the returned function is called.
+func serveMetrics(ln net.Listener, tally *metrics.Tally, stderr io.Writer, extra ...prometheus.Collector) (func(), error) {
 	reg := prometheus.NewRegistry()
 	if err := metrics.Register(reg, tally); err != nil {
 		ln.Close()
 		return nil, err
+	}
+	for _, c := range extra {
+		if err := reg.Register(c); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

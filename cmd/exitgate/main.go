@@ -41,6 +41,8 @@ takes one value per line. Each command's --help names its variables.`,
 		newHeadersCmd(),
 		newProxiesCmd(),
 		newCrawlCmd(),
+		newServeCmd(),
+		newCACmd(),
 		newBenchCmd(),
 		newDemoCmd(),
 	)
