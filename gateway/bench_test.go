@@ -126,15 +126,15 @@ func BenchmarkGatewayVsDirect(b *testing.B) {
 		size    int
 		think   time.Duration
 	}{
-		{"1-client-sequential-1KiB", 1, 2000, 1 << 10, 0},
+		{"1-client-sequential-1KiB", 1, 3000, 1 << 10, 0},
 		{"32-clients-flat-out-1KiB", 32, 20000, 1 << 10, 0},
 		{"32-clients-flat-out-64KiB", 32, 5000, 64 << 10, 0},
-		{"64-clients-server-10ms-16KiB", 64, 6000, 16 << 10, 10 * time.Millisecond},
-		{"1000-clients-server-50ms-4KiB", 1000, 20000, 4 << 10, 50 * time.Millisecond},
+		{"32-clients-server-20ms-16KiB", 32, 5000, 16 << 10, 20 * time.Millisecond},
+		{"1000-clients-server-500ms-4KiB", 1000, 8000, 4 << 10, 500 * time.Millisecond},
 	} {
 		b.Run(sc.name, func(b *testing.B) {
 			origin := benchOrigin(b, sc.size, sc.think)
-			g, err := New(Config{Limiter: unlimited(b), AllowPrivate: true})
+			g, err := New(Config{Limiter: unlimited(b), AllowPrivate: true, MaxIdleConnsPerHost: 1024})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -253,7 +253,7 @@ func TestThousandConnections(t *testing.T) {
 	defer srv.Close()
 	origin := "http://" + ln.Addr().String() + "/"
 
-	g, err := New(Config{Limiter: unlimited(t), AllowPrivate: true})
+	g, err := New(Config{Limiter: unlimited(t), AllowPrivate: true, MaxIdleConnsPerHost: conns})
 	if err != nil {
 		t.Fatal(err)
 	}

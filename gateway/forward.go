@@ -120,7 +120,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.refuse(w, host, status, re.Reason, re.Error())
 				return
 			}
-			v, _, o := fetch.Judge(fetch.Response{Err: err, At: now}, rules, prof, sent, u.String())
+			v, _, o := fetch.Judge(fetch.Response{Err: err, At: now}, rules, prof, sent, "")
 			g.lim.Done(ticket, o, now)
 			g.record(host, ticket.Exit, 0, v, rlheader.Signal{}, sent, now, 0)
 			last = v
@@ -139,8 +139,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		if sniffs(rules, resp.StatusCode) {
 			sniff, resp.Body = peek(resp.Body, classify.DefaultSniffBytes)
 		}
+		var id string // the URL tells one forbidden URL's answers from a wave
+		if resp.StatusCode == http.StatusForbidden {
+			id = u.String()
+		}
 		v, sig, o := fetch.Judge(fetch.Response{Status: resp.StatusCode, Header: resp.Header, Sniff: sniff, At: now, HeaderAt: now},
-			rules, prof, sent, u.String())
+			rules, prof, sent, id)
 		g.lim.Done(ticket, o, now)
 		last = v
 		if canRetry && (v == verdict.Throttled || v == verdict.Banned || v == verdict.ProxyFailure) {
@@ -205,15 +209,26 @@ func (g *Gateway) acquire(ctx context.Context, host, session string, deadline ti
 // wait is limit.Wait bounded by deadline: a wait that cannot end in time
 // is errBudget at once, with when the host may go.
 func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadline time.Time) (limit.Ticket, time.Time, error) {
+	// Most requests find a lane free: no timer, no context.
+	now := time.Now()
+	t, ok, next, err := g.lim.Acquire(host, want, now)
+	switch {
+	case err != nil:
+		return limit.Ticket{}, time.Time{}, err
+	case ok:
+		return t, time.Time{}, nil
+	case next.After(deadline):
+		return limit.Ticket{}, next, errBudget
+	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
-	t, err := g.lim.Wait(wctx, host, want)
+	t, err = g.lim.Wait(wctx, host, want)
 	cancel()
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return t, time.Time{}, err
 	}
 	// The budget is spent (or too short for the next free lane): take a
 	// lane that has just freed up, else say when one will.
-	t, ok, next, err := g.lim.Acquire(host, want, time.Now())
+	t, ok, next, err = g.lim.Acquire(host, want, time.Now())
 	switch {
 	case err != nil:
 		return limit.Ticket{}, time.Time{}, err
@@ -424,8 +439,11 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Res
 	return n, err
 }
 
-// copyBody copies body to w; a stream (no length) is flushed after each
-// read, so that the client sees each piece when the server sends it.
+// copyBody copies body to w. A stream (no length) is flushed whenever a
+// read returns less than the buffer holds, that is, whenever the server has
+// sent nothing more yet: the client sees each piece when the server sends
+// it, and a long body arriving faster than it is copied costs no flush per
+// read.
 func copyBody(w http.ResponseWriter, body io.Reader, stream bool) (int64, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -440,7 +458,7 @@ func copyBody(w http.ResponseWriter, body io.Reader, stream bool) (int64, error)
 			if werr != nil {
 				return n, werr
 			}
-			if stream {
+			if stream && k < len(buf) {
 				if err := rc.Flush(); err != nil {
 					return n, err
 				}

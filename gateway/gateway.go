@@ -59,6 +59,8 @@ const (
 	DefaultIdleTimeout   = 2 * time.Minute
 	DefaultHeaderTimeout = 30 * time.Second
 	DefaultMaxAttempts   = 20
+	// DefaultMaxIdleConnsPerHost is Config.MaxIdleConnsPerHost's default.
+	DefaultMaxIdleConnsPerHost = 256
 )
 
 // DefaultConnectPorts are the ports a CONNECT may reach by default.
@@ -120,6 +122,12 @@ type Config struct {
 	// forgets a session unused that long. Zero: the defaults.
 	MaxSessions int
 	SessionIdle time.Duration
+	// MaxIdleConnsPerHost is how many idle keep-alive connections each
+	// exit keeps per target host, for the next requests. It should be at
+	// least the requests in flight per host (the limiter's
+	// HostConcurrency), or connections are closed and opened again under
+	// load. Zero means DefaultMaxIdleConnsPerHost.
+	MaxIdleConnsPerHost int
 	// IdleTimeout closes a client's keep-alive connection idle that long;
 	// ReadHeaderTimeout bounds reading a client's request headers. Zero:
 	// the defaults.
@@ -244,7 +252,7 @@ func New(cfg Config) (*Gateway, error) {
 func (g *Gateway) transport(e pool.Exit) http.RoundTripper {
 	t := e.Transport(g.cfg.Transport)
 	t.DisableCompression = true
-	t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, 64)
+	t.MaxIdleConnsPerHost = orInt(g.cfg.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
 	if e.Kind() != pool.Proxy {
 		d := &net.Dialer{Timeout: orDur(g.cfg.Transport.DialTimeout, 10*time.Second),
 			KeepAlive: orDur(g.cfg.Transport.KeepAlive, 30*time.Second), Control: g.guard}

@@ -170,7 +170,7 @@ func buildServe(f serveFlags) (serveSetup, error) {
 	}
 	s.gw = gateway.Config{
 		Auth: auth, ConnectPorts: f.connectPorts, AllowPrivate: f.allowPrivate,
-		WaitBudget: wait, MaxWaitBudget: f.waitCap,
+		WaitBudget: wait, MaxWaitBudget: f.waitCap, MaxIdleConnsPerHost: f.perHostConcurrency,
 		Transport: pool.TransportConfig{ResponseHeaderTimeout: f.timeout, ProbeTimeout: min(f.timeout, pool.DefaultProbeTimeout)},
 	}
 	return s, nil
