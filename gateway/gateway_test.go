@@ -646,3 +646,43 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 		t.Errorf("Shutdown = %v", err)
 	}
 }
+
+// A protocol upgrade (WebSocket) is forwarded, and the two connections are
+// joined: bytes flow both ways after the 101.
+func TestUpgradeJoinsConnections(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			http.Error(w, "want an upgrade", http.StatusBadRequest)
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(brw, buf); err == nil {
+			conn.Write(bytes.ToUpper(buf))
+		}
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	conn, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	host := strings.TrimPrefix(o.URL, "http://")
+	fmt.Fprintf(conn, "GET %s/ws HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", o.URL, host)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v, want 101", resp, err)
+	}
+	io.WriteString(conn, "hello")
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "HELLO" {
+		t.Errorf("after the upgrade: %q, %v; want HELLO", got, err)
+	}
+}
