@@ -136,7 +136,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			return
 		}
 		var sniff []byte
-		if sniffs(rules, resp.StatusCode) {
+		if rules.Sniffs(resp.StatusCode) {
 			sniff, resp.Body = peek(resp.Body, classify.DefaultSniffBytes)
 		}
 		var id string // the URL tells one forbidden URL's answers from a wave
@@ -371,20 +371,6 @@ func outgoing(ctx context.Context, r *http.Request, u *url.URL, body []byte, upg
 		out.ContentLength = 0
 	}
 	return out
-}
-
-// sniffs reports whether the body of an answer with status is looked at
-// for a block page (classify.Rules: 403 and 503 unless set).
-func sniffs(r classify.Rules, status int) bool {
-	if r.SniffStatuses == nil {
-		return status == http.StatusForbidden || status == http.StatusServiceUnavailable
-	}
-	for _, s := range r.SniffStatuses {
-		if s == status {
-			return true
-		}
-	}
-	return false
 }
 
 // peek reads up to n bytes of body and returns them with a body that still
