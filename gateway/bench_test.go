@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -31,7 +32,10 @@ func unlimited(tb testing.TB) *limit.Limiter {
 	return lim
 }
 
-// benchOrigin serves size bytes per request after think time.
+// benchOrigin serves size bytes per request after a service time drawn
+// evenly from half to one and a half think, so that clients do not march
+// in lockstep waves (which would measure how long a burst of every client
+// at once takes, not a request).
 func benchOrigin(tb testing.TB, size int, think time.Duration) *url.URL {
 	tb.Helper()
 	body := []byte(strings.Repeat("x", size))
@@ -41,7 +45,7 @@ func benchOrigin(tb testing.TB, size int, think time.Duration) *url.URL {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if think > 0 {
-			time.Sleep(think) // the server's own service time
+			time.Sleep(think/2 + rand.N(think)) // the server's own service time
 		}
 		w.Write(body)
 	})}
