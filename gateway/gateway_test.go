@@ -23,8 +23,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/exitgate/exitgate/ca"
 	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/pool"
 )
 
@@ -684,5 +688,49 @@ func TestUpgradeJoinsConnections(t *testing.T) {
 	got := make([]byte, 5)
 	if _, err := io.ReadFull(br, got); err != nil || string(got) != "HELLO" {
 		t.Errorf("after the upgrade: %q, %v; want HELLO", got, err)
+	}
+}
+
+// The gateway's metrics: crawl's, from the same tally, and its own.
+func TestMetrics(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/missing") {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	g, proxy := newGateway(t, Config{AllowPrivate: true})
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, g.Tally()); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(g.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	c := client(proxy, nil)
+	get(t, c, o.URL+"/a")
+	get(t, c, o.URL+"/b")
+	get(t, c, o.URL+"/missing")
+	rawRequest(t, proxy, "CONNECT 127.0.0.1:25 HTTP/1.1\r\nHost: 127.0.0.1:25\r\n\r\n")
+	want := `
+# HELP exitgate_gateway_requests_total Client requests the gateway handled, by outcome: done, or why not (status N, wait budget spent, refused: REASON, ...).
+# TYPE exitgate_gateway_requests_total counter
+exitgate_gateway_requests_total{outcome="done"} 2
+exitgate_gateway_requests_total{outcome="refused: connect port"} 1
+exitgate_gateway_requests_total{outcome="status 404"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "exitgate_gateway_requests_total"); err != nil {
+		t.Error(err)
+	}
+	host := strings.TrimPrefix(o.URL, "http://")
+	wantReq := fmt.Sprintf(`
+# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error).
+# TYPE exitgate_requests_total counter
+exitgate_requests_total{host=%q,status="200"} 2
+exitgate_requests_total{host=%q,status="404"} 1
+`, host, host)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantReq), "exitgate_requests_total"); err != nil {
+		t.Error(err)
 	}
 }
