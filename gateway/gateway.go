@@ -400,6 +400,10 @@ func (g *Gateway) serveClient(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, "", http.StatusBadRequest, "no host", "the request names no host")
 		return
 	}
+	if badPorts[port] {
+		g.refuse(w, host, http.StatusForbidden, "bad port", fmt.Sprintf("port %d is not for HTTP (the Fetch standard's bad ports)", port))
+		return
+	}
 	if why, status, reason := g.checkTarget(r.Context(), host, port); why != "" {
 		g.refuse(w, host, status, reason, why)
 		return

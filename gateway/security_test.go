@@ -112,6 +112,8 @@ func TestNotAnOpenRelay(t *testing.T) {
 		{"GET cloud metadata", "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n", 403, "private target"},
 		{"GET a private network", "GET http://192.168.1.1/admin HTTP/1.1\r\nHost: 192.168.1.1\r\n\r\n", 403, "private target"},
 		{"GET ftp", "GET ftp://example.com/file HTTP/1.1\r\nHost: example.com\r\n\r\n", 400, "scheme"},
+		{"GET to SMTP", "GET http://mail.example.com:25/ HTTP/1.1\r\nHost: mail.example.com:25\r\n\r\n", 403, "bad port"},
+		{"GET https to IMAP", "GET https://mail.example.com:993/ HTTP/1.1\r\nHost: mail.example.com:993\r\n\r\n", 403, "bad port"},
 	} {
 		status, h, body := rawRequest(t, proxy, tc.head)
 		if status != tc.status || h.Get(HeaderReason) != tc.reason {
