@@ -114,6 +114,7 @@ at once.`,
 	fl.StringVar(&f.out, "out", "./exitgate-serve", "output `DIR`ectory: summary.json, runs/, learned.json")
 	fl.DurationVar(&f.progress, "progress", time.Minute, "interval of a log line with what was served (0: none)")
 	setDefaultText(fl, "ca-dir", "~/.config/exitgate/ca")
+	setDefaultText(fl, "connect-ports", "443,80")
 	return cmd
 }
 
