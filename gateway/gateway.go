@@ -67,12 +67,14 @@ const (
 func DefaultConnectPorts() []int { return []int{443, 80} }
 
 // Credentials are what clients must send in Proxy-Authorization (Basic).
+// A plain value; never logged.
 type Credentials struct {
 	User, Password string
 }
 
 // Config configures a Gateway. The zero value of each field means its
-// documented default; New validates it once.
+// documented default; New validates it once. It is a plain value: the
+// Gateway keeps its own copy.
 type Config struct {
 	// Limiter decides when and through which exit each request goes, and
 	// learns from the answers. Required.

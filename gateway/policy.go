@@ -133,7 +133,7 @@ func (g *Gateway) waitBudget(h http.Header) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		s, ferr := strconv.ParseFloat(v, 64)
-		if ferr != nil || s < 0 || s > 1e6 {
+		if ferr != nil || !(s >= 0 && s <= 1e6) { // NaN too
 			return 0, fmt.Errorf("%s: %q is not a duration (30s, 2m) or a number of seconds", HeaderWait, v)
 		}
 		d = time.Duration(s * float64(time.Second))
@@ -198,7 +198,7 @@ var badPorts = map[int]bool{1: true, 7: true, 9: true, 11: true, 13: true, 15: t
 	6697: true, 10080: true}
 
 // RefusedError is what the dial guard returns for a target the gateway
-// must not reach. Nothing was sent.
+// must not reach. Nothing was sent. It is immutable once made.
 type RefusedError struct {
 	Reason string // "loop" or "private target"
 	Addr   string

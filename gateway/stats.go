@@ -42,7 +42,7 @@ func (s *stats) refused(reason string) {
 	s.mu.Unlock()
 }
 
-// Stats is what a Gateway did so far.
+// Stats is what a Gateway did so far: a copy, safe to keep and read.
 type Stats struct {
 	// Requests counts the client requests forwarded or refused (tunnels
 	// not included; the requests inside intercepted tunnels are).
