@@ -153,6 +153,16 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			g.retried(host)
 			continue
 		}
+		if v == verdict.ProxyFailure {
+			// The exit's proxy refused (407): its answer is not the
+			// server's, and a 407 would ask the client for credentials
+			// the gateway does not want.
+			discard(resp.Body)
+			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
+			g.giveUp(w, host, http.StatusBadGateway, "exit proxy failure", time.Time{},
+				fmt.Sprintf("exitgate: the proxy of exit %s answered %d", ticket.Exit, resp.StatusCode))
+			return
+		}
 		n, cerr := g.respond(w, r, resp, ticket.Exit, attempt)
 		g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, n)
 		switch {

@@ -734,3 +734,25 @@ exitgate_requests_total{host=%q,status="404"} 1
 		t.Error(err)
 	}
 }
+
+// An exit's proxy that refuses its credentials (407) is a proxy failure:
+// the request goes through another exit, and when none is left the client
+// gets a 502, never the proxy's 407 (which would ask it for credentials).
+func TestExitProxy407NotPassedOn(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	refuser := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="upstream"`)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+	}))
+	defer refuser.Close()
+	exits, err := pool.Parse(strings.NewReader("http://u:BadPw7@"+strings.TrimPrefix(refuser.URL, "http://")+"\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: exits})
+	resp, body := get(t, client(proxy, nil), o.URL+"/x", HeaderWait, "1s")
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Proxy-Authenticate") != "" || strings.Contains(body, "BadPw7") {
+		t.Errorf("GET through an exit whose proxy answers 407 = %d (Proxy-Authenticate %q) %q; want 502 without a challenge",
+			resp.StatusCode, resp.Header.Get("Proxy-Authenticate"), body)
+	}
+}
