@@ -3,16 +3,17 @@
 # peers the tests run against (when missing), checks formatting and vet, and
 # runs every test under the race detector. Tests start and stop their own
 # peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter and
-# express-rate-limit apps; the latter's npm modules go to the user cache) in
-# temporary directories, so nothing is left running afterwards. The
-# dashboard's browser test writes its screenshot to $EXITGATE_SCREENSHOT
-# (default: exitgate-dashboard.png in the temporary directory).
+# express-rate-limit apps, and the gateway's clients curl, Python requests
+# and Scrapy; express's npm modules go to the user cache) in temporary
+# directories, so nothing is left running afterwards. The dashboard's
+# browser test writes its screenshot to $EXITGATE_SCREENSHOT (default:
+# exitgate-dashboard.png in the temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the real-peer tests need, as "command:package"; chromium
 # runs the dashboard's browser test (chromedp, headless).
-peers=(nginx:nginx haproxy:haproxy tinyproxy:tinyproxy redis-server:redis-server node:nodejs npm:npm chromium:chromium)
+peers=(nginx:nginx haproxy:haproxy tinyproxy:tinyproxy redis-server:redis-server node:nodejs npm:npm curl:curl chromium:chromium)
 
 missing=()
 for p in "${peers[@]}"; do
@@ -22,6 +23,9 @@ done
 # Python modules, checked with Debian's interpreter: a python3 earlier on
 # PATH (pyenv) does not see Debian's packages.
 /usr/bin/python3 -c 'import flask_limiter' >/dev/null 2>&1 || missing+=(python3-flask-limiter)
+# The gateway's real clients (exitgate serve): Python requests and Scrapy.
+/usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || missing+=(python3-requests)
+/usr/bin/python3 -c 'import scrapy' >/dev/null 2>&1 || missing+=(python3-scrapy)
 if ((${#missing[@]})); then
 	echo "test.sh: installing ${missing[*]}" >&2
 	sudo=""

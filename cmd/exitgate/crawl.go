@@ -37,41 +37,28 @@ import (
 )
 
 type crawlFlags struct {
-	config             string
-	proxies            string
-	proxyURLs          []string
-	headers            []string
-	proxyTemplate      string
-	sessions           int
-	out                string
-	concurrency        int
-	perHostConcurrency int
-	hostRate           string
-	laneRate           string
-	maxRetries         int
-	maxWait            time.Duration
-	duration           time.Duration
-	timeout            time.Duration
-	ignoreRobots       bool
-	userAgent          string
-	userAgentSet       bool // --user-agent was given (command line, environment or config)
-	metricsAddr        string
-	durable            bool
-	progress           time.Duration
-	verbose            bool
-	logLevel           string
-	echoURL            string
-	exitIPHeader       string
-	maxBody            string
-	allowPrivate       bool
-	format             string
-	append             bool
-	redis              string // distributed mode: the Redis URL
-	crawl              string // and the crawl's name
-	workerID           string
-	leaseTTL           time.Duration
-	fleetTTL           time.Duration
-	mon                monitorFlags
+	exitFlags
+	headers      []string
+	out          string
+	maxRetries   int
+	maxWait      time.Duration
+	duration     time.Duration
+	timeout      time.Duration
+	ignoreRobots bool
+	userAgent    string
+	userAgentSet bool // --user-agent was given (command line, environment or config)
+	durable      bool
+	progress     time.Duration
+	maxBody      string
+	allowPrivate bool
+	format       string
+	append       bool
+	redis        string // distributed mode: the Redis URL
+	crawl        string // and the crawl's name
+	workerID     string
+	leaseTTL     time.Duration
+	fleetTTL     time.Duration
+	mon          monitorFlags
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -142,34 +129,21 @@ Exit codes:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.config, "config", "", "YAML `FILE` whose keys are these flags' names (without --); the command line and the environment win over it")
-	fl.StringVar(&f.proxies, "proxies", "", "`FILE` with one exit per line: http://user:pass@host:port, socks5://..., host:port, host:port:user:pass, bind:127.0.0.11[-127.0.0.30], direct")
-	fl.StringArrayVarP(&f.proxyURLs, "proxy", "x", nil, "one proxy `URL` (http://user:pass@host:port, socks5://..., or any line --proxies takes), as curl spells it; repeatable, and added to the exits of --proxies")
+	f.exitFlags.register(fl)
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, "request `HEADER` \"Name: value\" sent with every request, robots.txt included; repeatable. Authorization and Cookie are not sent on to another host a redirect leads to")
-	fl.StringVar(&f.proxyTemplate, "proxy-template", "", "proxy `URL` with a {session} placeholder: one sticky exit per session on a rotating gateway")
-	fl.IntVar(&f.sessions, "sessions", 10, "`N`umber of sessions made from --proxy-template")
 	fl.StringVar(&f.out, "out", "./exitgate-out", "output `DIR`ectory: results, summary, bodies and the frontier")
-	fl.IntVar(&f.concurrency, "concurrency", 32, "requests in flight in total (1 to 10000)")
-	fl.IntVar(&f.perHostConcurrency, "per-host-concurrency", 16, "requests in flight per host (1 to 10000)")
-	fl.StringVar(&f.hostRate, "host-rate", "0", "politeness ceiling per host across all exits, a `RATE` such as 10/s, 600/min, 7/2s or 100/h; 0 means none")
-	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) `RATE`, e.g. 30/min or 2/s; it is learned from there")
 	fl.IntVar(&f.maxRetries, "max-retries", 5, "retries per URL for errors and bans (429s have their own, larger budget; proxy failures are not charged); 0 or more")
 	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Minute, "park threshold: a Retry-After longer than this parks the URL durably until it is due")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long and leave the rest queued (0: run until done)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of one request, body included")
 	fl.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or honour robots.txt (Disallow and Crawl-delay)")
 	fl.StringVar(&f.userAgent, "user-agent", fetch.DefaultUserAgent, "User-Agent header, also used to pick the robots.txt group; -H 'User-Agent: ...' is the same")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics while crawling, e.g. 127.0.0.1:9464")
 	fl.BoolVar(&f.durable, "durable", false, "fsync the frontier on every change (SQLite synchronous=FULL); the default survives kill -9 but not power loss")
 	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
-	fl.StringVar(&f.echoURL, "echo-url", "", "`URL` that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
-	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response `HEADER` in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL, a `SIZE` (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
 	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out was crawled from to that crawl (without it, such a file is refused)")
 	fl.StringVar(&f.format, "format", "jsonl", "results file `FORMAT`: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
-	fl.StringVar(&f.logLevel, "log-level", "warn", "log to stderr at this `LEVEL`: debug (every learning decision of the limiter, and retries), info, warn or error")
-	fl.BoolVar(&f.verbose, "verbose", false, "same as --log-level debug")
 	fl.StringVar(&f.redis, "redis", "", "distributed mode: Redis `URL` (redis://host:port; a cluster node reaches the cluster) holding the frontier, the workers and the host state shared by every worker started with the same --crawl")
 	fl.StringVar(&f.crawl, "crawl", "", "distributed mode: the crawl's `NAME`; the first worker seeds it from URLFILE, others join with the same command (URLFILE optional)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "distributed mode: how long a dead worker's jobs stay leased before another worker may take them (a live worker keeps its leases alive)")
@@ -204,13 +178,8 @@ type crawlSetup struct {
 func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	var s crawlSetup
 	var err error
-	for _, c := range []struct {
-		name string
-		n    int
-	}{{"--concurrency", f.concurrency}, {"--per-host-concurrency", f.perHostConcurrency}} {
-		if c.n < 1 || c.n > maxConcurrency {
-			return s, fmt.Errorf("%s %d: want 1 to %d", c.name, c.n, maxConcurrency)
-		}
+	if s.limCfg, err = f.limitConfig(); err != nil {
+		return s, err
 	}
 	if f.maxRetries < 0 {
 		return s, fmt.Errorf("--max-retries %d: want 0 or more", f.maxRetries)
@@ -233,18 +202,6 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 			return s, fmt.Errorf("%s %v: want %s", d.name, d.d, want)
 		}
 	}
-	if s.limCfg.HostCeiling, err = parseRate("--host-rate", f.hostRate); err != nil {
-		return s, err
-	}
-	if s.limCfg.FirstGuess, err = parseRate("--lane-rate", f.laneRate); err != nil {
-		return s, err
-	}
-	if s.limCfg.FirstGuess.IsZero() {
-		return s, fmt.Errorf("--lane-rate must be above zero")
-	}
-	if _, err := parseLogLevel(f.logLevel); err != nil {
-		return s, err
-	}
 	if s.format, err = report.ParseFormat(f.format); err != nil {
 		return s, fmt.Errorf("--format %w", err)
 	}
@@ -254,8 +211,6 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if s.monCfg, err = monitorConfig(f.mon); err != nil {
 		return s, err
 	}
-	s.limCfg.HostConcurrency = f.perHostConcurrency
-	s.limCfg.MaxInFlight = f.concurrency
 	s.retry = fetch.RetryPolicy{MaxRetries: f.maxRetries, MaxWait: f.maxWait}
 	if f.maxRetries == 0 {
 		s.retry.MaxRetries = -1 // the flag's 0 means none; the struct's 0 means default
@@ -273,22 +228,8 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		s.userAgent = ua
 	}
 	s.header.Set("User-Agent", s.userAgent)
-	if f.proxies != "" || len(f.proxyURLs) > 0 {
-		exits, err := loadProxies(f.proxies, f.proxyURLs)
-		if err != nil {
-			return s, err
-		}
-		s.exits = append(s.exits, exits...)
-	}
-	if f.proxyTemplate != "" {
-		exits, err := pool.FromTemplate(f.proxyTemplate, f.sessions)
-		if err != nil {
-			return s, fmt.Errorf("--proxy-template: %w", err)
-		}
-		s.exits = append(s.exits, exits...)
-	}
-	if len(s.exits) == 0 {
-		s.exits = []pool.Exit{pool.DirectExit()}
+	if s.exits, err = f.exits(); err != nil {
+		return s, err
 	}
 	if (f.redis == "") != (f.crawl == "") {
 		return s, fmt.Errorf("--redis and --crawl go together")
@@ -320,13 +261,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 		defer uiLn.Close()
 	}
-	logLevel, _ := parseLogLevel(f.logLevel)
-	if f.verbose {
-		logLevel = slog.LevelDebug
-	}
 	// The log and messages go above the progress bar while one is shown.
 	logOut := newSwitchWriter(stderr)
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: logLevel}))
+	logger := f.logger(logOut)
 	setup.limCfg.Logger = logger
 
 	var record *crawlRecord
@@ -406,11 +343,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		dist.lim = lim
 		onSet = dist.onSet
 	}
-	var identity *pool.Identity
-	if f.echoURL != "" || f.exitIPHeader != "" {
-		if identity, err = pool.NewIdentity(pool.IdentityConfig{Header: f.exitIPHeader, EchoURL: f.echoURL}); err != nil {
-			return err
-		}
+	identity, err := f.identity()
+	if err != nil {
+		return err
 	}
 	members := make([]fetch.Member, len(setup.exits))
 	for i, e := range setup.exits {

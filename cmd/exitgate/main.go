@@ -42,6 +42,8 @@ takes one value per line. Each command's --help names its variables.`,
 		newProxiesCmd(),
 		newCrawlCmd(),
 		newStatusCmd(),
+		newServeCmd(),
+		newCACmd(),
 		newBenchCmd(),
 		newDemoCmd(),
 	)

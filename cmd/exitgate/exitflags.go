@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/pflag"
+
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/pool"
+)
+
+// exitFlags are the flags crawl and serve share: the config file, the
+// exits, the limiter, how exits are identified, metrics and logging.
+type exitFlags struct {
+	config             string
+	proxies            string
+	proxyURLs          []string
+	proxyTemplate      string
+	sessions           int
+	concurrency        int
+	perHostConcurrency int
+	hostRate           string
+	laneRate           string
+	echoURL            string
+	exitIPHeader       string
+	metricsAddr        string
+	logLevel           string
+	verbose            bool
+}
+
+// register adds the shared flags to fl.
+func (f *exitFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.config, "config", "", "YAML `FILE` whose keys are these flags' names (without --); the command line and the environment win over it")
+	fl.StringVar(&f.proxies, "proxies", "", "`FILE` with one exit per line: http://user:pass@host:port, socks5://..., host:port, host:port:user:pass, bind:127.0.0.11[-127.0.0.30], direct")
+	fl.StringArrayVarP(&f.proxyURLs, "proxy", "x", nil, "one proxy `URL` (http://user:pass@host:port, socks5://..., or any line --proxies takes), as curl spells it; repeatable, and added to the exits of --proxies")
+	fl.StringVar(&f.proxyTemplate, "proxy-template", "", "proxy `URL` with a {session} placeholder: one sticky exit per session on a rotating gateway")
+	fl.IntVar(&f.sessions, "sessions", 10, "`N`umber of sessions made from --proxy-template")
+	fl.IntVar(&f.concurrency, "concurrency", 32, "requests in flight in total (1 to 10000)")
+	fl.IntVar(&f.perHostConcurrency, "per-host-concurrency", 16, "requests in flight per host (1 to 10000)")
+	fl.StringVar(&f.hostRate, "host-rate", "0", "politeness ceiling per host across all exits, a `RATE` such as 10/s, 600/min, 7/2s or 100/h; 0 means none")
+	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) `RATE`, e.g. 30/min or 2/s; it is learned from there")
+	fl.StringVar(&f.echoURL, "echo-url", "", "`URL` that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
+	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response `HEADER` in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics while running, e.g. 127.0.0.1:9464")
+	fl.StringVar(&f.logLevel, "log-level", "warn", "log to stderr at this `LEVEL`: debug (every learning decision of the limiter, and retries), info, warn or error")
+	fl.BoolVar(&f.verbose, "verbose", false, "same as --log-level debug")
+}
+
+// limitConfig checks the limiter's flags and the log level, and returns the
+// limiter's configuration (without its Logger).
+func (f exitFlags) limitConfig() (limit.Config, error) {
+	var c limit.Config
+	var err error
+	for _, x := range []struct {
+		name string
+		n    int
+	}{{"--concurrency", f.concurrency}, {"--per-host-concurrency", f.perHostConcurrency}} {
+		if x.n < 1 || x.n > maxConcurrency {
+			return c, fmt.Errorf("%s %d: want 1 to %d", x.name, x.n, maxConcurrency)
+		}
+	}
+	if c.HostCeiling, err = parseRate("--host-rate", f.hostRate); err != nil {
+		return c, err
+	}
+	if c.FirstGuess, err = parseRate("--lane-rate", f.laneRate); err != nil {
+		return c, err
+	}
+	if c.FirstGuess.IsZero() {
+		return c, fmt.Errorf("--lane-rate must be above zero")
+	}
+	if _, err := parseLogLevel(f.logLevel); err != nil {
+		return c, err
+	}
+	c.HostConcurrency = f.perHostConcurrency
+	c.MaxInFlight = f.concurrency
+	return c, nil
+}
+
+// exits reads --proxies, -x and --proxy-template; none of them means one
+// direct exit.
+func (f exitFlags) exits() ([]pool.Exit, error) {
+	var out []pool.Exit
+	if f.proxies != "" || len(f.proxyURLs) > 0 {
+		exits, err := loadProxies(f.proxies, f.proxyURLs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, exits...)
+	}
+	if f.proxyTemplate != "" {
+		exits, err := pool.FromTemplate(f.proxyTemplate, f.sessions)
+		if err != nil {
+			return nil, fmt.Errorf("--proxy-template: %w", err)
+		}
+		out = append(out, exits...)
+	}
+	if len(out) == 0 {
+		out = []pool.Exit{pool.DirectExit()}
+	}
+	return out, nil
+}
+
+// identity is how exits are keyed on their IP (--echo-url,
+// --exit-ip-header); nil when neither is set.
+func (f exitFlags) identity() (*pool.Identity, error) {
+	if f.echoURL == "" && f.exitIPHeader == "" {
+		return nil, nil
+	}
+	return pool.NewIdentity(pool.IdentityConfig{Header: f.exitIPHeader, EchoURL: f.echoURL})
+}
+
+// logger logs to w at --log-level (debug with --verbose).
+func (f exitFlags) logger(w io.Writer) *slog.Logger {
+	level, _ := parseLogLevel(f.logLevel)
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/exitgate/exitgate/ca"
+	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/gateway"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/pool"
+	"github.com/exitgate/exitgate/report"
+)
+
+type serveFlags struct {
+	exitFlags
+	listen       string
+	auth         string
+	noIntercept  bool
+	caDir        string
+	connectPorts []int
+	allowPrivate bool
+	wait         time.Duration
+	waitCap      time.Duration
+	timeout      time.Duration
+	drain        time.Duration
+	out          string
+	progress     time.Duration
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Run a local forward proxy that makes any scraper rate-limit-aware",
+		Long: `serve runs an HTTP forward proxy (127.0.0.1:8899 by default) that sends each
+request through the exits of a proxy pool under the same limiter as crawl: one
+learned budget per (host, exit) lane, a polite ceiling per host. Point any
+scraper at it (curl -x, Python requests, Scrapy, Playwright): throttled, banned
+and proxy-failed requests of idempotent methods go again through another exit
+within a wait budget, and past it the client gets a 429 with Retry-After.
+
+HTTPS: CONNECT tunnels are intercepted with a local CA made on first run (in
+--ca-dir; see exitgate ca), so each request inside is limited too; clients must
+trust its certificate (exitgate ca export). --no-intercept passes tunnels
+through instead: one lane per tunnel, and no status is seen.
+
+Control headers, removed before the server sees the request:
+  X-Exitgate-Wait: 30s      this request's wait budget (default --wait)
+  X-Exitgate-Session: ID    a sticky session: the same exit for every request
+                            (or the proxy user name session-ID)
+Answers carry X-Exitgate-Exit and X-Exitgate-Attempts; answers the gateway
+makes itself carry X-Exitgate-Reason.
+
+Security: loopback only, unless --auth sets the credentials clients must send
+(Proxy-Authorization); CONNECT to ports 443 and 80 only (--connect-ports);
+private, loopback and link-local targets refused (--allow-private); requests
+that would loop back to the gateway refused. Credentials are never logged.
+
+Outputs, in --out, when it stops: summary.json and runs/ (as crawl's, with one
+"URL" per client request), learned.json (what the limiter learned, saved every
+30 s and restored on the next start). SIGINT or SIGTERM stops taking clients
+and lets the requests in flight finish (up to --drain); a second signal stops
+at once.`,
+		Example: `  exitgate serve --proxies proxies.txt
+  curl -x http://127.0.0.1:8899 --cacert "$(exitgate ca path)" https://example.com/
+  exitgate serve --proxies proxies.txt --listen 0.0.0.0:8899 --auth scraper:S3cret
+  exitgate serve -x socks5://u:p@proxy1:1080 -x http://proxy2:8080 --no-intercept --host-rate 5/s`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.config != "" {
+				if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
+					return usageError(err)
+				}
+			}
+			return runServe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	f.exitFlags.register(fl)
+	// A gateway multiplexes many clients: more in flight than one crawl.
+	setIntDefault(fl, "concurrency", 256)
+	setIntDefault(fl, "per-host-concurrency", 64)
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8899", "`ADDR`ess to serve on; anything but loopback needs --auth")
+	fl.StringVar(&f.auth, "auth", "", "`USER:PASSWORD` clients must send (Proxy-Authorization: Basic); the user name USER-session-ID asks for a sticky session")
+	fl.BoolVar(&f.noIntercept, "no-intercept", false, "pass CONNECT tunnels through instead of intercepting them with the CA: one lane per tunnel, no status seen")
+	fl.StringVar(&f.caDir, "ca-dir", "", "`DIR`ectory of the CA (made on first run); default $XDG_CONFIG_HOME/exitgate/ca or ~/.config/exitgate/ca")
+	fl.IntSliceVar(&f.connectPorts, "connect-ports", gateway.DefaultConnectPorts(), "`PORTS` CONNECT may reach, comma-separated")
+	fl.BoolVar(&f.allowPrivate, "allow-private", false, "let requests reach loopback, private and link-local addresses (the gateway's own address stays refused)")
+	fl.DurationVar(&f.wait, "wait", gateway.DefaultWaitBudget, "how long a request may wait for a lane, retries included, unless it sends X-Exitgate-Wait (0: not at all)")
+	fl.DurationVar(&f.waitCap, "wait-cap", gateway.DefaultMaxWaitBudget, "the longest X-Exitgate-Wait a client may ask for")
+	fl.DurationVar(&f.timeout, "timeout", gateway.DefaultHeaderTimeout, "how long one attempt may wait for the server's answer headers (bodies are never cut)")
+	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long a first SIGINT/SIGTERM lets requests in flight finish")
+	fl.StringVar(&f.out, "out", "./exitgate-serve", "output `DIR`ectory: summary.json, runs/, learned.json")
+	fl.DurationVar(&f.progress, "progress", time.Minute, "interval of a log line with what was served (0: none)")
+	setDefaultText(fl, "ca-dir", "~/.config/exitgate/ca")
+	setDefaultText(fl, "connect-ports", "443,80")
+	return cmd
+}
+
+// setIntDefault changes the default of an int flag already registered.
+func setIntDefault(fl *pflag.FlagSet, name string, v int) {
+	f := fl.Lookup(name)
+	f.Value.Set(strconv.Itoa(v))
+	f.DefValue = strconv.Itoa(v)
+}
+
+// serveSetup is everything built from serve's flags before anything starts.
+type serveSetup struct {
+	exits  []pool.Exit
+	limCfg limit.Config
+	gw     gateway.Config
+}
+
+func buildServe(f serveFlags) (serveSetup, error) {
+	var s serveSetup
+	var err error
+	if s.limCfg, err = f.limitConfig(); err != nil {
+		return s, err
+	}
+	for _, d := range []struct {
+		name   string
+		d      time.Duration
+		zeroOK bool
+	}{{"--wait", f.wait, true}, {"--wait-cap", f.waitCap, false}, {"--timeout", f.timeout, false},
+		{"--drain", f.drain, true}, {"--progress", f.progress, true}} {
+		if d.d < 0 || d.d == 0 && !d.zeroOK {
+			return s, fmt.Errorf("%s %v: want above 0", d.name, d.d)
+		}
+	}
+	if f.wait > f.waitCap {
+		return s, fmt.Errorf("--wait %v is above --wait-cap %v", f.wait, f.waitCap)
+	}
+	var auth *gateway.Credentials
+	if f.auth != "" {
+		user, pass, ok := strings.Cut(f.auth, ":")
+		if !ok || user == "" || pass == "" {
+			return s, errors.New("--auth: want USER:PASSWORD, both non-empty") // never the value: it is a secret
+		}
+		auth = &gateway.Credentials{User: user, Password: pass}
+	}
+	if err := gateway.CheckListen(f.listen, auth != nil); err != nil {
+		return s, fmt.Errorf("--listen %s: %w; set --auth USER:PASSWORD (or EXITGATE_SERVE_AUTH) so that only your clients can use it", f.listen, err)
+	}
+	if s.exits, err = f.exits(); err != nil {
+		return s, err
+	}
+	wait := f.wait
+	if wait == 0 {
+		wait = -1 // the flag's 0 means no wait; the struct's 0 means the default
+	}
+	s.gw = gateway.Config{
+		Auth: auth, ConnectPorts: f.connectPorts, AllowPrivate: f.allowPrivate,
+		WaitBudget: wait, MaxWaitBudget: f.waitCap, MaxIdleConnsPerHost: f.perHostConcurrency,
+		Transport: pool.TransportConfig{ResponseHeaderTimeout: f.timeout, ProbeTimeout: min(f.timeout, pool.DefaultProbeTimeout)},
+	}
+	return s, nil
+}
+
+func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error {
+	setup, err := buildServe(f)
+	if err != nil {
+		return usageError(err)
+	}
+	logger := f.logger(stderr)
+	setup.limCfg.Logger = logger
+	setup.gw.Logger = logger
+	if !f.noIntercept {
+		dir := f.caDir
+		if dir == "" {
+			if dir, err = ca.DefaultDir(); err != nil {
+				return err
+			}
+		}
+		authority, created, err := ca.Init(dir)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(stderr, "exitgate: made a CA for HTTPS interception: %s (key %s, mode 0600); clients must trust the certificate (exitgate ca export)\n",
+				authority.CertPath(), filepath.Join(dir, ca.KeyFile))
+		}
+		setup.gw.CA = authority
+	}
+	var metricsLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = listenMetrics(f.metricsAddr); err != nil {
+			return usageError(err)
+		}
+		defer metricsLn.Close()
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return usageError(fmt.Errorf("--listen: %w", err))
+	}
+	defer ln.Close()
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+
+	lim, err := limit.New(setup.limCfg)
+	if err != nil {
+		return err
+	}
+	restoreLearned(f.out, lim, time.Now(), stderr)
+	if setup.gw.Identity, err = f.identity(); err != nil {
+		return err
+	}
+	start := time.Now()
+	tally := metrics.NewTally(start)
+	setup.gw.Limiter, setup.gw.Exits, setup.gw.Tally = lim, setup.exits, tally
+	g, err := gateway.New(setup.gw)
+	if err != nil {
+		return err
+	}
+	if f.echoURL != "" {
+		for id, err := range g.ExitSet().Resolve(ctx, 16) {
+			fmt.Fprintf(stderr, "exit %s: IP unknown, keyed by its id: %v\n", id, err)
+		}
+		fmt.Fprintf(stderr, "exitgate: %d exits resolve to %d distinct IPs\n", len(setup.exits), len(g.ExitSet().Keys()))
+	}
+	if metricsLn != nil {
+		reg, err := newRegistry(tally, nil, 50) // as crawl's --metrics-exits default
+		if err == nil {
+			err = reg.Register(g.Collector())
+		}
+		if err != nil {
+			return err
+		}
+		defer serveMetrics(metricsLn, reg, stderr)()
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ln) }()
+	mode := "HTTPS tunnels passed through (--no-intercept)"
+	if setup.gw.CA != nil {
+		mode = "HTTPS intercepted with the CA " + setup.gw.CA.CertPath()
+	}
+	exitWord := "exits"
+	if len(setup.exits) == 1 {
+		exitWord = "exit"
+	}
+	fmt.Fprintf(stderr, "exitgate: serving on http://%s through %d %s; %s\n", ln.Addr(), len(setup.exits), exitWord, mode)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stopSaving := make(chan struct{})
+	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
+	stopProgress := serveProgress(stderr, g, f.progress)
+
+	var runErr error
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = err
+		}
+	case sig := <-sigs:
+		fmt.Fprintf(stderr, "exitgate: %v: draining requests in flight (up to %v; signal again to stop at once)\n", sig, f.drain)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
+		go func() {
+			select {
+			case <-sigs:
+				cancel()
+			case <-dctx.Done():
+			}
+		}()
+		if err := g.Shutdown(dctx); err != nil {
+			fmt.Fprintf(stderr, "exitgate: stopped with requests still in flight: %v\n", err)
+		}
+		cancel()
+		<-served
+	}
+	stopProgress()
+	close(stopSaving)
+	<-saved
+	g.Close()
+
+	st := g.Stats()
+	hostCaps, exitCaps := capacities(lim.Snapshot(time.Now()))
+	sum := report.Summarize(serveCounts(st), tally.Snapshot(time.Now()), hostCaps, exitCaps)
+	if _, err := report.WriteSummary(f.out, sum); err != nil && runErr == nil {
+		runErr = err
+	}
+	report.WriteTable(stdout, sum)
+	fmt.Fprintf(stdout, "Gateway: %d requests, %d done, %d retried through another exit, %d answered 429 by the gateway (wait budget spent), %d tunnels (%d passed through)\n",
+		st.Requests, st.Done, st.Retries, st.BudgetSpent, st.Tunnels, st.Passthrough)
+	fmt.Fprintf(stdout, "Summary: %s\n", filepath.Join(f.out, "summary.json"))
+	return runErr
+}
+
+// serveCounts presents the gateway's clients' requests as a crawl's URLs:
+// done, or "abandoned" with why (the server's status passed on, the wait
+// budget spent, a refusal), so that summary.json reads the same.
+func serveCounts(st gateway.Stats) frontier.Counts {
+	c := frontier.Counts{Done: int(st.Done), AbandonedByReason: map[string]int{}}
+	for why, n := range st.NotDone {
+		c.AbandonedByReason[why] += int(n)
+		c.Abandoned += int(n)
+	}
+	for why, n := range st.Refused {
+		c.AbandonedByReason["refused: "+why] += int(n)
+		c.Abandoned += int(n)
+	}
+	return c
+}
+
+// serveProgress logs what the gateway served every interval (0: never)
+// until the returned function is called.
+func serveProgress(w io.Writer, g *gateway.Gateway, every time.Duration) func() {
+	if every <= 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				st := g.Stats()
+				snap := g.Tally().Snapshot(now)
+				fmt.Fprintf(w, "%s served %d requests: %d done, %d retried, %d given up (wait budget), 429s from servers %.2f%% (last min %.2f%%) | %d in flight, %d connections, %d sessions\n",
+					now.Format("15:04:05"), st.Requests, st.Done, st.Retries, st.BudgetSpent, 100*snap.Total.Ratio429(), 100*snap.Rolling429,
+					st.InFlight, st.Conns, st.Sessions)
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}

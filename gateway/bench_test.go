@@ -1,0 +1,327 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+)
+
+// unlimited is a limiter whose pacing never holds a request back: the
+// benchmarks measure the gateway's own cost (each request still takes and
+// returns a ticket and is judged and learned from).
+func unlimited(tb testing.TB) *limit.Limiter {
+	tb.Helper()
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1e7), MaxLaneRate: limit.PerSecond(1e7),
+		MaxInFlight: 1 << 16, HostConcurrency: 1 << 16})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lim
+}
+
+// benchOrigin serves size bytes per request after a service time drawn
+// evenly from half to one and a half think, so that clients do not march
+// in lockstep waves (which would measure how long a burst of every client
+// at once takes, not a request).
+func benchOrigin(tb testing.TB, size int, think time.Duration) *url.URL {
+	tb.Helper()
+	body := []byte(strings.Repeat("x", size))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if think > 0 {
+			time.Sleep(think/2 + rand.N(think)) // the server's own service time
+		}
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close() })
+	return &url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/page"}
+}
+
+// load is one run of a load generator: clients concurrent keep-alive
+// clients send n requests in all.
+type load struct {
+	reqs    int
+	elapsed time.Duration
+	lat     []time.Duration // sorted
+	errs    int
+}
+
+func (l load) rate() float64 { return float64(l.reqs) / l.elapsed.Seconds() }
+
+func (l load) pct(p float64) time.Duration {
+	if len(l.lat) == 0 {
+		return 0
+	}
+	return l.lat[min(len(l.lat)-1, int(p*float64(len(l.lat))))]
+}
+
+func generate(target *url.URL, proxy *url.URL, clients, n int) load {
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients, DisableCompression: true}
+	if proxy != nil {
+		tr.Proxy = http.ProxyURL(proxy)
+	}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	var next atomic.Int64
+	lats := make([][]time.Duration, clients)
+	errs := make([]int, clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				t0 := time.Now()
+				resp, err := c.Get(target.String())
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					errs[w]++
+					continue
+				}
+				lats[w] = append(lats[w], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	l := load{elapsed: time.Since(start)}
+	for w := range clients {
+		l.lat = append(l.lat, lats[w]...)
+		l.errs += errs[w]
+	}
+	l.reqs = len(l.lat)
+	slices.Sort(l.lat)
+	return l
+}
+
+// BenchmarkGatewayVsDirect measures, side by side in one run, the same
+// load sent to a loopback origin directly and through the gateway: each
+// b.Loop round runs both, alternately, and the figures are over all rounds.
+// Reported: req/s direct and through the gateway, their ratio, p50 and p99
+// latency of each and what the gateway adds.
+//
+//	go test -run '^$' -bench GatewayVsDirect -benchtime 3x ./gateway
+func BenchmarkGatewayVsDirect(b *testing.B) {
+	for _, sc := range []struct {
+		name    string
+		clients int
+		n       int
+		size    int
+		think   time.Duration
+	}{
+		{"1-client-sequential-1KiB", 1, 3000, 1 << 10, 0},
+		{"32-clients-flat-out-1KiB", 32, 20000, 1 << 10, 0},
+		{"32-clients-flat-out-64KiB", 32, 5000, 64 << 10, 0},
+		{"32-clients-server-20ms-16KiB", 32, 5000, 16 << 10, 20 * time.Millisecond},
+		{"1000-clients-server-500ms-4KiB", 1000, 8000, 4 << 10, 500 * time.Millisecond},
+	} {
+		b.Run(sc.name, func(b *testing.B) {
+			origin := benchOrigin(b, sc.size, sc.think)
+			g, err := New(Config{Limiter: unlimited(b), AllowPrivate: true, MaxIdleConnsPerHost: 1024})
+			if err != nil {
+				b.Fatal(err)
+			}
+			proxy := serve(b, g)
+			generate(origin, nil, sc.clients, sc.clients*2) // warm both paths
+			generate(origin, proxy, sc.clients, sc.clients*2)
+			var direct, gw load
+			for b.Loop() {
+				d := generate(origin, nil, sc.clients, sc.n)
+				p := generate(origin, proxy, sc.clients, sc.n)
+				direct.reqs += d.reqs
+				direct.elapsed += d.elapsed
+				direct.lat = append(direct.lat, d.lat...)
+				direct.errs += d.errs
+				gw.reqs += p.reqs
+				gw.elapsed += p.elapsed
+				gw.lat = append(gw.lat, p.lat...)
+				gw.errs += p.errs
+			}
+			slices.Sort(direct.lat)
+			slices.Sort(gw.lat)
+			if direct.errs+gw.errs > 0 {
+				b.Errorf("errors: %d direct, %d through the gateway", direct.errs, gw.errs)
+			}
+			b.ReportMetric(direct.rate(), "direct-req/s")
+			b.ReportMetric(gw.rate(), "gateway-req/s")
+			b.ReportMetric(100*gw.rate()/direct.rate(), "%-of-direct")
+			b.ReportMetric(ms(direct.pct(0.5)), "direct-p50-ms")
+			b.ReportMetric(ms(gw.pct(0.5)), "gateway-p50-ms")
+			b.ReportMetric(ms(direct.pct(0.99)), "direct-p99-ms")
+			b.ReportMetric(ms(gw.pct(0.99)), "gateway-p99-ms")
+			b.ReportMetric(ms(gw.pct(0.99)-direct.pct(0.99)), "added-p99-ms")
+			b.ReportMetric(0, "ns/op") // a round is not an operation worth timing
+		})
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}
+
+// settle polls until f() <= want or 10 s pass, and returns the last value.
+func settle(want int, f func() int) int {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := f()
+		if n <= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond) // polling for goroutines and sockets to wind down; bounded above
+	}
+}
+
+// stable polls f until it gives the same value three times in a row, 50 ms
+// apart (at most 3 s), and returns it.
+func stable(f func() int) int {
+	last, same := f(), 0
+	for range 60 {
+		time.Sleep(50 * time.Millisecond) // polling for background work to wind down; bounded above
+		n := f()
+		if n == last {
+			if same++; same == 2 {
+				break
+			}
+		} else {
+			last, same = n, 0
+		}
+	}
+	return last
+}
+
+// TestThousandConnections: 1,000 client connections at once, each with a
+// request in flight at the same moment (the origin holds every answer until
+// all 1,000 have arrived); every one is answered, and after the load, with
+// the clients gone and idle connections closed, the gateway holds no more
+// goroutines or file descriptors than before. Two rounds: no growth from
+// one to the next either.
+func TestThousandConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 connections")
+	}
+	const conns = 1000
+	var arrived atomic.Int64
+	var hold atomic.Bool // hold every answer until conns requests are in
+	var all atomic.Pointer[chan struct{}]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hold.Load() {
+			io.WriteString(w, "ok")
+			return
+		}
+		ch := *all.Load()
+		if arrived.Add(1) == conns {
+			close(ch)
+		}
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			http.Error(w, "not all requests arrived", http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, "ok")
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	origin := "http://" + ln.Addr().String() + "/"
+
+	g, err := New(Config{Limiter: unlimited(t), AllowPrivate: true, MaxIdleConnsPerHost: conns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := serve(t, g)
+	flush := func() {
+		g.exits.CloseIdleConnections()
+		srv.SetKeepAlivesEnabled(false) // the origin drops idle keep-alives...
+		srv.SetKeepAlivesEnabled(true)  // ...and keeps new ones
+	}
+	// Baseline after one request has warmed every pool.
+	if resp, err := client(proxy, nil).Get(origin); err == nil {
+		resp.Body.Close()
+	}
+	flush()
+	baseG := stable(runtime.NumGoroutine)
+	baseFD := stable(func() int { return openFDs(t) })
+
+	var afterG, afterFD []int
+	for round := range 2 {
+		ch := make(chan struct{})
+		all.Store(&ch)
+		arrived.Store(0)
+		hold.Store(true)
+		var wg sync.WaitGroup
+		var ok, bad atomic.Int64
+		transports := make([]*http.Transport, conns)
+		for i := range conns {
+			transports[i] = &http.Transport{Proxy: http.ProxyURL(proxy), MaxConnsPerHost: 1}
+			wg.Go(func() {
+				c := &http.Client{Transport: transports[i], Timeout: 30 * time.Second}
+				resp, err := c.Get(origin)
+				if err != nil {
+					bad.Add(1)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 && string(b) == "ok" {
+					ok.Add(1)
+				} else {
+					bad.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		hold.Store(false)
+		if ok.Load() != conns {
+			t.Fatalf("round %d: %d of %d concurrent requests answered ok (%d failed)", round, ok.Load(), conns, bad.Load())
+		}
+		for _, tr := range transports {
+			tr.CloseIdleConnections()
+		}
+		flush()
+		afterG = append(afterG, settle(baseG+5, runtime.NumGoroutine))
+		afterFD = append(afterFD, settle(baseFD+5, func() int { return openFDs(t) }))
+		t.Logf("round %d: %d concurrent requests on %d connections answered; goroutines %d (baseline %d), fds %d (baseline %d)",
+			round, conns, conns, afterG[round], baseG, afterFD[round], baseFD)
+	}
+	for round := range 2 {
+		if afterG[round] > baseG+5 || afterFD[round] > baseFD+5 {
+			t.Errorf("round %d left %d goroutines (baseline %d) and %d fds (baseline %d)", round, afterG[round], baseG, afterFD[round], baseFD)
+		}
+	}
+	if st := g.Stats(); st.Conns != 0 || st.InFlight != 0 {
+		t.Errorf("after the load: %d client connections, %d in flight; want none", st.Conns, st.InFlight)
+	}
+}

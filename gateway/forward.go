@@ -1,0 +1,516 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/rlheader"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// target is where a request goes: its scheme and authority (from the
+// absolute URL, or from the tunnel it came through) and the sticky session
+// it asked for.
+type target struct {
+	scheme, authority string
+	session           string
+}
+
+// maxReplayBody is the largest request body kept in memory so that an
+// idempotent request can be sent again through another exit; a longer one
+// (or one of unknown length) is streamed, and sent once.
+const maxReplayBody = 64 << 10
+
+// errBudget: no lane of the host frees up within the wait budget.
+var errBudget = errors.New("gateway: wait budget spent")
+
+// forward sends r to tgt through the limiter, retrying throttled, banned
+// and proxy-failed attempts of idempotent requests through other exits
+// within the wait budget, and streams the answer back to w.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
+	g.stats.inFlight.Add(1)
+	defer g.stats.inFlight.Add(-1)
+	start := time.Now()
+	ctx := r.Context()
+	budget, err := g.waitBudget(r.Header)
+	if err != nil {
+		g.refuse(w, tgt.authority, http.StatusBadRequest, "bad control header", err.Error())
+		return
+	}
+	u := *r.URL
+	u.Scheme, u.Host = tgt.scheme, tgt.authority
+	host := g.hostKey(&u)
+	if host == "" {
+		g.refuse(w, "", http.StatusBadRequest, "no host", "the request names no host")
+		return
+	}
+	body, replay, err := replayable(r)
+	if err != nil {
+		g.refuse(w, host, http.StatusBadRequest, "bad request body", "reading the request body: "+err.Error())
+		return
+	}
+	upgrade := isUpgrade(r.Header)
+	if upgrade {
+		replay = false
+	}
+	var rules classify.Rules
+	if g.cfg.Verdicts != nil {
+		rules = g.cfg.Verdicts(host)
+	}
+	var prof rlheader.Profile
+	if g.cfg.Profile != nil {
+		prof = g.cfg.Profile(host)
+	}
+	deadline := start.Add(budget)
+	var last verdict.Verdict
+	for attempt := 1; ; attempt++ {
+		ticket, next, err := g.acquire(ctx, host, tgt.session, deadline)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil: // the client left
+			case errors.Is(err, errBudget) && last == verdict.ProxyFailure:
+				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next,
+					fmt.Sprintf("exitgate: no exit could reach %s: each failed as a proxy, and none recovers within the wait budget (%v)", host, budget))
+			case errors.Is(err, errBudget):
+				g.stats.throttled.Add(1)
+				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
+					fmt.Sprintf("exitgate: no exit may send to %s within the wait budget (%v): its lanes are paced or cooling down; retry after the time in Retry-After, or send %s with a longer budget", host, budget, HeaderWait))
+			default:
+				g.giveUp(w, host, http.StatusBadGateway, "limiter error", time.Time{}, "exitgate: "+err.Error())
+			}
+			return
+		}
+		member, ok := g.exits.Route(ticket.Exit)
+		if !ok {
+			g.lim.Cancel(ticket, time.Now())
+			g.giveUp(w, host, http.StatusBadGateway, "no exit", time.Time{}, fmt.Sprintf("exitgate: no transport for exit %s", ticket.Exit))
+			return
+		}
+		out := outgoing(ctx, r, &u, body, upgrade)
+		sent := time.Now()
+		resp, err := member.Transport.RoundTrip(out)
+		now := time.Now()
+		canRetry := replay && attempt < g.cfg.MaxAttempts
+		if err != nil {
+			if ctx.Err() != nil {
+				g.lim.Cancel(ticket, now) // the client gave up; the server said nothing
+				return
+			}
+			if re, ok := errRefused(err); ok {
+				g.lim.Cancel(ticket, now) // nothing was sent
+				status := http.StatusForbidden
+				if re.Reason == "loop" {
+					status = http.StatusLoopDetected
+				}
+				g.refuse(w, host, status, re.Reason, re.Error())
+				return
+			}
+			v, _, o := fetch.Judge(fetch.Response{Err: err, At: now}, rules, prof, sent, "")
+			g.lim.Done(ticket, o, now)
+			g.record(host, ticket.Exit, 0, v, rlheader.Signal{}, sent, now, 0)
+			last = v
+			if v == verdict.ProxyFailure && canRetry {
+				g.retried(host)
+				continue
+			}
+			status, why := http.StatusBadGateway, "upstream "+errorClass(err)
+			if why == "upstream timeout" {
+				status = http.StatusGatewayTimeout
+			}
+			g.giveUp(w, host, status, why, time.Time{}, fmt.Sprintf("exitgate: %s through exit %s: %s", host, ticket.Exit, g.scrub(member.ID, err.Error())))
+			return
+		}
+		var sniff []byte
+		if rules.Sniffs(resp.StatusCode) {
+			sniff, resp.Body = peek(resp.Body, classify.DefaultSniffBytes)
+		}
+		var id string // the URL tells one forbidden URL's answers from a wave
+		if resp.StatusCode == http.StatusForbidden {
+			id = u.String()
+		}
+		v, sig, o := fetch.Judge(fetch.Response{Status: resp.StatusCode, Header: resp.Header, Sniff: sniff, At: now, HeaderAt: now},
+			rules, prof, sent, id)
+		g.lim.Done(ticket, o, now)
+		last = v
+		if canRetry && (v == verdict.Throttled || v == verdict.Banned || v == verdict.ProxyFailure) {
+			discard(resp.Body)
+			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
+			g.retried(host)
+			continue
+		}
+		if v == verdict.ProxyFailure {
+			// The exit's proxy refused (407): its answer is not the
+			// server's, and a 407 would ask the client for credentials
+			// the gateway does not want.
+			discard(resp.Body)
+			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
+			g.giveUp(w, host, http.StatusBadGateway, "exit proxy failure", time.Time{},
+				fmt.Sprintf("exitgate: the proxy of exit %s answered %d", ticket.Exit, resp.StatusCode))
+			return
+		}
+		n, cerr := g.respond(w, r, resp, ticket.Exit, attempt)
+		g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, n)
+		switch {
+		case v == verdict.OK && cerr == nil:
+			g.stats.done.Add(1)
+			g.tally.Done(host, ticket.Exit)
+		case v == verdict.OK:
+			g.stats.outcome("client left mid-body")
+		default:
+			why := "status " + strconv.Itoa(resp.StatusCode)
+			g.stats.outcome(why)
+			g.tally.Abandon(host, why)
+		}
+		if g.log.Enabled(ctx, slog.LevelDebug) {
+			g.log.Debug("gateway: forwarded", "host", host, "method", r.Method, "status", resp.StatusCode,
+				"verdict", v.String(), "exit", ticket.Exit, "attempts", attempt, "bytes", n, "ms", time.Since(start).Milliseconds())
+		}
+		return
+	}
+}
+
+// acquire waits, until deadline at most, for a lane of host: the session's
+// exit when the request has a session that has one, else any. On errBudget
+// next is when the host may go, when the limiter can tell.
+func (g *Gateway) acquire(ctx context.Context, host, session string, deadline time.Time) (limit.Ticket, time.Time, error) {
+	begin := time.Now()
+	defer func() {
+		if d := time.Since(begin); d > time.Millisecond {
+			g.tally.HeldBack(host, d)
+		}
+	}()
+	for {
+		var want limit.Want
+		if session != "" {
+			want.Pin = g.sessions.get(session, time.Now())
+		}
+		t, next, err := g.wait(ctx, host, want, deadline)
+		if errors.Is(err, limit.ErrUnknownExit) && want.Pin != "" {
+			g.sessions.drop(session) // its exit left the pool: the session moves
+			continue
+		}
+		if err != nil || session == "" || want.Pin != "" {
+			return t, next, err
+		}
+		if exit := g.sessions.bind(session, t.Exit, time.Now()); exit != t.Exit {
+			// Another request of the session bound it first, elsewhere.
+			g.lim.Cancel(t, time.Now())
+			continue
+		}
+		return t, time.Time{}, nil
+	}
+}
+
+// wait is limit.Wait bounded by deadline: a wait that cannot end in time
+// is errBudget at once, with when the host may go.
+func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadline time.Time) (limit.Ticket, time.Time, error) {
+	// Most requests find a lane free: no timer, no context.
+	now := time.Now()
+	t, ok, next, err := g.lim.Acquire(host, want, now)
+	switch {
+	case err != nil:
+		return limit.Ticket{}, time.Time{}, err
+	case ok:
+		return t, time.Time{}, nil
+	case next.After(deadline):
+		return limit.Ticket{}, next, errBudget
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	t, err = g.lim.Wait(wctx, host, want)
+	cancel()
+	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return t, time.Time{}, err
+	}
+	// The budget is spent (or too short for the next free lane): take a
+	// lane that has just freed up, else say when one will.
+	t, ok, next, err = g.lim.Acquire(host, want, time.Now())
+	switch {
+	case err != nil:
+		return limit.Ticket{}, time.Time{}, err
+	case ok:
+		return t, time.Time{}, nil
+	}
+	return limit.Ticket{}, next, errBudget
+}
+
+// giveUp answers the client for the gateway, when the request cannot be
+// answered by the server, with Retry-After when next is known.
+func (g *Gateway) giveUp(w http.ResponseWriter, host string, status int, why string, next time.Time, msg string) {
+	g.stats.outcome(why)
+	g.tally.Abandon(host, why)
+	var ra time.Duration
+	if !next.IsZero() {
+		ra = max(time.Until(next), time.Second)
+	} else if status == http.StatusTooManyRequests {
+		ra = time.Second
+	}
+	g.log.Info("gateway: gave up", "host", host, "why", why)
+	g.answer(w, status, why, ra, msg)
+}
+
+func (g *Gateway) retried(host string) {
+	g.stats.retries.Add(1)
+	g.tally.Retry(host)
+}
+
+// record counts one attempt in the tally, as the crawl engine does.
+func (g *Gateway) record(host, exit string, status int, v verdict.Verdict, sig rlheader.Signal, sent, at time.Time, n int64) {
+	g.tally.Record(metrics.Event{Host: host, Exit: exit, Status: status, Verdict: v,
+		RetryAfter: sig.RetryAfter, HasRetryAfter: sig.HasRetryAfter, Latency: at.Sub(sent), Bytes: n, At: at})
+}
+
+// scrub removes the exit's credentials from text, such as an error.
+func (g *Gateway) scrub(memberID, s string) string {
+	if e, ok := g.byID[memberID]; ok {
+		return e.Scrub(s)
+	}
+	return s
+}
+
+// replayable returns the body to send with each attempt and whether the
+// request may be sent more than once: its method is idempotent and its body
+// is empty or short enough to keep (it is then read here, once).
+func replayable(r *http.Request) ([]byte, bool, error) {
+	if !idempotent(r.Method) {
+		return nil, false, nil
+	}
+	switch n := r.ContentLength; {
+	case r.Body == nil || r.Body == http.NoBody || n == 0:
+		return nil, true, nil
+	case n < 0 || n > maxReplayBody:
+		return nil, false, nil
+	default:
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, false, err
+		}
+		return b, true, nil
+	}
+}
+
+// idempotent methods may be sent again (RFC 9110 §9.2.2).
+func idempotent(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// hopHeaders are the hop-by-hop headers (RFC 9110 §7.6.1) a proxy must not
+// forward, and the proxy's own.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// removeHop deletes the hop-by-hop headers of h, those Connection names
+// included.
+func removeHop(h http.Header) {
+	for _, f := range h["Connection"] {
+		for sf := range strings.SplitSeq(f, ",") {
+			if sf = textproto.TrimString(sf); sf != "" {
+				h.Del(sf)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		delete(h, k)
+	}
+}
+
+// isUpgrade reports a protocol upgrade request (WebSocket).
+func isUpgrade(h http.Header) bool {
+	if h.Get("Upgrade") == "" {
+		return false
+	}
+	for _, f := range h["Connection"] {
+		for sf := range strings.SplitSeq(f, ",") {
+			if strings.EqualFold(textproto.TrimString(sf), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// outgoing is the request the server gets: r with the absolute URL, without
+// hop-by-hop and control headers, and with body (when kept) or r's own.
+func outgoing(ctx context.Context, r *http.Request, u *url.URL, body []byte, upgrade bool) *http.Request {
+	out := r.Clone(ctx)
+	out.RequestURI = ""
+	out.URL = u
+	out.Host = u.Host
+	out.Close = false
+	var up string
+	if upgrade {
+		up = r.Header.Get("Upgrade")
+	}
+	removeHop(out.Header)
+	for k := range out.Header {
+		if len(k) > len(controlPrefix) && strings.EqualFold(k[:len(controlPrefix)], controlPrefix) {
+			delete(out.Header, k)
+		}
+	}
+	if up != "" {
+		out.Header.Set("Connection", "Upgrade")
+		out.Header.Set("Upgrade", up)
+	}
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // send none, as the client did, not Go's
+	}
+	switch {
+	case body != nil:
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+	case r.ContentLength == 0 || r.Body == nil:
+		out.Body = http.NoBody
+		out.ContentLength = 0
+	}
+	return out
+}
+
+// peek reads up to n bytes of body and returns them with a body that still
+// yields all of it.
+func peek(body io.ReadCloser, n int) ([]byte, io.ReadCloser) {
+	buf := make([]byte, n)
+	k, _ := io.ReadFull(body, buf)
+	buf = buf[:k]
+	return buf, struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf), body), body}
+}
+
+// discard drains a little of a body we drop, so that its connection may be
+// used again, and closes it.
+func discard(body io.ReadCloser) {
+	io.CopyN(io.Discard, body, 64<<10)
+	body.Close()
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// respond streams resp to the client and returns the body bytes copied.
+func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, exit string, attempts int) (int64, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return g.switchProtocols(w, resp, exit)
+	}
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	removeHop(h)
+	if len(resp.Trailer) > 0 {
+		keys := make([]string, 0, len(resp.Trailer))
+		for k := range resp.Trailer {
+			keys = append(keys, k)
+		}
+		h["Trailer"] = []string{strings.Join(keys, ", ")}
+	}
+	h[HeaderExit] = []string{exit}
+	h[HeaderAttempts] = []string{strconv.Itoa(attempts)}
+	w.WriteHeader(resp.StatusCode)
+	if r.Method == http.MethodHead {
+		return 0, nil
+	}
+	n, err := copyBody(w, resp.Body, resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
+	for k, vv := range resp.Trailer {
+		h[k] = vv
+	}
+	return n, err
+}
+
+// copyBody copies body to w. A stream (no length) is flushed whenever a
+// read returns less than the buffer holds, that is, whenever the server has
+// sent nothing more yet: the client sees each piece when the server sends
+// it, and a long body arriving faster than it is copied costs no flush per
+// read.
+func copyBody(w http.ResponseWriter, body io.Reader, stream bool) (int64, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	rc := http.NewResponseController(w)
+	var n int64
+	for {
+		k, rerr := body.Read(buf)
+		if k > 0 {
+			wk, werr := w.Write(buf[:k])
+			n += int64(wk)
+			if werr != nil {
+				return n, werr
+			}
+			if stream && k < len(buf) {
+				if err := rc.Flush(); err != nil {
+					return n, err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// switchProtocols completes an upgrade (WebSocket): the client's
+// connection and the server's are joined until either side closes.
+func (g *Gateway) switchProtocols(w http.ResponseWriter, resp *http.Response, exit string) (int64, error) {
+	up, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		return 0, errors.New("101 without a writable body")
+	}
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	h[HeaderExit] = []string{exit}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "HTTP/1.1 %s\r\n", resp.Status)
+	h.Write(&head)
+	head.WriteString("\r\n")
+	if _, err := conn.Write(head.Bytes()); err != nil {
+		return 0, err
+	}
+	if !g.trackTunnel(conn, true) {
+		return 0, http.ErrServerClosed
+	}
+	defer g.trackTunnel(conn, false)
+	return splice(conn, brw.Reader, up), nil
+}
+
+// errorClass names a transport error in a few words, as the crawl's
+// reasons do.
+func errorClass(err error) string {
+	var ne interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case classify.Error(err) == verdict.ProxyFailure:
+		return "proxy failure"
+	case classify.Error(err) == verdict.Fatal:
+		return "unknown host"
+	}
+	return "error"
+}

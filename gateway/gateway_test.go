@@ -1,0 +1,758 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/exitgate/exitgate/ca"
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/pool"
+)
+
+// fast is a limiter that never holds a request back on its own: the tests
+// that need pacing say so.
+func fast(t testing.TB) *limit.Limiter {
+	t.Helper()
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(10000), MaxInFlight: 4096, HostConcurrency: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// serve starts g on a loopback port until the test ends and returns the
+// proxy URL.
+func serve(t testing.TB, g *Gateway) *url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve(ln) }()
+	t.Cleanup(func() {
+		g.Close()
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+func newGateway(t testing.TB, cfg Config) (*Gateway, *url.URL) {
+	t.Helper()
+	if cfg.Limiter == nil {
+		cfg.Limiter = fast(t)
+	}
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, serve(t, g)
+}
+
+// client returns an HTTP client that uses proxy; roots, if set, are the
+// only CAs it trusts.
+func client(proxy *url.URL, roots *x509.CertPool) *http.Client {
+	tr := &http.Transport{Proxy: http.ProxyURL(proxy), TLSClientConfig: &tls.Config{RootCAs: roots}, MaxIdleConnsPerHost: 64}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func get(t testing.TB, c *http.Client, u string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("GET %s: body: %v", u, err)
+	}
+	return resp, string(b)
+}
+
+// origin is a target server on loopback that records what it saw.
+type origin struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []*http.Request
+}
+
+func newOrigin(t testing.TB, h http.HandlerFunc) *origin {
+	t.Helper()
+	o := &origin{}
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.seen = append(o.seen, r.Clone(context.Background()))
+		o.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+func (o *origin) requests() []*http.Request {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]*http.Request(nil), o.seen...)
+}
+
+func clientIP(r *http.Request) string {
+	h, _, _ := net.SplitHostPort(r.RemoteAddr)
+	return h
+}
+
+func bindExits(t testing.TB, addrs ...string) []pool.Exit {
+	t.Helper()
+	exits, err := pool.Parse(strings.NewReader("bind:"+strings.Join(addrs, "\nbind:")+"\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exits
+}
+
+func TestForwardsPlainHTTPAndStripsControlHeaders(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Origin", "yes")
+		fmt.Fprintf(w, "hello %s %s", r.Method, r.URL.RequestURI())
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	resp, body := get(t, c, o.URL+"/a/b?q=1", HeaderWait, "5s", HeaderSession, "s1", "X-Exitgate-Other", "x", "X-Keep", "kept")
+	if resp.StatusCode != 200 || body != "hello GET /a/b?q=1" || resp.Header.Get("X-Origin") != "yes" {
+		t.Fatalf("GET through the gateway = %d %q (X-Origin %q), want 200 from the origin", resp.StatusCode, body, resp.Header.Get("X-Origin"))
+	}
+	if resp.Header.Get(HeaderExit) != "direct" || resp.Header.Get(HeaderAttempts) != "1" {
+		t.Errorf("answer headers %s=%q %s=%q, want direct and 1", HeaderExit, resp.Header.Get(HeaderExit), HeaderAttempts, resp.Header.Get(HeaderAttempts))
+	}
+	seen := o.requests()
+	if len(seen) != 1 {
+		t.Fatalf("origin saw %d requests, want 1", len(seen))
+	}
+	for k := range seen[0].Header {
+		if strings.HasPrefix(strings.ToLower(k), "x-exitgate") || strings.HasPrefix(strings.ToLower(k), "proxy-") {
+			t.Errorf("origin saw control or proxy header %s", k)
+		}
+	}
+	if seen[0].Header.Get("X-Keep") != "kept" {
+		t.Errorf("origin lost the client's own header X-Keep")
+	}
+}
+
+// A raw client that sends no User-Agent and asks for no compression gets
+// the request to the origin as it sent it: Go's defaults are not added.
+func TestForwardAddsNothing(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, strings.Repeat("z", 2000)) })
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	conn, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s/x HTTP/1.1\r\nHost: %s\r\nProxy-Connection: keep-alive\r\n\r\n", o.URL, strings.TrimPrefix(o.URL, "http://"))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || len(b) != 2000 || resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("raw GET = %d, %d bytes, encoding %q; want 200, 2000 plain bytes", resp.StatusCode, len(b), resp.Header.Get("Content-Encoding"))
+	}
+	r := o.requests()[0]
+	if ua, ok := r.Header["User-Agent"]; ok {
+		t.Errorf("origin saw User-Agent %q, want none (the client sent none)", ua)
+	}
+	if ae := r.Header.Get("Accept-Encoding"); ae != "" {
+		t.Errorf("origin saw Accept-Encoding %q, want none", ae)
+	}
+	// The connection is kept alive: a second request on it works.
+	fmt.Fprintf(conn, "GET %s/y HTTP/1.1\r\nHost: %s\r\n\r\n", o.URL, strings.TrimPrefix(o.URL, "http://"))
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("second request on the kept-alive connection: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// A throttled answer is retried through another exit: the client gets the
+// other exit's 200, never the 429. (What the limiter learns from the 429,
+// for every lane of the host, is package limit's business.)
+func TestRetriesThrottledOnAnotherExit(t *testing.T) {
+	var n atomic.Int64
+	var ips sync.Map
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		ips.Store(clientIP(r), true)
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, clientIP(r))
+	})
+	g, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22")})
+	resp, body := get(t, client(proxy, nil), o.URL+"/p")
+	if resp.StatusCode != 200 || resp.Header.Get(HeaderAttempts) != "2" || body != resp.Header.Get(HeaderExit)[len("bind:"):] {
+		t.Fatalf("GET = %d %q (exit %q, attempts %q), want 200 from the second exit on the second attempt",
+			resp.StatusCode, body, resp.Header.Get(HeaderExit), resp.Header.Get(HeaderAttempts))
+	}
+	if len(keys(&ips)) != 2 {
+		t.Errorf("the origin saw clients %v, want both exits", keys(&ips))
+	}
+	st := g.Stats()
+	if st.Done != 1 || st.Retries != 1 {
+		t.Errorf("stats: done %d, retries %d; want 1 and 1", st.Done, st.Retries)
+	}
+	snap := g.Tally().Snapshot(time.Now())
+	if snap.Total.Throttled429 != 1 || snap.Total.Requests != 2 || snap.Total.Done != 1 || snap.Total.Retries != 1 {
+		t.Errorf("tally: %d requests, %d 429s, %d done, %d retries; want 2, 1, 1, 1",
+			snap.Total.Requests, snap.Total.Throttled429, snap.Total.Done, snap.Total.Retries)
+	}
+}
+
+// A block page bans its lane only: the request goes through another exit,
+// and later requests avoid the banned one.
+func TestRetriesBannedOnAnotherExit(t *testing.T) {
+	var banned atomic.Int64
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if clientIP(r) == "127.0.0.21" {
+			banned.Add(1)
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<title>Attention Required! | Cloudflare</title>")
+			return
+		}
+		io.WriteString(w, clientIP(r))
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22")})
+	c := client(proxy, nil)
+	for i := range 6 {
+		resp, body := get(t, c, fmt.Sprintf("%s/p%d", o.URL, i))
+		if resp.StatusCode != 200 || body != "127.0.0.22" {
+			t.Fatalf("GET %d = %d %q, want 200 from 127.0.0.22", i, resp.StatusCode, body)
+		}
+	}
+	if n := banned.Load(); n > 1 {
+		t.Errorf("the banned exit was asked %d times, want at most once (its lane is quarantined)", n)
+	}
+}
+
+// When every lane is cooling past the wait budget, the client gets the
+// gateway's own 429 with Retry-After, at once, not after the budget.
+func TestWaitBudgetSpentIsAnHonest429(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	g, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22")})
+	c := client(proxy, nil)
+	start := time.Now()
+	resp, body := get(t, c, o.URL+"/x", HeaderWait, "2s")
+	took := time.Since(start)
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 429 || resp.Header.Get(HeaderReason) != "wait budget spent" || ra < 100 || ra > 121 {
+		t.Fatalf("GET = %d (reason %q, Retry-After %q) %q; want the gateway's 429 with Retry-After near 120",
+			resp.StatusCode, resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"), body)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the 429 came after %v; the wait for lanes cooling 120 s should give up at once", took)
+	}
+	if len(o.requests()) != 2 {
+		t.Errorf("origin saw %d requests, want 2 (one per exit, then both cool)", len(o.requests()))
+	}
+	if g.Stats().BudgetSpent != 1 {
+		t.Errorf("BudgetSpent = %d, want 1", g.Stats().BudgetSpent)
+	}
+	// Budget 0: no wait at all.
+	resp, _ = get(t, c, o.URL+"/y", HeaderWait, "0")
+	if resp.StatusCode != 429 || resp.Header.Get(HeaderReason) != "wait budget spent" {
+		t.Errorf("GET with budget 0 = %d %q, want the gateway's 429", resp.StatusCode, resp.Header.Get(HeaderReason))
+	}
+	resp, _ = get(t, c, o.URL+"/z", HeaderWait, "soon")
+	if resp.StatusCode != 400 {
+		t.Errorf("GET with a bad %s = %d, want 400", HeaderWait, resp.StatusCode)
+	}
+}
+
+// A POST is sent once: the server's 429 reaches the client as it is.
+func TestNonIdempotentSentOnce(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, "origin says slow down")
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22")})
+	resp, err := client(proxy, nil).Post(o.URL+"/form", "text/plain", strings.NewReader("a=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 429 || string(b) != "origin says slow down" || resp.Header.Get(HeaderReason) != "" {
+		t.Errorf("POST = %d %q, want the origin's own 429", resp.StatusCode, b)
+	}
+	if n := len(o.requests()); n != 1 {
+		t.Errorf("origin saw %d POSTs, want 1", n)
+	}
+}
+
+// A small PUT body is kept and sent again through the other exit.
+func TestIdempotentBodyReplayed(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, clientIP(r)+" "+string(b))
+		if len(got) == 1 {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22")})
+	req, _ := http.NewRequest(http.MethodPut, o.URL+"/doc", strings.NewReader("payload"))
+	resp, err := client(proxy, nil).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(got) != 2 {
+		t.Fatalf("PUT = %d after %d attempts, want 200 after 2", resp.StatusCode, len(got))
+	}
+	a, b, _ := strings.Cut(got[0], " ")
+	c, d, _ := strings.Cut(got[1], " ")
+	if a == c || b != "payload" || d != "payload" {
+		t.Errorf("origin got %q, want the whole body from each exit", got)
+	}
+}
+
+// Sessions stick to one exit: by header, and by proxy user name.
+func TestStickySessions(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, clientIP(r)) })
+	g, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22", "127.0.0.23")})
+	c := client(proxy, nil)
+	for _, sess := range []string{"alpha", "beta", "gamma", "delta"} {
+		var ip string
+		for i := range 6 {
+			_, body := get(t, c, fmt.Sprintf("%s/%s/%d", o.URL, sess, i), HeaderSession, sess)
+			if ip == "" {
+				ip = body
+			} else if body != ip {
+				t.Errorf("session %s left through %s, then %s", sess, ip, body)
+			}
+		}
+	}
+	u := *proxy
+	u.User = url.UserPassword("session-omega", "x")
+	c2 := client(&u, nil)
+	var ip string
+	for i := range 6 {
+		_, body := get(t, c2, fmt.Sprintf("%s/omega/%d", o.URL, i))
+		if ip == "" {
+			ip = body
+		} else if body != ip {
+			t.Errorf("user-name session left through %s, then %s", ip, body)
+		}
+	}
+	if n := g.Stats().Sessions; n != 5 {
+		t.Errorf("%d sessions remembered, want 5", n)
+	}
+}
+
+// Bodies stream both ways: a large upload reaches the origin whole, and a
+// response the origin writes piece by piece reaches the client piece by
+// piece (the origin waits for the client to see each piece).
+func TestStreamsBothWays(t *testing.T) {
+	seenPiece := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			h := sha256.New()
+			n, _ := io.Copy(h, r.Body)
+			fmt.Fprintf(w, "%d %s", n, hex.EncodeToString(h.Sum(nil)))
+			return
+		}
+		for i := range 3 {
+			fmt.Fprintf(w, "piece %d\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-seenPiece:
+			case <-time.After(10 * time.Second):
+				return // the gateway held the piece back
+			}
+		}
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+
+	const size = 32 << 20
+	src := io.LimitReader(rand32{}, size)
+	h := sha256.New()
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(io.MultiWriter(pw, h), src)
+		pw.CloseWithError(err)
+	}()
+	req, _ := http.NewRequest(http.MethodPost, o.URL+"/upload", pr) // unknown length: chunked
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("%d %s", size, hex.EncodeToString(h.Sum(nil))); string(b) != want {
+		t.Errorf("upload: origin got %q, want %q", b, want)
+	}
+
+	resp, err = c.Get(o.URL + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range 3 {
+		line, err := br.ReadString('\n')
+		if err != nil || line != fmt.Sprintf("piece %d\n", i) {
+			t.Fatalf("stream piece %d = %q, %v", i, line, err)
+		}
+		seenPiece <- struct{}{}
+	}
+}
+
+// rand32 is an endless, cheap, non-constant byte source.
+type rand32 struct{}
+
+func (rand32) Read(p []byte) (int, error) {
+	x := uint32(2463534242)
+	for i := range p {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		p[i] = byte(x)
+	}
+	return len(p), nil
+}
+
+// tlsOrigin is an HTTPS origin offering HTTP/2, and a pool that trusts it.
+func tlsOrigin(t testing.TB, h http.HandlerFunc) (*httptest.Server, *x509.CertPool) {
+	t.Helper()
+	s := httptest.NewUnstartedServer(h)
+	s.EnableHTTP2 = true
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(s.Certificate())
+	return s, roots
+}
+
+func port(t testing.TB, u string) int {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(pu.Port())
+	return p
+}
+
+// HTTPS through CONNECT is intercepted with the CA: the client verifies the
+// gateway's leaf against the CA alone, each request is limited, and the
+// gateway speaks HTTP/2 to the origin that offers it.
+func TestInterceptsHTTPSWithTheCA(t *testing.T) {
+	var protos sync.Map
+	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		protos.Store(r.Proto, true)
+		if r.Header.Get(HeaderSession) != "" {
+			t.Errorf("origin saw %s", HeaderSession)
+		}
+		io.WriteString(w, "secure "+r.URL.Path)
+	})
+	c0, _, err := ca.Init(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, proxy := newGateway(t, Config{AllowPrivate: true, CA: c0, ConnectPorts: []int{port(t, o.URL)},
+		Transport: pool.TransportConfig{TLSClientConfig: &tls.Config{RootCAs: originRoots}}})
+	roots := x509.NewCertPool()
+	roots.AddCert(c0.Certificate())
+	c := client(proxy, roots)
+	for i := range 3 {
+		resp, body := get(t, c, fmt.Sprintf("%s/s%d", o.URL, i), HeaderSession, "tls")
+		if resp.StatusCode != 200 || body != fmt.Sprintf("secure /s%d", i) {
+			t.Fatalf("GET https = %d %q", resp.StatusCode, body)
+		}
+		if resp.TLS == nil || resp.TLS.PeerCertificates[0].Issuer.CommonName != c0.Certificate().Subject.CommonName {
+			t.Errorf("the client did not see the gateway's leaf")
+		}
+	}
+	if _, ok := protos.Load("HTTP/2.0"); !ok {
+		t.Errorf("the origin offers HTTP/2 and saw %v", keys(&protos))
+	}
+	if st := g.Stats(); st.Done != 3 || st.Tunnels != 1 {
+		t.Errorf("stats: done %d, tunnels %d; want 3 requests in 1 kept-alive tunnel", st.Done, st.Tunnels)
+	}
+	// A client that does not trust the CA fails the handshake and gets
+	// nothing.
+	if _, err := client(proxy, nil).Get(o.URL + "/x"); err == nil {
+		t.Errorf("a client that does not trust the CA got an answer")
+	}
+}
+
+func keys(m *sync.Map) []any {
+	var out []any
+	m.Range(func(k, _ any) bool { out = append(out, k); return true })
+	return out
+}
+
+// Without a CA, tunnels pass through: the client sees the origin's own
+// certificate, and one lane is chosen per tunnel.
+func TestPassthroughTunnel(t *testing.T) {
+	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "direct tls") })
+	g, proxy := newGateway(t, Config{AllowPrivate: true, ConnectPorts: []int{port(t, o.URL)}})
+	resp, body := get(t, client(proxy, originRoots), o.URL+"/")
+	if resp.StatusCode != 200 || body != "direct tls" {
+		t.Fatalf("GET through a passed-through tunnel = %d %q", resp.StatusCode, body)
+	}
+	if resp.Header.Get(HeaderExit) != "" {
+		t.Errorf("a passed-through answer carries %s: the gateway saw inside the tunnel", HeaderExit)
+	}
+	if st := g.Stats(); st.Passthrough != 1 {
+		t.Errorf("stats: %d passthrough tunnels, want 1", st.Passthrough)
+	}
+	snap := g.cfg.Limiter.Snapshot(time.Now())
+	if len(snap.Hosts) != 1 {
+		t.Errorf("the limiter knows %d hosts, want the tunnel's", len(snap.Hosts))
+	}
+}
+
+// An exit whose proxy fails is replaced: the request goes through another.
+func TestProxyFailureRetriedElsewhere(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	exits, err := pool.Parse(strings.NewReader("http://user:DeadPw42@"+deadAddr+"\nbind:127.0.0.22\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: exits, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	c := client(proxy, nil)
+	for i := range 4 {
+		resp, body := get(t, c, fmt.Sprintf("%s/%d", o.URL, i))
+		if resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("GET %d = %d %q, want 200 through the working exit", i, resp.StatusCode, body)
+		}
+	}
+	if strings.Contains(logs.String(), "DeadPw42") {
+		t.Errorf("the log shows an exit's password")
+	}
+	// With the working exit gone, the answer says so and shows no password.
+	_, proxy2 := newGateway(t, Config{AllowPrivate: true, Exits: exits[:1]})
+	resp, body := get(t, client(proxy2, nil), o.URL+"/only-dead", HeaderWait, "1s")
+	if resp.StatusCode != http.StatusBadGateway || strings.Contains(body, "DeadPw42") {
+		t.Errorf("GET through a dead exit alone = %d %q, want 502 without the password", resp.StatusCode, body)
+	}
+}
+
+// Shutdown lets a request in flight finish, refuses new clients, and
+// returns once it is done.
+func TestShutdownDrainsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "finished")
+	})
+	g, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := c.Get(o.URL + "/slow")
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- result{resp.StatusCode, string(b), err}
+	}()
+	<-started
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		shut <- g.Shutdown(ctx)
+	}()
+	// New clients are refused once the listener is closed.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", proxy.Host, time.Second)
+		if err != nil {
+			break
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway still accepts connections while shutting down")
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the listener to close; bounded above
+	}
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned %v with a request in flight", err)
+	default:
+	}
+	close(release)
+	r := <-done
+	if r.err != nil || r.status != 200 || r.body != "finished" {
+		t.Errorf("the request in flight got %d %q %v, want it finished", r.status, r.body, r.err)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+}
+
+// A protocol upgrade (WebSocket) is forwarded, and the two connections are
+// joined: bytes flow both ways after the 101.
+func TestUpgradeJoinsConnections(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			http.Error(w, "want an upgrade", http.StatusBadRequest)
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(brw, buf); err == nil {
+			conn.Write(bytes.ToUpper(buf))
+		}
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	conn, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	host := strings.TrimPrefix(o.URL, "http://")
+	fmt.Fprintf(conn, "GET %s/ws HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", o.URL, host)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v, want 101", resp, err)
+	}
+	io.WriteString(conn, "hello")
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "HELLO" {
+		t.Errorf("after the upgrade: %q, %v; want HELLO", got, err)
+	}
+}
+
+// The gateway's metrics: crawl's, from the same tally, and its own.
+func TestMetrics(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/missing") {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	g, proxy := newGateway(t, Config{AllowPrivate: true})
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, g.Tally()); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(g.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	c := client(proxy, nil)
+	get(t, c, o.URL+"/a")
+	get(t, c, o.URL+"/b")
+	get(t, c, o.URL+"/missing")
+	rawRequest(t, proxy, "CONNECT 127.0.0.1:25 HTTP/1.1\r\nHost: 127.0.0.1:25\r\n\r\n")
+	want := `
+# HELP exitgate_gateway_requests_total Client requests the gateway handled, by outcome: done, or why not (status N, wait budget spent, refused: REASON, ...).
+# TYPE exitgate_gateway_requests_total counter
+exitgate_gateway_requests_total{outcome="done"} 2
+exitgate_gateway_requests_total{outcome="refused: connect port"} 1
+exitgate_gateway_requests_total{outcome="status 404"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "exitgate_gateway_requests_total"); err != nil {
+		t.Error(err)
+	}
+	host := strings.TrimPrefix(o.URL, "http://")
+	wantReq := fmt.Sprintf(`
+# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error).
+# TYPE exitgate_requests_total counter
+exitgate_requests_total{host=%q,status="200"} 2
+exitgate_requests_total{host=%q,status="404"} 1
+`, host, host)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantReq), "exitgate_requests_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// An exit's proxy that refuses its credentials (407) is a proxy failure:
+// the request goes through another exit, and when none is left the client
+// gets a 502, never the proxy's 407 (which would ask it for credentials).
+func TestExitProxy407NotPassedOn(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	refuser := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="upstream"`)
+		w.WriteHeader(http.StatusProxyAuthRequired)
+	}))
+	defer refuser.Close()
+	exits, err := pool.Parse(strings.NewReader("http://u:BadPw7@"+strings.TrimPrefix(refuser.URL, "http://")+"\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: exits})
+	resp, body := get(t, client(proxy, nil), o.URL+"/x", HeaderWait, "1s")
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Proxy-Authenticate") != "" || strings.Contains(body, "BadPw7") {
+		t.Errorf("GET through an exit whose proxy answers 407 = %d (Proxy-Authenticate %q) %q; want 502 without a challenge",
+			resp.StatusCode, resp.Header.Get("Proxy-Authenticate"), body)
+	}
+}

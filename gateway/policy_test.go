@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"encoding/base64"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestWaitBudget(t *testing.T) {
+	g := &Gateway{cfg: Config{WaitBudget: 60 * time.Second, MaxWaitBudget: 10 * time.Minute}}
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{"", 60 * time.Second, false},
+		{"30s", 30 * time.Second, false},
+		{"1m30s", 90 * time.Second, false},
+		{"2.5", 2500 * time.Millisecond, false},
+		{"0", 0, false},
+		{" 5 ", 5 * time.Second, false},
+		{"2h", 10 * time.Minute, false}, // capped
+		{"-1s", 0, true},
+		{"-3", 0, true},
+		{"soon", 0, true},
+		{"1e309", 0, true},
+		{"NaN", 0, true},
+	} {
+		h := http.Header{}
+		if tc.in != "" {
+			h.Set(HeaderWait, tc.in)
+		}
+		got, err := g.waitBudget(h)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("waitBudget(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+	g.cfg.WaitBudget = -1 // none
+	if got, _ := g.waitBudget(http.Header{}); got != 0 {
+		t.Errorf("waitBudget with WaitBudget -1 = %v, want 0", got)
+	}
+}
+
+func TestSessionOf(t *testing.T) {
+	for _, tc := range []struct {
+		user, header, want string
+	}{
+		{"", "", ""},
+		{"session-abc", "", "abc"},
+		{"scraper-session-x9", "", "x9"},
+		{"scraper", "", ""},
+		{"session-abc", "hdr", "hdr"},
+		{"", " spaced ", "spaced"},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set(HeaderSession, tc.header)
+		}
+		if got := sessionOf(tc.user, h); got != tc.want {
+			t.Errorf("sessionOf(%q, %q) = %q, want %q", tc.user, tc.header, got, tc.want)
+		}
+	}
+}
+
+func TestSplitHostPort(t *testing.T) {
+	for _, tc := range []struct {
+		in, scheme, host string
+		port             int
+	}{
+		{"example.com", "http", "example.com", 80},
+		{"example.com", "https", "example.com", 443},
+		{"example.com:8080", "http", "example.com", 8080},
+		{"[::1]:443", "https", "::1", 443},
+		{"[::1]", "http", "::1", 80},
+		{"example.com:99999", "http", "example.com", -1},
+		{"example.com:x", "http", "example.com", -1},
+	} {
+		h, p := splitHostPort(tc.in, tc.scheme)
+		if h != tc.host || p != tc.port {
+			t.Errorf("splitHostPort(%q, %q) = %q, %d; want %q, %d", tc.in, tc.scheme, h, p, tc.host, tc.port)
+		}
+	}
+}
+
+// Sessions at fixed instants: idle ones are forgotten, the first binding
+// wins, and past the cap the least recently used go first.
+func TestSessions(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newSessions(10, time.Minute)
+	if got := s.bind("a", "exit1", t0); got != "exit1" {
+		t.Fatalf("bind(a) = %q", got)
+	}
+	if got := s.bind("a", "exit2", t0.Add(time.Second)); got != "exit1" {
+		t.Errorf("a second bind(a) = %q, want the first exit kept", got)
+	}
+	if got := s.get("a", t0.Add(50*time.Second)); got != "exit1" {
+		t.Errorf("get(a) within the idle time = %q", got)
+	}
+	if got := s.get("a", t0.Add(111*time.Second)); got != "" {
+		t.Errorf("get(a) after a minute idle = %q, want forgotten", got)
+	}
+	for i := range 10 {
+		s.bind(string(rune('b'+i)), "e", t0.Add(time.Duration(i)*time.Second))
+	}
+	s.bind("new", "e", t0.Add(20*time.Second)) // over the cap: the oldest tenth goes
+	if s.len() > 10 || s.get("b", t0.Add(21*time.Second)) != "" || s.get("new", t0.Add(21*time.Second)) != "e" {
+		t.Errorf("after eviction: %d sessions, b %q, new %q; want b forgotten, new kept", s.len(),
+			s.get("b", t0.Add(21*time.Second)), s.get("new", t0.Add(21*time.Second)))
+	}
+}
+
+// FuzzControlHeaders: the control headers and Proxy-Authorization never
+// panic whatever a client sends.
+func FuzzControlHeaders(f *testing.F) {
+	for _, s := range []string{"30s", "2.5", "", "-1", "1e309", "Basic " + base64.StdEncoding.EncodeToString([]byte("session-a:x")), "Basic !!", "basic "} {
+		f.Add(s)
+	}
+	g := &Gateway{cfg: Config{WaitBudget: time.Minute, MaxWaitBudget: time.Hour}}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{HeaderWait: {v}, HeaderSession: {v}, "Proxy-Authorization": {v}}
+		d, err := g.waitBudget(h)
+		if err == nil && (d < 0 || d > time.Hour) {
+			t.Errorf("waitBudget(%q) = %v, out of [0, cap]", v, d)
+		}
+		user, _, _ := proxyBasicAuth(&http.Request{Header: h})
+		sessionOf(user, h)
+		splitHostPort(v, "https")
+	})
+}
