@@ -93,8 +93,8 @@
 // Declared quotas (RateLimit-Policy, X-RateLimit-Limit with a window, or
 // with the window inferred from how the resets move) set every lane's pace
 // at Settle under the declared rate, less half a request per window on a
-// sliding-window counter; what remains is a hard stop, never a pace
-// (quota.go). An inferred window is the first usual one (10 s, a minute...)
+// sliding-window counter, or exactly at it on a window seen to be fixed;
+// what remains is a hard stop, never a pace (quota.go). An inferred window is the first usual one (10 s, a minute...)
 // at least as long as the longest reset seen, and at most the smallest move
 // of a reset.
 //

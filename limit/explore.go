@@ -77,6 +77,10 @@ type capacity struct {
 	// rest.
 	declared float64
 	win      quota
+	// exact: the declared quota is a fixed window, paced at its rate
+	// without Settle's margin (quota.go); inexact: a 429 came while it
+	// was, and the margin is back for good.
+	exact, inexact bool
 	// span is the careful proof span: twice the time the first 429 took to
 	// recover from when that reads as a window, within [minSpan, maxSpan].
 	span int64
@@ -153,11 +157,20 @@ func (r *rules) startPace() float64 { return min(r.maxLane, r.settle*r.first) }
 func (h *host) followPace(r *rules) float64 {
 	switch c := &h.cap; {
 	case c.declared > 0:
-		return max(r.minLane, min(r.maxLane, r.settle*c.declared))
+		return max(r.minLane, min(r.maxLane, h.declaredPace(r)))
 	case c.follow > 0:
 		return c.follow
 	}
 	return max(r.minLane, min(r.maxLane, r.first*startShare))
+}
+
+// declaredPace is a lane's pace under a declared quota: Settle under it,
+// or exactly it on a fixed window.
+func (h *host) declaredPace(r *rules) float64 {
+	if h.cap.exact {
+		return h.cap.declared
+	}
+	return r.settle * h.cap.declared
 }
 
 // paceFor is the pace a new lane for exit starts at.
@@ -196,7 +209,7 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	var f float64
 	switch {
 	case c.declared > 0:
-		f = r.settle * c.declared
+		f = h.declaredPace(r)
 	case e.phase == expRamp:
 		// One step behind what the explorer passed: a ramp's run is a
 		// quick proof (a window's quota or a bucket's burst passes it),

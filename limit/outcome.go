@@ -113,6 +113,15 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		return
 	}
 	l.epAt = now
+	if h.cap.exact {
+		// Paced exactly at a fixed window's rate and still pushed back:
+		// its reset came early, or it is not fixed. Settle's margin is
+		// back for good.
+		d := r.declaredRate(&h.cap.win, false)
+		h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, "a 429 on a fixed window paced exactly: Settle under it again")
+		h.cap.declared, h.cap.exact, h.cap.inexact = d, false, true
+		r.updateFollow(h, now, "declared", "Settle under the declared quota")
+	}
 	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
 	// Under what one lane may send: evidence that the budget is not the
 	// lane's own, unless the lane already has a smaller one of its own.

@@ -19,6 +19,15 @@ import (
 // rounded, reaches the limit less one: with a small limit N even pacing
 // must keep half a request of headroom per window, so a declared pace is
 // at most 1-0.6/N of the limit (0.94 for 10 per minute).
+//
+// A fixed window (flask-limiter's, express-rate-limit's) is paced at its
+// declared rate exactly, without Settle's margin: what remains is a hard
+// stop until the reset the server states, so an even pace a little fast
+// only waits at the window's end, and nothing of the window is wasted
+// (Settle's 5% and the sliding headroom cost 6 per minute 10% of its
+// limit). A window is known fixed once a new one began with most of it
+// remaining after the lane had used most of the last; a 429 on the host
+// then (a reset stated early) brings the margin back for good.
 type quota struct {
 	limit  float64 // declared requests per window; 0 = unknown
 	window int64   // declared window, ns; 0 = unknown
@@ -33,7 +42,12 @@ type quota struct {
 	seen       int64 // when the last answer came
 	// sliding: right after a reset the server said little remained, so
 	// the window that ended still counts (a sliding-window counter).
-	sliding  bool
+	sliding bool
+	// fixed: a new window began with most of it remaining after the lane
+	// used most of the last (used counts the takes since the last new
+	// window): a fixed window, whose reset frees all of it.
+	fixed    bool
+	used     float64
 	answered int64 // the reset the last answer said (take may move reset on)
 	nextAt   int64 // even spread of rem until reset, while the window is unknown
 }
@@ -147,6 +161,7 @@ func (q *quota) take(now int64) {
 		q.rem = q.limit
 	}
 	q.rem--
+	q.used++
 	q.spread(now)
 }
 
@@ -175,9 +190,14 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 		if o.Window <= 0 && (q.step == 0 || d < q.step) {
 			q.step = d // keep the smallest move seen: a skipped window shows a multiple
 		}
-		if q.limit > 0 && o.Remaining < q.limit/2 {
-			q.sliding = true // and little remains of it: the last one still counts
+		switch {
+		case q.limit <= 0:
+		case o.Remaining < q.limit/2:
+			q.sliding, q.fixed = true, false // and little remains of it: the last one still counts
+		case !q.sliding && q.used >= q.limit/2:
+			q.fixed = true // a busy window ended and freed all of it
 		}
+		q.used = 0
 	}
 	if o.Window <= 0 {
 		q.wMax = max(q.wMax, int64(o.ResetIn))
@@ -186,6 +206,16 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 	q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
 	q.reset, q.seen = reset, now
 	q.spread(now)
+}
+
+// declaredRate is the rate a declared quota q allows lanes: its rate, less
+// a sliding counter's headroom unless the window is fixed and paced exactly.
+func (r *rules) declaredRate(q *quota, exact bool) float64 {
+	d := q.rate()
+	if q.limit > 0 && !exact {
+		d *= min(1, (1-0.6/q.limit)/r.settle)
+	}
+	return d
 }
 
 // declared applies an outcome's quota fields to lane l (or, when the host
@@ -216,16 +246,19 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	if l.q.step > 0 && (hq.step == 0 || l.q.step < hq.step) {
 		hq.step = l.q.step
 	}
-	d := hq.rate()
-	if hq.limit > 0 {
-		d *= min(1, (1-0.6/hq.limit)/r.settle)
-	}
-	if d <= 0 || d == h.cap.declared {
+	hq.sliding = hq.sliding || l.q.sliding
+	hq.fixed = (hq.fixed || l.q.fixed) && !hq.sliding
+	exact := hq.fixed && hq.grid() && !h.cap.inexact
+	d := r.declaredRate(hq, exact)
+	if d <= 0 || d == h.cap.declared && exact == h.cap.exact {
 		return
 	}
-	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d,
-		fmt.Sprintf("the server declared %g per %v", hq.limit, time.Duration(hq.span()).Round(time.Millisecond)))
-	h.cap.declared = d
+	why := fmt.Sprintf("the server declared %g per %v", hq.limit, time.Duration(hq.span()).Round(time.Millisecond))
+	if exact {
+		why += ", a fixed window: paced at its rate exactly"
+	}
+	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, why)
+	h.cap.declared, h.cap.exact = d, exact
 	h.exp.exit = ""
 	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")
 }

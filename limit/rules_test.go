@@ -354,6 +354,44 @@ func TestDeclaredPace(t *testing.T) {
 	}
 }
 
+// TestFixedWindowExact: once a new window of a declared quota begins with
+// most of it remaining after a busy one, the window is fixed and every lane
+// paces at its rate exactly (Remaining is the stop); a sliding counter's
+// small remainder after its reset, or a 429, keeps Settle's margin.
+func TestFixedWindowExact(t *testing.T) {
+	r := testRules(t, Config{})
+	busyWindow := func(h *host, l *lane, nextRem float64) {
+		l.q = &quota{}
+		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, ResetIn: time.Minute}, sec(0))
+		for i := range 6 {
+			l.q.take(sec(float64(10 * i)))
+		}
+		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: nextRem, HasRemaining: true, ResetIn: time.Minute}, sec(61))
+	}
+	margin := r.settle * min(1, (1-0.6/6)/r.settle) * 0.1
+
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	busyWindow(h, f, 5)
+	if !h.cap.exact || !near(f.pace, 0.1) || !near(h.lanes["e"].pace, 0.1) {
+		t.Errorf("fixed window: exact %v, lanes at %v and %v; want exactly 0.1/s", h.cap.exact, f.pace, h.lanes["e"].pace)
+	}
+	r.throttled(h, f, ticketRec{at: sec(62), laneIv: int64(10 * time.Second)}, &Outcome{RetryAfter: time.Second}, sec(62), sec(62), 0.5)
+	if h.cap.exact || !h.cap.inexact || !near(h.lanes["e"].pace, margin) {
+		t.Errorf("after a 429: exact %v inexact %v, lane at %v; want the margin back (%v)", h.cap.exact, h.cap.inexact, h.lanes["e"].pace, margin)
+	}
+	r.declared(h, f, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, ResetIn: time.Minute}, sec(130))
+	if h.cap.exact {
+		t.Error("exact again after a 429, want the margin for good")
+	}
+
+	s := hostWith(r, "e", "f")
+	busyWindow(s, s.lanes["f"], 1)
+	if s.cap.exact || !near(s.lanes["f"].pace, margin) {
+		t.Errorf("little left after the reset (sliding): exact %v, lane at %v; want %v", s.cap.exact, s.lanes["f"].pace, margin)
+	}
+}
+
 // TestHostRate: the host's own rate is cut per pushback episode, restarts
 // no lower than Settle times what was counted between two episodes, and
 // climbs back no higher than Settle times the rate that drew the last one.
