@@ -142,7 +142,7 @@ type explorer struct {
 	// A re-probe climbs from the settled pace base and keeps the settled
 	// knowledge to give back if its first step is pushed back.
 	reprobe                  bool
-	base, savedHi, savedPass float64
+	base, savedHi, savedPass, savedSent float64
 	// retest: the explorer is trying a stale ceiling again.
 	retest bool
 }
@@ -202,6 +202,17 @@ func (r *rules) adoptExplorer(h *host, l *lane, now int64) {
 	r.setPace(h, l, e.pace)
 }
 
+// heldPace is the pace followers may hold below what the explorer passed:
+// Settle under it; but a careful pass already counts a request less than
+// was sent over its span, itself a margin (9% for 11 requests), so Settle
+// applies to the pace sent, not on top of that.
+func (r *rules) heldPace(c *capacity) float64 {
+	if c.careful && c.extra <= 1 && c.sent > c.pass {
+		return min(c.pass, r.settle*c.sent)
+	}
+	return r.settle * c.pass
+}
+
 // updateFollow recomputes the followers' pace from what is known and applies
 // it to every follower (a slower pace with the series debt of setPace).
 func (r *rules) updateFollow(h *host, now int64, rule, why string) {
@@ -220,13 +231,13 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 		// Settle under what was passed, the margin jitter needs. Where no
 		// burst or window was seen, a quick run's pass is exact: what was
 		// passed then, if Settle under where the explorer was pushed back.
-		f = r.settle * c.pass
+		f = r.heldPace(c)
 		if c.hi > 0 && !c.careful && c.extra < 1 {
 			f = min(c.pass, r.settle*c.hi)
 		}
 		f = max(c.lo, f)
 	default:
-		f = max(c.lo, r.settle*max(c.pass, c.safe))
+		f = max(c.lo, r.heldPace(c), r.settle*c.safe)
 		if c.hi > 0 {
 			f = min(f, r.settle*c.hi)
 		}
@@ -524,7 +535,7 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 		e.fails = min(e.fails+1, maxProbeBackoff)
 		h.note(r, now, "reprobe", l.exit, "ceiling", x, e.savedHi, "a re-probe was pushed back at its first step: the limit stands")
 		c.ceil(e.savedHi, now)
-		c.pass = e.savedPass
+		c.pass, c.sent = e.savedPass, e.savedSent
 		r.setPhase(h, l, expSettled, now, "the limit stands")
 		r.setExplorerPace(h, l, h.followPace(r), now, "reprobe", "back to the settled pace")
 		return
@@ -718,7 +729,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if now-e.quietAt < r.probeEvery || int64(e.okSince) < reprobeQuiet<<e.fails {
 		return
 	}
-	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass = true, false, c.follow, c.hi, c.pass
+	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, c.follow, c.hi, c.pass, c.sent
 	c.hi, c.pass, c.sent = 0, c.follow, c.follow
 	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
 	// Another lane probes each time: if the explorer's IP has a smaller

@@ -354,6 +354,30 @@ func TestDeclaredPace(t *testing.T) {
 	}
 }
 
+// TestHeldPace: followers hold Settle under a quick pass; under a careful
+// pass (one request less than was sent) no lower than that pass or Settle
+// under what was sent, whichever is lower; with a burst seen, Settle under
+// the pass again (a burst lets a pace above the rate run a careful span).
+func TestHeldPace(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		careful    bool
+		extra      float64
+		pass, sent float64
+		want       float64
+	}{
+		{false, 0, 1, 1, r.settle * 1},
+		{true, 0, 0.155, 0.169, 0.155},
+		{true, 0, 0.97, 1.0, r.settle * 1.0},
+		{true, 2, 0.155, 0.169, r.settle * 0.155},
+	} {
+		c := &capacity{careful: tc.careful, extra: tc.extra, pass: tc.pass, sent: tc.sent}
+		if got := r.heldPace(c); !near(got, tc.want) {
+			t.Errorf("careful %v extra %v pass %v sent %v: held %v, want %v", tc.careful, tc.extra, tc.pass, tc.sent, got, tc.want)
+		}
+	}
+}
+
 // TestFixedWindowExact: once a new window of a declared quota begins with
 // most of it remaining after a busy one, the window is fixed and every lane
 // paces at its rate exactly (Remaining is the stop); a sliding counter's
