@@ -20,6 +20,9 @@ import (
 //                its own climbs back on its successes (follow.go).
 //  4. episode    a 429 for a request sent before its lane's current episode
 //                began is the same event: only a longer Retry-After counts.
+//     echo       a 429 with no success since the lane's last one, sent after
+//                the Retry-After it was told, reads nothing of its pace; the
+//                lane waits twice the Retry-After (up to 8 times).
 //  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
 //                the host limits site-wide, its own rate governs (hostrate.go).
 //  6. follow, tier
@@ -112,6 +115,12 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		}
 		return
 	}
+	// Rule echo: pushed back again with no success since its last 429,
+	// sent after the Retry-After it was told: the server remembers longer
+	// than it said (haproxy counting the denied requests over two periods
+	// with a fixed Retry-After). Nothing in it reads the lane's pace, and
+	// the lane waits twice as long each time.
+	echo := o.RetryAfter > 0 && l.eps > 0 && sent >= l.cool
 	l.epAt = now
 	if h.cap.exact {
 		// Paced exactly at a fixed window's rate and still pushed back:
@@ -126,7 +135,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// Under what one lane may send: evidence that the budget is not the
 	// lane's own, unless the lane already has a smaller one of its own.
 	under := l.own() == 0 && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance)))
-	h.ev.add(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
+	if !echo {
+		h.ev.add(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
+	}
 	h.hostPushedBack(now)
 	// A new series: the server's budget for this lane is empty now, so what
 	// it sent before no longer counts against a slower pace.
@@ -144,6 +155,8 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.scope = ScopeExit
 	}
 	switch {
+	case echo:
+		h.note(r, now, "echo", l.exit, "cooldown", 0, 0, fmt.Sprintf("pushed back again after waiting the Retry-After of %v: the server remembers longer; nothing read", o.RetryAfter))
 	case !l.hot && l.exit != h.exp.exit:
 		// Under its pace: evidence of a shared limit, not of this lane's
 		// size. Nothing to learn about the lane. (The explorer's 429s are
@@ -196,6 +209,10 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, now int6
 	}
 	d := int64(ra)
 	why := fmt.Sprintf("Retry-After %v", ra)
+	if d > 0 && l.eps > 1 {
+		d <<= min(l.eps-1, 3) // an echo: the Retry-After was not enough
+		why = fmt.Sprintf("Retry-After %v was not enough: %v", ra, time.Duration(d))
+	}
 	if d <= 0 {
 		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))
 		why = "a 429 without Retry-After: backoff"

@@ -354,6 +354,34 @@ func TestDeclaredPace(t *testing.T) {
 	}
 }
 
+// TestEcho: a lane pushed back again at its first request after the
+// Retry-After it was told reads nothing of its pace (no budget of its own,
+// no evidence) and waits twice as long.
+func TestEcho(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	h.exp.phase = expSettled
+	h.cap.pass = 0.2
+	r.updateFollow(h, sec(0), "test", "")
+	f := h.lanes["f"]
+	f.hot = true
+	iv := int64(1e9 / f.pace)
+	ra := &Outcome{RetryAfter: 30 * time.Second}
+	r.throttled(h, f, ticketRec{at: sec(0), laneIv: iv}, ra, sec(0), sec(0), 0.5)
+	own, evs := f.own(), h.ev.n
+	if f.cool != sec(30) {
+		t.Fatalf("first 429: cool until %v, want 30 s", time.Duration(f.cool-at0))
+	}
+	f.eps = 1 // as cooldown left it; no success since
+	r.throttled(h, f, ticketRec{at: sec(31), laneIv: iv}, ra, sec(31), sec(31), 0.5)
+	if f.cool != sec(91) {
+		t.Errorf("echo: cool until %v, want 91 s (twice the Retry-After)", time.Duration(f.cool-at0))
+	}
+	if f.own() != own || h.ev.n != evs {
+		t.Errorf("echo: own %v -> %v, evidence %d -> %d; want nothing read", own, f.own(), evs, h.ev.n)
+	}
+}
+
 // TestHeldPace: followers hold Settle under a quick pass; under a careful
 // pass (one request less than was sent) no lower than that pass or Settle
 // under what was sent, whichever is lower; with a burst seen, Settle under
