@@ -141,7 +141,7 @@ type explorer struct {
 	fails   uint8 // failed re-probes in a row
 	// A re-probe climbs from the settled pace base and keeps the settled
 	// knowledge to give back if its first step is pushed back.
-	reprobe                  bool
+	reprobe                             bool
 	base, savedHi, savedPass, savedSent float64
 	// retest: the explorer is trying a stale ceiling again.
 	retest bool
