@@ -205,9 +205,11 @@ func (r *rules) adoptExplorer(h *host, l *lane, now int64) {
 // heldPace is the pace followers may hold below what the explorer passed:
 // Settle under it; but a careful pass already counts a request less than
 // was sent over its span, itself a margin (9% for 11 requests), so Settle
-// applies to the pace sent, not on top of that.
+// applies to the pace sent, not on top of that. Not where a burst was seen
+// (it lets a pace above the rate run a careful span), unless the server
+// counts over a window (the careful span covers its first allowance).
 func (r *rules) heldPace(c *capacity) float64 {
-	if c.careful && c.extra <= 1 && c.sent > c.pass {
+	if c.careful && (c.extra <= 1 || c.windowed) && c.sent > c.pass {
 		return min(c.pass, r.settle*c.sent)
 	}
 	return r.settle * c.pass

@@ -403,6 +403,13 @@ func TestHeldPace(t *testing.T) {
 		if got := r.heldPace(c); !near(got, tc.want) {
 			t.Errorf("careful %v extra %v pass %v sent %v: held %v, want %v", tc.careful, tc.extra, tc.pass, tc.sent, got, tc.want)
 		}
+		c.windowed = true // a window: its burst is covered by the careful span
+		if tc.careful {
+			tc.want = min(tc.pass, r.settle*tc.sent)
+		}
+		if got := r.heldPace(c); !near(got, tc.want) {
+			t.Errorf("careful %v extra %v pass %v sent %v windowed: held %v, want %v", tc.careful, tc.extra, tc.pass, tc.sent, got, tc.want)
+		}
 	}
 }
 
