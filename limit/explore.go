@@ -130,6 +130,12 @@ type explorer struct {
 	wtest  int32
 	ramped float64 // the last pace the ramp passed
 	run    run     // the explorer's current run of successes at its pace
+	// Careful runs in a row at one pace (same, within sameRun) add up:
+	// sameN successes, the last run's included. A careful run proves a
+	// request less than it sent, so the search would otherwise try the
+	// same middle again and again without proving more.
+	samePace float64
+	sameN    int32
 	// Since cAt (the explorer's last 429) cN successes; the interval before
 	// it had prevN successes in prevT.
 	cAt, prevT int64
@@ -317,8 +323,16 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	case c.careful:
 		// A window, or a pace passed and then pushed back (a memory the
 		// server keeps longer than a burst): what a careful run proves is
-		// one request less than it sent over its span.
-		passed *= float64(e.run.n-1) / float64(e.run.n)
+		// one request less than it sent over its span (or over the runs in
+		// a row at this pace, unless a bucket's burst was seen: it lets a
+		// pace above the rate run a span, and runs in a row would not
+		// tell).
+		n := e.run.n
+		if e.samePace > 0 && math.Abs(l.pace/e.samePace-1) <= sameRun && (c.extra <= 1 || c.windowed) {
+			n += e.sameN
+		}
+		e.samePace, e.sameN = l.pace, min(n, 1<<20)
+		passed *= float64(n-1) / float64(n)
 	case c.extra > 0:
 		// A burst of extra requests lets a pace above the rate run for a
 		// while: the run proves the rate it implies, and goes on until

@@ -145,6 +145,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if l.exit == h.exp.exit {
 		ser.run = h.exp.run.n
 		h.exp.run = run{}
+		h.exp.samePace, h.exp.sameN = 0, 0
 	}
 	l.serAt, l.serSent, l.serOK = now, 0, 0
 	if r.inferScope(h, now) {

@@ -189,6 +189,43 @@ func TestBisect(t *testing.T) {
 	}
 }
 
+// TestSameRuns: careful runs in a row at one pace add up, so the search
+// does not try the same middle forever proving a request less each time;
+// a 429 starts the count afresh.
+func TestSameRuns(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expBisect
+	h.cap.careful, h.cap.pass, h.cap.span = true, 0.9, minSpan
+	h.cap.ceil(1.026, sec(0))
+	pace := 0.975
+	at := 0.0
+	runAt := func() int32 {
+		r.setExplorerPace(h, e, pace, sec(at), "test", "")
+		h.exp.run = run{}
+		n := int32(0)
+		for pass := h.cap.pass; h.cap.pass == pass; n++ {
+			r.exploreOK(h, e, sec(at), sec(at+0.005))
+			at += 1 / pace
+		}
+		return n
+	}
+	n1 := runAt()
+	if want := pace * float64(n1-1) / float64(n1); !near(h.cap.pass, want) {
+		t.Fatalf("first run of %d: pass %v, want %v", n1, h.cap.pass, want)
+	}
+	h.cap.pass = 0.9 // as if it had proven nothing new
+	n2 := runAt()
+	if n := n1 + n2; !near(h.cap.pass, pace*float64(n-1)/float64(n)) {
+		t.Errorf("second run at the same pace: pass %v, want %v (%d requests in all)", h.cap.pass, pace*float64(n-1)/float64(n), n)
+	}
+	r.throttled(h, e, ticketRec{at: sec(at), laneIv: int64(1e9 / pace)}, &Outcome{}, sec(at), sec(at), 0.5)
+	if h.exp.sameN != 0 {
+		t.Errorf("after a 429: %d successes still counted at the pace, want 0", h.exp.sameN)
+	}
+}
+
 // TestStaleCeiling: a ceiling older than ProbeEvery is tried again before
 // the search settles under it; pushed back there, it stands and the next
 // retest waits twice as long; passed, it is dropped and the explorer climbs

@@ -117,6 +117,7 @@ const hotSlack = int64(50 * time.Millisecond)
 const (
 	costlyIntervals = 20
 	costlyDone      = 1.1
+	sameRun         = 0.01 // careful runs within 1% of one pace add up
 )
 
 // handOffWait: an explorer told to wait longer than this (and than two
