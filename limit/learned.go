@@ -203,6 +203,32 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	h.log.takeOp()
 }
 
+// adoptLearned gives h what another worker's settled search of the host
+// found (lh, without lanes), if h's own search has not settled: its lanes
+// are other exits of the same pool behind the same per-IP limit. Only
+// fresh knowledge is adopted, each share once.
+func (r *rules) adoptLearned(h *host, lh LearnedHost, now int64) {
+	at := lh.At.UnixNano()
+	h.adopted = at
+	age := time.Duration(max(0, now-at))
+	e := &h.exp
+	if !h.exploring() || e.phase == expSettled || e.reprobe || lh.Phase != phaseNames[expSettled] ||
+		lh.Declared > 0 || lh.Scope.shared() || lh.LaneRate <= 0 || age > trustFresh || lh.check() != nil {
+		return
+	}
+	e.run, e.awaitAt, e.wtest, e.retest, e.samePace, e.sameN = run{}, 0, 0, false, 0, 0
+	r.restore(h, lh, age, now)
+	h.note(r, now, "restore", e.exit, "phase", 0, 0, "another worker's search of the host settled: adopted")
+	f := h.followPace(r)
+	for _, l := range h.lanes {
+		p := f
+		if l.own() > 0 {
+			p = min(p, l.pace)
+		}
+		r.setPace(h, l, p)
+	}
+}
+
 // restoreLanes adds the lanes with a budget of their own that h has no
 // lane for.
 func (r *rules) restoreLanes(h *host, lanes []LearnedLane, now int64) {
