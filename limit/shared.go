@@ -11,7 +11,8 @@ import "time"
 // politeness ceiling and the host's own rate are one schedule for every
 // worker; a pause, the scope and a cut of the host rate that one worker
 // learns, the others adopt; a 429 that one worker's lane draws counts as
-// scope evidence in every worker. The learning math stays here, in Go: a
+// scope evidence in every worker; a search of the per-IP limit that settles
+// in one worker is adopted by the workers still searching. The learning math stays here, in Go: a
 // HostShare stores and hands over its results, it does not compute them.
 
 // HostShare is host-level state shared with other Limiters, typically in
