@@ -108,6 +108,7 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	if l.serAt == 0 || now-l.serAt > maxSeries {
 		l.serAt, l.serSent, l.serOK = now, 0, 0
 	}
+	rec.first = l.eps > 0 && l.serSent == 0
 	l.serSent++
 	l.inFlight++
 	h.inFlight++

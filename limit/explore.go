@@ -329,9 +329,11 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// tell).
 		n := e.run.n
 		if e.samePace > 0 && math.Abs(l.pace/e.samePace-1) <= sameRun && (c.extra <= 1 || c.windowed) {
-			n += e.sameN
+			n += e.sameN // the chain keeps the pace it began at: no drift by steps under sameRun
+		} else {
+			e.samePace = l.pace
 		}
-		e.samePace, e.sameN = l.pace, min(n, 1<<20)
+		e.sameN = min(n, 1<<20)
 		passed *= float64(n-1) / float64(n)
 	case c.extra > 0:
 		// A burst of extra requests lets a pace above the rate run for a
@@ -511,6 +513,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 // fixed penalty. What the ramp passed holds, the search refines above it
 // in quick steps, up to the pace that drew the 429.
 func (r *rules) noWindow(h *host, l *lane, now int64) {
+	h.exp.samePace, h.exp.sameN = 0, 0
 	e, c := &h.exp, &h.cap
 	e.wtest, e.run = 0, run{}
 	c.careful, c.windowed, c.span = false, false, 0
@@ -694,6 +697,7 @@ func (h *host) canProbe() bool {
 // carefully from there.
 func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 	e, c := &h.exp, &h.cap
+	e.samePace, e.sameN = 0, 0
 	h.note(r, now, "follow", l.exit, "floor", c.pass, 0, why)
 	if c.hi == 0 || x < c.hi {
 		c.ceil(x, now)
@@ -752,7 +756,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	// budget than others (a reputation tier), the host is not held to it.
 	if ch := h.challenger(l); ch != nil {
 		h.note(r, now, "reprobe", ch.exit, "pace", ch.pace, ch.pace, "this lane explores for the host now")
-		e.exit, e.run = ch.exit, run{}
+		e.exit, e.run, e.samePace, e.sameN = ch.exit, run{}, 0, 0
 		l = ch
 	}
 	r.setPhase(h, l, expBisect, now, "re-probe")

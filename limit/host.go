@@ -143,6 +143,9 @@ type ticketRec struct {
 	at                   int64
 	laneIv, ceilIv, rtIv int64
 	quota, hostQuota     bool
+	// first: the lane's first request since its last 429 (an echo, if
+	// pushed back again with Retry-After).
+	first bool
 }
 
 func newHost(name string) *host {

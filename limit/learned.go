@@ -37,6 +37,11 @@ type LearnedHost struct {
 	// Burst is how many requests beyond its rate the server let a lane
 	// send in a burst, as the explorer measured it.
 	Burst float64 `json:"burst,omitempty"`
+	// Sent is the pace the explorer sent when it passed Pass (a careful
+	// pass counts a request less); Costly that a 429 idles a lane many
+	// intervals there.
+	Sent   float64 `json:"sent,omitempty"`
+	Costly bool    `json:"costly,omitempty"`
 	// SpanSeconds is the careful proof span.
 	SpanSeconds float64 `json:"span_seconds,omitempty"`
 	// HostRate is the host's own rate while it limits site-wide or sheds
@@ -93,6 +98,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		At:       time.Unix(0, max(c.at, h.scopeAt)).UTC(),
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
 		Declared: c.declared, Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
+		Sent: c.sent, Costly: c.costly,
 	}
 	if h.rated() {
 		lh.HostRate, lh.HostRateCeiling, lh.HostRateFloor = h.rate.now, h.rate.hi, h.rate.lo
@@ -159,7 +165,7 @@ func (lh LearnedHost) check() error {
 	switch {
 	case lh.Host == "":
 		return fmt.Errorf("empty host")
-	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate) || bad(lh.Burst):
+	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate) || bad(lh.Burst) || bad(lh.Sent):
 		return fmt.Errorf("host %q: a rate is negative, not a number or absurd", lh.Host)
 	case lh.Scope > ScopeCredential:
 		return fmt.Errorf("host %q: unknown scope %d", lh.Host, lh.Scope)
@@ -181,7 +187,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	fresh := age <= trustFresh
 	if c.declared == 0 && lh.LaneRate > 0 && !lh.Scope.shared() {
 		if fresh {
-			c.pass, c.lo, c.safe = lh.Pass, lh.Floor, lh.Estimate
+			c.pass, c.lo, c.safe, c.sent, c.costly = lh.Pass, lh.Floor, lh.Estimate, lh.Sent, lh.Costly
 			c.ceil(lh.Ceiling, now)
 			c.follow = lh.LaneRate
 			e.phase = expSettled
@@ -211,13 +217,19 @@ func (r *rules) adoptLearned(h *host, lh LearnedHost, now int64) {
 	at := lh.At.UnixNano()
 	h.adopted = at
 	age := time.Duration(max(0, now-at))
-	e := &h.exp
+	e, c := &h.exp, &h.cap
 	if !h.exploring() || e.phase == expSettled || e.reprobe || lh.Phase != phaseNames[expSettled] ||
 		lh.Declared > 0 || lh.Scope.shared() || lh.LaneRate <= 0 || age > trustFresh || lh.check() != nil {
 		return
 	}
-	e.run, e.awaitAt, e.wtest, e.retest, e.samePace, e.sameN = run{}, 0, 0, false, 0, 0
+	if c.hi > 0 && c.hi*(1-tolerance) < lh.LaneRate {
+		return // this worker was pushed back under it: what it measured stands
+	}
+	*e = explorer{exit: e.exit, fails: e.fails}
+	c.hi, c.hiAt = 0, 0
+	scope, hinted, scopeAt := h.scope, h.hinted, h.scopeAt
 	r.restore(h, lh, age, now)
+	h.scope, h.hinted, h.scopeAt = scope, hinted, scopeAt // the adopter's own, as far as it knows
 	h.note(r, now, "restore", e.exit, "phase", 0, 0, "another worker's search of the host settled: adopted")
 	f := h.followPace(r)
 	for _, l := range h.lanes {

@@ -111,7 +111,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		// Rule episode: sent before this lane's episode began, so the same
 		// event, already counted. Only a longer Retry-After is news.
 		if o.RetryAfter > 0 {
-			r.coolUntil(h, l, now+int64(o.RetryAfter), now, "a longer Retry-After from a request already out")
+			r.coolUntil(h, l, now+min(int64(o.RetryAfter), int64(maxRetryAfter)), now, "a longer Retry-After from a request already out")
 		}
 		return
 	}
@@ -120,7 +120,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// than it said (haproxy counting the denied requests over two periods
 	// with a fixed Retry-After). Nothing in it reads the lane's pace, and
 	// the lane waits twice as long each time.
-	echo := o.RetryAfter > 0 && l.eps > 0 && sent >= l.cool
+	echo := o.RetryAfter > 0 && rec.first && l.eps > 0
 	l.epAt = now
 	if h.cap.exact {
 		// Paced exactly at a fixed window's rate and still pushed back:
@@ -185,7 +185,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.note(r, now, "explore", l.exit, "ceiling", h.cap.hi, h.cap.hi, fmt.Sprintf("a 429 costs a lane %v: the search stops within %.0f%%", o.RetryAfter, 100*(costlyDone-1)))
 		h.cap.costly = true
 	}
-	r.cooldown(h, l, x, o.RetryAfter, now, u)
+	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
 	r.handOff(h, l, now)
 }
 
@@ -204,14 +204,14 @@ type series struct {
 // comes after two intervals at the rate its successes came (a bucket has
 // refilled by then), and if it is pushed back again it waits for the longest
 // usual window instead of doubling its way there one 429 at a time.
-func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, now int64, u float64) {
+func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo bool, now int64, u float64) {
 	if l.eps < 255 {
 		l.eps++
 	}
-	d := int64(ra)
+	d := min(int64(ra), int64(maxRetryAfter))
 	why := fmt.Sprintf("Retry-After %v", ra)
-	if d > 0 && l.eps > 1 {
-		d <<= min(l.eps-1, 3) // an echo: the Retry-After was not enough
+	if d > 0 && echo {
+		d <<= min(l.eps-1, 3) // the Retry-After was not enough
 		why = fmt.Sprintf("Retry-After %v was not enough: %v", ra, time.Duration(d))
 	}
 	if d <= 0 {

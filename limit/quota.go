@@ -44,11 +44,14 @@ type quota struct {
 	// the window that ended still counts (a sliding-window counter).
 	sliding bool
 	// fixed: a new window began with most of it remaining after the lane
-	// used most of the last (used counts the takes since the last new
-	// window): a fixed window, whose reset frees all of it.
-	fixed    bool
-	used     float64
-	answered int64 // the reset the last answer said (take may move reset on)
+	// used most of the one just before (used counts the takes in the
+	// current window by the lane's clock, prevUsed in the one before when
+	// it directly preceded, else 0): a fixed window, whose reset frees all
+	// of it. An idle window between tells nothing (a sliding counter's
+	// previous window is empty then too).
+	fixed          bool
+	used, prevUsed float64
+	answered       int64 // the reset the last answer said (take may move reset on)
 	nextAt   int64 // even spread of rem until reset, while the window is unknown
 }
 
@@ -155,8 +158,14 @@ func (q *quota) take(now int64) {
 		}
 		// A new window of the declared size began; the next response
 		// corrects it.
-		for w := q.span(); q.reset <= now; {
+		w, n := q.span(), 0
+		for ; q.reset <= now; n++ {
 			q.reset += w
+		}
+		prev := q.used
+		q.prevUsed, q.used = 0, 0
+		if n == 1 {
+			q.prevUsed = prev // the window just before: a busy one, or not
 		}
 		q.rem = q.limit
 	}
@@ -194,10 +203,9 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 		case q.limit <= 0:
 		case o.Remaining < q.limit/2:
 			q.sliding, q.fixed = true, false // and little remains of it: the last one still counts
-		case !q.sliding && q.used >= q.limit/2:
+		case !q.sliding && q.prevUsed >= q.limit/2:
 			q.fixed = true // a busy window ended and freed all of it
 		}
-		q.used = 0
 	}
 	if o.Window <= 0 {
 		q.wMax = max(q.wMax, int64(o.ResetIn))

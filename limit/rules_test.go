@@ -224,6 +224,15 @@ func TestSameRuns(t *testing.T) {
 	if h.exp.sameN != 0 {
 		t.Errorf("after a 429: %d successes still counted at the pace, want 0", h.exp.sameN)
 	}
+	// A bucket's burst seen (and no window): runs in a row do not add up.
+	h.exp.phase, h.cap.extra, h.cap.pass = expBisect, 2, 0.9
+	h.cap.ceil(1.026, sec(at))
+	n3 := runAt()
+	h.cap.pass = 0.9
+	n4 := runAt()
+	if want := pace * float64(n4-1) / float64(n4); n3 == 0 || !near(h.cap.pass, want) {
+		t.Errorf("with a burst of 2: pass %v after a second run, want %v (that run alone)", h.cap.pass, want)
+	}
 }
 
 // TestStaleCeiling: a ceiling older than ProbeEvery is tried again before
@@ -409,13 +418,24 @@ func TestEcho(t *testing.T) {
 	if f.cool != sec(30) {
 		t.Fatalf("first 429: cool until %v, want 30 s", time.Duration(f.cool-at0))
 	}
-	f.eps = 1 // as cooldown left it; no success since
+	// Not the lane's first request since its 429 (one sent before it
+	// was answered): read as usual, the Retry-After as it is.
 	r.throttled(h, f, ticketRec{at: sec(31), laneIv: iv}, ra, sec(31), sec(31), 0.5)
-	if f.cool != sec(91) {
-		t.Errorf("echo: cool until %v, want 91 s (twice the Retry-After)", time.Duration(f.cool-at0))
+	if f.cool != sec(61) || h.ev.n != evs+1 {
+		t.Errorf("a later request: cool until %v, evidence %d -> %d; want 61 s and one more", time.Duration(f.cool-at0), evs, h.ev.n)
+	}
+	own, evs = f.own(), h.ev.n
+	r.throttled(h, f, ticketRec{at: sec(62), laneIv: iv, first: true}, ra, sec(62), sec(62), 0.5)
+	if want := sec(62) + int64(4*30*time.Second); f.cool != want {
+		t.Errorf("echo after two 429s: cool until %v, want %v (4 times the Retry-After)", time.Duration(f.cool-at0), time.Duration(want-at0))
 	}
 	if f.own() != own || h.ev.n != evs {
 		t.Errorf("echo: own %v -> %v, evidence %d -> %d; want nothing read", own, f.own(), evs, h.ev.n)
+	}
+	// An absurd Retry-After is held to a day.
+	r.throttled(h, f, ticketRec{at: sec(70), laneIv: iv}, &Outcome{RetryAfter: time.Duration(math.MaxInt64)}, sec(70), sec(70), 0.5)
+	if f.cool <= sec(70) || f.cool > sec(70)+int64(24*time.Hour) {
+		t.Errorf("Retry-After of 292 years: cool until %v, want within a day", time.Duration(f.cool-at0))
 	}
 }
 
@@ -426,7 +446,7 @@ func TestAdoptLearned(t *testing.T) {
 	r := testRules(t, Config{})
 	a := hostWith(r, "e", "f")
 	a.exp.phase = expSettled
-	a.cap.pass, a.cap.at = 0.9, sec(10)
+	a.cap.pass, a.cap.at, a.cap.sent, a.cap.costly = 0.9, sec(10), 0.95, true
 	r.updateFollow(a, sec(10), "test", "")
 	v, pub := r.changed(a, sharedMark{})
 	if !pub || v.Learned == nil || !near(v.Learned.LaneRate, a.cap.follow) || v.Learned.Lanes != nil {
@@ -447,6 +467,17 @@ func TestAdoptLearned(t *testing.T) {
 	r.adoptLearned(c, *v.Learned, sec(12))
 	if !near(c.lanes["j"].pace, r.settle*0.5) {
 		t.Errorf("a host settled on its own adopted another's search: lane at %v, want %v", c.lanes["j"].pace, r.settle*0.5)
+	}
+	if b.cap.sent != a.cap.sent || b.cap.costly != a.cap.costly {
+		t.Errorf("adopted: sent %v costly %v, want the searcher's %v, %v", b.cap.sent, b.cap.costly, a.cap.sent, a.cap.costly)
+	}
+	// A worker pushed back under the shared pace keeps what it measured.
+	p := hostWith(r, "m", "n")
+	p.exp.phase = expBisect
+	p.cap.ceil(0.6, sec(11))
+	r.adoptLearned(p, *v.Learned, sec(12))
+	if p.exp.phase == expSettled || p.cap.hi != 0.6 {
+		t.Errorf("pushed back at 0.6, adopted a search settled at %v: phase %v ceiling %v", v.Learned.LaneRate, p.exp.phase, p.cap.hi)
 	}
 	stale := *v.Learned
 	stale.At = time.Unix(0, sec(10)).Add(-time.Hour)
@@ -494,14 +525,16 @@ func TestHeldPace(t *testing.T) {
 // small remainder after its reset, or a 429, keeps Settle's margin.
 func TestFixedWindowExact(t *testing.T) {
 	r := testRules(t, Config{})
-	busyWindow := func(h *host, l *lane, nextRem float64) {
+	window := func(h *host, l *lane, nextAt, nextRem float64) {
 		l.q = &quota{}
 		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, ResetIn: time.Minute}, sec(0))
 		for i := range 6 {
 			l.q.take(sec(float64(10 * i)))
 		}
-		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: nextRem, HasRemaining: true, ResetIn: time.Minute}, sec(61))
+		l.q.take(sec(nextAt)) // the request the next answer is for
+		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: nextRem, HasRemaining: true, ResetIn: time.Minute}, sec(nextAt))
 	}
+	busyWindow := func(h *host, l *lane, nextRem float64) { window(h, l, 61, nextRem) }
 	margin := r.settle * min(1, (1-0.6/6)/r.settle) * 0.1
 
 	h := hostWith(r, "e", "f")
@@ -517,6 +550,14 @@ func TestFixedWindowExact(t *testing.T) {
 	r.declared(h, f, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, ResetIn: time.Minute}, sec(130))
 	if h.cap.exact {
 		t.Error("exact again after a 429, want the margin for good")
+	}
+
+	// A window idle between (a sliding counter's previous window is
+	// empty then too) tells nothing.
+	i := hostWith(r, "e", "f")
+	window(i, i.lanes["f"], 125, 5)
+	if i.cap.exact {
+		t.Error("a busy window, an idle one, then most of one remaining: read as fixed")
 	}
 
 	s := hostWith(r, "e", "f")

@@ -170,3 +170,7 @@ func slop(iv int64) int64 { return min(iv/4, int64(2*time.Millisecond)) }
 // hostSlop is slop for the host ceiling and AIMD pacers, which no server
 // enforces at exactly that rate: up to a whole interval, at most 2ms.
 func hostSlop(iv int64) int64 { return min(iv, int64(2*time.Millisecond)) }
+
+// maxRetryAfter bounds a Retry-After a lane honours: a parser saturates
+// absurd values, and a day is longer than any limit a crawl waits out.
+const maxRetryAfter = 24 * time.Hour
