@@ -52,7 +52,7 @@ type quota struct {
 	fixed          bool
 	used, prevUsed float64
 	answered       int64 // the reset the last answer said (take may move reset on)
-	nextAt   int64 // even spread of rem until reset, while the window is unknown
+	nextAt         int64 // even spread of rem until reset, while the window is unknown
 }
 
 // span is the window in ns: declared, or inferred (0 = unknown). The
