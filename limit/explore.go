@@ -130,12 +130,10 @@ type explorer struct {
 	wtest  int32
 	ramped float64 // the last pace the ramp passed
 	run    run     // the explorer's current run of successes at its pace
-	// Careful runs in a row at one pace (same, within sameRun) add up:
-	// sameN successes, the last run's included. A careful run proves a
-	// request less than it sent, so the search would otherwise try the
-	// same middle again and again without proving more.
-	samePace float64
-	sameN    int32
+	// chain: careful runs in a row at one pace add up. A careful run
+	// proves a request less than it sent, so the search would otherwise
+	// try the same middle again and again without proving more.
+	chain chain
 	// Since cAt (the explorer's last 429) cN successes; the interval before
 	// it had prevN successes in prevT.
 	cAt, prevT int64
@@ -208,6 +206,19 @@ func (r *rules) adoptExplorer(h *host, l *lane, now int64) {
 	r.setPace(h, l, e.pace)
 }
 
+// chain is careful runs in a row at one pace (within sameRun of the first
+// run's): n successes in all, the last run's included.
+type chain struct {
+	pace float64
+	n    int32
+}
+
+// burstCovered reports whether a careful run's own margin (a request less
+// than it sent) covers what the server lets through beyond its rate: no
+// bucket's burst was seen, or the server counts over a window (a careful
+// span covers its first allowance).
+func (c *capacity) burstCovered() bool { return c.extra <= 1 || c.windowed }
+
 // heldPace is the pace followers may hold below what the explorer passed:
 // Settle under it; but a careful pass already counts a request less than
 // was sent over its span, itself a margin (9% for 11 requests), so Settle
@@ -215,7 +226,7 @@ func (r *rules) adoptExplorer(h *host, l *lane, now int64) {
 // (it lets a pace above the rate run a careful span), unless the server
 // counts over a window (the careful span covers its first allowance).
 func (r *rules) heldPace(c *capacity) float64 {
-	if c.careful && (c.extra <= 1 || c.windowed) && c.sent > c.pass {
+	if c.careful && c.burstCovered() && c.sent > c.pass {
 		return min(c.pass, r.settle*c.sent)
 	}
 	return r.settle * c.pass
@@ -328,12 +339,12 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// pace above the rate run a span, and runs in a row would not
 		// tell).
 		n := e.run.n
-		if e.samePace > 0 && math.Abs(l.pace/e.samePace-1) <= sameRun && (c.extra <= 1 || c.windowed) {
-			n += e.sameN // the chain keeps the pace it began at: no drift by steps under sameRun
+		if e.chain.pace > 0 && math.Abs(l.pace/e.chain.pace-1) <= sameRun && c.burstCovered() {
+			n += e.chain.n // the chain keeps the pace it began at: no drift by steps under sameRun
 		} else {
-			e.samePace = l.pace
+			e.chain.pace = l.pace
 		}
-		e.sameN = min(n, 1<<20)
+		e.chain.n = min(n, 1<<20)
 		passed *= float64(n-1) / float64(n)
 	case c.extra > 0:
 		// A burst of extra requests lets a pace above the rate run for a
@@ -513,7 +524,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 // fixed penalty. What the ramp passed holds, the search refines above it
 // in quick steps, up to the pace that drew the 429.
 func (r *rules) noWindow(h *host, l *lane, now int64) {
-	h.exp.samePace, h.exp.sameN = 0, 0
+	h.exp.chain = chain{}
 	e, c := &h.exp, &h.cap
 	e.wtest, e.run = 0, run{}
 	c.careful, c.windowed, c.span = false, false, 0
@@ -697,7 +708,7 @@ func (h *host) canProbe() bool {
 // carefully from there.
 func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 	e, c := &h.exp, &h.cap
-	e.samePace, e.sameN = 0, 0
+	e.chain = chain{}
 	h.note(r, now, "follow", l.exit, "floor", c.pass, 0, why)
 	if c.hi == 0 || x < c.hi {
 		c.ceil(x, now)
@@ -756,7 +767,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	// budget than others (a reputation tier), the host is not held to it.
 	if ch := h.challenger(l); ch != nil {
 		h.note(r, now, "reprobe", ch.exit, "pace", ch.pace, ch.pace, "this lane explores for the host now")
-		e.exit, e.run, e.samePace, e.sameN = ch.exit, run{}, 0, 0
+		e.exit, e.run, e.chain = ch.exit, run{}, chain{}
 		l = ch
 	}
 	r.setPhase(h, l, expBisect, now, "re-probe")

@@ -225,12 +225,13 @@ func (r *rules) adoptLearned(h *host, lh LearnedHost, now int64) {
 	if c.hi > 0 && c.hi*(1-tolerance) < lh.LaneRate {
 		return // this worker was pushed back under it: what it measured stands
 	}
+	was := e.phase
 	*e = explorer{exit: e.exit, fails: e.fails}
 	c.hi, c.hiAt = 0, 0
 	scope, hinted, scopeAt := h.scope, h.hinted, h.scopeAt
 	r.restore(h, lh, age, now)
 	h.scope, h.hinted, h.scopeAt = scope, hinted, scopeAt // the adopter's own, as far as it knows
-	h.note(r, now, "restore", e.exit, "phase", 0, 0, "another worker's search of the host settled: adopted")
+	h.note(r, now, "restore", e.exit, "phase", float64(was), float64(e.phase), "another worker's search of the host settled: adopted")
 	f := h.followPace(r)
 	for _, l := range h.lanes {
 		p := f

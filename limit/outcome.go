@@ -20,9 +20,9 @@ import (
 //                its own climbs back on its successes (follow.go).
 //  4. episode    a 429 for a request sent before its lane's current episode
 //                began is the same event: only a longer Retry-After counts.
-//     echo       a 429 with no success since the lane's last one, sent after
-//                the Retry-After it was told, reads nothing of its pace; the
-//                lane waits twice the Retry-After (up to 8 times).
+//     echo       a 429 with Retry-After on the lane's first request since its
+//                last 429 (no success between) reads nothing of its pace;
+//                the lane waits twice the Retry-After (up to 8 times).
 //  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
 //                the host limits site-wide, its own rate governs (hostrate.go).
 //  6. follow, tier
@@ -115,8 +115,8 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		}
 		return
 	}
-	// Rule echo: pushed back again with no success since its last 429,
-	// sent after the Retry-After it was told: the server remembers longer
+	// Rule echo: pushed back again at its first request since its last
+	// 429, with no success between: the server remembers longer
 	// than it said (haproxy counting the denied requests over two periods
 	// with a fixed Retry-After). Nothing in it reads the lane's pace, and
 	// the lane waits twice as long each time.
@@ -145,7 +145,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if l.exit == h.exp.exit {
 		ser.run = h.exp.run.n
 		h.exp.run = run{}
-		h.exp.samePace, h.exp.sameN = 0, 0
+		h.exp.chain = chain{}
 	}
 	l.serAt, l.serSent, l.serOK = now, 0, 0
 	if r.inferScope(h, now) {

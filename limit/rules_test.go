@@ -221,8 +221,8 @@ func TestSameRuns(t *testing.T) {
 		t.Errorf("second run at the same pace: pass %v, want %v (%d requests in all)", h.cap.pass, pace*float64(n-1)/float64(n), n)
 	}
 	r.throttled(h, e, ticketRec{at: sec(at), laneIv: int64(1e9 / pace)}, &Outcome{}, sec(at), sec(at), 0.5)
-	if h.exp.sameN != 0 {
-		t.Errorf("after a 429: %d successes still counted at the pace, want 0", h.exp.sameN)
+	if h.exp.chain.n != 0 {
+		t.Errorf("after a 429: %d successes still counted at the pace, want 0", h.exp.chain.n)
 	}
 	// A bucket's burst seen (and no window): runs in a row do not add up.
 	h.exp.phase, h.cap.extra, h.cap.pass = expBisect, 2, 0.9
