@@ -127,9 +127,6 @@ type host struct {
 	scope   Scope
 	hinted  bool  // scope came from headers
 	scopeAt int64 // last evidence for a shared scope
-	// adopted is the time of the last settled search another worker
-	// shared that this host adopted (HostView.Learned).
-	adopted int64
 
 	log changeLog
 	c   Counters

@@ -209,39 +209,6 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	h.log.takeOp()
 }
 
-// adoptLearned gives h what another worker's settled search of the host
-// found (lh, without lanes), if h's own search has not settled: its lanes
-// are other exits of the same pool behind the same per-IP limit. Only
-// fresh knowledge is adopted, each share once.
-func (r *rules) adoptLearned(h *host, lh LearnedHost, now int64) {
-	at := lh.At.UnixNano()
-	h.adopted = at
-	age := time.Duration(max(0, now-at))
-	e, c := &h.exp, &h.cap
-	if !h.exploring() || e.phase == expSettled || e.reprobe || lh.Phase != phaseNames[expSettled] ||
-		lh.Declared > 0 || lh.Scope.shared() || lh.LaneRate <= 0 || age > trustFresh || lh.check() != nil {
-		return
-	}
-	if c.hi > 0 && c.hi*(1-tolerance) < lh.LaneRate {
-		return // this worker was pushed back under it: what it measured stands
-	}
-	was := e.phase
-	*e = explorer{exit: e.exit, fails: e.fails}
-	c.hi, c.hiAt = 0, 0
-	scope, hinted, scopeAt := h.scope, h.hinted, h.scopeAt
-	r.restore(h, lh, age, now)
-	h.scope, h.hinted, h.scopeAt = scope, hinted, scopeAt // the adopter's own, as far as it knows
-	h.note(r, now, "restore", e.exit, "phase", float64(was), float64(e.phase), "another worker's search of the host settled: adopted")
-	f := h.followPace(r)
-	for _, l := range h.lanes {
-		p := f
-		if l.own() > 0 {
-			p = min(p, l.pace)
-		}
-		r.setPace(h, l, p)
-	}
-}
-
 // restoreLanes adds the lanes with a budget of their own that h has no
 // lane for.
 func (r *rules) restoreLanes(h *host, lanes []LearnedLane, now int64) {

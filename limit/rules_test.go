@@ -439,55 +439,6 @@ func TestEcho(t *testing.T) {
 	}
 }
 
-// TestAdoptLearned: a settled search is published (without its lanes) and
-// adopted by another worker's host still searching, once; a host that
-// settled on its own keeps what it found.
-func TestAdoptLearned(t *testing.T) {
-	r := testRules(t, Config{})
-	a := hostWith(r, "e", "f")
-	a.exp.phase = expSettled
-	a.cap.pass, a.cap.at, a.cap.sent, a.cap.costly = 0.9, sec(10), 0.95, true
-	r.updateFollow(a, sec(10), "test", "")
-	v, pub := r.changed(a, sharedMark{})
-	if !pub || v.Learned == nil || !near(v.Learned.LaneRate, a.cap.follow) || v.Learned.Lanes != nil {
-		t.Fatalf("settled: published %v, learned %+v; want the lane rate %v without lanes", pub, v.Learned, a.cap.follow)
-	}
-	if _, pub := r.changed(a, a.mark()); pub {
-		t.Error("nothing changed since the mark, but published")
-	}
-	b := hostWith(r, "g", "h")
-	r.adoptLearned(b, *v.Learned, sec(12))
-	if b.exp.phase != expSettled || !near(b.lanes["h"].pace, a.cap.follow) || !near(b.lanes["g"].pace, a.cap.follow) {
-		t.Errorf("adopted: phase %v, lanes at %v and %v; want settled at %v", b.exp.phase, b.lanes["g"].pace, b.lanes["h"].pace, a.cap.follow)
-	}
-	c := hostWith(r, "i", "j")
-	c.exp.phase = expSettled
-	c.cap.pass = 0.5
-	r.updateFollow(c, sec(10), "test", "")
-	r.adoptLearned(c, *v.Learned, sec(12))
-	if !near(c.lanes["j"].pace, r.settle*0.5) {
-		t.Errorf("a host settled on its own adopted another's search: lane at %v, want %v", c.lanes["j"].pace, r.settle*0.5)
-	}
-	if b.cap.sent != a.cap.sent || b.cap.costly != a.cap.costly {
-		t.Errorf("adopted: sent %v costly %v, want the searcher's %v, %v", b.cap.sent, b.cap.costly, a.cap.sent, a.cap.costly)
-	}
-	// A worker pushed back under the shared pace keeps what it measured.
-	p := hostWith(r, "m", "n")
-	p.exp.phase = expBisect
-	p.cap.ceil(0.6, sec(11))
-	r.adoptLearned(p, *v.Learned, sec(12))
-	if p.exp.phase == expSettled || p.cap.hi != 0.6 {
-		t.Errorf("pushed back at 0.6, adopted a search settled at %v: phase %v ceiling %v", v.Learned.LaneRate, p.exp.phase, p.cap.hi)
-	}
-	stale := *v.Learned
-	stale.At = time.Unix(0, sec(10)).Add(-time.Hour)
-	d := hostWith(r, "k", "l")
-	r.adoptLearned(d, stale, sec(12))
-	if d.exp.phase == expSettled {
-		t.Error("adopted a search an hour old")
-	}
-}
-
 // TestHeldPace: followers hold Settle under a quick pass; under a careful
 // pass (one request less than was sent) no lower than that pass or Settle
 // under what was sent, whichever is lower; with a burst seen, Settle under

@@ -11,8 +11,7 @@ import "time"
 // politeness ceiling and the host's own rate are one schedule for every
 // worker; a pause, the scope and a cut of the host rate that one worker
 // learns, the others adopt; a 429 that one worker's lane draws counts as
-// scope evidence in every worker; a search of the per-IP limit that settles
-// in one worker is adopted by the workers still searching. The learning math stays here, in Go: a
+// scope evidence in every worker. The learning math stays here, in Go: a
 // HostShare stores and hands over its results, it does not compute them.
 
 // HostShare is host-level state shared with other Limiters, typically in
@@ -51,11 +50,6 @@ type HostView struct {
 	Cut                          time.Time
 	// Evidence lists recent 429s on lanes of the host (any worker's).
 	Evidence []Evidence
-	// Learned is what a worker's search of the host's per-IP limit found
-	// when it settled (its own lanes' budgets left out): a worker whose
-	// own search has not settled adopts it instead of drawing the same
-	// learning 429s.
-	Learned *LearnedHost
 }
 
 // Evidence is one 429 on a lane: when, at what pace the lane was sent, and
@@ -76,26 +70,16 @@ type sharedMark struct {
 	rate    float64
 	rateEp  int64
 	evCount int
-	settled bool
-	follow  float64
 }
 
 func (h *host) mark() sharedMark {
-	return sharedMark{pause: h.pause, scope: h.scope, rate: h.rate.now, rateEp: h.rate.epAt, evCount: h.ev.n,
-		settled: h.exp.phase == expSettled, follow: h.cap.follow}
+	return sharedMark{pause: h.pause, scope: h.scope, rate: h.rate.now, rateEp: h.rate.epAt, evCount: h.ev.n}
 }
 
 // changed returns what changed on h since m, as a view to publish.
-func (r *rules) changed(h *host, m sharedMark) (HostView, bool) {
+func (h *host) changed(m sharedMark) (HostView, bool) {
 	var v HostView
 	pub := false
-	if h.exploring() && h.exp.phase == expSettled && (!m.settled || m.follow != h.cap.follow) {
-		// The search settled, or what it settled at moved.
-		if lh, ok := h.learned(r); ok {
-			lh.Lanes = nil
-			v.Learned, pub = &lh, true
-		}
-	}
 	if h.pause > m.pause {
 		v.Pause, pub = time.Unix(0, h.pause), true
 	}
@@ -142,9 +126,6 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		}
 		h.rate.lo = max(h.rate.lo, v.RateFloor)
 		h.rate.cumAt, h.rate.cumN = c, 0
-	}
-	if lh := v.Learned; lh != nil && lh.At.UnixNano() > h.adopted {
-		r.adoptLearned(h, *lh, now)
 	}
 	seen := l.sharedSeen(name)
 	newest, added := *seen, false

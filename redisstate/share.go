@@ -144,10 +144,9 @@ return {1, '0'}
 `)
 
 // publishScript: KEYS[1] share hash, KEYS[2] evidence list. ARGV = pause
-// µs, scope, rate, rate ceiling, rate floor, cut µs, the settled search's
-// JSON and its time µs (empty and 0: none), then evidence JSON entries. A
-// later pause wins; a newer cut wins; a shared scope is kept; a newer
-// settled search wins; the evidence list keeps the newest 32.
+// µs, scope, rate, rate ceiling, rate floor, cut µs, then evidence JSON
+// entries. A later pause wins; a newer cut wins; a shared scope is kept;
+// the evidence list keeps the newest 32.
 var publishScript = goredis.NewScript(`
 local pause, scope, cut = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[6])
 local st = redis.call('HMGET', KEYS[1], 'pause', 'cut')
@@ -156,12 +155,8 @@ if scope > 0 then redis.call('HSET', KEYS[1], 'scope', ARGV[2]) end
 if cut > (tonumber(st[2]) or 0) then
   redis.call('HSET', KEYS[1], 'cut', ARGV[6], 'rate', ARGV[3], 'hi', ARGV[4], 'lo', ARGV[5])
 end
-local lat = tonumber(ARGV[8]) or 0
-if lat > 0 and lat > (tonumber(redis.call('HGET', KEYS[1], 'learned_at')) or 0) then
-  redis.call('HSET', KEYS[1], 'learned', ARGV[7], 'learned_at', ARGV[8])
-end
-for k = 9, #ARGV do redis.call('LPUSH', KEYS[2], ARGV[k]) end
-if #ARGV >= 9 then
+for k = 7, #ARGV do redis.call('LPUSH', KEYS[2], ARGV[k]) end
+if #ARGV >= 7 then
   redis.call('LTRIM', KEYS[2], 0, 31)
   redis.call('PEXPIRE', KEYS[2], 3600000)
 end
@@ -233,12 +228,7 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	if down {
 		return
 	}
-	learned, learnedAt := "", int64(0)
-	if v.Learned != nil {
-		b, _ := json.Marshal(v.Learned)
-		learned, learnedAt = string(b), us(v.Learned.At)
-	}
-	args := []any{us(v.Pause), int(v.Scope), v.Rate, v.RateCeiling, v.RateFloor, us(v.Cut), learned, learnedAt}
+	args := []any{us(v.Pause), int(v.Scope), v.Rate, v.RateCeiling, v.RateFloor, us(v.Cut)}
 	for _, ev := range v.Evidence {
 		b, _ := json.Marshal(ev)
 		args = append(args, string(b))
@@ -258,9 +248,6 @@ func merge(w, v limit.HostView) limit.HostView {
 	}
 	if v.Cut.After(w.Cut) {
 		w.Rate, w.RateCeiling, w.RateFloor, w.Cut = v.Rate, v.RateCeiling, v.RateFloor, v.Cut
-	}
-	if v.Learned != nil && (w.Learned == nil || v.Learned.At.After(w.Learned.At)) {
-		w.Learned = v.Learned
 	}
 	w.Evidence = append(w.Evidence, v.Evidence...)
 	if n := len(w.Evidence); n > 32 {
@@ -362,12 +349,6 @@ func (s *Share) refresh(ctx context.Context) {
 		v := limit.HostView{
 			Pause: fromUs(int64(num("pause"))), Scope: limit.Scope(num("scope")),
 			Rate: num("rate"), RateCeiling: num("hi"), RateFloor: num("lo"), Cut: fromUs(int64(num("cut"))),
-		}
-		if raw := m["learned"]; raw != "" {
-			var lh limit.LearnedHost
-			if json.Unmarshal([]byte(raw), &lh) == nil {
-				v.Learned = &lh
-			}
 		}
 		for _, raw := range ls[i].Val() {
 			var ev limit.Evidence

@@ -3,7 +3,6 @@ package redisstate
 import (
 	"context"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -141,41 +140,6 @@ func TestSharedScope(t *testing.T) {
 			if h.Host == host && h.Scope != limit.ScopeHost && i == 2 {
 				t.Fatalf("worker %d: scope %v after 429s on 3 lanes across 3 workers, want host", i, h.Scope)
 			}
-		}
-	}
-}
-
-// TestSharedLearning: what one worker's settled search learned of a host
-// goes through Redis (the newer of two wins) and another worker, still
-// searching, adopts it at its next Acquire.
-func TestSharedLearning(t *testing.T) {
-	r := peertest.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	_, sa := worker(t, rdb, "learn", []string{"e1", "e2"}, limit.Rate{})
-	b, sb := worker(t, rdb, "learn", []string{"e3", "e4"}, limit.Rate{})
-	const host = "l.example"
-	learned := func(rate float64, at time.Time) *limit.LearnedHost {
-		return &limit.LearnedHost{Host: host, Scope: limit.ScopeExit, Phase: "settled", At: at, LaneRate: rate, Pass: rate / 0.97, Ceiling: rate / 0.9}
-	}
-	sa.Publish(host, limit.HostView{Learned: learned(1.5, t0)}, t0)
-	sa.Publish(host, limit.HostView{Learned: learned(0.5, t0.Add(-time.Minute))}, t0) // older: loses
-	tk, ok, _, _ := b.Acquire(host, limit.Want{}, t0.Add(time.Second))
-	if !ok {
-		t.Fatal("first Acquire refused")
-	}
-	b.Done(tk, limit.Outcome{Verdict: verdict.OK}, t0.Add(time.Second))
-	sb.refresh(context.Background())
-	v, _ := sb.View(host)
-	if v.Learned == nil || v.Learned.LaneRate != 1.5 {
-		t.Fatalf("view after refresh: learned %+v, want the newer search (1.5/s)", v.Learned)
-	}
-	if tk, ok, _, _ := b.Acquire(host, limit.Want{}, t0.Add(2*time.Second)); ok {
-		b.Done(tk, limit.Outcome{Verdict: verdict.OK}, t0.Add(2*time.Second))
-	}
-	for _, h := range b.Snapshot(t0.Add(2 * time.Second)).Hosts {
-		if h.Host == host && (h.Phase != "settled" || math.Abs(h.LaneRate.Hz()-1.5) > 1e-3) {
-			t.Errorf("worker b: phase %q lane rate %v, want settled at 1.5/s (adopted)", h.Phase, h.LaneRate)
 		}
 	}
 }
