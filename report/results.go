@@ -351,18 +351,50 @@ func lastByteIs(f io.ReadSeeker, off int64, c byte) bool {
 	return b[0] == c
 }
 
-// idSet is a set of job ids, which are small and dense: a bitset.
-type idSet struct{ bits []uint64 }
+// idSet is a set of job ids: a bitset per value of the id's upper 32 bits.
+// Ids are dense within that: the SQLite frontier numbers jobs 1, 2, 3...
+// (one block), the Redis frontier numbers them host<<32 | sequence (a
+// block per host). One flat bitset over Redis ids would take 2^32 bits
+// (512 MiB) for the first host alone.
+type idSet struct {
+	blocks map[int64][]uint64
+	lastHi int64    // the block of the last add or has, the usual next one
+	last   []uint64 // blocks[lastHi], or nil
+}
+
+const idLowBits = 32
+
+func (s *idSet) block(hi int64) []uint64 {
+	if s.last != nil && hi == s.lastHi {
+		return s.last
+	}
+	b := s.blocks[hi]
+	if b != nil {
+		s.lastHi, s.last = hi, b
+	}
+	return b
+}
 
 func (s *idSet) add(id int64) {
-	i := int(id >> 6)
-	for len(s.bits) <= i {
-		s.bits = append(s.bits, 0)
+	hi, lo := id>>idLowBits, id&(1<<idLowBits-1)
+	b := s.block(hi)
+	if i := int(lo >> 6); i >= len(b) {
+		b = append(b, make([]uint64, i+1-len(b))...)
+		if s.blocks == nil {
+			s.blocks = make(map[int64][]uint64)
+		}
+		s.blocks[hi] = b
+		s.lastHi, s.last = hi, b
 	}
-	s.bits[i] |= 1 << (uint(id) & 63)
+	b[lo>>6] |= 1 << (uint(lo) & 63)
 }
 
 func (s *idSet) has(id int64) bool {
-	i := int(id >> 6)
-	return id >= 0 && i < len(s.bits) && s.bits[i]&(1<<(uint(id)&63)) != 0
+	if id < 0 {
+		return false
+	}
+	hi, lo := id>>idLowBits, id&(1<<idLowBits-1)
+	b := s.block(hi)
+	i := int(lo >> 6)
+	return i < len(b) && b[i]&(1<<(uint(lo)&63)) != 0
 }

@@ -164,3 +164,34 @@ func readRows(t *testing.T, path string, format Format) []Result {
 	}
 	return out
 }
+
+// The Redis frontier's job ids are host<<32 | sequence: the set of ids read
+// back from results.jsonl must stay the size of the ids, not of their value
+// (a flat bitset took 512 MiB and minutes under -race for the first host,
+// and a distributed worker sat in Close past its run).
+func TestIDSetSparseHighIDs(t *testing.T) {
+	var s idSet
+	for host := int64(1); host <= 3; host++ {
+		for seq := int64(1); seq <= 1000; seq += 2 {
+			s.add(host<<32 | seq)
+		}
+	}
+	s.add(5) // a SQLite-style id alongside
+	for host := int64(1); host <= 3; host++ {
+		for seq := int64(1); seq <= 1000; seq++ {
+			if got, want := s.has(host<<32|seq), seq%2 == 1; got != want {
+				t.Fatalf("has(%d<<32|%d) = %v, want %v", host, seq, got, want)
+			}
+		}
+	}
+	if !s.has(5) || s.has(4) || s.has(4<<32|1) || s.has(-1) {
+		t.Fatal("has is wrong outside the blocks added")
+	}
+	words := 0
+	for _, b := range s.blocks {
+		words += len(b)
+	}
+	if words > 4*(1000/64+1) {
+		t.Fatalf("%d words for 1,501 ids: the set grows with the ids' values", words)
+	}
+}
