@@ -3,8 +3,9 @@
 // worker's limiter and a per-IP decision costs no round trip.
 //
 // Each worker heartbeats a membership lease (Config.TTL). Every exit goes
-// to one live worker by rendezvous hashing (highest hash of exit and
-// worker), so a join or a death moves only the exits that must move. A
+// to one live worker by rendezvous hashing with bounded loads (the highest
+// hash of exit and worker among the workers whose share is not full: see
+// Share), so shares are even and a join or a death moves few exits. A
 // worker takes an exit only once its previous owner let go: the owner
 // drops a moving exit from its limiter at once, keeps its lease for
 // Config.Handover (so that the new owner does not send right after the
@@ -228,27 +229,68 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// Share returns the exits that rendezvous hashing gives worker me among
-// members: each exit goes to the member with the highest hash of the pair.
+// Share returns the exits that worker me owns among members: rendezvous
+// hashing with bounded loads. Each exit goes to the member with the highest
+// hash of the pair that still has room, a member holding at most
+// its fair share (exits/members, rounded up for as many members as the
+// remainder, down for the others); exits are placed in an order of their
+// own hashes, which the members do not change. Plain rendezvous hashing
+// leaves shares uneven on a small pool (6 exits over 3 workers: one worker
+// in four runs owned none, another four); bounded, shares differ by one
+// exit at most. A join still moves mostly the exits the newcomer takes:
+// an exit moves between the others only where a share's bound shrank.
 func Share(exits, members []string, me string) []string {
+	if len(members) == 0 {
+		return nil
+	}
+	floor, over := len(exits)/len(members), len(exits)%len(members) // over members may hold floor+1
+	order := slices.Clone(exits)
+	slices.SortFunc(order, func(a, b string) int {
+		if c := cmpU64(pairHash(a, ""), pairHash(b, "")); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	load := make([]int, len(members))
 	var out []string
-	for _, e := range exits {
-		best, bestH := "", uint64(0)
-		for _, m := range members {
-			h := fnv.New64a()
-			h.Write([]byte(e))
-			h.Write([]byte{0})
-			h.Write([]byte(m))
-			if v := mix(h.Sum64()); best == "" || v > bestH || (v == bestH && m < best) {
-				best, bestH = m, v
+	for _, e := range order {
+		best, bestH := -1, uint64(0)
+		for i, m := range members {
+			if load[i] > floor || (load[i] == floor && over == 0) {
+				continue
+			}
+			if v := pairHash(e, m); best < 0 || v > bestH || (v == bestH && m < members[best]) {
+				best, bestH = i, v
 			}
 		}
-		if best == me {
+		if load[best]++; load[best] > floor {
+			over--
+		}
+		if members[best] == me {
 			out = append(out, e)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// pairHash is the rendezvous score of exit e on member m.
+func pairHash(e, m string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(e))
+	h.Write([]byte{0})
+	h.Write([]byte(m))
+	return mix(h.Sum64())
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // mix is splitmix64's finalizer: FNV alone spreads names that differ in
