@@ -76,6 +76,7 @@ type Fleet struct {
 	owned    []string             // exits this worker uses
 	leaving  map[string]time.Time // exits dropped, released at the time
 	lastBeat time.Time
+	leads    map[string]string // host -> its lead exit (LeadExit), cached
 }
 
 // Join registers this worker, takes its share of the exits and calls
@@ -301,6 +302,38 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// LeadExit returns the exit whose owner searches host's per-IP limit for
+// the whole crawl: the exit of the pool with the highest rendezvous hash
+// for the host. It moves only when the pool changes; its owner, with the
+// exit.
+func LeadExit(host string, exits []string) string {
+	best, bestH := "", uint64(0)
+	for _, e := range exits {
+		if v := pairHash(host, e); best == "" || v > bestH || (v == bestH && e < best) {
+			best, bestH = e, v
+		}
+	}
+	return best
+}
+
+// Leads reports whether this worker owns host's lead exit (LeadExit), and
+// so searches the host's per-IP limit for every worker (limit.HostShare's
+// Leads). While the exit is handed over, no worker leads: the others' lanes
+// keep the pace they hold.
+func (f *Fleet) Leads(host string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lead, ok := f.leads[host]
+	if !ok {
+		lead = LeadExit(host, f.cfg.Exits)
+		if f.leads == nil || len(f.leads) >= 1<<16 {
+			f.leads = map[string]string{} // bounded: recomputed when needed
+		}
+		f.leads[host] = lead
+	}
+	return slices.Contains(f.owned, lead)
 }
 
 // Run heartbeats every TTL/3 and saves what the limiter learned every

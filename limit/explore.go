@@ -192,7 +192,7 @@ func (h *host) exploring() bool { return h.cap.declared == 0 && !h.scope.shared(
 // adoptExplorer makes l the explorer if the host has none.
 func (r *rules) adoptExplorer(h *host, l *lane, now int64) {
 	e := &h.exp
-	if e.exit != "" || !h.exploring() {
+	if e.exit != "" || !h.exploring() || h.led {
 		return
 	}
 	if e.pace == 0 {
@@ -240,6 +240,8 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	switch {
 	case c.declared > 0:
 		f = h.declaredPace(r)
+	case h.led && h.ledPace > 0:
+		f = h.ledPace // another worker leads the search (followLead)
 	case e.phase == expRamp:
 		// One step behind what the explorer passed: a ramp's run is a
 		// quick proof (a window's quota or a bucket's burst passes it),

@@ -128,6 +128,14 @@ type host struct {
 	hinted  bool  // scope came from headers
 	scopeAt int64 // last evidence for a shared scope
 
+	// led: another worker of the crawl searches this host's per-IP limit
+	// (HostShare.Leads); this Limiter has no explorer, and its followers
+	// hold ledPace, the pace the leading worker published (set at ledAt;
+	// 0: none yet, the followers' start pace).
+	led    bool
+	ledPace float64
+	ledAt  int64
+
 	log changeLog
 	c   Counters
 	// waves holds the recent Forbidden answers of lanes that have some

@@ -222,7 +222,7 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) {
 	if h != nil {
 		changes = h.log.takeOp()
 		if l.share != nil && !cancel {
-			pub, publish = h.changed(m)
+			pub, publish = h.changed(m, n)
 		}
 	}
 	sh.mu.Unlock()

@@ -1,6 +1,9 @@
 package limit
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Sharing host-level state between limiters.
 //
@@ -33,6 +36,11 @@ type HostShare interface {
 	// View returns the latest shared view of host that can be had without
 	// waiting (a cache), and false when there is none.
 	View(host string) (HostView, bool)
+	// Leads reports whether this Limiter searches host's per-IP limit for
+	// every worker: one worker explores a host, the others' lanes hold the
+	// pace its followers hold (HostView.Follow), so that a fleet spends a
+	// search's 429s once, not once per worker. It must not block.
+	Leads(host string) bool
 }
 
 // HostView is the shared state of one host.
@@ -50,6 +58,10 @@ type HostView struct {
 	Cut                          time.Time
 	// Evidence lists recent 429s on lanes of the host (any worker's).
 	Evidence []Evidence
+	// Follow is the pace the leading worker's followers hold (req/s, 0 =
+	// none published), set at FollowAt: the other workers' lanes hold it.
+	Follow   float64
+	FollowAt time.Time
 }
 
 // Evidence is one 429 on a lane: when, at what pace the lane was sent, and
@@ -70,14 +82,15 @@ type sharedMark struct {
 	rate    float64
 	rateEp  int64
 	evCount int
+	follow  float64
 }
 
 func (h *host) mark() sharedMark {
-	return sharedMark{pause: h.pause, scope: h.scope, rate: h.rate.now, rateEp: h.rate.epAt, evCount: h.ev.n}
+	return sharedMark{pause: h.pause, scope: h.scope, rate: h.rate.now, rateEp: h.rate.epAt, evCount: h.ev.n, follow: h.cap.follow}
 }
 
 // changed returns what changed on h since m, as a view to publish.
-func (h *host) changed(m sharedMark) (HostView, bool) {
+func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 	var v HostView
 	pub := false
 	if h.pause > m.pause {
@@ -91,6 +104,11 @@ func (h *host) changed(m sharedMark) (HostView, bool) {
 		v.Scope = h.scope
 		v.Rate, v.RateCeiling, v.RateFloor, v.Cut = h.rate.now, h.rate.hi, h.rate.lo, time.Unix(0, h.rate.epAt)
 		pub = true
+	}
+	if h.cap.follow != m.follow && !h.led && h.exploring() && h.cap.follow > 0 {
+		// This worker leads the search: the others' lanes hold its
+		// followers' pace.
+		v.Follow, v.FollowAt, pub = h.cap.follow, time.Unix(0, now), true
 	}
 	if n := h.ev.n; n > m.evCount && len(h.ev.ring) > 0 {
 		for i := max(m.evCount, n-len(h.ev.ring)); i < n; i++ {
@@ -111,6 +129,7 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		return
 	}
 	r := l.rules
+	l.followLead(h, name, v, now)
 	if p := v.Pause.UnixNano(); !v.Pause.IsZero() && p > h.pause && p > now {
 		r.hostPause(h, p, now, "another worker's pause")
 	}
@@ -141,6 +160,43 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 	*seen = newest
 	if added && !h.scope.shared() {
 		r.inferScope(h, now) // a 429 seen by any worker counts
+	}
+}
+
+// followLead applies the lead (HostShare.Leads) to h: a host another worker
+// leads has no explorer here, and its followers hold the pace the leader
+// published; a host this worker comes to lead starts its search from that
+// pace, which every lane has held, rather than from the first guess.
+func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
+	r := l.rules
+	if !h.exploring() {
+		return
+	}
+	leads := l.share.Leads(name)
+	switch {
+	case leads && h.led:
+		h.led = false
+		c, e := &h.cap, &h.exp
+		if h.ledPace > 0 && c.pass == 0 && e.phase == expRamp {
+			h.note(r, now, "lead", "", "floor", c.pass, h.ledPace, "this worker leads the search now, from the pace the lanes held")
+			c.pass, c.sent, c.at = h.ledPace, h.ledPace, now
+			e.pace = h.ledPace * rampStep
+		}
+		r.updateFollow(h, now, "lead", "this worker leads the search now")
+	case !leads && !h.led:
+		h.led = true
+		if e := &h.exp; e.exit != "" {
+			ex := h.lanes[e.exit]
+			h.note(r, now, "lead", e.exit, "explorer", 1, 0, "another worker leads the search: this lane follows")
+			e.exit = ""
+			if ex != nil {
+				r.setPace(h, ex, h.cap.follow)
+			}
+		}
+	}
+	if h.led && v.Follow > 0 && v.FollowAt.UnixNano() > h.ledAt {
+		h.ledPace, h.ledAt = v.Follow, v.FollowAt.UnixNano()
+		r.updateFollow(h, now, "lead", fmt.Sprintf("the worker that leads the search holds its followers at %.3g/s", v.Follow))
 	}
 }
 

@@ -45,6 +45,10 @@ type Config struct {
 	// Timeout bounds one call to Redis before the local fallback answers.
 	// Default 250ms.
 	Timeout time.Duration
+	// Leads reports whether this worker searches host's per-IP limit for
+	// the crawl (limit.HostShare.Leads; the fleet gives each host's lead to
+	// the owner of one exit). nil: every worker searches on its own.
+	Leads func(host string) bool
 	// Logger receives outage notices. nil: discard.
 	Logger *slog.Logger
 }
@@ -144,19 +148,21 @@ return {1, '0'}
 `)
 
 // publishScript: KEYS[1] share hash, KEYS[2] evidence list. ARGV = pause
-// µs, scope, rate, rate ceiling, rate floor, cut µs, then evidence JSON
-// entries. A later pause wins; a newer cut wins; a shared scope is kept;
-// the evidence list keeps the newest 32.
+// µs, scope, rate, rate ceiling, rate floor, cut µs, follow, follow µs,
+// then evidence JSON entries. A later pause wins; a newer cut wins; a
+// newer follow wins; a shared scope is kept; the evidence list keeps the
+// newest 32.
 var publishScript = goredis.NewScript(`
-local pause, scope, cut = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[6])
-local st = redis.call('HMGET', KEYS[1], 'pause', 'cut')
+local pause, scope, cut, fat = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[6]), tonumber(ARGV[8])
+local st = redis.call('HMGET', KEYS[1], 'pause', 'cut', 'fat')
 if pause > (tonumber(st[1]) or 0) then redis.call('HSET', KEYS[1], 'pause', ARGV[1]) end
 if scope > 0 then redis.call('HSET', KEYS[1], 'scope', ARGV[2]) end
 if cut > (tonumber(st[2]) or 0) then
   redis.call('HSET', KEYS[1], 'cut', ARGV[6], 'rate', ARGV[3], 'hi', ARGV[4], 'lo', ARGV[5])
 end
-for k = 7, #ARGV do redis.call('LPUSH', KEYS[2], ARGV[k]) end
-if #ARGV >= 7 then
+if fat > (tonumber(st[3]) or 0) then redis.call('HSET', KEYS[1], 'fat', ARGV[8], 'follow', ARGV[7]) end
+for k = 9, #ARGV do redis.call('LPUSH', KEYS[2], ARGV[k]) end
+if #ARGV >= 9 then
   redis.call('LTRIM', KEYS[2], 0, 31)
   redis.call('PEXPIRE', KEYS[2], 3600000)
 end
@@ -228,7 +234,7 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	if down {
 		return
 	}
-	args := []any{us(v.Pause), int(v.Scope), v.Rate, v.RateCeiling, v.RateFloor, us(v.Cut)}
+	args := []any{us(v.Pause), int(v.Scope), v.Rate, v.RateCeiling, v.RateFloor, us(v.Cut), v.Follow, us(v.FollowAt)}
 	for _, ev := range v.Evidence {
 		b, _ := json.Marshal(ev)
 		args = append(args, string(b))
@@ -249,11 +255,19 @@ func merge(w, v limit.HostView) limit.HostView {
 	if v.Cut.After(w.Cut) {
 		w.Rate, w.RateCeiling, w.RateFloor, w.Cut = v.Rate, v.RateCeiling, v.RateFloor, v.Cut
 	}
+	if v.FollowAt.After(w.FollowAt) {
+		w.Follow, w.FollowAt = v.Follow, v.FollowAt
+	}
 	w.Evidence = append(w.Evidence, v.Evidence...)
 	if n := len(w.Evidence); n > 32 {
 		w.Evidence = w.Evidence[n-32:]
 	}
 	return w
+}
+
+// Leads implements limit.HostShare: Config.Leads, or true without one.
+func (s *Share) Leads(host string) bool {
+	return s.cfg.Leads == nil || s.cfg.Leads(host)
 }
 
 // View implements limit.HostShare: the cached view, never a round trip.
@@ -349,6 +363,7 @@ func (s *Share) refresh(ctx context.Context) {
 		v := limit.HostView{
 			Pause: fromUs(int64(num("pause"))), Scope: limit.Scope(num("scope")),
 			Rate: num("rate"), RateCeiling: num("hi"), RateFloor: num("lo"), Cut: fromUs(int64(num("cut"))),
+			Follow: num("follow"), FollowAt: fromUs(int64(num("fat"))),
 		}
 		for _, raw := range ls[i].Val() {
 			var ev limit.Evidence

@@ -143,3 +143,50 @@ func TestSharedScope(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedLead: of two workers, the one that leads a host searches its
+// per-IP limit; its followers' pace goes through Redis to the other's
+// lanes, which do not explore.
+func TestSharedLead(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	const host = "l.example"
+	a, sa := worker(t, rdb, "lead", []string{"e1", "e2"}, limit.Rate{})
+	b, sb := worker(t, rdb, "lead", []string{"e3", "e4"}, limit.Rate{})
+	sa.cfg.Leads = func(string) bool { return true }
+	sb.cfg.Leads = func(string) bool { return false }
+	// a's explorer ramps for a few seconds: its followers' pace climbs
+	// and is published.
+	drive([]*limit.Limiter{a}, host, t0, 5*time.Second)
+	want := a.Snapshot(t0.Add(5 * time.Second))
+	var follow float64
+	for _, h := range want.Hosts {
+		if h.Host == host {
+			follow = h.LaneRate.Hz()
+		}
+	}
+	if follow <= 2.5 { // the followers' start: half the first guess of 5/s
+		t.Fatalf("leader's followers at %.3g/s after 5 s of ramp, want above their start", follow)
+	}
+	sb.View(host) // in use: the refresh reads it
+	sb.refresh(context.Background())
+	at := t0.Add(5 * time.Second)
+	for _, e := range []string{"e3", "e4"} {
+		tk, ok, _, _ := b.Acquire(host, limit.Want{Pin: e}, at)
+		if ok {
+			b.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+		}
+	}
+	for _, h := range b.Snapshot(at).Hosts {
+		if h.Host != host {
+			continue
+		}
+		if h.Explorer != "" {
+			t.Fatalf("led worker has explorer %q, want none", h.Explorer)
+		}
+		if got := h.LaneRate.Hz(); got < follow*0.999 || got > follow*1.001 {
+			t.Fatalf("led worker's lanes at %.3g/s, want the leader's followers' %.3g/s", got, follow)
+		}
+	}
+}

@@ -129,6 +129,8 @@ func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*d
 			return 1
 		}
 		return d.fleet.Workers()
+	}, Leads: func(host string) bool {
+		return d.fleet == nil || d.fleet.Leads(host)
 	}})
 	if err != nil {
 		d.fr.Close()

@@ -1,0 +1,154 @@
+package limit_test
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+)
+
+// leadShare is a HostShare held in memory, for the lead rules: whether this
+// Limiter leads, the view the leader published, and what this one
+// publishes. (A real one is redisstate's, tested on a real redis-server.)
+type leadShare struct {
+	mu        sync.Mutex
+	leads     bool
+	view      limit.HostView
+	published []limit.HostView
+}
+
+func (s *leadShare) Admit(string, float64, float64, time.Time) (bool, time.Time) {
+	return true, time.Time{}
+}
+
+func (s *leadShare) Publish(_ string, v limit.HostView, _ time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.published = append(s.published, v)
+}
+
+func (s *leadShare) View(string) (limit.HostView, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view, true
+}
+
+func (s *leadShare) Leads(string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leads
+}
+
+func (s *leadShare) set(f func(s *leadShare)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+// TestSharedLead: one worker of a fleet searches a host's per-IP limit; the
+// others have no explorer and hold the pace its followers hold; a worker
+// that comes to lead starts from that pace; the leader publishes its
+// followers' pace when it changes.
+func TestSharedLead(t *testing.T) {
+	const host = "a.example"
+	sh := &leadShare{}
+	l := newLimiter(t, limit.Config{Shared: sh}, 4)
+	now := t0
+	for _, x := range []string{"x00", "x01", "x02", "x03"} {
+		tk, ok, _ := acquire(t, l, host, limit.Want{Pin: x}, now)
+		if !ok {
+			t.Fatalf("Acquire on %s not ok", x)
+		}
+		l.Done(tk, limit.Outcome{}, now)
+	}
+	hs := hostOf(l.Snapshot(now), host)
+	if hs.Explorer != "" {
+		t.Fatalf("led: explorer %q, want none (another worker leads)", hs.Explorer)
+	}
+	if got := hs.LaneRate.Hz(); math.Abs(got-0.25) > 1e-9 {
+		t.Fatalf("led, nothing published: lane rate %.3g/s, want the followers' start, 0.25/s", got)
+	}
+	if len(sh.published) != 0 {
+		t.Fatalf("led: published %+v, want nothing", sh.published)
+	}
+
+	// The leader publishes its followers' pace: every lane here takes it.
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 2, FollowAt: t0} })
+	now = now.Add(5 * time.Second)
+	tk, ok, _ := acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if !ok {
+		t.Fatal("Acquire after the leader's pace not ok")
+	}
+	l.Done(tk, limit.Outcome{}, now)
+	hs = hostOf(l.Snapshot(now), host)
+	if got := hs.LaneRate.Hz(); math.Abs(got-2) > 1e-9 {
+		t.Fatalf("led: lane rate %.3g/s, want the leader's 2/s", got)
+	}
+	for _, ln := range hs.Lanes {
+		if got := ln.Rate.Hz(); math.Abs(got-2) > 1e-9 {
+			t.Fatalf("led: lane %s at %.3g/s, want 2/s", ln.Exit, got)
+		}
+	}
+	// An older view changes nothing.
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 1, FollowAt: t0.Add(-time.Second)} })
+	now = now.Add(time.Second)
+	tk, _, _ = acquire(t, l, host, limit.Want{Pin: "x01"}, now)
+	l.Done(tk, limit.Outcome{}, now)
+	if got := hostOf(l.Snapshot(now), host).LaneRate.Hz(); math.Abs(got-2) > 1e-9 {
+		t.Fatalf("an older view moved the lanes to %.3g/s, want 2/s", got)
+	}
+
+	// This worker comes to lead: its explorer starts from what the lanes
+	// held, a step above it, not from the first guess.
+	sh.set(func(s *leadShare) { s.leads = true })
+	now = now.Add(time.Second)
+	tk, ok, _ = acquire(t, l, host, limit.Want{Pin: "x02"}, now)
+	if !ok {
+		t.Fatal("Acquire as the leader not ok")
+	}
+	hs = hostOf(l.Snapshot(now), host)
+	if hs.Explorer != "x02" {
+		t.Fatalf("leading: explorer %q, want x02", hs.Explorer)
+	}
+	floor := 0.0
+	for _, c := range hs.Changes {
+		if c.Rule == "lead" && c.What == "floor" {
+			floor = c.To
+		}
+	}
+	if math.Abs(floor-2) > 1e-9 {
+		t.Fatalf("leading: passed %.3g/s, want the pace held, 2/s (changes %+v)", floor, hs.Changes)
+	}
+	ln, _ := laneOf(l.Snapshot(now), host, "x02")
+	if got := ln.Rate.Hz(); math.Abs(got-4) > 1e-9 {
+		t.Fatalf("leading: explorer at %.3g/s, want a ramp step above 2/s", got)
+	}
+	l.Done(tk, limit.Outcome{}, now)
+
+	// The leader's followers' pace changes with what its explorer learns:
+	// it is published for the others.
+	sh.set(func(s *leadShare) { s.published = nil })
+	now = saturate(t, l, host, "x02", now.Add(time.Second), 3)
+	var follow float64
+	sh.set(func(s *leadShare) {
+		for _, v := range s.published {
+			if v.Follow > 0 && !v.FollowAt.IsZero() {
+				follow = v.Follow
+			}
+		}
+	})
+	if want := hostOf(l.Snapshot(now), host).LaneRate.Hz(); follow == 0 || math.Abs(follow/want-1) > 1e-3 {
+		t.Fatalf("leader after a 429: published follow %.3g/s, want its lanes' %.3g/s", follow, want)
+	}
+
+	// Another worker takes the lead: this one's explorer follows.
+	sh.set(func(s *leadShare) { s.leads = false })
+	now = now.Add(time.Minute)
+	tk, _, _ = acquire(t, l, host, limit.Want{Pin: "x03"}, now)
+	l.Done(tk, limit.Outcome{}, now)
+	if hs := hostOf(l.Snapshot(now), host); hs.Explorer != "" {
+		t.Fatalf("led again: explorer %q, want none", hs.Explorer)
+	}
+}
