@@ -132,9 +132,9 @@ type host struct {
 	// (HostShare.Leads); this Limiter has no explorer, and its followers
 	// hold ledPace, the pace the leading worker published (set at ledAt;
 	// 0: none yet, the followers' start pace).
-	led    bool
+	led     bool
 	ledPace float64
-	ledAt  int64
+	ledAt   int64
 
 	log changeLog
 	c   Counters
