@@ -5,7 +5,7 @@
 // Each worker heartbeats a membership lease (Config.TTL). Every exit goes
 // to one live worker by rendezvous hashing with bounded loads (the highest
 // hash of exit and worker among the workers whose share is not full: see
-// Share), so shares are even and a join or a death moves few exits. A
+// rendezvous.Share), so shares are even and a join or a death moves few exits. A
 // worker takes an exit only once its previous owner let go: the owner
 // drops a moving exit from its limiter at once, keeps its lease for
 // Config.Handover (so that the new owner does not send right after the
@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"os"
 	"slices"
@@ -38,6 +37,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/rendezvous"
 )
 
 // Config configures a worker's membership.
@@ -76,7 +76,7 @@ type Fleet struct {
 	owned    []string             // exits this worker uses
 	leaving  map[string]time.Time // exits dropped, released at the time
 	lastBeat time.Time
-	leads    map[string]string // host -> its lead exit (LeadExit), cached
+	leads    map[string]string // host -> its lead exit (rendezvous.Lead), cached
 }
 
 // Join registers this worker, takes its share of the exits and calls
@@ -167,7 +167,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
 	}
-	want := Share(f.cfg.Exits, members, f.cfg.ID)
+	want := rendezvous.Share(f.cfg.Exits, members, f.cfg.ID)
 	f.mu.Lock()
 	prev := slices.Clone(f.owned)
 	var args []any
@@ -230,95 +230,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// Share returns the exits that worker me owns among members: rendezvous
-// hashing with bounded loads. Each exit goes to the member with the highest
-// hash of the pair that still has room, a member holding at most
-// its fair share (exits/members, rounded up for as many members as the
-// remainder, down for the others); exits are placed in an order of their
-// own hashes, which the members do not change. Plain rendezvous hashing
-// leaves shares uneven on a small pool (6 exits over 3 workers: one worker
-// in four runs owned none, another four); bounded, shares differ by one
-// exit at most. A join still moves mostly the exits the newcomer takes:
-// an exit moves between the others only where a share's bound shrank.
-func Share(exits, members []string, me string) []string {
-	if len(members) == 0 {
-		return nil
-	}
-	floor, over := len(exits)/len(members), len(exits)%len(members) // over members may hold floor+1
-	order := slices.Clone(exits)
-	slices.SortFunc(order, func(a, b string) int {
-		if c := cmpU64(pairHash(a, ""), pairHash(b, "")); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
-	load := make([]int, len(members))
-	var out []string
-	for _, e := range order {
-		best, bestH := -1, uint64(0)
-		for i, m := range members {
-			if load[i] > floor || (load[i] == floor && over == 0) {
-				continue
-			}
-			if v := pairHash(e, m); best < 0 || v > bestH || (v == bestH && m < members[best]) {
-				best, bestH = i, v
-			}
-		}
-		if load[best]++; load[best] > floor {
-			over--
-		}
-		if members[best] == me {
-			out = append(out, e)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// pairHash is the rendezvous score of exit e on member m.
-func pairHash(e, m string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(e))
-	h.Write([]byte{0})
-	h.Write([]byte(m))
-	return mix(h.Sum64())
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// mix is splitmix64's finalizer: FNV alone spreads names that differ in
-// their last byte badly over the high bits.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
-}
-
-// LeadExit returns the exit whose owner searches host's per-IP limit for
-// the whole crawl: the exit of the pool with the highest rendezvous hash
-// for the host. It moves only when the pool changes; its owner, with the
-// exit.
-func LeadExit(host string, exits []string) string {
-	best, bestH := "", uint64(0)
-	for _, e := range exits {
-		if v := pairHash(host, e); best == "" || v > bestH || (v == bestH && e < best) {
-			best, bestH = e, v
-		}
-	}
-	return best
-}
-
-// Leads reports whether this worker owns host's lead exit (LeadExit), and
+// Leads reports whether this worker owns host's lead exit (rendezvous.Lead), and
 // so searches the host's per-IP limit for every worker (limit.HostShare's
 // Leads). While the exit is handed over, no worker leads: the others' lanes
 // keep the pace they hold.
@@ -327,7 +239,7 @@ func (f *Fleet) Leads(host string) bool {
 	defer f.mu.Unlock()
 	lead, ok := f.leads[host]
 	if !ok {
-		lead = LeadExit(host, f.cfg.Exits)
+		lead = rendezvous.Lead(host, f.cfg.Exits)
 		if f.leads == nil || len(f.leads) >= 1<<16 {
 			f.leads = map[string]string{} // bounded: recomputed when needed
 		}

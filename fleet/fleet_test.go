@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/rendezvous"
 )
 
 func exits(n int) []string {
@@ -36,69 +36,6 @@ func covered(fs []*Fleet, all []string) error {
 		return fmt.Errorf("%d of %d exits owned", len(seen), len(all))
 	}
 	return nil
-}
-
-// owners returns each exit's owner by Share.
-func owners(all, members []string) map[string]string {
-	o := map[string]string{}
-	for _, m := range members {
-		for _, e := range Share(all, members, m) {
-			if w, ok := o[e]; ok {
-				panic(fmt.Sprintf("exit %s shared by %s and %s", e, w, m))
-			}
-			o[e] = m
-		}
-	}
-	return o
-}
-
-func workers(prefix string, n int) []string {
-	var out []string
-	for i := range n {
-		out = append(out, fmt.Sprintf("%s%d", prefix, i))
-	}
-	return out
-}
-
-// TestShare: every exit goes to exactly one worker, every share is the fair
-// one or one less, and a join moves few exits: over many pools and fleets,
-// on average at most 1.5 times the newcomer's share (plain rendezvous
-// hashing moves exactly that share, but leaves workers idle: 6 exits over 3
-// workers left one with none in a quarter of the runs).
-func TestShare(t *testing.T) {
-	moved, taken := 0, 0
-	for _, ne := range []int{2, 6, 10, 20, 50} {
-		for _, nw := range []int{1, 2, 3, 5, 8, 12} {
-			for seed := range 8 {
-				all := exits(ne)
-				members := workers(fmt.Sprintf("w%d-", seed), nw)
-				o := owners(all, members)
-				if len(o) != ne {
-					t.Fatalf("%d exits, %d workers: %d owned", ne, nw, len(o))
-				}
-				for _, m := range members {
-					n := len(Share(all, members, m))
-					if n != ne/nw && n != ne/nw+1 {
-						t.Fatalf("%d exits, %d workers: %s owns %d, want %d or %d", ne, nw, m, n, ne/nw, ne/nw+1)
-					}
-				}
-				more := append(slices.Clone(members), fmt.Sprintf("w%d-new", seed))
-				after := owners(all, more)
-				for e, w := range after {
-					if w != o[e] {
-						moved++
-						if w == more[nw] {
-							taken++
-						}
-					}
-				}
-			}
-		}
-	}
-	t.Logf("a join moved %d exits, %d of them to the newcomer", moved, taken)
-	if float64(moved) > 1.5*float64(taken) {
-		t.Fatalf("a join moved %d exits, %d of them to the newcomer: want at most 1.5 times", moved, taken)
-	}
 }
 
 // TestFleet: three workers split ten exits; one dies and its exits move to
@@ -140,7 +77,7 @@ func TestFleet(t *testing.T) {
 	<-dones[0]
 	// Leave would release at once; undo it to model a kill -9: reassign its
 	// exits' leases to it as if it still held them until they expire.
-	for _, e := range Share(all, []string{"w0", "w1", "w2"}, "w0") {
+	for _, e := range rendezvous.Share(all, []string{"w0", "w1", "w2"}, "w0") {
 		rdb.HSet(ctx, "eg:{fleet}:owners", e, "w0")
 		rdb.HSet(ctx, "eg:{fleet}:until", e, killed.Add(ttl).UnixMilli())
 	}

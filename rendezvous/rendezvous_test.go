@@ -1,0 +1,106 @@
+package rendezvous
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func exits(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("exit-%02d", i))
+	}
+	return out
+}
+
+// owners returns each exit's owner by Share.
+func owners(all, members []string) map[string]string {
+	o := map[string]string{}
+	for _, m := range members {
+		for _, e := range Share(all, members, m) {
+			if w, ok := o[e]; ok {
+				panic(fmt.Sprintf("exit %s shared by %s and %s", e, w, m))
+			}
+			o[e] = m
+		}
+	}
+	return o
+}
+
+func workers(prefix string, n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+// TestShare: every exit goes to exactly one worker, every share is the fair
+// one or one less, and a join moves few exits: over many pools and fleets,
+// on average at most 1.5 times the newcomer's share (plain rendezvous
+// hashing moves exactly that share, but leaves workers idle: 6 exits over 3
+// workers left one with none in a quarter of the runs).
+func TestShare(t *testing.T) {
+	moved, taken := 0, 0
+	for _, ne := range []int{2, 6, 10, 20, 50} {
+		for _, nw := range []int{1, 2, 3, 5, 8, 12} {
+			for seed := range 8 {
+				all := exits(ne)
+				members := workers(fmt.Sprintf("w%d-", seed), nw)
+				o := owners(all, members)
+				if len(o) != ne {
+					t.Fatalf("%d exits, %d workers: %d owned", ne, nw, len(o))
+				}
+				for _, m := range members {
+					n := len(Share(all, members, m))
+					if n != ne/nw && n != ne/nw+1 {
+						t.Fatalf("%d exits, %d workers: %s owns %d, want %d or %d", ne, nw, m, n, ne/nw, ne/nw+1)
+					}
+				}
+				more := append(slices.Clone(members), fmt.Sprintf("w%d-new", seed))
+				after := owners(all, more)
+				for e, w := range after {
+					if w != o[e] {
+						moved++
+						if w == more[nw] {
+							taken++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("a join moved %d exits, %d of them to the newcomer", moved, taken)
+	if float64(moved) > 1.5*float64(taken) {
+		t.Fatalf("a join moved %d exits, %d of them to the newcomer: want at most 1.5 times", moved, taken)
+	}
+}
+
+// TestLead: one exit per key, among the exits; keys spread over the pool;
+// the same whatever the order of the list.
+func TestLead(t *testing.T) {
+	all := exits(10)
+	count := map[string]int{}
+	for i := range 1000 {
+		key := fmt.Sprintf("host%d.example", i)
+		e := Lead(key, all)
+		if !slices.Contains(all, e) {
+			t.Fatalf("Lead(%s) = %q, not an exit", key, e)
+		}
+		rev := slices.Clone(all)
+		slices.Reverse(rev)
+		if Lead(key, rev) != e {
+			t.Fatalf("Lead(%s) depends on the order of the exits", key)
+		}
+		count[e]++
+	}
+	for _, e := range all {
+		if count[e] < 50 || count[e] > 150 {
+			t.Fatalf("%s leads %d of 1,000 hosts, want about 100: %v", e, count[e], count)
+		}
+	}
+	if Lead("h", nil) != "" {
+		t.Fatal("Lead over no exits is not empty")
+	}
+}
