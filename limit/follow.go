@@ -115,7 +115,8 @@ func (r *rules) tierNext(h *host, l *lane) {
 // must not drag the others down; when the knowledge is wrong the explorer,
 // sent at it longest, is pushed back too and everyone falls back then).
 func (h *host) manyLanes() int {
-	return max(2, (len(h.lanes)+1)/2)
+	// The evidence is the fleet's (HostShare): so are the lanes.
+	return max(2, (len(h.lanes)*int(h.sharedBy())+1)/2)
 }
 
 // tierOK counts a success of a lane with its own ceiling: a pace sustained

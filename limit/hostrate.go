@@ -30,14 +30,25 @@ type hostRate struct {
 	eps   int16 // consecutive host-level episodes, for backoff
 	// overloaded: 503s put the host under the rate, whatever its scope.
 	overloaded bool
+	// workers is how many Limiters share the rate (HostShare.Workers; 0
+	// or 1: this one alone). Each sees 1/workers of the successes.
+	workers int
 }
 
 // rated reports whether the host's rate gates it.
 func (h *host) rated() bool { return h.rate.on }
 
+// sharedBy is how many Limiters share the host's rate (HostShare.Workers).
+func (h *host) sharedBy() float64 { return float64(max(1, h.rate.workers)) }
+
+// sendAll is what the host is sent by every Limiter that shares it: this
+// one's send rate times their number (a fleet's workers split the pool's
+// exits evenly, and so the host's requests).
+func (h *host) sendAll(now int64) float64 { return h.send.current(now) * h.sharedBy() }
+
 // startRate starts the host rate at what the host was actually sent.
 func (r *rules) startRate(h *host, now int64, why string) {
-	base := h.send.current(now)
+	base := h.sendAll(now)
 	if base <= 0 {
 		base = r.first
 	}
@@ -90,14 +101,17 @@ func (r *rules) hostIncrease(h *host, now int64) {
 	if hr.cumAt != 0 && hr.cumN < math.MaxInt32 {
 		hr.cumN++
 	}
-	step := hostStep
+	// Shared by workers Limiters, each counting only its own successes:
+	// a step as far as theirs together.
+	n := h.sharedBy()
+	step := hostStep * n
 	if hr.lo > 0 && hr.now >= r.settle*hr.lo {
 		step *= hostSlowStep
 	}
 	hr.now += step
 	if hr.hi > 0 {
 		if now-hr.epAt > 20*int64(time.Minute) {
-			hr.hi *= 1 + 0.02/20 // a long quiet: the ceiling creeps up 2% per 20 successes
+			hr.hi *= 1 + n*0.02/20 // a long quiet: the ceiling creeps up 2% per 20 successes
 		}
 		hr.now = min(hr.now, r.settle*hr.hi)
 	}
@@ -117,7 +131,7 @@ func (r *rules) hostDecrease(h *host, sent, now int64, why string) bool {
 	hr.epAt = now
 	hr.eps = min(hr.eps+1, 30)
 	x := hr.now
-	sendRate := h.send.current(now)
+	sendRate := h.sendAll(now)
 	if hr.hi == 0 {
 		// The first pushback since the host became rated: it was drawn by
 		// what the host was sent then, above its newly cut rate.
@@ -132,7 +146,7 @@ func (r *rules) hostDecrease(h *host, sent, now int64, why string) bool {
 	if hr.lo >= x {
 		hr.lo = 0 // pushed back below what was proven: the limit moved
 	}
-	if b := counted(hr.cumN, hr.cumAt, now); b > 0 && b < x {
+	if b := counted(hr.cumN, hr.cumAt, now) * h.sharedBy(); b > 0 && b < x { // this Limiter's successes, of all
 		hr.lo = max(hr.lo, b)
 	}
 	hr.cumAt, hr.cumN = now, 0

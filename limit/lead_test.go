@@ -35,6 +35,8 @@ func (s *leadShare) View(string) (limit.HostView, bool) {
 	return s.view, true
 }
 
+func (s *leadShare) Workers() int { return 2 }
+
 func (s *leadShare) Leads(string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

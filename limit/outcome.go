@@ -165,6 +165,10 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		// the old one, and a request sent late after a speed-up is not
 		// under its pace.)
 	case !h.exploring():
+	case h.led:
+		// Another worker searches the host's limit: this lane is a
+		// follower of its search, nothing here ends a ramp.
+		r.follow429(h, l, x, ser, now)
 	case h.exp.phase == expRamp && l.exit != h.exp.exit:
 		r.follow429(h, l, x, ser, now)
 		if h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, h.cap.follow) }) >= h.manyLanes() {

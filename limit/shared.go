@@ -36,6 +36,11 @@ type HostShare interface {
 	// View returns the latest shared view of host that can be had without
 	// waiting (a cache), and false when there is none.
 	View(host string) (HostView, bool)
+	// Workers reports how many Limiters share the hosts' state (at least
+	// 1). Each counts only its own successes, so the host rate's additive
+	// increase steps Workers times as far on each: the fleet's rate climbs
+	// as one Limiter's would.
+	Workers() int
 	// Leads reports whether this Limiter searches host's per-IP limit for
 	// every worker: one worker explores a host, the others' lanes hold the
 	// pace its followers hold (HostView.Follow), so that a fleet spends a
@@ -63,6 +68,33 @@ type HostView struct {
 	Follow   float64
 	FollowAt time.Time
 }
+
+// Merge returns w with what v says added: a later pause, a shared scope, a
+// newer cut of the host rate, a newer follow pace, v's evidence after w's
+// (the newest 32 kept). A HostShare keeps its views with it.
+func (w HostView) Merge(v HostView) HostView {
+	if v.Pause.After(w.Pause) {
+		w.Pause = v.Pause
+	}
+	if v.Scope != ScopeUnknown {
+		w.Scope = v.Scope
+	}
+	if v.Cut.After(w.Cut) {
+		w.Rate, w.RateCeiling, w.RateFloor, w.Cut = v.Rate, v.RateCeiling, v.RateFloor, v.Cut
+	}
+	if v.FollowAt.After(w.FollowAt) {
+		w.Follow, w.FollowAt = v.Follow, v.FollowAt
+	}
+	w.Evidence = append(w.Evidence, v.Evidence...)
+	if n := len(w.Evidence); n > maxSharedEvidence {
+		w.Evidence = w.Evidence[n-maxSharedEvidence:]
+	}
+	return w
+}
+
+// maxSharedEvidence is how many 429s a shared view keeps: the scope rules
+// read those of the last scope span, a few per lane.
+const maxSharedEvidence = 32
 
 // Evidence is one 429 on a lane: when, at what pace the lane was sent, and
 // whether it was under what one lane may send (evidence that the budget is
@@ -125,11 +157,12 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 // The caller holds h's shard lock; nothing here waits.
 func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 	v, ok := l.share.View(name)
+	h.rate.workers = max(1, l.share.Workers())
+	l.followLead(h, name, v, now) // before anything is shared too: one explorer from the start
 	if !ok {
 		return
 	}
 	r := l.rules
-	l.followLead(h, name, v, now)
 	if p := v.Pause.UnixNano(); !v.Pause.IsZero() && p > h.pause && p > now {
 		r.hostPause(h, p, now, "another worker's pause")
 	}
@@ -147,7 +180,7 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		h.rate.cumAt, h.rate.cumN = c, 0
 	}
 	seen := l.sharedSeen(name)
-	newest, added := *seen, false
+	newest, added, atFollow := *seen, false, false
 	for _, e := range v.Evidence {
 		at := e.At.UnixNano()
 		if at <= *seen || now-at > r.scopeSpan || l.pool.Load().lookup(e.Exit) {
@@ -156,10 +189,33 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		newest = max(newest, at)
 		h.ev.add(r, evEntry{exit: e.Exit, at: at, pace: e.Pace, under: e.Under})
 		added = true
+		atFollow = atFollow || atLeast(e.Pace, h.cap.follow)
 	}
 	*seen = newest
 	if added && !h.scope.shared() {
 		r.inferScope(h, now) // a 429 seen by any worker counts
+	}
+	if atFollow && !h.scope.shared() {
+		r.othersPushedBack(h, now)
+	}
+}
+
+// othersPushedBack is follow429's rule for the followers of other workers,
+// on the worker that leads the host's search: several lanes pushed back at
+// the pace the followers hold, within the sympathy span, fleet-wide, and
+// what the explorer passed was a burst, or the limit moved down.
+func (r *rules) othersPushedBack(h *host, now int64) {
+	e := &h.exp
+	if h.led || !h.exploring() || e.phase == expRamp {
+		return
+	}
+	ex := h.lanes[e.exit]
+	if ex == nil {
+		return
+	}
+	f := h.cap.follow
+	if h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes() {
+		r.fallBack(h, ex, f, now, fmt.Sprintf("followers of other workers pushed back at %.3g/s, several at once", f))
 	}
 }
 

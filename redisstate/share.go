@@ -71,7 +71,7 @@ type entry struct {
 	has  bool
 	used time.Time // last View or Admit
 	// The local fallback's schedule while Redis is unreachable.
-	ctat, rtat time.Time
+	sched limit.Schedule
 }
 
 // Stats counts a Share's calls, for the round-trip figures.
@@ -194,31 +194,7 @@ func (s *Share) Admit(host string, ceil, rate float64, now time.Time) (bool, tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Fallbacks++
-	n := float64(max(1, s.workers))
-	wait := e.view.Pause
-	if ceil > 0 {
-		wait = later(wait, e.ctat)
-	}
-	if rate > 0 {
-		wait = later(wait, e.rtat)
-	}
-	if wait.After(now) {
-		return false, wait
-	}
-	if ceil > 0 {
-		e.ctat = later(e.ctat, now).Add(time.Duration(float64(time.Second) * n / ceil))
-	}
-	if rate > 0 {
-		e.rtat = later(e.rtat, now).Add(time.Duration(float64(time.Second) * n / rate))
-	}
-	return true, time.Time{}
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+	return e.sched.Admit(e.view.Pause, ceil, rate, float64(max(1, s.workers)), now)
 }
 
 // Publish implements limit.HostShare: one round trip. While Redis is
@@ -226,7 +202,7 @@ func later(a, b time.Time) time.Time {
 func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	s.mu.Lock()
 	e := s.entryLocked(host)
-	e.view = merge(e.view, v)
+	e.view = e.view.Merge(v)
 	e.has = true
 	down := s.down
 	s.stats.Publishes++
@@ -246,23 +222,12 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	}
 }
 
-// merge adds what v says to the view w.
-func merge(w, v limit.HostView) limit.HostView {
-	w.Pause = later(w.Pause, v.Pause)
-	if v.Scope != limit.ScopeUnknown {
-		w.Scope = v.Scope
-	}
-	if v.Cut.After(w.Cut) {
-		w.Rate, w.RateCeiling, w.RateFloor, w.Cut = v.Rate, v.RateCeiling, v.RateFloor, v.Cut
-	}
-	if v.FollowAt.After(w.FollowAt) {
-		w.Follow, w.FollowAt = v.Follow, v.FollowAt
-	}
-	w.Evidence = append(w.Evidence, v.Evidence...)
-	if n := len(w.Evidence); n > 32 {
-		w.Evidence = w.Evidence[n-32:]
-	}
-	return w
+// Workers implements limit.HostShare: the live workers at the last refresh
+// (Config.Workers), at least 1.
+func (s *Share) Workers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(1, s.workers)
 }
 
 // Leads implements limit.HostShare: Config.Leads, or true without one.

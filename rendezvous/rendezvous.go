@@ -96,4 +96,3 @@ func Lead(key string, exits []string) string {
 	}
 	return best
 }
-

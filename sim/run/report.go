@@ -100,7 +100,7 @@ func Check(rs []ScenarioResult) []Finding {
 				fmt.Sprintf("exitgate %.1f%% utilization (target >= %.0f%%), %.2f%% 429s (target <= %.1f%%) after the first window",
 					100*eg.UtilizationSteady, 100*u, 100*eg.Ratio429Steady, 100*q)})
 			for _, r := range s.Results {
-				if r.Strategy == strategy.Exitgate {
+				if !strategy.Baseline(r.Strategy) {
 					continue
 				}
 				if r.Utilization > eg.Utilization && r.Ratio429 <= eg.Ratio429 {

@@ -100,6 +100,7 @@ type Spec struct {
 // Names of the strategies, in the order All returns them.
 const (
 	Exitgate           = "exitgate"
+	ExitgateFleet      = "exitgate-fleet"
 	ArticlePerExit     = "article-per-exit"
 	ArticlePerHost     = "article-per-host-aimd"
 	GlobalPerDomain    = "global-per-domain"
@@ -113,6 +114,7 @@ const (
 func All() []Spec {
 	return []Spec{
 		exitgateSpec(),
+		exitgateFleetSpec(),
 		articlePerExitSpec(),
 		articlePerHostSpec(),
 		globalSpec(),
@@ -122,6 +124,10 @@ func All() []Spec {
 		noLimiterSpec(),
 	}
 }
+
+// Baseline reports whether the named strategy is a baseline exitgate is
+// measured against, not one of exitgate's own modes.
+func Baseline(name string) bool { return name != Exitgate && name != ExitgateFleet }
 
 // ByName returns the named strategy.
 func ByName(name string) (Spec, bool) {
