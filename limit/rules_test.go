@@ -757,3 +757,26 @@ func TestFirstRequestPushedBack(t *testing.T) {
 		t.Error("waiting to measure a recovery from a first-request 429")
 	}
 }
+
+// TestCountSpan: what the explorer counted between two 429s is a lower
+// bound only over two careful spans; a shorter interval's count (ten of a
+// 10-per-10-s window's successes in 8.4 s, across its reset) is not one,
+// even when it joins a long one before it, which counts together.
+func TestCountSpan(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "a", "b")
+	l := h.lanes["a"]
+	h.cap.span = int64(5 * time.Second)
+	r.count(h, l, sec(0)) // the count starts at a 429
+	h.exp.cN = 12
+	r.count(h, l, sec(12)) // 12 in 12 s: over two spans, counted
+	if c := h.cap.lo; !near(c, 11.0/12) {
+		t.Fatalf("after 12 successes in 12 s: lo %v, want 11/12", c)
+	}
+	h.cap.lo = 0
+	h.exp.cN = 10
+	r.count(h, l, sec(20.4)) // 10 in 8.4 s: alone it would read 1.07/s
+	if got, want := h.cap.lo, (10.0+12-2)/20.4; !near(got, want) {
+		t.Fatalf("after 10 in 8.4 s following 12 in 12 s: lo %v, want the two together %v", got, want)
+	}
+}
