@@ -77,6 +77,9 @@ type Fleet struct {
 	leaving  map[string]time.Time // exits dropped, released at the time
 	lastBeat time.Time
 	leads    map[string]string // host -> its lead exit (rendezvous.Lead), cached
+	// waiting: exits of this worker's share were still held by their
+	// previous owner at the last heartbeat.
+	waiting bool
 }
 
 // Join registers this worker, takes its share of the exits and calls
@@ -217,6 +220,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	gained := slices.DeleteFunc(slices.Clone(owned), func(e string) bool { return slices.Contains(prev, e) })
 	changed := !slices.Equal(owned, f.owned)
 	f.members, f.owned, f.lastBeat = members, owned, now
+	f.waiting = len(owned) < len(want)
 	f.mu.Unlock()
 	if len(gained) > 0 {
 		f.restoreLearned(ctx, now)
@@ -251,9 +255,9 @@ func (f *Fleet) Leads(host string) bool {
 // Run heartbeats every TTL/3 and saves what the limiter learned every
 // few heartbeats, until ctx ends; then it leaves (Leave).
 func (f *Fleet) Run(ctx context.Context) {
-	t := time.NewTicker(f.cfg.TTL / 3)
+	t := time.NewTimer(f.nextBeat(time.Now()))
 	defer t.Stop()
-	n := 0
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -265,12 +269,37 @@ func (f *Fleet) Run(ctx context.Context) {
 		}
 		if err := f.Beat(ctx, time.Now()); err != nil {
 			f.log.Warn("fleet: heartbeat failed; keeping the exits owned", "err", err)
+			t.Reset(f.cfg.TTL / 3)
 			continue
 		}
-		if n++; n%3 == 0 {
-			f.saveLearned(ctx, time.Now())
+		if now := time.Now(); now.Sub(last) >= f.cfg.TTL {
+			f.saveLearned(ctx, now)
+			last = now
 		}
+		t.Reset(f.nextBeat(time.Now()))
 	}
+}
+
+// moveBeat is how soon Run beats again while exits move: a moving exit is
+// idle from the moment its owner drops it until the new owner takes it, and
+// waiting a whole TTL/3 at each end of the handover would add up to two
+// of them to it.
+const moveBeat = 200 * time.Millisecond
+
+// nextBeat is how long Run waits for the next heartbeat: TTL/3; until the
+// next handover of this worker's ends, if sooner; moveBeat while exits of
+// its share are still held by their previous owner.
+func (f *Fleet) nextBeat(now time.Time) time.Duration {
+	d := f.cfg.TTL / 3
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, at := range f.leaving {
+		d = min(d, max(at.Sub(now), time.Millisecond))
+	}
+	if f.waiting {
+		d = min(d, moveBeat)
+	}
+	return d
 }
 
 // Leave saves what the limiter learned, releases this worker's exits and

@@ -140,3 +140,23 @@ func waitFor(t *testing.T, d time.Duration, cond func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestNextBeat: a worker beats every TTL/3, but as soon as a handover of
+// its own ends, and often while exits of its share are still held by their
+// previous owner: a moving exit is idle from its old owner's drop to its
+// new owner's take.
+func TestNextBeat(t *testing.T) {
+	now := time.Now()
+	f := &Fleet{cfg: Config{TTL: 6 * time.Second}, leaving: map[string]time.Time{}}
+	if d := f.nextBeat(now); d != 2*time.Second {
+		t.Fatalf("nothing moving: next beat in %v, want TTL/3", d)
+	}
+	f.leaving["e1"] = now.Add(700 * time.Millisecond)
+	if d := f.nextBeat(now); d != 700*time.Millisecond {
+		t.Fatalf("a handover ending in 700ms: next beat in %v, want 700ms", d)
+	}
+	f.waiting = true
+	if d := f.nextBeat(now); d != moveBeat {
+		t.Fatalf("waiting for exits: next beat in %v, want %v", d, moveBeat)
+	}
+}

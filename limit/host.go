@@ -135,6 +135,9 @@ type host struct {
 	led     bool
 	ledPace float64
 	ledAt   int64
+	// pubFollow is the followers' pace this Limiter last published as the
+	// host's leader.
+	pubFollow float64
 
 	log changeLog
 	c   Counters

@@ -128,6 +128,17 @@ func TestSharedLead(t *testing.T) {
 		t.Fatalf("leading: explorer at %.3g/s, want a ramp step above 2/s", got)
 	}
 	l.Done(tk, limit.Outcome{}, now)
+	// Taking the lead (in an Acquire) changed the followers' pace: the
+	// others are told at the next Done.
+	published := false
+	sh.set(func(s *leadShare) {
+		for _, v := range s.published {
+			published = published || v.Follow > 0
+		}
+	})
+	if !published {
+		t.Fatal("the new leader did not publish its followers' pace")
+	}
 
 	// The leader's followers' pace changes with what its explorer learns:
 	// it is published for the others.

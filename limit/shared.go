@@ -114,11 +114,10 @@ type sharedMark struct {
 	rate    float64
 	rateEp  int64
 	evCount int
-	follow  float64
 }
 
 func (h *host) mark() sharedMark {
-	return sharedMark{pause: h.pause, scope: h.scope, rate: h.rate.now, rateEp: h.rate.epAt, evCount: h.ev.n, follow: h.cap.follow}
+	return sharedMark{pause: h.pause, scope: h.scope, rate: h.rate.now, rateEp: h.rate.epAt, evCount: h.ev.n}
 }
 
 // changed returns what changed on h since m, as a view to publish.
@@ -137,10 +136,12 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 		v.Rate, v.RateCeiling, v.RateFloor, v.Cut = h.rate.now, h.rate.hi, h.rate.lo, time.Unix(0, h.rate.epAt)
 		pub = true
 	}
-	if h.cap.follow != m.follow && !h.led && h.exploring() && h.cap.follow > 0 {
+	if h.cap.follow != h.pubFollow && !h.led && h.exploring() && h.cap.follow > 0 {
 		// This worker leads the search: the others' lanes hold its
-		// followers' pace.
+		// followers' pace, whatever changed it (an outcome, or taking
+		// the lead in an Acquire) and whenever it last told them.
 		v.Follow, v.FollowAt, pub = h.cap.follow, time.Unix(0, now), true
+		h.pubFollow = h.cap.follow
 	}
 	if n := h.ev.n; n > m.evCount && len(h.ev.ring) > 0 {
 		for i := max(m.evCount, n-len(h.ev.ring)); i < n; i++ {
@@ -240,7 +241,7 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 		}
 		r.updateFollow(h, now, "lead", "this worker leads the search now")
 	case !leads && !h.led:
-		h.led = true
+		h.led, h.pubFollow = true, 0
 		if e := &h.exp; e.exit != "" {
 			ex := h.lanes[e.exit]
 			h.note(r, now, "lead", e.exit, "explorer", 1, 0, "another worker leads the search: this lane follows")
@@ -253,6 +254,18 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 	if h.led && v.Follow > 0 && v.FollowAt.UnixNano() > h.ledAt {
 		h.ledPace, h.ledAt = v.Follow, v.FollowAt.UnixNano()
 		r.updateFollow(h, now, "lead", fmt.Sprintf("the worker that leads the search holds its followers at %.3g/s", v.Follow))
+		// A slower pace holds a lane back for what it sent at the faster
+		// one (setPace), but here the lanes learn of a change only when
+		// asked for a request: held back past one interval, they would
+		// not ask again in time to take the leader's next pace (its
+		// cautious reading of a first 429 lasts until its lane recovers,
+		// often under a second).
+		for _, ln := range h.lanes {
+			if lim := now + interval(ln.pace); ln.tat > lim {
+				ln.tat = lim
+				r.rekey(h, ln)
+			}
+		}
 	}
 }
 
