@@ -165,3 +165,46 @@ func TestSharedLead(t *testing.T) {
 		t.Fatalf("led again: explorer %q, want none", hs.Explorer)
 	}
 }
+
+// TestSharedLeadHandOver: the lead exit moves here with a settled search
+// (the old leader's learned record, restored by the fleet): this worker
+// takes it whole instead of searching again from the lanes' pace; while
+// another worker leads, this one saves nothing of the host.
+func TestSharedLeadHandOver(t *testing.T) {
+	const host = "b.example"
+	sh := &leadShare{view: limit.HostView{Follow: 1, FollowAt: t0}}
+	l := newLimiter(t, limit.Config{Shared: sh}, 4)
+	now := t0.Add(time.Second)
+	for _, x := range []string{"x00", "x01"} {
+		tk, ok, _ := acquire(t, l, host, limit.Want{Pin: x}, now)
+		if !ok {
+			t.Fatalf("Acquire on %s not ok", x)
+		}
+		l.Done(tk, limit.Outcome{}, now)
+	}
+	for _, lh := range l.Learned(now).Hosts {
+		if lh.Host == host {
+			t.Fatalf("a led host is saved: %+v", lh)
+		}
+	}
+	n, err := l.Restore(limit.Learned{Saved: now, Hosts: []limit.LearnedHost{{
+		Host: host, Phase: "settled", At: now, LaneRate: 3, Pass: 3.1, Ceiling: 3.15, Sent: 3.1, SpanSeconds: 2,
+	}}}, now)
+	if err != nil || n != 1 {
+		t.Fatalf("Restore = %d, %v; want the led host restored", n, err)
+	}
+	sh.set(func(s *leadShare) { s.leads = true })
+	now = now.Add(time.Second)
+	tk, ok, _ := acquire(t, l, host, limit.Want{Pin: "x02"}, now)
+	if !ok {
+		t.Fatal("Acquire as the new leader not ok")
+	}
+	l.Done(tk, limit.Outcome{}, now)
+	hs := hostOf(l.Snapshot(now), host)
+	if hs.Phase != "settled" {
+		t.Fatalf("new leader's phase %q, want the handed-over search settled; changes %+v", hs.Phase, hs.Changes)
+	}
+	if got := hs.LaneRate.Hz(); got < 2.9 || got > 3.2 {
+		t.Fatalf("new leader's lanes at %.3g/s, want the settled search's ~3/s", got)
+	}
+}

@@ -109,7 +109,9 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		}
 	}
 	slices.SortFunc(lh.Lanes, func(a, b LearnedLane) int { return strings.Compare(a.Exit, b.Exit) })
-	if e.phase == expRamp && c.declared == 0 && !h.rated() {
+	if (e.phase == expRamp && c.declared == 0 && !h.rated()) || h.led {
+		// Nothing learned; or another worker leads the host's search and
+		// keeps its record (a follower's copy would overwrite a newer one).
 		return lh, false
 	}
 	return lh, true
@@ -150,6 +152,14 @@ func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
 			h.last = now.UnixNano()
 			r.restore(h, lh, age, now.UnixNano())
 			sh.hosts[lh.Host] = h
+			n++
+		} else if age <= trustFresh && lh.Phase == phaseNames[expSettled] && h.exploring() &&
+			h.exp.phase == expRamp && h.cap.pass == 0 {
+			// A host this Limiter knows only as another worker's follower
+			// (or not yet at all): a settled search handed over with the
+			// lead exit is taken whole, so the new leader does not search
+			// again from the lanes' pace.
+			r.restore(h, lh, age, now.UnixNano())
 			n++
 		} else if age <= trustFresh {
 			r.restoreLanes(h, lh.Lanes, now.UnixNano())
