@@ -64,7 +64,7 @@ func (ev *evidence) lanes(since int64, match func(evEntry) bool) int {
 func (r *rules) follow429(h *host, l *lane, x float64, ser series, now int64) {
 	f := h.cap.follow
 	atHost := atLeast(x, f)
-	many := atHost && h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes()
+	many := atHost && h.manyAtFollow(now)
 	switch {
 	case many && h.exp.phase == expRamp:
 		// The ramp's pace let a burst through: the first 429s end it.
@@ -106,6 +106,13 @@ func (r *rules) tierNext(h *host, l *lane) {
 		}
 	}
 	r.setPace(h, l, max(r.minLane, min(p, h.followPace(r))))
+}
+
+// manyAtFollow reports whether manyLanes lanes were pushed back at the
+// followers' pace or above within sympathySpan.
+func (h *host) manyAtFollow(now int64) bool {
+	f := h.cap.follow
+	return h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes()
 }
 
 // manyLanes is how many lanes pushed back at the host's pace within

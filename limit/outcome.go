@@ -171,7 +171,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		r.follow429(h, l, x, ser, now)
 	case h.exp.phase == expRamp && l.exit != h.exp.exit:
 		r.follow429(h, l, x, ser, now)
-		if h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, h.cap.follow) }) >= h.manyLanes() {
+		if h.manyAtFollow(now) {
 			r.endRamp(h, l, x, ser, o.RetryAfter, now)
 		}
 	case h.exp.phase == expRamp:

@@ -214,8 +214,7 @@ func (r *rules) othersPushedBack(h *host, now int64) {
 	if ex == nil {
 		return
 	}
-	f := h.cap.follow
-	if h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return atLeast(e.pace, f) }) >= h.manyLanes() {
+	if f := h.cap.follow; h.manyAtFollow(now) {
 		r.fallBack(h, ex, f, now, fmt.Sprintf("followers of other workers pushed back at %.3g/s, several at once", f))
 	}
 }

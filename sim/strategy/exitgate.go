@@ -27,7 +27,17 @@ func newLimit(env Env) (fetch.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := limit.Config{Rand: rand.New(rand.NewPCG(env.Rand.Uint64(), env.Rand.Uint64())), Logger: env.Logger}
+	l, err := exitgateLimiter(env, env.Exits, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// exitgateLimiter is exitgate's limiter on its defaults over exits, sharing
+// host state through shared (nil: alone); env has its defaults.
+func exitgateLimiter(env Env, exits []string, shared limit.HostShare) (*limit.Limiter, error) {
+	cfg := limit.Config{Rand: rand.New(rand.NewPCG(env.Rand.Uint64(), env.Rand.Uint64())), Logger: env.Logger, Shared: shared}
 	if env.InFlight > 0 {
 		cfg.MaxInFlight = max(256, 2*env.InFlight)
 		cfg.HostConcurrency = max(32, env.InFlight)
@@ -36,6 +46,6 @@ func newLimit(env Env) (fetch.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.SetExits(limiterExits(env.Exits))
+	l.SetExits(limiterExits(exits))
 	return l, nil
 }

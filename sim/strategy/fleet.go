@@ -2,7 +2,6 @@ package strategy
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -59,17 +58,10 @@ func newFleet(env Env) (*fleetLimiter, error) {
 		}
 		i := len(f.workers)
 		leads := func(host string) bool { return f.owner[rendezvous.Lead(host, env.Exits)] == i }
-		cfg := limit.Config{Rand: rand.New(rand.NewPCG(env.Rand.Uint64(), env.Rand.Uint64())), Logger: env.Logger,
-			Shared: share.Member(leads)}
-		if env.InFlight > 0 {
-			cfg.MaxInFlight = max(256, 2*env.InFlight)
-			cfg.HostConcurrency = max(32, env.InFlight)
-		}
-		l, err := limit.New(cfg)
+		l, err := exitgateLimiter(env, own, share.Member(leads))
 		if err != nil {
 			return nil, err
 		}
-		l.SetExits(limiterExits(own))
 		for _, e := range own {
 			f.owner[e] = i
 		}
