@@ -250,6 +250,12 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		defer serveMetrics(metricsLn, reg, stderr)()
 	}
 
+	// Signals are taken before the address is told: a caller that stops
+	// the gateway as soon as it reads the address must get the drain, not
+	// the default action that kills the process.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ln) }()
 	mode := "HTTPS tunnels passed through (--no-intercept)"
@@ -262,9 +268,6 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	}
 	fmt.Fprintf(stderr, "exitgate: serving on http://%s through %d %s; %s\n", ln.Addr(), len(setup.exits), exitWord, mode)
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	stopSaving := make(chan struct{})
 	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
 	stopProgress := serveProgress(stderr, g, f.progress)
