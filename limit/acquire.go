@@ -75,6 +75,11 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 		ready = max(ready, now+r.recheck)
 	}
 	if ready > now {
+		if h.led {
+			// A lane held back for what it sent at a faster pace learns
+			// of the leader's next pace only when asked: ask again soon.
+			ready = min(ready, now+ledRecheck)
+		}
 		return acquireResult{next: ready}
 	}
 	if l.inFlight == math.MaxInt16 {

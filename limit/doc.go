@@ -53,7 +53,12 @@
 //     ramp's pace, held for two requests more than the first run fitted in,
 //     tells a pace limit with a fixed Retry-After from a tiny window.
 //     A Retry-After beyond a minute is a penalty or a URL's own wait and
-//     says nothing of the window.
+//     says nothing of the window. When the time the first run took plus
+//     the recovery adds up to a usual window (10 s, a minute, an hour), or
+//     a quarter over (a fixed Retry-After counts from the 429), the first
+//     run ran that window's quota out: the host settles at once at that
+//     quota over the window (6 in 7 s, then Retry-After: 60, is 6 per
+//     minute), with no careful span per step and no 429 per failed one.
 //   - bisect: the explorer tries the middle of what it passed and where it
 //     was pushed back until the two are within 4%; the followers take what
 //     it passes, at Settle under it.
@@ -69,7 +74,12 @@
 //
 // An explorer told to wait longer than a few seconds (a Retry-After of 30 s
 // or a minute, often a fixed value unrelated to the limit) hands the search
-// to another lane at the pace it had reached, instead of stalling it.
+// to another lane at the pace it had reached, instead of stalling it: one
+// sent at its pace and not waiting out a cooldown of its own. A lane pushed
+// back at more than twice the pace it is slowed to waits past a long
+// Retry-After by an interval at its new pace (a quarter more at most): the
+// server's window still counts its burst, and a request at the very end of
+// a fixed Retry-After is pushed back again.
 //
 // A pace passes when it is sustained without a 429 for a proof span: quick
 // (a few intervals) until the server shows it lets bursts through, careful

@@ -444,6 +444,11 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 			c.ceil(hi, now)
 		}
 	}
+	paceTest := windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep
+	if w, ok := windowFit(e.t1, rec); ok && !paceTest && !c.careful {
+		r.quotaKnown(h, w, now)
+		return
+	}
 	if c.careful || windowed {
 		// A window (or a penalty): between its careful reading and what the
 		// first run fitted into it, the search bisects, one window a step.
@@ -451,7 +456,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		c.pass, c.sent = safe, safe
 		if ex := h.lanes[e.exit]; ex != nil && e.phase == expRefine {
 			r.setPhase(h, ex, expBisect, now, "a long recovery reads as a window")
-			if windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep {
+			if paceTest {
 				// Pushed back at the first request or two of a faster pace
 				// (the first may still go at the old spacing), after a
 				// handful of successes: a pace limit with no burst (and a
@@ -469,6 +474,55 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds
 	}
 	r.updateFollow(h, now, "explore", "the first 429's estimate")
+}
+
+// windowFit reports the common window the first 429 reads as, if any: the
+// first run took t1 and the lane recovered rec later, so a window opened by
+// its first request is t1+rec long (a sliding or moving one too: its oldest
+// hit expired then). A limit is written in a round window, so t1+rec a
+// little over one (up to a quarter: a fixed Retry-After counts from the
+// 429, not from the window's start) is that window, and the run ran its
+// quota out inside it.
+func windowFit(t1, rec int64) (time.Duration, bool) {
+	if rec <= minWindow {
+		return 0, false // a whole-second Retry-After or a first backoff, whatever the limit
+	}
+	d := t1 + rec
+	for _, w := range commonWindows {
+		if int64(w) <= d {
+			return w, d <= int64(w)+int64(w)/4 && t1 < int64(w)
+		}
+	}
+	return 0, false
+}
+
+// quotaKnown settles the host at the first run's quota over the window w
+// its recovery fits: n1 passed inside one window and the next was pushed
+// back, so n1 per w is the limit and nothing between it and n1+1 per w
+// sends more a window. The followers take it at once, without a careful
+// span per step of a slow window and a 429 and a lane's recovery per
+// failed one; a re-probe after a quiet spell finds a raised limit.
+func (r *rules) quotaKnown(h *host, w time.Duration, now int64) {
+	e, c := &h.exp, &h.cap
+	q := max(r.minLane, float64(e.n1)/w.Seconds())
+	ex := h.lanes[e.exit]
+	lane := ""
+	if ex != nil {
+		lane = ex.exit
+	}
+	h.note(r, now, "explore", lane, "estimate", c.safe, q, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits", e.n1, w))
+	c.safe, c.pass, c.sent, c.at = q, q, q, now
+	c.careful, c.windowed = true, true
+	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
+	if c.hi > 0 {
+		h.note(r, now, "explore", lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
+		c.hi = 0
+	}
+	if ex == nil {
+		r.updateFollow(h, now, "explore", "a window's quota")
+		return
+	}
+	r.settleHere(h, ex, now, fmt.Sprintf("%d per %v", e.n1, w))
 }
 
 // endRamp ends the slow start: the first 429 on the host, drawn by lane l at
@@ -692,6 +746,11 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	r.setExplorerPace(h, l, m, now, "bisect", why)
 }
 
+// commonWindows are the commonest of the usual windows (quota.go), longest
+// first, that windowFit matches a first 429's reading to: few on purpose, as
+// a reading matched to the wrong window settles the host at the wrong pace.
+var commonWindows = [...]time.Duration{time.Hour, time.Minute, 10 * time.Second}
+
 // settleHere ends the search: every lane paces at Settle under what passed.
 func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
 	r.setPhase(h, l, expSettled, now, why)
@@ -763,7 +822,11 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 		r.nextBisect(h, l, now)
 		return
 	}
-	if now-e.quietAt < r.probeEvery || int64(e.okSince) < reprobeQuiet<<e.fails {
+	quiet := int64(reprobeQuiet) << e.fails
+	if c.costly {
+		quiet *= costlyQuiet // a failed probe idles its lane for a long Retry-After too
+	}
+	if now-e.quietAt < r.probeEvery || int64(e.okSince) < quiet {
 		return
 	}
 	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, c.follow, c.hi, c.pass, c.sent
@@ -771,7 +834,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
 	// Another lane probes each time: if the explorer's IP has a smaller
 	// budget than others (a reputation tier), the host is not held to it.
-	if ch := h.challenger(l); ch != nil {
+	if ch := h.challenger(l, now); ch != nil {
 		h.note(r, now, "reprobe", ch.exit, "pace", ch.pace, ch.pace, "this lane explores for the host now")
 		e.exit, e.run, e.chain = ch.exit, run{}, chain{}
 		l = ch
@@ -793,7 +856,7 @@ func (r *rules) handOff(h *host, l *lane, now int64) {
 	if l.cool-now <= max(handOffWait, 2*interval(e.pace)) {
 		return
 	}
-	ch := h.challenger(l)
+	ch := h.challenger(l, now)
 	if ch == nil {
 		return
 	}
@@ -805,15 +868,26 @@ func (r *rules) handOff(h *host, l *lane, now int64) {
 	r.setExplorerPace(h, ch, e.pace, now, phaseNames[e.phase], "the search goes on on this lane")
 }
 
-// challenger picks a lane other than the explorer l to lead a re-probe: one
-// with no smaller budget of its own, sent at its pace.
-func (h *host) challenger(l *lane) *lane {
+// challenger picks a lane other than the explorer l to take the search on:
+// one with no smaller budget of its own and not waiting out a cooldown of
+// its own (a lane pushed back a moment ago would carry the search into
+// another wait); one sent at its pace if there is one, else any (a worker
+// of a fleet may hold two or three lanes, not yet all in use: a run proves
+// nothing until the lane is sent at its pace, so an idle one costs nothing).
+func (h *host) challenger(l *lane, now int64) *lane {
+	var idle *lane
 	for _, c := range h.heap {
-		if c != l && c.own() == 0 && c.hot {
+		if c == l || c.own() != 0 || c.cool > now {
+			continue
+		}
+		if c.hot {
 			return c
 		}
+		if idle == nil {
+			idle = c
+		}
 	}
-	return nil
+	return idle
 }
 
 // hostPushedBack counts a 429 on any lane of the host for the re-probe's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // leadShare is a HostShare held in memory, for the lead rules: whether this
@@ -206,5 +207,79 @@ func TestSharedLeadHandOver(t *testing.T) {
 	}
 	if got := hs.LaneRate.Hz(); got < 2.9 || got > 3.2 {
 		t.Fatalf("new leader's lanes at %.3g/s, want the settled search's ~3/s", got)
+	}
+}
+
+// TestLedLanes: on a host another worker leads, a lane held back for what
+// it sent at a faster pace keeps that debt (a window counts it), but the
+// worker asks again within a second, so a faster pace the leader publishes
+// meanwhile is taken at once; a lane pushed back alone at the leader's
+// pace is marked as its own smaller budget until the leader slows the host
+// to it: then it was the limit moving, fleet-wide, and the lane takes the
+// leader's paces again, up as well as down.
+func TestLedLanes(t *testing.T) {
+	const host = "a.example"
+	sh := &leadShare{view: limit.HostView{Follow: 2, FollowAt: t0}}
+	l := newLimiter(t, limit.Config{Shared: sh}, 2)
+	now := t0
+	for range 8 { // x00 sends at 2/s for 4 s
+		tk, ok, next := acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+		if !ok {
+			now = next
+			tk, _, _ = acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+		}
+		l.Done(tk, limit.Outcome{}, now)
+	}
+	// The leader slows its followers to 0.1/s: 8 sent in 4 s hold x00
+	// back for 80 s, but Acquire says to ask again within a second.
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 0.1, FollowAt: t0.Add(time.Second)} })
+	now = now.Add(500 * time.Millisecond)
+	_, ok, next := acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if ok || next.Sub(now) > time.Second {
+		t.Fatalf("held back at 0.1/s: ok %v, ask again in %v; want not ok, within a second", ok, next.Sub(now))
+	}
+	ln, _ := laneOf(l.Snapshot(now), host, "x00")
+	if ln.ReadyAt.Sub(t0) < 70*time.Second {
+		t.Fatalf("x00 ready at %v after the start, want its 8 requests spread at 0.1/s (80 s)", ln.ReadyAt.Sub(t0))
+	}
+	// x01, sent at the leader's 0.1/s, is pushed back alone: its own
+	// budget.
+	var tk limit.Ticket
+	for i := range 3 {
+		for {
+			var ok bool
+			tk, ok, next = acquire(t, l, host, limit.Want{Pin: "x01"}, now)
+			if ok {
+				break
+			}
+			now = next
+		}
+		o := limit.Outcome{}
+		if i == 2 {
+			o = limit.Outcome{Verdict: verdict.Throttled, RetryAfter: time.Second}
+		}
+		l.Done(tk, o, now)
+	}
+	if ln, _ := laneOf(l.Snapshot(now), host, "x01"); ln.Ceiling.Hz() == 0 {
+		t.Fatal("x01 pushed back alone: no ceiling of its own")
+	}
+	// The leader slows the host to 0.08/s: x01's ceiling was the limit
+	// moving. Then it raises the pace to 1/s: both lanes take it.
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 0.08, FollowAt: t0.Add(2 * time.Second)} })
+	now = now.Add(time.Second)
+	acquire(t, l, host, limit.Want{Pin: "x01"}, now)
+	if ln, _ := laneOf(l.Snapshot(now), host, "x01"); ln.Ceiling.Hz() != 0 {
+		t.Fatalf("the leader slowed the host under x01's ceiling: ceiling %v, want none", ln.Ceiling)
+	}
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 1, FollowAt: t0.Add(3 * time.Second)} })
+	now = now.Add(time.Second)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	for _, x := range []string{"x00", "x01"} {
+		if ln, _ := laneOf(l.Snapshot(now), host, x); math.Abs(ln.Rate.Hz()-1) > 1e-9 {
+			t.Errorf("%s at %v after the leader's 1/s, want 1/s", x, ln.Rate)
+		}
+	}
+	if ln, _ := laneOf(l.Snapshot(now), host, "x00"); ln.ReadyAt.Sub(now) > time.Second {
+		t.Errorf("x00 ready in %v at 1/s, want its hold-back lifted to what 1/s allows", ln.ReadyAt.Sub(now))
 	}
 }

@@ -217,6 +217,16 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 	if d > 0 && echo {
 		d <<= min(l.eps-1, 3) // the Retry-After was not enough
 		why = fmt.Sprintf("Retry-After %v was not enough: %v", ra, time.Duration(d))
+	} else if d >= handOffWait && l.pace > 0 && x > 2*l.pace {
+		// The lane drew the 429 sent at more than twice the pace it
+		// goes at now (the explorer's ramp, a step far above the
+		// limit): the server's window still holds that burst, and at
+		// some the 429 too, and a request at the very end of a fixed
+		// Retry-After is pushed back again and doubles the wait. It
+		// ends where the new pace puts the next request, a quarter
+		// more at most.
+		d += min(interval(l.pace), d/4)
+		why = fmt.Sprintf("Retry-After %v, then an interval at the new pace (%.3g/s)", ra, l.pace)
 	}
 	if d <= 0 {
 		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))

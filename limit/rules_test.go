@@ -114,9 +114,14 @@ func TestEndRamp(t *testing.T) {
 		// a short recovery: what the ramp passed holds.
 		{"bucket with Retry-After", time.Second, 3, 5, 0.5, 0.5, false, false, 1, expRefine},
 		// A window of 20 per minute: 20 successes in 12 s, then 48 s to
-		// wait; the window holds no more than the run fitted into it, and
-		// the search bisects from there.
-		{"window with Retry-After", 48 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 20.0 / 12, expBisect},
+		// wait: 60 s in all, a minute. Its quota is known: settled at it,
+		// nothing above to search.
+		{"window with Retry-After", 48 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 0, expSettled},
+		// 20 successes in 12 s, then a 30-s penalty: 42 s fits no usual
+		// window (a 10-s one and a penalty, or a 42-s one). The window
+		// holds no more than the run fitted into it, and the search
+		// bisects from the careful reading.
+		{"penalty with Retry-After", 30 * time.Second, 20, 12, 2, 20.0 / 42, true, false, 20.0 / 12, expBisect},
 		// No Retry-After: the cautious reading (a minute) until the lane
 		// is seen to recover.
 		{"no Retry-After", 0, 6, 9, 1, 6.0 / 69, false, true, 2, expRefine},
@@ -135,6 +140,57 @@ func TestEndRamp(t *testing.T) {
 		if f := h.lanes["f"].pace; f > r.settle*max(c.pass, c.safe)*(1+tolerance) {
 			t.Errorf("%s: follower at %v, above Settle times what is known (%v)", tc.name, f, max(c.pass, c.safe))
 		}
+	}
+}
+
+// TestWindowFit: the first run's time and the lane's recovery read as a
+// usual window only when they add up to one, or a little over (a fixed
+// Retry-After counts from the 429).
+func TestWindowFit(t *testing.T) {
+	for _, tc := range []struct {
+		t1, rec float64 // seconds
+		want    time.Duration
+		ok      bool
+	}{
+		{7.2, 60, time.Minute, true},       // haproxy 6 per minute, Retry-After: 60
+		{12, 48, time.Minute, true},        // an honest Retry-After: to the window's end
+		{2.1, 10, 10 * time.Second, true},  // nginx 6r/m: one success, Retry-After: 10
+		{4.1, 30, 10 * time.Second, false}, // 2 per 10 s and a 30-s penalty: no usual window
+		{0.5, 1, 0, false},                 // a whole-second Retry-After says nothing
+		{70, 10, time.Minute, false},       // the run took longer than the window
+		{100, 3600, time.Hour, true},
+	} {
+		w, ok := windowFit(int64(tc.t1*1e9), int64(tc.rec*1e9))
+		if ok != tc.ok || (ok && w != tc.want) {
+			t.Errorf("%.1f s and %.0f s to recover: %v %v, want %v %v", tc.t1, tc.rec, w, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestQuotaKnown: a first 429 whose reading fits a usual window settles
+// the host at the first run's quota over it at once, the followers Settle
+// under it; a lane that drew the 429 in a burst far above that pace waits
+// a little past its Retry-After.
+func TestQuotaKnown(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e, f := h.lanes["e"], h.lanes["f"]
+	h.cap.pass = 0.97
+	r.endRamp(h, e, 1.94, series{at: sec(0), ok: 6, run: 2}, time.Minute, sec(7.2))
+	if h.exp.phase != expSettled || !near(h.cap.pass, 0.1) || h.cap.hi != 0 {
+		t.Fatalf("6 in 7.2 s, Retry-After 60: phase %v pass %v hi %v; want settled at 0.1/s, no ceiling", h.exp.phase, h.cap.pass, h.cap.hi)
+	}
+	if want := r.settle * 0.1; !near(f.pace, want) || !near(e.pace, want) {
+		t.Errorf("lanes at %v and %v, want Settle under 6 per minute, %v", e.pace, f.pace, want)
+	}
+	r.cooldown(h, e, 1.94, time.Minute, false, sec(7.2), 0.5)
+	if want := sec(7.2+60) + min(interval(e.pace), int64(15*time.Second)); e.cool != want {
+		t.Errorf("the explorer waits until %v, want %v: the Retry-After and an interval at its new pace", time.Duration(e.cool-at0), time.Duration(want-at0))
+	}
+	f.cool = 0
+	r.cooldown(h, f, f.pace, time.Minute, false, sec(8), 0.5)
+	if f.cool != sec(68) {
+		t.Errorf("a follower pushed back at its own pace waits until %v, want the Retry-After exactly", time.Duration(f.cool-at0))
 	}
 }
 
@@ -653,6 +709,27 @@ func TestHandOff(t *testing.T) {
 	}
 }
 
+// TestChallenger: the search is handed to a lane sent at its pace first,
+// never to one waiting out a cooldown of its own, and to an idle one when
+// no other is left (a fleet's worker holds two or three lanes).
+func TestChallenger(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f", "g")
+	e, f, g := h.lanes["e"], h.lanes["f"], h.lanes["g"]
+	g.hot = true
+	if c := h.challenger(e, sec(1)); c != g {
+		t.Errorf("challenger %v, want g, the lane sent at its pace", c)
+	}
+	g.cool = sec(30)
+	if c := h.challenger(e, sec(1)); c != f {
+		t.Errorf("g cooling: challenger %v, want f, idle but free", c)
+	}
+	f.cool = sec(30)
+	if c := h.challenger(e, sec(1)); c != nil {
+		t.Errorf("both cooling: challenger %v, want none", c.exit)
+	}
+}
+
 // TestBurstProof: with a burst of extra requests seen, a run evenly paced
 // at p proves p*(1-extra/(n-1)), and lasts until that is half way from
 // what passed to p (or a minute).
@@ -719,6 +796,24 @@ func TestProbeBudget(t *testing.T) {
 	r.reprobeDue(h, e, sec(121))
 	if !h.exp.reprobe {
 		t.Error("no re-probe once a 429 was earned")
+	}
+
+	// A costly host (a failed probe idles its lane for a long
+	// Retry-After) waits costlyQuiet times as many quiet successes.
+	h = hostWith(r, "e", "f")
+	e = h.lanes["e"]
+	h.exp.exit, h.exp.phase = "e", expSettled
+	h.cap.pass, h.cap.follow, h.cap.costly = 1, 0.97, true
+	h.cap.ceil(1.02, sec(0))
+	h.exp.okSince = reprobeQuiet
+	r.reprobeDue(h, e, sec(120))
+	if h.exp.reprobe {
+		t.Fatalf("costly host re-probed after %d quiet successes, want %d", reprobeQuiet, reprobeQuiet*costlyQuiet)
+	}
+	h.exp.okSince = reprobeQuiet * costlyQuiet
+	r.reprobeDue(h, e, sec(121))
+	if !h.exp.reprobe {
+		t.Errorf("costly host did not re-probe after %d quiet successes", reprobeQuiet*costlyQuiet)
 	}
 }
 

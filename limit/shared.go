@@ -251,20 +251,20 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 		}
 	}
 	if h.led && v.Follow > 0 && v.FollowAt.UnixNano() > h.ledAt {
-		h.ledPace, h.ledAt = v.Follow, v.FollowAt.UnixNano()
-		r.updateFollow(h, now, "lead", fmt.Sprintf("the worker that leads the search holds its followers at %.3g/s", v.Follow))
-		// A slower pace holds a lane back for what it sent at the faster
-		// one (setPace), but here the lanes learn of a change only when
-		// asked for a request: held back past one interval, they would
-		// not ask again in time to take the leader's next pace (its
-		// cautious reading of a first 429 lasts until its lane recovers,
-		// often under a second).
-		for _, ln := range h.lanes {
-			if lim := now + interval(ln.pace); ln.tat > lim {
-				ln.tat = lim
-				r.rekey(h, ln)
+		if v.Follow < h.ledPace {
+			// The leader slowed the host: the lanes here pushed back
+			// alone at the old pace were the host's limit moving, seen
+			// fleet-wide, not budgets of their own under it. They take
+			// the leader's paces again, down and back up.
+			for _, ln := range h.lanes {
+				if ln.own() > 0 && atLeast(ln.x.own, v.Follow) {
+					h.note(r, now, "lead", ln.exit, "ceiling", ln.x.own, 0, "the leader slowed the host: not this lane's own budget")
+					ln.x.own, ln.x.tpass = 0, 0
+				}
 			}
 		}
+		h.ledPace, h.ledAt = v.Follow, v.FollowAt.UnixNano()
+		r.updateFollow(h, now, "lead", fmt.Sprintf("the worker that leads the search holds its followers at %.3g/s", v.Follow))
 	}
 }
 

@@ -114,9 +114,13 @@ const hotSlack = int64(50 * time.Millisecond)
 // the search cost more than the last few percent it would win: such a
 // search settles once what passed is within costlyDone of where it was
 // pushed back.
+// A failed re-probe on such a host idles its lane for that Retry-After as
+// well (a minute of a 30/min lane: 30 requests), so it waits costlyQuiet
+// times as many quiet successes.
 const (
 	costlyIntervals = 20
 	costlyDone      = 1.1
+	costlyQuiet     = 4
 	sameRun         = 0.01 // careful runs within 1% of one pace add up
 )
 
@@ -174,3 +178,7 @@ func hostSlop(iv int64) int64 { return min(iv, int64(2*time.Millisecond)) }
 // maxRetryAfter bounds a Retry-After a lane honours: a parser saturates
 // absurd values, and a day is longer than any limit a crawl waits out.
 const maxRetryAfter = 24 * time.Hour
+
+// ledRecheck bounds how long a worker that follows another's search waits
+// before asking again about a host: the leader's pace may change meanwhile.
+const ledRecheck = int64(time.Second)

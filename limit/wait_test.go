@@ -51,8 +51,11 @@ func TestWaitPaces(t *testing.T) {
 		if _, err := l.Wait(ctx, "h", limit.Want{}); err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(mark); d != time.Minute {
-			t.Errorf("Wait after Retry-After 1m returned after %v, want 1m", d)
+		// The 429 came at twice the pace the lane is slowed to (one per
+		// minute now): the wait ends where that pace puts the next
+		// request, a quarter after the Retry-After at most.
+		if d := time.Since(mark); d < time.Minute || d > time.Minute+time.Minute/4 {
+			t.Errorf("Wait after Retry-After 1m returned after %v, want 1m to 1m15s", d)
 		}
 	})
 }
