@@ -55,8 +55,9 @@ type Config struct {
 	// new owner may take it. Default 2s.
 	Handover time.Duration
 	// OnExits is called with the exits this worker owns whenever the set
-	// changes (and once by Join).
-	OnExits func(owned []string)
+	// changes (and once by Join), and how many workers the fleet had then
+	// (1: this one alone, so nobody used the exits before it).
+	OnExits func(owned []string, workers int)
 	// Learned and Restore carry what this worker's limiter learned to and
 	// from Redis (limit.Limiter.Learned and Restore). Either may be nil.
 	Learned func(now time.Time) limit.Learned
@@ -228,7 +229,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	if changed {
 		f.log.Info("fleet: exits", "worker", f.cfg.ID, "workers", len(members), "owned", len(owned), "gained", len(gained))
 		if f.cfg.OnExits != nil {
-			f.cfg.OnExits(slices.Clone(owned))
+			f.cfg.OnExits(slices.Clone(owned), max(1, len(members)))
 		}
 	}
 	return nil

@@ -56,7 +56,7 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	if pin := want.Pin; pin != "" {
 		l = h.lanes[pin]
 		if l == nil {
-			l = h.newLane(r, pin, now)
+			l = h.newLane(r, pin, pool.since(pin), now)
 		}
 		er, g := exitReady(pin, now)
 		ready, gated = max(r.laneReady(l), er), g
@@ -140,18 +140,19 @@ func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitRea
 				h.cursor, h.passDone = 0, true
 				break
 			}
-			id := pool.exits[h.cursor].ID
+			id, since := pool.exits[h.cursor].ID, pool.exits[h.cursor].Since
 			h.cursor++
 			if h.lanes[id] != nil || slices.Contains(avoid, id) {
 				continue
 			}
 			er, g := exitReady(id, now)
-			l := h.newLane(r, id, now)
-			if er <= now {
+			l := h.newLane(r, id, unixNano(since), now)
+			if er <= now && l.key <= now {
 				return l, now, g, 0
 			}
-			// Blocked everywhere for now: the lane waits in the heap.
-			l.key = er
+			// Blocked everywhere for now, or just moved here: the lane
+			// waits in the heap.
+			l.key = max(er, l.key)
 			h.fix(l)
 		}
 	}

@@ -129,6 +129,10 @@ type explorer struct {
 	// window reading of the first 429 (0: no such test running).
 	wtest  int32
 	ramped float64 // the last pace the ramp passed
+	// quotaW is the window a first 429 after a single success fit: the
+	// search refines from that quota, and settles once a step above it
+	// is pushed back within a request a window more.
+	quotaW time.Duration
 	run    run     // the explorer's current run of successes at its pace
 	// chain: careful runs in a row at one pace add up. A careful run
 	// proves a request less than it sent, so the search would otherwise
@@ -445,7 +449,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		}
 	}
 	paceTest := windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep
-	if w, ok := windowFit(e.t1, rec); ok && !paceTest && !c.careful {
+	w, fits := windowFit(e.t1, rec)
+	fits = fits && !paceTest && !c.careful
+	if fits && e.n1 >= minQuota {
 		r.quotaKnown(h, w, now)
 		return
 	}
@@ -472,6 +478,19 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		}
 	} else {
 		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds
+	}
+	if ex := h.lanes[e.exit]; fits && ex != nil && e.phase == expRefine {
+		// One success, then a 429 and a wait that fit a window: a quota
+		// of one per window, or a pace limit that the network's jitter
+		// fooled at the second request (nginx's 30r/m with its fixed
+		// Retry-After: 60 reads as one a minute). Refine from the
+		// quota, not settle at it, and only from within three ramp
+		// steps of the pace that drew the 429: a slower start would
+		// take minutes to prove if the reading was the jitter's.
+		if q := r.settle * float64(e.n1) / w.Seconds(); q < ex.pace && q*rampStep*rampStep*rampStep >= e.x1 {
+			e.quotaW = w
+			r.setExplorerPace(h, ex, max(q, r.minLane), now, "refine", fmt.Sprintf("%d per %v: the window the first 429's recovery fits; one success proves no quota", e.n1, w))
+		}
 	}
 	r.updateFollow(h, now, "explore", "the first 429's estimate")
 }
@@ -710,6 +729,15 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	base := max(c.pass, c.lo)
 	if c.hi > 0 && base >= c.safe && max(base, c.sent)*c.done() >= c.hi {
 		r.settleHere(h, l, now, "passed and pushed back within 4%: settled")
+		return
+	}
+	if w := h.exp.quotaW; w > 0 && c.hi > 0 && c.hi <= float64(h.exp.n1+1)/w.Seconds() &&
+		atLeast(max(base, c.sent), r.settle*float64(h.exp.n1)/w.Seconds()) {
+		// The first run's quota over the window its recovery fit passed,
+		// and a step above it was pushed back within a request a window
+		// more: the quota is confirmed, and nothing under the next
+		// request a window sends more.
+		r.settleHere(h, l, now, fmt.Sprintf("%d per %v passed, pushed back within a request a window above it: settled", h.exp.n1, w))
 		return
 	}
 	if base < c.safe {

@@ -34,7 +34,10 @@ type lane struct {
 	// hot: the last take came within one interval of the lane becoming
 	// ready, so the lane is sent as fast as it may go.
 	hot bool
-	q   *quota
+	// moved: the lane's exit came from another Limiter a moment ago
+	// (Exit.Since) and the lane has had no answer yet.
+	moved bool
+	q     *quota
 	x   *laneExtra // what few lanes need; nil until one does
 	c   laneCount
 }
@@ -231,8 +234,13 @@ func (r *rules) rekey(h *host, l *lane) {
 	h.fix(l)
 }
 
-func (h *host) newLane(r *rules, exit string, now int64) *lane {
+func (h *host) newLane(r *rules, exit string, since, now int64) *lane {
 	l := &lane{exit: exit, idx: -1, serAt: now, pace: h.paceFor(r, exit)}
+	if since > 0 && now-since < movedFor {
+		// The exit was another Limiter's until since: it goes first as if
+		// it had sent then, and its first answer is read with care.
+		l.moved, l.tat = true, since+interval(l.pace)
+	}
 	l.key = r.laneReady(l)
 	h.lanes[exit] = l
 	h.push(l)

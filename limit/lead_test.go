@@ -283,3 +283,47 @@ func TestLedLanes(t *testing.T) {
 		t.Errorf("x00 ready in %v at 1/s, want its hold-back lifted to what 1/s allows", ln.ReadyAt.Sub(now))
 	}
 }
+
+// TestMovedExits: exits that came from another worker a moment ago
+// (Exit.Since) carry what it sent through them: a new lane on one goes
+// first one interval at its pace after Since, and the first 429s of such
+// lanes, several at once, are no evidence that the host limits site-wide.
+func TestMovedExits(t *testing.T) {
+	const host = "a.example"
+	l := newLimiter(t, limit.Config{}, 0)
+	since := t0
+	var ex []limit.Exit
+	for _, id := range []string{"x00", "x01", "x02", "x03"} {
+		ex = append(ex, limit.Exit{ID: id, Since: since})
+	}
+	l.SetExits(ex)
+	_, ok, next := acquire(t, l, host, limit.Want{Pin: "x00"}, t0.Add(time.Second))
+	if ok || next.Before(t0.Add(3*time.Second)) {
+		t.Fatalf("a lane on an exit moved here at t0: ok %v at t0+1s, next %v after t0; want held about an interval at 0.25/s", ok, next.Sub(t0))
+	}
+	now := t0.Add(20 * time.Second)
+	for _, x := range []string{"x00", "x01", "x02", "x03"} {
+		tk, ok, _ := acquire(t, l, host, limit.Want{Pin: x}, now)
+		if !ok {
+			t.Fatalf("%s not ok at t0+20s", x)
+		}
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: 10 * time.Second}, now)
+	}
+	if s := hostOf(l.Snapshot(now), host).Scope; s != limit.ScopeExit && s != limit.ScopeUnknown {
+		t.Errorf("4 moved lanes pushed back at their first request: scope %v, want per exit (or unknown)", s)
+	}
+
+	// The same on exits this Limiter always had: fresh IPs pushed back at
+	// their first request are a site-wide limit.
+	l = newLimiter(t, limit.Config{}, 4)
+	for _, x := range []string{"x00", "x01", "x02"} { // ScopeLanes
+		tk, ok, _ := acquire(t, l, host, limit.Want{Pin: x}, t0)
+		if !ok {
+			t.Fatalf("%s not ok", x)
+		}
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: 10 * time.Second}, t0)
+	}
+	if s := hostOf(l.Snapshot(t0), host).Scope; s != limit.ScopeHost {
+		t.Errorf("3 fresh lanes pushed back at their first request: scope %v, want site-wide", s)
+	}
+}

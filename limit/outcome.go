@@ -39,6 +39,7 @@ import (
 // settle applies one released ticket's outcome o on lane l of host h. sent is
 // when the request went out; u is a uniform draw for backoff jitter.
 func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, u float64) {
+	defer func() { l.moved = false }() // read with care once: the first answer since the exit moved here
 	sent := rec.at
 	if !o.SentAt.IsZero() {
 		sent = o.SentAt.UnixNano()
@@ -134,7 +135,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
 	// Under what one lane may send: evidence that the budget is not the
 	// lane's own, unless the lane already has a smaller one of its own.
-	under := l.own() == 0 && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance)))
+	// A lane whose exit came from another Limiter a moment ago was maybe
+	// sent through by it: its first 429 says nothing of the scope.
+	under := l.own() == 0 && !l.moved && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance)))
 	if !echo {
 		h.ev.add(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
 	}

@@ -29,7 +29,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs
 func hostWith(r *rules, names ...string) *host {
 	h := newHost("h")
 	for _, n := range names {
-		h.newLane(r, n, at0)
+		h.newLane(r, n, 0, at0)
 	}
 	h.exp.exit = names[0]
 	h.exp.pace = r.startPace()
@@ -191,6 +191,40 @@ func TestQuotaKnown(t *testing.T) {
 	r.cooldown(h, f, f.pace, time.Minute, false, sec(8), 0.5)
 	if f.cool != sec(68) {
 		t.Errorf("a follower pushed back at its own pace waits until %v, want the Retry-After exactly", time.Duration(f.cool-at0))
+	}
+}
+
+// TestOneSuccessQuota: one success, then a 429 at the second request and
+// a Retry-After that fits a window (nginx 6r/m: Retry-After 10, two
+// seconds in) is no quota yet, as jitter fools a pace limit the same way:
+// the search refines from the quota; once it passed and a step above was
+// pushed back within a request a window more, it settles. A quota far
+// below the pace that drew the 429 is not where refine starts.
+func TestOneSuccessQuota(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, 10*time.Second, sec(2.06))
+	if h.exp.phase == expSettled {
+		t.Fatal("one success and a 429: settled, want the search to go on")
+	}
+	if want := r.settle * 0.1; !near(e.pace, want) {
+		t.Fatalf("explorer at %v, want Settle under 1 per 10 s, %v", e.pace, want)
+	}
+	h.cap.pass, h.cap.sent = e.pace, e.pace // the quota passed
+	r.setPhase(h, e, expBisect, sec(40), "test")
+	r.explore429(h, e, e.pace*refineStep, 0, sec(60))
+	if h.exp.phase != expSettled {
+		t.Errorf("pushed back at %v, within a request a window above the quota: phase %v, want settled", h.cap.hi, h.exp.phase)
+	}
+
+	// One success, then Retry-After: 60 (nginx 30r/m fooled by jitter):
+	// one a minute is too far under 0.485/s to refine from.
+	h = hostWith(r, "e", "f")
+	e = h.lanes["e"]
+	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, time.Minute, sec(2.06))
+	if h.exp.phase == expSettled || e.pace < 0.485/8 {
+		t.Errorf("one success, Retry-After 60: phase %v explorer at %v, want the search from the usual refine start", h.exp.phase, e.pace)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The limiter's state lives in memory, bounded: lanes and hosts idle for
@@ -144,4 +145,24 @@ func (p *exitPool) lookup(id string) bool {
 	return ok
 }
 
-func samePool(a, b *exitPool) bool { return slices.Equal(a.exits, b.exits) }
+// since is when the exit id came from another Limiter (Exit.Since), in
+// ns; 0 if never or unknown.
+func (p *exitPool) since(id string) int64 {
+	if i, ok := p.idx[id]; ok {
+		return unixNano(p.exits[i].Since)
+	}
+	return 0
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func samePool(a, b *exitPool) bool {
+	return slices.EqualFunc(a.exits, b.exits, func(x, y Exit) bool {
+		return x.ID == y.ID && x.Rate == y.Rate && x.Concurrency == y.Concurrency && x.Since.Equal(y.Since)
+	})
+}

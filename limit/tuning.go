@@ -97,6 +97,11 @@ const (
 	earnEvery      = 100
 )
 
+// minQuota is the fewest successes a first run must have had for its 429
+// to be read as a window's quota (quotaKnown): one success and a 429 at the
+// second request is as often a pace limit the network's jitter fooled.
+const minQuota = 2
+
 // windowTestMax is the most successes a first run may have had for a 429
 // at the first request of a faster pace to be tested as a pace limit
 // rather than read as a window: with more, the quota running out right
@@ -182,3 +187,8 @@ const maxRetryAfter = 24 * time.Hour
 // ledRecheck bounds how long a worker that follows another's search waits
 // before asking again about a host: the leader's pace may change meanwhile.
 const ledRecheck = int64(time.Second)
+
+// movedFor is how long after a fleet's handover (Exit.Since) a new lane on
+// the exit is read with care: the server may still count what the exit's
+// former owner sent, for a window of up to a minute (maxRecovery).
+const movedFor = maxRecovery

@@ -97,6 +97,11 @@ type distributed struct {
 	leaseTTL time.Duration
 	all      atomic.Pointer[[]limit.Exit] // what the ExitSet would give the limiter
 	owned    atomic.Pointer[[]string]     // the fleet's share of it
+	// since is when each owned exit came from another worker (limit's
+	// Exit.Since): servers still count what that worker sent through it.
+	sinceMu sync.Mutex
+	since   map[string]time.Time
+	seen    bool // the fleet has told this worker its share once
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -153,7 +158,40 @@ func (d *distributed) apply() {
 		return
 	}
 	mine := slices.DeleteFunc(slices.Clone(*all), func(e limit.Exit) bool { return !slices.Contains(owned, e.ID) })
+	d.sinceMu.Lock()
+	for i := range mine {
+		mine[i].Since = d.since[mine[i].ID]
+	}
+	d.sinceMu.Unlock()
 	d.lim.SetExits(mine)
+}
+
+// gained records when the exits of owned that this worker did not own
+// before came to it: all of them but a lone first worker's, which nobody
+// used before it.
+func (d *distributed) gained(owned []string, workers int, now time.Time) {
+	d.sinceMu.Lock()
+	defer d.sinceMu.Unlock()
+	old := d.owned.Load()
+	first := !d.seen
+	d.seen = true
+	if d.since == nil {
+		d.since = map[string]time.Time{}
+	}
+	for _, id := range owned {
+		if old != nil && slices.Contains(*old, id) {
+			continue
+		}
+		if first && workers <= 1 {
+			continue
+		}
+		d.since[id] = now
+	}
+	for id := range d.since {
+		if !slices.Contains(owned, id) {
+			delete(d.since, id)
+		}
+	}
 }
 
 // join enters the fleet and starts the heartbeat, the shared-state refresh
@@ -162,7 +200,8 @@ func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, 
 	var err error
 	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: exitIDs, Logger: logger, TTL: f.fleetTTL,
 		Learned: d.lim.Learned, Restore: d.lim.Restore,
-		OnExits: func(owned []string) {
+		OnExits: func(owned []string, workers int) {
+			d.gained(owned, workers, time.Now())
 			d.owned.Store(&owned)
 			d.apply()
 			if len(owned) == 0 && core != nil {

@@ -33,18 +33,31 @@ type fleetRun struct {
 	proxies string
 	urls    string
 	n       int
-	workers []*exec.Cmd
-	outs    []*lockedBuffer
-	done    []chan error
+	// laneRate is the workers' --lane-rate (the first guess); empty: the
+	// default.
+	laneRate string
+	workers  []*exec.Cmd
+	outs     []*lockedBuffer
+	done     []chan error
 }
 
 const fleetRate, fleetBurst = 5, 5 // nginx limit per exit: 5 r/s, burst 5
 
 func newFleetRun(t *testing.T, redisURL string, exits, urls int, bindBase int) *fleetRun {
 	t.Helper()
+	fr := newFleetRunWith(t, redisURL, exits, urls, bindBase, peertest.NginxConfig{Rate: fmt.Sprintf("%dr/s", fleetRate), Burst: fleetBurst,
+		NoRetryAfter: true})
+	fr.laneRate = "4/s"
+	return fr
+}
+
+// newFleetRunWith is newFleetRun against an nginx limited as nc says (its
+// Fallback and files are set here), the workers on default flags.
+func newFleetRunWith(t *testing.T, redisURL string, exits, urls int, bindBase int, nc peertest.NginxConfig) *fleetRun {
+	t.Helper()
 	fr := &fleetRun{t: t, bin: exitgateBinary(t), dir: t.TempDir(), redis: redisURL, n: urls}
-	fr.nginx = peertest.StartNginx(t, peertest.NginxConfig{Rate: fmt.Sprintf("%dr/s", fleetRate), Burst: fleetBurst,
-		NoRetryAfter: true, Fallback: "page.txt", Files: map[string]string{"page.txt": "hello\n"}})
+	nc.Fallback, nc.Files = "page.txt", map[string]string{"page.txt": "hello\n"}
+	fr.nginx = peertest.StartNginx(t, nc)
 	var lines []string
 	for i := range exits {
 		p := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: fmt.Sprintf("127.0.0.%d", bindBase+i)})
@@ -63,9 +76,13 @@ func newFleetRun(t *testing.T, redisURL string, exits, urls int, bindBase int) *
 
 // start starts worker i with the common flags and extra ones.
 func (fr *fleetRun) start(i int, extra ...string) {
-	args := append([]string{"crawl", "--redis", fr.redis, "--crawl", "c", "--proxies", fr.proxies,
-		"--ignore-robots", "--lane-rate", "4/s", "--progress", "0", "--timeout", "5s", "--worker-id", fmt.Sprintf("w%d", i),
-		"--out", filepath.Join(fr.dir, fmt.Sprintf("w%d", i))}, extra...)
+	args := []string{"crawl", "--redis", fr.redis, "--crawl", "c", "--proxies", fr.proxies,
+		"--ignore-robots", "--progress", "0", "--timeout", "5s", "--worker-id", fmt.Sprintf("w%d", i),
+		"--out", filepath.Join(fr.dir, fmt.Sprintf("w%d", i))}
+	if fr.laneRate != "" {
+		args = append(args, "--lane-rate", fr.laneRate)
+	}
+	args = append(args, extra...)
 	args = append(args, fr.urls)
 	cmd := exec.Command(fr.bin, args...)
 	out := &lockedBuffer{}
@@ -306,6 +323,61 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
 	}
 }
 
+// TestFleetSlowLimit runs a fleet against a per-minute limit, where a
+// search's every 429 costs a lane's Retry-After and a follower's hold-back
+// decides whether it is pushed back: nginx at 6 requests a minute per
+// client address, no burst, a fixed Retry-After of 10 s, 10 exits, the
+// workers on default flags (the first guess, 30/min, is five times the
+// limit), 120 s: 3 workers of one --redis crawl and 1 worker. It reports
+// utilization after the first minute and over the run, and the 429 ratio,
+// from nginx's log. Not part of the suite (four minutes):
+//
+//	EXITGATE_FLEET_BENCH=1 go test -run FleetSlowLimit -v ./cmd/exitgate
+func TestFleetSlowLimit(t *testing.T) {
+	if os.Getenv("EXITGATE_FLEET_BENCH") != "1" {
+		t.Skip("set EXITGATE_FLEET_BENCH=1")
+	}
+	const exits, dur, rate = 10, 120 * time.Second, 0.1 // 6 per minute per exit
+	for _, workers := range []int{3, 1} {
+		r := peertest.StartRedis(t)
+		fr := newFleetRunWith(t, r.URL(), exits, 5000, 121, peertest.NginxConfig{Rate: "6r/m", RetryAfter: "10"})
+		for i := range workers {
+			fr.start(i, "--duration", dur.String())
+		}
+		deadline := time.After(dur + 30*time.Second)
+		for _, d := range fr.done {
+			select {
+			case <-d: // exit 4: unfinished by --duration
+			case <-deadline:
+				t.Fatal("workers did not stop")
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+		log := fr.nginx.AccessLog(t, 0)
+		if len(log) == 0 {
+			t.Fatal("nginx logged nothing")
+		}
+		t0 := log[0].Time
+		ok, ok60, n429 := 0, 0, 0
+		for _, e := range log {
+			switch e.Status {
+			case 200:
+				ok++
+				if e.Time.Sub(t0) >= time.Minute {
+					ok60++
+				}
+			case 429:
+				n429++
+			}
+		}
+		span := min(log[len(log)-1].Time.Sub(t0), dur).Seconds()
+		whole := float64(ok) / (rate * exits * span)
+		after := float64(ok60) / (rate * exits * (span - 60))
+		t.Logf("%d worker(s), nginx 6r/m, %d exits, %.0f s: %d requests, %d ok, utilization %.1f%% (after 60 s %.1f%%), 429s %d (%.2f%%)",
+			workers, exits, span, len(log), ok, 100*whole, 100*after, n429, 100*float64(n429)/float64(len(log)))
+	}
+}
+
 // TestFleetVersusPerWorker is the seed article's case on loopback: 8
 // workers on 20 exits against nginx limiting each exit to 5 r/s, for 20 s
 // each: 8 exitgate workers of one --redis crawl, 8 independent exitgate
@@ -373,5 +445,30 @@ func TestFleetVersusPerWorker(t *testing.T) {
 		util := float64(ok) / (exits * fleetRate * active)
 		t.Logf("%-13s %d workers: %5d requests in %.1fs (wall %.1fs), %5d ok, utilization %.1f%%, 429s %.2f%%",
 			mode.name, mode.workers, req, active, span.Seconds(), ok, 100*util, 100*float64(n429)/float64(max(req, 1)))
+	}
+}
+
+// TestGainedExits: a worker marks the exits that came to it from another
+// worker (limit.Exit.Since), never those of a lone first worker.
+func TestGainedExits(t *testing.T) {
+	t1, t2 := time.Unix(100, 0), time.Unix(200, 0)
+	d := &distributed{}
+	d.owned.Store(&[]string{})
+	d.gained([]string{"a", "b"}, 1, t1) // alone: nobody used them
+	d.owned.Store(&[]string{"a", "b"})
+	d.gained([]string{"a", "b", "c"}, 2, t2)
+	if len(d.since) != 1 || !d.since["c"].Equal(t2) {
+		t.Errorf("seed worker gaining c: since %v, want only c at %v", d.since, t2)
+	}
+	d.owned.Store(&[]string{"a", "b", "c"})
+	d.gained([]string{"c"}, 2, t2.Add(time.Second))
+	if len(d.since) != 1 || !d.since["c"].Equal(t2) {
+		t.Errorf("a and b given away: since %v, want c still at %v", d.since, t2)
+	}
+	j := &distributed{}
+	j.owned.Store(&[]string{})
+	j.gained([]string{"x", "y"}, 3, t1) // a joiner: the others used them
+	if len(j.since) != 2 || !j.since["x"].Equal(t1) {
+		t.Errorf("joiner: since %v, want x and y at %v", j.since, t1)
 	}
 }
