@@ -133,7 +133,7 @@ type explorer struct {
 	// search refines from that quota, and settles once a step above it
 	// is pushed back within a request a window more.
 	quotaW time.Duration
-	run    run     // the explorer's current run of successes at its pace
+	run    run // the explorer's current run of successes at its pace
 	// chain: careful runs in a row at one pace add up. A careful run
 	// proves a request less than it sent, so the search would otherwise
 	// try the same middle again and again without proving more.

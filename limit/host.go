@@ -38,8 +38,8 @@ type lane struct {
 	// (Exit.Since) and the lane has had no answer yet.
 	moved bool
 	q     *quota
-	x   *laneExtra // what few lanes need; nil until one does
-	c   laneCount
+	x     *laneExtra // what few lanes need; nil until one does
+	c     laneCount
 }
 
 // laneExtra is the part of a lane that most lanes never need: kept behind a
