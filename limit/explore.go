@@ -487,7 +487,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		// quota, not settle at it, and only from within three ramp
 		// steps of the pace that drew the 429: a slower start would
 		// take minutes to prove if the reading was the jitter's.
-		if q := r.settle * float64(e.n1) / w.Seconds(); q < ex.pace && q*rampStep*rampStep*rampStep >= e.x1 {
+		if q := r.settle * e.quota(w); q < ex.pace && q*rampStep*rampStep*rampStep >= e.x1 {
 			e.quotaW = w
 			r.setExplorerPace(h, ex, max(q, r.minLane), now, "refine", fmt.Sprintf("%d per %v: the window the first 429's recovery fits; one success proves no quota", e.n1, w))
 		}
@@ -515,6 +515,10 @@ func windowFit(t1, rec int64) (time.Duration, bool) {
 	return 0, false
 }
 
+// quota is the first run's successes over the window w, in req/s: what a
+// window of that length holds if the run ran its quota out inside it.
+func (e *explorer) quota(w time.Duration) float64 { return float64(e.n1) / w.Seconds() }
+
 // quotaKnown settles the host at the first run's quota over the window w
 // its recovery fits: n1 passed inside one window and the next was pushed
 // back, so n1 per w is the limit and nothing between it and n1+1 per w
@@ -523,7 +527,7 @@ func windowFit(t1, rec int64) (time.Duration, bool) {
 // failed one; a re-probe after a quiet spell finds a raised limit.
 func (r *rules) quotaKnown(h *host, w time.Duration, now int64) {
 	e, c := &h.exp, &h.cap
-	q := max(r.minLane, float64(e.n1)/w.Seconds())
+	q := max(r.minLane, e.quota(w))
 	ex := h.lanes[e.exit]
 	lane := ""
 	if ex != nil {
@@ -731,8 +735,8 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		r.settleHere(h, l, now, "passed and pushed back within 4%: settled")
 		return
 	}
-	if w := h.exp.quotaW; w > 0 && c.hi > 0 && c.hi <= float64(h.exp.n1+1)/w.Seconds() &&
-		atLeast(max(base, c.sent), r.settle*float64(h.exp.n1)/w.Seconds()) {
+	if w := h.exp.quotaW; w > 0 && c.hi > 0 && c.hi <= h.exp.quota(w)+1/w.Seconds() &&
+		atLeast(max(base, c.sent), r.settle*h.exp.quota(w)) {
 		// The first run's quota over the window its recovery fit passed,
 		// and a step above it was pushed back within a request a window
 		// more: the quota is confirmed, and nothing under the next

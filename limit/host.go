@@ -141,6 +141,10 @@ type host struct {
 	// pubFollow is the followers' pace this Limiter last published as the
 	// host's leader.
 	pubFollow float64
+	// workers is how many Limiters share the host (HostShare.Workers; 0
+	// or 1: this one alone). Each sees 1/workers of its successes and of
+	// its lanes.
+	workers int
 
 	log changeLog
 	c   Counters

@@ -30,16 +30,10 @@ type hostRate struct {
 	eps   int16 // consecutive host-level episodes, for backoff
 	// overloaded: 503s put the host under the rate, whatever its scope.
 	overloaded bool
-	// workers is how many Limiters share the rate (HostShare.Workers; 0
-	// or 1: this one alone). Each sees 1/workers of the successes.
-	workers int
 }
 
 // rated reports whether the host's rate gates it.
 func (h *host) rated() bool { return h.rate.on }
-
-// sharedBy is how many Limiters share the host's rate (HostShare.Workers).
-func (h *host) sharedBy() float64 { return float64(max(1, h.rate.workers)) }
 
 // sendAll is what the host is sent by every Limiter that shares it: this
 // one's send rate times their number (a fleet's workers split the pool's

@@ -158,7 +158,7 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 // The caller holds h's shard lock; nothing here waits.
 func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 	v, ok := l.share.View(name)
-	h.rate.workers = max(1, l.share.Workers())
+	h.workers = max(1, l.share.Workers())
 	l.followLead(h, name, v, now) // before anything is shared too: one explorer from the start
 	if !ok {
 		return
@@ -200,6 +200,9 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		r.othersPushedBack(h, now)
 	}
 }
+
+// sharedBy is how many Limiters share the host (HostShare.Workers).
+func (h *host) sharedBy() float64 { return float64(max(1, h.workers)) }
 
 // othersPushedBack is follow429's rule for the followers of other workers,
 // on the worker that leads the host's search: several lanes pushed back at

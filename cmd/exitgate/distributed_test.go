@@ -99,6 +99,20 @@ func (fr *fleetRun) start(i int, extra ...string) {
 	})
 }
 
+// stopped waits for every worker to end by itself (a --duration run ends
+// with exit 4, unfinished), whatever its exit code.
+func (fr *fleetRun) stopped(timeout time.Duration) {
+	fr.t.Helper()
+	deadline := time.After(timeout)
+	for _, d := range fr.done {
+		select {
+		case <-d:
+		case <-deadline:
+			fr.t.Fatal("workers did not stop")
+		}
+	}
+}
+
 // wait waits for every worker that was not killed, failing on a non-zero
 // exit.
 func (fr *fleetRun) wait(timeout time.Duration, killed ...int) {
@@ -344,14 +358,7 @@ func TestFleetSlowLimit(t *testing.T) {
 		for i := range workers {
 			fr.start(i, "--duration", dur.String())
 		}
-		deadline := time.After(dur + 30*time.Second)
-		for _, d := range fr.done {
-			select {
-			case <-d: // exit 4: unfinished by --duration
-			case <-deadline:
-				t.Fatal("workers did not stop")
-			}
-		}
+		fr.stopped(dur + 30*time.Second)
 		time.Sleep(200 * time.Millisecond)
 		log := fr.nginx.AccessLog(t, 0)
 		if len(log) == 0 {
@@ -416,14 +423,7 @@ func TestFleetVersusPerWorker(t *testing.T) {
 			}
 			fr.start(i, extra...)
 		}
-		deadline := time.After(dur + 30*time.Second)
-		for _, d := range fr.done {
-			select {
-			case <-d: // exit 4: unfinished by --duration
-			case <-deadline:
-				t.Fatal("workers did not stop")
-			}
-		}
+		fr.stopped(dur + 30*time.Second)
 		span := time.Since(start)
 		time.Sleep(200 * time.Millisecond)
 		ok, n429, req := 0, 0, 0
