@@ -133,7 +133,13 @@ type explorer struct {
 	// search refines from that quota, and settles once a step above it
 	// is pushed back within a request a window more.
 	quotaW time.Duration
-	run    run // the explorer's current run of successes at its pace
+	// rec1 is the first 429's recovery (Retry-After, or the measured
+	// retry), ns.
+	rec1 int64
+	// qtry: the explorer tries quotaW's quota, read from a window test
+	// pushed back within the first run's count: passed, it is the limit.
+	qtry bool
+	run  run // the explorer's current run of successes at its pace
 	// chain: careful runs in a row at one pace add up. A careful run
 	// proves a request less than it sent, so the search would otherwise
 	// try the same middle again and again without proving more.
@@ -300,6 +306,12 @@ func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
 
 // proofSpan is how long the explorer must sustain a pace for it to pass.
 func (h *host) proofSpan(pace float64) int64 {
+	if e := &h.exp; e.qtry {
+		// A quota's try: a longer window of the same quota pushes back
+		// within the quota's next request but one, and a rate estimated
+		// over two windows (haproxy's) within three of them.
+		return min(maxSpan, max(3*int64(e.quotaW), int64(2*e.n1+2)*interval(pace)))
+	}
 	if h.cap.careful || h.exp.phase == expSettled {
 		return max(h.cap.span, min(carefulIntervals*interval(pace), maxSpan))
 	}
@@ -331,6 +343,11 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		span = rampSpan
 	}
 	if e.run.n < rampRun || !saturated || el < span || e.phase == expSettled {
+		return
+	}
+	if e.qtry {
+		e.qtry, e.run = false, run{}
+		r.quotaKnown(h, e.quotaW, now, fmt.Sprintf("%d per %v sustained for %.0fs: the window's quota", e.n1, e.quotaW, secs(el)))
 		return
 	}
 	passed := l.pace
@@ -423,6 +440,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		safe = min(safe, e.ramped)
 	}
 	safe = max(r.minLane, safe)
+	e.rec1 = rec
 	h.note(r, now, "explore", l.exit, "estimate", c.safe, safe, fmt.Sprintf("%d successes in %.1fs before the first 429, %s", e.n1, secs(e.t1), why))
 	c.safe = safe
 	if e.awaitAt != 0 {
@@ -452,7 +470,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	w, fits := windowFit(e.t1, rec)
 	fits = fits && !paceTest && !c.careful
 	if fits && e.n1 >= minQuota {
-		r.quotaKnown(h, w, now)
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits", e.n1, w))
 		return
 	}
 	if c.careful || windowed {
@@ -475,6 +493,18 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 			} else {
 				r.nextBisect(h, ex, now)
 			}
+		}
+	} else if c.extra >= burstMin && safe < e.ramped {
+		// A quick recovery, but the first run let a burst through: a
+		// bucket, or a window whose budget the ramp's one-second runs had
+		// not spent yet (httprate's 30 per 10 s passes 7.8/s for a second).
+		// What the ramp passed proves nothing of the rate; the count does.
+		// The followers hold it, and the explorer bisects up from it with
+		// runs long enough for such a burst to run out.
+		c.pass, c.sent = safe, safe
+		if ex := h.lanes[e.exit]; ex != nil && e.phase == expRefine {
+			r.setPhase(h, ex, expBisect, now, fmt.Sprintf("a burst of %.1f let the ramp through: search from the count", c.extra))
+			r.nextBisect(h, ex, now)
 		}
 	} else {
 		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds
@@ -515,6 +545,53 @@ func windowFit(t1, rec int64) (time.Duration, bool) {
 	return 0, false
 }
 
+// shortestWindow is the shortest common window a first run of t1 and a
+// recovery of rec can be: the run fitted inside it (the 429 came while its
+// first request still counted), and it had ended when the lane recovered.
+func shortestWindow(t1, rec int64) (time.Duration, bool) {
+	if rec <= minWindow {
+		return 0, false
+	}
+	for i := len(commonWindows) - 1; i >= 0; i-- {
+		if w := commonWindows[i]; int64(w) > t1 && int64(w) <= t1+rec {
+			return w, true
+		}
+	}
+	return 0, false
+}
+
+// tryQuota follows a window test pushed back within the first run's count
+// (n1 successes at the ramp's pace, then a 429, twice): a window of n1
+// requests, not a pace limit. Its length is between the first run and the
+// first run plus its recovery: a penalty longer than the window (haproxy
+// with Retry-After: 30 on a 10-s rate) hides it. The explorer tries the
+// quota over the shortest common window in there; passed over a few of
+// those windows it is the limit (quotaKnown), pushed back the bisection
+// goes on under it. The followers keep the careful reading meanwhile: a
+// wrong guess costs one lane a 429, not the pool.
+func (r *rules) tryQuota(h *host, l *lane, x float64, now int64) bool {
+	e, c := &h.exp, &h.cap
+	w, ok := shortestWindow(e.t1, e.rec1)
+	if !ok || e.n1 < minQuota {
+		return false
+	}
+	q := r.settle * e.quota(w)
+	if q <= max(c.pass, c.safe) || q >= x {
+		return false
+	}
+	if c.hi == 0 || x < c.hi {
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "the window test was pushed back")
+		c.ceil(x, now)
+	}
+	if e.phase == expRefine {
+		r.setPhase(h, l, expBisect, now, "a window, not a pace limit")
+	}
+	e.quotaW, e.qtry, e.run = w, true, run{}
+	r.setExplorerPace(h, l, q, now, "bisect", fmt.Sprintf("pushed back within %d again: a window of %d; try %d per %v, the shortest usual window between the first run and its recovery", e.n1, e.n1, e.n1, w))
+	r.updateFollow(h, now, phaseNames[e.phase], "the window test was pushed back")
+	return true
+}
+
 // quota is the first run's successes over the window w, in req/s: what a
 // window of that length holds if the run ran its quota out inside it.
 func (e *explorer) quota(w time.Duration) float64 { return float64(e.n1) / w.Seconds() }
@@ -525,7 +602,7 @@ func (e *explorer) quota(w time.Duration) float64 { return float64(e.n1) / w.Sec
 // sends more a window. The followers take it at once, without a careful
 // span per step of a slow window and a 429 and a lane's recovery per
 // failed one; a re-probe after a quiet spell finds a raised limit.
-func (r *rules) quotaKnown(h *host, w time.Duration, now int64) {
+func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 	e, c := &h.exp, &h.cap
 	q := max(r.minLane, e.quota(w))
 	ex := h.lanes[e.exit]
@@ -533,7 +610,7 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64) {
 	if ex != nil {
 		lane = ex.exit
 	}
-	h.note(r, now, "explore", lane, "estimate", c.safe, q, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits", e.n1, w))
+	h.note(r, now, "explore", lane, "estimate", c.safe, q, why)
 	c.safe, c.pass, c.sent, c.at = q, q, q, now
 	c.careful, c.windowed = true, true
 	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
@@ -652,6 +729,14 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 	wtest := e.wtest > 0
 	e.reprobe, e.wtest = false, 0
 	r.count(h, l, now)
+	if e.qtry {
+		// The quota's try was pushed back: the window is longer than the
+		// shortest it could be. The search bisects under it.
+		e.qtry, e.quotaW = false, 0
+	}
+	if wtest && k <= e.n1 && r.tryQuota(h, l, x, now) {
+		return
+	}
 	if atLeast(x, c.pass) && !wtest {
 		r.burstSeen(h, l, x, k, max(c.pass, c.lo), now)
 	}

@@ -228,6 +228,64 @@ func TestOneSuccessQuota(t *testing.T) {
 	}
 }
 
+// TestTryQuota: haproxy's 2 per 10 s with Retry-After: 30. Two successes
+// in 4.1 s, a 429; the window test at the ramp's pace is pushed back after
+// two again: a window of 2, between 4.1 s and 34.1 s long. The explorer
+// tries 2 per 10 s (the shortest usual window in there) while the
+// followers hold the careful reading; sustained over three windows it
+// settles the host there. Pushed back, the bisection goes on under it.
+func TestTryQuota(t *testing.T) {
+	start := func() (*rules, *host, *lane, *lane) {
+		r := testRules(t, Config{})
+		h := hostWith(r, "e", "f")
+		e, f := h.lanes["e"], h.lanes["f"]
+		h.cap.pass = 0.485
+		r.endRamp(h, e, 0.97, series{at: sec(0), ok: 2, run: 1}, 30*time.Second, sec(4.1))
+		if h.exp.wtest == 0 || !near(e.pace, 0.485) {
+			t.Fatalf("2 successes, the second at a doubled pace, Retry-After 30: wtest %d pace %v, want a window test at 0.485/s", h.exp.wtest, e.pace)
+		}
+		r.explore429(h, e, 0.485, 2, sec(6.7))
+		want := r.settle * 0.2
+		if !h.exp.qtry || h.exp.quotaW != 10*time.Second || !near(e.pace, want) {
+			t.Fatalf("window test pushed back after 2: qtry %v window %v explorer at %v, want a try of Settle under 2 per 10 s, %v", h.exp.qtry, h.exp.quotaW, e.pace, want)
+		}
+		if f.pace > 0.1 {
+			t.Fatalf("follower at %v during the try, want the careful reading (2 in 34 s)", f.pace)
+		}
+		return r, h, e, f
+	}
+
+	r, h, e, f := start()
+	if span := h.proofSpan(e.pace); span < int64(30*time.Second) || span > int64(maxSpan) {
+		t.Errorf("the try's proof span %v, want three windows, a minute at most", time.Duration(span))
+	}
+	at := 7.0
+	for ; h.exp.phase != expSettled && at < 60; at += 1 / e.pace {
+		r.exploreOK(h, e, sec(at), sec(at))
+	}
+	if h.exp.phase != expSettled || !near(h.cap.pass, 0.2) || h.cap.hi != 0 {
+		t.Fatalf("after %.0f s at the quota: phase %v pass %v hi %v, want settled at 2 per 10 s", at-7, h.exp.phase, h.cap.pass, h.cap.hi)
+	}
+	if at-7 < 30 || at-7 > 40 {
+		t.Errorf("settled after %.1f s at the quota, want three windows (30 s) and a few requests", at-7)
+	}
+	if want := r.settle * 0.2; !near(f.pace, want) {
+		t.Errorf("follower at %v once settled, want %v", f.pace, want)
+	}
+
+	// The window is 30 s, not 10: the try is pushed back, and the search
+	// goes on between the careful reading and the try.
+	r, h, e, _ = start()
+	try := e.pace
+	r.explore429(h, e, try, 2, sec(17.5))
+	if h.exp.qtry || h.exp.quotaW != 0 || !near(h.cap.hi, try) {
+		t.Fatalf("try pushed back: qtry %v window %v hi %v, want no quota and the ceiling at the try, %v", h.exp.qtry, h.exp.quotaW, h.cap.hi, try)
+	}
+	if e.pace >= try || e.pace <= h.cap.safe {
+		t.Errorf("explorer at %v after the try was pushed back, want between the reading %v and the try %v", e.pace, h.cap.safe, try)
+	}
+}
+
 // TestRecovery: a 429 without Retry-After; the lane is seen to recover at
 // the first try (a bucket) or only after a long wait (a window).
 func TestRecovery(t *testing.T) {
@@ -250,6 +308,42 @@ func TestRecovery(t *testing.T) {
 		}
 		if want := 10 / (10 + tc.rec); !near(h.cap.safe, min(want, 1)) {
 			t.Errorf("%s: safe %v, want %v", tc.name, h.cap.safe, want)
+		}
+	}
+}
+
+// TestRecoveryAfterBurst: a quick recovery with a burst seen (httprate's 30
+// per 10 s without headers: 11 successes at 15.5/s after a ramp that passed
+// 7.76/s for a second, 32 in 10.8 s in all): the ramp's quick runs prove
+// nothing of the rate, so the followers hold the count and the explorer
+// bisects up from it. With half a request of burst (nginx 1r/s on timing)
+// what the ramp passed holds.
+func TestRecoveryAfterBurst(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name       string
+		pass, x    float64
+		ok, run    int32
+		t1         float64
+		wantPass   float64
+		wantBisect bool
+	}{
+		{"a burst of 5.5: the count", 7.76, 15.52, 32, 11, 10.8, 32 / 11.1, true},
+		{"half a request: the ramp's pace", 0.97, 1.94, 5, 1, 6.7, 0.97, false},
+	} {
+		h := hostWith(r, "e", "f")
+		h.cap.pass = tc.pass
+		e, f := h.lanes["e"], h.lanes["f"]
+		r.endRamp(h, e, tc.x, series{at: sec(0), ok: tc.ok, run: tc.run}, 0, sec(tc.t1))
+		r.exploreOK(h, e, sec(tc.t1+0.3), sec(tc.t1+0.3))
+		if !near(h.cap.pass, tc.wantPass) {
+			t.Errorf("%s: pass %v, want %v", tc.name, h.cap.pass, tc.wantPass)
+		}
+		if (h.exp.phase == expBisect) != tc.wantBisect || f.pace > tc.wantPass {
+			t.Errorf("%s: phase %v follower at %v, want bisect %v and the follower at most %v", tc.name, phaseNames[h.exp.phase], f.pace, tc.wantBisect, tc.wantPass)
+		}
+		if tc.wantBisect && (e.pace <= tc.wantPass || e.pace >= tc.x) {
+			t.Errorf("%s: explorer at %v, want between the count %v and the pushback %v", tc.name, e.pace, tc.wantPass, tc.x)
 		}
 	}
 }

@@ -108,6 +108,12 @@ const minQuota = 2
 // there is the likelier reading, and the test would cost a window.
 const windowTestMax = 4
 
+// burstMin is the smallest burst (requests beyond the rate, as the first
+// run's pushback showed it) that makes the ramp's quick runs no proof of
+// the rate: under it (nginx 1r/s lets half a request through on timing)
+// what the ramp passed holds.
+const burstMin = 2
+
 // hotSlack is how late after becoming ready a lane may be taken and still
 // count as sent at its pace: a busy client's timers and scheduler wake
 // tens of milliseconds late, and a fast lane (20/s: 50 ms) taken that late
