@@ -374,10 +374,21 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// while: the run proves the rate it implies, and goes on until
 		// that is half way from what passed before to its pace, or for a
 		// minute at most.
-		passed = l.pace * max(0, 1-c.extra/float64(e.run.n-1))
+		// Runs in a row at one pace add up: the burst runs out once, so
+		// a pace held for minutes proves itself ever closer, where runs
+		// proven afresh would each give up the burst again.
+		n := e.run.n
+		if e.chain.pace > 0 && math.Abs(l.pace/e.chain.pace-1) <= sameRun {
+			n += e.chain.n
+		}
+		passed = l.pace * max(0, 1-c.extra/float64(n-1))
 		if goal := (l.pace + c.pass) / 2; passed < goal && el < maxSpan {
 			return
 		}
+		if e.chain.pace == 0 || math.Abs(l.pace/e.chain.pace-1) > sameRun {
+			e.chain.pace = l.pace
+		}
+		e.chain.n = min(n, 1<<20)
 		if passed <= c.pass {
 			// A minute did not prove more than what passed: with this
 			// burst the step cannot be told from the rate. It counts as
@@ -469,7 +480,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	paceTest := windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep
 	w, fits := windowFit(e.t1, rec)
 	fits = fits && !paceTest && !c.careful
-	if fits && e.n1 >= minQuota {
+	if fits && windowed && e.n1 >= minQuota {
 		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits", e.n1, w))
 		return
 	}
@@ -558,6 +569,41 @@ func shortestWindow(t1, rec int64) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// explorerOutlier handles the explorer l pushed back at x, under the pace
+// the followers hold, while they hold it: on a host whose IPs have budgets
+// of their own (reputation tiers), the lane that explores may be one of the
+// smallest, and what it reads would drag every lane down to its budget. It
+// takes its own ceiling, as a follower pushed back alone does, its readings
+// above the followers' pace go, and the search goes on on a follower.
+func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
+	e, c := &h.exp, &h.cap
+	if e.phase == expRamp || !h.exploring() || atLeast(x, c.follow) || h.manyAtFollow(now) {
+		return false
+	}
+	hot := 0
+	for _, o := range h.lanes {
+		if o != l && o.hot && o.own() == 0 && atLeast(o.pace, c.follow) {
+			hot++
+		}
+	}
+	ch := h.challenger(l, now)
+	if hot < h.manyLanes() || ch == nil || !ch.hot {
+		return false
+	}
+	x2 := l.extra()
+	h.note(r, now, "tier", l.exit, "ceiling", x2.own, x, fmt.Sprintf("the explorer pushed back at %.3g/s, under the %.3g/s that %d followers hold: its own budget", x, c.follow, hot))
+	x2.own, x2.tpass = x, 0
+	c.hi = 0 // the outlier's reading, or older: the new explorer finds its own
+	e.exit, e.run, e.chain, e.retest, e.wtest, e.qtry = ch.exit, run{}, chain{}, false, 0, false
+	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
+	r.tierNext(h, l)
+	if e.phase == expBisect && c.hi == 0 {
+		r.setPhase(h, ch, expRefine, now, "the followers' pace holds")
+	}
+	r.setExplorerPace(h, ch, c.follow*refineStep, now, phaseNames[e.phase], "the search goes on on a follower, a step above the followers' pace")
+	return true
 }
 
 // tryQuota follows a window test pushed back within the first run's count
@@ -724,6 +770,9 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 		c.pass, c.sent = e.savedPass, e.savedSent
 		r.setPhase(h, l, expSettled, now, "the limit stands")
 		r.setExplorerPace(h, l, h.followPace(r), now, "reprobe", "back to the settled pace")
+		return
+	}
+	if r.explorerOutlier(h, l, x, now) {
 		return
 	}
 	wtest := e.wtest > 0

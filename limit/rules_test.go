@@ -194,6 +194,21 @@ func TestQuotaKnown(t *testing.T) {
 	}
 }
 
+// TestQuotaNeedsWindow: a first run that happens to last about 10 s and a
+// quick recovery (2.1 s: a bucket's refill at under 1/s) add up to a 10-s
+// window, but a recovery short against the pace is no window: no quota.
+func TestQuotaNeedsWindow(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.cap.pass = 0.97
+	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 12, run: 8}, 0, sec(9.9))
+	r.exploreOK(h, e, sec(12), sec(12))
+	if h.exp.phase == expSettled || h.cap.windowed {
+		t.Errorf("12 in 9.9 s, recovered 2.1 s later: phase %v windowed %v, want no window and no quota", phaseNames[h.exp.phase], h.cap.windowed)
+	}
+}
+
 // TestOneSuccessQuota: one success, then a 429 at the second request and
 // a Retry-After that fits a window (nginx 6r/m: Retry-After 10, two
 // seconds in) is no quota yet, as jitter fools a pace limit the same way:
@@ -837,6 +852,50 @@ func TestHandOff(t *testing.T) {
 	}
 }
 
+// TestExplorerOutlier: on a host whose IPs have budgets of their own, the
+// explorer pushed back under the pace its followers hold (and hold without
+// being pushed back) is the small one: it takes its own ceiling and the
+// search goes on on a follower, from the followers' pace. Followers pushed
+// back there too mean the host's knowledge is wrong: the usual path.
+func TestExplorerOutlier(t *testing.T) {
+	setup := func() (*rules, *host) {
+		r := testRules(t, Config{})
+		h := hostWith(r, "e", "a", "b", "c", "d")
+		h.exp.phase = expRefine
+		h.cap.safe, h.cap.hi = 0.326, 0.485
+		r.updateFollow(h, sec(0), "test", "")
+		for _, n := range []string{"a", "b", "c", "d"} {
+			h.lanes[n].hot = true
+		}
+		r.setExplorerPace(h, h.lanes["e"], 0.121, sec(0), "test", "")
+		return r, h
+	}
+	r, h := setup()
+	f := h.cap.follow
+	r.explore429(h, h.lanes["e"], 0.121, 1, sec(19))
+	e := h.lanes["e"]
+	if e.own() != 0.121 || h.exp.exit == "e" {
+		t.Fatalf("explorer pushed back at 0.121/s under the followers' %v: own %v, explorer now %q; want its own ceiling and another explorer", f, e.own(), h.exp.exit)
+	}
+	if h.cap.safe != 0.326 || h.cap.follow != f {
+		t.Errorf("safe %v follow %v, want the followers' pace untouched (0.326, %v)", h.cap.safe, h.cap.follow, f)
+	}
+	if ex := h.lanes[h.exp.exit]; !near(ex.pace, f*refineStep) || h.cap.hi != 0 {
+		t.Errorf("new explorer at %v, ceiling %v; want a step above the followers' pace, %v, and the outlier's ceiling gone", ex.pace, h.cap.hi, f*refineStep)
+	}
+
+	// Followers pushed back at their pace a moment before (three of the
+	// five lanes): the host's knowledge is wrong, not the explorer's IP.
+	r, h = setup()
+	for i, n := range []string{"a", "b", "c"} {
+		h.ev.add(r, evEntry{exit: n, at: sec(18 + float64(i)/10), pace: h.cap.follow})
+	}
+	r.explore429(h, h.lanes["e"], 0.121, 1, sec(19))
+	if h.lanes["e"].own() != 0 || h.exp.exit != "e" {
+		t.Errorf("followers pushed back too: explorer's own %v, explorer %q; want the usual search on e", h.lanes["e"].own(), h.exp.exit)
+	}
+}
+
 // TestChallenger: the search is handed to a lane sent at its pace first,
 // never to one waiting out a cooldown of its own, and to an idle one when
 // no other is left (a fleet's worker holds two or three lanes).
@@ -881,6 +940,18 @@ func TestBurstProof(t *testing.T) {
 	r.exploreOK(h, e, at, at)
 	if !near(h.cap.pass, 9) {
 		t.Errorf("after 41 successes pass %v, want 10*(1-4/40) = 9", h.cap.pass)
+	}
+	// The next run at the same pace adds up with it: 41+40 successes
+	// prove 10*(1-4/80) = 9.5, half way from 9 to 10, where 40 alone
+	// would not (10*(1-4/39) = 8.97).
+	h.cap.ceil(10.1, sec(5))
+	r.setExplorerPace(h, e, 10, sec(5), "test", "")
+	for i := range 40 {
+		at := sec(5.1 + float64(i)/10)
+		r.exploreOK(h, e, at, at)
+	}
+	if want := 9.5; !near(h.cap.pass, want) {
+		t.Errorf("after a second run of 11 at 10/s pass %v, want %v: runs in a row at one pace add up", h.cap.pass, want)
 	}
 	// burstSeen: 12 successes at 10/s before a 429, at least 8/s
 	// sustained: at most 12*(1-0.8) = 2.4 beyond the rate; a smaller
