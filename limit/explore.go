@@ -139,6 +139,9 @@ type explorer struct {
 	// qtry: the explorer tries quotaW's quota, read from a window test
 	// pushed back within the first run's count: passed, it is the limit.
 	qtry bool
+	// tight: the first run lasted about a window (it recovered within a
+	// quarter more than it took), so what it fitted into it is close.
+	tight bool
 	run  run // the explorer's current run of successes at its pace
 	// chain: careful runs in a row at one pace add up. A careful run
 	// proves a request less than it sent, so the search would otherwise
@@ -472,6 +475,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	if windowed && e.n1 >= 2 {
 		// A window holds what the first run fitted into it: over the time
 		// the run took, the rate was at least the window's.
+		e.tight = e.n1 >= 8 && rec <= e.t1+e.t1/4
 		if hi := float64(e.n1) / secs(e.t1); hi < c.hi {
 			h.note(r, now, "explore", l.exit, "ceiling", c.hi, hi, "a window holds no more than the first run fitted into it")
 			c.ceil(hi, now)
@@ -896,6 +900,9 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	m := base * probeStep
 	if c.hi > 0 {
 		m = math.Sqrt(base * c.hi)
+		if h.exp.tight {
+			m = math.Pow(base, 0.25) * math.Pow(c.hi, 0.75)
+		}
 	}
 	why := "the middle of what was passed and pushed back"
 	if c.hi > 0 && c.hi <= base*refineStep*refineStep && now-c.hiAt >= max(r.probeEvery<<h.exp.fails, 2*h.proofSpan(c.hi)) {

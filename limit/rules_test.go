@@ -209,6 +209,42 @@ func TestQuotaNeedsWindow(t *testing.T) {
 	}
 }
 
+// TestTightWindow: 32 successes in 10.8 s, then a 429 without Retry-After;
+// the lane recovers 11.1 s later (httprate's 30 per 10 s once the quick
+// retry was pushed back): the run lasted about a window, so what it fitted
+// in (32 in 10.8 s) is close, and the careful bisect tries three quarters
+// of the way up to it (in log space) rather than the middle. A recovery
+// much longer than the run is no such reading.
+func TestTightWindow(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name  string
+		rec   float64
+		tight bool
+	}{
+		{"recovered as long after as the run took", 11.1, true},
+		{"recovered far later", 40, false},
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.cap.pass = 7.76
+		r.endRamp(h, e, 15.52, series{at: sec(0), ok: 32, run: 11}, 0, sec(10.8))
+		r.exploreOK(h, e, sec(10.8+tc.rec), sec(10.8+tc.rec))
+		if h.exp.tight != tc.tight || !h.cap.windowed {
+			t.Errorf("%s: tight %v windowed %v, want %v and a window", tc.name, h.exp.tight, h.cap.windowed, tc.tight)
+			continue
+		}
+		lo, hi := h.cap.pass, h.cap.hi
+		want := math.Sqrt(lo * hi)
+		if tc.tight {
+			want = math.Pow(lo, 0.25) * math.Pow(hi, 0.75)
+		}
+		if !near(e.pace, want) {
+			t.Errorf("%s: explorer at %v between %v and %v, want %v", tc.name, e.pace, lo, hi, want)
+		}
+	}
+}
+
 // TestOneSuccessQuota: one success, then a 429 at the second request and
 // a Retry-After that fits a window (nginx 6r/m: Retry-After 10, two
 // seconds in) is no quota yet, as jitter fools a pace limit the same way:
