@@ -77,7 +77,9 @@ type Fleet struct {
 	owned    []string             // exits this worker uses
 	leaving  map[string]time.Time // exits dropped, released at the time
 	lastBeat time.Time
-	leads    map[string]string // host -> its lead exit (rendezvous.Lead), cached
+	// leader is the worker that searches every host's per-IP limit: the
+	// longest present that has exits (see Leads).
+	leader string
 	// waiting: exits of this worker's share were still held by their
 	// previous owner at the last heartbeat.
 	waiting bool
@@ -118,21 +120,28 @@ func (f *Fleet) key(name string) string { return "eg:{" + f.cfg.Crawl + "}:" + n
 
 // Keys: members (zset worker -> lease expiry ms), owners (hash exit ->
 // worker), until (hash exit -> lease expiry ms), learned (hash host ->
-// limit.LearnedHost JSON), workers (hash worker -> JSON status).
+// limit.LearnedHost JSON), workers (hash worker -> JSON status), joined
+// (zset worker -> first heartbeat ms).
 func keys(crawl string) []string {
 	p := "eg:{" + crawl + "}:"
-	return []string{p + "members", p + "owners", p + "until", p + "learned", p + "workers"}
+	return []string{p + "members", p + "owners", p + "until", p + "learned", p + "workers", p + "joined"}
 }
 
 // beatScript: ARGV = me, now ms, ttl ms. Renews me and drops the dead
-// (their exit leases run out on their own). Returns the live workers.
+// (their exit leases run out on their own). Returns the live workers, the
+// longest present first.
 var beatScript = goredis.NewScript(`
 local now = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('ZADD', KEYS[6], 'NX', now, ARGV[1])
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, w in ipairs(dead) do redis.call('HDEL', KEYS[5], w) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-return redis.call('ZRANGE', KEYS[1], 0, -1)
+local live = {}
+for _, w in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
+  if redis.call('ZSCORE', KEYS[1], w) then live[#live+1] = w else redis.call('ZREM', KEYS[6], w) end
+end
+return live
 `)
 
 // takeScript: ARGV = me, now ms, ttl ms, then "+exit" (want) or "-exit"
@@ -221,6 +230,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	gained := slices.DeleteFunc(slices.Clone(owned), func(e string) bool { return slices.Contains(prev, e) })
 	changed := !slices.Equal(owned, f.owned)
 	f.members, f.owned, f.lastBeat = members, owned, now
+	f.leader = leaderOf(f.cfg.Exits, members)
 	f.waiting = len(owned) < len(want)
 	f.mu.Unlock()
 	if len(gained) > 0 {
@@ -235,22 +245,31 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// Leads reports whether this worker owns host's lead exit (rendezvous.Lead), and
-// so searches the host's per-IP limit for every worker (limit.HostShare's
-// Leads). While the exit is handed over, no worker leads: the others' lanes
-// keep the pace they hold.
+// Leads reports whether this worker searches host's per-IP limit for every
+// worker (limit.HostShare's Leads): the one longest in the fleet that has
+// exits leads every host, once it holds its exits (while they are handed
+// over, no worker leads: the others' lanes keep the pace they hold). A
+// worker that joins does not take the lead: a search handed over at every
+// join (workers start a second or two apart) restarts on an exit another
+// worker used a moment before, where its first request is pushed back and
+// reads nothing, while every follower's pace waits on it. The lead moves
+// only when its worker leaves or dies.
 func (f *Fleet) Leads(host string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	lead, ok := f.leads[host]
-	if !ok {
-		lead = rendezvous.Lead(host, f.cfg.Exits)
-		if f.leads == nil || len(f.leads) >= 1<<16 {
-			f.leads = map[string]string{} // bounded: recomputed when needed
+	return f.leader == f.cfg.ID && len(f.owned) > 0
+}
+
+// leaderOf is the first of members (the longest present first) whose share
+// of exits is not empty: with more workers than exits the longest present
+// may stand by.
+func leaderOf(exits, members []string) string {
+	for _, m := range members {
+		if len(rendezvous.Share(exits, members, m)) > 0 {
+			return m
 		}
-		f.leads[host] = lead
 	}
-	return slices.Contains(f.owned, lead)
+	return ""
 }
 
 // Run heartbeats every TTL/3 and saves what the limiter learned every
@@ -317,6 +336,7 @@ func (f *Fleet) Leave(ctx context.Context) {
 	ks := keys(f.cfg.Crawl)
 	_ = takeScript.Run(ctx, f.rdb, ks, args...).Err()
 	_ = f.rdb.ZRem(ctx, ks[0], f.cfg.ID).Err()
+	_ = f.rdb.ZRem(ctx, ks[5], f.cfg.ID).Err()
 	_ = f.rdb.HDel(ctx, ks[4], f.cfg.ID).Err()
 }
 

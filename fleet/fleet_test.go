@@ -21,6 +21,14 @@ func exits(n int) []string {
 	return out
 }
 
+// redisClient starts a redis-server for the test and connects to it.
+func redisClient(t *testing.T) *goredis.Client {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 // covered checks that the workers' owned sets are disjoint and cover all.
 func covered(fs []*Fleet, all []string) error {
 	seen := map[string]string{}
@@ -41,9 +49,7 @@ func covered(fs []*Fleet, all []string) error {
 // TestFleet: three workers split ten exits; one dies and its exits move to
 // the others within the lease TTL and a heartbeat.
 func TestFleet(t *testing.T) {
-	r := peertest.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redisClient(t)
 	ctx := context.Background()
 	all := exits(10)
 	ttl := 600 * time.Millisecond
@@ -92,11 +98,62 @@ func TestFleet(t *testing.T) {
 	}
 }
 
+// TestLeaderStays: the first worker leads every host; workers that join
+// later do not take the lead (the search is not handed over at each join),
+// and when the leader leaves the one longest present after it leads.
+func TestLeaderStays(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	all := exits(10)
+	var fs []*Fleet
+	beat := func() {
+		t.Helper()
+		for range 2 { // a second round: exits handed over are taken
+			for _, f := range fs {
+				if err := f.Beat(ctx, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	leaders := func() (ids []string) {
+		for _, f := range fs {
+			for _, h := range []string{"a.example", "b.example", "c.example", "d.example"} {
+				if f.Leads(h) {
+					ids = append(ids, f.ID()+":"+h)
+				}
+			}
+		}
+		return ids
+	}
+	for i := range 3 {
+		f, err := Join(ctx, rdb, Config{Crawl: "lead", ID: fmt.Sprintf("w%d", 2-i), Exits: all, TTL: time.Minute, Handover: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+		time.Sleep(2 * time.Millisecond) // joined one after another
+		beat()
+		want := []string{"w2:a.example", "w2:b.example", "w2:c.example", "w2:d.example"}
+		if got := leaders(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after %d joined: leaders %v, want the first to join, w2, on every host", i+1, got)
+		}
+	}
+	if err := covered(fs, all); err != nil {
+		t.Fatal(err)
+	}
+	fs[0].Leave(ctx)
+	fs = fs[1:]
+	beat()
+	if got := leaders(); len(got) != 4 || got[0] != "w1:a.example" {
+		t.Errorf("the leader left: leaders %v, want w1, the next to have joined, on every host", got)
+	}
+}
+
 // TestMoreWorkersThanExits: the extra workers own nothing and stand by.
 func TestMoreWorkersThanExits(t *testing.T) {
-	r := peertest.StartRedis(t)
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redisClient(t)
 	ctx := context.Background()
 	all := exits(2)
 	var fs []*Fleet

@@ -864,6 +864,17 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	}
 }
 
+// quotaConfirmed reports whether the first run's quota over the window its
+// recovery fit (quotaW) passed, and a step above it was pushed back within
+// a request a window more: nothing under the next request a window sends
+// more, so the search is over short of the ceiling.
+func (r *rules) quotaConfirmed(h *host) bool {
+	c, e := &h.cap, &h.exp
+	w := e.quotaW
+	return w > 0 && c.hi > 0 && c.hi <= e.quota(w)+1/w.Seconds() &&
+		atLeast(max(c.pass, c.lo, c.sent), r.settle*e.quota(w))
+}
+
 // nextBisect tries the middle of [pass, hi] in log space, or settles when
 // the two are within bisectDone.
 func (r *rules) nextBisect(h *host, l *lane, now int64) {
@@ -873,13 +884,8 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		r.settleHere(h, l, now, "passed and pushed back within 4%: settled")
 		return
 	}
-	if w := h.exp.quotaW; w > 0 && c.hi > 0 && c.hi <= h.exp.quota(w)+1/w.Seconds() &&
-		atLeast(max(base, c.sent), r.settle*h.exp.quota(w)) {
-		// The first run's quota over the window its recovery fit passed,
-		// and a step above it was pushed back within a request a window
-		// more: the quota is confirmed, and nothing under the next
-		// request a window sends more.
-		r.settleHere(h, l, now, fmt.Sprintf("%d per %v passed, pushed back within a request a window above it: settled", h.exp.n1, w))
+	if r.quotaConfirmed(h) {
+		r.settleHere(h, l, now, fmt.Sprintf("%d per %v passed, pushed back within a request a window above it: settled", h.exp.n1, h.exp.quotaW))
 		return
 	}
 	if base < c.safe {
@@ -988,7 +994,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) {
 		// Settled short of the ceiling for want of a 429 to spend: the
 		// search goes on where it stopped.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")

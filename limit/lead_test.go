@@ -167,7 +167,7 @@ func TestSharedLead(t *testing.T) {
 	}
 }
 
-// TestSharedLeadHandOver: the lead exit moves here with a settled search
+// TestSharedLeadHandOver: the lead moves here with a settled search
 // (the old leader's learned record, restored by the fleet): this worker
 // takes it whole instead of searching again from the lanes' pace; while
 // another worker leads, this one saves nothing of the host.

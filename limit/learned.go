@@ -157,7 +157,7 @@ func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
 			h.exp.phase == expRamp && h.cap.pass == 0 {
 			// A host this Limiter knows only as another worker's follower
 			// (or not yet at all): a settled search handed over with the
-			// lead exit is taken whole, so the new leader does not search
+			// lead is taken whole, so the new leader does not search
 			// again from the lanes' pace.
 			r.restore(h, lh, age, now.UnixNano())
 			n++

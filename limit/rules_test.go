@@ -268,6 +268,16 @@ func TestOneSuccessQuota(t *testing.T) {
 	if h.exp.phase != expSettled {
 		t.Errorf("pushed back at %v, within a request a window above the quota: phase %v, want settled", h.cap.hi, h.exp.phase)
 	}
+	// Settled short of the ceiling, but not for want of a 429: the next
+	// successes do not take the search up again (it would settle at once,
+	// phase records flapping every request).
+	n := len(h.log.recent())
+	for i := range 3 {
+		r.reprobeDue(h, e, sec(71+10*float64(i)))
+	}
+	if h.exp.phase != expSettled || len(h.log.recent()) != n {
+		t.Errorf("after successes: phase %v, %d change records more; want settled and none", phaseNames[h.exp.phase], len(h.log.recent())-n)
+	}
 
 	// One success, then Retry-After: 60 (nginx 30r/m fooled by jitter):
 	// one a minute is too far under 0.485/s to refine from.

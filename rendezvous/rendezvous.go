@@ -1,6 +1,6 @@
 // Package rendezvous splits a set of items (a proxy pool's exits) among
 // members (the workers of a crawl) by rendezvous hashing with bounded
-// loads, and picks one item per key. Every member computes the same split
+// loads. Every member computes the same split
 // from the same two lists, with no coordination.
 package rendezvous
 
@@ -82,17 +82,4 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
-}
-
-// Lead returns the one exit of exits picked for key: the one with the
-// highest hash of the pair. The fleet gives each host's search to the owner
-// of its lead exit (Lead(host, exits)); it changes only with the pool.
-func Lead(key string, exits []string) string {
-	best, bestH := "", uint64(0)
-	for _, e := range exits {
-		if v := pairHash(key, e); best == "" || v > bestH || (v == bestH && e < best) {
-			best, bestH = e, v
-		}
-	}
-	return best
 }

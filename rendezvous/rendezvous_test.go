@@ -76,31 +76,3 @@ func TestShare(t *testing.T) {
 		t.Fatalf("a join moved %d exits, %d of them to the newcomer: want at most 1.5 times", moved, taken)
 	}
 }
-
-// TestLead: one exit per key, among the exits; keys spread over the pool;
-// the same whatever the order of the list.
-func TestLead(t *testing.T) {
-	all := exits(10)
-	count := map[string]int{}
-	for i := range 1000 {
-		key := fmt.Sprintf("host%d.example", i)
-		e := Lead(key, all)
-		if !slices.Contains(all, e) {
-			t.Fatalf("Lead(%s) = %q, not an exit", key, e)
-		}
-		rev := slices.Clone(all)
-		slices.Reverse(rev)
-		if Lead(key, rev) != e {
-			t.Fatalf("Lead(%s) depends on the order of the exits", key)
-		}
-		count[e]++
-	}
-	for _, e := range all {
-		if count[e] < 50 || count[e] > 150 {
-			t.Fatalf("%s leads %d of 1,000 hosts, want about 100: %v", e, count[e], count)
-		}
-	}
-	if Lead("h", nil) != "" {
-		t.Fatal("Lead over no exits is not empty")
-	}
-}

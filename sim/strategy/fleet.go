@@ -15,8 +15,8 @@ import (
 // fleet's rendezvous hashing with bounded loads), sharing host-level state
 // in memory (limit.LocalShare, where the workers of a real crawl share it
 // through Redis: the same state, without the round trips and the refresh
-// delay), the owner of each host's lead exit searching its per-IP limit
-// for all. Every worker is present from the start: the joins and handovers
+// delay), the first worker searching every host's per-IP limit for all
+// (fleet.Leads: the worker longest in the fleet). Every worker is present from the start: the joins and handovers
 // of real workers starting one after another are not modelled (the real
 // run of TestFleetVersusPerWorker has them). A request goes to the first
 // worker, in turn, that has a lane free for it, as workers claiming from
@@ -57,7 +57,7 @@ func newFleet(env Env) (*fleetLimiter, error) {
 			continue // more workers than exits: it stands by
 		}
 		i := len(f.workers)
-		leads := func(host string) bool { return f.owner[rendezvous.Lead(host, env.Exits)] == i }
+		leads := func(string) bool { return i == 0 } // the longest present with exits, as fleet.Leads
 		l, err := exitgateLimiter(env, own, share.Member(leads))
 		if err != nil {
 			return nil, err
