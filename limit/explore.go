@@ -142,7 +142,7 @@ type explorer struct {
 	// tight: the first run lasted about a window (it recovered within a
 	// quarter more than it took), so what it fitted into it is close.
 	tight bool
-	run  run // the explorer's current run of successes at its pace
+	run   run // the explorer's current run of successes at its pace
 	// chain: careful runs in a row at one pace add up. A careful run
 	// proves a request less than it sent, so the search would otherwise
 	// try the same middle again and again without proving more.
