@@ -327,3 +327,53 @@ func TestMovedExits(t *testing.T) {
 		t.Errorf("3 fresh lanes pushed back at their first request: scope %v, want site-wide", s)
 	}
 }
+
+// TestSharedCutSameEpisode: two workers cut a host's rate for one overload
+// (their cuts a moment apart) halve the fleet's rate once, not twice: this
+// worker keeps the milder of the two readings. A cut seconds later is a new
+// episode and is taken as it comes.
+func TestSharedCutSameEpisode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+		same  bool
+	}{
+		{"a moment after this worker's cut", 500 * time.Millisecond, true},
+		{"seconds later", 10 * time.Second, false},
+	} {
+		const host = "h"
+		sh := &leadShare{leads: true}
+		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(10), Shared: sh}, 4)
+		at := t0
+		for i := range 8 {
+			tk, ok, next := acquire(t, l, host, limit.Want{}, at)
+			if !ok {
+				at = next
+				if tk, ok, _ = acquire(t, l, host, limit.Want{}, at); !ok {
+					t.Fatalf("acquire %d refused at its next time", i)
+				}
+			}
+			l.Done(tk, limit.Outcome{}, at)
+		}
+		cut := at.Add(time.Second)
+		tk, _, _ := acquire(t, l, host, limit.Want{}, cut)
+		l.Done(tk, limit.Outcome{Verdict: verdict.Busy, RetryAfter: 2 * time.Second}, cut)
+		mine := hostOf(l.Snapshot(cut), host).Rate.Hz()
+		if mine == 0 {
+			t.Fatalf("%s: no host rate after a 503 overload", tc.name)
+		}
+		sh.set(func(s *leadShare) {
+			s.view = limit.HostView{Rate: mine / 2, Cut: cut.Add(tc.after)}
+		})
+		later := cut.Add(tc.after + 3*time.Second)
+		acquire(t, l, host, limit.Want{}, later)
+		got := hostOf(l.Snapshot(later), host).Rate.Hz()
+		want := mine / 2
+		if tc.same {
+			want = mine
+		}
+		if math.Abs(got-want) > 0.05*want {
+			t.Errorf("%s: host rate %.3g/s after another worker cut to %.3g/s (this one %.3g/s), want %.3g/s", tc.name, got, mine/2, mine, want)
+		}
+	}
+}

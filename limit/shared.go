@@ -172,8 +172,17 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		h.scopeAt = now
 	}
 	if c := v.Cut.UnixNano(); v.Rate > 0 && h.rated() && !v.Cut.IsZero() && c > h.rate.epAt {
-		h.note(r, now, "host-rate", "", "host-rate", h.rate.now, v.Rate, "another worker cut the host rate")
-		h.rate.now, h.rate.epAt = min(h.rate.now, v.Rate), c
+		rate := min(h.rate.now, v.Rate)
+		why := "another worker cut the host rate"
+		if h.rate.epAt != 0 && c-h.rate.epAt < sameEpisode {
+			// This worker cut for the same overload a moment before: each
+			// halved the fleet's rate as it measured it, once; halving
+			// again would count one episode twice (three workers drew a
+			// 12/s site down to 3/s). The milder reading stands.
+			rate, why = max(h.rate.now, v.Rate), "another worker cut the host rate for the same episode"
+		}
+		h.note(r, now, "host-rate", "", "host-rate", h.rate.now, rate, why)
+		h.rate.now, h.rate.epAt = rate, c
 		if v.RateCeiling > 0 {
 			h.rate.hi = v.RateCeiling
 		}

@@ -198,3 +198,8 @@ const ledRecheck = int64(time.Second)
 // the exit is read with care: the server may still count what the exit's
 // former owner sent, for a window of up to a minute (maxRecovery).
 const movedFor = maxRecovery
+
+// sameEpisode is how close two workers' cuts of a host rate must come to be
+// one overload episode seen twice: the answers to requests in flight when
+// the site began shedding reach every worker within a request's time.
+const sameEpisode = int64(2 * time.Second)
