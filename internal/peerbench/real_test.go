@@ -38,21 +38,26 @@ var floors = []struct {
 	{"nginx-1r-s", true, 0.80, 0.02},
 	{"haproxy-20-per-10s", false, 0.60, 0.03},
 	{"httprate-30-per-10s", false, 0.85, 0.01},
+	{"nginx-10r-s-burst5", false, 0.85, 0.01},
 }
 
 // calibrated are the targets TestCalibration holds to their twins, one per
 // twin model that reads a different signal: nginx's millisecond leaky
-// bucket holding a burst (without nodelay), nginx's burst with nodelay at
-// 10/s, httprate's sliding-window counter with its X-RateLimit headers,
-// and flask-limiter's moving window with its Reset from the newest hit and
-// Retry-After on every response. Each one's 60-s runs repeat. nginx-1r-s's
-// do not under the whole suite's load (with no burst, one request sent late
-// draws a 429), nor haproxy-20-per-10s's with today's learner (whether the
-// explorer's quick retry after its first 429 lands just after a period
-// boundary, and passes, decides between a bucket and a window reading: the
-// twin reads a window, the real run at times a bucket): both are held to
-// floors only.
-var calibrated = []string{"nginx-2r-s-burst4-delay", "nginx-10r-s-burst5", "httprate-30-per-10s", "flask-moving-20-per-min"}
+// bucket holding a burst (without nodelay), x/time/rate's token bucket with
+// a burst of 10 at 10/s, httprate's sliding-window counter with its
+// X-RateLimit headers, and flask-limiter's moving window with its Reset
+// from the newest hit and Retry-After on every response. Each one's 60-s
+// runs repeat. nginx-1r-s's do not under the whole suite's load (with no
+// burst, one request sent late draws a 429), nor haproxy-20-per-10s's with
+// today's learner (whether the explorer's quick retry after its first 429
+// lands just after a period boundary, and passes, decides between a bucket
+// and a window reading: the twin reads a window, the real run at times a
+// bucket), nor nginx-10r-s-burst5's (its burst of 5 at 10/s lets the
+// ramp's one-second run at 15.5/s through for about 0.9 s: whether the run
+// outlasts it, which the suite's load decides, makes the first 429 read as
+// a burst and the search start from the count, 70% over 60 s as its twin,
+// or as a bucket's pace, 79%): those are held to floors only.
+var calibrated = []string{"nginx-2r-s-burst4-delay", "xrate-10-s-burst10", "httprate-30-per-10s", "flask-moving-20-per-min"}
 
 // suiteRun is one real run of the suite: a target crawled by the exitgate
 // strategy, in-process or through the crawl binary.
