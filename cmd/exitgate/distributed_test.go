@@ -347,6 +347,10 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
 // from nginx's log. Not part of the suite (four minutes):
 //
 //	EXITGATE_FLEET_BENCH=1 go test -run FleetSlowLimit -v ./cmd/exitgate
+//
+// With EXITGATE_FLEET_LOGS=DIR the workers run with --log-level debug (every
+// learning decision) and each run's worker outputs and nginx log are kept in
+// DIR (w<workers>-<i>.log, nginx-<workers>.log).
 func TestFleetSlowLimit(t *testing.T) {
 	if os.Getenv("EXITGATE_FLEET_BENCH") != "1" {
 		t.Skip("set EXITGATE_FLEET_BENCH=1")
@@ -355,14 +359,22 @@ func TestFleetSlowLimit(t *testing.T) {
 	for _, workers := range []int{3, 1} {
 		r := peertest.StartRedis(t)
 		fr := newFleetRunWith(t, r.URL(), exits, 5000, 121, peertest.NginxConfig{Rate: "6r/m", RetryAfter: "10"})
+		logs := os.Getenv("EXITGATE_FLEET_LOGS")
 		for i := range workers {
-			fr.start(i, "--duration", dur.String())
+			if logs != "" {
+				fr.start(i, "--duration", dur.String(), "--log-level", "debug")
+			} else {
+				fr.start(i, "--duration", dur.String())
+			}
 		}
 		fr.stopped(dur + 30*time.Second)
 		time.Sleep(200 * time.Millisecond)
 		log := fr.nginx.AccessLog(t, 0)
 		if len(log) == 0 {
 			t.Fatal("nginx logged nothing")
+		}
+		if logs != "" {
+			keepFleetLogs(t, logs, workers, fr, log)
 		}
 		t0 := log[0].Time
 		ok, ok60, n429 := 0, 0, 0
@@ -383,6 +395,28 @@ func TestFleetSlowLimit(t *testing.T) {
 		t.Logf("%d worker(s), nginx 6r/m, %d exits, %.0f s: %d requests, %d ok, utilization %.1f%% (after 60 s %.1f%%), 429s %d (%.2f%%)",
 			workers, exits, span, len(log), ok, 100*whole, 100*after, n429, 100*float64(n429)/float64(len(log)))
 	}
+}
+
+// keepFleetLogs writes a fleet run's worker outputs and its server's log
+// (time, client address, status) to dir.
+func keepFleetLogs(t *testing.T, dir string, workers int, fr *fleetRun, log []peers.AccessEntry) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range fr.outs {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("w%d-%d.log", workers, i)), []byte(o.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b strings.Builder
+	for _, e := range log {
+		fmt.Fprintf(&b, "%s %s %d\n", e.Time.Format("15:04:05.000"), e.RemoteAddr, e.Status)
+	}
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("nginx-%d.log", workers)), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kept the workers' and nginx's logs in %s", dir)
 }
 
 // TestFleetVersusPerWorker is the seed article's case on loopback: 8
