@@ -226,6 +226,12 @@ type chain struct {
 	n    int32
 }
 
+// at reports whether a run at pace continues the chain (within sameRun of
+// the pace it began at).
+func (ch chain) at(pace float64) bool {
+	return ch.pace > 0 && math.Abs(pace/ch.pace-1) <= sameRun
+}
+
 // burstCovered reports whether a careful run's own margin (a request less
 // than it sent) covers what the server lets through beyond its rate: no
 // bucket's burst was seen, or the server counts over a window (a careful
@@ -365,7 +371,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// pace above the rate run a span, and runs in a row would not
 		// tell).
 		n := e.run.n
-		if e.chain.pace > 0 && math.Abs(l.pace/e.chain.pace-1) <= sameRun && c.burstCovered() {
+		if e.chain.at(l.pace) && c.burstCovered() {
 			n += e.chain.n // the chain keeps the pace it began at: no drift by steps under sameRun
 		} else {
 			e.chain.pace = l.pace
@@ -381,14 +387,14 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// a pace held for minutes proves itself ever closer, where runs
 		// proven afresh would each give up the burst again.
 		n := e.run.n
-		if e.chain.pace > 0 && math.Abs(l.pace/e.chain.pace-1) <= sameRun {
+		if e.chain.at(l.pace) {
 			n += e.chain.n
 		}
 		passed = l.pace * max(0, 1-c.extra/float64(n-1))
 		if goal := (l.pace + c.pass) / 2; passed < goal && el < maxSpan {
 			return
 		}
-		if e.chain.pace == 0 || math.Abs(l.pace/e.chain.pace-1) > sameRun {
+		if !e.chain.at(l.pace) {
 			e.chain.pace = l.pace
 		}
 		e.chain.n = min(n, 1<<20)
@@ -603,7 +609,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 	e.exit, e.run, e.chain, e.retest, e.wtest, e.qtry = ch.exit, run{}, chain{}, false, 0, false
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
 	r.tierNext(h, l)
-	if e.phase == expBisect && c.hi == 0 {
+	if e.phase == expBisect {
 		r.setPhase(h, ch, expRefine, now, "the followers' pace holds")
 	}
 	r.setExplorerPace(h, ch, c.follow*refineStep, now, phaseNames[e.phase], "the search goes on on a follower, a step above the followers' pace")

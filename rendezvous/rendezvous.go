@@ -1,7 +1,7 @@
 // Package rendezvous splits a set of items (a proxy pool's exits) among
 // members (the workers of a crawl) by rendezvous hashing with bounded
-// loads. Every member computes the same split
-// from the same two lists, with no coordination.
+// loads. Every member computes the same split from the same two lists,
+// with no coordination.
 package rendezvous
 
 import (

@@ -16,9 +16,10 @@ import (
 // in memory (limit.LocalShare, where the workers of a real crawl share it
 // through Redis: the same state, without the round trips and the refresh
 // delay), the first worker searching every host's per-IP limit for all
-// (fleet.Leads: the worker longest in the fleet). Every worker is present from the start: the joins and handovers
-// of real workers starting one after another are not modelled (the real
-// run of TestFleetVersusPerWorker has them). A request goes to the first
+// (fleet.Leads: the worker longest in the fleet). Every worker is present
+// from the start: the joins and handovers of real workers starting one
+// after another are not modelled (the real run of TestFleetVersusPerWorker
+// has them). A request goes to the first
 // worker, in turn, that has a lane free for it, as workers claiming from
 // one frontier do.
 func exitgateFleetSpec() Spec {
