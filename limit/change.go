@@ -16,8 +16,10 @@ type Change struct {
 	// Rule names the rule that decided (see the package doc for the order).
 	Rule string `json:"rule"`
 	// What names the quantity: "pace", "follow", "ceiling", "floor",
-	// "estimate", "phase" (0 ramp, 1 probe, 2 settled), "scope" (Scope
-	// values), "host-rate", "cooldown", "pause", "ban".
+	// "estimate", "count", "burst" (requests beyond the rate), "hold" (the
+	// explorer holds its pace until the host can afford a step: From 0,
+	// To the pace), "phase" (0 ramp, 1 refine, 2 bisect, 3 settled),
+	// "scope" (Scope values), "host-rate", "cooldown", "pause", "ban".
 	What string `json:"what"`
 	// From and To are rates in requests per second, or seconds for
 	// cooldowns, pauses and bans; for scope, the Scope values.

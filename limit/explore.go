@@ -162,6 +162,9 @@ type explorer struct {
 	base, savedHi, savedPass, savedSent float64
 	// retest: the explorer is trying a stale ceiling again.
 	retest bool
+	// held: the explorer holds a pace Settle under a round limit until
+	// the host can afford the 429 a step above it would likely cost.
+	held bool
 }
 
 // startPace is the explorer's pace when a host starts: Settle under the
@@ -429,6 +432,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	switch {
 	case e.phase == expRamp || c.hi == 0:
 		r.setExplorerPace(h, l, passed*rampStep, now, phaseNames[e.phase], "nothing pushed back over a run: double")
+	case r.holdRound(h, l, now):
 	case e.phase == expRefine:
 		r.setExplorerPace(h, l, passed*refineStep, now, "refine", "passed: a step up")
 	default:
@@ -894,6 +898,10 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		r.settleHere(h, l, now, fmt.Sprintf("%d per %v passed, pushed back within a request a window above it: settled", h.exp.n1, h.exp.quotaW))
 		return
 	}
+	if lim := r.atRoundLimit(h); lim != "" && base >= c.safe {
+		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s passed, Settle under %s, and was pushed back within a step above: settled", c.sent, lim))
+		return
+	}
 	if base < c.safe {
 		// Nothing proven at the estimate: try the middle above it (the
 		// followers hold the estimate meanwhile); pushed back there and
@@ -1000,7 +1008,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" {
 		// Settled short of the ceiling for want of a 429 to spend: the
 		// search goes on where it stopped.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
