@@ -26,7 +26,7 @@ func (c *Core) ParkHost(ctx context.Context, host string, until time.Time, why s
 		c.hosts[host] = h
 	}
 	if until.After(h.notBefore) {
-		h.notBefore = until
+		h.notBefore, h.limWait = until, false
 	}
 	h.pushback = why
 	var fin []Finished

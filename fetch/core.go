@@ -236,6 +236,14 @@ type hostState struct {
 	queue     []pending
 	array     []pending // the array queue lives in, from its start
 	notBefore time.Time
+	// limWait: notBefore is the limiter's next time for the host. A
+	// completion may bring it forward (a success that proves a faster
+	// pace shortens the lane's interval), so the host is asked again
+	// then rather than left to sleep out the slower interval.
+	limWait bool
+	// heldTo is how far the host's held-back time is counted: a wait
+	// asked again before its end counts only what it adds.
+	heldTo time.Time
 	// pushback says what last made the host wait (a 429, a 503, a quota
 	// spent), for telling why its URLs are parked.
 	pushback string
@@ -412,7 +420,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 		h.popFront()
 		c.buffered--
 		if h.crawlDelay > 0 {
-			h.notBefore = now.Add(h.crawlDelay)
+			h.notBefore, h.limWait = now.Add(h.crawlDelay), false
 		}
 		return c.startLocked(h, Attempt{Job: p.job, URL: p.url, Host: host, Hops: p.hops, Ticket: t, SentAt: now}), true, fin
 	}
@@ -444,9 +452,12 @@ func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now tim
 	case wait > concurrencyRecheck && c.tally != nil:
 		// Shorter waits are the limiter re-checking a concurrency cap, which
 		// is this crawl's own choice, not the server holding it back.
-		c.tally.HeldBack(host, wait)
+		if from := later(now, h.heldTo); next.After(from) {
+			c.tally.HeldBack(host, next.Sub(from))
+			h.heldTo = next
+		}
 	}
-	h.notBefore = next
+	h.notBefore, h.limWait = next, !next.IsZero()
 	if c.mustWaitLocked(h, now) {
 		return limit.Ticket{}, false // its caller parks the host's jobs
 	}
@@ -706,6 +717,9 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	h.inflight--
 	if why := pushbackOf(r, v, sig); why != "" {
 		h.pushback = why
+	}
+	if h.limWait && v == verdict.OK && !c.mustWaitLocked(h, now) {
+		h.notBefore, h.limWait = time.Time{}, false // ask the limiter again
 	}
 	// With no exit left that works, stop rather than wait on quarantines:
 	// the job is settled as usual (a proxy failure is retried, uncharged).
@@ -1032,11 +1046,11 @@ func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Resp
 		}
 		h.pushback = "robots.txt unreachable: " + describe(attemptResult{Status: r.Status, Verdict: v, Err: r.Err})
 		if now.Sub(h.robotsDown) < c.cfg.Retry.MaxWait {
-			h.notBefore = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0))
+			h.notBefore, h.limWait = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0)), false
 			return
 		}
 		c.cfg.Logger.Warn("robots.txt unreachable: the host's URLs wait", "host", host, "since", h.robotsDown, "status", r.Status, "err", r.Err)
-		h.notBefore = now.Add(max(time.Hour, 2*c.cfg.Retry.MaxWait)) // beyond MaxWait: parked
+		h.notBefore, h.limWait = now.Add(max(time.Hour, 2*c.cfg.Retry.MaxWait)), false // beyond MaxWait: parked
 		h.robotsFails, h.robotsDown = 0, time.Time{}
 	}
 }
@@ -1118,4 +1132,11 @@ func clipReason(s string) string {
 		return s[:32] + "..."
 	}
 	return s
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

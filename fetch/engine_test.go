@@ -339,3 +339,48 @@ func TestEngineTimeout(t *testing.T) {
 		t.Errorf("after the run: %d done, %d abandoned, /hang %q; want 20 done, /hang abandoned for a timeout", c.Done, c.Abandoned, reason)
 	}
 }
+
+// TestEngineAsksAgainWhenPaceRises: a host waiting out an interval at the
+// slow start pace (0.485/s on the defaults: 2.06 s) is asked again when a
+// success doubles the pace, and its next request goes an interval at the
+// new pace after the last, not the old one. Sleeping out the old interval
+// cost the ramp one per doubling: four seconds to reach 10/s.
+func TestEngineAsksAgainWhenPaceRises(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+
+	ctx := context.Background()
+	var jobs []frontier.NewJob
+	for i := range 3 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/%d", srv.URL, i)})
+	}
+	fr := sqliteFrontier(t, t.TempDir(), jobs...)
+	lim := limiterWith(t, limit.Config{}, "e1")
+	core := NewCore(CoreConfig{Concurrency: 4}, fr, lim, metrics.NewTally(time.Now()))
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport})}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := eng.Run(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 3 {
+		t.Fatalf("%d requests reached the server, want 3", len(at))
+	}
+	// Two successes an interval apart double the pace to 0.97/s: the
+	// third request goes about 1.03 s after the second (2.06 s before).
+	if gap := at[2].Sub(at[1]); gap > 1500*time.Millisecond || gap < 900*time.Millisecond {
+		t.Errorf("third request %v after the second, want about 1.03 s (an interval at the doubled pace)", gap)
+	}
+}

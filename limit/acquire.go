@@ -269,6 +269,8 @@ func (l *lane) spaceAfter(rec ticketRec, answered int64) {
 		l.rttMin = uint16(m + (rtt-m)/16)
 	}
 	if late := (rtt - m) * unit; late > 0 && rec.laneIv > 0 {
-		l.tat = max(l.tat, rec.at+late+rec.laneIv)
+		// One interval at the lane's pace now: a success that raised it
+		// (the ramp's doubling) must not be held to the slower one.
+		l.tat = max(l.tat, rec.at+late+interval(l.pace))
 	}
 }

@@ -148,6 +148,11 @@ type host struct {
 
 	log changeLog
 	c   Counters
+	// wake is closed when a lane's pace rises, for Wait calls sleeping
+	// out an interval at the slower pace (nil: nobody waits); raised
+	// says a pace rose during the operation in progress.
+	wake   chan struct{}
+	raised bool
 	// waves holds the recent Forbidden answers of lanes that have some
 	// (wave.go); nil until the host answers one.
 	waves map[*lane]*wave
@@ -273,6 +278,9 @@ func (r *rules) setPace(h *host, l *lane, pace float64) {
 	pace = max(r.minLane, min(r.maxLane, pace))
 	if pace == l.pace {
 		return
+	}
+	if pace > l.pace {
+		h.raised = true
 	}
 	if l.tat != 0 {
 		l.tat += interval(pace) - interval(l.pace)

@@ -157,6 +157,9 @@ func (l *Limiter) Wait(ctx context.Context, host string, want Want) (Ticket, err
 		if err := ctx.Err(); err != nil {
 			return Ticket{}, err
 		}
+		// Taken before asking: a pace that rises after the answer ends
+		// the sleep, which was timed at the slower pace.
+		raised := l.raised(host)
 		now := time.Now()
 		t, ok, next, err := l.Acquire(host, want, now)
 		if err != nil {
@@ -177,9 +180,38 @@ func (l *Limiter) Wait(ctx context.Context, host string, want Want) (Ticket, err
 		case <-ctx.Done():
 			tm.Stop()
 			return Ticket{}, ctx.Err()
+		case <-raised:
+			tm.Stop()
 		case <-tm.C:
 		}
 	}
+}
+
+// raised returns a channel closed when a lane of host next goes faster
+// (nil, which never fires, for a host not seen yet: its first Acquire
+// creates it at its start pace).
+func (l *Limiter) raised(host string) <-chan struct{} {
+	sh := l.tab.shard(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	h := sh.hosts[host]
+	if h == nil {
+		return nil
+	}
+	if h.wake == nil {
+		h.wake = make(chan struct{})
+	}
+	return h.wake
+}
+
+// wakeWaiters ends the sleep of every Wait on h when a pace rose in the
+// operation just done. Called with the shard locked.
+func (h *host) wakeWaiters() {
+	if h.raised && h.wake != nil {
+		close(h.wake)
+		h.wake = nil
+	}
+	h.raised = false
 }
 
 func (l *Limiter) jitter() float64 {
@@ -220,6 +252,7 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) {
 	var pub HostView
 	publish := false
 	if h != nil {
+		h.wakeWaiters()
 		changes = h.log.takeOp()
 		if l.share != nil && !cancel {
 			pub, publish = h.changed(m, n)

@@ -129,3 +129,47 @@ func TestWaitFailsFastPastDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitWakesOnFasterPace: a Wait sleeping out an interval at the slow
+// start pace ends as soon as a success doubles the pace, at the next
+// request's time under the new one, not the old. (Sleeping it out cost the
+// ramp an old interval per doubling: four seconds to reach 10/s.)
+func TestWaitWakesOnFasterPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, limit.Config{}, "a")
+		ctx := context.Background()
+		start := time.Now()
+		tk, err := l.Wait(ctx, "h", limit.Want{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Done(tk, limit.Outcome{}, time.Now())
+		tk, err = l.Wait(ctx, "h", limit.Want{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		third := make(chan time.Duration, 1)
+		go func() {
+			tk, err := l.Wait(ctx, "h", limit.Want{})
+			if err != nil {
+				t.Error(err)
+			}
+			third <- time.Since(start)
+			l.Done(tk, limit.Outcome{}, time.Now())
+		}()
+		synctest.Wait() // the third Wait sleeps, timed at the start pace
+		time.Sleep(5 * time.Millisecond)
+		// Two successes over an interval: the ramp doubles the pace.
+		l.Done(tk, limit.Outcome{}, time.Now())
+		got := <-third
+		if got >= 2*startInterval-2*time.Millisecond {
+			t.Fatalf("third Wait returned after %v: slept out the start pace's interval (%v) after the pace doubled", got, startInterval)
+		}
+		// The second answer took 5 ms, the first none: the next request
+		// keeps an interval after the second reached the server (at most
+		// 5 ms later), less the slop.
+		if want := startInterval + startInterval/2; got < want-3*time.Millisecond || got > want+5*time.Millisecond {
+			t.Errorf("third Wait returned after %v, want about %v (an interval at the start pace, then one at twice it)", got, want)
+		}
+	})
+}
