@@ -119,8 +119,9 @@ type explorer struct {
 	pace  float64
 	// awaitAt is the time of a 429 without Retry-After that ended the ramp:
 	// until the lane is seen to recover, the recovery time is unknown.
-	awaitAt int64
-	tries   uint8   // tries since awaitAt
+	// recLo is how long after it a retry was last pushed back (0: none).
+	awaitAt, recLo int64
+	tries          uint8 // tries since awaitAt
 	n1      int32   // successes before the first 429
 	t1      int64   // and the time they took, ns
 	k1      int32   // of them at the pace that drew it (-1: a follower drew it)
@@ -339,6 +340,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		rec := sent - e.awaitAt
 		e.awaitAt, e.tries = 0, 0
 		r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
+		e.recLo = 0
 	}
 	if e.cAt != 0 && e.cN < math.MaxInt32 {
 		e.cN++
@@ -493,9 +495,19 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	}
 	paceTest := windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep
 	w, fits := windowFit(e.t1, rec)
+	how := "the window its recovery fits"
+	if !fits && e.recLo > 0 {
+		// The retry that recovered came after one pushed back: the
+		// recovery took between the two, and the window is the shortest
+		// usual one in there (haproxy's 20 per 10 s without a header: 20
+		// successes in 8.2 s, a retry pushed back 0.6 s after the 429,
+		// the next passed 8.7 s after it).
+		w, fits = shortestWindow(e.t1, e.recLo, rec)
+		how = fmt.Sprintf("the shortest usual window between a retry pushed back %.1fs after the 429 and one passed %.1fs after it", secs(e.recLo), secs(rec))
+	}
 	fits = fits && !paceTest && !c.careful
 	if fits && windowed && e.n1 >= minQuota {
-		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits", e.n1, w))
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.n1, w, how))
 		return
 	}
 	if c.careful || windowed {
@@ -573,13 +585,15 @@ func windowFit(t1, rec int64) (time.Duration, bool) {
 // shortestWindow is the shortest common window a first run of t1 and a
 // recovery of rec can be: the run fitted inside it (the 429 came while its
 // first request still counted), and it had ended when the lane recovered.
-func shortestWindow(t1, rec int64) (time.Duration, bool) {
+// recLo is when the lane was last pushed back while recovering (0: not
+// since the first 429): the window was still running then.
+func shortestWindow(t1, recLo, rec int64) (time.Duration, bool) {
 	if rec <= minWindow {
 		return 0, false
 	}
 	for i := len(commonWindows) - 1; i >= 0; i-- {
-		if w := commonWindows[i]; int64(w) > t1 && int64(w) <= t1+rec {
-			return w, true
+		if w := int64(commonWindows[i]); w > t1+recLo && w <= t1+rec {
+			return commonWindows[i], true
 		}
 	}
 	return 0, false
@@ -631,7 +645,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 // wrong guess costs one lane a 429, not the pool.
 func (r *rules) tryQuota(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	w, ok := shortestWindow(e.t1, e.rec1)
+	w, ok := shortestWindow(e.t1, 0, e.rec1)
 	if !ok || e.n1 < minQuota {
 		return false
 	}

@@ -235,6 +235,9 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))
 		why = "a 429 without Retry-After: backoff"
 		if e := &h.exp; l.exit == e.exit && e.awaitAt != 0 {
+			if e.tries > 0 {
+				e.recLo = max(now-e.awaitAt, 0) // a retry pushed back: not recovered by then
+			}
 			switch e.tries++; e.tries {
 			case 1:
 				iv := e.t1 / int64(max(e.n1, 1))

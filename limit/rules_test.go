@@ -1120,3 +1120,41 @@ func TestCountSpan(t *testing.T) {
 		t.Fatalf("after 10 in 8.4 s following 12 in 12 s: lo %v, want the two together %v", got, want)
 	}
 }
+
+// TestBoundedRecovery: a 429 without Retry-After whose first retry was
+// pushed back too and whose next one passed: the recovery took between the
+// two, and the window is the shortest usual one in there. haproxy's 20 per
+// 10 s without a header: 20 successes in 8.2 s, a retry pushed back 0.56 s
+// after the 429, the next passed 8.7 s after it: 20 per 10 s, every lane
+// settles under it. With the retry pushed back 9.3 s after (a window longer
+// than 16 s) and no usual window up to the recovery, the search goes on
+// carefully.
+func TestBoundedRecovery(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name       string
+		lo, rec    float64
+		settled    bool
+		wantFollow float64
+	}{
+		{"10 s between the retries", 0.56, 8.7, true, r.settle * 2},
+		{"no usual window between them", 9.3, 25, false, 0},
+	} {
+		h := hostWith(r, "e", "f")
+		h.cap.pass = 3.88
+		e, f := h.lanes["e"], h.lanes["f"]
+		r.endRamp(h, e, 7.76, series{at: sec(0), ok: 20, run: 8}, 0, sec(8.2))
+		r.cooldown(h, e, 7.76, 0, false, sec(8.2), 0.5)
+		r.cooldown(h, e, 7.76, 0, false, sec(8.2+tc.lo), 0.5)
+		r.exploreOK(h, e, sec(8.2+tc.rec), sec(8.2+tc.rec))
+		if got := h.exp.phase == expSettled; got != tc.settled {
+			t.Errorf("%s: settled %v, want %v (phase %s)", tc.name, got, tc.settled, phaseNames[h.exp.phase])
+		}
+		if tc.settled && !near(f.pace, tc.wantFollow) {
+			t.Errorf("%s: follower at %v, want %v", tc.name, f.pace, tc.wantFollow)
+		}
+		if !tc.settled && !h.cap.careful {
+			t.Errorf("%s: not careful after a long recovery", tc.name)
+		}
+	}
+}
