@@ -121,11 +121,11 @@ type explorer struct {
 	// until the lane is seen to recover, the recovery time is unknown.
 	// recLo is how long after it a retry was last pushed back (0: none).
 	awaitAt, recLo int64
-	tries          uint8 // tries since awaitAt
-	n1      int32   // successes before the first 429
-	t1      int64   // and the time they took, ns
-	k1      int32   // of them at the pace that drew it (-1: a follower drew it)
-	x1      float64 // that pace
+	tries          uint8   // tries since awaitAt
+	n1             int32   // successes before the first 429
+	t1             int64   // and the time they took, ns
+	k1             int32   // of them at the pace that drew it (-1: a follower drew it)
+	x1             float64 // that pace
 	// wtest is how many successes in a row at the ramp's pace refute a
 	// window reading of the first 429 (0: no such test running).
 	wtest  int32
