@@ -59,9 +59,15 @@
 //     run ran that window's quota out: the host settles at once at that
 //     quota over the window (6 in 7 s, then Retry-After: 60, is 6 per
 //     minute), with no careful span per step and no 429 per failed one.
+//     A recovery measured by a retry that passed after one pushed back
+//     lies between the two: the shortest usual window in there is read
+//     the same way.
 //   - bisect: the explorer tries the middle of what it passed and where it
 //     was pushed back until the two are within 4%; the followers take what
-//     it passes, at Settle under it.
+//     it passes, at Settle under it. A pace Settle under a round limit (30
+//     per minute, 1 per 10 s) that passed, with a pushback within a refine
+//     step above, settles the search at once (round.go); a step above such
+//     a pace waits until the host has a hundred successes per 429.
 //   - settled: every lane paces at Settle under what was passed (at what
 //     was passed, if Settle under the pushback, where no burst or window
 //     was seen: a quick run's pass is then exact). After ProbeEvery and a
