@@ -38,6 +38,15 @@ type Limiter interface {
 	Cancel(t limit.Ticket, now time.Time)
 }
 
+// FasterReporter is a Limiter whose Done can say that the outcome made the
+// host faster (limit.Limiter.DoneFaster): the Core then asks for the host
+// again at once instead of holding it until the time Acquire gave at the
+// slower pace. Sleeping that out cost the ramp an old interval per
+// doubling. With a Limiter that cannot say, the Core waits as told.
+type FasterReporter interface {
+	DoneFaster(t limit.Ticket, o limit.Outcome, now time.Time) bool
+}
+
 // CoreConfig configures a Core. The zero value of each field is its
 // documented default.
 type CoreConfig struct {
@@ -236,10 +245,8 @@ type hostState struct {
 	queue     []pending
 	array     []pending // the array queue lives in, from its start
 	notBefore time.Time
-	// limWait: notBefore is the limiter's next time for the host. A
-	// completion may bring it forward (a success that proves a faster
-	// pace shortens the lane's interval), so the host is asked again
-	// then rather than left to sleep out the slower interval.
+	// limWait: notBefore is the limiter's next time for the host, which a
+	// completion that made the host faster brings forward (FasterReporter).
 	limWait bool
 	// heldTo is how far the host's held-back time is counted: a wait
 	// asked again before its end counts only what it adds.
@@ -693,7 +700,12 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	v := interpret(r, sig, c.cfg.Verdicts(a.Host))
 	o := outcomeOf(v, sig, a.SentAt, a.URL)
 	o.AnsweredAt = r.HeaderAt
-	c.lim.Done(a.Ticket, o, now)
+	faster := false
+	if fr, ok := c.lim.(FasterReporter); ok {
+		faster = fr.DoneFaster(a.Ticket, o, now)
+	} else {
+		c.lim.Done(a.Ticket, o, now)
+	}
 	if c.tally != nil {
 		c.tally.Record(metrics.Event{
 			Host: a.Host, Exit: a.Ticket.Exit, Status: r.Status, Verdict: v,
@@ -718,7 +730,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	if why := pushbackOf(r, v, sig); why != "" {
 		h.pushback = why
 	}
-	if h.limWait && v == verdict.OK && !c.mustWaitLocked(h, now) {
+	if faster && h.limWait && !c.mustWaitLocked(h, now) {
 		h.notBefore, h.limWait = time.Time{}, false // ask the limiter again
 	}
 	// With no exit left that works, stop rather than wait on quarantines:

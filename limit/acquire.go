@@ -269,8 +269,9 @@ func (l *lane) spaceAfter(rec ticketRec, answered int64) {
 		l.rttMin = uint16(m + (rtt-m)/16)
 	}
 	if late := (rtt - m) * unit; late > 0 && rec.laneIv > 0 {
-		// One interval at the lane's pace now: a success that raised it
-		// (the ramp's doubling) must not be held to the slower one.
-		l.tat = max(l.tat, rec.at+late+interval(l.pace))
+		// One interval, at the lane's pace now if it rose since the
+		// request was taken: the ramp's doubling must not be held to the
+		// slower one. (A pace that fell has moved tat on already.)
+		l.tat = max(l.tat, rec.at+late+min(rec.laneIv, interval(l.pace)))
 	}
 }

@@ -164,8 +164,10 @@ type explorer struct {
 	// retest: the explorer is trying a stale ceiling again.
 	retest bool
 	// held: the explorer holds a pace Settle under a round limit until
-	// the host can afford the 429 a step above it would likely cost.
-	held bool
+	// the host can afford the 429 a step above it would likely cost;
+	// roundHeld: the search settled at such a pace where a 429 is costly,
+	// and only a re-probe goes above it.
+	held, roundHeld bool
 }
 
 // startPace is the explorer's pace when a host starts: Settle under the
@@ -278,6 +280,11 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 		f = r.heldPace(c)
 		if c.hi > 0 && !c.careful && c.extra < 1 {
 			f = min(c.pass, r.settle*c.hi)
+		}
+		if e.roundHeld || r.atRoundLimit(h) != "" {
+			// Settled at a round limit: the pace sent sits Settle under
+			// it already, the margin jitter needs.
+			f = max(f, c.sent)
 		}
 		f = max(c.lo, f)
 	default:
@@ -423,7 +430,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	}
 	e.run = run{} // the next proof starts afresh
 	if e.reprobe && c.hi == 0 {
-		e.reprobe, e.fails = false, 0 // a re-probe not pushed back: the limit was raised
+		e.reprobe, e.fails, e.roundHeld = false, 0, false // a re-probe not pushed back: the limit was raised
 	}
 	if c.hi > 0 && atLeast(l.pace, c.hi) {
 		// Sustained where it was pushed back before: the limit was raised.
@@ -605,9 +612,15 @@ func shortestWindow(t1, recLo, rec int64) (time.Duration, bool) {
 // smallest, and what it reads would drag every lane down to its budget. It
 // takes its own ceiling, as a follower pushed back alone does, its readings
 // above the followers' pace go, and the search goes on on a follower.
+//
+// A settled explorer paces with the followers: pushed back at their pace
+// while they hold it, its IP's budget is the smaller one too (every fourth
+// IP at a quarter of the budget, the explorer among them, dragged the host
+// to a quarter); the host's knowledge stands and another lane paces for it.
 func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	if e.phase == expRamp || !h.exploring() || atLeast(x, c.follow) || h.manyAtFollow(now) {
+	settled := e.phase == expSettled && atLeast(c.follow, x)
+	if e.phase == expRamp || !h.exploring() || (atLeast(x, c.follow) && !settled) || h.manyAtFollow(now) {
 		return false
 	}
 	hot := 0
@@ -621,12 +634,17 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 		return false
 	}
 	x2 := l.extra()
-	h.note(r, now, "tier", l.exit, "ceiling", x2.own, x, fmt.Sprintf("the explorer pushed back at %.3g/s, under the %.3g/s that %d followers hold: its own budget", x, c.follow, hot))
-	x2.own, x2.tpass = x, 0
-	c.hi = 0 // the outlier's reading, or older: the new explorer finds its own
+	h.note(r, now, "tier", l.exit, "ceiling", x2.own, x, fmt.Sprintf("the explorer pushed back at %.3g/s, at or under the %.3g/s that %d followers hold: its own budget", x, c.follow, hot))
+	x2.setOwn(x, now)
+	x2.tpass = 0
 	e.exit, e.run, e.chain, e.retest, e.wtest, e.qtry = ch.exit, run{}, chain{}, false, 0, false
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
 	r.tierNext(h, l)
+	if settled {
+		r.setExplorerPace(h, ch, c.follow, now, "settled", "the explorer's own budget is smaller: this lane paces for the host now")
+		return true
+	}
+	c.hi = 0 // the outlier's reading, or older: the new explorer finds its own
 	if e.phase == expBisect {
 		r.setPhase(h, ch, expRefine, now, "the followers' pace holds")
 	}
@@ -763,6 +781,9 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	c.ceil(e.x1, now)
 	r.setPhase(h, l, expRefine, now, "a pace limit: refine above what the ramp passed")
 	r.updateFollow(h, now, "explore", "the ramp's pace holds")
+	if r.holdRound(h, l, now) {
+		return
+	}
 	r.setExplorerPace(h, l, min(l.pace*refineStep, math.Sqrt(l.pace*c.hi)), now, "refine", "a step up")
 }
 
@@ -1000,6 +1021,15 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 		c.lo = 0
 	}
 	e.reprobe = false
+	for _, o := range h.lanes {
+		// Lanes that took a budget of their own a moment ago, pushed back
+		// at this pace or above: the same fall, seen one lane at a time
+		// before enough of them were (manyLanes). They follow the host.
+		if xo := o.x; xo != nil && xo.own > 0 && now-xo.ownAt <= sympathySpan && atLeast(xo.own, x) {
+			h.note(r, now, "follow", o.exit, "ceiling", xo.own, 0, "pushed back with the others: the host's limit, not its own budget")
+			xo.own, xo.tpass = 0, 0
+		}
+	}
 	if e.phase != expBisect {
 		r.setPhase(h, l, expBisect, now, "search again, carefully")
 	}
@@ -1022,7 +1052,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld {
 		// Settled short of the ceiling for want of a 429 to spend: the
 		// search goes on where it stopped.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
@@ -1030,7 +1060,13 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 		return
 	}
 	quiet := int64(reprobeQuiet) << e.fails
-	if c.costly {
+	switch {
+	case c.costly && e.roundHeld:
+		// Settled at a round limit for the cost of a 429 alone: nothing
+		// but a probe finds a limit between it and where the ramp was
+		// pushed back, so it comes at half the costly quiet.
+		quiet *= costlyQuiet / 2
+	case c.costly:
 		quiet *= costlyQuiet // a failed probe idles its lane for a long Retry-After too
 	}
 	if now-e.quietAt < r.probeEvery || int64(e.okSince) < quiet {

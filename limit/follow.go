@@ -14,7 +14,9 @@ import (
 // evidence is a host's recent 429s: which lane, when, at what pace, and
 // whether the lane was under the pace the host had proven (a shared limit
 // shows as lanes pushed back while under what one lane may send). Its ring
-// is sized from Config.ScopeLanes, so any threshold can be met.
+// holds twice Config.ScopeLanes and manyLanes entries, so either threshold
+// can be met (it grows with the pool: sized from ScopeLanes alone, 20 lanes
+// pushed back at once read as 20 IPs with budgets of their own).
 type evidence struct {
 	ring []evEntry
 	n    int
@@ -27,12 +29,20 @@ type evEntry struct {
 	under bool
 }
 
-func (ev *evidence) add(r *rules, e evEntry) {
-	if ev.ring == nil {
-		ev.ring = make([]evEntry, max(2*r.scopeLanes, 4))
+// add records e in a ring of at least need entries.
+func (ev *evidence) add(e evEntry, need int) {
+	if len(ev.ring) < need {
+		grown := make([]evEntry, need)
+		n := copy(grown, ev.ring)
+		ev.ring, ev.n = grown, n
 	}
 	ev.ring[ev.n%len(ev.ring)] = e
 	ev.n++
+}
+
+// addEvidence records a 429 of the host's.
+func (h *host) addEvidence(r *rules, e evEntry) {
+	h.ev.add(e, max(2*r.scopeLanes, 4, h.manyLanes()))
 }
 
 // lanes counts the distinct lanes with an entry since since that match.
@@ -84,13 +94,22 @@ func (r *rules) follow429(h *host, l *lane, x float64, ser series, now int64) {
 		own = min(own, x2.own)
 	}
 	h.note(r, now, "tier", l.exit, "ceiling", x2.own, own, fmt.Sprintf("pushed back alone at %.3g/s: its own budget", x))
-	x2.own = own
+	x2.setOwn(own, now)
 	if b := counted(ser.ok, ser.at, now); b > 0 && (x2.tpass == 0 || b > x2.tpass || x2.tpass >= own) {
 		x2.tpass = min(b, own)
 	} else if x2.tpass >= own {
 		x2.tpass = 0
 	}
 	r.tierNext(h, l)
+}
+
+// setOwn sets the lane's own ceiling at now; a retry of the host's pace
+// pushed back again doubles the wait before the next.
+func (x *laneExtra) setOwn(own float64, now int64) {
+	if x.retried {
+		x.fails, x.retried = min(x.fails+1, maxProbeBackoff), false
+	}
+	x.own, x.ownAt = own, now
 }
 
 // tierNext sets a lane with its own ceiling to the middle of what it passed
@@ -122,9 +141,15 @@ func (h *host) manyAtFollow(now int64) bool {
 // must not drag the others down; when the knowledge is wrong the explorer,
 // sent at it longest, is pushed back too and everyone falls back then).
 func (h *host) manyLanes() int {
-	// The evidence is the fleet's (HostShare): so are the lanes.
-	return max(2, (len(h.lanes)*int(h.sharedBy())+1)/2)
+	// The evidence is the fleet's (HostShare): so are the lanes. Past
+	// manyMax lanes at once, no pool is that many smaller budgets.
+	return min(manyMax, max(2, (len(h.lanes)*int(h.sharedBy())+1)/2))
 }
+
+// manyMax caps manyLanes: 32 lanes pushed back at the host's pace within
+// sympathySpan are the host's knowledge being wrong on any pool, and the
+// evidence ring that must hold them stays small.
+const manyMax = 32
 
 // tierOK counts a success of a lane with its own ceiling: a pace sustained
 // over a careful span passes, and the lane tries the next middle; once what
@@ -134,12 +159,22 @@ func (r *rules) tierOK(h *host, l *lane, sent, now int64) {
 	if x == nil || x.own == 0 {
 		return
 	}
+	f := h.followPace(r)
+	if !atLeast(x.own, f) && now-x.ownAt >= ownRetry<<x.fails {
+		// An own ceiling the host's pace has left behind is tried again
+		// after a while: one 429 on a jittery path, or while the IP's
+		// budget was cut for a spell, must not hold the lane under the
+		// others for good. Pushed back again, the wait doubles.
+		h.note(r, now, "tier", l.exit, "ceiling", x.own, 0, fmt.Sprintf("its own ceiling is %.0fs old and under the host's %.3g/s: try the host's pace again", secs(now-x.ownAt), f))
+		x.own, x.tpass, x.retried, x.run = 0, 0, true, run{}
+		r.setPace(h, l, f)
+		return
+	}
 	el, saturated := x.run.add(sent, now, l.pace)
 	if x.run.n < rampRun || el < max(h.cap.span, carefulIntervals*interval(l.pace)) || !saturated {
 		return
 	}
 	x.tpass = max(x.tpass, l.pace)
-	f := h.followPace(r)
 	if atLeast(x.tpass, f) || atLeast(r.settle*x.own, f) && x.tpass*bisectDone >= x.own {
 		h.note(r, now, "tier", l.exit, "ceiling", x.own, 0, "its own budget is no smaller than the host's pace")
 		x.own, x.tpass = 0, 0

@@ -51,6 +51,12 @@ type laneExtra struct {
 	tpass float64 // what it passed under own: counted, or sustained
 	run   run     // its current run at its own pace
 	c     rareCount
+	// ownAt is when own was set; a lane settled under an own ceiling that
+	// the host's pace has left behind tries the host's pace again after
+	// ProbeEvery, doubled per retry pushed back again (fails).
+	ownAt   int64
+	fails   uint8
+	retried bool
 }
 
 // run is a run of successes at one pace: since at, n.
@@ -218,7 +224,7 @@ func interval(pace float64) int64 {
 // slop.
 func (r *rules) tau(pace float64) int64 {
 	iv := interval(pace)
-	return int64((r.laneBurst-1)*float64(iv)) + slop(iv)
+	return int64((r.laneBurst-1)*float64(iv)) + slop(iv, 1-r.settle)
 }
 
 // laneReady is the earliest instant l may send, from its own state alone.

@@ -228,7 +228,7 @@ func (r *rules) restoreLanes(h *host, lanes []LearnedLane, now int64) {
 		}
 		ln := &lane{exit: ll.Exit, idx: -1, serAt: now, pace: max(r.minLane, min(ll.Own*tierCut, h.followPace(r)))}
 		x := ln.extra()
-		x.own, x.tpass = ll.Own, ll.Pass
+		x.own, x.tpass, x.ownAt = ll.Own, ll.Pass, now
 		if x.tpass > 0 {
 			ln.pace = max(r.minLane, min(x.tpass, h.followPace(r)))
 		}

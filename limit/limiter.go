@@ -205,13 +205,16 @@ func (l *Limiter) raised(host string) <-chan struct{} {
 }
 
 // wakeWaiters ends the sleep of every Wait on h when a pace rose in the
-// operation just done. Called with the shard locked.
-func (h *host) wakeWaiters() {
-	if h.raised && h.wake != nil {
+// operation just done, and reports whether one did. Called with the shard
+// locked.
+func (h *host) wakeWaiters() bool {
+	raised := h.raised
+	if raised && h.wake != nil {
 		close(h.wake)
 		h.wake = nil
 	}
 	h.raised = false
+	return raised
 }
 
 func (l *Limiter) jitter() float64 {
@@ -227,13 +230,23 @@ func (l *Limiter) Done(t Ticket, o Outcome, now time.Time) {
 	l.release(t, false, o, now)
 }
 
+// DoneFaster is Done, and reports whether the outcome made a lane of t's
+// host go faster (the ramp doubled, a step passed): the host's next request
+// may go sooner than Acquire last said, and a caller holding the host until
+// then should ask again now.
+func (l *Limiter) DoneFaster(t Ticket, o Outcome, now time.Time) bool {
+	return l.release(t, false, o, now)
+}
+
 // Cancel returns a ticket whose request was never sent: its token, quota and
 // slots are given back exactly, and nothing is learned.
 func (l *Limiter) Cancel(t Ticket, now time.Time) {
 	l.release(t, true, Outcome{}, now)
 }
 
-func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) {
+// release gives t back with its outcome o and reports whether a lane of
+// its host went faster.
+func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) (faster bool) {
 	r := l.rules
 	var u float64
 	if !cancel && (o.Verdict == verdict.Throttled || o.Verdict == verdict.Busy) {
@@ -252,7 +265,7 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) {
 	var pub HostView
 	publish := false
 	if h != nil {
-		h.wakeWaiters()
+		faster = h.wakeWaiters()
 		changes = h.log.takeOp()
 		if l.share != nil && !cancel {
 			pub, publish = h.changed(m, n)
@@ -264,12 +277,13 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) {
 		l.share.Publish(t.Host, pub, now)
 	}
 	if !ok {
-		return
+		return faster
 	}
 	l.inFlight.Add(-1)
 	if t.ExitHeld || (!cancel && o.Verdict == verdict.ProxyFailure) {
 		l.tab.exit(t.Exit, func(e *exitState) { e.release(r, t.ExitHeld, t.Probe, cancel, o.Verdict, n) })
 	}
+	return faster
 }
 
 // logChanges logs the change records of one operation at debug level,

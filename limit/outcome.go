@@ -139,7 +139,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// sent through by it: its first 429 says nothing of the scope.
 	under := l.own() == 0 && !l.moved && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance)))
 	if !echo {
-		h.ev.add(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
+		h.addEvidence(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
 	}
 	h.hostPushedBack(now)
 	// A new series: the server's budget for this lane is empty now, so what
@@ -183,8 +183,11 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		r.explore429(h, l, x, ser.run, now)
 	case l.exit == h.exp.exit && atLeast(x, h.cap.follow):
 		// The settled explorer pushed back at the pace everyone holds:
-		// what it passed was a burst, or the limit moved down.
-		r.fallBack(h, l, x, now, "the explorer was pushed back at the settled pace")
+		// what it passed was a burst, or the limit moved down; unless the
+		// others hold that pace untouched (its own budget is smaller).
+		if !r.explorerOutlier(h, l, x, now) {
+			r.fallBack(h, l, x, now, "the explorer was pushed back at the settled pace")
+		}
 	default:
 		r.follow429(h, l, x, ser, now)
 	}

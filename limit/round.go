@@ -91,10 +91,23 @@ func (r *rules) atRoundLimit(h *host) string {
 // holdRound keeps the explorer l at the pace it just proved when that pace
 // sits Settle under a round limit and the host cannot afford the 429 a step
 // above would likely draw; the step is taken on a later proof, once it can.
+// Where a 429 idles its lane for a long Retry-After (costly: nginx's 30r/m
+// with its fixed Retry-After: 60 idles a lane for 30 requests, a tenth of
+// what the pool sends in that minute), the search settles there instead,
+// and a re-probe tries above it after the usual quiet.
 func (r *rules) holdRound(h *host, l *lane, now int64) bool {
 	e := &h.exp
 	lim := r.roundUnder(l.pace)
-	if lim == "" || h.affords() || e.phase == expRamp || h.cap.hi == 0 {
+	if lim == "" || e.phase == expRamp || h.cap.hi == 0 {
+		e.held = false
+		return false
+	}
+	if h.cap.costly {
+		e.held, e.roundHeld = false, true
+		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is Settle under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, lim))
+		return true
+	}
+	if h.affords() {
 		e.held = false
 		return false
 	}

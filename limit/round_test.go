@@ -88,3 +88,39 @@ func TestRoundHold(t *testing.T) {
 		t.Error("held at 0.2/s, which is not Settle under a round limit")
 	}
 }
+
+// TestRoundCostly: nginx 30r/m with its fixed Retry-After: 60 (a 429 there
+// idles its lane for 30 requests). The ramp's 0.485/s, Settle under 30 per
+// minute, passed and 0.97/s was pushed back: the search settles at once
+// rather than step above a round limit, and does not resume its search at
+// the next success; only a re-probe goes above, after half the quiet a
+// costly host waits after a pushback (nothing was pushed back above this
+// pace yet).
+func TestRoundCostly(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expRefine
+	h.cap.costly = true
+	h.cap.pass, h.cap.sent = 0.485, 0.485
+	h.cap.ceil(0.97, sec(0))
+	r.setExplorerPace(h, e, 0.485, sec(0), "refine", "test")
+	h.c.OK, h.c.Throttled = 1000, 1 // affordable: the cost is the lane's minute, not the ratio
+	if !r.holdRound(h, e, sec(15)) || h.exp.phase != expSettled || !h.exp.roundHeld {
+		t.Fatalf("costly, 0.485 passed under 30 per minute: phase %s roundHeld %v, want settled", phaseNames[h.exp.phase], h.exp.roundHeld)
+	}
+	if f := h.lanes["f"].pace; !near(f, 0.485) {
+		t.Errorf("follower at %v, want 0.485", f)
+	}
+	for i := range 10 {
+		r.reprobeDue(h, e, sec(16+float64(i)))
+	}
+	if h.exp.phase != expSettled || h.exp.reprobe {
+		t.Errorf("10 successes after settling: phase %s reprobe %v, want settled until a re-probe's quiet", phaseNames[h.exp.phase], h.exp.reprobe)
+	}
+	h.exp.okSince = reprobeQuiet * costlyQuiet / 2
+	r.reprobeDue(h, e, sec(120))
+	if !h.exp.reprobe {
+		t.Error("no re-probe after the usual quiet: a limit between 30 and 60 per minute would never be found")
+	}
+}

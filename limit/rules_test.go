@@ -550,7 +550,7 @@ func TestFollowers(t *testing.T) {
 	r.updateFollow(h, sec(0), "test", "")
 	a, b := h.lanes["a"], h.lanes["b"]
 	pushed := func(l *lane, at float64) {
-		h.ev.add(r, evEntry{exit: l.exit, at: sec(at), pace: l.pace})
+		h.addEvidence(r, evEntry{exit: l.exit, at: sec(at), pace: l.pace})
 		r.follow429(h, l, l.pace, series{at: sec(at - 10), ok: 6}, sec(at))
 	}
 	f := h.cap.follow // min(1, Settle x 1.02)
@@ -934,7 +934,7 @@ func TestExplorerOutlier(t *testing.T) {
 	// five lanes): the host's knowledge is wrong, not the explorer's IP.
 	r, h = setup()
 	for i, n := range []string{"a", "b", "c"} {
-		h.ev.add(r, evEntry{exit: n, at: sec(18 + float64(i)/10), pace: h.cap.follow})
+		h.addEvidence(r, evEntry{exit: n, at: sec(18 + float64(i)/10), pace: h.cap.follow})
 	}
 	r.explore429(h, h.lanes["e"], 0.121, 1, sec(19))
 	if h.lanes["e"].own() != 0 || h.exp.exit != "e" {

@@ -197,7 +197,7 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 			continue // seen, stale, or this Limiter's own lane (already counted)
 		}
 		newest = max(newest, at)
-		h.ev.add(r, evEntry{exit: e.Exit, at: at, pace: e.Pace, under: e.Under})
+		h.addEvidence(r, evEntry{exit: e.Exit, at: at, pace: e.Pace, under: e.Under})
 		added = true
 		atFollow = atFollow || atLeast(e.Pace, h.cap.follow)
 	}

@@ -78,6 +78,13 @@ const runSaturation = 0.8
 // that drew the 429 per run.
 const tierCut = 0.7
 
+// ownRetry is how long a lane keeps an own ceiling under the host's pace
+// before it tries the host's pace again (doubled per retry pushed back, up
+// to maxProbeBackoff times): an IP's budget cut for a spell comes back, and
+// a lane held under the others for good would lose it; a budget smaller
+// for good costs a 429 at 5, 15, 35 minutes and so on.
+const ownRetry = int64(5 * time.Minute)
+
 // followCut multiplies the followers' pace when several of them are pushed
 // back at the pace the host proved: the limit moved down.
 const followCut = 0.7
@@ -175,12 +182,22 @@ const sendWindow = int64(10 * time.Second)
 // in the pool size even when many exits are blocked.
 const maxScan = 32
 
-// slop is how early a lane may let a request go: a quarter of its interval,
-// at most 2ms. A caller wakes a little after the instant it was given (timer
-// and scheduling latency), and GCRA with no tolerance would add each such
-// lateness to the next interval, losing rate for good (measured: a 500/s
-// ceiling delivered 407/s). The early margin is far inside Settle.
-func slop(iv int64) int64 { return min(iv/4, int64(2*time.Millisecond)) }
+// slop is how early a lane may let a request go. A caller wakes a little
+// after the instant it was given (timer and scheduling latency), and GCRA
+// with no tolerance would add each such lateness to the next interval,
+// losing rate for good (measured: a 500/s ceiling delivered 407/s). But a
+// request sent late and the next sent early by the slop are an interval
+// less the slop apart, and a limiter that allows no burst rejects what
+// comes sooner than its rate allows: the slop stays within half the margin
+// Settle leaves under the pace (margin: 1-Settle), at most 2ms (a quarter
+// of the interval) and at least slopMin. At 20/s with no burst, a 2ms slop
+// was 3.9% of the interval, more than Settle's 3%.
+func slop(iv int64, margin float64) int64 {
+	return min(iv/4, int64(2*time.Millisecond), max(int64(float64(iv)*margin/2), slopMin))
+}
+
+// slopMin is the least slop: a wake-up's usual lateness on a busy machine.
+const slopMin = int64(100 * time.Microsecond)
 
 // hostSlop is slop for the host ceiling and AIMD pacers, which no server
 // enforces at exactly that rate: up to a whole interval, at most 2ms.

@@ -138,6 +138,26 @@ func (g *Gate) Acquire(host string, want limit.Want, now time.Time) (limit.Ticke
 // other answer lets another probe go.
 func (g *Gate) Done(t limit.Ticket, o limit.Outcome, now time.Time) {
 	g.inner.Done(t, o, now)
+	g.done(t, o, now)
+}
+
+// DoneFaster is Done, reporting whether inner's lanes for the host went
+// faster (when inner can tell: fetch.FasterReporter).
+func (g *Gate) DoneFaster(t limit.Ticket, o limit.Outcome, now time.Time) bool {
+	faster := false
+	if fr, ok := g.inner.(interface {
+		DoneFaster(limit.Ticket, limit.Outcome, time.Time) bool
+	}); ok {
+		faster = fr.DoneFaster(t, o, now)
+	} else {
+		g.inner.Done(t, o, now)
+	}
+	g.done(t, o, now)
+	return faster
+}
+
+// done applies the outcome of t to the breakers.
+func (g *Gate) done(t limit.Ticket, o limit.Outcome, now time.Time) {
 	if g.m.open.Load() == 0 {
 		return
 	}

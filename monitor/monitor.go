@@ -322,7 +322,13 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 			continue // judged by its probe; an empty window says nothing
 		}
 		budget := cfg.budget(name)
-		h.over = thr >= cfg.MinThrottled && float64(thr) > budget*float64(req)
+		// A window with too few answers to judge (none, or 429s over the
+		// budget but fewer than MinThrottled: a host locked out answers a
+		// few 429s a minute to a learner that has slowed right down) keeps
+		// the host where it stood; it is no sign of recovery.
+		if sparse := req == 0 || thr < cfg.MinThrottled && float64(thr) > budget*float64(req); !sparse {
+			h.over = thr >= cfg.MinThrottled && float64(thr) > budget*float64(req)
+		}
 		switch {
 		case h.over:
 			if h.overAt.IsZero() {
@@ -398,7 +404,7 @@ func (m *Monitor) spikeLocked(now time.Time) {
 		case h.br.state != closed: // parked for being over budget
 			active++
 			over++
-		case h.req > 0:
+		case h.req > 0 || h.over: // over with a window too sparse to judge: still over
 			active++
 			if h.over {
 				over++

@@ -128,7 +128,10 @@ func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarant
 			// It draws 429s well under its peers' capacity: paced far
 			// under them, or drawing many 429s at a pace they pass.
 			hot := l.thr >= float64(cfg.MinThrottled) && ratio >= 0.1 && pace <= 1.05*peers
-			bad := peersOK && recent && (low || hot)
+			// Nor during a spike (most hosts over budget at once: our
+			// side changed, and every exit's 429s say so, not its own
+			// reputation).
+			bad := peersOK && recent && (low || hot) && !m.spike
 			ev := Event{At: now, Host: hs.Host, Exit: ln.Exit, Value: pace}
 			switch {
 			case limiterBan && l.state != repBanned:

@@ -99,6 +99,15 @@ func (f *fleetLimiter) Done(t limit.Ticket, o limit.Outcome, now time.Time) {
 	}
 }
 
+// DoneFaster is Done, reporting whether the owning worker's lanes went
+// faster, as each worker's own engine learns it from its own limiter.
+func (f *fleetLimiter) DoneFaster(t limit.Ticket, o limit.Outcome, now time.Time) bool {
+	if i, ok := f.owner[t.Exit]; ok {
+		return f.workers[i].DoneFaster(t, o, now)
+	}
+	return false
+}
+
 func (f *fleetLimiter) Cancel(t limit.Ticket, now time.Time) {
 	if i, ok := f.owner[t.Exit]; ok {
 		f.workers[i].Cancel(t, now)

@@ -1,0 +1,123 @@
+package limit
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestOwnRetry: a lane held under an own ceiling that the host's pace has
+// left behind tries the host's pace again after ownRetry, and waits twice
+// as long once that retry is pushed back alone again.
+func TestOwnRetry(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "a", "b", "c")
+	h.exp.phase = expSettled
+	h.cap.pass, h.cap.sent = 1, 1
+	r.updateFollow(h, sec(0), "test", "")
+	a := h.lanes["a"]
+	a.extra().setOwn(0.25, sec(0))
+	r.setPace(h, a, 0.25)
+	r.tierOK(h, a, sec(60), sec(60))
+	if a.own() == 0 {
+		t.Fatal("retried the host's pace a minute after the own ceiling, want to wait ownRetry")
+	}
+	at := float64(ownRetry) / 1e9
+	r.tierOK(h, a, sec(at), sec(at))
+	if a.own() != 0 || !near(a.pace, h.cap.follow) {
+		t.Fatalf("after ownRetry: own %v pace %v, want the host's pace %v again", a.own(), a.pace, h.cap.follow)
+	}
+	// Pushed back alone at the host's pace: its own ceiling again, and the
+	// next retry waits twice as long.
+	r.follow429(h, a, h.cap.follow, series{at: sec(at), ok: 3}, sec(at+5))
+	if a.own() == 0 || a.x.fails != 1 {
+		t.Fatalf("pushed back after its retry: own %v fails %d, want an own ceiling and one failure", a.own(), a.x.fails)
+	}
+	r.tierOK(h, a, sec(at+5+at), sec(at+5+at))
+	if a.own() == 0 {
+		t.Error("retried after ownRetry once a retry failed, want twice as long")
+	}
+}
+
+// TestFallBackClearsOwn: lanes pushed back one at a time a moment before
+// enough of them were to read the host's limit moving took own ceilings;
+// the fall back that follows is theirs too, and they follow the host. An
+// own ceiling older than the episode, or under the pace that fell, stays.
+func TestFallBackClearsOwn(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "a", "b", "c")
+	h.exp.phase = expSettled
+	h.cap.pass, h.cap.sent = 1, 1
+	r.updateFollow(h, sec(0), "test", "")
+	f := h.cap.follow
+	h.lanes["a"].extra().setOwn(f, sec(95))   // this fall, one lane at a time
+	h.lanes["b"].extra().setOwn(f, sec(10))   // long before
+	h.lanes["c"].extra().setOwn(f/2, sec(98)) // under the pace that fell
+	r.fallBack(h, h.lanes["e"], f, sec(100), "test")
+	if got := h.lanes["a"].own(); got != 0 {
+		t.Errorf("a, own ceiling taken 5 s before the fall back: %v, want cleared", got)
+	}
+	if got := h.lanes["b"].own(); got == 0 {
+		t.Error("b, own ceiling 90 s old: cleared, want kept")
+	}
+	if got := h.lanes["c"].own(); got == 0 {
+		t.Error("c, own ceiling under the pace that fell: cleared, want kept")
+	}
+}
+
+// TestSettledExplorerOutlier: the settled explorer pushed back at the pace
+// its followers hold untouched is one of the IPs with a smaller budget: it
+// takes its own ceiling and another lane paces for the host, which keeps
+// what it knows. Followers pushed back with it mean the limit moved down.
+func TestSettledExplorerOutlier(t *testing.T) {
+	setup := func() (*rules, *host) {
+		r := testRules(t, Config{})
+		h := hostWith(r, "e", "a", "b", "c", "d")
+		h.exp.phase = expSettled
+		h.cap.pass, h.cap.sent = 1, 1
+		r.updateFollow(h, sec(0), "test", "")
+		r.setExplorerPace(h, h.lanes["e"], h.cap.follow, sec(0), "test", "")
+		for _, n := range []string{"a", "b", "c", "d"} {
+			h.lanes[n].hot = true
+		}
+		return r, h
+	}
+	r, h := setup()
+	f := h.cap.follow
+	r.throttled(h, h.lanes["e"], ticketRec{l: h.lanes["e"], at: sec(10), laneIv: interval(f)}, &Outcome{}, sec(10), sec(10.1), 0.5)
+	if h.lanes["e"].own() == 0 || h.exp.exit == "e" || h.exp.phase != expSettled || h.cap.follow != f {
+		t.Fatalf("settled explorer pushed back alone: own %v explorer %q phase %s follow %v; want its own ceiling, another explorer, the host settled at %v",
+			h.lanes["e"].own(), h.exp.exit, phaseNames[h.exp.phase], h.cap.follow, f)
+	}
+	r, h = setup()
+	f = h.cap.follow
+	for i, n := range []string{"a", "b", "c"} {
+		h.addEvidence(r, evEntry{exit: n, at: sec(9 + float64(i)/10), pace: f})
+	}
+	r.throttled(h, h.lanes["e"], ticketRec{l: h.lanes["e"], at: sec(10), laneIv: interval(f)}, &Outcome{}, sec(10), sec(10.1), 0.5)
+	if h.lanes["e"].own() != 0 || h.exp.phase == expSettled {
+		t.Errorf("followers pushed back too: explorer's own %v phase %s; want the host to fall back", h.lanes["e"].own(), phaseNames[h.exp.phase])
+	}
+}
+
+// TestEvidenceHoldsManyLanes: on a pool of 20 lanes, half of them pushed back
+// at the host's pace within a second is the host's limit moving; the ring
+// that keeps the evidence must hold that many (sized from ScopeLanes
+// alone it held 6, and 20 lanes read as 20 budgets of their own).
+func TestEvidenceHoldsManyLanes(t *testing.T) {
+	r := testRules(t, Config{})
+	names := []string{"e"}
+	for i := range 19 {
+		names = append(names, fmt.Sprintf("x%02d", i))
+	}
+	h := hostWith(r, names...)
+	h.cap.pass, h.cap.sent = 1, 1
+	h.exp.phase = expSettled
+	r.updateFollow(h, sec(0), "test", "")
+	for i := range h.manyLanes() {
+		h.addEvidence(r, evEntry{exit: names[i+1], at: sec(10) + int64(i)*int64(50*time.Millisecond), pace: h.cap.follow})
+	}
+	if !h.manyAtFollow(sec(11)) {
+		t.Errorf("%d of 20 lanes pushed back at the host's pace within a second: not many (ring of %d)", h.manyLanes(), len(h.ev.ring))
+	}
+}
