@@ -51,9 +51,10 @@ type laneExtra struct {
 	tpass float64 // what it passed under own: counted, or sustained
 	run   run     // its current run at its own pace
 	c     rareCount
-	// ownAt is when own was set; a lane settled under an own ceiling that
-	// the host's pace has left behind tries the host's pace again after
-	// ProbeEvery, doubled per retry pushed back again (fails).
+	// ownAt is when own was set; a lane under an own ceiling that the
+	// host's pace has left behind tries the host's pace again after
+	// ownRetry, doubled per retry pushed back again (fails; retried: a
+	// retry is out).
 	ownAt   int64
 	fails   uint8
 	retried bool
@@ -156,7 +157,8 @@ type host struct {
 	c   Counters
 	// wake is closed when a lane's pace rises, for Wait calls sleeping
 	// out an interval at the slower pace (nil: nobody waits); raised
-	// says a pace rose during the operation in progress.
+	// says a pace rose since the last release (which reads and clears
+	// it: most rises come from a success).
 	wake   chan struct{}
 	raised bool
 	// waves holds the recent Forbidden answers of lanes that have some

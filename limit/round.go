@@ -16,8 +16,9 @@ import (
 // under a fixed Retry-After of a minute it idles a lane for 30 requests.
 
 // roundMantissas are the leading figures limits are written with, per
-// second, per 10 seconds, per minute or per hour: 1, 2, 3, 5, 6, 10, 12,
-// 15, 20, 25, 30, 40, 50, 60, 100, 120, ...
+// second, per 10 seconds, per minute or per hour: 1, 1.2, 1.5, 2, 2.5, 3,
+// 4, 5, 6 times a power of ten (10, 12, 15, 20, 25, 30, 40, 50, 60, 100,
+// 120, ...).
 var roundMantissas = [...]float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6}
 
 // roundPer are the periods limits are written per, in seconds.

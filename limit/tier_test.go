@@ -6,15 +6,23 @@ import (
 	"time"
 )
 
+// settledHost builds a host settled at 1/s passed (its followers at Settle
+// under it) with the named lanes, the first the explorer.
+func settledHost(t *testing.T, names ...string) (*rules, *host) {
+	t.Helper()
+	r := testRules(t, Config{})
+	h := hostWith(r, names...)
+	h.exp.phase = expSettled
+	h.cap.pass, h.cap.sent = 1, 1
+	r.updateFollow(h, sec(0), "test", "")
+	return r, h
+}
+
 // TestOwnRetry: a lane held under an own ceiling that the host's pace has
 // left behind tries the host's pace again after ownRetry, and waits twice
 // as long once that retry is pushed back alone again.
 func TestOwnRetry(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "a", "b", "c")
-	h.exp.phase = expSettled
-	h.cap.pass, h.cap.sent = 1, 1
-	r.updateFollow(h, sec(0), "test", "")
+	r, h := settledHost(t, "e", "a", "b", "c")
 	a := h.lanes["a"]
 	a.extra().setOwn(0.25, sec(0))
 	r.setPace(h, a, 0.25)
@@ -44,11 +52,7 @@ func TestOwnRetry(t *testing.T) {
 // the fall back that follows is theirs too, and they follow the host. An
 // own ceiling older than the episode, or under the pace that fell, stays.
 func TestFallBackClearsOwn(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "a", "b", "c")
-	h.exp.phase = expSettled
-	h.cap.pass, h.cap.sent = 1, 1
-	r.updateFollow(h, sec(0), "test", "")
+	r, h := settledHost(t, "e", "a", "b", "c")
 	f := h.cap.follow
 	h.lanes["a"].extra().setOwn(f, sec(95))   // this fall, one lane at a time
 	h.lanes["b"].extra().setOwn(f, sec(10))   // long before
@@ -71,11 +75,7 @@ func TestFallBackClearsOwn(t *testing.T) {
 // what it knows. Followers pushed back with it mean the limit moved down.
 func TestSettledExplorerOutlier(t *testing.T) {
 	setup := func() (*rules, *host) {
-		r := testRules(t, Config{})
-		h := hostWith(r, "e", "a", "b", "c", "d")
-		h.exp.phase = expSettled
-		h.cap.pass, h.cap.sent = 1, 1
-		r.updateFollow(h, sec(0), "test", "")
+		r, h := settledHost(t, "e", "a", "b", "c", "d")
 		r.setExplorerPace(h, h.lanes["e"], h.cap.follow, sec(0), "test", "")
 		for _, n := range []string{"a", "b", "c", "d"} {
 			h.lanes[n].hot = true
@@ -105,15 +105,11 @@ func TestSettledExplorerOutlier(t *testing.T) {
 // that keeps the evidence must hold that many (sized from ScopeLanes
 // alone it held 6, and 20 lanes read as 20 budgets of their own).
 func TestEvidenceHoldsManyLanes(t *testing.T) {
-	r := testRules(t, Config{})
 	names := []string{"e"}
 	for i := range 19 {
 		names = append(names, fmt.Sprintf("x%02d", i))
 	}
-	h := hostWith(r, names...)
-	h.cap.pass, h.cap.sent = 1, 1
-	h.exp.phase = expSettled
-	r.updateFollow(h, sec(0), "test", "")
+	r, h := settledHost(t, names...)
 	for i := range h.manyLanes() {
 		h.addEvidence(r, evEntry{exit: names[i+1], at: sec(10) + int64(i)*int64(50*time.Millisecond), pace: h.cap.follow})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/verdict"
 )
@@ -137,27 +138,24 @@ func (g *Gate) Acquire(host string, want limit.Want, now time.Time) (limit.Ticke
 // or opens it again for twice the cool-down (a 429, a 503, a ban). Any
 // other answer lets another probe go.
 func (g *Gate) Done(t limit.Ticket, o limit.Outcome, now time.Time) {
-	g.inner.Done(t, o, now)
-	g.done(t, o, now)
+	g.DoneFaster(t, o, now)
 }
 
 // DoneFaster is Done, reporting whether inner's lanes for the host went
 // faster (when inner can tell: fetch.FasterReporter).
 func (g *Gate) DoneFaster(t limit.Ticket, o limit.Outcome, now time.Time) bool {
 	faster := false
-	if fr, ok := g.inner.(interface {
-		DoneFaster(limit.Ticket, limit.Outcome, time.Time) bool
-	}); ok {
+	if fr, ok := g.inner.(fetch.FasterReporter); ok {
 		faster = fr.DoneFaster(t, o, now)
 	} else {
 		g.inner.Done(t, o, now)
 	}
-	g.done(t, o, now)
+	g.breakersDone(t, o, now)
 	return faster
 }
 
-// done applies the outcome of t to the breakers.
-func (g *Gate) done(t limit.Ticket, o limit.Outcome, now time.Time) {
+// breakersDone applies the outcome of t to the breakers.
+func (g *Gate) breakersDone(t limit.Ticket, o limit.Outcome, now time.Time) {
 	if g.m.open.Load() == 0 {
 		return
 	}

@@ -326,8 +326,9 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 		// budget but fewer than MinThrottled: a host locked out answers a
 		// few 429s a minute to a learner that has slowed right down) keeps
 		// the host where it stood; it is no sign of recovery.
-		if sparse := req == 0 || thr < cfg.MinThrottled && float64(thr) > budget*float64(req); !sparse {
-			h.over = thr >= cfg.MinThrottled && float64(thr) > budget*float64(req)
+		over, enough := float64(thr) > budget*float64(req), thr >= cfg.MinThrottled
+		if req > 0 && (enough || !over) {
+			h.over = over && enough
 		}
 		switch {
 		case h.over:

@@ -94,9 +94,7 @@ func (f *fleetLimiter) Acquire(host string, want limit.Want, now time.Time) (lim
 }
 
 func (f *fleetLimiter) Done(t limit.Ticket, o limit.Outcome, now time.Time) {
-	if i, ok := f.owner[t.Exit]; ok {
-		f.workers[i].Done(t, o, now)
-	}
+	f.DoneFaster(t, o, now)
 }
 
 // DoneFaster is Done, reporting whether the owning worker's lanes went
