@@ -360,12 +360,21 @@ func moreRestrictive(a, b *ipol) bool {
 }
 
 // single returns the one value of a field that may have been repeated or
-// joined with commas by a proxy: all parts must agree.
+// joined with commas by a proxy: all parts must agree. An HTTP-date's own
+// comma ("Tue, 01 Dec 2026 19:47:46 GMT", a reset some servers send) does
+// not split it: a weekday name is glued to the part after it.
 func single(vals []string) (string, error) {
 	out, have := "", false
 	for _, line := range vals {
+		var day string // a weekday name waiting for the rest of its date
 		for part := range strings.SplitSeq(line, ",") {
 			part = trimOWS(part)
+			if day != "" {
+				part, day = day+", "+part, ""
+			} else if isWeekday(part) {
+				day = part
+				continue
+			}
 			if part == "" {
 				continue
 			}
@@ -374,11 +383,28 @@ func single(vals []string) (string, error) {
 			}
 			out, have = part, true
 		}
+		if day != "" { // a weekday alone at the end: a value like any other
+			if have && day != out {
+				return strings.Join(vals, ", "), ErrConflict
+			}
+			out, have = day, true
+		}
 	}
 	if !have {
 		return "", ErrEmpty
 	}
 	return out, nil
+}
+
+// isWeekday reports whether s is a day name as HTTP-dates begin with one
+// ("Tue", "Tuesday"), in any case.
+func isWeekday(s string) bool {
+	for _, d := range [...]string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"} {
+		if strings.EqualFold(s, d) || strings.EqualFold(s, d[:3]) {
+			return true
+		}
+	}
+	return false
 }
 
 // appendLines gathers the lines of a field met under several names. The

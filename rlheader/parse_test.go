@@ -87,6 +87,26 @@ var parseCases = []parseCase{
 		want: "ra=- lim=- rem=598 win=- reset=6m52s",
 	},
 	{
+		// github.com/sethvargo/go-limiter: reset and Retry-After are
+		// time.RFC1123 dates in UTC; the date's own comma is not a list.
+		name: "go-limiter HTTP-date reset",
+		h: hdr("Date", "Thu, 26 Mar 2026 16:00:00 GMT", "X-RateLimit-Limit", "3", "X-RateLimit-Remaining", "0",
+			"X-RateLimit-Reset", "Thu, 26 Mar 2026 16:00:07 UTC", "Retry-After", "Thu, 26 Mar 2026 16:00:07 UTC"),
+		want:    "ra=7s lim=3 rem=0 win=- reset=7s",
+		sources: "ra=Retry-After lim=X-Ratelimit-Limit rem=X-Ratelimit-Remaining win= reset=X-Ratelimit-Reset",
+	},
+	{
+		name: "HTTP-date reset repeated by a proxy",
+		h:    hdr("Date", "Thu, 26 Mar 2026 16:00:00 GMT", "X-RateLimit-Reset", "Thu, 26 Mar 2026 16:00:07 GMT, Thu, 26 Mar 2026 16:00:07 GMT"),
+		want: "ra=- lim=- rem=- win=- reset=7s",
+	},
+	{
+		name:    "HTTP-date resets that disagree",
+		h:       hdr("Date", "Thu, 26 Mar 2026 16:00:00 GMT", "X-RateLimit-Reset", "Thu, 26 Mar 2026 16:00:07 GMT, Thu, 26 Mar 2026 16:00:09 GMT"),
+		want:    "ra=- lim=- rem=- win=- reset=-",
+		ignored: []string{"X-Ratelimit-Reset"},
+	},
+	{
 		name: "epoch milliseconds",
 		h:    hdr("X-RateLimit-Reset", fmt.Sprint(nowUnix+90)+"250"),
 		want: "ra=- lim=- rem=- win=- reset=1m30.25s",

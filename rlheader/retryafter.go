@@ -172,14 +172,24 @@ func millisToDuration(ms float64) time.Duration {
 // year follows RFC 9110's rule: a date that appears to be more than 50 years
 // after now means the most recent past year with those last two digits.
 // Day and month names are matched without regard to case and the weekday is
-// not checked against the date (both as time.Parse does); the zone of the
-// first two forms must be GMT.
+// not checked against the date (both as time.Parse does). The zone of the
+// first two forms is GMT; "UTC", which Go's time.RFC1123 writes for a UTC
+// time (github.com/sethvargo/go-limiter sends its reset and Retry-After so),
+// is read as GMT, and a numeric zone (time.RFC1123Z) as what it says:
+// refusing them would drop a server's whole rate-limit signal.
 func ParseHTTPDate(s string, now time.Time) (time.Time, error) {
 	s = trimOWS(s)
 	if t, ok := parseIMFFixdate(s); ok {
 		return t, nil
 	}
-	if rest, ok := strings.CutSuffix(s, " GMT"); ok {
+	if t, err := time.Parse(time.RFC1123Z, s); err == nil {
+		return t.UTC(), nil
+	}
+	rest, ok := strings.CutSuffix(s, " GMT")
+	if !ok {
+		rest, ok = strings.CutSuffix(s, " UTC")
+	}
+	if ok {
 		if t, err := time.Parse("Mon, 02 Jan 2006 15:04:05", rest); err == nil {
 			return t, nil
 		}

@@ -36,7 +36,12 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Thursday, 26-Mar-26 16:01:00 GMT", time.Minute, nil},
 		{"Thu Mar 26 16:01:00 2026", time.Minute, nil},
 		{"Thu Mar  6 16:00:00 2026", 0, nil}, // in the past: retry now
-		{"Thu, 26 Mar 2026 16:01:00 UTC", 0, ErrSyntax},
+		// Go's time.RFC1123 writes UTC (github.com/sethvargo/go-limiter
+		// sends it so); RFC1123Z a numeric zone.
+		{"Thu, 26 Mar 2026 16:01:00 UTC", time.Minute, nil},
+		{"Thu, 26 Mar 2026 16:01:00 +0000", time.Minute, nil},
+		{"Thu, 26 Mar 2026 17:01:00 +0100", time.Minute, nil},
+		{"Thu, 26 Mar 2026 16:01:00 UTC, Thu, 26 Mar 2026 16:01:00 UTC", time.Minute, nil},
 		{"Thu, 26 Mar 2026 16:01:00", 0, ErrSyntax},
 		// Joined by a proxy.
 		{"120, 120", 120 * time.Second, nil},
@@ -105,13 +110,16 @@ func TestParseHTTPDateForms(t *testing.T) {
 		" Sun, 06 Nov 1994 08:49:37 GMT ",
 		"sun, 06 nov 1994 08:49:37 GMT", // names without regard to case, as time.Parse
 		"Mon, 06 Nov 1994 08:49:37 GMT", // weekday not checked, as time.Parse
+		"Sun, 06 Nov 1994 08:49:37 UTC", // time.RFC1123 of a UTC time
+		"Sun, 06 Nov 1994 08:49:37 +0000",
+		"Sun, 06 Nov 1994 03:49:37 -0500",
 	} {
 		if got, err := ParseHTTPDate(in, ref); err != nil || !got.Equal(want) {
 			t.Errorf("ParseHTTPDate(%q) = %v, %v, want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{
-		"", "Sun, 06 Nov 1994 08:49:37 gmt", "Sun, 06 Nov 1994 08:49:37 +0000",
+		"", "Sun, 06 Nov 1994 08:49:37 gmt", "Sun, 06 Nov 1994 08:49:37 PST",
 		"Sun, 6 Nov 1994 08:49:37 GMT", "1994-11-06T08:49:37Z", "Sun, 31 Feb 1994 08:49:37 GMT",
 	} {
 		if got, err := ParseHTTPDate(in, ref); err == nil {
