@@ -79,8 +79,9 @@ type capacity struct {
 	win      quota
 	// exact: the declared quota is a fixed window, paced at its rate
 	// without Settle's margin (quota.go); inexact: a 429 came while it
-	// was, and the margin is back for good.
-	exact, inexact bool
+	// was, and the margin is back for good. bucket: the declared limit
+	// turned out a bucket's capacity (bucketQuota): never a ceiling again.
+	exact, inexact, bucket bool
 	// span is the careful proof span: twice the time the first 429 took to
 	// recover from when that reads as a window, within [minSpan, maxSpan].
 	span int64

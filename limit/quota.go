@@ -18,7 +18,8 @@ import (
 // A sliding-window counter (go-chi/httprate) rejects once its estimate,
 // rounded, reaches the limit less one: with a small limit N even pacing
 // must keep half a request of headroom per window, so a declared pace is
-// at most 1-0.6/N of the limit (0.94 for 10 per minute).
+// at most 1-0.6/N of the limit (0.94 for 10 per minute) unless the window
+// is known fixed or the limit a rate (declaredRate).
 //
 // A fixed window (flask-limiter's, express-rate-limit's) is paced at its
 // declared rate exactly, without Settle's margin: what remains is a hard
@@ -53,6 +54,62 @@ type quota struct {
 	used, prevUsed float64
 	answered       int64 // the reset the last answer said (take may move reset on)
 	nextAt         int64 // even spread of rem until reset, while the window is unknown
+	// bucket: the declared limit is a bucket's capacity, not a count per
+	// window (looseCheck): Remaining is its tokens, the reset the time
+	// until it is full again; neither paces nor stops a lane.
+	bucket bool
+	check  looseCheck
+}
+
+// looseCheck watches whether Remaining moves as a count per window would:
+// over a window (span) in which the lane sent most of the limit, a window's
+// Remaining falls under half of it at least once, whatever kind of window
+// it is (fixed: by the window's end; sliding or moving: the requests of the
+// last window count). A bucket that refills faster than its capacity per
+// window keeps it high (github.com/throttled/throttled declares its burst,
+// 4, with resets of a second at 5/s: read as 4 per second, the lanes sat
+// at 68%). Two such windows in a row: the limit is a capacity. A Remaining
+// above the limit (tollbooth sends its tokens, up to its burst, under a
+// limit that is its rate per second) is a rate, read right: never a bucket.
+type looseCheck struct {
+	at       int64   // start of the window watched; 0 = none yet
+	sent     float64 // requests taken since
+	low      float64 // the lowest Remaining answered since
+	runs     uint8   // windows in a row that kept Remaining high
+	overFull bool    // Remaining above the limit was seen
+}
+
+// looseWindows is how many windows in a row must keep Remaining high for a
+// declared limit to read as a bucket's capacity.
+const looseWindows = 2
+
+// watch records an answer's Remaining at now and reports whether the quota
+// is seen to be a bucket's capacity.
+func (q *quota) watch(rem float64, now int64) bool {
+	c := &q.check
+	if q.limit < 2 || c.overFull || rem > q.limit {
+		c.overFull = c.overFull || rem > q.limit
+		return false
+	}
+	w := q.span()
+	if w <= 0 {
+		return false
+	}
+	if c.at == 0 {
+		c.at, c.sent, c.low = now, 0, rem
+		return false
+	}
+	c.low = min(c.low, rem)
+	if now-c.at < w {
+		return false
+	}
+	if c.sent >= 0.75*q.limit && c.low >= q.limit/2 {
+		c.runs++
+	} else {
+		c.runs = 0
+	}
+	c.at, c.sent, c.low = now, 0, rem
+	return c.runs >= looseWindows
 }
 
 // span is the window in ns: declared, or inferred (0 = unknown). The
@@ -124,6 +181,14 @@ func (q *quota) readyAt() int64 {
 	if q == nil || q.reset == 0 {
 		return 0
 	}
+	if q.bucket {
+		// The declared limit is a bucket's capacity: its Remaining is no
+		// stop. The lanes pace at what passed, and the explorer must be
+		// pushed back to learn the bucket's rate (stopped whenever its
+		// tokens ran out, it never was, and sent at its rate, not at its
+		// pace).
+		return 0
+	}
 	if q.rem < 1 {
 		if rate := q.rate(); rate > 0 && (q.moving() || q.sliding) {
 			// A moving window frees a slot when its oldest hit expires,
@@ -171,6 +236,7 @@ func (q *quota) take(now int64) {
 	}
 	q.rem--
 	q.used++
+	q.check.sent++
 	q.spread(now)
 }
 
@@ -217,10 +283,19 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 }
 
 // declaredRate is the rate a declared quota q allows lanes: its rate, less
-// a sliding counter's headroom unless the window is fixed and paced exactly.
+// a sliding counter's headroom unless the window is known fixed (paced
+// exactly, or Settle under it once a 429 showed its resets come early:
+// ulule/limiter's fixed 5 per second, its resets whole epoch seconds, sat
+// at 88% with the headroom) or the limit a rate (a Remaining above it: a
+// token bucket's tokens, as tollbooth sends them under a limit that is its
+// rate per second; its 1/s with a burst of 3 sat at 40%). A window of
+// unknown kind keeps the headroom: a sliding counter's lanes at Settle
+// under its limit all run out of it at its first boundary, where the last
+// window still weighs in (httprate's 10 per minute drew a 429 with
+// Retry-After: 60 on every lane).
 func (r *rules) declaredRate(q *quota, exact bool) float64 {
 	d := q.rate()
-	if q.limit > 0 && !exact {
+	if q.limit > 0 && !exact && !q.fixed && !q.check.overFull {
 		d *= min(1, (1-0.6/q.limit)/r.settle)
 	}
 	return d
@@ -246,6 +321,14 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 		l.q = &quota{}
 	}
 	l.q.update(o, now, int32(l.inFlight))
+	if h.cap.bucket {
+		l.q.bucket = true // every lane's quota is the same bucket's
+		return
+	}
+	if o.HasRemaining && l.q.watch(o.Remaining, now) {
+		r.bucketQuota(h, l, now)
+		return
+	}
 	// Every lane sees the same window: what one lane inferred about it
 	// holds for all (the longest reset, the smallest move).
 	hq := &h.cap.win
@@ -255,6 +338,7 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 		hq.step = l.q.step
 	}
 	hq.sliding = hq.sliding || l.q.sliding
+	hq.check.overFull = hq.check.overFull || l.q.check.overFull
 	hq.fixed = (hq.fixed || l.q.fixed) && !hq.sliding
 	exact := hq.fixed && hq.grid() && !h.cap.inexact
 	d := r.declaredRate(hq, exact)
@@ -269,4 +353,29 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	h.cap.declared, h.cap.exact = d, exact
 	h.exp.exit = ""
 	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")
+}
+
+// bucketQuota handles a declared limit seen to be a bucket's capacity
+// (quota.watch): the rate it gave is no ceiling, only a pace proven without
+// a 429. The host explores from it as a settled host re-probes: a first
+// step above it pushed back gives it back.
+func (r *rules) bucketQuota(h *host, l *lane, now int64) {
+	c, e := &h.cap, &h.exp
+	pace := h.declaredPace(r)
+	h.note(r, now, "declared", l.exit, "ceiling", c.declared, 0, fmt.Sprintf(
+		"Remaining stayed above half of the declared %g over %d windows in which a lane sent most of it: a bucket's capacity, not a count per window; explore above it",
+		c.win.limit, looseWindows))
+	c.declared, c.exact, c.bucket = 0, false, true
+	for _, o := range h.lanes {
+		if o.q != nil {
+			o.q.bucket = true
+		}
+	}
+	c.pass, c.sent, c.follow, c.hi, c.at = pace, pace, pace, 0, now
+	e.exit, e.run, e.chain, e.awaitAt = l.exit, run{}, chain{}, 0
+	e.quietAt, e.okSince = now, 0
+	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, pace, pace*reprobeStep, pace, pace
+	r.setPhase(h, l, expBisect, now, "a declared bucket: explore above its reading")
+	r.updateFollow(h, now, "declared", "the pace the declared reading proved")
+	r.setExplorerPace(h, l, pace*reprobeStep, now, "reprobe", "climb above the declared reading")
 }

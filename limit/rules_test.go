@@ -624,22 +624,25 @@ func TestQuotaWindow(t *testing.T) {
 }
 
 // TestDeclaredPace: a declared limit sets every lane at Settle under it,
-// less half a request per window for a small limit.
+// less half a request per window for a small limit unless the limit is a
+// rate (a Remaining above it: a token bucket's tokens).
 func TestDeclaredPace(t *testing.T) {
 	r := testRules(t, Config{})
 	for _, tc := range []struct {
-		quota  float64
-		window time.Duration
-		want   float64 // lane pace, req/s
+		quota, remaining float64
+		window           time.Duration
+		want             float64 // lane pace, req/s
 	}{
-		{10, time.Minute, (1 - 0.6/10) * 10 / 60},
-		{100, time.Minute, 0.97 * 100 / 60},
+		{10, 9, time.Minute, (1 - 0.6/10) * 10 / 60},
+		{100, 99, time.Minute, 0.97 * 100 / 60},
+		{1, 0, time.Second, 0.4},
+		{1, 3, time.Second, 0.97}, // tollbooth: 1/s, 3 tokens left of its burst
 	} {
 		h := hostWith(r, "e", "f")
-		r.declared(h, h.lanes["f"], &Outcome{Quota: tc.quota, Window: tc.window, Remaining: tc.quota - 1, HasRemaining: true, ResetIn: tc.window}, sec(0))
+		r.declared(h, h.lanes["f"], &Outcome{Quota: tc.quota, Window: tc.window, Remaining: tc.remaining, HasRemaining: true, ResetIn: tc.window}, sec(0))
 		for _, l := range h.lanes {
 			if !near(l.pace, tc.want) {
-				t.Errorf("%v per %v: lane %s at %v, want %v", tc.quota, tc.window, l.exit, l.pace, tc.want)
+				t.Errorf("%v per %v, %v remaining: lane %s at %v, want %v", tc.quota, tc.window, tc.remaining, l.exit, l.pace, tc.want)
 			}
 		}
 	}
@@ -718,7 +721,8 @@ func TestHeldPace(t *testing.T) {
 // TestFixedWindowExact: once a new window of a declared quota begins with
 // most of it remaining after a busy one, the window is fixed and every lane
 // paces at its rate exactly (Remaining is the stop); a sliding counter's
-// small remainder after its reset, or a 429, keeps Settle's margin.
+// small remainder after its reset keeps Settle's margin and its headroom; a
+// 429 brings back Settle's margin alone.
 func TestFixedWindowExact(t *testing.T) {
 	r := testRules(t, Config{})
 	window := func(h *host, l *lane, nextAt, nextRem float64) {
@@ -731,7 +735,9 @@ func TestFixedWindowExact(t *testing.T) {
 		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: nextRem, HasRemaining: true, ResetIn: time.Minute}, sec(nextAt))
 	}
 	busyWindow := func(h *host, l *lane, nextRem float64) { window(h, l, 61, nextRem) }
-	margin := r.settle * min(1, (1-0.6/6)/r.settle) * 0.1
+	// Back under Settle's margin, without a sliding counter's headroom: the
+	// window is still known fixed, only its resets come early.
+	margin := r.settle * 0.1
 
 	h := hostWith(r, "e", "f")
 	f := h.lanes["f"]
@@ -758,8 +764,9 @@ func TestFixedWindowExact(t *testing.T) {
 
 	s := hostWith(r, "e", "f")
 	busyWindow(s, s.lanes["f"], 1)
-	if s.cap.exact || !near(s.lanes["f"].pace, margin) {
-		t.Errorf("little left after the reset (sliding): exact %v, lane at %v; want %v", s.cap.exact, s.lanes["f"].pace, margin)
+	headroom := r.settle * min(1, (1-0.6/6)/r.settle) * 0.1
+	if s.cap.exact || !near(s.lanes["f"].pace, headroom) {
+		t.Errorf("little left after the reset (sliding): exact %v, lane at %v; want %v", s.cap.exact, s.lanes["f"].pace, headroom)
 	}
 }
 
@@ -1156,5 +1163,60 @@ func TestBoundedRecovery(t *testing.T) {
 		if !tc.settled && !h.cap.careful {
 			t.Errorf("%s: not careful after a long recovery", tc.name)
 		}
+	}
+}
+
+// TestBucketQuota: a declared limit whose Remaining stays above half of it
+// while a lane sends most of it per window is a bucket's capacity
+// (github.com/throttled/throttled declares its burst, with resets of a
+// second): it stops being a ceiling and the host explores above it, from
+// the pace it proved; Remaining is no longer a stop. A window's Remaining
+// counting down, or a Remaining above the limit (a rate's tokens), never
+// reads so.
+func TestBucketQuota(t *testing.T) {
+	r := testRules(t, Config{})
+	feed := func(h *host, l *lane, n int, rem func(i int) float64) {
+		iv := 1 / 3.88
+		for i := range n {
+			now := sec(float64(i) * iv)
+			if l.q != nil {
+				l.q.take(now)
+			}
+			r.declared(h, l, &Outcome{Quota: 4, Remaining: rem(i), HasRemaining: true, ResetIn: time.Second}, now)
+		}
+	}
+
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	feed(h, f, 14, func(int) float64 { return 3 }) // refilled between requests
+	if h.cap.declared != 0 || !h.cap.bucket || !h.exploring() || h.exp.exit != "f" {
+		t.Fatalf("Remaining 3 of 4 throughout: declared %v bucket %v exploring %v explorer %q; want a bucket explored by f",
+			h.cap.declared, h.cap.bucket, h.exploring(), h.exp.exit)
+	}
+	proved := 0.97 * 4 * min(1, (1-0.6/4)/0.97)
+	if !near(h.exp.pace, proved*reprobeStep) || !near(h.lanes["e"].pace, r.settle*proved) {
+		t.Errorf("explorer at %v, follower at %v; want a step above %v and Settle under it", h.exp.pace, h.lanes["e"].pace, proved)
+	}
+	f.q.rem = 0
+	if got := f.q.readyAt(); got != 0 {
+		t.Errorf("a bucket with nothing remaining: ready at %v, want no stop", got)
+	}
+	declared := h.cap.declared
+	feed(h, f, 3, func(int) float64 { return 3 })
+	if h.cap.declared != declared {
+		t.Errorf("declared again after reading a bucket: %v", h.cap.declared)
+	}
+
+	// A fixed window of 4 per second: Remaining counts down each window.
+	w := hostWith(r, "e", "f")
+	feed(w, w.lanes["f"], 30, func(i int) float64 { return float64(3 - i%4) })
+	if w.cap.bucket || w.cap.declared == 0 {
+		t.Errorf("a window counting down: bucket %v declared %v, want the declared ceiling", w.cap.bucket, w.cap.declared)
+	}
+	// Tokens above the limit: a rate, read right.
+	o := hostWith(r, "e", "f")
+	feed(o, o.lanes["f"], 30, func(int) float64 { return 5 })
+	if o.cap.bucket || o.cap.declared == 0 {
+		t.Errorf("Remaining above the limit: bucket %v declared %v, want the declared ceiling", o.cap.bucket, o.cap.declared)
 	}
 }

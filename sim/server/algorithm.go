@@ -168,6 +168,10 @@ const (
 	// per key opened by the key's first request, on a millisecond clock,
 	// counting rejected requests too (see expressMemory).
 	ExpressMemory
+	// Throttled is GCRA as github.com/throttled/throttled v2 reports it:
+	// the limit it declares is the bucket's capacity (Burst), and its
+	// reset the time until the bucket is full again, not a window's end.
+	Throttled
 )
 
 var algoNames = [...]string{
@@ -185,6 +189,7 @@ var algoNames = [...]string{
 	LimitsFixed:   "limits-fixed",
 	XRate:         "xrate",
 	ExpressMemory: "express-memory",
+	Throttled:     "throttled",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -215,8 +220,8 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 		alg = &slidingLog{keys: make(map[string]*slState)}
 	case SlidingWindow:
 		alg = &slidingWindow{keys: make(map[string]*swState)}
-	case GCRA:
-		alg = &gcra{keys: make(map[string]*int64)}
+	case GCRA, Throttled:
+		alg = &gcra{keys: make(map[string]*int64), full: a == Throttled}
 	case Penalising:
 		alg = &slidingWindow{keys: make(map[string]*swState), countRejected: true}
 	case Nginx, NginxDelay:
@@ -347,6 +352,7 @@ type gcra struct {
 	t, tau   int64 // emission interval; tolerance (Burst-1)*t
 	burstWin time.Duration
 	keys     map[string]*int64
+	full     bool // Reset is the time until the bucket is full (Throttled)
 }
 
 func (g *gcra) Policy() Policy { return g.p }
@@ -377,6 +383,9 @@ func (g *gcra) Decide(key string, now time.Time) Decision {
 	if allowAt := tat - g.tau; t < allowAt {
 		d.RetryAfter = time.Duration(allowAt - t)
 		d.Reset = d.RetryAfter
+		if g.full {
+			d.Reset = time.Duration(tat - t)
+		}
 		return d
 	}
 	newTAT := tat + g.t
@@ -386,6 +395,9 @@ func (g *gcra) Decide(key string, now time.Time) Decision {
 	rem := slack / g.t
 	d.Remaining = int(rem)
 	d.Reset = time.Duration((rem+1)*g.t - slack)
+	if g.full {
+		d.Reset = time.Duration(newTAT - t)
+	}
 	return d
 }
 

@@ -84,6 +84,8 @@ func Scenarios() []Scenario {
 			Config{Algorithm: SlidingWindow, Policy: perTen}),
 		sc("per-ip-gcra", "GCRA per client IP, 1 r/s, burst 2, bare 429s", PerIP,
 			Config{Algorithm: GCRA, Policy: perSecond}),
+		sc("per-ip-headers-gcra", "GCRA per client IP as github.com/throttled/throttled reports it, 3 r/s, burst 2: X-RateLimit-Limit is the burst, -Reset the seconds until the bucket is full again (read as 2 per second); Retry-After", PerIP,
+			Config{Algorithm: Throttled, Policy: Policy{Quota: 3, Window: time.Second, Burst: 2}, Headers: HeadersXRateLimit, ResetFormat: ResetDelta}),
 		sc("per-ip-penalising", "per-IP sliding-window counter of 10 per 10 s counting rejected requests too, like an HAProxy stick table (epoch-aligned and exact where HAProxy truncates: see twin-haproxy-*); bare 429s", PerIP,
 			Config{Algorithm: Penalising, Policy: perTen}),
 		sc("per-ip-headers-xrl", "fixed window per IP, 10 per 10 s, X-RateLimit-* with epoch reset and Retry-After (GitHub style)", PerIP,
