@@ -14,6 +14,9 @@ func TestRoundLimit(t *testing.T) {
 		{1.0 / 6, "10 per minute"},
 		{20.0 / 3600, "20 per hour"},
 		{35.0 / 60, ""},        // 35 per minute is not a figure limits are written in
+		{0.15, ""},             // 1.5 per 10 s: not a whole count (9 per minute is not round either)
+		{0.2, "2 per 10s"},     // nginx's 12r/m
+		{1.5, "15 per 10s"},    // not 1.5 per second
 		{8, ""},                // the ramp's 8/s from a first guess of 30/min
 		{10.787 / 0.97, ""},    // a pace the bisection reached: 40,037 per hour is not 40,000
 		{0.5 * (1 + 1e-4), ""}, // a hundredth of a percent off is another limit
