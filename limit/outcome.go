@@ -122,6 +122,16 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// with a fixed Retry-After). Nothing in it reads the lane's pace, and
 	// the lane waits twice as long each time.
 	echo := o.RetryAfter > 0 && rec.first && l.eps > 0
+	// Rule spent: pushed back before the lane ever had a success, its
+	// first 429: the IP's budget was spent before the lane came (a crawl
+	// stopped a moment ago, another client behind the same exit). One
+	// request has no pace, so nothing is read of the lane's pace (it still
+	// counts as evidence of a shared limit: lanes pushed back at their first
+	// requests, several at once, are one); the lane waits as told. (A crawl resumed at once after
+	// another read its first answer, a 429, as the settled pace falling,
+	// and fell back to a third of it.) The ramp reads such a 429 its own
+	// way (firstEstimate).
+	spent := l.c.ok == 0 && l.c.thr == 1 && h.exp.phase != expRamp && !echo
 	l.epAt = now
 	if h.cap.exact {
 		// Paced exactly at a fixed window's rate and still pushed back:
@@ -160,7 +170,10 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	}
 	switch {
 	case echo:
-		h.note(r, now, "echo", l.exit, "cooldown", 0, 0, fmt.Sprintf("pushed back again after waiting the Retry-After of %v: the server remembers longer; nothing read", o.RetryAfter))
+		// (A note needs a change to record: from no wait to the wait told.)
+		h.note(r, now, "echo", l.exit, "cooldown", 0, secs(int64(o.RetryAfter)), fmt.Sprintf("pushed back again after waiting the Retry-After of %v: the server remembers longer; nothing read", o.RetryAfter))
+	case spent:
+		h.note(r, now, "spent", l.exit, "cooldown", 0, max(secs(int64(o.RetryAfter)), 1e-3), "pushed back before its first success: its budget was spent before it came; nothing read")
 	case !l.hot && l.exit != h.exp.exit:
 		// Under its pace: evidence of a shared limit, not of this lane's
 		// size. Nothing to learn about the lane. (The explorer's 429s are

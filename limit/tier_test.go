@@ -117,3 +117,39 @@ func TestEvidenceHoldsManyLanes(t *testing.T) {
 		t.Errorf("%d of 20 lanes pushed back at the host's pace within a second: not many (ring of %d)", h.manyLanes(), len(h.ev.ring))
 	}
 }
+
+// TestSpentBudget: a lane pushed back before it ever succeeded, at its first
+// 429, reads nothing of its pace: the IP's budget was spent before it came
+// (a crawl stopped a moment ago). The settled host keeps its pace and the
+// lane waits as told. Its next 429 is read as usual.
+func TestSpentBudget(t *testing.T) {
+	r, h := settledHost(t, "e", "a", "b")
+	e := h.lanes["e"]
+	r.setPace(h, e, h.cap.follow) // the settled explorer paces with the others
+	follow := h.cap.follow
+	throttle := func(l *lane, at int64, first bool) {
+		l.c.req++
+		l.c.thr++
+		r.throttled(h, l, ticketRec{l: l, at: at, laneIv: interval(l.pace), first: first}, &Outcome{RetryAfter: time.Second}, at, at, 0.5)
+	}
+	spent := func() bool {
+		for _, c := range h.log.recent() {
+			if c.Rule == "spent" {
+				return true
+			}
+		}
+		return false
+	}
+	throttle(e, sec(1), true)
+	if h.exp.phase != expSettled || h.cap.follow != follow || h.cap.pass != 1 || !spent() {
+		t.Errorf("the explorer's first answer a 429: phase %s, follow %v, pass %v, spent noted %v; want settled at %v, pass 1, noted",
+			phaseNames[h.exp.phase], h.cap.follow, h.cap.pass, spent(), follow)
+	}
+	if e.cool != sec(2) {
+		t.Errorf("cooling until %v, want the Retry-After (%v)", e.cool, sec(2))
+	}
+	throttle(e, sec(3), false) // not its first request since: no echo either
+	if h.exp.phase == expSettled && h.cap.follow == follow {
+		t.Error("a second 429 before any success read nothing: want the settled pace questioned")
+	}
+}

@@ -43,8 +43,12 @@ func restoreLearned(dir string, lim *limit.Limiter, now time.Time, stderr io.Wri
 		fmt.Fprintf(stderr, "exitgate: %s: %v\n", path, err)
 	}
 	if n > 0 {
-		fmt.Fprintf(stderr, "exitgate: resumed what was learned about %d hosts %v ago (older than 10 minutes: proven again)\n",
-			n, now.Sub(l.Saved).Round(time.Second))
+		age := now.Sub(l.Saved)
+		how := "trusted: up to 10 minutes old"
+		if age > 10*time.Minute {
+			how = "older than 10 minutes: to be proven again"
+		}
+		fmt.Fprintf(stderr, "exitgate: resumed what was learned about %d hosts %v ago (%s)\n", n, age.Round(time.Second), how)
 	}
 }
 
