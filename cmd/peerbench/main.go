@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("peerbench", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f flags
-	fs.StringSliceVar(&f.targets, "targets", []string{"all"}, "`NAMES` of the targets to run, comma-separated, or all")
+	fs.StringSliceVar(&f.targets, "targets", []string{"all"}, "`NAMES` of the targets to run, comma-separated; all (every target with a twin) or holdout (every held-out target)")
 	fs.StringSliceVar(&f.strategies, "strategies", []string{"all"}, "`NAMES` of the strategies to run, comma-separated, or all (exitgate and every baseline); with --crawl-binary the default is exitgate")
 	fs.IntVar(&f.exits, "exits", 10, "`N` tinyproxy exits per run, each bound to its own 127.0.0.x address")
 	fs.DurationVar(&f.duration, "duration", 120*time.Second, "length of each run")
@@ -291,6 +291,10 @@ func write(f flags, rep peerbench.Report, stdout io.Writer) error {
 func listTargets() string {
 	var b strings.Builder
 	for _, t := range peerbench.Targets() {
+		fmt.Fprintf(&b, "  %-26s %s\n", t.Name, t.Describe())
+	}
+	b.WriteString("Held out (--targets holdout: limiters the learner was not tuned on, no twin):\n")
+	for _, t := range peerbench.Holdouts() {
 		fmt.Fprintf(&b, "  %-26s %s\n", t.Name, t.Describe())
 	}
 	return b.String()

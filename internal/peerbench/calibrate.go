@@ -64,6 +64,11 @@ func (c Calibration) OK() bool { return c.Error == "" && c.Gap.OK }
 // Calibration per target, in order; the error joins the runs that failed
 // (a twin out of tolerance is not an error: see Calibration.OK).
 func Calibrate(ctx context.Context, cfg CalibrationConfig) ([]Calibration, error) {
+	for _, t := range cfg.Targets {
+		if t.Twin == "" {
+			return nil, errNoTwin(t) // refused before any run starts
+		}
+	}
 	if cfg.Strategy.New == nil {
 		cfg.Strategy, _ = strategy.ByName(strategy.Exitgate)
 	}

@@ -1,7 +1,9 @@
 package peerbench
 
 import (
+	"context"
 	"encoding/xml"
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
@@ -51,6 +53,41 @@ func TestSelectTargets(t *testing.T) {
 	}
 	if _, err := SelectTargets([]string{"nginx-1r-s", "apache"}); err == nil || !strings.Contains(err.Error(), `"apache"`) {
 		t.Errorf("SelectTargets(unknown) = %v, want an error naming it", err)
+	}
+	held, err := SelectTargets([]string{"holdout"})
+	if err != nil || len(held) != len(Holdouts()) {
+		t.Fatalf("SelectTargets(holdout) = %d, %v; want %d", len(held), err, len(Holdouts()))
+	}
+	if got, err := SelectTargets([]string{"nginx-1r-s", "throttled-5-s-burst3"}); err != nil || len(got) != 2 {
+		t.Errorf("SelectTargets(a target and a held-out one) = %v, %v", got, err)
+	}
+}
+
+// Held-out targets describe themselves as the others do, share no name with
+// them, have no twin, and are refused by a calibration before any run.
+func TestHoldouts(t *testing.T) {
+	names := map[string]bool{}
+	for _, tg := range Targets() {
+		names[tg.Name] = true
+	}
+	for _, tg := range Holdouts() {
+		if names[tg.Name] {
+			t.Errorf("held-out %s: name taken", tg.Name)
+		}
+		names[tg.Name] = true
+		if tg.Server == "" || tg.Algorithm == "" || tg.Limit <= 0 || tg.Window <= 0 || tg.Headers == "" || tg.RetryAfter == "" || tg.Config == "" || tg.start == nil {
+			t.Errorf("held-out %+v: incomplete description", tg)
+		}
+		if want := float64(tg.Limit) / tg.Window; math.Abs(tg.Rate-want) > want*0.01 {
+			t.Errorf("held-out %s: rate %v, but %d per %v s", tg.Name, tg.Rate, tg.Limit, tg.Window)
+		}
+		if tg.Twin != "" {
+			t.Errorf("held-out %s has a twin %q", tg.Name, tg.Twin)
+		}
+	}
+	_, err := Calibrate(context.Background(), CalibrationConfig{Targets: Holdouts()[:1], Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "held out") {
+		t.Errorf("Calibrate(a held-out target) = %v, want it refused", err)
 	}
 }
 

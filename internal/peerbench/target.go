@@ -299,28 +299,38 @@ func Targets() []Target {
 }
 
 // TargetNames returns every target's name, in Targets' order.
-func TargetNames() []string {
+func TargetNames() []string { return targetNames(Targets()) }
+
+// HoldoutNames returns every held-out target's name, in Holdouts' order.
+func HoldoutNames() []string { return targetNames(Holdouts()) }
+
+func targetNames(ts []Target) []string {
 	var out []string
-	for _, t := range Targets() {
+	for _, t := range ts {
 		out = append(out, t.Name)
 	}
 	return out
 }
 
-// SelectTargets returns the named targets in the order given; "all" (alone)
-// means every target.
+// SelectTargets returns the named targets (of Targets or Holdouts) in the
+// order given; "all" (alone) means every target, "holdout" (alone) every
+// held-out one.
 func SelectTargets(names []string) ([]Target, error) {
 	all := Targets()
-	if len(names) == 1 && names[0] == "all" {
+	switch {
+	case len(names) == 1 && names[0] == "all":
 		return all, nil
+	case len(names) == 1 && names[0] == "holdout":
+		return Holdouts(), nil
 	}
+	known := append(all, Holdouts()...)
 	var out []Target
 	for _, n := range names {
-		i := slices.IndexFunc(all, func(t Target) bool { return t.Name == n })
+		i := slices.IndexFunc(known, func(t Target) bool { return t.Name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("unknown target %q (known: %s)", n, strings.Join(TargetNames(), ", "))
+			return nil, fmt.Errorf("unknown target %q (known: %s; held out: %s)", n, strings.Join(TargetNames(), ", "), strings.Join(HoldoutNames(), ", "))
 		}
-		out = append(out, all[i])
+		out = append(out, known[i])
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no targets")

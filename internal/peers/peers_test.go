@@ -324,6 +324,14 @@ func TestGoServers(t *testing.T) {
 		{"httprate", peers.HTTPRate(2, time.Minute, false), []int{200, 200, 429},
 			[]string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Retry-After"}},
 		{"httprate-stripped", peers.HTTPRate(2, time.Minute, true), []int{200, 200, 429}, nil},
+		// The held-out middlewares (peerbench.Holdouts).
+		{"throttled", must(peers.Throttled(0.5, 1)), []int{200, 200, 429},
+			[]string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Retry-After"}},
+		{"go-limiter", must(peers.GoLimiter(2, time.Minute)), []int{200, 200, 429},
+			[]string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "Retry-After"}},
+		{"ulule", peers.Ulule(2, time.Minute), []int{200, 200, 429},
+			[]string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"}},
+		{"tollbooth", peers.Tollbooth(0.5, 2), []int{200, 200, 429}, nil}, // RateLimit-*, not X-RateLimit-*
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := peertest.StartGoServer(t, peertest.GoServerConfig{Name: tt.name, Limiter: tt.limiter})
@@ -345,6 +353,14 @@ func TestGoServers(t *testing.T) {
 			checkLog(t, waitLog(t, s.AccessLog, len(codes)), codes, "127.0.0.1", start)
 		})
 	}
+}
+
+// must is a middleware constructor's result that cannot fail here.
+func must(mw func(http.Handler) http.Handler, err error) func(http.Handler) http.Handler {
+	if err != nil {
+		panic(err)
+	}
+	return mw
 }
 
 func TestRedisAnswersPing(t *testing.T) {
