@@ -118,10 +118,15 @@ func TestEndRamp(t *testing.T) {
 		// nothing above to search.
 		{"window with Retry-After", 48 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 0, expSettled},
 		// 20 successes in 12 s, then a 30-s penalty: 42 s fits no usual
-		// window (a 10-s one and a penalty, or a 42-s one). The window
-		// holds no more than the run fitted into it, and the search
-		// bisects from the careful reading.
-		{"penalty with Retry-After", 30 * time.Second, 20, 12, 2, 20.0 / 42, true, false, 20.0 / 12, expBisect},
+		// window (a 10-s one and a penalty, or a window of a minute whose
+		// recovery the penalty understates). The careful reading is the
+		// run over the first usual window that long, 20 per minute; the
+		// window holds no more than the run fitted into it, and the
+		// search bisects from the careful reading.
+		{"penalty with Retry-After", 30 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 20.0 / 12, expBisect},
+		// haproxy's 10 per 30 s with Retry-After: 15: 10 in 6.7 s, then
+		// 15 s: 21.7 s is no window; 30 s is the first usual one.
+		{"recovery shorter than the window", 15 * time.Second, 10, 6.7, 1.94, 10.0 / 30, true, false, 10 / 6.7, expBisect},
 		// No Retry-After: the cautious reading (a minute) until the lane
 		// is seen to recover.
 		{"no Retry-After", 0, 6, 9, 1, 6.0 / 69, false, true, 2, expRefine},
