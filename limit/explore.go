@@ -498,7 +498,10 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		// 0.46/s, above the limit, and every follower was pushed back at
 		// once; 10 per 30 s is the limit.) A window's quota that fits is
 		// read exactly below (quotaKnown).
-		if u := usualAtLeast(e.t1 + rec); u > e.t1+rec && e.n1 >= minQuota {
+		// (A second of slack, as usualWindow allows: a Retry-After
+		// rounded up to whole seconds, or a retry a moment late, must not
+		// double the window.)
+		if u := usualAtLeast(e.t1 + rec - int64(time.Second)); u > e.t1+rec && e.n1 >= minQuota {
 			if w := max(r.minLane, float64(e.n1)/secs(u)); w < safe {
 				h.note(r, now, "explore", l.exit, "estimate", c.safe, w, fmt.Sprintf("%d per %v: the first usual window as long as the run and its recovery", e.n1, time.Duration(u)))
 				safe, c.safe = w, w

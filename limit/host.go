@@ -137,6 +137,11 @@ type host struct {
 	scope   Scope
 	hinted  bool  // scope came from headers
 	scopeAt int64 // last evidence for a shared scope
+	// restored: the host's knowledge came from a learned state that read
+	// its limit per IP (Limiter.Restore): a lane pushed back at its first
+	// request was spent before it came, and is no evidence of a shared
+	// limit either.
+	restored bool
 
 	// led: another worker of the crawl searches this host's per-IP limit
 	// (HostShare.Leads); this Limiter has no explorer, and its followers

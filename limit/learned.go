@@ -196,6 +196,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	}
 	fresh := age <= trustFresh
 	if c.declared == 0 && lh.LaneRate > 0 && !lh.Scope.shared() {
+		h.restored = true
 		if fresh {
 			c.pass, c.lo, c.safe, c.sent, c.costly = lh.Pass, lh.Floor, lh.Estimate, lh.Sent, lh.Costly
 			c.ceil(lh.Ceiling, now)

@@ -536,3 +536,37 @@ func TestLimiter(t *testing.T) {
 		}
 	})
 }
+
+// TestResumedOnSpentBudgets: a crawl resumed a moment after another spent
+// every exit's budget is pushed back at each lane's first request. The host
+// was restored knowing its limit per IP: neither the pace nor the scope is
+// read from those 429s, and once the Retry-After is over every lane sends
+// at the learned pace (it had read as a site-wide limit, 15/min for all
+// exits, for the half hour scope takes to revert).
+func TestResumedOnSpentBudgets(t *testing.T) {
+	l := newLimiter(t, limit.Config{}, 10)
+	now := t0
+	n, err := l.Restore(limit.Learned{Saved: now, Hosts: []limit.LearnedHost{{
+		Host: "h", Scope: limit.ScopeExit, Phase: "settled", At: now.Add(-8 * time.Second),
+		LaneRate: 0.3, Pass: 0.31, Ceiling: 0.35, Estimate: 0.3, Sent: 0.31,
+	}}}, now)
+	if n != 1 || err != nil {
+		t.Fatalf("Restore = %d, %v", n, err)
+	}
+	at := now.Add(100 * time.Millisecond)
+	for i := range 10 {
+		tk, ok, _ := acquire(t, l, "h", limit.Want{}, at)
+		if !ok {
+			t.Fatalf("lane %d: not admitted at once", i)
+		}
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: 10 * time.Second}, at.Add(5*time.Millisecond))
+		at = at.Add(10 * time.Millisecond)
+	}
+	h := hostOf(l.Snapshot(at), "h")
+	if h.Scope != limit.ScopeExit {
+		t.Errorf("after each lane's first request was pushed back: scope %v, want per exit", h.Scope)
+	}
+	if h.LaneRate.Hz() < 0.29 {
+		t.Errorf("lane rate %v, want the learned 0.3/s kept", h.LaneRate)
+	}
+}

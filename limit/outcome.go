@@ -125,15 +125,19 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// Rule spent: pushed back before the lane ever had a success, its
 	// first 429: the IP's budget was spent before the lane came (a crawl
 	// stopped a moment ago, another client behind the same exit). One
-	// request has no pace, so nothing is read of the lane's pace (it still
-	// counts as evidence of a shared limit: lanes pushed back at their first
-	// requests, several at once, are one); the lane waits as told. (A crawl resumed at once after
+	// request has no pace, so nothing is read of the lane's pace; it still
+	// counts as evidence of a shared limit (lanes pushed back at their first
+	// requests, several at once, are one), unless the host was restored
+	// knowing its limit per IP: a crawl resumed on 10 exits whose budgets
+	// the last run had just spent read as a site-wide limit and crawled at
+	// 15/min for the half hour scope takes to revert. The lane waits as
+	// told. (A crawl resumed at once after
 	// another read its first answer, a 429, as the settled pace falling,
 	// and fell back to a third of it.) The ramp reads such a 429 its own
 	// way (firstEstimate).
 	spent := l.c.ok == 0 && l.c.thr == 1 && h.exp.phase != expRamp && !echo
 	l.epAt = now
-	if h.cap.exact {
+	if h.cap.exact && !spent {
 		// Paced exactly at a fixed window's rate and still pushed back:
 		// its reset came early, or it is not fixed. Settle's margin is
 		// back for good.
@@ -147,7 +151,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// lane's own, unless the lane already has a smaller one of its own.
 	// A lane whose exit came from another Limiter a moment ago was maybe
 	// sent through by it: its first 429 says nothing of the scope.
-	under := l.own() == 0 && !l.moved && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance)))
+	under := l.own() == 0 && !l.moved && (!l.hot || (h.cap.lo > 0 && x < h.cap.lo*(1-tolerance))) && !(spent && h.restored)
 	if !echo {
 		h.addEvidence(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
 	}

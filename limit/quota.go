@@ -87,9 +87,14 @@ const looseWindows = 2
 // is seen to be a bucket's capacity.
 func (q *quota) watch(rem float64, now int64) bool {
 	c := &q.check
-	if q.limit < 2 || c.overFull || rem > q.limit {
-		c.overFull = c.overFull || rem > q.limit
+	switch {
+	case q.limit <= 0:
+		return false // no limit known yet: nothing to compare Remaining with
+	case c.overFull || rem > q.limit:
+		c.overFull = true
 		return false
+	case q.limit < 2:
+		return false // one request per window leaves nothing to watch
 	}
 	w := q.span()
 	if w <= 0 {

@@ -1218,6 +1218,11 @@ func TestBucketQuota(t *testing.T) {
 	if w.cap.bucket || w.cap.declared == 0 {
 		t.Errorf("a window counting down: bucket %v declared %v, want the declared ceiling", w.cap.bucket, w.cap.declared)
 	}
+	// Remaining and a reset before any limit is known say nothing of it.
+	var q quota
+	if q.watch(5, sec(0)) || q.check.overFull {
+		t.Error("Remaining 5 with no limit known: read as above the limit")
+	}
 	// Tokens above the limit: a rate, read right.
 	o := hostWith(r, "e", "f")
 	feed(o, o.lanes["f"], 30, func(int) float64 { return 5 })

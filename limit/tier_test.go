@@ -148,6 +148,15 @@ func TestSpentBudget(t *testing.T) {
 	if e.cool != sec(2) {
 		t.Errorf("cooling until %v, want the Retry-After (%v)", e.cool, sec(2))
 	}
+	// On a fixed window paced exactly, a new lane's spent first request
+	// says nothing of its resets either.
+	h.cap.exact, h.cap.declared = true, follow
+	a := h.lanes["a"]
+	throttle(a, sec(1.5), true)
+	if !h.cap.exact || h.cap.inexact {
+		t.Error("a spent first request on an exactly paced fixed window took the margin back")
+	}
+	h.cap.exact, h.cap.declared = false, 0
 	throttle(e, sec(3), false) // not its first request since: no echo either
 	if h.exp.phase == expSettled && h.cap.follow == follow {
 		t.Error("a second 429 before any success read nothing: want the settled pace questioned")

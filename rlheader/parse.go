@@ -362,7 +362,8 @@ func moreRestrictive(a, b *ipol) bool {
 // single returns the one value of a field that may have been repeated or
 // joined with commas by a proxy: all parts must agree. An HTTP-date's own
 // comma ("Tue, 01 Dec 2026 19:47:46 GMT", a reset some servers send) does
-// not split it: a weekday name is glued to the part after it.
+// not split it: a weekday name is glued to the part after it when the two
+// make a date.
 func single(vals []string) (string, error) {
 	out, have := "", false
 	for _, line := range vals {
@@ -370,7 +371,15 @@ func single(vals []string) (string, error) {
 		for part := range strings.SplitSeq(line, ",") {
 			part = trimOWS(part)
 			if day != "" {
-				part, day = day+", "+part, ""
+				if date := day + ", " + part; isDate(date) {
+					part, day = date, ""
+				} else {
+					// Not a date after all: the weekday was a value of its own.
+					if have && day != out {
+						return strings.Join(vals, ", "), ErrConflict
+					}
+					out, have, day = day, true, ""
+				}
 			} else if isWeekday(part) {
 				day = part
 				continue
@@ -394,6 +403,13 @@ func single(vals []string) (string, error) {
 		return "", ErrEmpty
 	}
 	return out, nil
+}
+
+// isDate reports whether s is an HTTP-date (the reference time only picks
+// the century of a two-digit year, which validity does not depend on).
+func isDate(s string) bool {
+	_, err := ParseHTTPDate(s, time.Unix(0, 0))
+	return err == nil
 }
 
 // isWeekday reports whether s is a day name as HTTP-dates begin with one

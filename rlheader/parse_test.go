@@ -1,6 +1,7 @@
 package rlheader
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -566,6 +567,27 @@ func TestDateAgreeingUsesReceiveTime(t *testing.T) {
 		s := Parse(hdr("Date", date, "X-RateLimit-Reset", reset), recv, Profile{})
 		if got, want := s.Reset, 10*time.Second-frac; (got - want).Abs() > time.Microsecond { // float seconds
 			t.Errorf("received %v into the Date's second: reset in %v, want %v", frac, got, want)
+		}
+	}
+}
+
+// single glues a weekday to the part after it only when the two make an
+// HTTP-date; otherwise the weekday is a value of its own.
+func TestSingleWeekdays(t *testing.T) {
+	for _, c := range []struct {
+		in      []string
+		want    string
+		wantErr error
+	}{
+		{[]string{"Tue, 01 Dec 2026 19:47:46 UTC"}, "Tue, 01 Dec 2026 19:47:46 UTC", nil},
+		{[]string{"Tue, 01 Dec 2026 19:47:46 GMT", "Tue, 01 Dec 2026 19:47:46 GMT"}, "Tue, 01 Dec 2026 19:47:46 GMT", nil},
+		{[]string{"sun, sun"}, "sun", nil},
+		{[]string{"Mon"}, "Mon", nil},
+		{[]string{"Thu, 5"}, "", ErrConflict},
+	} {
+		got, err := single(c.in)
+		if !errors.Is(err, c.wantErr) || (err == nil && got != c.want) {
+			t.Errorf("single(%q) = %q, %v; want %q, %v", c.in, got, err, c.want, c.wantErr)
 		}
 	}
 }

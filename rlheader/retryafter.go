@@ -175,8 +175,9 @@ func millisToDuration(ms float64) time.Duration {
 // not checked against the date (both as time.Parse does). The zone of the
 // first two forms is GMT; "UTC", which Go's time.RFC1123 writes for a UTC
 // time (github.com/sethvargo/go-limiter sends its reset and Retry-After so),
-// is read as GMT, and a numeric zone (time.RFC1123Z) as what it says:
-// refusing them would drop a server's whole rate-limit signal.
+// is read as GMT in both, and the first form with a numeric zone
+// (time.RFC1123Z) as what it says: refusing them would drop a server's
+// whole rate-limit signal.
 func ParseHTTPDate(s string, now time.Time) (time.Time, error) {
 	s = trimOWS(s)
 	if t, ok := parseIMFFixdate(s); ok {

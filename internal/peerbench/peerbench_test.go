@@ -61,6 +61,9 @@ func TestSelectTargets(t *testing.T) {
 	if got, err := SelectTargets([]string{"nginx-1r-s", "throttled-5-s-burst3"}); err != nil || len(got) != 2 {
 		t.Errorf("SelectTargets(a target and a held-out one) = %v, %v", got, err)
 	}
+	if got, err := SelectTargets([]string{"nginx-1r-s", "holdout"}); err != nil || len(got) != 1+len(Holdouts()) {
+		t.Errorf("SelectTargets(a target and holdout) = %d targets, %v; want %d", len(got), err, 1+len(Holdouts()))
+	}
 }
 
 // Held-out targets describe themselves as the others do, share no name with

@@ -313,8 +313,8 @@ func targetNames(ts []Target) []string {
 }
 
 // SelectTargets returns the named targets (of Targets or Holdouts) in the
-// order given; "all" (alone) means every target, "holdout" (alone) every
-// held-out one.
+// order given; "all" (alone) means every target, "holdout" every held-out
+// one.
 func SelectTargets(names []string) ([]Target, error) {
 	all := Targets()
 	switch {
@@ -326,6 +326,10 @@ func SelectTargets(names []string) ([]Target, error) {
 	known := append(all, Holdouts()...)
 	var out []Target
 	for _, n := range names {
+		if n == "holdout" {
+			out = append(out, Holdouts()...)
+			continue
+		}
 		i := slices.IndexFunc(known, func(t Target) bool { return t.Name == n })
 		if i < 0 {
 			return nil, fmt.Errorf("unknown target %q (known: %s; held out: %s)", n, strings.Join(TargetNames(), ", "), strings.Join(HoldoutNames(), ", "))

@@ -45,8 +45,9 @@ func Read(r io.Reader, name string, add func(rawURL string) error) ([]*LineError
 // read calls use with the URL of each line that is not blank, a comment or
 // malformed as a line; use checks the URL by the frontier's rules and
 // returns why it is unusable ("" when it took it), or an error that stops
-// the read. Push checks each URL as it prepares its job: parsing it twice
-// cost a third of the time a list took to load.
+// the read. Push checks each URL as it prepares its job for a frontier that
+// takes prepared jobs, instead of parsing it once to check the line and
+// again to prepare it.
 func read(r io.Reader, name string, use func(u string) (string, error)) ([]*LineError, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var bad []*LineError
