@@ -32,8 +32,11 @@ type LearnedHost struct {
 	Floor    float64 `json:"floor,omitempty"`
 	Estimate float64 `json:"estimate,omitempty"`
 	Declared float64 `json:"declared,omitempty"`
-	Careful  bool    `json:"careful,omitempty"`
-	Windowed bool    `json:"windowed,omitempty"`
+	// DeclaredBucket: the limit the server declares is a bucket's
+	// capacity, not a ceiling (the host explores above it).
+	DeclaredBucket bool `json:"declared_bucket,omitempty"`
+	Careful        bool `json:"careful,omitempty"`
+	Windowed       bool `json:"windowed,omitempty"`
 	// Burst is how many requests beyond its rate the server let a lane
 	// send in a burst, as the explorer measured it.
 	Burst float64 `json:"burst,omitempty"`
@@ -98,7 +101,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		At:       time.Unix(0, max(c.at, h.scopeAt)).UTC(),
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
 		Declared: c.declared, Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
-		Sent: c.sent, Costly: c.costly,
+		Sent: c.sent, Costly: c.costly, DeclaredBucket: c.bucket,
 	}
 	if h.rated() {
 		lh.HostRate, lh.HostRateCeiling, lh.HostRateFloor = h.rate.now, h.rate.hi, h.rate.lo
@@ -187,7 +190,7 @@ func (lh LearnedHost) check() error {
 func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	c, e := &h.cap, &h.exp
 	h.scope, h.hinted, h.scopeAt = lh.Scope, lh.Hinted, now
-	c.declared = lh.Declared
+	c.declared, c.bucket = lh.Declared, lh.DeclaredBucket
 	c.careful, c.windowed, c.extra = lh.Careful, lh.Windowed, lh.Burst
 	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))
 	c.at = now

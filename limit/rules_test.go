@@ -833,7 +833,7 @@ func TestLearnedRoundTrip(t *testing.T) {
 	h := hostWith(r, "e", "f", "g")
 	h.exp.phase = expSettled
 	h.cap.pass, h.cap.hi, h.cap.at = 1.9, 2, sec(0)
-	h.cap.extra, h.cap.windowed = 2.5, true
+	h.cap.extra, h.cap.windowed, h.cap.bucket = 2.5, true, true
 	r.updateFollow(h, sec(0), "test", "")
 	g := h.lanes["g"]
 	g.extra().own, g.x.tpass = 0.5, 0.45
@@ -868,8 +868,8 @@ func TestLearnedRoundTrip(t *testing.T) {
 		if dh.phase() != tc.phase || !near(dh.followPace(r), tc.rate) {
 			t.Errorf("age %v: phase %s rate %v, want %s at %v", tc.age, dh.phase(), dh.followPace(r), tc.phase, tc.rate)
 		}
-		if dh.cap.extra != 2.5 || !dh.cap.windowed {
-			t.Errorf("age %v: burst %v windowed %v, want the measured 2.5 and a window", tc.age, dh.cap.extra, dh.cap.windowed)
+		if dh.cap.extra != 2.5 || !dh.cap.windowed || !dh.cap.bucket {
+			t.Errorf("age %v: burst %v windowed %v declared bucket %v, want the measured 2.5, a window and a bucket", tc.age, dh.cap.extra, dh.cap.windowed, dh.cap.bucket)
 		}
 	}
 	bad := Learned{Saved: saved.Saved, Hosts: []LearnedHost{{Host: "", LaneRate: 1}, {Host: "x", LaneRate: math.NaN()}, saved.Hosts[0]}}
