@@ -47,6 +47,17 @@ type FasterReporter interface {
 	DoneFaster(t limit.Ticket, o limit.Outcome, now time.Time) bool
 }
 
+// DoneFaster gives t back to lim with its outcome o and reports whether the
+// host went faster: through lim's DoneFaster when it is a FasterReporter,
+// else through Done (false).
+func DoneFaster(lim Limiter, t limit.Ticket, o limit.Outcome, now time.Time) bool {
+	if fr, ok := lim.(FasterReporter); ok {
+		return fr.DoneFaster(t, o, now)
+	}
+	lim.Done(t, o, now)
+	return false
+}
+
 // CoreConfig configures a Core. The zero value of each field is its
 // documented default.
 type CoreConfig struct {
@@ -700,12 +711,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	v := interpret(r, sig, c.cfg.Verdicts(a.Host))
 	o := outcomeOf(v, sig, a.SentAt, a.URL)
 	o.AnsweredAt = r.HeaderAt
-	faster := false
-	if fr, ok := c.lim.(FasterReporter); ok {
-		faster = fr.DoneFaster(a.Ticket, o, now)
-	} else {
-		c.lim.Done(a.Ticket, o, now)
-	}
+	faster := DoneFaster(c.lim, a.Ticket, o, now)
 	if c.tally != nil {
 		c.tally.Record(metrics.Event{
 			Host: a.Host, Exit: a.Ticket.Exit, Status: r.Status, Verdict: v,

@@ -493,14 +493,13 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 		c.windowed = true
 		// The first run fit into one window, and that window lasted at
 		// least the run and the recovery: limits are written per usual
-		// windows, so it is the first usual one that long. (haproxy's 10
-		// per 30 s with Retry-After: 15: 10 in 6.7 s and 15 s read as
-		// 0.46/s, above the limit, and every follower was pushed back at
-		// once; 10 per 30 s is the limit.) A window's quota that fits is
-		// read exactly below (quotaKnown).
-		// (A second of slack, as usualWindow allows: a Retry-After
-		// rounded up to whole seconds, or a retry a moment late, must not
-		// double the window.)
+		// windows, so it is the first usual one that long, less a second
+		// of slack as usualWindow allows (a Retry-After rounded up to
+		// whole seconds, or a retry a moment late, must not double it).
+		// haproxy's 10 per 30 s with Retry-After: 15: 10 in 6.7 s and
+		// 15 s read as 0.46/s, above the limit, and every follower was
+		// pushed back at once; 10 per 30 s is the limit. A window's quota
+		// that fits is read exactly below (quotaKnown).
 		if u := usualAtLeast(e.t1 + rec - int64(time.Second)); u > e.t1+rec && e.n1 >= minQuota {
 			if w := max(r.minLane, float64(e.n1)/secs(u)); w < safe {
 				h.note(r, now, "explore", l.exit, "estimate", c.safe, w, fmt.Sprintf("%d per %v: the first usual window as long as the run and its recovery", e.n1, time.Duration(u)))
@@ -1089,8 +1088,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if now-e.quietAt < r.probeEvery || int64(e.okSince) < quiet {
 		return
 	}
-	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, c.follow, c.hi, c.pass, c.sent
-	c.hi, c.pass, c.sent = 0, c.follow, c.follow
+	h.reprobeFrom(c.follow)
 	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
 	// Another lane probes each time: if the explorer's IP has a smaller
 	// budget than others (a reputation tier), the host is not held to it.
@@ -1101,6 +1099,16 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	}
 	r.setPhase(h, l, expBisect, now, "re-probe")
 	r.setExplorerPace(h, l, c.follow*reprobeStep, now, "reprobe", "climb above the settled pace")
+}
+
+// reprobeFrom starts a re-probe from the pace base: what the host knows
+// (ceiling, pass, pace sent) is kept to give back if the first step above
+// base is pushed back (explore429), and the search climbs from base with no
+// ceiling.
+func (h *host) reprobeFrom(base float64) {
+	e, c := &h.exp, &h.cap
+	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, base, c.hi, c.pass, c.sent
+	c.hi, c.pass, c.sent = 0, base, base
 }
 
 // handOff passes the exploring to another lane when the explorer l must sit

@@ -125,16 +125,15 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// Rule spent: pushed back before the lane ever had a success, its
 	// first 429: the IP's budget was spent before the lane came (a crawl
 	// stopped a moment ago, another client behind the same exit). One
-	// request has no pace, so nothing is read of the lane's pace; it still
-	// counts as evidence of a shared limit (lanes pushed back at their first
-	// requests, several at once, are one), unless the host was restored
-	// knowing its limit per IP: a crawl resumed on 10 exits whose budgets
-	// the last run had just spent read as a site-wide limit and crawled at
-	// 15/min for the half hour scope takes to revert. The lane waits as
-	// told. (A crawl resumed at once after
-	// another read its first answer, a 429, as the settled pace falling,
-	// and fell back to a third of it.) The ramp reads such a 429 its own
-	// way (firstEstimate).
+	// request has no pace, so nothing is read of the lane's pace (a crawl
+	// resumed at once after another read such a 429 as the settled pace
+	// falling, and fell to a third of it); the lane waits as told. It
+	// still counts as evidence of a shared limit (lanes pushed back at
+	// their first requests, several at once, are one), unless the host
+	// was restored knowing its limit per IP: a crawl resumed on 10 exits
+	// whose budgets the last run had just spent read as a site-wide limit
+	// and crawled at 15/min for the half hour scope takes to revert. The
+	// ramp reads such a 429 its own way (firstEstimate).
 	spent := l.c.ok == 0 && l.c.thr == 1 && h.exp.phase != expRamp && !echo
 	l.epAt = now
 	if h.cap.exact && !spent {

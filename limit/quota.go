@@ -55,13 +55,13 @@ type quota struct {
 	answered       int64 // the reset the last answer said (take may move reset on)
 	nextAt         int64 // even spread of rem until reset, while the window is unknown
 	// bucket: the declared limit is a bucket's capacity, not a count per
-	// window (looseCheck): Remaining is its tokens, the reset the time
+	// window (bucketCheck): Remaining is its tokens, the reset the time
 	// until it is full again; neither paces nor stops a lane.
 	bucket bool
-	check  looseCheck
+	check  bucketCheck
 }
 
-// looseCheck watches whether Remaining moves as a count per window would:
+// bucketCheck watches whether Remaining moves as a count per window would:
 // over a window (span) in which the lane sent most of the limit, a window's
 // Remaining falls under half of it at least once, whatever kind of window
 // it is (fixed: by the window's end; sliding or moving: the requests of the
@@ -71,7 +71,7 @@ type quota struct {
 // at 68%). Two such windows in a row: the limit is a capacity. A Remaining
 // above the limit (tollbooth sends its tokens, up to its burst, under a
 // limit that is its rate per second) is a rate, read right: never a bucket.
-type looseCheck struct {
+type bucketCheck struct {
 	at       int64   // start of the window watched; 0 = none yet
 	sent     float64 // requests taken since
 	low      float64 // the lowest Remaining answered since
@@ -79,9 +79,9 @@ type looseCheck struct {
 	overFull bool    // Remaining above the limit was seen
 }
 
-// looseWindows is how many windows in a row must keep Remaining high for a
+// bucketWindows is how many windows in a row must keep Remaining high for a
 // declared limit to read as a bucket's capacity.
-const looseWindows = 2
+const bucketWindows = 2
 
 // watch records an answer's Remaining at now and reports whether the quota
 // is seen to be a bucket's capacity.
@@ -114,7 +114,7 @@ func (q *quota) watch(rem float64, now int64) bool {
 		c.runs = 0
 	}
 	c.at, c.sent, c.low = now, 0, rem
-	return c.runs >= looseWindows
+	return c.runs >= bucketWindows
 }
 
 // span is the window in ns: declared, or inferred (0 = unknown). The
@@ -380,17 +380,19 @@ func (r *rules) bucketQuota(h *host, l *lane, now int64) {
 	pace := h.declaredPace(r)
 	h.note(r, now, "declared", l.exit, "ceiling", c.declared, 0, fmt.Sprintf(
 		"Remaining stayed above half of the declared %g over %d windows in which a lane sent most of it: a bucket's capacity, not a count per window; explore above it",
-		c.win.limit, looseWindows))
+		c.win.limit, bucketWindows))
 	c.declared, c.exact, c.bucket = 0, false, true
 	for _, o := range h.lanes {
 		if o.q != nil {
 			o.q.bucket = true
 		}
 	}
-	c.pass, c.sent, c.follow, c.hi, c.at = pace, pace, pace, 0, now
+	// Known so far: the reading passed, and a step above it is the
+	// ceiling a re-probe pushed back at its first step gives back.
+	c.pass, c.sent, c.follow, c.hi, c.at = pace, pace, pace, pace*reprobeStep, now
 	e.exit, e.run, e.chain, e.awaitAt = l.exit, run{}, chain{}, 0
 	e.quietAt, e.okSince = now, 0
-	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, pace, pace*reprobeStep, pace, pace
+	h.reprobeFrom(pace)
 	r.setPhase(h, l, expBisect, now, "a declared bucket: explore above its reading")
 	r.updateFollow(h, now, "declared", "the pace the declared reading proved")
 	r.setExplorerPace(h, l, pace*reprobeStep, now, "reprobe", "climb above the declared reading")

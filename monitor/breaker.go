@@ -144,12 +144,7 @@ func (g *Gate) Done(t limit.Ticket, o limit.Outcome, now time.Time) {
 // DoneFaster is Done, reporting whether inner's lanes for the host went
 // faster (when inner can tell: fetch.FasterReporter).
 func (g *Gate) DoneFaster(t limit.Ticket, o limit.Outcome, now time.Time) bool {
-	faster := false
-	if fr, ok := g.inner.(fetch.FasterReporter); ok {
-		faster = fr.DoneFaster(t, o, now)
-	} else {
-		g.inner.Done(t, o, now)
-	}
+	faster := fetch.DoneFaster(g.inner, t, o, now)
 	g.breakersDone(t, o, now)
 	return faster
 }

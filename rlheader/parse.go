@@ -366,37 +366,36 @@ func moreRestrictive(a, b *ipol) bool {
 // make a date.
 func single(vals []string) (string, error) {
 	out, have := "", false
+	agree := func(v string) bool {
+		if have && v != out {
+			return false
+		}
+		out, have = v, true
+		return true
+	}
 	for _, line := range vals {
 		var day string // a weekday name waiting for the rest of its date
 		for part := range strings.SplitSeq(line, ",") {
 			part = trimOWS(part)
-			if day != "" {
-				if date := day + ", " + part; isDate(date) {
-					part, day = date, ""
-				} else {
-					// Not a date after all: the weekday was a value of its own.
-					if have && day != out {
-						return strings.Join(vals, ", "), ErrConflict
-					}
-					out, have, day = day, true, ""
+			switch {
+			case day != "" && isDate(day+", "+part):
+				part, day = day+", "+part, ""
+			case day != "":
+				// Not a date after all: the weekday was a value of its own.
+				if !agree(day) {
+					return strings.Join(vals, ", "), ErrConflict
 				}
-			} else if isWeekday(part) {
+				day = ""
+			case isWeekday(part):
 				day = part
 				continue
 			}
-			if part == "" {
-				continue
-			}
-			if have && part != out {
+			if part != "" && !agree(part) {
 				return strings.Join(vals, ", "), ErrConflict
 			}
-			out, have = part, true
 		}
-		if day != "" { // a weekday alone at the end: a value like any other
-			if have && day != out {
-				return strings.Join(vals, ", "), ErrConflict
-			}
-			out, have = day, true
+		if day != "" && !agree(day) { // a weekday alone at the end: a value like any other
+			return strings.Join(vals, ", "), ErrConflict
 		}
 	}
 	if !have {

@@ -317,11 +317,8 @@ func targetNames(ts []Target) []string {
 // one.
 func SelectTargets(names []string) ([]Target, error) {
 	all := Targets()
-	switch {
-	case len(names) == 1 && names[0] == "all":
+	if len(names) == 1 && names[0] == "all" {
 		return all, nil
-	case len(names) == 1 && names[0] == "holdout":
-		return Holdouts(), nil
 	}
 	known := append(all, Holdouts()...)
 	var out []Target
