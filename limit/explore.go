@@ -82,6 +82,8 @@ type capacity struct {
 	// was, and the margin is back for good. bucket: the declared limit
 	// turned out a bucket's capacity (bucketQuota): never a ceiling again.
 	exact, inexact, bucket bool
+	// room is the check of a declared quota's headroom (headroom.go).
+	room roomCheck
 	// span is the careful proof span: twice the time the first 429 took to
 	// recover from when that reads as a window, within [minSpan, maxSpan].
 	span int64
@@ -301,7 +303,7 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	h.note(r, now, rule, "", "follow", c.follow, f, why)
 	c.follow = f
 	for _, l := range h.lanes {
-		if l.exit == e.exit && h.exploring() {
+		if l.exit == e.exit && h.exploring() || r.roomHeld(h, l) {
 			continue
 		}
 		p := f

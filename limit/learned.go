@@ -35,8 +35,12 @@ type LearnedHost struct {
 	// DeclaredBucket: the limit the server declares is a bucket's
 	// capacity, not a ceiling (the host explores above it).
 	DeclaredBucket bool `json:"declared_bucket,omitempty"`
-	Careful        bool `json:"careful,omitempty"`
-	Windowed       bool `json:"windowed,omitempty"`
+	// DeclaredHeadroom is what the headroom check (headroom.go) found:
+	// "none" (a lane went at the declared rate unharmed) or "kept" (it was
+	// pushed back); empty while unchecked.
+	DeclaredHeadroom string `json:"declared_headroom,omitempty"`
+	Careful          bool   `json:"careful,omitempty"`
+	Windowed         bool   `json:"windowed,omitempty"`
 	// Burst is how many requests beyond its rate the server let a lane
 	// send in a burst, as the explorer measured it.
 	Burst float64 `json:"burst,omitempty"`
@@ -102,6 +106,12 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
 		Declared: c.declared, Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
 		Sent: c.sent, Costly: c.costly, DeclaredBucket: c.bucket,
+	}
+	switch {
+	case c.win.free:
+		lh.DeclaredHeadroom = "none"
+	case c.room.done:
+		lh.DeclaredHeadroom = "kept"
 	}
 	if h.rated() {
 		lh.HostRate, lh.HostRateCeiling, lh.HostRateFloor = h.rate.now, h.rate.hi, h.rate.lo
@@ -191,6 +201,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	c, e := &h.cap, &h.exp
 	h.scope, h.hinted, h.scopeAt = lh.Scope, lh.Hinted, now
 	c.declared, c.bucket = lh.Declared, lh.DeclaredBucket
+	c.win.free, c.room.done = lh.DeclaredHeadroom == "none", lh.DeclaredHeadroom != ""
 	c.careful, c.windowed, c.extra = lh.Careful, lh.Windowed, lh.Burst
 	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))
 	c.at = now

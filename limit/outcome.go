@@ -13,6 +13,9 @@ import (
 //
 //  1. scope      a header's scope hint decides where the limit applies.
 //  2. host-rate  on a success, the host's own rate (when it governs) climbs.
+//     headroom   a declared quota's sliding-counter headroom is tried
+//                without on one lane; a 429 on it ends the check
+//                (headroom.go).
 //  3. ramp, refine, bisect, reprobe, explore
 //                the explorer's search (explore.go), on its successes and
 //                its 429s (a burst it measures, a window test, a stale
@@ -88,6 +91,7 @@ func (r *rules) okRules(h *host, l *lane, sent, now int64) {
 	if h.rated() {
 		r.hostIncrease(h, now)
 	}
+	r.roomOK(h, l, now)
 	if !h.exploring() {
 		return
 	}
@@ -136,6 +140,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// ramp reads such a 429 its own way (firstEstimate).
 	spent := l.c.ok == 0 && l.c.thr == 1 && h.exp.phase != expRamp && !echo
 	l.epAt = now
+	r.room429(h, l, now)
 	if h.cap.exact && !spent {
 		// Paced exactly at a fixed window's rate and still pushed back:
 		// its reset came early, or it is not fixed. Settle's margin is

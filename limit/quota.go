@@ -59,6 +59,9 @@ type quota struct {
 	// until it is full again; neither paces nor stops a lane.
 	bucket bool
 	check  bucketCheck
+	// free: a lane paced at the declared rate without the headroom was not
+	// pushed back (roomCheck): no sliding counter's headroom.
+	free bool
 }
 
 // bucketCheck watches whether Remaining moves as a count per window would:
@@ -143,13 +146,19 @@ var usualWindows = [...]time.Duration{time.Second, 2 * time.Second, 5 * time.Sec
 
 // usualWindow is the shortest usual window of at least w ns, less a second
 // (resets are often whole seconds, and a moving window's is its newest
-// hit's expiry plus one); w itself beyond a day, 0 for 0.
+// hit's expiry plus one); w itself beyond a day, 0 for 0. A w that is a
+// usual window to the nanosecond is that window: a reset told in whole
+// seconds from now (throttled's 2 s at 1 per 2 s, read as 1 per second
+// before), not an instant rounded up.
 func usualWindow(w int64) int64 {
 	if w <= 0 {
 		return 0
 	}
-	for _, u := range usualWindows {
+	for i, u := range usualWindows {
 		if w <= int64(u)+int64(time.Second) {
+			if i+1 < len(usualWindows) && w == int64(usualWindows[i+1]) {
+				return w
+			}
 			return int64(u)
 		}
 	}
@@ -311,7 +320,7 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 // Retry-After: 60 on every lane).
 func (r *rules) declaredRate(q *quota, exact bool) float64 {
 	d := q.rate()
-	if q.limit > 0 && !exact && !q.fixed && !q.check.overFull {
+	if q.limit > 0 && !exact && !q.fixed && !q.check.overFull && !q.free {
 		d *= min(1, (1-0.6/q.limit)/r.settle)
 	}
 	return d
@@ -367,6 +376,9 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	}
 	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, why)
 	h.cap.declared, h.cap.exact = d, exact
+	if h.cap.room.exit == "" {
+		h.cap.room.at = now // the headroom check waits on the new pace
+	}
 	h.exp.exit = ""
 	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")
 }
@@ -382,6 +394,7 @@ func (r *rules) bucketQuota(h *host, l *lane, now int64) {
 		"Remaining stayed above half of the declared %g over %d windows in which a lane sent most of it: a bucket's capacity, not a count per window; explore above it",
 		c.win.limit, bucketWindows))
 	c.declared, c.exact, c.bucket = 0, false, true
+	c.room = roomCheck{done: true} // the explorer's search takes the lane that checked
 	for _, o := range h.lanes {
 		if o.q != nil {
 			o.q.bucket = true

@@ -600,6 +600,10 @@ func TestQuotaWindow(t *testing.T) {
 	for _, tc := range []struct{ w, want time.Duration }{
 		{9 * time.Second, 10 * time.Second}, {10 * time.Second, 10 * time.Second}, {11 * time.Second, 10 * time.Second},
 		{12 * time.Second, 15 * time.Second}, {61 * time.Second, time.Minute}, {0, 0}, {48 * time.Hour, 48 * time.Hour},
+		// A usual window to the nanosecond is a reset told in whole seconds
+		// from now: that window, not the one under it plus a rounding.
+		{2 * time.Second, 2 * time.Second}, {1900 * time.Millisecond, time.Second}, {10*time.Second + 1, 10 * time.Second},
+		{15 * time.Second, 15 * time.Second},
 	} {
 		if got := usualWindow(int64(tc.w)); got != int64(tc.want) {
 			t.Errorf("usualWindow(%v) = %v, want %v", tc.w, time.Duration(got), tc.want)
@@ -834,6 +838,7 @@ func TestLearnedRoundTrip(t *testing.T) {
 	h.exp.phase = expSettled
 	h.cap.pass, h.cap.hi, h.cap.at = 1.9, 2, sec(0)
 	h.cap.extra, h.cap.windowed, h.cap.bucket = 2.5, true, true
+	h.cap.win.free, h.cap.room.done = true, true
 	r.updateFollow(h, sec(0), "test", "")
 	g := h.lanes["g"]
 	g.extra().own, g.x.tpass = 0.5, 0.45
@@ -868,8 +873,9 @@ func TestLearnedRoundTrip(t *testing.T) {
 		if dh.phase() != tc.phase || !near(dh.followPace(r), tc.rate) {
 			t.Errorf("age %v: phase %s rate %v, want %s at %v", tc.age, dh.phase(), dh.followPace(r), tc.phase, tc.rate)
 		}
-		if dh.cap.extra != 2.5 || !dh.cap.windowed || !dh.cap.bucket {
-			t.Errorf("age %v: burst %v windowed %v declared bucket %v, want the measured 2.5, a window and a bucket", tc.age, dh.cap.extra, dh.cap.windowed, dh.cap.bucket)
+		if dh.cap.extra != 2.5 || !dh.cap.windowed || !dh.cap.bucket || !dh.cap.win.free || !dh.cap.room.done {
+			t.Errorf("age %v: burst %v windowed %v declared bucket %v, no headroom %v (checked %v), want the measured 2.5, a window, a bucket and no headroom",
+				tc.age, dh.cap.extra, dh.cap.windowed, dh.cap.bucket, dh.cap.win.free, dh.cap.room.done)
 		}
 	}
 	bad := Learned{Saved: saved.Saved, Hosts: []LearnedHost{{Host: "", LaneRate: 1}, {Host: "x", LaneRate: math.NaN()}, saved.Hosts[0]}}
@@ -1228,5 +1234,32 @@ func TestBucketQuota(t *testing.T) {
 	feed(o, o.lanes["f"], 30, func(int) float64 { return 5 })
 	if o.cap.bucket || o.cap.declared == 0 {
 		t.Errorf("Remaining above the limit: bucket %v declared %v, want the declared ceiling", o.cap.bucket, o.cap.declared)
+	}
+}
+
+// TestHeadroomCheckEnds: a check whose quota turns out fixed or a bucket
+// ends without holding its lane apart from the host's pace.
+func TestHeadroomCheckEnds(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	for i := range 3 {
+		r.declared(h, f, &Outcome{Quota: 4, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(float64(i)*0.3))
+	}
+	if !r.roomDue(h) {
+		t.Fatalf("4 per second, of unknown kind: no headroom check due (declared %v)", h.cap.declared)
+	}
+	f.hot = true
+	r.roomOK(h, f, sec(5))
+	if !r.roomHeld(h, f) || !near(f.pace, r.settle*4) {
+		t.Fatalf("after 5 s at the declared pace: checked %v, pace %v; want f checked at %v", r.roomHeld(h, f), f.pace, r.settle*4)
+	}
+	h.cap.win.fixed, h.cap.exact, h.cap.declared = true, true, 4 // a fixed window, seen meanwhile
+	r.updateFollow(h, sec(5.1), "declared", "test")
+	if r.roomHeld(h, f) || f.pace != h.followPace(r) {
+		t.Errorf("quota fixed: checked %v, pace %v; want f at the host's %v", r.roomHeld(h, f), f.pace, h.followPace(r))
+	}
+	if r.room429(h, f, sec(5.2)) || f.pace != h.followPace(r) {
+		t.Errorf("a 429 after the check ended read as the check's, or moved the pace to %v", f.pace)
 	}
 }

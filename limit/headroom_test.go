@@ -1,0 +1,124 @@
+package limit_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/verdict"
+)
+
+// headroomServer answers one request through exit at now: its verdict and
+// what it declares.
+type headroomServer func(exit string, now time.Time) limit.Outcome
+
+// tokenBucket is a bucket per exit of rate per second and burst 1 that
+// declares limit with nothing remaining and a reset of reset after every
+// request, as tollbooth (limit 4, reset 1 s) and throttled (limit 1, reset
+// 2 s at 1 per 2 s) do.
+func tokenBucket(rate, limit_ float64, reset time.Duration) headroomServer {
+	iv := time.Duration(float64(time.Second) / rate)
+	tat := map[string]time.Time{}
+	return func(exit string, now time.Time) limit.Outcome {
+		o := limit.Outcome{Quota: limit_, HasRemaining: true, ResetIn: reset}
+		if now.Before(tat[exit]) {
+			o.Verdict = verdict.Throttled
+			return o
+		}
+		tat[exit] = now.Add(iv)
+		return o
+	}
+}
+
+// slidingCounter is go-chi/httprate's sliding-window counter per exit (as
+// sim/server's twin): the last window's count weighted by what of it is
+// still in the window, plus this window's, rounded; a request that would
+// take it past n is pushed back with Retry-After: the window.
+func slidingCounter(n float64, w time.Duration) headroomServer {
+	type win struct {
+		start     time.Time
+		prev, cur float64
+	}
+	ws := map[string]*win{}
+	return func(exit string, now time.Time) limit.Outcome {
+		start := now.Truncate(w)
+		s := ws[exit]
+		switch {
+		case s == nil:
+			s = &win{start: start}
+			ws[exit] = s
+		case start.Sub(s.start) == w:
+			s.start, s.prev, s.cur = start, s.cur, 0
+		case start != s.start:
+			s.start, s.prev, s.cur = start, 0, 0
+		}
+		est := math.Round(s.prev*float64(start.Add(w).Sub(now))/float64(w) + s.cur)
+		o := limit.Outcome{Quota: n, HasRemaining: true, ResetIn: start.Add(w).Sub(now)}
+		if est+1 > n {
+			o.Verdict, o.RetryAfter, o.Remaining = verdict.Throttled, w, max(0, n-est)
+			return o
+		}
+		s.cur++
+		o.Remaining = n - est - 1
+		return o
+	}
+}
+
+// runHeadroom crawls host h through exits lanes for d, each request
+// answered 5 ms after it goes, and returns the limiter, the 429s and the
+// successes.
+func runHeadroom(t *testing.T, lanes int, srv headroomServer, d time.Duration) (*limit.Limiter, time.Time, int, int) {
+	t.Helper()
+	l := newLimiter(t, limit.Config{}, lanes)
+	start := time.Unix(1000, 0)
+	now := start
+	n429, ok := 0, 0
+	for now.Sub(start) < d {
+		tk, got, next := acquire(t, l, "h", limit.Want{}, now)
+		if !got {
+			now = next
+			continue
+		}
+		o := srv(tk.Exit, now)
+		if o.Verdict == verdict.Throttled {
+			n429++
+		} else {
+			ok++
+		}
+		l.Done(tk, o, now.Add(5*time.Millisecond))
+	}
+	return l, now, n429, ok
+}
+
+// TestHeadroomCheck is the headroom rule: a declared quota of unknown kind
+// keeps a sliding counter's headroom only if one lane sent without it is
+// pushed back.
+func TestHeadroomCheck(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		srv   headroomServer
+		limit float64 // of one lane, per second
+		// want is the least share of limit the lanes end at, most the
+		// largest; max429 the 429s the run may draw.
+		least, most float64
+		max429      int
+	}{
+		{"tollbooth 4/s, burst 1, declares 4 with nothing remaining", tokenBucket(4, 4, time.Second), 4, 0.95, 1, 0},
+		{"throttled 1 per 2 s, declares 1, reset 2 s in whole seconds", tokenBucket(0.5, 1, 2*time.Second), 0.5, 0.95, 1, 0},
+		{"a sliding counter of 4 per second: the headroom stands", slidingCounter(4, time.Second), 4, 0.8, 0.88, 3},
+		{"a sliding counter of 10 per second: headroom too small to check", slidingCounter(10, time.Second), 10, 0.9, 0.95, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, now, n429, ok := runHeadroom(t, 3, c.srv, 60*time.Second)
+			h := hostOf(l.Snapshot(now), "h")
+			got := h.LaneRate.Hz() / c.limit
+			if got < c.least || got > c.most || n429 > c.max429 {
+				t.Errorf("lanes at %.3f of the limit (want %.2f-%.2f), %d 429s in %d requests (want at most %d); changes:", got, c.least, c.most, n429, n429+ok, c.max429)
+				for _, ch := range h.Changes {
+					t.Logf("%v %s %s %s %g -> %g: %s", ch.At.Sub(time.Unix(1000, 0)), ch.Rule, ch.Lane, ch.What, ch.From, ch.To, ch.Why)
+				}
+			}
+		})
+	}
+}
