@@ -584,6 +584,20 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 			r.setExplorerPace(h, ex, max(q, r.minLane), now, "refine", fmt.Sprintf("%d per %v: the window the first 429's recovery fits; one success proves no quota", e.n1, w))
 		}
 	}
+	if ex := h.lanes[e.exit]; !fits && ex != nil && e.phase == expRefine && e.n1 == 1 && e.k1 >= 0 && !c.careful && rec > minWindow {
+		// One success, then a 429 whose wait fits no common window: a
+		// pace limit, whose Retry-After often names its interval (nginx's
+		// 12r/m with Retry-After: 5 read as one in 7.1 s, 71% of it, and
+		// refined a fifth at a time, four intervals of 5-8 s a step: 74.6%
+		// over two minutes). The explorer tries one per that wait: pushed
+		// back, the search goes on under it, as from any pace.
+		if w := usualWindow(rec); w > e.t1 {
+			if q := r.settle / secs(w); q > ex.pace && q > c.safe && q < e.x1 {
+				e.quotaW = time.Duration(w)
+				r.setExplorerPace(h, ex, q, now, "refine", fmt.Sprintf("one success, then a 429 %.1fs later and a wait of %v: try one per %v", secs(e.t1), time.Duration(rec), time.Duration(w)))
+			}
+		}
+	}
 	r.updateFollow(h, now, "explore", "the first 429's estimate")
 }
 

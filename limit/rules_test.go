@@ -148,6 +148,36 @@ func TestEndRamp(t *testing.T) {
 	}
 }
 
+// TestOnePerWait: one success, then a 429 at the next request and a wait
+// that fits no common window: the explorer tries one per that wait (nginx's
+// 12r/m with Retry-After: 5) while the followers hold the careful reading.
+func TestOnePerWait(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name string
+		ra   time.Duration
+		want float64 // the explorer's pace
+		w    time.Duration
+	}{
+		{"Retry-After: 5 after 2.06 s", 5 * time.Second, r.settle / 5, 5 * time.Second},
+		// Three seconds read as the usual two: one per 2 s is where the
+		// 429 came, nothing to try; the refine starts two steps under it.
+		{"Retry-After: 3", 3 * time.Second, 0.485 / rampStep / rampStep, 0},
+		// A whole-second Retry-After says nothing of the limit.
+		{"Retry-After: 1", time.Second, 0.485 / rampStep / rampStep, 0},
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1}, tc.ra, sec(2.06))
+		if !near(e.pace, tc.want) || h.exp.quotaW != tc.w {
+			t.Errorf("%s: explorer at %.4f (window %v), want %.4f (%v)", tc.name, e.pace, h.exp.quotaW, tc.want, tc.w)
+		}
+		if f := h.lanes["f"].pace; f > r.settle*h.cap.safe*(1+tolerance) {
+			t.Errorf("%s: follower at %v, above Settle under the careful reading %v", tc.name, f, h.cap.safe)
+		}
+	}
+}
+
 // TestWindowFit: the first run's time and the lane's recovery read as a
 // usual window only when they add up to one, or a little over (a fixed
 // Retry-After counts from the 429).
