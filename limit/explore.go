@@ -349,7 +349,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// the estimate, much better than maxRecovery did.
 		rec := sent - e.awaitAt
 		e.awaitAt, e.tries = 0, 0
-		r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
+		r.firstEstimate(h, l, rec, false, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
 		e.recLo = 0
 	}
 	if e.cAt != 0 && e.cN < math.MaxInt32 {
@@ -453,11 +453,12 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	r.updateFollow(h, now, phaseNames[e.phase], fmt.Sprintf("the explorer passed %.3g/s", passed))
 }
 
-// firstEstimate reads the first 429 once its recovery time rec is known:
+// firstEstimate reads the first 429 once its recovery time rec is known
+// (told: the server's Retry-After, else the lane was seen to recover):
 // successes n1 in t1, then rec to recover. A recovery long against the
 // pace (a window, or a server that penalises) makes the reading close
 // enough to refine from, and the search careful.
-func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
+func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64, why string) {
 	e, c := &h.exp, &h.cap
 	if e.n1 == 0 {
 		// Pushed back at its very first request: the IP's budget was spent
@@ -489,6 +490,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 	// a first backoff reads as, whatever the limit: only a longer one, and
 	// long against the pace, tells a window.
 	windowed := rec > windowRecovery*interval(max(e.ramped, safe)) && rec > minWindow
+	usual := int64(0) // the usual window the careful reading is over, if one
 	if windowed {
 		// A window (or a penalty): a pace must hold over one of them.
 		c.span = max(minSpan, min(maxSpan, rec+rec/4))
@@ -506,6 +508,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 			if w := max(r.minLane, float64(e.n1)/secs(u)); w < safe {
 				h.note(r, now, "explore", l.exit, "estimate", c.safe, w, fmt.Sprintf("%d per %v: the first usual window as long as the run and its recovery", e.n1, time.Duration(u)))
 				safe, c.safe = w, w
+				usual = u
 			}
 		}
 	}
@@ -552,6 +555,19 @@ func (r *rules) firstEstimate(h *host, l *lane, rec, now int64, why string) {
 				// that quota cannot pass them.
 				e.wtest = e.n1 + 2
 				r.setExplorerPace(h, ex, e.ramped, now, "explore", fmt.Sprintf("pushed back at the first request at %.3g/s: %d more at %.3g/s tell a window from a pace", e.x1, e.wtest, e.ramped))
+			} else if step := (float64(e.n1) + 1) / secs(usual) * (1 - tolerance); usual > 0 && told && !e.tight && c.hi > 0 && step < math.Sqrt(c.pass*c.hi) {
+				// The reading is the first run's quota over a usual
+				// window that a Retry-After completed, most likely the
+				// limit itself: the first step above it is one request
+				// more a window, not the middle up to what the run
+				// fitted into it. Pushed back there, it is the quota
+				// (quotaConfirmed): haproxy's 10 per 30 s with
+				// Retry-After: 15 spent four 429s, each idling a lane
+				// 15 s, bisecting down from 0.70/s. (A recovery seen,
+				// not told, may be far longer than the window: httprate's
+				// 30 per 10 s recovered 11 s after 32 in 10.8 s.)
+				e.quotaW = time.Duration(usual)
+				r.setExplorerPace(h, ex, step, now, "bisect", fmt.Sprintf("%d per %v read: try one request more a window", e.n1, time.Duration(usual)))
 			} else {
 				r.nextBisect(h, ex, now)
 			}
@@ -796,7 +812,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		e.awaitAt = now
 		rec = maxRecovery
 	}
-	r.firstEstimate(h, l, rec, now, fmt.Sprintf("recovery %v", time.Duration(rec)))
+	r.firstEstimate(h, l, rec, ra > 0 && rec == int64(ra), now, fmt.Sprintf("recovery %v", time.Duration(rec)))
 }
 
 // noWindow ends a window test that passed: the first 429 was a pace limit

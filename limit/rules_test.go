@@ -148,6 +148,34 @@ func TestEndRamp(t *testing.T) {
 	}
 }
 
+// TestUsualWindowStep: a careful reading that is the first run's quota over
+// a usual window a Retry-After completed (haproxy's 10 per 30 s with
+// Retry-After: 15) is tried one request a window above, and pushed back
+// there the host settles at it: one 429, not a bisection from the middle.
+func TestUsualWindowStep(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	h.cap.pass = 1.94
+	e := h.lanes["e"]
+	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 10}, 15*time.Second, sec(6.7))
+	if want := 11.0 / 30 * (1 - tolerance); !near(e.pace, want) || h.exp.quotaW != 30*time.Second {
+		t.Fatalf("explorer at %v (window %v), want %v: one request more per 30 s", e.pace, h.exp.quotaW, want)
+	}
+	r.explore429(h, e, e.pace, 3, sec(20))
+	if h.exp.phase != expSettled || !near(h.lanes["f"].pace, r.settle*10/30) {
+		t.Errorf("pushed back one request a window above: phase %v, follower at %v; want settled at %v", phaseNames[h.exp.phase], h.lanes["f"].pace, r.settle*10/30)
+	}
+	// The same reading from a recovery seen, not told, bisects as before.
+	h = hostWith(r, "e", "f")
+	h.cap.pass = 1.94
+	e = h.lanes["e"]
+	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 10}, 0, sec(6.7))
+	r.exploreOK(h, e, sec(6.7+15), sec(6.7+15))
+	if h.exp.quotaW != 0 || near(e.pace, 11.0/30*(1-tolerance)) {
+		t.Errorf("a recovery seen: explorer at %v (window %v), want the middle of the bisection", e.pace, h.exp.quotaW)
+	}
+}
+
 // TestOnePerWait: one success, then a 429 at the next request and a wait
 // that fits no common window: the explorer tries one per that wait (nginx's
 // 12r/m with Retry-After: 5) while the followers hold the careful reading.
