@@ -14,9 +14,9 @@ import "fmt"
 // under the declared rate for roomWindows windows. A sliding counter pushes
 // it back at its first window boundary (one 429: the headroom stands, for
 // good); if it is not pushed back, the headroom is dropped for every lane.
-// Where the headroom is small (1-0.6/N at least roomWorth: N of 6 and
-// more, httprate's 10 per minute) a 429 costs more than the check gains,
-// and there is none.
+// Where the headroom is small (the declared pace at least roomWorth of the
+// rate: a limit of 5 and more per window, httprate's 10 per minute) a 429
+// costs more than the check gains, and there is none.
 
 const (
 	roomWorth   = 0.88 // a headroom factor below this is worth a check
@@ -56,6 +56,9 @@ func (r *rules) roomOK(h *host, l *lane, now int64) {
 	}
 	q := &c.win
 	w := q.span()
+	if k.exit != "" && h.lanes[k.exit] == nil {
+		k.exit, k.at = "", now // the checked lane's exit left the pool: check again on another
+	}
 	if k.exit == "" {
 		since := max(k.at, h.exp.quietAt)
 		if l.own() > 0 || !l.hot || now-since < roomWait*w {

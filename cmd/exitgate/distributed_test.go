@@ -424,14 +424,19 @@ func keepFleetLogs(t *testing.T, dir string, workers int, fr *fleetRun, log []pe
 // each: 8 exitgate workers of one --redis crawl, 8 independent exitgate
 // processes (each its own limiter over the whole pool), and 1 worker. It
 // reports utilization (successes over what nginx allowed the pool) and the
-// 429 ratio from nginx's log. Not part of the suite (two minutes):
+// 429 ratio from nginx's log (EXITGATE_FLEET_DURATION=60s for longer runs).
+// Not part of the suite (two minutes):
 //
 //	EXITGATE_FLEET_BENCH=1 go test -run FleetVersusPerWorker -v ./cmd/exitgate
 func TestFleetVersusPerWorker(t *testing.T) {
 	if os.Getenv("EXITGATE_FLEET_BENCH") != "1" {
 		t.Skip("set EXITGATE_FLEET_BENCH=1")
 	}
-	const exits, dur = 20, 20 * time.Second
+	const exits = 20
+	dur := 20 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("EXITGATE_FLEET_DURATION")); err == nil && v > 0 {
+		dur = v // a longer run: the first seconds' handovers weigh less
+	}
 	for _, mode := range []struct {
 		name    string
 		workers int
