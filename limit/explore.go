@@ -143,6 +143,10 @@ type explorer struct {
 	// qtry: the explorer tries quotaW's quota, read from a window test
 	// pushed back within the first run's count: passed, it is the limit.
 	qtry bool
+	// settledAt is when the search last settled; jittered: the host was
+	// pushed back a moment after, and took one more margin for jitter.
+	settledAt int64
+	jittered  bool
 	// tight: the first run lasted about a window (it recovered within a
 	// quarter more than it took), so what it fitted into it is close.
 	tight bool
@@ -1030,7 +1034,7 @@ var commonWindows = [...]time.Duration{time.Hour, time.Minute, 10 * time.Second}
 // settleHere ends the search: every lane paces at Settle under what passed.
 func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
 	r.setPhase(h, l, expSettled, now, why)
-	h.exp.quietAt, h.exp.okSince = now, 0
+	h.exp.quietAt, h.exp.okSince, h.exp.settledAt = now, 0, now
 	r.updateFollow(h, now, "bisect", "settled")
 	r.setExplorerPace(h, l, h.cap.follow, now, "bisect", "settled: the explorer paces with the others")
 }
@@ -1049,6 +1053,24 @@ func (h *host) canProbe() bool {
 // carefully from there.
 func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 	e, c := &h.exp, &h.cap
+	if e.phase == expSettled && !e.jittered && !c.careful && c.extra < 1 && now-e.settledAt <= sympathySpan {
+		// Pushed back at the pace the host settled at a moment ago, where
+		// no burst was ever seen: a pace limit paced too close for the
+		// path's jitter (x/time/rate's 20/s with a burst of one, settled
+		// at 19.3/s, 51.9 ms apart: three lanes pushed back within a
+		// second, and the careful search from 70% that followed held the
+		// host at 81% over two minutes). One more Settle's margin under
+		// it, once; pushed back again, the limit moved.
+		e.jittered = true
+		h.note(r, now, "follow", l.exit, "ceiling", c.hi, x, why+", a moment after settling: the path's jitter, not the limit")
+		c.ceil(x, now)
+		h.sameFall(r, x, now)
+		r.updateFollow(h, now, "follow", "one more margin for the path's jitter")
+		if ex := h.lanes[e.exit]; ex != nil {
+			r.setExplorerPace(h, ex, c.follow, now, "settled", "the explorer paces with the others")
+		}
+		return
+	}
 	e.chain = chain{}
 	h.note(r, now, "follow", l.exit, "floor", c.pass, 0, why)
 	if c.hi == 0 || x < c.hi {
@@ -1069,15 +1091,7 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 		c.lo = 0
 	}
 	e.reprobe = false
-	for _, o := range h.lanes {
-		// Lanes that took a budget of their own a moment ago, pushed back
-		// at this pace or above: the same fall, seen one lane at a time
-		// before enough of them were (manyLanes). They follow the host.
-		if xo := o.x; xo != nil && xo.own > 0 && now-xo.ownAt <= sympathySpan && atLeast(xo.own, x) {
-			h.note(r, now, "follow", o.exit, "ceiling", xo.own, 0, "pushed back with the others: the host's limit, not its own budget")
-			xo.own, xo.tpass = 0, 0
-		}
-	}
+	h.sameFall(r, x, now)
 	if e.phase != expBisect {
 		r.setPhase(h, l, expBisect, now, "search again, carefully")
 	}
@@ -1085,6 +1099,18 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 		r.nextBisect(h, ex, now)
 	}
 	r.updateFollow(h, now, "follow", "the followers fall back")
+}
+
+// sameFall returns to the host the lanes that took a budget of their own a
+// moment ago, pushed back at pace x or above: the same fall, seen one lane
+// at a time before enough of them were (manyLanes).
+func (h *host) sameFall(r *rules, x float64, now int64) {
+	for _, o := range h.lanes {
+		if xo := o.x; xo != nil && xo.own > 0 && now-xo.ownAt <= sympathySpan && atLeast(xo.own, x) {
+			h.note(r, now, "follow", o.exit, "ceiling", xo.own, 0, "pushed back with the others: the host's limit, not its own budget")
+			xo.own, xo.tpass = 0, 0
+		}
+	}
 }
 
 // reprobeDue starts a re-probe on a settled host after a long quiet, in case

@@ -1321,3 +1321,34 @@ func TestHeadroomCheckEnds(t *testing.T) {
 		t.Errorf("a 429 after the check ended read as the check's, or moved the pace to %v", f.pace)
 	}
 }
+
+// TestJitterFall: followers pushed back at the pace the host settled at a
+// moment ago, where no burst was ever seen, take one more margin and stay
+// settled (the path's jitter); once, and only a moment after settling: the
+// next such fall, or one later on, searches again carefully (the limit
+// moved).
+func TestJitterFall(t *testing.T) {
+	r := testRules(t, Config{})
+	settled := func() *host {
+		h := hostWith(r, "e", "f", "g")
+		c := &h.cap
+		c.pass, c.sent, c.hi = 19.3, 19.3, 19.85
+		r.settleHere(h, h.lanes["e"], sec(10), "test")
+		return h
+	}
+	h := settled()
+	f := h.cap.follow
+	r.fallBack(h, h.lanes["f"], f, sec(11), "followers pushed back")
+	if h.exp.phase != expSettled || h.cap.careful || !near(h.cap.follow, r.settle*f) {
+		t.Fatalf("pushed back 1 s after settling at %v: phase %v careful %v follow %v; want settled at %v", f, phaseNames[h.exp.phase], h.cap.careful, h.cap.follow, r.settle*f)
+	}
+	r.fallBack(h, h.lanes["g"], h.cap.follow, sec(12), "followers pushed back")
+	if h.exp.phase != expBisect || !h.cap.careful {
+		t.Errorf("pushed back again: phase %v careful %v, want a careful search", phaseNames[h.exp.phase], h.cap.careful)
+	}
+	h = settled()
+	r.fallBack(h, h.lanes["f"], h.cap.follow, sec(10)+sympathySpan+1, "followers pushed back")
+	if h.exp.phase != expBisect || !h.cap.careful {
+		t.Errorf("pushed back long after settling: phase %v careful %v, want a careful search", phaseNames[h.exp.phase], h.cap.careful)
+	}
+}
