@@ -143,10 +143,12 @@ type explorer struct {
 	// qtry: the explorer tries quotaW's quota, read from a window test
 	// pushed back within the first run's count: passed, it is the limit.
 	qtry bool
-	// settledAt is when the search last settled; jittered: the host was
-	// pushed back a moment after, and took one more margin for jitter.
-	settledAt int64
-	jittered  bool
+	// settledAt is when the search last settled; jittered is the pace the
+	// followers held when they were pushed back a moment after, at
+	// jitterAt, and took one more margin for the path's jitter (0: not
+	// since the host settled).
+	settledAt, jitterAt int64
+	jittered            float64
 	// tight: the first run lasted about a window (it recovered within a
 	// quarter more than it took), so what it fitted into it is close.
 	tight bool
@@ -1034,7 +1036,7 @@ var commonWindows = [...]time.Duration{time.Hour, time.Minute, 10 * time.Second}
 // settleHere ends the search: every lane paces at Settle under what passed.
 func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
 	r.setPhase(h, l, expSettled, now, why)
-	h.exp.quietAt, h.exp.okSince, h.exp.settledAt = now, 0, now
+	h.exp.quietAt, h.exp.okSince, h.exp.settledAt, h.exp.jittered = now, 0, now, 0
 	r.updateFollow(h, now, "bisect", "settled")
 	r.setExplorerPace(h, l, h.cap.follow, now, "bisect", "settled: the explorer paces with the others")
 }
@@ -1053,17 +1055,25 @@ func (h *host) canProbe() bool {
 // carefully from there.
 func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 	e, c := &h.exp, &h.cap
-	if e.phase == expSettled && !e.jittered && !c.careful && c.extra < 1 && now-e.settledAt <= sympathySpan {
+	if e.jittered > 0 && now-e.jitterAt <= sympathySpan && atLeast(x, e.jittered) {
+		// A request sent at the pace the jitter fall left: the same fall,
+		// seen on one more lane.
+		h.sameFall(r, x, now)
+		return
+	}
+	if e.phase == expSettled && e.jittered == 0 && !c.careful && c.extra < 1 && now-e.settledAt <= sympathySpan &&
+		!e.roundHeld && r.atRoundLimit(h) == "" {
 		// Pushed back at the pace the host settled at a moment ago, where
 		// no burst was ever seen: a pace limit paced too close for the
 		// path's jitter (x/time/rate's 20/s with a burst of one, settled
 		// at 19.3/s, 51.9 ms apart: three lanes pushed back within a
 		// second, and the careful search from 70% that followed held the
 		// host at 81% over two minutes). One more Settle's margin under
-		// it, once; pushed back again, the limit moved.
-		e.jittered = true
-		h.note(r, now, "follow", l.exit, "ceiling", c.hi, x, why+", a moment after settling: the path's jitter, not the limit")
-		c.ceil(x, now)
+		// it, once a settling; pushed back again, the limit moved. (Not
+		// at a round limit: the followers hold the pace sent there.)
+		e.jittered, e.jitterAt = c.follow, now
+		h.note(r, now, "follow", l.exit, "ceiling", c.hi, min(x, c.hi), why+", a moment after settling: the path's jitter, not the limit")
+		c.ceil(min(x, c.hi), now)
 		h.sameFall(r, x, now)
 		r.updateFollow(h, now, "follow", "one more margin for the path's jitter")
 		if ex := h.lanes[e.exit]; ex != nil {

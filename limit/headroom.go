@@ -14,9 +14,11 @@ import "fmt"
 // under the declared rate for roomWindows windows. A sliding counter pushes
 // it back at its first window boundary (one 429: the headroom stands, for
 // good); if it is not pushed back, the headroom is dropped for every lane.
-// Where the headroom is small (the declared pace at least roomWorth of the
-// rate: a limit of 5 and more per window, httprate's 10 per minute) a 429
-// costs more than the check gains, and there is none.
+// Where the headroom is small (the headroom's rate, before Settle, at least
+// roomWorth of the declared rate: a limit of 5 and more per window at the
+// default Settle, httprate's 10 per minute) a 429 costs more than the check
+// gains, and there is none. A check whose quota changes meanwhile (a new
+// limit or window) starts over on the new one (roomRestart).
 
 const (
 	roomWorth   = 0.88 // a headroom factor below this is worth a check
@@ -56,9 +58,6 @@ func (r *rules) roomOK(h *host, l *lane, now int64) {
 	}
 	q := &c.win
 	w := q.span()
-	if k.exit != "" && h.lanes[k.exit] == nil {
-		k.exit, k.at = "", now // the checked lane's exit left the pool: check again on another
-	}
 	if k.exit == "" {
 		since := max(k.at, h.exp.quietAt)
 		if l.own() > 0 || !l.hot || now-since < roomWait*w {
@@ -79,7 +78,7 @@ func (r *rules) roomOK(h *host, l *lane, now int64) {
 	if el < roomWindows*w {
 		return
 	}
-	if float64(k.n) < roomFull*l.pace*secs(el) {
+	if float64(k.n) < roomFull*l.pace*secs(el) || !atLeast(l.pace, r.settle*q.rate()) {
 		// Not sent at its pace all along (the crawl had less to send): the
 		// check proves nothing yet; it starts over.
 		k.at, k.n = now, 0
@@ -120,6 +119,22 @@ func (r *rules) room429(h *host, l *lane, now int64) bool {
 		r.setPace(h, ex, min(ex.pace, h.followPace(r)))
 	}
 	return checked
+}
+
+// roomRestart ends a check running on host h at now because its quota
+// changed: its lane takes the host's pace, and the check waits on the new
+// one.
+func (r *rules) roomRestart(h *host, now int64) {
+	k := &h.cap.room
+	k.at = now
+	if k.exit == "" {
+		return
+	}
+	ex := h.lanes[k.exit]
+	k.exit = ""
+	if ex != nil {
+		r.setPace(h, ex, h.followPace(r))
+	}
 }
 
 // roomHeld reports whether lane l of host h is under a headroom check: its

@@ -277,6 +277,9 @@ func (h *host) dropLane(l *lane) {
 	if h.exp.exit == l.exit {
 		h.exp.exit = ""
 	}
+	if h.cap.room.exit == l.exit {
+		h.cap.room.exit = "" // a lane back on this exit starts at the host's pace: no check
+	}
 }
 
 // setPace changes l's pace. The lane's next send moves with it: GCRA's

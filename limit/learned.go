@@ -202,6 +202,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	h.scope, h.hinted, h.scopeAt = lh.Scope, lh.Hinted, now
 	c.declared, c.bucket = lh.Declared, lh.DeclaredBucket
 	c.win.free, c.room.done = lh.DeclaredHeadroom == "none", lh.DeclaredHeadroom != ""
+	c.room.at = now // a check waits two windows at the restored pace, as on a fresh one
 	c.careful, c.windowed, c.extra = lh.Careful, lh.Windowed, lh.Burst
 	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))
 	c.at = now

@@ -376,9 +376,7 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	}
 	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, why)
 	h.cap.declared, h.cap.exact = d, exact
-	if h.cap.room.exit == "" {
-		h.cap.room.at = now // the headroom check waits on the new pace
-	}
+	r.roomRestart(h, now) // a headroom check waits on the new pace
 	h.exp.exit = ""
 	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")
 }

@@ -1320,6 +1320,34 @@ func TestHeadroomCheckEnds(t *testing.T) {
 	if r.room429(h, f, sec(5.2)) || f.pace != h.followPace(r) {
 		t.Errorf("a 429 after the check ended read as the check's, or moved the pace to %v", f.pace)
 	}
+
+	// The checked lane's exit leaves and comes back: the new lane starts
+	// at the host's pace and is no check (its ten windows there would
+	// have proven the headroom unneeded without ever sending faster).
+	h = hostWith(r, "e", "f")
+	f = h.lanes["f"]
+	for i := range 3 {
+		r.declared(h, f, &Outcome{Quota: 4, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(float64(i)*0.3))
+	}
+	f.hot = true
+	r.roomOK(h, f, sec(5))
+	h.dropLane(f)
+	f = h.newLane(r, "f", sec(6), sec(6))
+	if r.roomHeld(h, f) || f.pace != h.followPace(r) {
+		t.Errorf("a lane back on the checked exit: checked %v at %v, want no check at the host's %v", r.roomHeld(h, f), f.pace, h.followPace(r))
+	}
+
+	// The quota changes during a check: the checked lane takes the host's
+	// new pace, and the check waits on it.
+	f.hot = true
+	r.roomOK(h, f, sec(9))
+	if !r.roomHeld(h, f) {
+		t.Fatal("no check started again")
+	}
+	r.declared(h, f, &Outcome{Quota: 2, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9.1))
+	if r.roomHeld(h, f) || f.pace != h.followPace(r) {
+		t.Errorf("the limit changed to 2 mid-check: checked %v at %v, want the host's %v", r.roomHeld(h, f), f.pace, h.followPace(r))
+	}
 }
 
 // TestJitterFall: followers pushed back at the pace the host settled at a
@@ -1345,6 +1373,23 @@ func TestJitterFall(t *testing.T) {
 	r.fallBack(h, h.lanes["g"], h.cap.follow, sec(12), "followers pushed back")
 	if h.exp.phase != expBisect || !h.cap.careful {
 		t.Errorf("pushed back again: phase %v careful %v, want a careful search", phaseNames[h.exp.phase], h.cap.careful)
+	}
+	// A third lane's 429 for a request sent at the old pace is the same
+	// fall: still settled at the new pace.
+	h = settled()
+	f = h.cap.follow
+	r.fallBack(h, h.lanes["f"], f, sec(11), "followers pushed back")
+	r.fallBack(h, h.lanes["g"], f, sec(11.2), "followers pushed back")
+	if h.exp.phase != expSettled || !near(h.cap.follow, r.settle*f) {
+		t.Errorf("a straggler of the same fall: phase %v follow %v, want settled at %v", phaseNames[h.exp.phase], h.cap.follow, r.settle*f)
+	}
+	// At a round limit the followers hold the pace sent: no margin to take,
+	// so no jitter reading.
+	h = settled()
+	h.exp.roundHeld = true
+	r.fallBack(h, h.lanes["f"], h.cap.follow, sec(11), "followers pushed back")
+	if h.exp.phase != expBisect {
+		t.Errorf("a fall at a round limit: phase %v, want a careful search", phaseNames[h.exp.phase])
 	}
 	h = settled()
 	r.fallBack(h, h.lanes["f"], h.cap.follow, sec(10)+sympathySpan+1, "followers pushed back")
