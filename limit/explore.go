@@ -298,6 +298,14 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 		f = max(c.lo, f)
 	default:
 		f = max(c.lo, r.heldPace(c), r.settle*c.safe)
+		if e.qtry && e.run.n > e.n1 && e.pace > f {
+			// The quota's try passed a request more than its quota at
+			// its pace: a window of that quota longer than the try's
+			// would have pushed it back there (one of haproxy's
+			// two-period estimates may still, a window or two on). The
+			// followers go half way to it meanwhile, not all the way.
+			f = math.Sqrt(f * e.pace)
+		}
 		if c.hi > 0 {
 			f = min(f, r.settle*c.hi)
 		}
@@ -367,6 +375,9 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			r.noWindow(h, l, now)
 		}
 		return
+	}
+	if e.qtry && e.run.n == e.n1+1 && saturated {
+		r.updateFollow(h, now, "bisect", fmt.Sprintf("the quota's try passed %d at %.3g/s", e.run.n, l.pace))
 	}
 	span := h.proofSpan(l.pace)
 	if e.phase == expRamp {

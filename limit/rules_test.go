@@ -1397,3 +1397,33 @@ func TestJitterFall(t *testing.T) {
 		t.Errorf("pushed back long after settling: phase %v careful %v, want a careful search", phaseNames[h.exp.phase], h.cap.careful)
 	}
 }
+
+// TestQuotaTryFollowers: while the explorer tries a window's quota (2 per
+// 10 s after haproxy's Retry-After: 30 hid the window), the followers hold
+// the careful reading until the try passed a request more than its quota,
+// then go half way to it (in log space), never all the way before it is
+// proven.
+func TestQuotaTryFollowers(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	c, e := &h.cap, &h.exp
+	c.careful, c.windowed, c.safe, c.pass, c.sent, c.hi = true, true, 2.0/60, 2.0/60, 2.0/60, 0.485
+	e.phase, e.n1, e.qtry, e.quotaW = expBisect, 2, true, 10*time.Second
+	ex := h.lanes["e"]
+	try := r.settle * 2 / 10
+	r.setExplorerPace(h, ex, try, sec(0), "bisect", "test")
+	r.updateFollow(h, sec(0), "bisect", "test")
+	careful := h.lanes["f"].pace
+	iv := 1 / try
+	for i := range 4 {
+		at := sec(float64(i) * iv)
+		r.exploreOK(h, ex, at, at)
+		want := careful
+		if i >= 2 {
+			want = math.Sqrt(careful * try)
+		}
+		if got := h.lanes["f"].pace; !near(got, want) {
+			t.Errorf("after %d successes of the try at %.3g/s: follower at %.4f, want %.4f", i+1, try, got, want)
+		}
+	}
+}
