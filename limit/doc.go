@@ -97,7 +97,9 @@
 // the pace they hold, several at once, mean a pass was a burst or the limit
 // moved down: they all fall back at once to the careful estimate (or to
 // what the explorer counted between its 429s: a lower bound whatever the
-// burst), and the search goes on carefully. One follower pushed back alone
+// burst), and the search goes on carefully; except the first such fall a
+// moment after the host settled, with no burst ever seen, which is the
+// path's jitter: one more Settle margin, still settled. One follower pushed back alone
 // has a smaller budget of its own (a reputation tier): it searches its own
 // while the others go on (follow.go). A lane whose pace drops is held back
 // by what it sent ahead of the new pace since its last 429, so a slowdown
@@ -112,7 +114,9 @@
 // sliding-window counter, or exactly at it on a window seen to be fixed;
 // what remains is a hard stop, never a pace (quota.go). An inferred window is the first usual one (10 s, a minute...)
 // at least as long as the longest reset seen, and at most the smallest move
-// of a reset.
+// of a reset. Where the sliding counter's headroom is large (a limit of 4 or
+// fewer), one lane goes without it for ten windows first: pushed back, it
+// stays; not, it goes (headroom.go).
 //
 // When lanes that were under their pace are pushed back from ScopeLanes
 // distinct exits within ScopeSpan, the server limits site-wide (or per
