@@ -514,14 +514,14 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		c.windowed = true
 		// The first run fit into one window, and that window lasted at
 		// least the run and the recovery: limits are written per usual
-		// windows, so it is the first usual one that long, less a second
-		// of slack as usualWindow allows (a Retry-After rounded up to
+		// windows, so it is the first usual one that long, with
+		// usualWindow's second of slack (a Retry-After rounded up to
 		// whole seconds, or a retry a moment late, must not double it).
 		// haproxy's 10 per 30 s with Retry-After: 15: 10 in 6.7 s and
 		// 15 s read as 0.46/s, above the limit, and every follower was
 		// pushed back at once; 10 per 30 s is the limit. A window's quota
 		// that fits is read exactly below (quotaKnown).
-		if u := usualAtLeast(e.t1 + rec - int64(time.Second)); u > e.t1+rec && e.n1 >= minQuota {
+		if u := usualWindow(e.t1 + rec); u > e.t1+rec && e.n1 >= minQuota {
 			if w := max(r.minLane, float64(e.n1)/secs(u)); w < safe {
 				h.note(r, now, "explore", l.exit, "estimate", c.safe, w, fmt.Sprintf("%d per %v: the first usual window as long as the run and its recovery", e.n1, time.Duration(u)))
 				safe, c.safe = w, w

@@ -165,17 +165,6 @@ func usualWindow(w int64) int64 {
 	return w
 }
 
-// usualAtLeast is the shortest usual window of at least w ns (w itself
-// beyond a day).
-func usualAtLeast(w int64) int64 {
-	for _, u := range usualWindows {
-		if int64(u) >= w {
-			return int64(u)
-		}
-	}
-	return w
-}
-
 // moving reports whether the resets were seen to move with each hit (a
 // moving window), not by whole windows; unknown until they moved once.
 func (q *quota) moving() bool { return q.step > 0 && !q.grid() }

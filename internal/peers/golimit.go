@@ -93,10 +93,7 @@ func (s *GoServer) logged(h http.Handler) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		ip, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			ip = r.RemoteAddr
-		}
+		ip := clientIP(r)
 		now := time.Now()
 		line := fmt.Sprintf("%d.%03d %s %d\n", now.Unix(), now.Nanosecond()/1e6, ip, sw.status)
 		s.mu.Lock()
@@ -176,10 +173,7 @@ func XRate(r rate.Limit, burst int) func(http.Handler) http.Handler {
 	buckets := map[string]*rate.Limiter{}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			ip, _, err := net.SplitHostPort(req.RemoteAddr)
-			if err != nil {
-				ip = req.RemoteAddr
-			}
+			ip := clientIP(req)
 			mu.Lock()
 			b := buckets[ip]
 			if b == nil {
@@ -239,4 +233,14 @@ func (w *stripWriter) Write(b []byte) (int, error) {
 		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// clientIP is the request's client address without its port: what the
+// limiters key on and the access log records.
+func clientIP(r *http.Request) string {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return ip
 }

@@ -2,7 +2,6 @@ package peers
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -20,15 +19,6 @@ import (
 // keyed on the client address and used as its README shows: the held-out
 // targets of the real-limiter bench (peerbench.Holdouts), which the learner
 // is checked against but not tuned on.
-
-// clientIP is the request's client address without its port.
-func clientIP(r *http.Request) string {
-	ip, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return ip
-}
 
 type byClientIP struct{}
 
