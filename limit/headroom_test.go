@@ -122,3 +122,42 @@ func TestHeadroomCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestSlidingCounterReset: a sliding-window counter's reset at its window's
+// end frees nothing at once (the window just ended weighs in whole), so a
+// lane told nothing remains goes one interval at the declared rate after
+// the answer, not at a near reset. Waiting for the reset cost httprate's 10
+// per minute a request per lane per window: a gap of 10 s, not 6 s.
+func TestSlidingCounterReset(t *testing.T) {
+	l := newLimiter(t, limit.Config{}, 3)
+	srv := slidingCounter(10, time.Minute)
+	start := time.Unix(1000, 0)
+	now, last := start, map[string]time.Time{}
+	n429, ok, worst := 0, 0, time.Duration(0)
+	for now.Sub(start) < 300*time.Second {
+		tk, got, next := acquire(t, l, "h", limit.Want{}, now)
+		if !got {
+			now = next
+			continue
+		}
+		if o := srv(tk.Exit, now); o.Verdict == verdict.Throttled {
+			n429++
+			delete(last, tk.Exit) // its Retry-After is no pacing gap
+			l.Done(tk, o, now.Add(5*time.Millisecond))
+			continue
+		} else {
+			ok++
+			l.Done(tk, o, now.Add(5*time.Millisecond))
+		}
+		if p, seen := last[tk.Exit]; seen && p.Sub(start) > time.Minute {
+			worst = max(worst, now.Sub(p))
+		}
+		last[tk.Exit] = now
+	}
+	// Paced at 10 per minute less a sliding counter's headroom: 6.4 s
+	// apart; a wait for the reset left up to 10 s.
+	if worst > 7*time.Second || n429 > 1 {
+		h := hostOf(l.Snapshot(now), "h")
+		t.Errorf("after the first minute successes up to %v apart on one lane (want at most 7s), %d 429s in %d requests (want at most one); lanes at %v", worst, n429, n429+ok, h.LaneRate)
+	}
+}
