@@ -212,3 +212,34 @@ func buildExitgate(t *testing.T) string {
 	}
 	return bin
 }
+
+// TestRerunSameDir runs one short crawl twice into the same directory: the
+// second is measured from its own requests alone (the server once appended
+// to the first run's access log, and the figures counted both).
+func TestRerunSameDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real limiter twice for 5 s: skipped with -short")
+	}
+	for _, bin := range []string{"nginx", "tinyproxy"} {
+		peertest.Require(t, bin)
+	}
+	targets, err := SelectTargets([]string{"nginx-1r-s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := strategy.ByName(strategy.Exitgate)
+	addrs, err := ExitAddrs(DefaultFirstIP, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := RunConfig{Target: targets[0], Strategy: spec, Exits: 3, FirstIP: addrs[190], Duration: 5 * time.Second, Dir: t.TempDir()}
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := Run(ctx, cfg)
+		cancel()
+		peertest.Check(t, err)
+		if !res.Agree || res.Server.Requests > 3*8 {
+			t.Errorf("run %d: client and server agree = %v, %d requests in the server's log (3 exits at 1/s for 5 s: at most 24)", i+1, res.Agree, res.Server.Requests)
+		}
+	}
+}

@@ -209,6 +209,12 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		res.Mode = ModeCrawlBinary
 	}
 	wall := time.Now()
+	// The run's directory is this run's alone: a server appends to an
+	// access log it finds (a second run into the same --out measured both
+	// runs' requests together) and a crawl resumes a frontier it finds.
+	if err := os.RemoveAll(cfg.Dir); err != nil {
+		return res, err
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return res, err
 	}
