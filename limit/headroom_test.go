@@ -161,3 +161,47 @@ func TestSlidingCounterReset(t *testing.T) {
 		t.Errorf("after the first minute successes up to %v apart on one lane (want at most 7s), %d 429s in %d requests (want at most one); lanes at %v", worst, n429, n429+ok, h.LaneRate)
 	}
 }
+
+// TestFixedWindowWholeSeconds: express-rate-limit's fixed window opens with
+// a client's first request and tells its reset in whole seconds, and lanes
+// paced exactly at it answer at whole seconds from that request, where a
+// millisecond either way moves the rounded reset by a second. Read as a new
+// window with little remaining, that made the quota a sliding counter's and
+// the lanes fell to Settle under its rate; a declared window moves the
+// reset by at least half of itself.
+func TestFixedWindowWholeSeconds(t *testing.T) {
+	type win struct {
+		end  time.Time
+		hits float64
+	}
+	const n = 30
+	ws := map[string]*win{}
+	flip := 0
+	srv := func(exit string, now time.Time) limit.Outcome {
+		w := ws[exit]
+		if w == nil || !now.Before(w.end) {
+			w = &win{end: now.Add(time.Minute)}
+			ws[exit] = w
+		}
+		flip++
+		jitter := time.Duration(2*(flip%2)-1) * time.Millisecond // -1, +1 ms: each lane in turn
+		left := w.end.Sub(now) + jitter
+		o := limit.Outcome{Quota: n, Window: time.Minute, HasRemaining: true,
+			ResetIn: time.Duration(math.Ceil(left.Seconds())) * time.Second}
+		if w.hits >= n {
+			o.Verdict, o.RetryAfter = verdict.Throttled, o.ResetIn
+			return o
+		}
+		w.hits++
+		o.Remaining = n - w.hits
+		return o
+	}
+	l, now, n429, ok := runHeadroom(t, 3, srv, 5*time.Minute)
+	h := hostOf(l.Snapshot(now), "h")
+	if got := h.LaneRate.Hz(); got < 0.99*n/60 || n429 > 1 {
+		t.Errorf("lanes at %.3f/s of a fixed window's %.3f/s (want its rate exactly), %d 429s in %d requests; changes:", got, float64(n)/60, n429, n429+ok)
+		for _, ch := range h.Changes {
+			t.Logf("%v %s %s %s %g -> %g: %s", ch.At.Sub(time.Unix(1000, 0)), ch.Rule, ch.Lane, ch.What, ch.From, ch.To, ch.Why)
+		}
+	}
+}

@@ -277,7 +277,7 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 		return
 	}
 	reset := now + int64(o.ResetIn)
-	if d := reset - q.answered; q.answered != 0 && d >= int64(time.Second) {
+	if d := reset - q.answered; q.answered != 0 && d >= q.newWindowMove(o) {
 		// A new window began since the last answer.
 		if o.Window <= 0 && (q.step == 0 || d < q.step) {
 			q.step = d // keep the smallest move seen: a skipped window shows a multiple
@@ -297,6 +297,17 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 	q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
 	q.reset, q.seen = reset, now
 	q.spread(now)
+}
+
+// newWindowMove is how far the reset must move from one answer to the
+// next to tell that a new window began: a second (a window of a second
+// moves it by that), or half of a declared window. A reset told in whole
+// seconds moves by up to a second within one window as answers cross a
+// second, and by a few milliseconds more as answers take longer on the
+// way back: express's 30 per minute moved by 1.000 s with 2 remaining, was
+// read as a sliding counter's new window and lost its exact pace.
+func (q *quota) newWindowMove(o *Outcome) int64 {
+	return max(int64(time.Second), int64(o.Window)/2)
 }
 
 // declaredRate is the rate a declared quota q allows lanes: its rate, less
