@@ -11,10 +11,10 @@ type lane struct {
 	exit     string
 	idx      int32 // position in the host heap; -1 = not in it
 	inFlight int16
-	// rttMin is the lane's quickest answer lately, in units of 100 µs
-	// (saturating at 6.5 s): an answer slower than it may have reached
-	// the server late by the difference.
-	rttMin uint16
+	// rttMid is the lane's usual answer time lately (a running median),
+	// in units of 100 µs (saturating at 6.5 s): an answer much slower
+	// may have reached the server late by the difference.
+	rttMid uint16
 	key    int64 // heap key: earliest time this lane may go
 	tat    int64 // GCRA theoretical arrival time
 	cool   int64 // 429 cooldown until

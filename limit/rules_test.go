@@ -602,6 +602,22 @@ func TestFallBack(t *testing.T) {
 	}
 }
 
+// TestFallBackSettledEstimate: a settled host whose lanes all held a pace
+// falls back to a cut under it, not to an estimate from before that pace
+// was held (the first 429's reading, a fifth of it).
+func TestFallBackSettledEstimate(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	h.exp.phase = expSettled
+	h.cap.pass, h.cap.sent, h.cap.safe = 18, 18, 4
+	r.updateFollow(h, sec(0), "test", "")
+	x := h.cap.follow
+	r.fallBack(h, h.lanes["e"], x, sec(5), "test")
+	if want := followCut * x; !near(h.cap.safe, want) || h.lanes["f"].pace < r.settle*want*0.99 {
+		t.Errorf("estimate %v, followers at %v; want %v and Settle under it", h.cap.safe, h.lanes["f"].pace, want)
+	}
+}
+
 // TestFollowers: one follower pushed back alone gets its own budget; a
 // second one at the host's pace within sympathySpan makes everyone fall
 // back.
@@ -1425,5 +1441,33 @@ func TestQuotaTryFollowers(t *testing.T) {
 		if got := h.lanes["f"].pace; !near(got, want) {
 			t.Errorf("after %d successes of the try at %.3g/s: follower at %.4f, want %.4f", i+1, try, got, want)
 		}
+	}
+}
+
+// TestSpaceAfter: a lane's answers that take their usual time, a little
+// more or less, leave its pace alone; one far slower than usual may have
+// reached the server late, and holds the next request back by as much.
+// (Measured against the quickest answer, every answer a little slower
+// held the next back, and lanes at 20/s went 3% under their pace.)
+func TestSpaceAfter(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "a")
+	l := h.lanes["a"]
+	r.setPace(h, l, 19)
+	iv := interval(19)
+	at := sec(0)
+	for i := range 200 {
+		rtt := int64(5*time.Millisecond) + int64(i%5-2)*int64(200*time.Microsecond) // 4.6 to 5.4 ms
+		l.tat = at + iv
+		r.spaceAfter(l, ticketRec{l: l, at: at, laneIv: iv}, at+rtt)
+		if l.tat != at+iv {
+			t.Fatalf("answer %d in %v, usual 5 ms: next request held back by %v", i, time.Duration(rtt), time.Duration(l.tat-at-iv))
+		}
+		at += iv
+	}
+	l.tat = at + iv
+	r.spaceAfter(l, ticketRec{l: l, at: at, laneIv: iv}, at+int64(35*time.Millisecond))
+	if held := time.Duration(l.tat - at - iv); held < 29*time.Millisecond || held > 31*time.Millisecond {
+		t.Errorf("an answer in 35 ms, usual 5 ms: next request held back by %v, want 30 ms", held)
 	}
 }
