@@ -165,7 +165,12 @@ type explorer struct {
 	// quiet host.
 	quietAt int64
 	okSince int32
-	fails   uint8 // failed re-probes in a row
+	// A burst is 429s each within burstGap of the last: it began at
+	// burstAt after the host had been quiet for quietFor; repeat: a lane
+	// was pushed back twice in it.
+	burstAt, quietFor int64
+	repeat            bool
+	fails             uint8 // failed re-probes in a row
 	// A re-probe climbs from the settled pace base and keeps the settled
 	// knowledge to give back if its first step is pushed back.
 	reprobe                             bool
@@ -1072,6 +1077,12 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 		h.sameFall(r, x, now)
 		return
 	}
+	if h.hiccup() {
+		h.note(r, now, "follow", l.exit, "ceiling", c.hi, c.hi, fmt.Sprintf(
+			"%s after %.0fs without a 429, each once: a hiccup of the server or the path, not the limit; the pace holds", why, secs(e.quietFor)))
+		h.sameFall(r, x, now)
+		return
+	}
 	if e.phase == expSettled && e.jittered == 0 && !c.careful && c.extra < 1 && now-e.settledAt <= sympathySpan &&
 		!e.roundHeld && r.atRoundLimit(h) == "" {
 		// Pushed back at the pace the host settled at a moment ago, where
@@ -1105,7 +1116,12 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 		h.note(r, now, "follow", l.exit, "burst", c.extra, 1, "what passed was a burst")
 		c.extra = 1
 	}
-	if c.safe == 0 || atLeast(c.safe, x) {
+	if c.safe == 0 || atLeast(c.safe, x) || e.phase == expSettled && c.safe < followCut*x {
+		// The estimate the search starts from: a cut under the pace that
+		// fell, unless one between is known. On a settled host one
+		// further under it is older than the pace every lane held since
+		// (the first 429's reading of 4/s, after 18/s was held: the
+		// search started from 4/s and took a minute back).
 		c.safe = followCut * x
 	}
 	if c.lo > 0 && atLeast(c.lo, x) {
@@ -1240,5 +1256,22 @@ func (h *host) challenger(l *lane, now int64) *lane {
 // hostPushedBack counts a 429 on any lane of the host for the re-probe's
 // quiet.
 func (h *host) hostPushedBack(now int64) {
+	if e := &h.exp; now-e.quietAt > burstGap {
+		e.burstAt, e.quietFor, e.repeat = now, now-e.quietAt, false
+	}
 	h.exp.quietAt, h.exp.okSince = now, 0
+}
+
+// hiccup reports whether a fall on the settled host h is a hiccup: the
+// first 429s after a long quiet, one per lane, are a server or a path
+// stalling a moment (a pause of the server's runtime, a proxy slow to
+// forward) and then passing on requests back to back, not the limit
+// moving: x/time/rate's 20/s with a burst of one, paced at 15.5/s (65 ms
+// apart), drew five 429s within 25 ms after minutes without one, on
+// requests that reached it 6 to 44 ms after the last; read as the limit
+// falling, the host fell to 4/s. A limit that did move pushes a lane back
+// again as soon as it goes on at the same pace: a fall then.
+func (h *host) hiccup() bool {
+	e := &h.exp
+	return e.phase == expSettled && e.quietFor >= hiccupQuiet && !e.repeat
 }

@@ -139,6 +139,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// and crawled at 15/min for the half hour scope takes to revert. The
 	// ramp reads such a 429 its own way (firstEstimate).
 	spent := l.c.ok == 0 && l.c.thr == 1 && h.exp.phase != expRamp && !echo
+	if now-h.exp.quietAt <= burstGap && l.epAt >= h.exp.burstAt {
+		h.exp.repeat = true // pushed back twice in one burst of the host's
+	}
 	l.epAt = now
 	r.room429(h, l, now)
 	if h.cap.exact && !spent {

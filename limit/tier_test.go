@@ -91,6 +91,7 @@ func TestSettledExplorerOutlier(t *testing.T) {
 	}
 	r, h = setup()
 	f = h.cap.follow
+	h.exp.quietAt = sec(5) // a 429 five seconds before: no hiccup after a long quiet
 	for i, n := range []string{"a", "b", "c"} {
 		h.addEvidence(r, evEntry{exit: n, at: sec(9 + float64(i)/10), pace: f})
 	}
@@ -160,5 +161,49 @@ func TestSpentBudget(t *testing.T) {
 	throttle(e, sec(3), false) // not its first request since: no echo either
 	if h.exp.phase == expSettled && h.cap.follow == follow {
 		t.Error("a second 429 before any success read nothing: want the settled pace questioned")
+	}
+}
+
+// TestHiccup: a settled host long without a 429 that draws a burst of them,
+// one per lane, had a hiccup (a server's pause, a proxy slow to forward):
+// the pace holds and no lane takes a budget of its own. A lane pushed back
+// twice in the burst, or a burst soon after another, is the limit moving:
+// the host falls back.
+func TestHiccup(t *testing.T) {
+	burst := func(r *rules, h *host, at float64, lanes ...string) {
+		f := h.cap.follow
+		for i, n := range lanes {
+			l := h.lanes[n]
+			l.hot = true
+			t0 := at + float64(i)*0.005
+			r.throttled(h, l, ticketRec{l: l, at: sec(t0), laneIv: interval(f)}, &Outcome{}, sec(t0), sec(t0+0.005), 0.5)
+		}
+	}
+	r, h := settledHost(t, "e", "a", "b", "c", "d")
+	h.exp.quietAt = sec(0)
+	f := h.cap.follow
+	burst(r, h, 60, "a", "b", "c", "e")
+	if h.exp.phase != expSettled || h.cap.follow != f {
+		t.Fatalf("one 429 on each of four lanes after 60 s quiet: phase %s follow %v; want settled at %v", phaseNames[h.exp.phase], h.cap.follow, f)
+	}
+	for _, n := range []string{"a", "b", "c", "e"} {
+		if own := h.lanes[n].own(); own != 0 {
+			t.Errorf("lane %s took its own ceiling %v in a hiccup, want none", n, own)
+		}
+	}
+	// The same burst goes on: lane a pushed back again. The limit moved.
+	burst(r, h, 61, "a")
+	if h.exp.phase == expSettled || h.cap.follow >= f {
+		t.Errorf("lane a pushed back twice in one burst: phase %s follow %v; want the host to fall back under %v", phaseNames[h.exp.phase], h.cap.follow, f)
+	}
+
+	// A second burst 5 s after the first: no quiet before it, a fall.
+	r, h = settledHost(t, "e", "a", "b", "c", "d")
+	h.exp.quietAt = sec(0)
+	f = h.cap.follow
+	burst(r, h, 60, "a", "b")
+	burst(r, h, 66, "c", "d")
+	if h.exp.phase == expSettled || h.cap.follow >= f {
+		t.Errorf("a second burst 6 s after the first: phase %s follow %v; want the host to fall back under %v", phaseNames[h.exp.phase], h.cap.follow, f)
 	}
 }

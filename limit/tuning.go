@@ -89,6 +89,15 @@ const ownRetry = int64(5 * time.Minute)
 // back at the pace the host proved: the limit moved down.
 const followCut = 0.7
 
+// burstGap: 429s each within it of the last are one burst (a hiccup's
+// came over 2.3 s, up to 1.2 s apart).
+const burstGap = int64(3 * time.Second)
+
+// hiccupQuiet is how long a settled host must have gone without a 429 for
+// a burst of them, one per lane, to be read as a hiccup, not the limit
+// moving: the span in which two lanes pushed back are the limit moving.
+const hiccupQuiet = sympathySpan
+
 // sympathySpan: two lanes pushed back at the followers' pace within it are
 // the host's limit moving, not one IP's noise. It equals the scope span by
 // default but is its own constant: it answers a different question.
