@@ -99,20 +99,27 @@
 // what the explorer counted between its 429s: a lower bound whatever the
 // burst), and the search goes on carefully; except the first such fall a
 // moment after the host settled, with no burst ever seen, which is the
-// path's jitter: one more Settle margin, still settled. One follower pushed back alone
+// path's jitter: one more Settle margin, still settled; and the first 429s
+// after 10 s or more without one, one per lane, which are a hiccup (a
+// server or proxy stalling a moment, then passing requests on back to
+// back): the pace holds. A settled host that falls starts its search a cut
+// under the pace it held. One follower pushed back alone
 // has a smaller budget of its own (a reputation tier): it searches its own
 // while the others go on (follow.go). A lane whose pace drops is held back
 // by what it sent ahead of the new pace since its last 429, so a slowdown
 // never draws the 429 it is meant to avoid; and a lane whose answer came
-// later than its quickest lately goes no sooner than one interval after the
-// request may have reached the server (a limiter that times arrivals with no
-// burst rejects the next one sent on schedule).
+// later than its usual (a running median) by more than its pace's slop goes
+// no sooner than one interval after the request may have reached the server
+// (a limiter that times arrivals with no burst rejects the next one sent on
+// schedule).
 //
 // Declared quotas (RateLimit-Policy, X-RateLimit-Limit with a window, or
 // with the window inferred from how the resets move) set every lane's pace
 // at Settle under the declared rate, less half a request per window on a
 // sliding-window counter, or exactly at it on a window seen to be fixed;
-// what remains is a hard stop, never a pace (quota.go). An inferred window is the first usual one (10 s, a minute...)
+// what remains is a hard stop, never a pace (quota.go); on a sliding counter
+// or a moving window that stop ends one interval at the declared rate after
+// the answer, not at a reset that frees nothing at once. An inferred window is the first usual one (10 s, a minute...)
 // at least as long as the longest reset seen, and at most the smallest move
 // of a reset. Where the sliding counter's headroom is large (a limit of 4 or
 // fewer), one lane goes without it for ten windows first: pushed back, it
