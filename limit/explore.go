@@ -166,9 +166,10 @@ type explorer struct {
 	quietAt int64
 	okSince int32
 	// A burst is 429s each within burstGap of the last: it began at
-	// burstAt after the host had been quiet for quietFor; repeat: a lane
-	// was pushed back twice in it.
+	// burstAt after the host had been quiet for quietFor, with okBefore
+	// successes in that quiet; repeat: a lane was pushed back twice in it.
 	burstAt, quietFor int64
+	okBefore          int32
 	repeat            bool
 	fails             uint8 // failed re-probes in a row
 	// A re-probe climbs from the settled pace base and keeps the settled
@@ -1053,6 +1054,7 @@ var commonWindows = [...]time.Duration{time.Hour, time.Minute, 10 * time.Second}
 func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
 	r.setPhase(h, l, expSettled, now, why)
 	h.exp.quietAt, h.exp.okSince, h.exp.settledAt, h.exp.jittered = now, 0, now, 0
+	h.exp.quietFor, h.exp.okBefore = 0, 0 // a burst after settling is the jitter rule's, not a hiccup
 	r.updateFollow(h, now, "bisect", "settled")
 	r.setExplorerPace(h, l, h.cap.follow, now, "bisect", "settled: the explorer paces with the others")
 }
@@ -1077,9 +1079,9 @@ func (r *rules) fallBack(h *host, l *lane, x float64, now int64, why string) {
 		h.sameFall(r, x, now)
 		return
 	}
-	if h.hiccup() {
-		h.note(r, now, "follow", l.exit, "ceiling", c.hi, c.hi, fmt.Sprintf(
-			"%s after %.0fs without a 429, each once: a hiccup of the server or the path, not the limit; the pace holds", why, secs(e.quietFor)))
+	if h.hiccup(now) {
+		h.note(r, now, "follow", l.exit, "quiet", 0, secs(e.quietFor), fmt.Sprintf(
+			"%s after %.0fs and %d successes without a 429, each once: a hiccup of the server or the path, not the limit; the pace holds", why, secs(e.quietFor), e.okBefore))
 		h.sameFall(r, x, now)
 		return
 	}
@@ -1146,6 +1148,12 @@ func (h *host) sameFall(r *rules, x float64, now int64) {
 		if xo := o.x; xo != nil && xo.own > 0 && now-xo.ownAt <= sympathySpan && atLeast(xo.own, x) {
 			h.note(r, now, "follow", o.exit, "ceiling", xo.own, 0, "pushed back with the others: the host's limit, not its own budget")
 			xo.own, xo.tpass = 0, 0
+			if o.exit != h.exp.exit || !h.exploring() {
+				// Back to the host's pace: the own budget had cut it, and a
+				// follow that does not change sets no pace (a hiccup's
+				// lanes stayed at 70% of it for good).
+				r.setPace(h, o, h.followPace(r))
+			}
 		}
 	}
 }
@@ -1257,7 +1265,7 @@ func (h *host) challenger(l *lane, now int64) *lane {
 // quiet.
 func (h *host) hostPushedBack(now int64) {
 	if e := &h.exp; now-e.quietAt > burstGap {
-		e.burstAt, e.quietFor, e.repeat = now, now-e.quietAt, false
+		e.burstAt, e.quietFor, e.okBefore, e.repeat = now, now-e.quietAt, e.okSince, false
 	}
 	h.exp.quietAt, h.exp.okSince = now, 0
 }
@@ -1270,8 +1278,14 @@ func (h *host) hostPushedBack(now int64) {
 // apart), drew five 429s within 25 ms after minutes without one, on
 // requests that reached it 6 to 44 ms after the last; read as the limit
 // falling, the host fell to 4/s. A limit that did move pushes a lane back
-// again as soon as it goes on at the same pace: a fall then.
-func (h *host) hiccup() bool {
+// again as soon as it goes on at the same pace: a fall then. So does a
+// quiet with few successes in it: a lane resting a long Retry-After
+// between 429s is no quiet (without hiccupOK successes per lane in it, a
+// limit that fell under a pace held with Retry-After: 25 read as a hiccup
+// every half minute). The burst must be this host's own and going on now
+// (another worker's evidence is no burst here).
+func (h *host) hiccup(now int64) bool {
 	e := &h.exp
-	return e.phase == expSettled && e.quietFor >= hiccupQuiet && !e.repeat
+	return e.phase == expSettled && e.quietFor >= hiccupQuiet && !e.repeat &&
+		now-e.quietAt <= burstGap && int(e.okBefore) >= hiccupOK*len(h.lanes)
 }

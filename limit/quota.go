@@ -277,7 +277,7 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 		return
 	}
 	reset := now + int64(o.ResetIn)
-	if d := reset - q.answered; q.answered != 0 && d >= q.newWindowMove(o) {
+	if d := reset - q.answered; q.answered != 0 && d >= q.newWindowMove() {
 		// A new window began since the last answer.
 		if o.Window <= 0 && (q.step == 0 || d < q.step) {
 			q.step = d // keep the smallest move seen: a skipped window shows a multiple
@@ -306,8 +306,8 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 // second, and by a few milliseconds more as answers take longer on the
 // way back: express's 30 per minute moved by 1.000 s with 2 remaining, was
 // read as a sliding counter's new window and lost its exact pace.
-func (q *quota) newWindowMove(o *Outcome) int64 {
-	return max(int64(time.Second), int64(o.Window)/2)
+func (q *quota) newWindowMove() int64 {
+	return max(int64(time.Second), q.window/2)
 }
 
 // declaredRate is the rate a declared quota q allows lanes: its rate, less

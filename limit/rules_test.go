@@ -1470,4 +1470,19 @@ func TestSpaceAfter(t *testing.T) {
 	if held := time.Duration(l.tat - at - iv); held < 29*time.Millisecond || held > 31*time.Millisecond {
 		t.Errorf("an answer in 35 ms, usual 5 ms: next request held back by %v, want 30 ms", held)
 	}
+	// One answer of 2 s moves the usual up a sixteenth of the way (a
+	// server that delays on purpose must be followed there);
+	// 80 answers on it is back, and one 30 ms late is held back again.
+	at += iv
+	r.spaceAfter(l, ticketRec{l: l, at: at, laneIv: iv}, at+int64(2*time.Second))
+	for range 80 {
+		at += iv
+		r.spaceAfter(l, ticketRec{l: l, at: at, laneIv: iv}, at+int64(5*time.Millisecond))
+	}
+	at += iv
+	l.tat = at + iv
+	r.spaceAfter(l, ticketRec{l: l, at: at, laneIv: iv}, at+int64(35*time.Millisecond))
+	if held := time.Duration(l.tat - at - iv); held < 25*time.Millisecond {
+		t.Errorf("an answer in 35 ms 80 answers after one of 2 s: next request held back by %v, want about 30 ms", held)
+	}
 }

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -179,17 +180,21 @@ func TestHiccup(t *testing.T) {
 			r.throttled(h, l, ticketRec{l: l, at: sec(t0), laneIv: interval(f)}, &Outcome{}, sec(t0), sec(t0+0.005), 0.5)
 		}
 	}
+	quiet := func(h *host, ok int32) { h.exp.quietAt, h.exp.okSince = sec(0), ok }
 	r, h := settledHost(t, "e", "a", "b", "c", "d")
-	h.exp.quietAt = sec(0)
+	quiet(h, 1000)
 	f := h.cap.follow
 	burst(r, h, 60, "a", "b", "c", "e")
 	if h.exp.phase != expSettled || h.cap.follow != f {
 		t.Fatalf("one 429 on each of four lanes after 60 s quiet: phase %s follow %v; want settled at %v", phaseNames[h.exp.phase], h.cap.follow, f)
 	}
 	for _, n := range []string{"a", "b", "c", "e"} {
-		if own := h.lanes[n].own(); own != 0 {
-			t.Errorf("lane %s took its own ceiling %v in a hiccup, want none", n, own)
+		if l := h.lanes[n]; l.own() != 0 || n != h.exp.exit && l.pace != f {
+			t.Errorf("lane %s after a hiccup: own ceiling %v, pace %v; want none, and the host's %v", n, l.own(), l.pace, f)
 		}
+	}
+	if !slices.ContainsFunc(h.log.recent(), func(c Change) bool { return c.What == "quiet" }) {
+		t.Error("no change record says the burst was read as a hiccup")
 	}
 	// The same burst goes on: lane a pushed back again. The limit moved.
 	burst(r, h, 61, "a")
@@ -199,11 +204,35 @@ func TestHiccup(t *testing.T) {
 
 	// A second burst 5 s after the first: no quiet before it, a fall.
 	r, h = settledHost(t, "e", "a", "b", "c", "d")
-	h.exp.quietAt = sec(0)
+	quiet(h, 1000)
 	f = h.cap.follow
 	burst(r, h, 60, "a", "b")
 	burst(r, h, 66, "c", "d")
 	if h.exp.phase == expSettled || h.cap.follow >= f {
 		t.Errorf("a second burst 6 s after the first: phase %s follow %v; want the host to fall back under %v", phaseNames[h.exp.phase], h.cap.follow, f)
+	}
+
+	// 30 s between bursts, but lanes resting a long Retry-After between
+	// them: few successes, no quiet. A limit that fell, read every half
+	// minute as a hiccup, would never fall.
+	r, h = settledHost(t, "e", "a", "b", "c", "d")
+	quiet(h, 5*5)
+	f = h.cap.follow
+	burst(r, h, 30, "a", "b", "c")
+	if h.exp.phase == expSettled || h.cap.follow >= f {
+		t.Errorf("a burst after 30 s with 5 successes per lane: phase %s follow %v; want the host to fall back under %v", phaseNames[h.exp.phase], h.cap.follow, f)
+	}
+
+	// A burst a moment after the host settled is the jitter rule's, however
+	// long the search was quiet before.
+	r, h = settledHost(t, "e", "a", "b", "c", "d")
+	quiet(h, 1000)
+	h.lanes["e"].hot = true
+	r.throttled(h, h.lanes["e"], ticketRec{l: h.lanes["e"], at: sec(30), laneIv: interval(f)}, &Outcome{}, sec(30), sec(30), 0.5) // a first 429 after 30 s
+	r.settleHere(h, h.lanes["e"], sec(31), "test")
+	h.exp.okSince = 1000
+	burst(r, h, 31.5, "a", "b")
+	if h.exp.jittered == 0 {
+		t.Errorf("followers pushed back 0.5 s after settling: not read as the path's jitter (phase %s)", phaseNames[h.exp.phase])
 	}
 }

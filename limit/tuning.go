@@ -98,6 +98,9 @@ const burstGap = int64(3 * time.Second)
 // moving: the span in which two lanes pushed back are the limit moving.
 const hiccupQuiet = sympathySpan
 
+// hiccupOK is how many successes per lane that quiet must hold.
+const hiccupOK = 20
+
 // sympathySpan: two lanes pushed back at the followers' pace within it are
 // the host's limit moving, not one IP's noise. It equals the scope span by
 // default but is its own constant: it answers a different question.
