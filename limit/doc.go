@@ -100,7 +100,8 @@
 // burst), and the search goes on carefully; except the first such fall a
 // moment after the host settled, with no burst ever seen, which is the
 // path's jitter: one more Settle margin, still settled; and the first 429s
-// after 10 s or more without one, one per lane, which are a hiccup (a
+// after 10 s or more without one (20 successes per lane in it), one per
+// lane, which are a hiccup (a
 // server or proxy stalling a moment, then passing requests on back to
 // back): the pace holds. A settled host that falls starts its search a cut
 // under the pace it held. One follower pushed back alone
