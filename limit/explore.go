@@ -309,8 +309,13 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 			// its pace: a window of that quota longer than the try's
 			// would have pushed it back there (one of haproxy's
 			// two-period estimates may still, a window or two on). The
-			// followers go half way to it meanwhile, not all the way.
-			f = math.Sqrt(f * e.pace)
+			// followers go half way to it meanwhile, not all the way;
+			// past twice its quota, all the way.
+			if e.run.n > 2*e.n1 {
+				f = e.pace
+			} else {
+				f = math.Sqrt(f * e.pace)
+			}
 		}
 		if c.hi > 0 {
 			f = min(f, r.settle*c.hi)
@@ -382,7 +387,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		}
 		return
 	}
-	if e.qtry && e.run.n == e.n1+1 && saturated {
+	if e.qtry && (e.run.n == e.n1+1 || e.run.n == 2*e.n1+1) && saturated {
 		r.updateFollow(h, now, "bisect", fmt.Sprintf("the quota's try passed %d at %.3g/s", e.run.n, l.pace))
 	}
 	span := h.proofSpan(l.pace)
