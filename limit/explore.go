@@ -363,6 +363,14 @@ func (h *host) proofSpan(pace float64) int64 {
 	if h.cap.careful || h.exp.phase == expSettled {
 		return max(h.cap.span, min(carefulIntervals*interval(pace), maxSpan))
 	}
+	if h.exp.reprobe {
+		// A re-probe's first step: the lanes went just under the rate
+		// for a minute, and a bucket refilled its burst meanwhile, which
+		// carries a quick run a quarter above the rate (x/time/rate's
+		// 10/s with a burst of 10 passed 12.4/s for 2 s, and the search
+		// doubled from there). The step runs until such a burst is spent.
+		return max(reprobeSpan, quickIntervals*interval(pace))
+	}
 	return max(rampSpan, quickIntervals*interval(pace))
 }
 

@@ -1490,3 +1490,41 @@ func TestSpaceAfter(t *testing.T) {
 		t.Errorf("an answer in 35 ms 80 answers after one of 2 s: next request held back by %v, want about 30 ms", held)
 	}
 }
+
+// TestReprobeSpan: a re-probe's first step passes only after reprobeSpan:
+// a bucket refills its burst while the lanes go just under its rate, and
+// that burst carries a quick run a quarter above it (x/time/rate's 10/s
+// with a burst of 10 passed 12.4/s for 2 s, the search doubled, and drew
+// ten 429s on the way back down).
+func TestReprobeSpan(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.exit, h.exp.phase = "e", expSettled
+	h.cap.pass, h.cap.sent = 10, 10
+	h.cap.ceil(10.2, sec(0))
+	r.updateFollow(h, sec(0), "test", "")
+	h.exp.okSince = reprobeQuiet
+	h.c.OK = 10000
+	r.reprobeDue(h, e, sec(120))
+	if !h.exp.reprobe {
+		t.Fatal("no re-probe after a quiet minute")
+	}
+	e = h.lanes[h.exp.exit] // another lane may probe
+	iv := 1 / e.pace
+	at := 120.0
+	for at < 120+secs(reprobeSpan)-1 {
+		at += iv
+		r.exploreOK(h, e, sec(at), sec(at))
+		if !h.exp.reprobe {
+			t.Fatalf("the re-probe's first step passed after %.1fs, want %v", at-120, time.Duration(reprobeSpan))
+		}
+	}
+	for at < 120+secs(reprobeSpan)+2 {
+		at += iv
+		r.exploreOK(h, e, sec(at), sec(at))
+	}
+	if h.exp.reprobe {
+		t.Errorf("the re-probe's first step had not passed after %.1fs", at-120)
+	}
+}

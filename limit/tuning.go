@@ -98,6 +98,10 @@ const burstGap = int64(3 * time.Second)
 // moving: the span in which two lanes pushed back are the limit moving.
 const hiccupQuiet = sympathySpan
 
+// reprobeSpan is how long a re-probe's first step runs before it passes: a
+// burst of 10 at 10/s refilled, spent at a quarter above the rate, lasts 4 s.
+const reprobeSpan = int64(8 * time.Second)
+
 // hiccupOK is how many successes per lane that quiet must hold.
 const hiccupOK = 20
 
