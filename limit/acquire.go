@@ -278,19 +278,15 @@ func (r *rules) spaceAfter(l *lane, rec ticketRec, answered int64) {
 	// slow answer (2 s among 5 ms) leaves answers 30 ms late held back by
 	// less than that for about 75 answers while the usual comes back down.
 	d := rtt - m
-	step := max(abs64(d)/16, 1)
-	l.rttMid = uint16(min(max(m+int64(cmp.Compare(d, 0))*step, 1), math.MaxUint16))
+	step := d / 16
+	if step == 0 {
+		step = int64(cmp.Compare(d, 0))
+	}
+	l.rttMid = uint16(min(max(m+step, 1), math.MaxUint16))
 	if late := d * unit; rec.laneIv > 0 && late > slop(rec.laneIv, 1-r.settle) {
 		// One interval, at the lane's pace now if it rose since the
 		// request was taken: the ramp's doubling must not be held to the
 		// slower one. (A pace that fell has moved tat on already.)
 		l.tat = max(l.tat, rec.at+late+min(rec.laneIv, interval(l.pace)))
 	}
-}
-
-func abs64(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

@@ -98,12 +98,12 @@ const burstGap = int64(3 * time.Second)
 // moving: the span in which two lanes pushed back are the limit moving.
 const hiccupQuiet = sympathySpan
 
+// hiccupOK is how many successes per lane that quiet must hold.
+const hiccupOK = 20
+
 // reprobeSpan is how long a re-probe's first step runs before it passes: a
 // burst of 10 at 10/s refilled, spent at a quarter above the rate, lasts 4 s.
 const reprobeSpan = int64(8 * time.Second)
-
-// hiccupOK is how many successes per lane that quiet must hold.
-const hiccupOK = 20
 
 // sympathySpan: two lanes pushed back at the followers' pace within it are
 // the host's limit moving, not one IP's noise. It equals the scope span by
