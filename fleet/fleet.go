@@ -8,9 +8,11 @@
 // rendezvous.Share), so shares are even and a join or a death moves few exits. A
 // worker takes an exit only once its previous owner let go: the owner
 // drops a moving exit from its limiter at once, keeps its lease for
-// Config.Handover (so that the new owner does not send right after the
-// old one did, on a lane paced at one request a second), saves what its
-// limiter learned and releases it; a dead owner's exit lease expires
+// Config.Handover (requests it let go just before may still be on their
+// way through the proxy), saves what its limiter learned and releases it;
+// the new owner's lanes on it send first one interval at their pace after
+// they got it (limit.Exit.Since), so the server sees the lane's pace
+// across the move. A dead owner's exit lease expires
 // within one TTL. What the limiters learned (limit.Learned, per host, and
 // the lanes with a budget of their own) is kept in Redis and restored by
 // the new owner.
@@ -40,6 +42,11 @@ import (
 	"github.com/exitgate/exitgate/rendezvous"
 )
 
+// DefaultHandover is Config.Handover's default. A worker that gains an exit
+// knows that its previous owner sent nothing through it for at least this
+// long before letting go (a dead owner's lease outlives it by more).
+const DefaultHandover = 500 * time.Millisecond
+
 // Config configures a worker's membership.
 type Config struct {
 	// Crawl names the crawl. Required, no braces.
@@ -52,7 +59,11 @@ type Config struct {
 	// dead and its exits move. Default 6s; heartbeats every TTL/3.
 	TTL time.Duration
 	// Handover is how long an exit that moves away stays unused before its
-	// new owner may take it. Default 2s.
+	// new owner may take it: the old owner's last requests reach the
+	// server meanwhile (the new owner's lanes add their own interval on
+	// top, limit.Exit.Since). Default 500ms. Every exit moved idles this
+	// long: at 2 s, eight workers joining a second apart over 20 exits
+	// cost about a tenth of the pool's first minute.
 	Handover time.Duration
 	// OnExits is called with the exits this worker owns whenever the set
 	// changes (and once by Join), and how many workers the fleet had then
@@ -88,6 +99,10 @@ type Fleet struct {
 // Join registers this worker, takes its share of the exits and calls
 // OnExits. Run keeps the membership alive.
 func Join(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*Fleet, error) {
+	return join(ctx, rdb, cfg, time.Now())
+}
+
+func join(ctx context.Context, rdb goredis.UniversalClient, cfg Config, now time.Time) (*Fleet, error) {
 	if cfg.Crawl == "" || strings.ContainsAny(cfg.Crawl, "{}") {
 		return nil, errors.New("fleet: crawl name: want a non-empty name without braces")
 	}
@@ -95,7 +110,7 @@ func Join(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*Fleet,
 		cfg.TTL = 6 * time.Second
 	}
 	if cfg.Handover <= 0 {
-		cfg.Handover = 2 * time.Second
+		cfg.Handover = DefaultHandover
 	}
 	if cfg.ID == "" {
 		host, _ := os.Hostname()
@@ -107,7 +122,7 @@ func Join(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*Fleet,
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
-	if err := f.Beat(ctx, time.Now()); err != nil {
+	if err := f.Beat(ctx, now); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -129,11 +144,18 @@ func keys(crawl string) []string {
 
 // beatScript: ARGV = me, now ms, ttl ms. Renews me and drops the dead
 // (their exit leases run out on their own). Returns the live workers, the
-// longest present first.
+// longest present first. A worker's first heartbeat ranks it after every
+// worker already there, even within the same millisecond: ties would rank
+// by name, and the lead (Leads) would go to a later worker named before
+// the first (8 workers started at once: w1 took the lead w6 had begun).
 var beatScript = goredis.NewScript(`
 local now = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
-redis.call('ZADD', KEYS[6], 'NX', now, ARGV[1])
+if not redis.call('ZSCORE', KEYS[6], ARGV[1]) then
+  local at, last = now, redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
+  if last[2] and tonumber(last[2]) >= at then at = tonumber(last[2]) + 1 end
+  redis.call('ZADD', KEYS[6], at, ARGV[1])
+end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, w in ipairs(dead) do redis.call('HDEL', KEYS[5], w) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)

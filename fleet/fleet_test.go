@@ -151,6 +151,33 @@ func TestLeaderStays(t *testing.T) {
 	}
 }
 
+// TestLeaderSameMillisecond: workers that join within one millisecond rank
+// in the order they joined, not by name: the first keeps the lead.
+func TestLeaderSameMillisecond(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	all := exits(8)
+	now := time.Now()
+	var fs []*Fleet
+	for _, id := range []string{"w6", "w1", "w0"} {
+		f, err := join(ctx, rdb, Config{Crawl: "tie", ID: id, Exits: all, TTL: time.Minute, Handover: time.Millisecond}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	for _, f := range fs {
+		if err := f.Beat(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range fs {
+		if got, want := f.Leads("a.example"), f.ID() == "w6"; got != want {
+			t.Errorf("%s leads: %v, want %v (w6 joined first, in the same millisecond as the others)", f.ID(), got, want)
+		}
+	}
+}
+
 // TestMoreWorkersThanExits: the extra workers own nothing and stand by.
 func TestMoreWorkersThanExits(t *testing.T) {
 	rdb := redisClient(t)

@@ -24,11 +24,12 @@ type Exit struct {
 	ID          string // unique key; the resolved exit IP when known
 	Rate        Rate   // provider rate limit across hosts; zero = none
 	Concurrency int    // provider in-flight cap across hosts; 0 = none
-	// Since is when this Limiter got the exit from another that was using
-	// it (a fleet's handover); zero: its own from the start. Servers still
-	// count what the other sent through it: for a while (movedFor) a lane
-	// on it goes first one interval at its pace after Since, and its first
-	// 429 is no evidence that the server limits site-wide.
+	// Since is, for an exit this Limiter got from another that was using
+	// it (a fleet's handover), when the other last sent through it at the
+	// latest; zero: its own from the start. Servers still count what the
+	// other sent: for a while (movedFor) a lane on it goes first one
+	// interval at its pace after Since, and its first 429 is no evidence
+	// that the server limits site-wide.
 	Since time.Time
 }
 

@@ -97,8 +97,8 @@ type distributed struct {
 	leaseTTL time.Duration
 	all      atomic.Pointer[[]limit.Exit] // what the ExitSet would give the limiter
 	owned    atomic.Pointer[[]string]     // the fleet's share of it
-	// since is when each owned exit came from another worker (limit's
-	// Exit.Since): servers still count what that worker sent through it.
+	// since is when each owned exit's previous owner last sent through
+	// it, at the latest (limit's Exit.Since): servers still count it.
 	sinceMu sync.Mutex
 	since   map[string]time.Time
 	seen    bool // the fleet has told this worker its share once
@@ -166,9 +166,12 @@ func (d *distributed) apply() {
 	d.lim.SetExits(mine)
 }
 
-// gained records when the exits of owned that this worker did not own
-// before came to it: all of them but a lone first worker's, which nobody
-// used before it.
+// gained records, for the exits of owned that this worker did not own
+// before, when their previous owner last sent through them at the latest:
+// a handover before now (it stopped a handover before letting go). All of
+// them but a lone first worker's, which nobody used before it. A lane on
+// such an exit sends first an interval after that: at 2/s, when the handover
+// has already kept it idle that long, at once.
 func (d *distributed) gained(owned []string, workers int, now time.Time) {
 	d.sinceMu.Lock()
 	defer d.sinceMu.Unlock()
@@ -185,7 +188,7 @@ func (d *distributed) gained(owned []string, workers int, now time.Time) {
 		if first && workers <= 1 {
 			continue
 		}
-		d.since[id] = now
+		d.since[id] = now.Add(-fleet.DefaultHandover)
 	}
 	for id := range d.since {
 		if !slices.Contains(owned, id) {

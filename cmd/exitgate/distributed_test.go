@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -425,6 +426,9 @@ func keepFleetLogs(t *testing.T, dir string, workers int, fr *fleetRun, log []pe
 // processes (each its own limiter over the whole pool), and 1 worker. It
 // reports utilization (successes over what nginx allowed the pool) and the
 // 429 ratio from nginx's log (EXITGATE_FLEET_DURATION=60s for longer runs).
+// With EXITGATE_FLEET_LOGS=DIR the fleets' workers log at debug level and
+// their outputs and nginx's log are kept in DIR, as TestFleetSlowLimit's;
+// EXITGATE_FLEET_MODES=fleet-8,fleet-1 runs only the modes named.
 // Not part of the suite (two minutes):
 //
 //	EXITGATE_FLEET_BENCH=1 go test -run FleetVersusPerWorker -v ./cmd/exitgate
@@ -437,11 +441,15 @@ func TestFleetVersusPerWorker(t *testing.T) {
 	if v, err := time.ParseDuration(os.Getenv("EXITGATE_FLEET_DURATION")); err == nil && v > 0 {
 		dur = v // a longer run: the first seconds' handovers weigh less
 	}
+	logs := os.Getenv("EXITGATE_FLEET_LOGS")
 	for _, mode := range []struct {
 		name    string
 		workers int
 		redis   bool
 	}{{"fleet-8", 8, true}, {"per-worker-8", 8, false}, {"fleet-1", 1, true}} {
+		if only := os.Getenv("EXITGATE_FLEET_MODES"); only != "" && !slices.Contains(strings.Split(only, ","), mode.name) {
+			continue
+		}
 		r := peertest.StartRedis(t)
 		fr := newFleetRun(t, r.URL(), exits, 20000, 111)
 		start := time.Now()
@@ -460,14 +468,21 @@ func TestFleetVersusPerWorker(t *testing.T) {
 				fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &lockedBuffer{}), append(fr.done, done)
 				continue
 			}
+			if logs != "" {
+				extra = append(extra, "--log-level", "debug")
+			}
 			fr.start(i, extra...)
 		}
 		fr.stopped(dur + 30*time.Second)
 		span := time.Since(start)
 		time.Sleep(200 * time.Millisecond)
+		log := fr.nginx.AccessLog(t, 0)
+		if logs != "" && mode.redis {
+			keepFleetLogs(t, logs, mode.workers, fr, log)
+		}
 		ok, n429, req := 0, 0, 0
 		var first, last time.Time
-		for _, e := range fr.nginx.AccessLog(t, 0) {
+		for _, e := range log {
 			req++
 			if first.IsZero() {
 				first = e.Time
@@ -491,23 +506,25 @@ func TestFleetVersusPerWorker(t *testing.T) {
 // worker (limit.Exit.Since), never those of a lone first worker.
 func TestGainedExits(t *testing.T) {
 	t1, t2 := time.Unix(100, 0), time.Unix(200, 0)
+	// The previous owner stopped a handover before letting go.
+	last1, last2 := t1.Add(-fleet.DefaultHandover), t2.Add(-fleet.DefaultHandover)
 	d := &distributed{}
 	d.owned.Store(&[]string{})
 	d.gained([]string{"a", "b"}, 1, t1) // alone: nobody used them
 	d.owned.Store(&[]string{"a", "b"})
 	d.gained([]string{"a", "b", "c"}, 2, t2)
-	if len(d.since) != 1 || !d.since["c"].Equal(t2) {
-		t.Errorf("seed worker gaining c: since %v, want only c at %v", d.since, t2)
+	if len(d.since) != 1 || !d.since["c"].Equal(last2) {
+		t.Errorf("seed worker gaining c: since %v, want only c at %v", d.since, last2)
 	}
 	d.owned.Store(&[]string{"a", "b", "c"})
 	d.gained([]string{"c"}, 2, t2.Add(time.Second))
-	if len(d.since) != 1 || !d.since["c"].Equal(t2) {
-		t.Errorf("a and b given away: since %v, want c still at %v", d.since, t2)
+	if len(d.since) != 1 || !d.since["c"].Equal(last2) {
+		t.Errorf("a and b given away: since %v, want c still at %v", d.since, last2)
 	}
 	j := &distributed{}
 	j.owned.Store(&[]string{})
 	j.gained([]string{"x", "y"}, 3, t1) // a joiner: the others used them
-	if len(j.since) != 2 || !j.since["x"].Equal(t1) {
-		t.Errorf("joiner: since %v, want x and y at %v", j.since, t1)
+	if len(j.since) != 2 || !j.since["x"].Equal(last1) {
+		t.Errorf("joiner: since %v, want x and y at %v", j.since, last1)
 	}
 }
