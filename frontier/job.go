@@ -108,6 +108,12 @@ func PrepareBatch(jobs []NewJob) (Prepared, error) {
 	return Prepared{jobs: p}, err
 }
 
+// NewPrepared returns an empty push with room for n jobs: a push filled
+// job by job to a known size would otherwise grow its array a quarter at a
+// time, copying it each time (a fifth of the time of loading a URL file,
+// with 50,000 jobs of 264 bytes a push).
+func NewPrepared(n int) Prepared { return Prepared{jobs: make([]Job, 0, n)} }
+
 // Add prepares one job and adds it to the push; on error the push is
 // unchanged.
 func (p *Prepared) Add(nj NewJob) error {

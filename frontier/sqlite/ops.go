@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/exitgate/exitgate/frontier"
 )
@@ -129,7 +129,11 @@ func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, err
 // buffers from one statement to the next.
 type inserter struct {
 	args []any
-	keys strings.Builder
+	// keys is the JSON array of a run's keys, rebuilt in place for each
+	// run: the driver copies bound text into SQLite's memory before Exec
+	// returns (modernc's bindText), so the string over it is never read
+	// after (a new string per run was half of a URL file's allocations).
+	keys []byte
 }
 
 // next picks the statement that adds the first jobs (host IDs in hosts)
@@ -141,18 +145,18 @@ func (ins *inserter) next(s *Store, jobs []frontier.Job, hosts []int64) (int, *s
 	args := ins.args[:0]
 	defer func() { ins.args = args[:0] }()
 	if n := plainRun(jobs[:min(maxRun, len(jobs))], hosts); n >= minRun {
-		ins.keys.Reset()
-		ins.keys.WriteByte('[')
+		k := append(ins.keys[:0], '[')
 		for i := range n {
 			if i > 0 {
-				ins.keys.WriteByte(',')
+				k = append(k, ',')
 			}
-			ins.keys.WriteByte('"')
-			ins.keys.WriteString(jobs[i].Key)
-			ins.keys.WriteByte('"')
+			k = append(k, '"')
+			k = append(k, jobs[i].Key...)
+			k = append(k, '"')
 		}
-		ins.keys.WriteByte(']')
-		args = append(args, ins.keys.String(), jobs[0].Method, hosts[0], enc(jobs[0].Due))
+		k = append(k, ']')
+		ins.keys = k
+		args = append(args, unsafe.String(&k[0], len(k)), jobs[0].Method, hosts[0], enc(jobs[0].Due))
 		return n, s.st.insRun, args
 	}
 	if len(jobs) >= insRows && allPlain(jobs[:insRows]) {

@@ -121,7 +121,11 @@ func Push(ctx context.Context, fr frontier.Frontier, path string) (int, []*LineE
 		done    = make(chan struct{})
 	)
 	for range cap(free) {
-		free <- batch{}
+		b := batch{}
+		if prepare {
+			b.prepared = frontier.NewPrepared(pushBatch)
+		}
+		free <- b
 	}
 	errStopped := errors.New("stopped")
 	go func() {
