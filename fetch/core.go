@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -1126,7 +1127,10 @@ func isPrivateHost(host string) bool {
 	}
 	a, err := netip.ParseAddr(h)
 	if err != nil {
-		return false
+		var ok bool
+		if a, ok = NumericIPv4(h); !ok {
+			return false
+		}
 	}
 	a = a.Unmap()
 	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
@@ -1134,6 +1138,44 @@ func isPrivateHost(host string) bool {
 }
 
 var sharedSpace = netip.MustParsePrefix("100.64.0.0/10") // RFC 6598, carrier-grade NAT
+
+// NumericIPv4 reads host as an IPv4 address written in one of the forms
+// inet_aton accepts besides the dotted quad: one to four parts, each
+// decimal, octal (a leading 0) or hexadecimal (0x), the last filling the
+// bytes left (2130706433, 0x7f000001, 127.1, 0177.0.0.1 are all
+// 127.0.0.1). A proxy that resolves names with getaddrinfo, as tinyproxy
+// does, and browsers' URL parsers, read them so; netip does not, and a
+// check that only knew dotted quads let such a name reach loopback.
+func NumericIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 || host == "" {
+		return netip.Addr{}, false
+	}
+	var v [4]uint64
+	for i, p := range parts {
+		if p == "" || p[0] == '+' || p[0] == '-' || strings.Contains(p, "_") {
+			return netip.Addr{}, false
+		}
+		n, err := strconv.ParseUint(p, 0, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		v[i] = n
+	}
+	last := len(parts) - 1
+	var u uint64
+	for i := range last {
+		if v[i] > 255 {
+			return netip.Addr{}, false
+		}
+		u |= v[i] << (24 - 8*i)
+	}
+	if v[last] >= 1<<(8*(4-last)) {
+		return netip.Addr{}, false
+	}
+	u |= v[last]
+	return netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}), true
+}
 
 // jobHost is the host name or address of a job's own URL.
 func jobHost(j frontier.Job) string {

@@ -191,6 +191,10 @@ func TestIsPrivateHost(t *testing.T) {
 		"169.254.169.254": true, "fe80::1": true, "fd00::1": true, "0.0.0.0": true, "::": true,
 		"100.64.0.1": true, "::ffff:127.0.0.1": true, "localhost": true, "LocalHost.": true, "db.localhost": true,
 		"8.8.8.8": false, "2001:db8::1": false, "example.com": false, "localhost.example": false, "": false,
+		// Numeric forms a resolver reads as addresses (inet_aton).
+		"2130706433": true, "0x7f000001": true, "127.1": true, "0177.0.0.1": true, "127.0.1": true,
+		"2852039166": true, "0xA9FEA9FE": true, "10.1": true, "134744072": false, "8.8.2056": false,
+		"1.2.3.4.5": false, "0x1g": false, "127.0.0.256": false, "256.1": false, "08.0.0.1": false, "1e3": false,
 	} {
 		if got := isPrivateHost(h); got != want {
 			t.Errorf("isPrivateHost(%q) = %v, want %v", h, got, want)

@@ -170,6 +170,11 @@ func (g *Gateway) checkTarget(ctx context.Context, host string, port int) (why s
 	if port < 1 {
 		return "bad port", http.StatusBadRequest, "bad port"
 	}
+	if a, ok := fetch.NumericIPv4(host); ok {
+		// 2130706433 and 127.1 are 127.0.0.1 to the exit's resolver:
+		// judged as the address they are.
+		host = a.String()
+	}
 	self := g.self.Load()
 	if self.ports[port] {
 		if isSelf := self.host(ctx, host); isSelf {

@@ -111,6 +111,13 @@ func TestNotAnOpenRelay(t *testing.T) {
 		{"GET IPv6 loopback", "GET http://[::1]:" + spyPort + "/ HTTP/1.1\r\nHost: [::1]\r\n\r\n", 403, "private target"},
 		{"GET cloud metadata", "GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n", 403, "private target"},
 		{"GET a private network", "GET http://192.168.1.1/admin HTTP/1.1\r\nHost: 192.168.1.1\r\n\r\n", 403, "private target"},
+		// Numeric forms a proxy's resolver reads as loopback and metadata.
+		{"GET loopback as one number", "GET http://2130706433:" + spyPort + "/ HTTP/1.1\r\nHost: 2130706433\r\n\r\n", 403, "private target"},
+		{"GET loopback in hex", "GET http://0x7f000001:" + spyPort + "/ HTTP/1.1\r\nHost: 0x7f000001\r\n\r\n", 403, "private target"},
+		{"GET loopback short", "GET http://127.1:" + spyPort + "/ HTTP/1.1\r\nHost: 127.1\r\n\r\n", 403, "private target"},
+		{"GET loopback in octal", "GET http://0177.0.0.1:" + spyPort + "/ HTTP/1.1\r\nHost: 0177.0.0.1\r\n\r\n", 403, "private target"},
+		{"GET metadata as one number", "GET http://2852039166/latest/meta-data/ HTTP/1.1\r\nHost: 2852039166\r\n\r\n", 403, "private target"},
+		{"CONNECT to loopback as one number", "CONNECT 2130706433:443 HTTP/1.1\r\nHost: 2130706433:443\r\n\r\n", 403, "private target"},
 		{"GET ftp", "GET ftp://example.com/file HTTP/1.1\r\nHost: example.com\r\n\r\n", 400, "scheme"},
 		{"GET to SMTP", "GET http://mail.example.com:25/ HTTP/1.1\r\nHost: mail.example.com:25\r\n\r\n", 403, "bad port"},
 		{"GET https to IMAP", "GET https://mail.example.com:993/ HTTP/1.1\r\nHost: mail.example.com:993\r\n\r\n", 403, "bad port"},
@@ -133,7 +140,7 @@ func TestNotAnOpenRelay(t *testing.T) {
 	if n := spied.Load(); n != 0 {
 		t.Errorf("the refused target accepted %d connections, want 0", n)
 	}
-	if st := g.Stats(); st.Refused["private target"] < 7 || st.Refused["connect port"] != 3 {
+	if st := g.Stats(); st.Refused["private target"] < 13 || st.Refused["connect port"] != 3 {
 		t.Errorf("refusals counted %v", st.Refused)
 	}
 	// The limiter heard of no request: each was refused before anything
