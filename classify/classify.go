@@ -185,6 +185,9 @@ type ProxyConnectError struct {
 
 // Error describes the refusal.
 func (e *ProxyConnectError) Error() string {
+	if unreachableTarget(e.StatusCode) {
+		return fmt.Sprintf("proxy %s could not reach the target: %s", e.Proxy, e.Status)
+	}
 	return fmt.Sprintf("proxy %s refused CONNECT: %s", e.Proxy, e.Status)
 }
 
@@ -227,7 +230,8 @@ func (e *ProxyError) Unwrap() error { return e.Err }
 //   - *ProxyError, *ProxyConnectError, a *net.OpError with Op "proxyconnect"
 //     (net/http's typed error for failing to reach or dial through the
 //     proxy), and the untyped CONNECT refusal net/http returns (see below):
-//     proxy_failure;
+//     proxy_failure; but a CONNECT answered 500, 502, 503 or 504 (the
+//     proxy could not reach the target) is retryable, as the target's;
 //   - timeouts (net.Error.Timeout, context.DeadlineExceeded,
 //     os.ErrDeadlineExceeded), connection resets, refusals, broken pipes,
 //     unexpected EOFs: retryable;
@@ -247,14 +251,23 @@ func Error(err error) verdict.Verdict {
 	}
 	var pce *ProxyConnectError
 	var pe *ProxyError
-	if errors.As(err, &pce) || errors.As(err, &pe) {
+	if errors.As(err, &pce) {
+		if unreachableTarget(pce.StatusCode) {
+			return verdict.Retryable
+		}
+		return verdict.ProxyFailure
+	}
+	if errors.As(err, &pe) {
 		return verdict.ProxyFailure
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "proxyconnect" {
 		return verdict.ProxyFailure
 	}
-	if isConnectRefusal(err) {
+	if code := connectRefusal(err); code != 0 {
+		if unreachableTarget(code) {
+			return verdict.Retryable
+		}
 		return verdict.ProxyFailure
 	}
 	var dns *net.DNSError
@@ -278,9 +291,25 @@ func Error(err error) verdict.Verdict {
 	return verdict.Retryable
 }
 
-// isConnectRefusal recognises net/http's untyped CONNECT refusal: the
-// innermost error's text is exactly a standard 4xx/5xx reason phrase.
-func isConnectRefusal(err error) bool {
+// unreachableTarget reports whether a proxy's answer to CONNECT says that
+// the proxy could not reach the target (tinyproxy's 500 "Unable to
+// connect", a 502 or a 504; a 503 from squid) rather than that the proxy
+// refused the client (403, 407): the proxy works, and the target is the
+// URL's problem, retried like any connection the target refused. Read as
+// the exit failing, one HTTPS link to a dead site quarantined every exit
+// of the pool, for every host, for half a minute.
+func unreachableTarget(code int) bool {
+	switch code {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// connectRefusal recognises net/http's untyped CONNECT refusal: the
+// innermost error's text is exactly a standard 4xx/5xx reason phrase. It
+// returns that status, or 0.
+func connectRefusal(err error) int {
 	for {
 		next := errors.Unwrap(err)
 		if next == nil {
@@ -291,8 +320,8 @@ func isConnectRefusal(err error) bool {
 	msg := err.Error()
 	for code := 400; code < 600; code++ {
 		if t := http.StatusText(code); t != "" && t == msg {
-			return true
+			return code
 		}
 	}
-	return false
+	return 0
 }

@@ -114,6 +114,13 @@ func TestClassifyErrorSynthetic(t *testing.T) {
 			Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}}, verdict.ProxyFailure},
 		{"proxyconnect timeout", &net.OpError{Op: "proxyconnect", Err: os.ErrDeadlineExceeded}, verdict.ProxyFailure},
 		{"typed CONNECT refusal", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 403, Status: "403 Forbidden"}}, verdict.ProxyFailure},
+		{"typed CONNECT credentials", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 407, Status: "407 Proxy Authentication Required"}}, verdict.ProxyFailure},
+		// The proxy answered, and could not reach the target: the target's.
+		{"CONNECT: unable to connect", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 500, Status: "500 Unable to connect"}}, verdict.Retryable},
+		{"CONNECT: bad gateway", &ProxyConnectError{StatusCode: 502, Status: "502 Bad Gateway"}, verdict.Retryable},
+		{"CONNECT: service unavailable", &ProxyConnectError{StatusCode: 503, Status: "503 Service Unavailable"}, verdict.Retryable},
+		{"CONNECT: gateway timeout", &ProxyConnectError{StatusCode: 504, Status: "504 Gateway Timeout"}, verdict.Retryable},
+		{"untyped CONNECT: bad gateway", &url.Error{Op: "Get", Err: errors.New("Bad Gateway")}, verdict.Retryable},
 		{"proxy found at fault", &url.Error{Op: "Get", Err: &ProxyError{Proxy: "p:1", Why: "no answer within 5s", Err: context.DeadlineExceeded}}, verdict.ProxyFailure},
 		{"untyped CONNECT refusal", &url.Error{Op: "Get", Err: errors.New("Proxy Authentication Required")}, verdict.ProxyFailure},
 		{"no such host", &url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, verdict.Fatal},

@@ -5,10 +5,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/exitgate/exitgate/ca"
 	"github.com/exitgate/exitgate/internal/peertest"
@@ -66,5 +68,50 @@ func TestHTTPSThroughTinyproxyExits(t *testing.T) {
 				t.Errorf("the origin saw clients %v, want both exits", seen)
 			}
 		})
+	}
+}
+
+// An HTTPS link to a site that is down is that site's problem: tinyproxy
+// answers the CONNECT with 500 ("Unable to connect"), which once read as
+// the exit failing and quarantined every exit of the pool, for every
+// host, for half a minute. The client gets its 502, and the next request
+// to a live origin goes at once.
+func TestDeadHTTPSTargetLeavesExitsUp(t *testing.T) {
+	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up") })
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "https://" + dead.Addr().String() + "/"
+	dead.Close() // nothing listens there now
+	var lines []string
+	for _, bind := range []string{"127.0.0.53", "127.0.0.54"} {
+		lines = append(lines, peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: bind}).URL())
+	}
+	exits, err := pool.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "tinyproxies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authority, _, err := ca.Init(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(authority.Certificate())
+	_, proxy := newGateway(t, Config{AllowPrivate: true, CA: authority, Exits: exits,
+		ConnectPorts: []int{port(t, o.URL), port(t, deadURL)},
+		Transport:    pool.TransportConfig{TLSClientConfig: &tls.Config{RootCAs: originRoots}}})
+	c := client(proxy, roots)
+	if resp, body := get(t, c, deadURL, HeaderWait, "3s"); resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("GET a dead HTTPS site = %d %q, want 502", resp.StatusCode, body)
+	}
+	start := time.Now()
+	resp, body := get(t, c, o.URL+"/after", HeaderWait, "0")
+	if resp.StatusCode != 200 || body != "up" {
+		t.Fatalf("GET a live origin after a dead one = %d %q (%s), want 200 at once: the exits were taken for failing",
+			resp.StatusCode, body, resp.Header.Get(HeaderReason))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the live origin answered after %v", d)
 	}
 }
