@@ -234,6 +234,7 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 			h.c.Requests++
 			h.c.ProxyFailures++
 			l.extra().c.fail++
+			r.explorerLost(h, l, now)
 		}
 		r.rekey(h, l)
 		return true

@@ -1240,16 +1240,46 @@ func (r *rules) handOff(h *host, l *lane, now int64) {
 	if l.cool-now <= max(handOffWait, 2*interval(e.pace)) {
 		return
 	}
-	ch := h.challenger(l, now)
-	if ch == nil {
-		return
+	if ch := h.challenger(l, now); ch != nil {
+		r.passSearch(h, l, ch, now, fmt.Sprintf("the explorer must wait %.0fs: this lane explores for the host now", secs(l.cool-now)))
 	}
-	h.note(r, now, phaseNames[e.phase], ch.exit, "pace", ch.pace, e.pace,
-		fmt.Sprintf("the explorer must wait %.0fs: this lane explores for the host now", secs(l.cool-now)))
-	e.exit, e.run, e.retest = ch.exit, run{}, false
+}
+
+// passSearch moves the search from the explorer l to lane ch (nil: to the
+// next lane taken), at the pace it had reached; l follows.
+func (r *rules) passSearch(h *host, l, ch *lane, now int64, why string) {
+	e := &h.exp
+	e.exit, e.run, e.retest = "", run{}, false
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
 	r.setPace(h, l, h.followPace(r))
+	if ch == nil {
+		h.note(r, now, phaseNames[e.phase], l.exit, "explorer", 1, 0, why)
+		return
+	}
+	h.note(r, now, phaseNames[e.phase], ch.exit, "pace", ch.pace, e.pace, why)
+	e.exit = ch.exit
 	r.setExplorerPace(h, ch, e.pace, now, phaseNames[e.phase], "the search goes on on this lane")
+}
+
+// explorerLost gives up the explorer lane l when its exit failed as a
+// proxy: the pool quarantines the exit for every host, and a search that
+// waited on it held every follower at the first guess's pace for good (one
+// dead proxy among three good ones: 0.9 successes a second against 51
+// without it; a proxy killed mid-search held its host at 1.9/s). Another
+// lane (a challenger, else the next taken) explores from the pace the
+// search had reached; a recovery
+// still awaited on the lost lane is given up, and the first 429's careful
+// reading (its recovery taken as maxRecovery) stands.
+func (r *rules) explorerLost(h *host, l *lane, now int64) {
+	e := &h.exp
+	if l.exit != e.exit || !h.exploring() {
+		return
+	}
+	if e.awaitAt != 0 {
+		e.awaitAt, e.tries, e.recLo = 0, 0, 0
+		r.updateFollow(h, now, "explore", "the explorer's recovery will not be seen: the first 429's careful reading stands")
+	}
+	r.passSearch(h, l, h.challenger(l, now), now, "the explorer's exit failed as a proxy: another lane explores for the host")
 }
 
 // challenger picks a lane other than the explorer l to take the search on:

@@ -570,3 +570,46 @@ func TestResumedOnSpentBudgets(t *testing.T) {
 		t.Errorf("lane rate %v, want the learned 0.3/s kept", h.LaneRate)
 	}
 }
+
+// TestExplorerExitFails: the explorer's exit fails as a proxy (the pool
+// quarantines it for every host): the next lane taken explores, and the
+// search goes on. It once waited on the dead exit for good, every
+// follower at the first guess's pace (one dead proxy of four: 0.9
+// successes a second where three good ones gave 51).
+func TestExplorerExitFails(t *testing.T) {
+	const host = "a.example"
+	l := newLimiter(t, limit.Config{}, 4)
+	now := t0
+	tk, ok, _ := acquire(t, l, host, limit.Want{}, now)
+	if !ok {
+		t.Fatal("first Acquire not ok")
+	}
+	dead := tk.Exit
+	if hs := hostOf(l.Snapshot(now), host); hs.Explorer != dead {
+		t.Fatalf("explorer %q, want the first lane taken, %q", hs.Explorer, dead)
+	}
+	l.Done(tk, limit.Outcome{Verdict: verdict.ProxyFailure}, now)
+	if hs := hostOf(l.Snapshot(now), host); hs.Explorer == dead {
+		t.Fatalf("explorer still %q after its exit failed as a proxy; changes %+v", dead, hs.Changes)
+	}
+	// Every other lane answers at once for 30 s, the dead exit never.
+	for end := now.Add(30 * time.Second); now.Before(end); {
+		tk, ok, next := acquire(t, l, host, limit.Want{Avoid: []string{dead}}, now)
+		if !ok {
+			now = next
+			continue
+		}
+		if tk.Exit == dead {
+			t.Fatalf("the dead exit %q was taken at %v", dead, now.Sub(t0))
+		}
+		l.Done(tk, limit.Outcome{}, now)
+	}
+	hs := hostOf(l.Snapshot(now), host)
+	if hs.Explorer == "" || hs.Explorer == dead {
+		t.Fatalf("explorer %q after 30 s, want one of the live lanes", hs.Explorer)
+	}
+	if got := hs.LaneRate.Hz(); got < 4*startPace {
+		t.Errorf("the followers hold %.3g/s after 30 s of successes, want the search to have gone on past %.3g/s; changes %+v",
+			got, 4*startPace, hs.Changes)
+	}
+}
