@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,6 +85,9 @@ func (f exitFlags) exits() ([]pool.Exit, error) {
 	var out []pool.Exit
 	if f.proxies != "" || len(f.proxyURLs) > 0 {
 		exits, err := loadProxies(f.proxies, f.proxyURLs)
+		if errors.Is(err, errNoExits) && f.proxyTemplate != "" {
+			exits, err = nil, nil // the template's exits alone
+		}
 		if err != nil {
 			return nil, err
 		}

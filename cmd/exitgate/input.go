@@ -163,5 +163,28 @@ func parseProxies(name string, data []byte, urls []string) ([]pool.Exit, error) 
 			}
 		}
 	}
+	if err == nil && len(exits) == 1 && exits[0].Kind() == pool.Direct && !hasDirectLine(data) {
+		return nil, fmt.Errorf("%s: %w (one exit a line; write \"direct\" for this machine's own address)", name, errNoExits)
+	}
 	return exits, err
+}
+
+// errNoExits is a proxy list with no exit in it (empty, or comments only).
+// pool.Parse reads it as one direct exit; given as --proxies, with no
+// --proxy-template beside it, it is refused: a crawl meant to go out
+// through proxies went out from this machine's own address, unasked.
+var errNoExits = errors.New("no exits in it")
+
+// hasDirectLine reports whether a proxy list names the direct exit itself.
+func hasDirectLine(data []byte) bool {
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if i := strings.IndexAny(line, " \t"); i >= 0 {
+			line = line[:i] // " # comment"
+		}
+		if strings.EqualFold(line, "direct") {
+			return true
+		}
+	}
+	return false
 }

@@ -164,6 +164,9 @@ func loadExits(cmd *cobra.Command, file string, f proxiesCheckFlags) ([]pool.Exi
 		} else {
 			list, err = loadProxies(file, f.proxyURLs)
 		}
+		if errors.Is(err, errNoExits) && f.template != "" {
+			list, err = nil, nil // the template's exits alone
+		}
 		var lineErrs pool.LineErrors
 		if errors.As(err, &lineErrs) {
 			return nil, bad(fmt.Errorf("%d bad line(s), nothing checked:\n%w", len(lineErrs), err))
@@ -177,9 +180,6 @@ func loadExits(cmd *cobra.Command, file string, f proxiesCheckFlags) ([]pool.Exi
 		sessions, err := pool.FromTemplate(f.template, f.sessions)
 		if err != nil {
 			return nil, bad(fmt.Errorf("--proxy-template: %w", err))
-		}
-		if len(exits) == 1 && exits[0].Kind() == pool.Direct && (file != "" || len(f.proxyURLs) > 0) {
-			exits = nil // an empty FILE stands for "no proxies", not for a direct exit
 		}
 		exits = append(exits, sessions...)
 	}

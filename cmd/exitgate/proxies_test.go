@@ -222,3 +222,36 @@ func TestProxiesCheckProxyFlag(t *testing.T) {
 		t.Errorf("proxies check with a bad -x = exit %d %q, want %d naming --proxy:2", code, msg, exitBadInput)
 	}
 }
+
+// TestEmptyProxyListRefused: a --proxies file with no exit in it (empty, or
+// comments only) is refused before work starts; it once crawled from this
+// machine's own address. A file that says "direct" means it, and beside a
+// template an empty file stands for no proxies.
+func TestEmptyProxyListRefused(t *testing.T) {
+	urls := filepath.Join(t.TempDir(), "urls.txt")
+	if err := os.WriteFile(urls, []byte("http://127.0.0.1:9/x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, lines := range [][]string{{}, {"# only a comment", ""}} {
+		list := writeList(t, lines...)
+		for _, args := range [][]string{
+			{"crawl", "--proxies", list, "--out", filepath.Join(t.TempDir(), "o"), "--ignore-robots", urls},
+			{"proxies", "check", list},
+		} {
+			_, msg, code := run(t, args...)
+			if code != 2 || !strings.Contains(msg, list+": no exits in it") {
+				t.Errorf("%s with %q: exit %d %q, want 2 naming the file with no exits", args[0], lines, code, msg)
+			}
+		}
+	}
+	srv := echo(t)
+	if out, msg, code := run(t, "proxies", "check", "--echo-url", srv.URL, writeList(t, "direct # this machine")); code != 0 || !strings.Contains(out, "direct") {
+		t.Errorf(`proxies check of "direct": exit %d %q %q, want the direct exit, working`, code, out, msg)
+	}
+	gw := echo(t)
+	out, msg, code := run(t, "proxies", "check", "--echo-url", srv.URL, "--proxy-template", "http://u-{session}:p@"+gw.Listener.Addr().String(),
+		"--sessions", "2", writeList(t, "# none"))
+	if strings.Contains(msg, "no exits") || strings.Contains(out, "direct") || strings.Count(out, "#session-") < 2 {
+		t.Errorf("an empty list beside a template: exit %d %q %q, want the template's two exits alone", code, out, msg)
+	}
+}
