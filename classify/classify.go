@@ -232,6 +232,8 @@ func (e *ProxyError) Unwrap() error { return e.Err }
 //     proxy), and the untyped CONNECT refusal net/http returns (see below):
 //     proxy_failure; but a CONNECT answered 500, 502, 503 or 504 (the
 //     proxy could not reach the target) is retryable, as the target's;
+//   - a local address that cannot be assigned (EADDRNOTAVAIL): proxy_failure,
+//     the exit's;
 //   - timeouts (net.Error.Timeout, context.DeadlineExceeded,
 //     os.ErrDeadlineExceeded), connection resets, refusals, broken pipes,
 //     unexpected EOFs: retryable;
@@ -268,6 +270,12 @@ func Error(err error) verdict.Verdict {
 		if unreachableTarget(code) {
 			return verdict.Retryable
 		}
+		return verdict.ProxyFailure
+	}
+	if errors.Is(err, syscall.EADDRNOTAVAIL) {
+		// The exit's own source address cannot be used (a bind: address
+		// not, or no longer, on this machine; its ports all taken): the
+		// exit's failure, not the URL's.
 		return verdict.ProxyFailure
 	}
 	var dns *net.DNSError

@@ -109,6 +109,7 @@ func TestClassifyErrorSynthetic(t *testing.T) {
 		{"context deadline", fmt.Errorf("fetch: %w", context.DeadlineExceeded), verdict.Retryable},
 		{"reset", &url.Error{Op: "Get", Err: &net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)}}, verdict.Retryable},
 		{"refused by target", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, verdict.Retryable},
+		{"source address not here", &url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("bind", syscall.EADDRNOTAVAIL)}}, verdict.ProxyFailure},
 		{"unexpected EOF", &url.Error{Op: "Get", Err: io.ErrUnexpectedEOF}, verdict.Retryable},
 		{"proxyconnect dial", &url.Error{Op: "Get", Err: &net.OpError{Op: "proxyconnect", Net: "tcp",
 			Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}}, verdict.ProxyFailure},

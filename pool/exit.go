@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -78,6 +79,21 @@ func (e Exit) Kind() Kind { return e.kind }
 
 // LocalAddr returns the local source address of a Bind exit, and the zero Addr otherwise.
 func (e Exit) LocalAddr() netip.Addr { return e.local }
+
+// CheckLocal reports whether a Bind exit's source address is one of this
+// machine's (nil for other exits): a socket is bound to it and closed,
+// nothing is sent. An address not assigned here fails every request on
+// the exit, and the crawl would charge each one to its URL.
+func (e Exit) CheckLocal() error {
+	if e.kind != Bind {
+		return nil
+	}
+	c, err := net.ListenPacket("udp", netip.AddrPortFrom(e.local, 0).String())
+	if err != nil {
+		return fmt.Errorf("%s: %s is not an address of this machine (%w)", e.id, e.local, err)
+	}
+	return c.Close()
+}
 
 // Session returns the session name of a template exit ("7"), or "".
 func (e Exit) Session() string { return e.session }

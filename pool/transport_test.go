@@ -220,3 +220,18 @@ func TestCheckTimeout(t *testing.T) {
 		t.Errorf("Check(hanging echo) = %v %q, want timeout", res[0].Problem, res[0].Detail)
 	}
 }
+
+// TestCheckLocal: a bind: exit's source address must be one of this
+// machine's; other exits are not checked.
+func TestCheckLocal(t *testing.T) {
+	if err := BindExit(netip.MustParseAddr("127.0.0.5")).CheckLocal(); err != nil {
+		t.Errorf("bind:127.0.0.5 (loopback): %v, want nil", err)
+	}
+	err := BindExit(netip.MustParseAddr("192.0.2.7")).CheckLocal() // TEST-NET-1: on no machine
+	if err == nil || !strings.Contains(err.Error(), "bind:192.0.2.7: 192.0.2.7 is not an address of this machine") {
+		t.Errorf("bind:192.0.2.7: %v, want it named as not this machine's", err)
+	}
+	if err := DirectExit().CheckLocal(); err != nil {
+		t.Errorf("direct: %v", err)
+	}
+}

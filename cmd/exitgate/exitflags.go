@@ -103,6 +103,15 @@ func (f exitFlags) exits() ([]pool.Exit, error) {
 	if len(out) == 0 {
 		out = []pool.Exit{pool.DirectExit()}
 	}
+	var notLocal []error
+	for _, e := range out {
+		if err := e.CheckLocal(); err != nil {
+			notLocal = append(notLocal, err)
+		}
+	}
+	if len(notLocal) > 0 {
+		return nil, errors.Join(notLocal...)
+	}
 	return out, nil
 }
 

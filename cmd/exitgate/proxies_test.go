@@ -255,3 +255,22 @@ func TestEmptyProxyListRefused(t *testing.T) {
 		t.Errorf("an empty list beside a template: exit %d %q %q, want the template's two exits alone", code, out, msg)
 	}
 }
+
+// TestBindNotLocalRefused: a bind: exit whose address is not this
+// machine's is refused before work starts; its requests once failed one by
+// one as the URLs' transport errors, and every URL was abandoned.
+func TestBindNotLocalRefused(t *testing.T) {
+	urls := filepath.Join(t.TempDir(), "urls.txt")
+	if err := os.WriteFile(urls, []byte("http://127.0.0.1:9/x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list := writeList(t, "bind:127.0.0.5", "bind:192.0.2.7")
+	out := filepath.Join(t.TempDir(), "o")
+	_, msg, code := run(t, "crawl", "--proxies", list, "--out", out, "--ignore-robots", urls)
+	if code != 2 || !strings.Contains(msg, "bind:192.0.2.7: 192.0.2.7 is not an address of this machine") {
+		t.Errorf("crawl with bind:192.0.2.7: exit %d %q, want 2 naming the exit", code, msg)
+	}
+	if _, err := os.Stat(filepath.Join(out, "frontier.db")); err == nil {
+		t.Errorf("a frontier was made in %s before the refusal", out)
+	}
+}
