@@ -365,6 +365,10 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		}
 	}
 	slices.SortFunc(st.Hosts, func(a, b limit.LearnedHost) int { return strings.Compare(a.Host, b.Host) })
+	if len(st.Workers) == 0 && st.Queue.Total() == 0 && len(st.Hosts) == 0 {
+		// Nothing of it at all: a mistyped name, or a crawl Redis lost.
+		return fmt.Errorf("no crawl %q in this Redis: no URLs, no workers, nothing learned (check --crawl)", f.crawl)
+	}
 	if f.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

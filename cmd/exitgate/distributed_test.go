@@ -528,3 +528,13 @@ func TestGainedExits(t *testing.T) {
 		t.Errorf("joiner: since %v, want x and y at %v", j.since, last1)
 	}
 }
+
+// TestStatusNoSuchCrawl: status of a crawl Redis holds nothing of (a
+// mistyped --crawl) says so and fails; it printed an empty crawl and exit 0.
+func TestStatusNoSuchCrawl(t *testing.T) {
+	r := peertest.StartRedis(t)
+	_, msg, code := run(t, "status", "--redis", r.URL(), "--crawl", "typo-name")
+	if code == 0 || !strings.Contains(msg, `no crawl "typo-name" in this Redis`) {
+		t.Errorf("status of a crawl that is not there: exit %d %q, want an error naming it", code, msg)
+	}
+}

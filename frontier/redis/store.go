@@ -103,6 +103,10 @@ type Store struct {
 	memoValid bool
 	down      bool // Redis unreachable: settle to the journal
 	journal   *os.File
+	// known: this Store has seen the crawl's host registry in Redis (it
+	// pushed or read a host). Seen once and then missing, the crawl's
+	// keys were lost (ErrCrawlGone), not finished.
+	known bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -161,6 +165,28 @@ func (s *Store) Close() error {
 		return err
 	}
 	return nil
+}
+
+// ErrCrawlGone: the crawl's keys are no longer in Redis though this Store
+// saw them (Redis restarted without persistence, a FLUSHALL, an eviction).
+// What was queued there is lost; a crawl that read the empty frontier as
+// finished exited 0 with a quarter of its URLs never fetched.
+var ErrCrawlGone = errors.New("the crawl's keys are gone from Redis (restarted without persistence, flushed or evicted): what was queued there is lost")
+
+// gone returns ErrCrawlGone, wrapped with the crawl's name, when this
+// Store saw the crawl's host registry and Redis no longer holds it; nil
+// otherwise, or when Redis cannot tell.
+func (s *Store) gone(ctx context.Context) error {
+	s.mu.Lock()
+	known := s.known
+	s.mu.Unlock()
+	if !known {
+		return nil
+	}
+	if n, err := s.rdb.Exists(ctx, s.crawlKey("names")).Result(); err != nil || n > 0 {
+		return nil
+	}
+	return fmt.Errorf("frontier/redis: crawl %q: %w", s.cfg.Crawl, ErrCrawlGone)
 }
 
 // Key names.
@@ -264,6 +290,7 @@ func (s *Store) numbers(ctx context.Context, hosts []string) (map[string]int64, 
 		s.hostNum[name], s.numHost[res[i]] = res[i], name
 		out[name] = res[i]
 	}
+	s.known = true
 	s.mu.Unlock()
 	return out, nil
 }
@@ -308,6 +335,7 @@ func (s *Store) allHosts(ctx context.Context) (map[int64]string, error) {
 		out[n] = v
 		s.numHost[n], s.hostNum[v] = v, n
 	}
+	s.known = s.known || len(out) > 0
 	return out, nil
 }
 
@@ -675,6 +703,11 @@ func (s *Store) ready(ctx context.Context, now time.Time, max int) (frontier.Rea
 	}
 	if next != math.MaxInt64 {
 		r.Next = fromMs(next)
+	} else if len(r.Hosts) == 0 {
+		// Nothing left at all: finished, or lost.
+		if err := s.gone(ctx); err != nil {
+			return frontier.Ready{}, err
+		}
 	}
 	return r, nil
 }
@@ -720,6 +753,9 @@ func (s *Store) settleOn(ctx context.Context, host, op string, l frontier.Lease,
 	}
 	switch res[0] {
 	case 1:
+		if err := s.gone(ctx); err != nil {
+			return err
+		}
 		return frontier.ErrNotFound
 	case 2:
 		return frontier.ErrLeaseLost
@@ -798,6 +834,11 @@ func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 	hosts, err := s.allHosts(ctx)
 	if err != nil {
 		return s.countsErr(err)
+	}
+	if len(hosts) == 0 {
+		if err := s.gone(ctx); err != nil {
+			return s.lastCounts(), err
+		}
 	}
 	c := frontier.Counts{AbandonedByReason: map[string]int{}}
 	names := slices.Collect(maps.Values(hosts))

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -218,5 +219,44 @@ func TestBytesPerURL(t *testing.T) {
 	t.Logf("%.0f bytes of Redis memory per queued URL (%d-byte URLs, dedupe key included)", per, len(jobs[0].URL))
 	if per > 600 {
 		t.Errorf("%.0f bytes per queued URL, want under 600", per)
+	}
+}
+
+// TestCrawlGone: the crawl's keys vanish from Redis mid-crawl (a restart
+// without persistence, a FLUSHALL): the Store says so (ErrCrawlGone) on
+// Ready, Counts and a settle, where an empty frontier read as finished and
+// a worker exited 0 with a quarter of its URLs never fetched. A Store of
+// another crawl that never saw its keys reads an empty frontier as empty.
+func TestCrawlGone(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	s := newStore(t, rdb, fr.Config{})
+	if _, err := s.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := s.Claim(ctx, time.Now(), 1, nil)
+	if err != nil || len(js) != 1 {
+		t.Fatalf("Claim = %d jobs, %v", len(js), err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ready(ctx, time.Now(), 1); !errors.Is(err, fr.ErrCrawlGone) {
+		t.Errorf("Ready after the keys vanished: %v, want ErrCrawlGone", err)
+	}
+	if _, err := s.Counts(ctx); !errors.Is(err, fr.ErrCrawlGone) {
+		t.Errorf("Counts after the keys vanished: %v, want ErrCrawlGone", err)
+	}
+	if err := s.Complete(ctx, js[0].Lease(), frontier.Result{Status: 200}); !errors.Is(err, fr.ErrCrawlGone) {
+		t.Errorf("Complete after the keys vanished: %v, want ErrCrawlGone", err)
+	}
+	other := newStore(t, rdb, fr.Config{})
+	if ready, err := other.Ready(ctx, time.Now(), 1); err != nil || len(ready.Hosts) != 0 {
+		t.Errorf("a crawl never seen: Ready = %+v, %v; want empty, no error", ready, err)
+	}
+	if c, err := other.Counts(ctx); err != nil || c.Total() != 0 {
+		t.Errorf("a crawl never seen: Counts = %+v, %v; want empty, no error", c, err)
 	}
 }
