@@ -24,6 +24,7 @@ package fleet
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -122,10 +123,48 @@ func join(ctx context.Context, rdb goredis.UniversalClient, cfg Config, now time
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
+	if err := f.sameExits(ctx, now); err != nil {
+		return nil, err
+	}
 	if err := f.Beat(ctx, now); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// ErrExitsDiffer: a worker's exit list is not the one the live workers of
+// its crawl split. Each worker splits the exits by its own list: workers
+// with different lists each left some exits to others that did not know
+// them, and those stayed unused for the whole run.
+var ErrExitsDiffer = errors.New("the exit list differs from the one the crawl's live workers use")
+
+// exitsScript: ARGV = now ms, the list's fingerprint, its size. With live
+// workers, a different fingerprint is refused (returns the one in use and
+// its size); otherwise this list becomes the crawl's (returns nothing).
+var exitsScript = goredis.NewScript(`
+local now = tonumber(ARGV[1])
+local live = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+local cur = redis.call('HMGET', KEYS[2], 'exits', 'n')
+if live > 0 and cur[1] and cur[1] ~= ARGV[2] then return {cur[1], cur[2]} end
+redis.call('HSET', KEYS[2], 'exits', ARGV[2], 'n', ARGV[3])
+return {}
+`)
+
+// sameExits checks this worker's exit list against the one the crawl's
+// live workers use, and records it when none is live.
+func (f *Fleet) sameExits(ctx context.Context, now time.Time) error {
+	ids := slices.Clone(f.cfg.Exits)
+	slices.Sort(ids)
+	sum := sha256.Sum256([]byte(strings.Join(ids, "\n")))
+	fp := hex.EncodeToString(sum[:8])
+	res, err := exitsScript.Run(ctx, f.rdb, []string{f.key("members"), f.key("pool")}, now.UnixMilli(), fp, len(ids)).StringSlice()
+	if err != nil {
+		return fmt.Errorf("fleet: exit list: %w", err)
+	}
+	if len(res) == 2 {
+		return fmt.Errorf("fleet: crawl %q: %w (%d exits here, %s exits there): give every worker the same --proxies list", f.cfg.Crawl, ErrExitsDiffer, len(ids), res[1])
+	}
+	return nil
 }
 
 // ID returns this worker's name.
@@ -136,7 +175,8 @@ func (f *Fleet) key(name string) string { return "eg:{" + f.cfg.Crawl + "}:" + n
 // Keys: members (zset worker -> lease expiry ms), owners (hash exit ->
 // worker), until (hash exit -> lease expiry ms), learned (hash host ->
 // limit.LearnedHost JSON), workers (hash worker -> JSON status), joined
-// (zset worker -> first heartbeat ms).
+// (zset worker -> first heartbeat ms); and pool (hash: the exit list's
+// fingerprint and size, sameExits).
 func keys(crawl string) []string {
 	p := "eg:{" + crawl + "}:"
 	return []string{p + "members", p + "owners", p + "until", p + "learned", p + "workers", p + "joined"}

@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,6 +150,34 @@ func TestLeaderStays(t *testing.T) {
 	beat()
 	if got := leaders(); len(got) != 4 || got[0] != "w1:a.example" {
 		t.Errorf("the leader left: leaders %v, want w1, the next to have joined, on every host", got)
+	}
+}
+
+// TestDifferentExitsRefused: a worker whose exit list differs from the one
+// the crawl's live workers split is refused (each splits by its own list,
+// and exits only one side knew stayed unused); with no live worker, a new
+// list becomes the crawl's.
+func TestDifferentExitsRefused(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	a, err := Join(ctx, rdb, Config{Crawl: "pool", ID: "a", Exits: exits(4), TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Join(ctx, rdb, Config{Crawl: "pool", ID: "b", Exits: exits(4)[1:], TTL: time.Minute}); !errors.Is(err, ErrExitsDiffer) ||
+		!strings.Contains(err.Error(), "3 exits here, 4 exits there") {
+		t.Fatalf("a worker with 3 of the 4 exits: %v, want ErrExitsDiffer naming both sizes", err)
+	}
+	shuffled := exits(4)
+	shuffled[0], shuffled[3] = shuffled[3], shuffled[0]
+	c, err := Join(ctx, rdb, Config{Crawl: "pool", ID: "c", Exits: shuffled, TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("the same exits in another order: %v", err)
+	}
+	a.Leave(ctx)
+	c.Leave(ctx)
+	if _, err := Join(ctx, rdb, Config{Crawl: "pool", ID: "d", Exits: exits(2), TTL: time.Minute}); err != nil {
+		t.Fatalf("a new list once no worker is live: %v", err)
 	}
 }
 
