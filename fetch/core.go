@@ -985,7 +985,7 @@ func (c *Core) writeFate(ctx context.Context, j frontier.Job, fate Fate, status 
 	case FateAbandon:
 		err = c.fr.Abandon(ctx, l, status, fate.Reason)
 		if c.tally != nil {
-			c.tally.Abandon(j.Host, fate.Reason)
+			c.tally.Abandon(j.Host, res.Exit, fate.Reason)
 		}
 	}
 	if c.tally != nil {

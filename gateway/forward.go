@@ -174,7 +174,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		default:
 			why := "status " + strconv.Itoa(resp.StatusCode)
 			g.stats.outcome(why)
-			g.tally.Abandon(host, why)
+			g.tally.Abandon(host, ticket.Exit, why)
 		}
 		if g.log.Enabled(ctx, slog.LevelDebug) {
 			g.log.Debug("gateway: forwarded", "host", host, "method", r.Method, "status", resp.StatusCode,
@@ -252,7 +252,7 @@ func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadli
 // answered by the server, with Retry-After when next is known.
 func (g *Gateway) giveUp(w http.ResponseWriter, host string, status int, why string, next time.Time, msg string) {
 	g.stats.outcome(why)
-	g.tally.Abandon(host, why)
+	g.tally.Abandon(host, "", why)
 	var ra time.Duration
 	if !next.IsZero() {
 		ra = max(time.Until(next), time.Second)

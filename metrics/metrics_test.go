@@ -18,7 +18,7 @@ func TestTallyCounts(t *testing.T) {
 	ta.Record(Event{Host: "a", Exit: "e2", Status: 429, Verdict: verdict.Throttled, At: t0.Add(time.Second)})
 	ta.Record(Event{Host: "b", Exit: "e1", Status: 0, Verdict: verdict.Retryable, At: t0.Add(2 * time.Second)})
 	ta.Record(Event{Host: "b", Exit: "e1", Status: 200, Verdict: verdict.OK, At: t0.Add(3 * time.Second)})
-	ta.Abandon("b", "status 404")
+	ta.Abandon("b", "e1", "status 404")
 	ta.HeldBack("a", 1500*time.Millisecond)
 	ta.Done("a", "e1")
 	ta.Done("b", "e1")
@@ -43,8 +43,8 @@ func TestTallyCounts(t *testing.T) {
 	if len(s.Hosts) != 2 || s.Hosts[0].Name != "a" || s.Hosts[0].HeldBackSeconds != 1.5 {
 		t.Errorf("hosts = %+v, want a (1.5 s held back) then b", s.Hosts)
 	}
-	if s.Hosts[1].Abandoned["status 404"] != 1 || s.Total.Abandoned["status 404"] != 1 {
-		t.Errorf("abandoned not counted per host and in total: %+v", s.Hosts[1].Abandoned)
+	if s.Hosts[1].Abandoned["status 404"] != 1 || s.Total.Abandoned["status 404"] != 1 || s.Exits[0].Abandoned["status 404"] != 1 {
+		t.Errorf("abandoned not counted per host, per exit and in total: %+v %+v", s.Hosts[1].Abandoned, s.Exits[0].Abandoned)
 	}
 	if len(s.Exits) != 2 || s.Exits[0].Requests != 3 {
 		t.Errorf("exits = %+v, want e1 with 3 requests", s.Exits)
@@ -78,7 +78,7 @@ func TestPrometheusMatchesTally(t *testing.T) {
 		t.Fatal(err)
 	}
 	ta.Record(Event{Host: "a", Exit: "e1", Status: 429, Verdict: verdict.Throttled, RetryAfter: 2 * time.Second, HasRetryAfter: true, At: time.Now()})
-	ta.Abandon("a", "retries exhausted")
+	ta.Abandon("a", "x1", "retries exhausted")
 	want := `
 # HELP exitgate_abandoned_total URLs given up, by host and reason.
 # TYPE exitgate_abandoned_total counter

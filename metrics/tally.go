@@ -159,11 +159,15 @@ func (t *Tally) Subscribe(f func(Event)) {
 	t.mu.Unlock()
 }
 
-// Abandon counts one URL given up for reason.
-func (t *Tally) Abandon(host, reason string) {
+// Abandon counts one URL given up for reason, on host and on the exit of
+// its last attempt ("" when none answered for it).
+func (t *Tally) Abandon(host, exit, reason string) {
 	t.mu.Lock()
 	t.total.abandon(reason)
 	counter(t.hosts, host).abandon(reason)
+	if exit != "" {
+		counter(t.exits, exit).abandon(reason)
+	}
 	t.mu.Unlock()
 }
 

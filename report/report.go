@@ -71,13 +71,17 @@ const NotFound = "not_found"
 
 func notFound(status int) bool { return status == 404 || status == 410 }
 
+// notFoundReason reports whether an abandon reason is a URL the server says
+// is not there (404, 410).
+func notFoundReason(reason string) bool { return reason == "status 404" || reason == "status 410" }
+
 // splitNotFound takes the not-found URLs out of the abandoned ones: it
 // returns how many there are, and the other reasons.
 func splitNotFound(byReason map[string]int) (int, map[string]int) {
 	n := 0
 	rest := make(map[string]int, len(byReason))
 	for r, k := range byReason {
-		if r == "status 404" || r == "status 410" {
+		if notFoundReason(r) {
 			n += k
 			continue
 		}
@@ -204,8 +208,10 @@ func scoped(list []metrics.Scoped, caps map[string]Capacity, elapsed float64) []
 	for _, x := range list {
 		seen[x.Name] = true
 		var abandoned int64
-		for _, n := range x.Abandoned {
-			abandoned += n
+		for r, n := range x.Abandoned {
+			if !notFoundReason(r) { // counted apart, as in the totals
+				abandoned += n
+			}
 		}
 		sc := Scoped{
 			Name: x.Name, Requests: x.Requests, Successes: x.Successes, Done: x.Done, Retries: x.Retries,

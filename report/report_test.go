@@ -92,6 +92,8 @@ func TestSummarize(t *testing.T) {
 	ta.Done("a", "e1")
 	ta.Retry("a")
 	ta.HeldBack("a", 1500*time.Millisecond)
+	ta.Abandon("a", "e1", "status 404")
+	ta.Abandon("a", "e1", "forbidden")
 	s := Summarize(frontier.Counts{Done: 2, Abandoned: 2, Queued: 3, Leased: 1, AbandonedByReason: map[string]int{"status 404": 1, "forbidden": 1}},
 		ta.Snapshot(t0.Add(2*time.Second)),
 		map[string]Capacity{"a": {PerSecond: 2, Scope: "exit", Throttled: 1.25}},
@@ -104,6 +106,10 @@ func TestSummarize(t *testing.T) {
 	}
 	if len(s.PerExit) != 2 || s.PerExit[1].Name != "e2" || s.PerExit[1].PerSecond != 0.5 {
 		t.Errorf("per_exit = %+v, want e1 and the unused e2 with its capacity", s.PerExit)
+	}
+	// Per host and per exit, abandoned leaves the 404 out, as the totals do.
+	if s.PerHost[0].Abandoned != 1 || s.PerExit[0].Abandoned != 1 {
+		t.Errorf("abandoned: host a %d, exit e1 %d; want 1 each (the forbidden URL, not the 404)", s.PerHost[0].Abandoned, s.PerExit[0].Abandoned)
 	}
 	// Throttled is the limiter's pushback time (cooldowns, pauses); held
 	// back is the tally's time with due work waiting on the limiter.
