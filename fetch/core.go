@@ -472,7 +472,7 @@ func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now tim
 		// Shorter waits are the limiter re-checking a concurrency cap, which
 		// is this crawl's own choice, not the server holding it back.
 		if from := later(now, h.heldTo); next.After(from) {
-			c.tally.HeldBack(host, next.Sub(from))
+			c.tally.HeldBackUntil(host, from, next)
 			h.heldTo = next
 		}
 	}

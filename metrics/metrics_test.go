@@ -94,3 +94,19 @@ exitgate_requests_total{host="a",status="429"} 1
 		t.Errorf("retry-after histogram series = %d, want 1", n)
 	}
 }
+
+// TestHeldBackAhead: a hold that ends ahead of a snapshot counts only up
+// to the snapshot's time (a day's Retry-After once read 86,407 s held
+// back after a 7-s run); once past, whole.
+func TestHeldBackAhead(t *testing.T) {
+	ta := NewTally(t0)
+	ta.HeldBack("a", 2*time.Second)
+	ta.HeldBackUntil("b", t0.Add(time.Second), t0.Add(24*time.Hour))
+	s := ta.Snapshot(t0.Add(7 * time.Second))
+	if s.Total.HeldBackSeconds != 8 || s.Hosts[0].HeldBackSeconds != 2 || s.Hosts[1].HeldBackSeconds != 6 {
+		t.Errorf("held back at 7 s: total %v, a %v, b %v; want 8, 2, 6", s.Total.HeldBackSeconds, s.Hosts[0].HeldBackSeconds, s.Hosts[1].HeldBackSeconds)
+	}
+	if s := ta.Snapshot(t0.Add(25 * time.Hour)); s.Hosts[1].HeldBackSeconds != 24*3600-1 {
+		t.Errorf("held back after the hold: b %v, want the whole of it", s.Hosts[1].HeldBackSeconds)
+	}
+}

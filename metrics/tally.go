@@ -122,6 +122,10 @@ type Tally struct {
 	onRetryAfter func(host string, d time.Duration)
 	// subs receive every event (Subscribe).
 	subs []func(Event)
+	// heldTo is, per host, the end of the last hold counted by
+	// HeldBackUntil: the part of it after a snapshot's time has not
+	// happened yet and is left out of that snapshot.
+	heldTo map[string]time.Time
 }
 
 // NewTally starts a tally whose effective rate is measured from start.
@@ -190,6 +194,22 @@ func (t *Tally) Retry(host string) {
 	t.mu.Unlock()
 }
 
+// HeldBackUntil counts host's due work held back by the limiter from from
+// until to, which may be ahead: a snapshot counts only what elapsed by its
+// time (a day's Retry-After once read 86,407 s held back after a 7-s run).
+func (t *Tally) HeldBackUntil(host string, from, to time.Time) {
+	if !to.After(from) {
+		return
+	}
+	t.HeldBack(host, to.Sub(from))
+	t.mu.Lock()
+	if t.heldTo == nil {
+		t.heldTo = map[string]time.Time{}
+	}
+	t.heldTo[host] = to
+	t.mu.Unlock()
+}
+
 // HeldBack adds d to the time host had due work that the limiter held back.
 func (t *Tally) HeldBack(host string, d time.Duration) {
 	if d <= 0 {
@@ -253,6 +273,13 @@ func (t *Tally) Snapshot(now time.Time) Snapshot {
 	s := Snapshot{Start: t.start, At: now, Total: t.total.clone(), Rolling429: t.rolling.ratio(now)}
 	s.Hosts = scopedList(t.hosts)
 	s.Exits = scopedList(t.exits)
+	for i, h := range s.Hosts {
+		if to, ok := t.heldTo[h.Name]; ok && to.After(now) {
+			ahead := min(to.Sub(now).Seconds(), h.HeldBackSeconds)
+			s.Hosts[i].HeldBackSeconds -= ahead
+			s.Total.HeldBackSeconds = max(0, s.Total.HeldBackSeconds-ahead)
+		}
+	}
 	return s
 }
 
