@@ -168,6 +168,8 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
+			case errors.Is(err, errExitsDown):
+				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next, g.exitsDownText())
 			case errors.Is(err, errBudget) && last == verdict.ProxyFailure:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next,
 					fmt.Sprintf("exitgate: no exit could open a tunnel to %s within the wait budget (%v)", authority, budget))

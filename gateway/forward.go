@@ -39,6 +39,17 @@ const maxReplayBody = 64 << 10
 // errBudget: no lane of the host frees up within the wait budget.
 var errBudget = errors.New("gateway: wait budget spent")
 
+// errExitsDown: every exit of the pool is held back for failing as a
+// proxy. Waiting for one to recover held each client its whole budget (a
+// minute) for a 502; it is said at once.
+var errExitsDown = errors.New("gateway: every exit is failing as a proxy")
+
+// exitsDownText tells the client that no exit works, and what to do.
+func (g *Gateway) exitsDownText() string {
+	down, total := g.lim.ExitsDown(time.Now())
+	return fmt.Sprintf("exitgate: no working exit: %d of %d exits are failing as proxies (refused, unreachable, wrong credentials); check them with \"exitgate proxies check\"", down, total)
+}
+
 // forward sends r to tgt through the limiter, retrying throttled, banned
 // and proxy-failed attempts of idempotent requests through other exits
 // within the wait budget, and streams the answer back to w.
@@ -78,15 +89,20 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 	}
 	deadline := start.Add(budget)
 	var last verdict.Verdict
+	throttled := false // the server pushed back on some attempt
 	for attempt := 1; ; attempt++ {
 		ticket, next, err := g.acquire(ctx, host, tgt.session, deadline)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil: // the client left
-			case errors.Is(err, errBudget) && last == verdict.ProxyFailure:
+			case errors.Is(err, errExitsDown) && !throttled:
+				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next, g.exitsDownText())
+			case errors.Is(err, errBudget) && last == verdict.ProxyFailure && !throttled:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next,
 					fmt.Sprintf("exitgate: no exit could reach %s: each failed as a proxy, and none recovers within the wait budget (%v)", host, budget))
-			case errors.Is(err, errBudget):
+			case errors.Is(err, errBudget), errors.Is(err, errExitsDown):
+				// Paced or cooling down; the server's own 429 stands,
+				// whatever the exits tried after it did.
 				g.stats.throttled.Add(1)
 				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
 					fmt.Sprintf("exitgate: no exit may send to %s within the wait budget (%v): its lanes are paced or cooling down; retry after the time in Retry-After, or send %s with a longer budget", host, budget, HeaderWait))
@@ -147,6 +163,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			rules, prof, sent, id)
 		g.lim.Done(ticket, o, now)
 		last = v
+		throttled = throttled || v == verdict.Throttled
 		if canRetry && (v == verdict.Throttled || v == verdict.Banned || v == verdict.ProxyFailure) {
 			discard(resp.Body)
 			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
@@ -227,7 +244,11 @@ func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadli
 		return limit.Ticket{}, time.Time{}, err
 	case ok:
 		return t, time.Time{}, nil
-	case next.After(deadline):
+	}
+	if down, total := g.lim.ExitsDown(now); total > 0 && down == total {
+		return limit.Ticket{}, next, errExitsDown
+	}
+	if next.After(deadline) {
 		return limit.Ticket{}, next, errBudget
 	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)

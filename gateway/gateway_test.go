@@ -756,3 +756,73 @@ func TestExitProxy407NotPassedOn(t *testing.T) {
 			resp.StatusCode, resp.Header.Get("Proxy-Authenticate"), body)
 	}
 }
+
+// When every exit is failing as a proxy, a client is told so at once with
+// a 502 that names the cause; it was held its whole wait budget for the
+// first 502 and then told 429 "paced or cooling down", which sends a
+// scraper backing off for the wrong reason.
+func TestAllExitsDownSaidAtOnce(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	var lines []string
+	for range 2 {
+		dead, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, "http://"+dead.Addr().String())
+		dead.Close()
+	}
+	exits, err := pool.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: exits})
+	c := client(proxy, nil)
+	for i := range 3 {
+		start := time.Now()
+		resp, body := get(t, c, fmt.Sprintf("%s/%d", o.URL, i), HeaderWait, "20s")
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "no working exit") && !strings.Contains(body, "failed as a proxy") {
+			t.Errorf("GET %d with every exit dead = %d %q (%s), want 502 saying no exit works", i, resp.StatusCode, body, resp.Header.Get(HeaderReason))
+		}
+		if d := time.Since(start); i > 0 && d > 3*time.Second {
+			t.Errorf("GET %d with every exit dead answered after %v, want at once", i, d)
+		}
+		if i > 0 && !strings.Contains(body, "2 of 2 exits are failing as proxies") {
+			t.Errorf("GET %d: %q, want the count of exits down", i, body)
+		}
+	}
+}
+
+// The server's own 429 stands when a retry through another exit finds
+// that exit dead: the client gets the 429 with its Retry-After, not a 502
+// about the exits.
+func TestServer429StandsOverDeadExit(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	exits, err := pool.Parse(strings.NewReader("http://"+deadAddr+"\nbind:127.0.0.23\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A short quarantine: the dead exit's probe comes within the budget,
+	// after the server's 429 (the retry that found it dead again once
+	// made the answer a 502 about the exits).
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(10000), MaxInFlight: 4096, HostConcurrency: 4096,
+		QuarantineBase: 300 * time.Millisecond, QuarantineMax: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: exits, Limiter: lim})
+	resp, body := get(t, client(proxy, nil), o.URL+"/limited", HeaderWait, "3s")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("GET a 429-ing origin with one dead exit = %d %q (%s), Retry-After %q; want the 429 with a Retry-After",
+			resp.StatusCode, body, resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"))
+	}
+}

@@ -35,3 +35,20 @@ func (l *Limiter) Quarantine(host, exit string, until time.Time, why string, now
 	l.logChanges(host, changes)
 	return true
 }
+
+// ExitsDown reports how many of the pool's exits are held back at now for
+// failing as proxies (quarantined, or their recovery probe still out), and
+// how many exits the pool has. When all are down, nothing waits its way to
+// an exit: a caller holding a client for a wait budget can say so at once.
+func (l *Limiter) ExitsDown(now time.Time) (down, total int) {
+	n := now.UnixNano()
+	pool := l.pool.Load()
+	l.tab.exMu.RLock()
+	defer l.tab.exMu.RUnlock()
+	for _, e := range pool.exits {
+		if s := l.tab.exits[e.ID]; s != nil && (s.quar > n || s.probe && s.probeOut) {
+			down++
+		}
+	}
+	return down, pool.Len()
+}
