@@ -146,11 +146,18 @@ func TestCrawlHugeRetryAfterParksHost(t *testing.T) {
 // the progress line says which, until when and why.
 func TestProgressLineNamesParkedHost(t *testing.T) {
 	until := time.Date(2026, 12, 1, 15, 4, 5, 0, time.Local)
-	line := statusText(reading{s: metrics.NewTally(time.Now()).Snapshot(time.Now()), waiting: []fetch.HostWait{
+	now := until.Add(-2 * time.Hour)
+	line := statusText(reading{s: metrics.NewTally(now).Snapshot(now), waiting: []fetch.HostWait{
 		{Host: "api.example", Until: until, Why: "status 503, Retry-After 2h0m0s"},
 		{Host: "b.example", Until: until.Add(time.Hour)},
 	}})
 	if want := "parked: api.example until 15:04:05 (status 503, Retry-After 2h0m0s) and 1 more hosts"; !strings.Contains(line, want) {
 		t.Errorf("progressLine = %q, want it to contain %q", line, want)
+	}
+	// A day away: with its date, not a time of day already past today.
+	now = until.Add(-24*time.Hour + 5*time.Second)
+	line = statusText(reading{s: metrics.NewTally(now).Snapshot(now), waiting: []fetch.HostWait{{Host: "api.example", Until: until}}})
+	if want := "parked: api.example until 2026-12-01 15:04:05"; !strings.Contains(line, want) {
+		t.Errorf("progressLine a day ahead = %q, want it to contain %q", line, want)
 	}
 }

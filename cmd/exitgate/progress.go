@@ -197,6 +197,16 @@ func percent(n, total int) int {
 	return n * 100 / total
 }
 
+// clockOrDate writes t as a time of day when it falls within twelve hours
+// of now on the same day, else with its date: a park until tomorrow read as
+// a time already past ("until 04:38:07" at 04:38:12).
+func clockOrDate(t, now time.Time) string {
+	if d := t.Sub(now); d > -12*time.Hour && d < 12*time.Hour && t.YearDay() == now.YearDay() && t.Year() == now.Year() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
 // statusText is what a reading says besides the share finished: the
 // frontier's other states, rates and 429 ratios, and which host is parked.
 func statusText(r reading) string {
@@ -205,7 +215,7 @@ func statusText(r reading) string {
 		c.Abandoned, c.Queued+c.Leased, c.Parked, s.EffectiveRate(), 100*s.Total.Ratio429(), 100*s.Rolling429)
 	if len(r.waiting) > 0 {
 		hw := r.waiting[0]
-		line += fmt.Sprintf("  |  parked: %s until %s", hw.Host, hw.Until.Format("15:04:05"))
+		line += fmt.Sprintf("  |  parked: %s until %s", hw.Host, clockOrDate(hw.Until, r.s.At))
 		if hw.Why != "" {
 			line += " (" + hw.Why + ")"
 		}
