@@ -480,8 +480,14 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	mon.Tick(wctx, time.Now()) // the dashboard's and the summary's last word
 	sum := report.Summarize(counts, tally.Snapshot(time.Now()), hostCaps, exitCaps)
 	sum.Events = mon.Events()
-	if _, err := report.WriteSummary(f.out, sum); err != nil && runErr == nil {
-		runErr = err
+	if _, err := report.WriteSummary(f.out, sum); err != nil {
+		// Said whatever else failed: after a full disk stopped the crawl,
+		// the summary went unwritten without a word, and with it this run's
+		// share of the totals.
+		fmt.Fprintf(stderr, "exitgate: summary not written, this run's counts are not in %s: %v\n", filepath.Join(f.out, "summary.json"), err)
+		if runErr == nil {
+			runErr = err
+		}
 	}
 	report.WriteTable(stdout, sum)
 	if sum.Queued+sum.Parked > 0 {

@@ -142,3 +142,27 @@ func readResultRows(t *testing.T, out, format string) []report.Result {
 	}
 	return rows
 }
+
+// TestSummaryNotWrittenSaid: when summary.json cannot be written, the
+// crawl says so and fails, whatever else went wrong; after a full disk
+// stopped a crawl, the summary went unwritten without a word.
+func TestSummaryNotWrittenSaid(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	out, crawl := crawlList(t, dir, siteURLs(srv.URL, 3), "--ignore-robots", "--progress", "0")
+	if r := crawl(); r.err != nil {
+		t.Fatalf("first crawl: %v\n%s", r.err, r.stderr)
+	}
+	// summary.json made a directory with a file in it: no rename lands.
+	sum := filepath.Join(out, "summary.json")
+	if err := os.Remove(sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(sum, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := crawl()
+	if r.err == nil || exitCode(r.err) == 0 || !strings.Contains(r.stderr, "summary not written") {
+		t.Errorf("crawl whose summary cannot be written: err %v, stderr %q; want a failure that says so", r.err, r.stderr)
+	}
+}
