@@ -3,6 +3,7 @@ package peerbench
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +101,10 @@ func runAll(t *testing.T, runs []suiteRun) ([]Result, []error) {
 			t.Fatal(err)
 		}
 		cfgs[i] = RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[10*i], Duration: suiteDuration,
-			Dir: filepath.Join(base, filepath.FromSlash(r.name()))}
+			// Side by side, never nested: a run empties its own directory
+			// first, and nginx-1r-s's would take nginx-1r-s/crawl-binary
+			// with it while that run was starting.
+			Dir: filepath.Join(base, strings.ReplaceAll(r.name(), "/", "-"))}
 		if r.binary {
 			cfgs[i].CrawlBinary = buildExitgate(t)
 		}
