@@ -253,24 +253,18 @@ func Error(err error) verdict.Verdict {
 	}
 	var pce *ProxyConnectError
 	var pe *ProxyError
-	if errors.As(err, &pce) {
-		if unreachableTarget(pce.StatusCode) {
-			return verdict.Retryable
-		}
-		return verdict.ProxyFailure
-	}
 	if errors.As(err, &pe) {
-		return verdict.ProxyFailure
+		return verdict.ProxyFailure // a check of the proxy found it at fault
+	}
+	if errors.As(err, &pce) {
+		return connectAnswer(pce.StatusCode)
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "proxyconnect" {
 		return verdict.ProxyFailure
 	}
 	if code := connectRefusal(err); code != 0 {
-		if unreachableTarget(code) {
-			return verdict.Retryable
-		}
-		return verdict.ProxyFailure
+		return connectAnswer(code)
 	}
 	if errors.Is(err, syscall.EADDRNOTAVAIL) {
 		// The exit's own source address cannot be used (a bind: address
@@ -312,6 +306,14 @@ func unreachableTarget(code int) bool {
 		return true
 	}
 	return false
+}
+
+// connectAnswer is the verdict on a proxy's non-200 answer to CONNECT.
+func connectAnswer(code int) verdict.Verdict {
+	if unreachableTarget(code) {
+		return verdict.Retryable
+	}
+	return verdict.ProxyFailure
 }
 
 // connectRefusal recognises net/http's untyped CONNECT refusal: the

@@ -122,6 +122,8 @@ func TestClassifyErrorSynthetic(t *testing.T) {
 		{"CONNECT: service unavailable", &ProxyConnectError{StatusCode: 503, Status: "503 Service Unavailable"}, verdict.Retryable},
 		{"CONNECT: gateway timeout", &ProxyConnectError{StatusCode: 504, Status: "504 Gateway Timeout"}, verdict.Retryable},
 		{"untyped CONNECT: bad gateway", &url.Error{Op: "Get", Err: errors.New("Bad Gateway")}, verdict.Retryable},
+		// A proxy a check found at fault stays the proxy's, whatever it answered.
+		{"proxy at fault, CONNECT 502", &ProxyError{Proxy: "p:1", Why: "no answer within 5s", Err: &ProxyConnectError{StatusCode: 502, Status: "502 Bad Gateway"}}, verdict.ProxyFailure},
 		{"proxy found at fault", &url.Error{Op: "Get", Err: &ProxyError{Proxy: "p:1", Why: "no answer within 5s", Err: context.DeadlineExceeded}}, verdict.ProxyFailure},
 		{"untyped CONNECT refusal", &url.Error{Op: "Get", Err: errors.New("Proxy Authentication Required")}, verdict.ProxyFailure},
 		{"no such host", &url.Error{Op: "Get", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}}, verdict.Fatal},

@@ -245,8 +245,12 @@ func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadli
 	case ok:
 		return t, time.Time{}, nil
 	}
-	if down, total := g.lim.ExitsDown(now); total > 0 && down == total {
-		return limit.Ticket{}, next, errExitsDown
+	// A quarantine lasts seconds at least: only a long wait asks whether
+	// every exit is down, not each paced request (it reads every exit).
+	if next.Sub(now) > time.Second {
+		if down, total := g.lim.ExitsDown(now); total > 0 && down == total {
+			return limit.Ticket{}, next, errExitsDown
+		}
 	}
 	if next.After(deadline) {
 		return limit.Ticket{}, next, errBudget

@@ -558,13 +558,7 @@ func TestPassthroughTunnel(t *testing.T) {
 // An exit whose proxy fails is replaced: the request goes through another.
 func TestProxyFailureRetriedElsewhere(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close()
-	exits, err := pool.Parse(strings.NewReader("http://user:DeadPw42@"+deadAddr+"\nbind:127.0.0.22\n"), "test")
+	exits, err := pool.Parse(strings.NewReader("http://user:DeadPw42@"+deadAddr(t)+"\nbind:127.0.0.22\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -763,16 +757,7 @@ func TestExitProxy407NotPassedOn(t *testing.T) {
 // scraper backing off for the wrong reason.
 func TestAllExitsDownSaidAtOnce(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	var lines []string
-	for range 2 {
-		dead, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, "http://"+dead.Addr().String())
-		dead.Close()
-	}
-	exits, err := pool.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "test")
+	exits, err := pool.Parse(strings.NewReader("http://"+deadAddr(t)+"\nhttp://"+deadAddr(t)+"\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -801,13 +786,7 @@ func TestServer429StandsOverDeadExit(t *testing.T) {
 		w.Header().Set("Retry-After", "3600")
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close()
-	exits, err := pool.Parse(strings.NewReader("http://"+deadAddr+"\nbind:127.0.0.23\n"), "test")
+	exits, err := pool.Parse(strings.NewReader("http://"+deadAddr(t)+"\nbind:127.0.0.23\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -825,4 +804,17 @@ func TestServer429StandsOverDeadExit(t *testing.T) {
 		t.Errorf("GET a 429-ing origin with one dead exit = %d %q (%s), Retry-After %q; want the 429 with a Retry-After",
 			resp.StatusCode, body, resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"))
 	}
+}
+
+// deadAddr returns a loopback address nothing listens on: one listened on
+// and closed.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -28,20 +27,8 @@ func TestHTTPSThroughTinyproxyExits(t *testing.T) {
 		mu.Unlock()
 		io.WriteString(w, clientIP(r))
 	})
-	var lines []string
-	for _, bind := range []string{"127.0.0.51", "127.0.0.52"} {
-		lines = append(lines, peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: bind}).URL())
-	}
-	exits, err := pool.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "tinyproxies")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authority, _, err := ca.Init(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	caRoots := x509.NewCertPool()
-	caRoots.AddCert(authority.Certificate())
+	exits := tinyproxyExits(t, "127.0.0.51", "127.0.0.52")
+	authority, caRoots := newCA(t)
 	for _, mode := range []struct {
 		name  string
 		ca    *ca.CA
@@ -78,26 +65,9 @@ func TestHTTPSThroughTinyproxyExits(t *testing.T) {
 // to a live origin goes at once.
 func TestDeadHTTPSTargetLeavesExitsUp(t *testing.T) {
 	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up") })
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadURL := "https://" + dead.Addr().String() + "/"
-	dead.Close() // nothing listens there now
-	var lines []string
-	for _, bind := range []string{"127.0.0.53", "127.0.0.54"} {
-		lines = append(lines, peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: bind}).URL())
-	}
-	exits, err := pool.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "tinyproxies")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authority, _, err := ca.Init(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(authority.Certificate())
+	deadURL := "https://" + deadAddr(t) + "/"
+	exits := tinyproxyExits(t, "127.0.0.53", "127.0.0.54")
+	authority, roots := newCA(t)
 	_, proxy := newGateway(t, Config{AllowPrivate: true, CA: authority, Exits: exits,
 		ConnectPorts: []int{port(t, o.URL), port(t, deadURL)},
 		Transport:    pool.TransportConfig{TLSClientConfig: &tls.Config{RootCAs: originRoots}}})
@@ -114,4 +84,31 @@ func TestDeadHTTPSTargetLeavesExitsUp(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the live origin answered after %v", d)
 	}
+}
+
+// tinyproxyExits starts a real tinyproxy exit bound to each address and
+// returns the pool of them.
+func tinyproxyExits(t *testing.T, binds ...string) []pool.Exit {
+	t.Helper()
+	var lines []string
+	for _, bind := range binds {
+		lines = append(lines, peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: bind}).URL())
+	}
+	exits, err := pool.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "tinyproxies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exits
+}
+
+// newCA makes a fresh interception CA and a root pool that trusts it.
+func newCA(t *testing.T) (*ca.CA, *x509.CertPool) {
+	t.Helper()
+	authority, _, err := ca.Init(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(authority.Certificate())
+	return authority, roots
 }

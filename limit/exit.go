@@ -33,6 +33,10 @@ func (s *exitState) configure(e Exit) {
 	s.conc = int32(e.Concurrency)
 }
 
+// failing reports whether s is held back at now for failing as a proxy:
+// quarantined, or its recovery probe still out.
+func (s *exitState) failing(now int64) bool { return s.quar > now || s.probe && s.probeOut }
+
 // readyAt reports when s may next carry a request and whether taking it
 // needs take.
 func (s *exitState) readyAt(r *rules, now int64) (int64, bool) {

@@ -46,7 +46,7 @@ func (l *Limiter) ExitsDown(now time.Time) (down, total int) {
 	l.tab.exMu.RLock()
 	defer l.tab.exMu.RUnlock()
 	for _, e := range pool.exits {
-		if s := l.tab.exits[e.ID]; s != nil && (s.quar > n || s.probe && s.probeOut) {
+		if s := l.tab.exits[e.ID]; s != nil && s.failing(n) {
 			down++
 		}
 	}
