@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,13 @@ type entry struct {
 	used time.Time // last View or Admit
 	// The local fallback's schedule while Redis is unreachable.
 	sched limit.Schedule
+	// unsent: published while Redis was unreachable, so Redis has not
+	// seen it; the view is sent when Redis answers again, before it is
+	// read back, or the stale state Redis kept (a restart restores what it
+	// had) would overwrite it. A leader's follow pace is published once per
+	// change: lost, its followers would hold the old one for good.
+	unsent   bool
+	unsentEv []limit.Evidence
 }
 
 // Stats counts a Share's calls, for the round-trip figures.
@@ -206,20 +214,68 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	e.has = true
 	down := s.down
 	s.stats.Publishes++
+	if down {
+		e.unsent = true
+		e.unsentEv = append(e.unsentEv, v.Evidence...)
+		if n := len(e.unsentEv); n > maxEvidence {
+			e.unsentEv = slices.Delete(e.unsentEv, 0, n-maxEvidence)
+		}
+	}
 	s.mu.Unlock()
 	if down {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	if err := s.publish(ctx, host, v, v.Evidence); err != nil {
+		s.setDown(err)
+		s.mu.Lock()
+		e.unsent = true
+		s.mu.Unlock()
+	}
+}
+
+// maxEvidence is how many evidence entries Redis keeps per host (the
+// publish script's LTRIM).
+const maxEvidence = 32
+
+func (s *Share) publish(ctx context.Context, host string, v limit.HostView, evidence []limit.Evidence) error {
 	args := []any{us(v.Pause), int(v.Scope), v.Rate, v.RateCeiling, v.RateFloor, us(v.Cut), v.Follow, us(v.FollowAt)}
-	for _, ev := range v.Evidence {
+	for _, ev := range evidence {
 		b, _ := json.Marshal(ev)
 		args = append(args, string(b))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	defer cancel()
-	if err := publishScript.Run(ctx, s.rdb, s.keys(host), args...).Err(); err != nil {
-		s.setDown(err)
+	return publishScript.Run(ctx, s.rdb, s.keys(host), args...).Err()
+}
+
+// sendUnsent publishes the views that changed while Redis was unreachable.
+// Every field of a view merges in Redis by "later wins", so sending the
+// whole local view is safe: what another worker published since stands.
+func (s *Share) sendUnsent(ctx context.Context) error {
+	type pending struct {
+		host string
+		view limit.HostView
+		ev   []limit.Evidence
 	}
+	var todo []pending
+	s.mu.Lock()
+	for h, e := range s.views {
+		if e.unsent {
+			todo = append(todo, pending{h, e.view, e.unsentEv})
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range todo {
+		if err := s.publish(ctx, p.host, p.view, p.ev); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if e := s.views[p.host]; e != nil {
+			e.unsent, e.unsentEv = false, nil
+		}
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 // Workers implements limit.HostShare: the live workers at the last refresh
@@ -299,7 +355,11 @@ func (s *Share) refresh(ctx context.Context) {
 	s.mu.Unlock()
 	if len(hosts) == 0 {
 		if s.isDown() {
-			if err := s.rdb.Ping(ctx).Err(); err == nil {
+			err := s.rdb.Ping(ctx).Err()
+			if err == nil {
+				err = s.sendUnsent(ctx)
+			}
+			if err == nil {
 				s.setUp()
 			}
 		}
@@ -307,6 +367,10 @@ func (s *Share) refresh(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 4*s.cfg.Timeout)
 	defer cancel()
+	if err := s.sendUnsent(cctx); err != nil {
+		s.setDown(err)
+		return
+	}
 	pipe := s.rdb.Pipeline()
 	hs := make([]*goredis.MapStringStringCmd, len(hosts))
 	ls := make([]*goredis.StringSliceCmd, len(hosts))

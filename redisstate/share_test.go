@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/exitgate/exitgate/internal/peers"
 	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/verdict"
@@ -188,5 +189,65 @@ func TestSharedLead(t *testing.T) {
 		if got := h.LaneRate.Hz(); got < follow*0.999 || got > follow*1.001 {
 			t.Fatalf("led worker's lanes at %.3g/s, want the leader's followers' %.3g/s", got, follow)
 		}
+	}
+}
+
+// TestLeaderPaceSurvivesOutage: a leader whose followers' pace changes while
+// Redis is away (killed with SIGKILL, restarted from its append-only file)
+// sends it when Redis is back. Without that, the restarted Redis holds the
+// pace from before the outage, which the leader never publishes again
+// (once per change), and its followers keep it for good: a distributed
+// crawl crept at a first 429's cautious 0.26/s after a Redis restart, with
+// the leader settled at 7.5/s.
+func TestLeaderPaceSurvivesOutage(t *testing.T) {
+	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	const host = "o.example"
+	a, sa := worker(t, rdb, "outage", []string{"e1", "e2"}, limit.Rate{})
+	b, sb := worker(t, rdb, "outage", []string{"e3", "e4"}, limit.Rate{})
+	sa.cfg.Leads = func(string) bool { return true }
+	sb.cfg.Leads = func(string) bool { return false }
+	follow := func(l *limit.Limiter, at time.Time) float64 {
+		for _, h := range l.Snapshot(at).Hosts {
+			if h.Host == host {
+				return h.LaneRate.Hz()
+			}
+		}
+		return 0
+	}
+	drive([]*limit.Limiter{a}, host, t0, 3*time.Second)
+	before := follow(a, t0.Add(3*time.Second))
+
+	if err := r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// The explorer goes on ramping while Redis is away: the followers'
+	// pace changes and cannot be published.
+	drive([]*limit.Limiter{a}, host, t0.Add(3*time.Second), 4*time.Second)
+	at := t0.Add(7 * time.Second)
+	during := follow(a, at)
+	if during <= before*1.001 {
+		t.Fatalf("followers' pace %.3g/s before the outage and %.3g/s after 4 s more of ramp, want it to climb", before, during)
+	}
+	if !sa.isDown() {
+		t.Fatal("the leader's Share did not notice Redis gone")
+	}
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	sb.View(host) // in use: the refresh reads it
+	sa.refresh(context.Background())
+	sb.refresh(context.Background())
+	if sa.isDown() || sb.isDown() {
+		t.Fatal("a Share still down after Redis answered a refresh")
+	}
+	for _, e := range []string{"e3", "e4"} {
+		if tk, ok, _, _ := b.Acquire(host, limit.Want{Pin: e}, at); ok {
+			b.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+		}
+	}
+	if got := follow(b, at); got < during*0.999 || got > during*1.001 {
+		t.Fatalf("after the restart the led worker's lanes pace at %.3g/s, want the leader's %.3g/s (before the outage %.3g/s)", got, during, before)
 	}
 }
