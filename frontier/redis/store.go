@@ -103,6 +103,9 @@ type Store struct {
 	memoValid bool
 	down      bool // Redis unreachable: settle to the journal
 	journal   *os.File
+	// claimFrom: after an outage, this Store claims nothing before then
+	// (backGrace), so that the other workers replay their journals first.
+	claimFrom time.Time
 	// known: this Store has seen the crawl's host registry in Redis (it
 	// pushed or read a host). Seen once and then missing, the crawl's
 	// keys were lost (ErrCrawlGone), not finished.
@@ -488,7 +491,7 @@ func (s *Store) schedule(ctx context.Context, rs []report) error {
 // Claim leases up to max due jobs, round-robin over hosts least recently
 // served first.
 func (s *Store) Claim(ctx context.Context, now time.Time, max int, hostOK func(host string) bool) ([]frontier.Job, error) {
-	if max <= 0 || s.isDown() {
+	if max <= 0 || s.claimPaused() {
 		return nil, nil
 	}
 	cands, err := s.candidates(ctx, now, min(4096, 8*max+64))
@@ -506,7 +509,7 @@ func (s *Store) Claim(ctx context.Context, now time.Time, max int, hostOK func(h
 
 // ClaimHost leases up to max due jobs of host.
 func (s *Store) ClaimHost(ctx context.Context, host string, now time.Time, max int) ([]frontier.Job, error) {
-	if max <= 0 || s.isDown() {
+	if max <= 0 || s.claimPaused() {
 		return nil, nil
 	}
 	s.mu.Lock()
@@ -989,6 +992,22 @@ func (s *Store) isDown() bool {
 	return s.down
 }
 
+// backGrace is how long a Store that saw Redis come back waits before it
+// claims: the other workers' keep-alives (every, the same for all) notice
+// within one, and replay what they journaled. Claiming at once took jobs
+// whose leases had run out during the outage though their workers had
+// finished them in their journals: after a 20-s outage, 104 of 600 URLs
+// were fetched twice.
+func backGrace(every time.Duration) time.Duration { return every + every/2 }
+
+// claimPaused reports whether claims wait: Redis is away, or came back a
+// moment ago (backGrace).
+func (s *Store) claimPaused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down || time.Now().Before(s.claimFrom)
+}
+
 func (s *Store) setDown(err error) {
 	s.mu.Lock()
 	was := s.down
@@ -1143,6 +1162,7 @@ func (s *Store) keep() {
 			}
 			s.mu.Lock()
 			s.down = false
+			s.claimFrom = time.Now().Add(backGrace(every))
 			s.mu.Unlock()
 			s.log.Warn("frontier: Redis is back; journal replayed", "entries", n)
 		}
