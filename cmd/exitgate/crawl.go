@@ -248,6 +248,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return usageError(err)
 	}
+	identity, err := f.identity()
+	if err != nil {
+		return usageError(err)
+	}
 	var metricsLn, uiLn net.Listener
 	if f.metricsAddr != "" {
 		if metricsLn, err = listenMetrics(f.metricsAddr); err != nil {
@@ -266,14 +270,14 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	logger := f.logger(logOut)
 	setup.limCfg.Logger = logger
 
+	if err := makeOutDir(f.out); err != nil {
+		return usageError(err)
+	}
 	var record *crawlRecord
 	if setup.urlFile != "" && f.redis == "" {
 		if record, err = checkURLFile(f.out, setup.urlFile, f.append); err != nil {
 			return usageError(err)
 		}
-	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return err
 	}
 	var fr frontier.Frontier
 	var dist *distributed
@@ -342,10 +346,6 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if dist != nil {
 		dist.lim = lim
 		onSet = dist.onSet
-	}
-	identity, err := f.identity()
-	if err != nil {
-		return err
 	}
 	members := make([]fetch.Member, len(setup.exits))
 	for i, e := range setup.exits {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -121,7 +122,37 @@ func (f exitFlags) identity() (*pool.Identity, error) {
 	if f.echoURL == "" && f.exitIPHeader == "" {
 		return nil, nil
 	}
+	// Each flag checked alone, so that the error names the one at fault.
+	if _, err := pool.NewIdentity(pool.IdentityConfig{Header: f.exitIPHeader}); err != nil {
+		return nil, fmt.Errorf("--exit-ip-header: %w", err)
+	}
+	if _, err := pool.NewIdentity(pool.IdentityConfig{EchoURL: f.echoURL}); err != nil {
+		return nil, fmt.Errorf("--echo-url: %w", err)
+	}
 	return pool.NewIdentity(pool.IdentityConfig{Header: f.exitIPHeader, EchoURL: f.echoURL})
+}
+
+// makeOutDir creates an --out directory and checks that files can be
+// written in it, so that a directory the crawl cannot use is refused before
+// any work starts (a read-only or pseudo file system, a file in the way)
+// rather than failing on the frontier's first write.
+func makeOutDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".exitgate-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: not writable: %w", dir, err)
+	}
+	name := probe.Name()
+	err = probe.Close()
+	if rmErr := os.Remove(name); err == nil {
+		err = rmErr
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: not writable: %w", dir, err)
+	}
+	return nil
 }
 
 // logger logs to w at --log-level (debug with --verbose).

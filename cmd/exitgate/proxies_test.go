@@ -274,3 +274,46 @@ func TestBindNotLocalRefused(t *testing.T) {
 		t.Errorf("a frontier was made in %s before the refusal", out)
 	}
 }
+
+// TestBadOutAndIdentityRefused: an --out where nothing can be written, and
+// an --echo-url or --exit-ip-header that cannot work, are refused before
+// work starts, exit 2, naming the flag. They once exited 1 after the URLs
+// were loaded (--echo-url ftp://...), or on the frontier's first write
+// (--out /proc).
+func TestBadOutAndIdentityRefused(t *testing.T) {
+	urls := filepath.Join(t.TempDir(), "urls.txt")
+	if err := os.WriteFile(urls, []byte("http://127.0.0.1:9/x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "o")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", "/proc/exitgate-out"}, "--out /proc/exitgate-out"},
+		{[]string{"--out", "/proc"}, "--out /proc: not writable"},
+		{[]string{"--out", file}, "--out " + file},
+		{[]string{"--out", good, "--echo-url", "ftp://127.0.0.1/ip"}, `--echo-url: echo URL "ftp://127.0.0.1/ip"`},
+		{[]string{"--out", good, "--exit-ip-header", "X Bad"}, `--exit-ip-header: identity header "X Bad"`},
+	} {
+		args := append([]string{"crawl", "--ignore-robots"}, c.args...)
+		_, msg, code := run(t, append(args, urls)...)
+		if code != 2 || !strings.Contains(msg, c.want) {
+			t.Errorf("crawl %q: exit %d %q, want 2 with %q", c.args, code, msg, c.want)
+		}
+		if strings.Contains(msg, "URLs new") {
+			t.Errorf("crawl %q: URLs were loaded before the refusal: %q", c.args, msg)
+		}
+		sargs := append([]string{"serve", "--listen", "127.0.0.1:0"}, c.args...)
+		if _, msg, code := run(t, sargs...); code != 2 || !strings.Contains(msg, c.want) {
+			t.Errorf("serve %q: exit %d %q, want 2 with %q", c.args, code, msg, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(good, "frontier.db")); err == nil {
+		t.Errorf("a frontier was made in %s before the refusal", good)
+	}
+}

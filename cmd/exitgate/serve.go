@@ -214,8 +214,12 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		return usageError(fmt.Errorf("--listen: %w", err))
 	}
 	defer ln.Close()
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return err
+	if err := makeOutDir(f.out); err != nil {
+		return usageError(err)
+	}
+	identity, err := f.identity()
+	if err != nil {
+		return usageError(err)
 	}
 
 	lim, err := limit.New(setup.limCfg)
@@ -223,9 +227,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		return err
 	}
 	restoreLearned(f.out, lim, time.Now(), stderr)
-	if setup.gw.Identity, err = f.identity(); err != nil {
-		return err
-	}
+	setup.gw.Identity = identity
 	start := time.Now()
 	tally := metrics.NewTally(start)
 	setup.gw.Limiter, setup.gw.Exits, setup.gw.Tally = lim, setup.exits, tally
