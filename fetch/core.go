@@ -826,7 +826,7 @@ func pushbackOf(r Response, v verdict.Verdict, sig rlheader.Signal) string {
 	case v == verdict.Throttled || v == verdict.Busy:
 		why = fmt.Sprintf("status %d", r.Status)
 		if sig.HasRetryAfter {
-			why += ", Retry-After " + sig.RetryAfter.Round(time.Second).String()
+			why += ", " + sayRetryAfter(sig.RetryAfter)
 		}
 	case sig.HasRemaining && sig.Remaining == 0:
 		why = fmt.Sprintf("status %d, rate-limit remaining 0", r.Status)

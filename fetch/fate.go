@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/backoff"
+	"github.com/exitgate/exitgate/rlheader"
 	"github.com/exitgate/exitgate/verdict"
 )
 
@@ -164,8 +165,10 @@ func decide(p RetryPolicy, tries Tries, r attemptResult, rnd *rand.Rand, now tim
 			return abandon(f, "throttled too often: "+what)
 		}
 		if r.HasRetryAfter && r.RetryAfter > p.MaxWait {
-			f.Kind, f.At = FatePark, now.Add(r.RetryAfter)
-			f.Reason = fmt.Sprintf("%s: Retry-After %s over max wait %s", what, r.RetryAfter.Round(time.Second), p.MaxWait)
+			// Parked no longer than the limiter honours a Retry-After
+			// (a day): a date in 9999 parked URLs until 2262.
+			f.Kind, f.At = FatePark, now.Add(min(r.RetryAfter, rlheader.DefaultMaxRetryAfter))
+			f.Reason = fmt.Sprintf("%s: %s over max wait %s", what, sayRetryAfter(r.RetryAfter), p.MaxWait)
 			return f
 		}
 		// A 429 cools one lane: the URL may go at once through another
@@ -206,4 +209,18 @@ func describe(r attemptResult) string {
 		return r.Verdict.String()
 	}
 	return fmt.Sprintf("status %d", r.Status)
+}
+
+// sayRetryAfter words a Retry-After for a reason: rounded to the second,
+// and beyond a day (rlheader.DefaultMaxRetryAfter) in days with what is
+// honoured, rather than a parser's saturated 2562047h47m16s.
+func sayRetryAfter(ra time.Duration) string {
+	if ra <= rlheader.DefaultMaxRetryAfter {
+		return "Retry-After " + ra.Round(time.Second).String()
+	}
+	told := "over a century"
+	if ra < 100*365*24*time.Hour {
+		told = fmt.Sprintf("%.0f days", ra.Hours()/24)
+	}
+	return fmt.Sprintf("Retry-After %s, honoured as %v", told, rlheader.DefaultMaxRetryAfter)
 }

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"syscall"
@@ -29,6 +30,9 @@ func TestDecide(t *testing.T) {
 		{"404 abandons at once", Tries{}, attemptResult{Status: 404, Verdict: verdict.Fatal}, FateAbandon, false, "status 404", 0, 0},
 		{"429 retries at once elsewhere, uncharged", Tries{}, attemptResult{Status: 429, Verdict: verdict.Throttled, RetryAfter: 30 * time.Second, HasRetryAfter: true}, FateRetry, false, "status 429", 0, 0},
 		{"429 over max wait parks", Tries{}, attemptResult{Status: 429, Verdict: verdict.Throttled, RetryAfter: time.Hour, HasRetryAfter: true}, FatePark, false, "Retry-After 1h0m0s over max wait 1m0s", time.Hour, time.Hour},
+		// A Retry-After date in 9999 parked URLs until 2262, saying 2063104h; a huge number saturates the parser.
+		{"429 with a Retry-After of centuries parks a day", Tries{}, attemptResult{Status: 429, Verdict: verdict.Throttled, RetryAfter: math.MaxInt64, HasRetryAfter: true}, FatePark, false, "Retry-After over a century, honoured as 24h0m0s over max wait", 24 * time.Hour, 24 * time.Hour},
+		{"429 with a Retry-After of days parks a day", Tries{}, attemptResult{Status: 429, Verdict: verdict.Throttled, RetryAfter: 30 * 24 * time.Hour, HasRetryAfter: true}, FatePark, false, "Retry-After 30 days, honoured as 24h0m0s", 24 * time.Hour, 24 * time.Hour},
 		{"429 budget", Tries{Throttled: 3}, attemptResult{Status: 429, Verdict: verdict.Throttled}, FateAbandon, false, "throttled too often", 0, 0},
 		{"503 busy retries, uncharged", Tries{}, attemptResult{Status: 503, Verdict: verdict.Busy}, FateRetry, false, "status 503", 0, 0},
 		{"502 backs off", Tries{}, attemptResult{Status: 502, Verdict: verdict.Retryable}, FateRetry, true, "status 502", 0, 500 * time.Millisecond},

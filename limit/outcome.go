@@ -238,15 +238,29 @@ type series struct {
 // comes after two intervals at the rate its successes came (a bucket has
 // refilled by then), and if it is pushed back again it waits for the longest
 // usual window instead of doubling its way there one 429 at a time.
+// sayRetryAfter words a Retry-After for a change record and the reason a
+// host's URLs are parked: beyond maxRetryAfter it says so and what is
+// honoured, rather than a parser's saturated 2562047h47m16s.
+func sayRetryAfter(ra time.Duration) string {
+	if ra <= maxRetryAfter {
+		return fmt.Sprintf("Retry-After %v", ra)
+	}
+	told := "over a century"
+	if ra < 100*365*24*time.Hour {
+		told = fmt.Sprintf("%.0f days", ra.Hours()/24)
+	}
+	return fmt.Sprintf("Retry-After %s, honoured as %v", told, maxRetryAfter)
+}
+
 func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo bool, now int64, u float64) {
 	if l.eps < 255 {
 		l.eps++
 	}
 	d := min(int64(ra), int64(maxRetryAfter))
-	why := fmt.Sprintf("Retry-After %v", ra)
+	why := sayRetryAfter(ra)
 	if d > 0 && echo {
 		d <<= min(l.eps-1, 3) // the Retry-After was not enough
-		why = fmt.Sprintf("Retry-After %v was not enough: %v", ra, time.Duration(d))
+		why = fmt.Sprintf("%s was not enough: %v", why, time.Duration(d))
 	} else if d >= handOffWait && l.pace > 0 && x > 2*l.pace {
 		// The lane drew the 429 sent at more than twice the pace it
 		// goes at now (the explorer's ramp, a step far above the
@@ -256,7 +270,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		// ends where the new pace puts the next request, a quarter
 		// more at most.
 		d += min(interval(l.pace), d/4)
-		why = fmt.Sprintf("Retry-After %v, then an interval at the new pace (%.3g/s)", ra, l.pace)
+		why = fmt.Sprintf("%s, then an interval at the new pace (%.3g/s)", sayRetryAfter(ra), l.pace)
 	}
 	if d <= 0 {
 		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))

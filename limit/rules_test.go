@@ -1528,3 +1528,20 @@ func TestReprobeSpan(t *testing.T) {
 		t.Errorf("the re-probe's first step had not passed after %.1fs", at-120)
 	}
 }
+
+// TestSayRetryAfter: a Retry-After beyond what a lane honours is worded in
+// days with what is honoured, not as a parser's saturated 2562047h47m16s.
+func TestSayRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		ra   time.Duration
+		want string
+	}{
+		{30 * time.Second, "Retry-After 30s"},
+		{48 * time.Hour, "Retry-After 2 days, honoured as 24h0m0s"},
+		{math.MaxInt64, "Retry-After over a century, honoured as 24h0m0s"},
+	} {
+		if got := sayRetryAfter(c.ra); got != c.want {
+			t.Errorf("sayRetryAfter(%v) = %q, want %q", c.ra, got, c.want)
+		}
+	}
+}
