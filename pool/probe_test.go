@@ -3,9 +3,12 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -113,5 +116,72 @@ func TestProberSharesOneCheck(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d checks for 9 failures within the TTL, want 1", n)
+	}
+}
+
+// TestSilentProxyFoundWhileWaiting: a proxy that accepts connections and
+// never answers is checked while a request through it waits (SilentAfter),
+// and the request ends with a *classify.ProxyError then, not at
+// ResponseHeaderTimeout: an explorer on such an exit held its host's search
+// for the half minute of --timeout. A slow target behind a working proxy is
+// left to answer.
+func TestSilentProxyFoundWhileWaiting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	cfg := TransportConfig{ResponseHeaderTimeout: 30 * time.Second, ProbeTimeout: 300 * time.Millisecond, SilentAfter: 200 * time.Millisecond}
+	tr := mustExit(t, "http://"+ln.Addr().String()).Transport(cfg)
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("GET", "http://127.0.0.1:9/x", nil)
+	start := time.Now()
+	_, err = tr.RoundTrip(req)
+	var pe *classify.ProxyError
+	if !errors.As(err, &pe) {
+		t.Fatalf("request through a silent proxy: %v, want a classify.ProxyError", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the silent proxy was found after %v, want within SilentAfter and a check (0.5 s)", took)
+	}
+
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.RequestURI, "http://") { // proxied: a slow target
+			time.Sleep(time.Second)
+		}
+		fmt.Fprint(w, "answer")
+	}))
+	defer slow.Close()
+	tr = mustExit(t, slow.URL).Transport(cfg)
+	defer tr.CloseIdleConnections()
+	req, _ = http.NewRequest("GET", "http://127.0.0.1:9/slow", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("a slow target behind a working proxy: %v, want its answer", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "answer" {
+		t.Errorf("slow target's body = %q, %v, want %q", body, err, "answer")
 	}
 }

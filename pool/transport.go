@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
@@ -36,7 +38,18 @@ type TransportConfig struct {
 	// ProbeTimeout bounds the check of a proxy exit's proxy after a request
 	// through it failed (see Transport). Zero means DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// SilentAfter is how long a request through a proxy goes without
+	// response headers before the proxy is checked while it waits: a proxy
+	// that accepts connections and never answers is found then, not at
+	// ResponseHeaderTimeout. Zero means DefaultSilentAfter; negative
+	// turns the watch off.
+	SilentAfter time.Duration
 }
+
+// DefaultSilentAfter is TransportConfig.SilentAfter's default: long enough
+// that most answers come before it (a check is then never made), short
+// against the half minute a silent proxy held each request.
+const DefaultSilentAfter = 2 * time.Second
 
 // Transport sends requests through one exit. It is an *http.Transport (its
 // fields and methods are promoted) whose RoundTrip, when a request through a
@@ -52,12 +65,71 @@ type Transport struct {
 	*http.Transport
 	exit    Exit
 	timeout time.Duration
-	prober  *prober // nil unless the exit is a proxy
+	silent  time.Duration // SilentAfter; <= 0: no watch
+	prober  *prober       // nil unless the exit is a proxy
 }
+
+// errSilentProxy is the cause a request is cancelled with when the check of
+// its proxy, made while it waited, blamed the proxy.
+var errSilentProxy = errors.New("the proxy sent nothing and failed its check")
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.prober != nil && t.silent > 0 {
+		return t.watched(req)
+	}
 	resp, err := t.Transport.RoundTrip(req)
+	return t.judge(req, resp, err)
+}
+
+// watched sends req through the proxy and, if no headers came within
+// SilentAfter, checks the proxy meanwhile: a proxy at fault ends the
+// request at once with a *classify.ProxyError.
+func (t *Transport) watched(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	var blamed atomic.Pointer[error]
+	watch := time.AfterFunc(t.silent, func() {
+		if why := t.prober.check(t.timeout); why != nil {
+			blamed.Store(&why)
+			cancel(errSilentProxy)
+		}
+	})
+	resp, err := t.Transport.RoundTrip(req.WithContext(ctx))
+	watch.Stop()
+	if why := blamed.Load(); why != nil && err != nil {
+		cancel(nil)
+		return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub((*why).Error()), Err: err}
+	}
+	if err != nil {
+		cancel(nil)
+		return t.judge(req, resp, err)
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// An upgraded connection's body is the connection, read and
+		// written (io.ReadWriteCloser): left as it is, and ctx with it,
+		// released when the caller's context ends.
+		return resp, nil
+	}
+	// The body is read under ctx: it is released when the body is closed.
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
+	return resp, nil
+}
+
+// cancelOnClose releases a watched request's context when its body closes.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// judge returns a failed request's error as the proxy's when a check of the
+// proxy blames it.
+func (t *Transport) judge(req *http.Request, resp *http.Response, err error) (*http.Response, error) {
 	if err == nil || t.prober == nil || errors.Is(req.Context().Err(), context.Canceled) {
 		return resp, err
 	}
@@ -105,7 +177,8 @@ func (e Exit) Transport(cfg TransportConfig) *Transport {
 		// A non-nil empty map is net/http's documented switch to turn HTTP/2 off.
 		t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
-	out := &Transport{Transport: t, exit: e, timeout: orDuration(cfg.ProbeTimeout, DefaultProbeTimeout)}
+	out := &Transport{Transport: t, exit: e, timeout: orDuration(cfg.ProbeTimeout, DefaultProbeTimeout),
+		silent: orDuration(cfg.SilentAfter, DefaultSilentAfter)}
 	if e.kind == Proxy {
 		u := e.ProxyURL()
 		out.prober = &prober{run: func(ctx context.Context) error { return probeProxy(ctx, u, dialer, cfg.TLSClientConfig) }}
