@@ -457,10 +457,12 @@ func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start t
 	r.ServerCounts = newCounts()
 	var hits []measure.Hit
 	strangers := 0
+	var stranger string
 	var first time.Time
 	for _, e := range log {
 		if !isExit[e.RemoteAddr] {
 			strangers++
+			stranger = e.RemoteAddr
 			continue
 		}
 		r.ServerCounts.add(e.RemoteAddr, e.Status, 1)
@@ -470,7 +472,14 @@ func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start t
 		}
 	}
 	if first.IsZero() {
-		return errors.New("the server logged no request from the exits")
+		// Say what it did log, so that a run that failed this way (once,
+		// under the whole suite's load) can be told apart: a server that
+		// logged nothing, or exits that did not send from their addresses.
+		sent := fmt.Sprintf("the crawl counted %d requests, %d of them transport errors", r.ClientCounts.Requests, r.ClientCounts.TransportErrors)
+		if strangers > 0 {
+			return fmt.Errorf("the server logged no request from the exits, %d from other addresses (%s, ...); %s", strangers, stranger, sent)
+		}
+		return fmt.Errorf("the server logged no request at all; %s", sent)
 	}
 	if start.IsZero() {
 		start = first
