@@ -107,11 +107,15 @@ type Capacity struct {
 	// pauses (503 Retry-After, a host-scoped 429). Reported as the scope's
 	// throttled_seconds.
 	Throttled float64 `json:"-"`
+	// Failing (exits) says that the exit's latest requests failed as a
+	// proxy when the run ended, and how: its learned rate is the server's
+	// budget for its IP, not something it delivers.
+	Failing string `json:"failing,omitempty"`
 }
 
 // zero reports whether c holds nothing.
 func (c Capacity) zero() bool {
-	return c.PerSecond == 0 && c.Scope == "" && c.Throttled == 0 && c.Phase == "" && len(c.Changes) == 0
+	return c.PerSecond == 0 && c.Scope == "" && c.Throttled == 0 && c.Phase == "" && len(c.Changes) == 0 && c.Failing == ""
 }
 
 // Scoped is one entry of per_host or per_exit.

@@ -28,6 +28,20 @@ func WriteTable(w io.Writer, s Summary) {
 	}
 	table(w, "HOST", s.PerHost, 20)
 	table(w, "EXIT", s.PerExit, 20)
+	var failing []Scoped
+	for _, x := range s.PerExit {
+		if x.Failing != "" {
+			failing = append(failing, x)
+		}
+	}
+	if len(failing) > 0 {
+		// Every one, beyond the table's 20 rows: a dead proxy costs
+		// money and its row alone looks like a slow exit.
+		fmt.Fprintf(w, "\n%d of %d exits failing as proxies at the end (check them with \"exitgate proxies check\"):\n", len(failing), len(s.PerExit))
+		for _, x := range failing {
+			fmt.Fprintf(w, "  %s: %s\n", x.Name, x.Failing)
+		}
+	}
 }
 
 func table(w io.Writer, title string, rows []Scoped, limit int) {

@@ -574,6 +574,17 @@ func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 		hosts[h.Host] = report.Capacity{PerSecond: sum, Scope: h.Scope.String(), Throttled: max(throttled, 0),
 			Phase: h.Phase, Changes: h.Changes}
 	}
+	for _, x := range s.Exits {
+		if x.Healthy || x.Failures == 0 {
+			continue
+		}
+		c := exits[x.ID]
+		c.Failing = fmt.Sprintf("%d proxy failures in a row", x.Failures)
+		if x.QuarantinedUntil.After(s.At) {
+			c.Failing += ", held back until " + clockOrDate(x.QuarantinedUntil, s.At)
+		}
+		exits[x.ID] = c
+	}
 	return hosts, exits
 }
 

@@ -58,6 +58,45 @@ func TestCrawlNoWorkingExitStops(t *testing.T) {
 	}
 }
 
+// TestCrawlNamesFailingExit: one exit of two fails as a proxy for the whole
+// run (a proxy address where nothing listens, beside a real tinyproxy). The
+// crawl finishes through the other, and the summary names the dead one, on
+// stdout and in summary.json: its row alone (a few requests, none ok, a
+// learned rate) read like a slow exit.
+func TestCrawlNamesFailingExit(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	good := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.72"})
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.Addr().String()
+	closed.Close()
+	dir := t.TempDir()
+	proxies := writeLines(t, dir, "proxies.txt", []string{"http://" + good.Addr(), "http://" + dead})
+	urls := siteURLs(srv.URL, 10)
+	out, crawl := crawlList(t, dir, urls, "--proxies", proxies, "--progress", "0", "--ignore-robots")
+	r := crawl()
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstdout:\n%s", r.err, r.stdout)
+	}
+	if want := "1 of 2 exits failing as proxies at the end"; !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, dead+": ") {
+		t.Errorf("stdout does not say %q naming %s:\n%s", want, dead, r.stdout)
+	}
+	sum := readSummary(t, out)
+	if sum.Done != len(urls) {
+		t.Errorf("done %d, want %d", sum.Done, len(urls))
+	}
+	for _, x := range sum.PerExit {
+		switch failing := x.Failing != ""; {
+		case x.Name == dead && !strings.Contains(x.Failing, "proxy failures in a row"):
+			t.Errorf("summary.json per_exit %s: failing %q, want its proxy failures", x.Name, x.Failing)
+		case x.Name != dead && failing:
+			t.Errorf("summary.json per_exit %s: failing %q, want none (it worked)", x.Name, x.Failing)
+		}
+	}
+}
+
 // TestCrawlDeclaredResetFarAwayParksHost: the site declares its quota spent
 // (remaining 0) until a reset an hour away. The host's URLs are parked
 // durably until then, the progress line and the log say so, and the run
