@@ -124,7 +124,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		canRetry := replay && attempt < g.cfg.MaxAttempts
 		if err != nil {
 			if ctx.Err() != nil {
-				g.lim.Cancel(ticket, now) // the client gave up; the server said nothing
+				g.lim.Cancel(ticket, now) // the server said nothing
+				// Not done: counted, or a request cut at shutdown went
+				// missing from the summary (1 request, 0 done, 0 not).
+				why := "client left before the answer"
+				if g.closing.Load() {
+					why = "cut at shutdown"
+				}
+				g.stats.outcome(why)
 				return
 			}
 			if re, ok := errRefused(err); ok {

@@ -328,6 +328,11 @@ func (g *Gateway) Close() error {
 	}
 	g.mu.Unlock()
 	g.wg.Wait()
+	// The requests in flight end as their connections close: wait a moment
+	// for them to count themselves, so that Stats after Close has them.
+	for deadline := time.Now().Add(2 * time.Second); g.stats.inFlight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	g.exits.CloseIdleConnections()
 	return err
 }

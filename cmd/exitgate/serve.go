@@ -76,7 +76,8 @@ Outputs, in --out, when it stops: summary.json and runs/ (as crawl's, with one
 "URL" per client request), learned.json (what the limiter learned, saved every
 30 s and restored on the next start). SIGINT or SIGTERM stops taking clients
 and lets the requests in flight finish (up to --drain); a second signal stops
-at once.`,
+at once. Exit status: 0 after a full drain, 1 when requests were cut (or on an
+error), 2 for bad flags.`,
 		Example: `  exitgate serve --proxies proxies.txt
   curl -x http://127.0.0.1:8899 --cacert "$(exitgate ca path)" https://example.com/
   exitgate serve --proxies proxies.txt --listen 0.0.0.0:8899 --auth scraper:S3cret
@@ -291,7 +292,10 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 			}
 		}()
 		if err := g.Shutdown(dctx); err != nil {
-			fmt.Fprintf(stderr, "exitgate: stopped with requests still in flight: %v\n", err)
+			// Cut short (a second signal, or --drain ran out): the
+			// clients of those requests got no answer, which the exit
+			// code says to whatever stopped the gateway.
+			runErr = fmt.Errorf("stopped with requests still in flight (%v): their clients got no answer", err)
 		}
 		cancel()
 		<-served

@@ -476,3 +476,59 @@ class Pages(scrapy.Spider):
         with open(self.stats_path, "w") as f:
             json.dump(self.crawler.stats.get_stats(), f, default=str)
 `
+
+// TestServeDrainCutShort: a second SIGTERM while a request is in flight
+// stops the gateway at once, exit 1 saying requests were cut (it exited 0,
+// as if every client had its answer), with the summary written and the cut
+// request counted as not done.
+func TestServeDrainCutShort(t *testing.T) {
+	curl := peertest.Require(t, "curl")
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer origin.Close()
+	defer close(release)
+	out := filepath.Join(t.TempDir(), "out")
+	gw := startServe(t, nil, "--out", out, "--allow-private")
+	go runClient(t, 30*time.Second, curl, "-sS", "-x", "http://"+gw.addr, origin.URL+"/held")
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the request never reached the origin\n%s", gw.Stderr())
+	}
+	gw.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond)
+	began := time.Now()
+	err := gw.stop(t) // the second SIGTERM
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("serve took %v to stop after the second signal, want at once", took)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("serve after a drain cut short: %v, want exit 1\n%s", err, gw.Stderr())
+	}
+	if !strings.Contains(gw.Stderr(), "stopped with requests still in flight") {
+		t.Errorf("serve did not say requests were cut:\n%s", gw.Stderr())
+	}
+	var sum struct {
+		Done      int            `json:"done"`
+		Abandoned int            `json:"abandoned"`
+		Why       map[string]int `json:"abandoned_by_reason"`
+	}
+	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &sum)
+	}
+	if err != nil || sum.Done != 0 || sum.Abandoned != 1 || sum.Why["cut at shutdown"] != 1 {
+		t.Errorf("summary.json: %+v, %v; want the cut request not done, abandoned as cut at shutdown\n%s", sum, err, gw.Stdout())
+	}
+}
