@@ -2,8 +2,12 @@ package pool
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func BenchmarkParse(b *testing.B) {
@@ -27,5 +31,40 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := Parse(strings.NewReader(input), "bench"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkProxiedRoundTrip sends requests through a proxy exit (a local
+// HTTP server answering the proxied GETs itself), with the watch for a
+// silent proxy (TransportConfig.SilentAfter) on and off: its cost on a
+// request answered at once, side by side.
+//
+//	go test -run '^$' -bench ProxiedRoundTrip ./pool
+func BenchmarkProxiedRoundTrip(b *testing.B) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	}))
+	defer proxy.Close()
+	for _, c := range []struct {
+		name   string
+		silent time.Duration
+	}{{"watch=off", -1}, {"watch=2s", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			tr := mustExit(b, proxy.URL).Transport(TransportConfig{SilentAfter: c.silent})
+			defer tr.CloseIdleConnections()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest("GET", "http://127.0.0.1:9/x", nil)
+					resp, err := tr.RoundTrip(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		})
 	}
 }

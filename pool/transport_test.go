@@ -86,7 +86,7 @@ func (p *fakeProxy) requests() []string {
 	return append([]string(nil), p.seen...)
 }
 
-func mustExit(t *testing.T, line string) Exit {
+func mustExit(t testing.TB, line string) Exit {
 	t.Helper()
 	exits, err := Parse(strings.NewReader(line), "test")
 	if err != nil || len(exits) != 1 {
