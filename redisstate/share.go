@@ -404,8 +404,33 @@ func (s *Share) refresh(ctx context.Context) {
 		if e == nil {
 			continue
 		}
-		e.view, e.has = v, len(m) > 0 || len(v.Evidence) > 0
+		if s.lostLocked(e, &v) {
+			e.unsent = true // sent again at the next refresh
+		}
+		e.view, e.has = v, len(m) > 0 || len(v.Evidence) > 0 || e.has
 	}
+}
+
+// lostLocked keeps in v (what Redis holds for a host) what e's view holds
+// newer, and reports whether there was any: Redis lost it. Each field is
+// stamped (a pause by its end, the host rate by its cut, the followers'
+// pace by when the leader set it), so Redis holding an older one than a
+// worker saw means a write went missing: a failover to a replica that had
+// not received it, or a restart that came back from an append-only file a
+// second behind, too fast for this worker to see Redis away. Redis's scope
+// stands: it only ever moves to a known one.
+func (s *Share) lostLocked(e *entry, v *limit.HostView) bool {
+	lost := false
+	if l := e.view; l.Pause.After(v.Pause) {
+		v.Pause, lost = l.Pause, true
+	}
+	if l := e.view; l.Cut.After(v.Cut) {
+		v.Rate, v.RateCeiling, v.RateFloor, v.Cut, lost = l.Rate, l.RateCeiling, l.RateFloor, l.Cut, true
+	}
+	if l := e.view; l.FollowAt.After(v.FollowAt) {
+		v.Follow, v.FollowAt, lost = l.Follow, l.FollowAt, true
+	}
+	return lost
 }
 
 func (s *Share) isDown() bool {

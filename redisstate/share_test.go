@@ -251,3 +251,55 @@ func TestLeaderPaceSurvivesOutage(t *testing.T) {
 		t.Fatalf("after the restart the led worker's lanes pace at %.3g/s, want the leader's %.3g/s (before the outage %.3g/s)", got, during, before)
 	}
 }
+
+// TestLostWriteSentAgain: Redis loses the leader's latest pace for its
+// followers without the leader ever seeing it away (a failover to a replica
+// that had not received the write; a restart from an append-only file a
+// second behind, quicker than a refresh). The leader's next refresh reads
+// the older pace back, keeps its own, and the one after sends it again: its
+// followers get it.
+func TestLostWriteSentAgain(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	const host = "w.example"
+	a, sa := worker(t, rdb, "lost", []string{"e1", "e2"}, limit.Rate{})
+	b, sb := worker(t, rdb, "lost", []string{"e3", "e4"}, limit.Rate{})
+	sa.cfg.Leads = func(string) bool { return true }
+	sb.cfg.Leads = func(string) bool { return false }
+	pace := func(l *limit.Limiter, at time.Time) float64 {
+		for _, h := range l.Snapshot(at).Hosts {
+			if h.Host == host {
+				return h.LaneRate.Hz()
+			}
+		}
+		return 0
+	}
+	drive([]*limit.Limiter{a}, host, t0, 3*time.Second)
+	ctx := context.Background()
+	key := sa.keys(host)[0]
+	old, err := rdb.HMGet(ctx, key, "follow", "fat").Result()
+	if err != nil || old[0] == nil {
+		t.Fatalf("no follow pace published after 3 s of ramp: %v %v", old, err)
+	}
+	drive([]*limit.Limiter{a}, host, t0.Add(3*time.Second), 4*time.Second)
+	at := t0.Add(7 * time.Second)
+	want := pace(a, at)
+	// The write of the newer pace is lost: Redis holds the older one.
+	if err := rdb.HSet(ctx, key, "follow", old[0], "fat", old[1]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sa.View(host)
+	sa.refresh(ctx) // reads the older pace back: keeps its own
+	sa.refresh(ctx) // sends it again
+	sb.View(host)
+	sb.refresh(ctx)
+	for _, e := range []string{"e3", "e4"} {
+		if tk, ok, _, _ := b.Acquire(host, limit.Want{Pin: e}, at); ok {
+			b.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+		}
+	}
+	if got := pace(b, at); got < want*0.999 || got > want*1.001 {
+		t.Fatalf("after the lost write the led worker's lanes pace at %.3g/s, want the leader's %.3g/s (Redis held %v/s)", got, want, old[0])
+	}
+}
