@@ -212,15 +212,8 @@ func describe(r attemptResult) string {
 }
 
 // sayRetryAfter words a Retry-After for a reason: rounded to the second,
-// and beyond a day (rlheader.DefaultMaxRetryAfter) in days with what is
-// honoured, rather than a parser's saturated 2562047h47m16s.
+// beyond a day with what is honoured (rlheader.DefaultMaxRetryAfter, as a
+// lane honours it).
 func sayRetryAfter(ra time.Duration) string {
-	if ra <= rlheader.DefaultMaxRetryAfter {
-		return "Retry-After " + ra.Round(time.Second).String()
-	}
-	told := "over a century"
-	if ra < 100*365*24*time.Hour {
-		told = fmt.Sprintf("%.0f days", ra.Hours()/24)
-	}
-	return fmt.Sprintf("Retry-After %s, honoured as %v", told, rlheader.DefaultMaxRetryAfter)
+	return backoff.SayRetryAfter(ra.Round(time.Second), rlheader.DefaultMaxRetryAfter)
 }

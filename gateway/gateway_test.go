@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/exitgate/exitgate/ca"
+	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/pool"
@@ -558,7 +559,7 @@ func TestPassthroughTunnel(t *testing.T) {
 // An exit whose proxy fails is replaced: the request goes through another.
 func TestProxyFailureRetriedElsewhere(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	exits, err := pool.Parse(strings.NewReader("http://user:DeadPw42@"+deadAddr(t)+"\nbind:127.0.0.22\n"), "test")
+	exits, err := pool.Parse(strings.NewReader("http://user:DeadPw42@"+peertest.DeadAddr(t)+"\nbind:127.0.0.22\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,7 +758,7 @@ func TestExitProxy407NotPassedOn(t *testing.T) {
 // scraper backing off for the wrong reason.
 func TestAllExitsDownSaidAtOnce(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	exits, err := pool.Parse(strings.NewReader("http://"+deadAddr(t)+"\nhttp://"+deadAddr(t)+"\n"), "test")
+	exits, err := pool.Parse(strings.NewReader("http://"+peertest.DeadAddr(t)+"\nhttp://"+peertest.DeadAddr(t)+"\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -786,7 +787,7 @@ func TestServer429StandsOverDeadExit(t *testing.T) {
 		w.Header().Set("Retry-After", "3600")
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
-	exits, err := pool.Parse(strings.NewReader("http://"+deadAddr(t)+"\nbind:127.0.0.23\n"), "test")
+	exits, err := pool.Parse(strings.NewReader("http://"+peertest.DeadAddr(t)+"\nbind:127.0.0.23\n"), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -804,17 +805,4 @@ func TestServer429StandsOverDeadExit(t *testing.T) {
 		t.Errorf("GET a 429-ing origin with one dead exit = %d %q (%s), Retry-After %q; want the 429 with a Retry-After",
 			resp.StatusCode, body, resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"))
 	}
-}
-
-// deadAddr returns a loopback address nothing listens on: one listened on
-// and closed.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -65,7 +65,7 @@ func TestHTTPSThroughTinyproxyExits(t *testing.T) {
 // to a live origin goes at once.
 func TestDeadHTTPSTargetLeavesExitsUp(t *testing.T) {
 	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up") })
-	deadURL := "https://" + deadAddr(t) + "/"
+	deadURL := "https://" + peertest.DeadAddr(t) + "/"
 	exits := tinyproxyExits(t, "127.0.0.53", "127.0.0.54")
 	authority, roots := newCA(t)
 	_, proxy := newGateway(t, Config{AllowPrivate: true, CA: authority, Exits: exits,

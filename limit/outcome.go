@@ -238,20 +238,6 @@ type series struct {
 // comes after two intervals at the rate its successes came (a bucket has
 // refilled by then), and if it is pushed back again it waits for the longest
 // usual window instead of doubling its way there one 429 at a time.
-// sayRetryAfter words a Retry-After for a change record and the reason a
-// host's URLs are parked: beyond maxRetryAfter it says so and what is
-// honoured, rather than a parser's saturated 2562047h47m16s.
-func sayRetryAfter(ra time.Duration) string {
-	if ra <= maxRetryAfter {
-		return fmt.Sprintf("Retry-After %v", ra)
-	}
-	told := "over a century"
-	if ra < 100*365*24*time.Hour {
-		told = fmt.Sprintf("%.0f days", ra.Hours()/24)
-	}
-	return fmt.Sprintf("Retry-After %s, honoured as %v", told, maxRetryAfter)
-}
-
 func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo bool, now int64, u float64) {
 	if l.eps < 255 {
 		l.eps++
@@ -342,3 +328,7 @@ func (r *rules) banned(h *host, l *lane, now int64, why string) {
 func fullJitter(u float64, base, cap int64, attempt int) time.Duration {
 	return backoff.Policy{Base: time.Duration(base), Cap: time.Duration(cap)}.At(u, attempt)
 }
+
+// sayRetryAfter words a Retry-After for a change record, beyond
+// maxRetryAfter with what a lane honours.
+func sayRetryAfter(ra time.Duration) string { return backoff.SayRetryAfter(ra, maxRetryAfter) }

@@ -126,37 +126,13 @@ func TestProberSharesOneCheck(t *testing.T) {
 // for the half minute of --timeout. A slow target behind a working proxy is
 // left to answer.
 func TestSilentProxyFoundWhileWaiting(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // accepted, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	}()
+	silent := peertest.BrokenProxy(t, peertest.Silent)
 	cfg := TransportConfig{ResponseHeaderTimeout: 30 * time.Second, ProbeTimeout: 300 * time.Millisecond, SilentAfter: 200 * time.Millisecond}
-	tr := mustExit(t, "http://"+ln.Addr().String()).Transport(cfg)
+	tr := mustExit(t, "http://"+silent).Transport(cfg)
 	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", "http://127.0.0.1:9/x", nil)
 	start := time.Now()
-	_, err = tr.RoundTrip(req)
+	_, err := tr.RoundTrip(req)
 	var pe *classify.ProxyError
 	if !errors.As(err, &pe) {
 		t.Fatalf("request through a silent proxy: %v, want a classify.ProxyError", err)

@@ -50,6 +50,37 @@ func drive(lims []*limit.Limiter, host string, from time.Time, span time.Duratio
 	return n
 }
 
+// leaderAndLed returns two workers of crawl: a, which leads every host's
+// search, and b, led by it.
+func leaderAndLed(t *testing.T, rdb goredis.UniversalClient, crawl string) (a *limit.Limiter, sa *Share, b *limit.Limiter, sb *Share) {
+	t.Helper()
+	a, sa = worker(t, rdb, crawl, []string{"e1", "e2"}, limit.Rate{})
+	b, sb = worker(t, rdb, crawl, []string{"e3", "e4"}, limit.Rate{})
+	sa.cfg.Leads = func(string) bool { return true }
+	sb.cfg.Leads = func(string) bool { return false }
+	return a, sa, b, sb
+}
+
+// sendOnEach sends one request to host on each of exits at at, answered OK,
+// so that the lanes exist and read the shared view.
+func sendOnEach(l *limit.Limiter, host string, exits []string, at time.Time) {
+	for _, e := range exits {
+		if tk, ok, _, _ := l.Acquire(host, limit.Want{Pin: e}, at); ok {
+			l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+		}
+	}
+}
+
+// lanePace is the pace l's lanes of host hold at at (0: no such host).
+func lanePace(l *limit.Limiter, host string, at time.Time) float64 {
+	for _, h := range l.Snapshot(at).Hosts {
+		if h.Host == host {
+			return h.LaneRate.Hz()
+		}
+	}
+	return 0
+}
+
 // TestSharedCeiling: two workers with their own exits keep one politeness
 // ceiling between them; with Redis gone, each keeps half of it.
 func TestSharedCeiling(t *testing.T) {
@@ -153,32 +184,18 @@ func TestSharedLead(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	const host = "l.example"
-	a, sa := worker(t, rdb, "lead", []string{"e1", "e2"}, limit.Rate{})
-	b, sb := worker(t, rdb, "lead", []string{"e3", "e4"}, limit.Rate{})
-	sa.cfg.Leads = func(string) bool { return true }
-	sb.cfg.Leads = func(string) bool { return false }
+	a, _, b, sb := leaderAndLed(t, rdb, "lead")
 	// a's explorer ramps for a few seconds: its followers' pace climbs
 	// and is published.
 	drive([]*limit.Limiter{a}, host, t0, 5*time.Second)
-	want := a.Snapshot(t0.Add(5 * time.Second))
-	var follow float64
-	for _, h := range want.Hosts {
-		if h.Host == host {
-			follow = h.LaneRate.Hz()
-		}
-	}
+	follow := lanePace(a, host, t0.Add(5*time.Second))
 	if follow <= 2.5 { // the followers' start: half the first guess of 5/s
 		t.Fatalf("leader's followers at %.3g/s after 5 s of ramp, want above their start", follow)
 	}
 	sb.View(host) // in use: the refresh reads it
 	sb.refresh(context.Background())
 	at := t0.Add(5 * time.Second)
-	for _, e := range []string{"e3", "e4"} {
-		tk, ok, _, _ := b.Acquire(host, limit.Want{Pin: e}, at)
-		if ok {
-			b.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
-		}
-	}
+	sendOnEach(b, host, []string{"e3", "e4"}, at)
 	for _, h := range b.Snapshot(at).Hosts {
 		if h.Host != host {
 			continue
@@ -204,20 +221,9 @@ func TestLeaderPaceSurvivesOutage(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
 	const host = "o.example"
-	a, sa := worker(t, rdb, "outage", []string{"e1", "e2"}, limit.Rate{})
-	b, sb := worker(t, rdb, "outage", []string{"e3", "e4"}, limit.Rate{})
-	sa.cfg.Leads = func(string) bool { return true }
-	sb.cfg.Leads = func(string) bool { return false }
-	follow := func(l *limit.Limiter, at time.Time) float64 {
-		for _, h := range l.Snapshot(at).Hosts {
-			if h.Host == host {
-				return h.LaneRate.Hz()
-			}
-		}
-		return 0
-	}
+	a, sa, b, sb := leaderAndLed(t, rdb, "outage")
 	drive([]*limit.Limiter{a}, host, t0, 3*time.Second)
-	before := follow(a, t0.Add(3*time.Second))
+	before := lanePace(a, host, t0.Add(3*time.Second))
 
 	if err := r.Kill(); err != nil {
 		t.Fatal(err)
@@ -226,7 +232,7 @@ func TestLeaderPaceSurvivesOutage(t *testing.T) {
 	// pace changes and cannot be published.
 	drive([]*limit.Limiter{a}, host, t0.Add(3*time.Second), 4*time.Second)
 	at := t0.Add(7 * time.Second)
-	during := follow(a, at)
+	during := lanePace(a, host, at)
 	if during <= before*1.001 {
 		t.Fatalf("followers' pace %.3g/s before the outage and %.3g/s after 4 s more of ramp, want it to climb", before, during)
 	}
@@ -242,12 +248,8 @@ func TestLeaderPaceSurvivesOutage(t *testing.T) {
 	if sa.isDown() || sb.isDown() {
 		t.Fatal("a Share still down after Redis answered a refresh")
 	}
-	for _, e := range []string{"e3", "e4"} {
-		if tk, ok, _, _ := b.Acquire(host, limit.Want{Pin: e}, at); ok {
-			b.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
-		}
-	}
-	if got := follow(b, at); got < during*0.999 || got > during*1.001 {
+	sendOnEach(b, host, []string{"e3", "e4"}, at)
+	if got := lanePace(b, host, at); got < during*0.999 || got > during*1.001 {
 		t.Fatalf("after the restart the led worker's lanes pace at %.3g/s, want the leader's %.3g/s (before the outage %.3g/s)", got, during, before)
 	}
 }
@@ -263,18 +265,7 @@ func TestLostWriteSentAgain(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	const host = "w.example"
-	a, sa := worker(t, rdb, "lost", []string{"e1", "e2"}, limit.Rate{})
-	b, sb := worker(t, rdb, "lost", []string{"e3", "e4"}, limit.Rate{})
-	sa.cfg.Leads = func(string) bool { return true }
-	sb.cfg.Leads = func(string) bool { return false }
-	pace := func(l *limit.Limiter, at time.Time) float64 {
-		for _, h := range l.Snapshot(at).Hosts {
-			if h.Host == host {
-				return h.LaneRate.Hz()
-			}
-		}
-		return 0
-	}
+	a, sa, b, sb := leaderAndLed(t, rdb, "lost")
 	drive([]*limit.Limiter{a}, host, t0, 3*time.Second)
 	ctx := context.Background()
 	key := sa.keys(host)[0]
@@ -284,7 +275,7 @@ func TestLostWriteSentAgain(t *testing.T) {
 	}
 	drive([]*limit.Limiter{a}, host, t0.Add(3*time.Second), 4*time.Second)
 	at := t0.Add(7 * time.Second)
-	want := pace(a, at)
+	want := lanePace(a, host, at)
 	// The write of the newer pace is lost: Redis holds the older one.
 	if err := rdb.HSet(ctx, key, "follow", old[0], "fat", old[1]).Err(); err != nil {
 		t.Fatal(err)
@@ -294,12 +285,8 @@ func TestLostWriteSentAgain(t *testing.T) {
 	sa.refresh(ctx) // sends it again
 	sb.View(host)
 	sb.refresh(ctx)
-	for _, e := range []string{"e3", "e4"} {
-		if tk, ok, _, _ := b.Acquire(host, limit.Want{Pin: e}, at); ok {
-			b.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
-		}
-	}
-	if got := pace(b, at); got < want*0.999 || got > want*1.001 {
+	sendOnEach(b, host, []string{"e3", "e4"}, at)
+	if got := lanePace(b, host, at); got < want*0.999 || got > want*1.001 {
 		t.Fatalf("after the lost write the led worker's lanes pace at %.3g/s, want the leader's %.3g/s (Redis held %v/s)", got, want, old[0])
 	}
 }

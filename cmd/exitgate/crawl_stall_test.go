@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,12 +22,7 @@ import (
 func TestCrawlNoWorkingExitStops(t *testing.T) {
 	site, srv := newCountingSite(t, 0)
 	auth := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.71", User: "u", Password: "secret"})
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := closed.Addr().String()
-	closed.Close()
+	dead := peertest.DeadAddr(t)
 	dir := t.TempDir()
 	proxies := writeLines(t, dir, "proxies.txt", []string{"http://" + auth.Addr(), "http://" + dead})
 	urls := siteURLs(srv.URL, 10)
@@ -66,12 +60,7 @@ func TestCrawlNoWorkingExitStops(t *testing.T) {
 func TestCrawlNamesFailingExit(t *testing.T) {
 	_, srv := newCountingSite(t, 0)
 	good := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.72"})
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := closed.Addr().String()
-	closed.Close()
+	dead := peertest.DeadAddr(t)
 	dir := t.TempDir()
 	proxies := writeLines(t, dir, "proxies.txt", []string{"http://" + good.Addr(), "http://" + dead})
 	urls := siteURLs(srv.URL, 10)

@@ -287,19 +287,7 @@ func TestDistributed(t *testing.T) {
 		fr.check(0.03, []int{0, 1})
 	})
 	t.Run("RedisRestart", func(t *testing.T) {
-		r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-		fr := newFleetRun(t, r.URL(), 6, 400, 91)
-		for i := range 3 {
-			fr.start(i)
-		}
-		time.Sleep(4 * time.Second)
-		if err := r.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(3 * time.Second)
-		if err := r.Restart(); err != nil {
-			t.Fatal(err)
-		}
+		fr := fleetThroughOutage(t, 400, 3*time.Second)
 		fr.wait(60 * time.Second)
 		// The bound on bursts is check's window test on every exit; the
 		// 429s allowed here are the learning of three explorers on a
@@ -396,6 +384,59 @@ func TestFleetSlowLimit(t *testing.T) {
 		t.Logf("%d worker(s), nginx 6r/m, %d exits, %.0f s: %d requests, %d ok, utilization %.1f%% (after 60 s %.1f%%), 429s %d (%.2f%%)",
 			workers, exits, span, len(log), ok, 100*whole, 100*after, n429, 100*float64(n429)/float64(len(log)))
 	}
+}
+
+// fleetThroughOutage starts 3 workers of one crawl of urls URLs on 6 exits
+// against a Redis with its append-only file, kills Redis with SIGKILL 4 s
+// in and restarts it outage later; it returns the running fleet.
+func fleetThroughOutage(t *testing.T, urls int, outage time.Duration) *fleetRun {
+	t.Helper()
+	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+	fr := newFleetRun(t, r.URL(), 6, urls, 91)
+	for i := range 3 {
+		fr.start(i)
+	}
+	time.Sleep(4 * time.Second)
+	if err := r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(outage)
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	return fr
+}
+
+// TestOutageDoubleFetches measures what a Redis outage longer than the
+// lease TTL costs in URLs fetched twice: the suite's fleet (3 workers, 6
+// tinyproxy exits, nginx 5 r/s per exit, 600 URLs), Redis (append-only)
+// killed 4 s in and restarted after EXITGATE_OUTAGE (default 20s); it
+// reports the URLs nginx answered 200 more than once. Not part of the suite
+// (a minute, and a figure rather than a floor):
+//
+//	EXITGATE_FLEET_BENCH=1 go test -run OutageDoubleFetches -v ./cmd/exitgate
+func TestOutageDoubleFetches(t *testing.T) {
+	if os.Getenv("EXITGATE_FLEET_BENCH") != "1" {
+		t.Skip("set EXITGATE_FLEET_BENCH=1")
+	}
+	outage := 20 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("EXITGATE_OUTAGE")); err == nil {
+		outage = d
+	}
+	fr := fleetThroughOutage(t, 600, outage)
+	fr.wait(90 * time.Second)
+	time.Sleep(200 * time.Millisecond) // nginx logs just after it answers
+	log := fr.nginx.AccessLog(t, 0)
+	seen := map[string]int{}
+	twice := 0
+	for _, e := range log {
+		if e.Status == 200 {
+			if seen[e.Request]++; seen[e.Request] == 2 {
+				twice++
+			}
+		}
+	}
+	t.Logf("outage %v: %d requests, %d URLs fetched, %d of them more than once", outage, len(log), len(seen), twice)
 }
 
 // keepFleetLogs writes a fleet run's worker outputs and its server's log

@@ -57,6 +57,19 @@ func BrokenProxy(t testing.TB, mode string) string {
 	return ln.Addr().String()
 }
 
+// DeadAddr returns a loopback address nothing listens on (one listened on
+// and closed): a proxy or server that refuses every connection.
+func DeadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
 func serveBroken(c net.Conn, mode string) {
 	switch mode {
 	case Garbage:
