@@ -117,6 +117,8 @@ func strategyHelp() string {
 	for _, s := range strategy.All() {
 		fmt.Fprintf(&b, "  %-22s %s\n", s.Name, s.Summary)
 	}
+	r := strategy.Reference()
+	fmt.Fprintf(&b, "  %-22s %s (by name only: not in all)\n", r.Name, r.Summary)
 	return b.String()
 }
 

@@ -218,10 +218,19 @@ func TestDistributed(t *testing.T) {
 	t.Run("ThreeWorkers", func(t *testing.T) {
 		r := peertest.StartRedis(t)
 		fr := newFleetRun(t, r.URL(), 10, 600, 71)
+		logs := os.Getenv("EXITGATE_FLEET_LOGS")
 		for i := range 3 {
-			fr.start(i)
+			if logs != "" {
+				fr.start(i, "--log-level", "debug")
+			} else {
+				fr.start(i)
+			}
 		}
 		fr.wait(90 * time.Second)
+		if logs != "" {
+			time.Sleep(200 * time.Millisecond)
+			keepFleetLogs(t, logs, 3, fr, fr.nginx.AccessLog(t, 0))
+		}
 		// Each worker's limiter explores the host on its own: three
 		// explorers' learning on a 600-URL crawl (1-1.5% of 429s here).
 		req, n429 := fr.check(0.02, []int{0, 1, 2})

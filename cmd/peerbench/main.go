@@ -144,7 +144,9 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 	}
 	var specs []strategy.Spec
 	if len(f.strategies) == 1 && f.strategies[0] == "all" {
-		specs = strategy.All()
+		// The told reference too: on a real server it is the mark of
+		// what even pacing under the true limit reaches there.
+		specs = append(strategy.All(), strategy.Reference())
 	} else {
 		for _, n := range f.strategies {
 			s, ok := strategy.ByName(n)
@@ -302,7 +304,7 @@ func listTargets() string {
 
 func listStrategies() string {
 	var b strings.Builder
-	for _, s := range strategy.All() {
+	for _, s := range append(strategy.All(), strategy.Reference()) {
 		fmt.Fprintf(&b, "  %-26s %s\n", s.Name, s.Summary)
 	}
 	return b.String()

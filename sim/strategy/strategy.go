@@ -108,6 +108,9 @@ const (
 	ScrapyAutoThrottle = "scrapy-autothrottle"
 	CollyLimitRule     = "colly-limitrule"
 	NoLimiter          = "no-limiter"
+	// Told is the reference, neither exitgate nor a baseline: each exit
+	// paced at ToldShare of the true limit (told.go).
+	Told = "told"
 )
 
 // All returns every strategy, exitgate first.
@@ -125,13 +128,18 @@ func All() []Spec {
 	}
 }
 
-// Baseline reports whether the named strategy is a baseline exitgate is
-// measured against, not one of exitgate's own modes.
-func Baseline(name string) bool { return name != Exitgate && name != ExitgateFleet }
+// Reference returns the told reference (a client told each target's true
+// limit): named by ByName and Names, left out of All because it is no
+// design to compare but the mark the others are read against.
+func Reference() Spec { return toldSpec() }
 
-// ByName returns the named strategy.
+// Baseline reports whether the named strategy is a baseline exitgate is
+// measured against, not one of exitgate's own modes or the told reference.
+func Baseline(name string) bool { return name != Exitgate && name != ExitgateFleet && name != Told }
+
+// ByName returns the named strategy, the told reference included.
 func ByName(name string) (Spec, bool) {
-	for _, s := range All() {
+	for _, s := range append(All(), Reference()) {
 		if s.Name == name {
 			return s, true
 		}
@@ -139,10 +147,11 @@ func ByName(name string) (Spec, bool) {
 	return Spec{}, false
 }
 
-// Names returns the names of every strategy, in All's order.
+// Names returns the names of every strategy, in All's order, then the told
+// reference.
 func Names() []string {
 	var out []string
-	for _, s := range All() {
+	for _, s := range append(All(), Reference()) {
 		out = append(out, s.Name)
 	}
 	return out

@@ -243,3 +243,40 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("exit sequences differ for one seed:\n%v\n%v", a, b)
 	}
 }
+
+// The told reference paces every exit at ToldShare of the true rate, each
+// exit in turn, and waits out a Retry-After on the exit that drew it.
+func TestTold(t *testing.T) {
+	l := build(t, Told, 2/ToldShare) // told: 2 per second per exit
+	seen := map[string]bool{}
+	for _, tk := range acquireAll(t, l, []step{{0, true, 0}, {0, true, 0}, {0, true, 0}, {0, true, 0}, {0, false, -1}}) {
+		seen[tk.Exit] = true
+	}
+	if len(seen) != len(exits) {
+		t.Fatalf("4 requests at once went to %d exits, want each of the 4", len(seen))
+	}
+	_, ok, next, _ := l.Acquire("site.test", limit.Want{}, t0)
+	if ok || next.Sub(t0) < 499*time.Millisecond || next.Sub(t0) > 501*time.Millisecond {
+		t.Fatalf("a fifth request at once: ok %v, next in %v; want a refusal until 500 ms", ok, next.Sub(t0))
+	}
+	tk, ok, _, _ := l.Acquire("site.test", limit.Want{Pin: "exit-02"}, at(500*time.Millisecond))
+	if !ok {
+		t.Fatal("exit-02 refused after its interval")
+	}
+	l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: 10 * time.Second}, at(600*time.Millisecond))
+	if _, ok, next, _ := l.Acquire("site.test", limit.Want{Pin: "exit-02"}, at(5*time.Second)); ok || !next.Equal(at(10600*time.Millisecond)) {
+		t.Errorf("exit-02 during its Retry-After: ok %v, next %v; want a refusal until 10.6 s", ok, next.Sub(t0))
+	}
+	// A cancelled request gives its slot back.
+	tk, ok, _, _ = l.Acquire("site.test", limit.Want{Pin: "exit-03"}, at(20*time.Second))
+	if !ok {
+		t.Fatal("exit-03 refused")
+	}
+	l.Cancel(tk, at(20*time.Second))
+	if _, ok, _, _ := l.Acquire("site.test", limit.Want{Pin: "exit-03"}, at(20*time.Second)); !ok {
+		t.Error("exit-03 refused after its request was cancelled")
+	}
+	if Baseline(Told) || slices.ContainsFunc(All(), func(s Spec) bool { return s.Name == Told }) || !slices.Contains(Names(), Told) {
+		t.Error("told: want a reference named by Names and ByName, not a baseline and not in All")
+	}
+}
