@@ -161,6 +161,9 @@ type explorer struct {
 	// it had prevN successes in prevT.
 	cAt, prevT int64
 	cN, prevN  int32
+	// fresh: no run has passed since cAt; the first one is held to what
+	// the explorer passed since (sinceEmpty).
+	fresh bool
 	// The host's last 429 and the successes since: a re-probe waits for a
 	// quiet host.
 	quietAt int64
@@ -251,6 +254,26 @@ type chain struct {
 // the pace it began at).
 func (ch chain) at(pace float64) bool {
 	return ch.pace > 0 && math.Abs(pace/ch.pace-1) <= sameRun
+}
+
+// sinceEmpty is what the explorer's successes since its last 429 prove of
+// its budget where a burst may carry a run (c.careful or c.extra: a pace
+// passed was pushed back, or a burst was seen): one less than it passed
+// over the time since, when the budget was known empty. It holds the first
+// run to pass after the 429, the one a cooldown's refill carries; later
+// runs are held to it no more, since the average over a long slow spell
+// lags far behind a limit that was raised (a limit of 0.5/s raised to 2/s
+// climbed for three minutes instead of one). 0 where it proves
+// nothing more (no 429 of this explorer yet, or a window: a reset just after
+// the 429 gives a whole quota back at once), or where it is too weak to
+// tell: a 429 before the search last settled (the lane held the settled
+// pace since, and a re-probe looking for a raised limit would be held to
+// that average).
+func (e *explorer) sinceEmpty(c *capacity, now int64) float64 {
+	if !e.fresh || e.cAt == 0 || e.cAt < e.settledAt || e.reprobe || c.windowed || !c.careful && c.extra <= 0 {
+		return 0
+	}
+	return counted(e.cN, e.cAt, now)
 }
 
 // burstCovered reports whether a careful run's own margin (a request less
@@ -460,6 +483,17 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			return
 		}
 	}
+	if b := e.sinceEmpty(c, now); b > 0 && b < passed && e.phase != expRamp {
+		// Whatever a bucket's burst, the lane's budget was empty at its
+		// last 429, and since then the server let through no more than
+		// its rate over that time and one request: a careful run after
+		// a cooldown that refilled part of a burst proves no more (nginx
+		// 5r/s with a burst of 5: 6.05/s ran 3.3 s on what a 0.9-s
+		// cooldown refilled, the followers took 5.6/s and seven of them
+		// were pushed back within 12 ms).
+		passed = b
+	}
+	e.fresh = false
 	if passed > c.pass {
 		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, passed, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
 		c.pass, c.sent, c.at = passed, l.pace, now
@@ -824,7 +858,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 	e.cAt, e.cN, e.prevN = 0, 0, 0
 	if ex := h.lanes[e.exit]; ex != nil {
 		if ex == l {
-			e.cAt = now
+			e.cAt, e.fresh = now, true
 		}
 		// Start again from what the ramp passed, in smaller steps (from
 		// two steps back when the server showed no burst: its quick runs
@@ -967,13 +1001,13 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	if e.cAt == 0 {
 		// Nothing counted on this lane yet (a new explorer): the count
 		// starts at this 429, when its budget is known to be empty.
-		e.cAt, e.cN, e.prevN, e.prevT = now, 0, 0, 0
+		e.cAt, e.cN, e.prevN, e.prevT, e.fresh = now, 0, 0, 0, true
 		return
 	}
 	n, t := e.cN, now-e.cAt
 	prevN, prevT := e.prevN, e.prevT
 	e.prevN, e.prevT = n, t
-	e.cAt, e.cN = now, 0
+	e.cAt, e.cN, e.fresh = now, 0, true
 	if t <= 0 || e.prevT == 0 {
 		return
 	}

@@ -1545,3 +1545,50 @@ func TestSayRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestSinceEmptyProof: the first careful run after the explorer's 429
+// proves no more than what passed since that 429 (its budget empty then),
+// whatever a bucket's burst refilled during the cooldown; the runs after
+// it are proven as before, and a window's runs never are held to it.
+func TestSinceEmptyProof(t *testing.T) {
+	for _, windowed := range []bool{false, true} {
+		r := testRules(t, Config{})
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.exp.phase = expBisect
+		h.cap.careful, h.cap.extra, h.cap.windowed = true, 1, windowed
+		h.cap.ceil(6.687, sec(0))
+		r.count(h, e, sec(0)) // the explorer's 429: its budget is empty at 0 s
+		r.setExplorerPace(h, e, 6.05, sec(0), "test", "")
+		// nginx 5r/s with a burst of 5: 6.05/s after a 0.925-s cooldown
+		// runs 3.3 s without a 429 on what the cooldown refilled.
+		var n int
+		var last int64
+		for n = 1; h.cap.pass == 0 && n < 100; n++ {
+			last = sec(0.925 + float64(n-1)/6.05)
+			r.exploreOK(h, e, last, last)
+		}
+		n--
+		if windowed {
+			if want := 6.05 * float64(n-1) / float64(n); !near(h.cap.pass, want) {
+				t.Errorf("windowed: pass %v after %d successes, want %v (a request less than sent)", h.cap.pass, n, want)
+			}
+			continue
+		}
+		if want := float64(n-1) / secs(last-sec(0)); !near(h.cap.pass, want) || h.cap.pass >= 5 {
+			t.Fatalf("pass %v after %d successes, want %v: what passed since the 429, under the server's 5/s", h.cap.pass, n, want)
+		}
+		// The next run is proven as before: a request less than sent.
+		p := h.exp.pace
+		start := last
+		var m int
+		for m = 1; h.cap.pass < p*0.9 && m < 200; m++ {
+			at := start + int64(float64(m)/p*1e9)
+			r.exploreOK(h, e, at, at)
+		}
+		m--
+		if want := p * float64(m-1) / float64(m); !near(h.cap.pass, want) {
+			t.Errorf("second run at %.3g/s: pass %v after %d successes, want %v", p, h.cap.pass, m, want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"sort"
@@ -76,6 +77,10 @@ type Config struct {
 	// to the last response if the URL set is done sooner; zero runs until
 	// the URL set is done (or MaxTime) and measures to the last response.
 	Duration time.Duration
+	// Logger receives the strategy's change records (exitgate's, at debug
+	// level: why a lane sped up or slowed down), stamped in virtual time
+	// by the limiter. nil: discarded.
+	Logger *slog.Logger
 	// Watch, when set, watches the run (see Watcher): the run then keeps
 	// a metrics.Tally for it. WatchEvery is its tick; default 1 s.
 	Watch      Watcher
@@ -199,6 +204,7 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 		Rate:     rate,
 		InFlight: cfg.Concurrency,
 		Rand:     rand.New(rand.NewPCG(cfg.Seed, 3)),
+		Logger:   cfg.Logger,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("strategy %s: %w", cfg.Strategy.Name, err)
