@@ -231,9 +231,12 @@ func TestDistributed(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			keepFleetLogs(t, logs, 3, fr, fr.nginx.AccessLog(t, 0))
 		}
-		// Each worker's limiter explores the host on its own: three
-		// explorers' learning on a 600-URL crawl (1-1.5% of 429s here).
-		req, n429 := fr.check(0.02, []int{0, 1, 2})
+		// The bound: one worker leads the host's search, and
+		// the explorer's learning 429s on a 600-URL crawl are 2-4 (a
+		// follower pace above the rate let seven followers draw a 429
+		// at once, 2.1%, before the first careful run after a 429 was
+		// held to what passed since it).
+		req, n429 := fr.check(0.01, []int{0, 1, 2})
 		for i := range 3 {
 			for _, line := range strings.Split(fr.outs[i].String(), "\n") {
 				if strings.HasPrefix(line, "Redis:") {
