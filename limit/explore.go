@@ -164,6 +164,10 @@ type explorer struct {
 	// fresh: no run has passed since cAt; the first one is held to what
 	// the explorer passed since (sinceEmpty).
 	fresh bool
+	// steps are the ramp's runs of the explorer that passed, and rampExit
+	// the lane that ran them (rampBurst).
+	steps    []rampRunRec
+	rampExit string
 	// The host's last 429 and the successes since: a re-probe waits for a
 	// quiet host.
 	quietAt int64
@@ -270,7 +274,17 @@ func (ch chain) at(pace float64) bool {
 // pace since, and a re-probe looking for a raised limit would be held to
 // that average).
 func (e *explorer) sinceEmpty(c *capacity, now int64) float64 {
-	if !e.fresh || e.cAt == 0 || e.cAt < e.settledAt || e.reprobe || c.windowed || !c.careful && c.extra <= 0 {
+	if !e.fresh || e.cAt < e.settledAt || e.reprobe || !c.careful && c.extra <= 0 {
+		return 0
+	}
+	return e.emptySince(c, now)
+}
+
+// emptySince is a lower bound on the explorer's budget whatever the burst:
+// what it passed since its last 429, less one, over the time since (0 with
+// no 429 of this explorer yet, or on a window).
+func (e *explorer) emptySince(c *capacity, now int64) float64 {
+	if e.cAt == 0 || c.windowed {
 		return 0
 	}
 	return counted(e.cN, e.cAt, now)
@@ -465,6 +479,11 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			n += e.chain.n
 		}
 		passed = l.pace * max(0, 1-c.extra/float64(n-1))
+		// What passed since the last 429 is a bound of its own, whatever
+		// the burst, and the quicker one where the cooldown refilled less
+		// than the burst holds (x/time/rate's 10/s with a burst of 10,
+		// read as 10.5 from the ramp: a step's proof took 27 s).
+		passed = max(passed, min(l.pace, e.emptySince(c, now)))
 		if goal := (l.pace + c.pass) / 2; passed < goal && el < maxSpan {
 			return
 		}
@@ -500,6 +519,12 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	}
 	if atLeast(l.pace, c.safe) {
 		c.safe = min(c.safe, passed) // the estimate is proven (less its careful request)
+	}
+	if e.phase == expRamp && len(e.steps) < maxRampSteps {
+		if e.rampExit != l.exit {
+			e.steps, e.rampExit = e.steps[:0], l.exit
+		}
+		e.steps = append(e.steps, rampRunRec{pace: l.pace, n: e.run.n, d: el})
 	}
 	e.run = run{} // the next proof starts afresh
 	if e.reprobe && c.hi == 0 {
@@ -1024,6 +1049,43 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	if b > c.lo {
 		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
 		c.lo = b
+		r.rampBurst(h, l, now)
+	}
+}
+
+// rampRunRec is one run of the ramp that passed: n successes in d at pace.
+type rampRunRec struct {
+	pace float64
+	n    int32
+	d    int64
+}
+
+// maxRampSteps bounds the record: doubling from the slowest lane rate to
+// the fastest takes fewer steps.
+const maxRampSteps = 24
+
+// rampBurst reads the burst again once the count bounds the rate: the
+// explorer's lane began its ramp with a full bucket (its first run), and
+// every step above the rate spent the burst by what it passed beyond the
+// rate in its span; the step the first 429 ended did so too. burstSeen, at
+// the first 429, had only the ramp's own last pass for the rate, which a
+// burst had carried: nginx's 5r/s with a burst of 10 read as a burst of 5
+// from 10 at 15.5/s "with 7.76/s sustained"; with the count's 4.9/s the
+// 7.76/s step spent 3.4 of it and the last one 6.8, and a re-probe's first
+// step held for the span a burst of 5 covers ran 8 s on a burst of 10 and
+// led every follower above the rate.
+func (r *rules) rampBurst(h *host, l *lane, now int64) {
+	e, c := &h.exp, &h.cap
+	if l.exit != e.rampExit || e.k1 < 0 || e.x1 <= 0 || c.lo <= 0 || c.windowed {
+		return
+	}
+	spent := float64(e.k1) * max(0, 1-c.lo/e.x1)
+	for _, st := range e.steps {
+		spent += max(0, float64(st.n)-c.lo*secs(st.d))
+	}
+	if spent > c.extra*(1+tolerance) && spent < float64(e.n1) {
+		h.note(r, now, "count", l.exit, "burst", c.extra, spent, fmt.Sprintf("the ramp's steps above the counted %.3g/s spent a burst of %.1f", c.lo, spent))
+		c.extra = spent
 	}
 }
 

@@ -1592,3 +1592,54 @@ func TestSinceEmptyProof(t *testing.T) {
 		}
 	}
 }
+
+// TestRampBurst: once the count bounds the rate, the ramp's steps above it
+// tell how much burst the lane's full bucket gave: nginx 5r/s with a burst
+// of 10, read as 5 at the first 429 from the last step alone.
+func TestRampBurst(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name      string
+		lane      string
+		windowed  bool
+		wantExtra float64
+	}{
+		{"the ramp's lane", "e", false, 10*(1-4.9/15.52) + (9 - 4.9*1.16)},
+		{"another lane", "f", false, 5},
+		{"a window", "e", true, 5},
+	} {
+		h := hostWith(r, "e", "f")
+		e := &h.exp
+		e.rampExit, e.steps = "e", []rampRunRec{{3.88, 4, int64(time.Second)}, {7.76, 9, int64(1160 * time.Millisecond)}}
+		e.n1, e.k1, e.x1 = 31, 10, 15.52
+		h.cap.extra, h.cap.lo, h.cap.windowed = 5, 4.9, tc.windowed
+		r.rampBurst(h, h.lanes[tc.lane], sec(10))
+		if !near(h.cap.extra, tc.wantExtra) {
+			t.Errorf("%s: extra %v, want %v", tc.name, h.cap.extra, tc.wantExtra)
+		}
+	}
+}
+
+// TestBurstProofSinceEmpty: with a burst known, a run proves at least what
+// passed since the explorer's last 429 over the time since (its budget was
+// empty then), which a short cooldown makes far quicker than a burst's
+// discount: 10/s with a burst of 10 known passes half way from 8 to 10 in
+// about two seconds instead of ten.
+func TestBurstProofSinceEmpty(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.phase = expBisect
+	h.cap.pass, h.cap.extra = 8, 10
+	h.cap.ceil(12, sec(0))
+	r.count(h, e, sec(0)) // the explorer's 429 at 0 s
+	r.setExplorerPace(h, e, 10, sec(0), "test", "")
+	var last int64
+	for i := 0; h.cap.pass == 8 && i < 200; i++ {
+		last = sec(0.1 + float64(i)/10)
+		r.exploreOK(h, e, last, last)
+	}
+	if h.cap.pass < 9 || secs(last-sec(0)) > 3 {
+		t.Errorf("pass %v at %.1fs, want at least 9 within 3 s (a burst of 10 alone needs 10 s)", h.cap.pass, secs(last-sec(0)))
+	}
+}
