@@ -122,6 +122,7 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	l.taken = uint32(h.seq)
 	h.tickets[h.seq] = rec
 	h.send.sent(now)
+	r.awaitSpent(h, l) // (rekeys the lane when it slows it)
 	r.rekey(h, l)
 	return acquireResult{ok: true, gated: gated, ticket: Ticket{Host: name, Exit: l.exit, Seq: h.seq}}
 }
