@@ -130,6 +130,9 @@ func TestEndRamp(t *testing.T) {
 		// No Retry-After: the cautious reading (a minute) until the lane
 		// is seen to recover.
 		{"no Retry-After", 0, 6, 9, 1, 6.0 / 69, false, true, 2, expRefine},
+		// The same with a first run of 12: the followers keep their pace
+		// until they have sent 10 (awaitHolds).
+		{"no Retry-After, a larger first run", 0, 12, 9, 1, 12.0 / 69, false, true, 2, expRefine},
 	} {
 		h := hostWith(r, "e", "f")
 		h.cap.pass = tc.pass
@@ -144,7 +147,7 @@ func TestEndRamp(t *testing.T) {
 			t.Errorf("%s: hi %v phase %v, want %v and %v", tc.name, c.hi, h.exp.phase, tc.wantHi, tc.phase)
 		}
 		f := h.lanes["f"]
-		if tc.await {
+		if tc.await && tc.n1 >= awaitMin {
 			// Until the recovery is known, a follower that has sent
 			// fewer than the explorer's first run less two keeps its
 			// pace (no window holds fewer); at that count it slows.
