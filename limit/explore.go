@@ -266,8 +266,9 @@ func (ch chain) at(pace float64) bool {
 // over the time since, when the budget was known empty. It holds the first
 // run to pass after the 429, the one a cooldown's refill carries; later
 // runs are held to it no more, since the average over a long slow spell
-// lags far behind a limit that was raised (a limit of 0.5/s raised to 2/s
-// climbed for three minutes instead of one). 0 where it proves
+// lags far behind a limit that was raised (the simulated limit-change, 0.5/s
+// raised to 2/s, was under a third of it 170 s later, where it had reached
+// it in 90 s). 0 where it proves
 // nothing more (no 429 of this explorer yet, or a window: a reset just after
 // the 429 gives a whole quota back at once), or where it is too weak to
 // tell: a 429 before the search last settled (the lane held the settled
@@ -401,8 +402,13 @@ const awaitMin = 10
 
 // awaitSpent slows follower l to the followers' pace once it no longer
 // holds its own (awaitHolds).
+// It runs on every take (where the count grows), so it asks whether a
+// recovery is awaited at all first.
 func (r *rules) awaitSpent(h *host, l *lane) {
-	if f := h.followPace(r); h.exp.awaitAt != 0 && l.exit != h.exp.exit && l.own() == 0 && l.pace > f && !h.awaitHolds(l) {
+	if h.exp.awaitAt == 0 || l.exit == h.exp.exit || l.own() > 0 || h.awaitHolds(l) {
+		return
+	}
+	if f := h.followPace(r); l.pace > f {
 		r.setPace(h, l, f)
 	}
 }
@@ -533,7 +539,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			return
 		}
 	}
-	if b := e.sinceEmpty(c, now); b > 0 && b < passed && e.phase != expRamp {
+	if b := e.sinceEmpty(c, now); b > 0 && b < passed {
 		// Whatever a bucket's burst, the lane's budget was empty at its
 		// last 429, and since then the server let through no more than
 		// its rate over that time and one request: a careful run after

@@ -37,6 +37,16 @@ func hostWith(r *rules, names ...string) *host {
 	return h
 }
 
+// bisecting builds a host of lanes e and f whose explorer e is in the
+// search's bisection, on the default rules.
+func bisecting(t *testing.T) (*rules, *host, *lane) {
+	t.Helper()
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	h.exp.phase = expBisect
+	return r, h, h.lanes["e"]
+}
+
 func lastChange(h *host, what string) (Change, bool) {
 	cs := h.log.recent()
 	for i := len(cs) - 1; i >= 0; i-- {
@@ -490,10 +500,7 @@ func TestRecoveryAfterBurst(t *testing.T) {
 // TestBisect: the explorer tries the middle of passed and pushed back in log
 // space, and settles once they are within bisectDone.
 func TestBisect(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	h.exp.phase = expBisect
+	r, h, e := bisecting(t)
 	h.cap.pass = 0.8
 	h.cap.ceil(1.25, sec(0))
 	r.nextBisect(h, e, sec(0))
@@ -516,10 +523,7 @@ func TestBisect(t *testing.T) {
 // does not try the same middle forever proving a request less each time;
 // a 429 starts the count afresh.
 func TestSameRuns(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	h.exp.phase = expBisect
+	r, h, e := bisecting(t)
 	h.cap.careful, h.cap.pass, h.cap.span = true, 0.9, minSpan
 	h.cap.ceil(1.026, sec(0))
 	pace := 0.975
@@ -563,10 +567,7 @@ func TestSameRuns(t *testing.T) {
 // retest waits twice as long; passed, it is dropped and the explorer climbs
 // (the limit was raised).
 func TestStaleCeiling(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	h.exp.phase = expBisect
+	r, h, e := bisecting(t)
 	h.cap.pass = 0.5
 	h.cap.ceil(0.6, sec(0))
 	r.nextBisect(h, e, sec(30))
@@ -602,10 +603,7 @@ func TestStaleCeiling(t *testing.T) {
 // TestFallBack: the explorer pushed back at a pace it had passed drops what
 // it passed and searches carefully from the cautious estimate.
 func TestFallBack(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	h.exp.phase = expBisect
+	r, h, e := bisecting(t)
 	h.cap.pass, h.cap.hi, h.cap.safe = 2, 4, 0.6
 	r.explore429(h, e, 2, 0, sec(0))
 	c := &h.cap
@@ -1074,10 +1072,7 @@ func TestChallenger(t *testing.T) {
 // at p proves p*(1-extra/(n-1)), and lasts until that is half way from
 // what passed to p (or a minute).
 func TestBurstProof(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	h.exp.phase = expBisect
+	r, h, e := bisecting(t)
 	h.cap.pass, h.cap.extra = 8, 4
 	h.cap.ceil(12, sec(0))
 	r.setExplorerPace(h, e, 10, sec(0), "test", "")
@@ -1172,10 +1167,7 @@ func TestProbeBudget(t *testing.T) {
 // TestCostlySearch: a 429 that holds its lane for many intervals makes the
 // search settle within costlyDone instead of bisectDone.
 func TestCostlySearch(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	h.exp.phase = expBisect
+	r, h, e := bisecting(t)
 	h.cap.pass, h.cap.safe = 0.485, 0.03
 	h.cap.ceil(0.531, sec(0))
 	r.nextBisect(h, e, sec(1))
@@ -1567,10 +1559,7 @@ func TestSayRetryAfter(t *testing.T) {
 // it are proven as before, and a window's runs never are held to it.
 func TestSinceEmptyProof(t *testing.T) {
 	for _, windowed := range []bool{false, true} {
-		r := testRules(t, Config{})
-		h := hostWith(r, "e", "f")
-		e := h.lanes["e"]
-		h.exp.phase = expBisect
+		r, h, e := bisecting(t)
 		h.cap.careful, h.cap.extra, h.cap.windowed = true, 1, windowed
 		h.cap.ceil(6.687, sec(0))
 		r.count(h, e, sec(0)) // the explorer's 429: its budget is empty at 0 s
@@ -1641,10 +1630,7 @@ func TestRampBurst(t *testing.T) {
 // discount: 10/s with a burst of 10 known passes half way from 8 to 10 in
 // about two seconds instead of ten.
 func TestBurstProofSinceEmpty(t *testing.T) {
-	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	h.exp.phase = expBisect
+	r, h, e := bisecting(t)
 	h.cap.pass, h.cap.extra = 8, 10
 	h.cap.ceil(12, sec(0))
 	r.count(h, e, sec(0)) // the explorer's 429 at 0 s

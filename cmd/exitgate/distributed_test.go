@@ -34,6 +34,10 @@ type fleetRun struct {
 	proxies string
 	urls    string
 	n       int
+	// logs is EXITGATE_FLEET_LOGS: when set, the workers log at debug
+	// level (every learning decision) and keepLogs writes their outputs
+	// and the server's log there.
+	logs string
 	// laneRate is the workers' --lane-rate (the first guess); empty: the
 	// default.
 	laneRate string
@@ -56,7 +60,7 @@ func newFleetRun(t *testing.T, redisURL string, exits, urls int, bindBase int) *
 // Fallback and files are set here), the workers on default flags.
 func newFleetRunWith(t *testing.T, redisURL string, exits, urls int, bindBase int, nc peertest.NginxConfig) *fleetRun {
 	t.Helper()
-	fr := &fleetRun{t: t, bin: exitgateBinary(t), dir: t.TempDir(), redis: redisURL, n: urls}
+	fr := &fleetRun{t: t, bin: exitgateBinary(t), dir: t.TempDir(), redis: redisURL, n: urls, logs: os.Getenv("EXITGATE_FLEET_LOGS")}
 	nc.Fallback, nc.Files = "page.txt", map[string]string{"page.txt": "hello\n"}
 	fr.nginx = peertest.StartNginx(t, nc)
 	var lines []string
@@ -82,6 +86,9 @@ func (fr *fleetRun) start(i int, extra ...string) {
 		"--out", filepath.Join(fr.dir, fmt.Sprintf("w%d", i))}
 	if fr.laneRate != "" {
 		args = append(args, "--lane-rate", fr.laneRate)
+	}
+	if fr.logs != "" {
+		args = append(args, "--log-level", "debug")
 	}
 	args = append(args, extra...)
 	args = append(args, fr.urls)
@@ -218,18 +225,13 @@ func TestDistributed(t *testing.T) {
 	t.Run("ThreeWorkers", func(t *testing.T) {
 		r := peertest.StartRedis(t)
 		fr := newFleetRun(t, r.URL(), 10, 600, 71)
-		logs := os.Getenv("EXITGATE_FLEET_LOGS")
 		for i := range 3 {
-			if logs != "" {
-				fr.start(i, "--log-level", "debug")
-			} else {
-				fr.start(i)
-			}
+			fr.start(i)
 		}
 		fr.wait(90 * time.Second)
-		if logs != "" {
+		if fr.logs != "" {
 			time.Sleep(200 * time.Millisecond)
-			keepFleetLogs(t, logs, 3, fr, fr.nginx.AccessLog(t, 0))
+			fr.keepLogs(3, fr.nginx.AccessLog(t, 0))
 		}
 		// The bound: one worker leads the host's search, and
 		// the explorer's learning 429s on a 600-URL crawl are 2-4 (a
@@ -360,13 +362,8 @@ func TestFleetSlowLimit(t *testing.T) {
 	for _, workers := range []int{3, 1} {
 		r := peertest.StartRedis(t)
 		fr := newFleetRunWith(t, r.URL(), exits, 5000, 121, peertest.NginxConfig{Rate: "6r/m", RetryAfter: "10"})
-		logs := os.Getenv("EXITGATE_FLEET_LOGS")
 		for i := range workers {
-			if logs != "" {
-				fr.start(i, "--duration", dur.String(), "--log-level", "debug")
-			} else {
-				fr.start(i, "--duration", dur.String())
-			}
+			fr.start(i, "--duration", dur.String())
 		}
 		fr.stopped(dur + 30*time.Second)
 		time.Sleep(200 * time.Millisecond)
@@ -374,8 +371,8 @@ func TestFleetSlowLimit(t *testing.T) {
 		if len(log) == 0 {
 			t.Fatal("nginx logged nothing")
 		}
-		if logs != "" {
-			keepFleetLogs(t, logs, workers, fr, log)
+		if fr.logs != "" {
+			fr.keepLogs(workers, log)
 		}
 		t0 := log[0].Time
 		ok, ok60, n429 := 0, 0, 0
@@ -451,9 +448,10 @@ func TestOutageDoubleFetches(t *testing.T) {
 	t.Logf("outage %v: %d requests, %d URLs fetched, %d of them more than once", outage, len(log), len(seen), twice)
 }
 
-// keepFleetLogs writes a fleet run's worker outputs and its server's log
-// (time, client address, status) to dir.
-func keepFleetLogs(t *testing.T, dir string, workers int, fr *fleetRun, log []peers.AccessEntry) {
+// keepLogs writes a fleet run's worker outputs and its server's log
+// (time, client address, status) to fr.logs, named for workers.
+func (fr *fleetRun) keepLogs(workers int, log []peers.AccessEntry) {
+	t, dir := fr.t, fr.logs
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -494,7 +492,6 @@ func TestFleetVersusPerWorker(t *testing.T) {
 	if v, err := time.ParseDuration(os.Getenv("EXITGATE_FLEET_DURATION")); err == nil && v > 0 {
 		dur = v // a longer run: the first seconds' handovers weigh less
 	}
-	logs := os.Getenv("EXITGATE_FLEET_LOGS")
 	for _, mode := range []struct {
 		name    string
 		workers int
@@ -521,17 +518,14 @@ func TestFleetVersusPerWorker(t *testing.T) {
 				fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &lockedBuffer{}), append(fr.done, done)
 				continue
 			}
-			if logs != "" {
-				extra = append(extra, "--log-level", "debug")
-			}
 			fr.start(i, extra...)
 		}
 		fr.stopped(dur + 30*time.Second)
 		span := time.Since(start)
 		time.Sleep(200 * time.Millisecond)
 		log := fr.nginx.AccessLog(t, 0)
-		if logs != "" && mode.redis {
-			keepFleetLogs(t, logs, mode.workers, fr, log)
+		if fr.logs != "" && mode.redis {
+			fr.keepLogs(mode.workers, log)
 		}
 		ok, n429, req := 0, 0, 0
 		var first, last time.Time

@@ -104,39 +104,13 @@ func (a *articleBuckets) bucket(host, exit string, now time.Time) *exitBucket {
 }
 
 func (a *articleBuckets) acquire(host string, want limit.Want, now time.Time) (limit.Ticket, bool, time.Time, error) {
-	pin, err := pinned(want, a.rot.exits)
-	if err != nil {
-		return limit.Ticket{}, false, time.Time{}, err
+	exit, soonest, err := leastRecentReady(a.rot.exits, want, now,
+		func(e string) time.Time { return a.bucket(host, e, now).readyAt(now) },
+		func(e string) uint64 { return a.bucket(host, e, now).taken })
+	if exit == "" {
+		return limit.Ticket{}, false, soonest, err
 	}
-	cands := a.rot.exits
-	if pin != "" {
-		cands = []string{pin}
-	}
-	var best *exitBucket
-	var bestExit string
-	var soonest time.Time
-	for _, e := range cands {
-		if pin == "" && contains(want.Avoid, e) {
-			continue
-		}
-		b := a.bucket(host, e, now)
-		t := b.readyAt(now)
-		if !t.After(now) {
-			if best == nil || b.taken < best.taken {
-				best, bestExit = b, e
-			}
-			continue
-		}
-		if soonest.IsZero() || t.Before(soonest) {
-			soonest = t
-		}
-	}
-	if best == nil {
-		if soonest.IsZero() {
-			soonest = now.Add(time.Second)
-		}
-		return limit.Ticket{}, false, soonest, nil
-	}
+	best, bestExit := a.bucket(host, exit, now), exit
 	best.tokens--
 	a.seq++
 	best.taken = a.seq

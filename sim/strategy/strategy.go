@@ -239,6 +239,42 @@ func (l *lockedLimiter) Cancel(t limit.Ticket, now time.Time) {
 	l.inner.cancel(t, now)
 }
 
+// leastRecentReady picks a request's exit by each exit's own readiness, as
+// exitgate's selection does: among the exits want allows (the pinned one, or
+// every pool exit it does not avoid), the least recently taken of those
+// ready at now. With none ready it returns "" and when the soonest will be
+// (a second on when there is none to ask).
+func leastRecentReady(exits []string, want limit.Want, now time.Time, readyAt func(exit string) time.Time, taken func(exit string) uint64) (string, time.Time, error) {
+	pin, err := pinned(want, exits)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	cands := exits
+	if pin != "" {
+		cands = []string{pin}
+	}
+	best := ""
+	var soonest time.Time
+	for _, e := range cands {
+		if pin == "" && contains(want.Avoid, e) {
+			continue
+		}
+		if t := readyAt(e); t.After(now) {
+			if soonest.IsZero() || t.Before(soonest) {
+				soonest = t
+			}
+			continue
+		}
+		if best == "" || taken(e) < taken(best) {
+			best = e
+		}
+	}
+	if best == "" && soonest.IsZero() {
+		soonest = now.Add(time.Second)
+	}
+	return best, soonest, nil
+}
+
 // pinned reports whether want pins an exit, and whether that exit is known.
 func pinned(want limit.Want, exits []string) (string, error) {
 	if want.Pin == "" {

@@ -58,6 +58,22 @@ type toldTicket struct {
 	r    *rate.Reservation
 }
 
+// readyAt is when the lane may send: its bucket's next token (asked as
+// take asks it, so that ready means take succeeds: TokensAt reads
+// 0.99999 at the token's very instant), or the end of a Retry-After.
+func (l *toldLane) readyAt(now time.Time) time.Time {
+	at := now
+	if r, next, ok := take(l.bucket, now); ok {
+		r.CancelAt(now) // only asked
+	} else {
+		at = next
+	}
+	if l.waitTill.After(at) {
+		at = l.waitTill
+	}
+	return at
+}
+
 func (t *told) lane(host, exit string) *toldLane {
 	ls := t.hosts[host]
 	if ls == nil {
@@ -73,46 +89,13 @@ func (t *told) lane(host, exit string) *toldLane {
 }
 
 func (t *told) acquire(host string, want limit.Want, now time.Time) (limit.Ticket, bool, time.Time, error) {
-	pin, err := pinned(want, t.rot.exits)
-	if err != nil {
-		return limit.Ticket{}, false, time.Time{}, err
+	exit, soonest, err := leastRecentReady(t.rot.exits, want, now,
+		func(e string) time.Time { return t.lane(host, e).readyAt(now) },
+		func(e string) uint64 { return t.lane(host, e).taken })
+	if exit == "" {
+		return limit.Ticket{}, false, soonest, err
 	}
-	cands := t.rot.exits
-	if pin != "" {
-		cands = []string{pin}
-	}
-	var best *toldLane
-	var bestExit string
-	var soonest time.Time
-	for _, e := range cands {
-		if pin == "" && contains(want.Avoid, e) {
-			continue
-		}
-		l := t.lane(host, e)
-		at := now
-		if d := l.bucket.ReserveN(now, 1); d.OK() {
-			at = now.Add(d.DelayFrom(now))
-			d.CancelAt(now)
-		}
-		if l.waitTill.After(at) {
-			at = l.waitTill
-		}
-		if at.After(now) {
-			if soonest.IsZero() || at.Before(soonest) {
-				soonest = at
-			}
-			continue
-		}
-		if best == nil || l.taken < best.taken {
-			best, bestExit = l, e
-		}
-	}
-	if best == nil {
-		if soonest.IsZero() {
-			soonest = now.Add(time.Second)
-		}
-		return limit.Ticket{}, false, soonest, nil
-	}
+	best, bestExit := t.lane(host, exit), exit
 	r, _, ok := take(best.bucket, now)
 	if !ok {
 		return limit.Ticket{}, false, now.Add(time.Millisecond), nil
