@@ -161,6 +161,10 @@ type explorer struct {
 	// it had prevN successes in prevT.
 	cAt, prevT int64
 	cN, prevN  int32
+	// exactAt: the 429 at which the count closed over exactN >=
+	// preciseCount successes and raised the lower bound (count).
+	exactAt int64
+	exactN  int32
 	// fresh: no run has passed since cAt; the first one is held to what
 	// the explorer passed since (sinceEmpty).
 	fresh bool
@@ -1077,16 +1081,22 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	// refills its quota at once, and successes on both sides of a reset
 	// (ten of a 10-per-10-s window in 8.4 s) read faster than its rate.
 	var b float64
+	var bn int32 // the successes behind b
 	if t >= 2*c.span {
-		b = counted(n, now-t, now)
+		b, bn = counted(n, now-t, now), n
 	}
 	if prevN >= rampRun && t+prevT >= 2*c.span {
-		b = max(b, float64(n+prevN-2)/secs(t+prevT))
+		if b2 := float64(n+prevN-2) / secs(t+prevT); b2 > b {
+			b, bn = b2, n+prevN-1
+		}
 	}
 	if b > c.lo {
 		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
 		c.lo = b
 		r.rampBurst(h, l, now)
+		if bn >= preciseCount {
+			e.exactAt, e.exactN = now, bn
+		}
 	}
 }
 
@@ -1126,6 +1136,10 @@ func (r *rules) rampBurst(h *host, l *lane, now int64) {
 	}
 }
 
+// settledOnCount reports whether the search settled on an exact count
+// (preciseCount): short of its ceiling, but not for want of a 429.
+func (e *explorer) settledOnCount() bool { return e.exactAt != 0 && e.exactAt == e.settledAt }
+
 // quotaConfirmed reports whether the first run's quota over the window its
 // recovery fit (quotaW) passed, and a step above it was pushed back within
 // a request a window more: nothing under the next request a window sends
@@ -1144,6 +1158,14 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	base := max(c.pass, c.lo)
 	if c.hi > 0 && base >= c.safe && max(base, c.sent)*c.done() >= c.hi {
 		r.settleHere(h, l, now, "passed and pushed back within 4%: settled")
+		return
+	}
+	if c.hi > 0 && h.exp.exactAt == now && base >= c.safe && !c.windowed {
+		// The count this 429 closed is the rate within 5% (preciseCount):
+		// a bisection between it and the ceiling would only find the
+		// rate's last few percent, at a 429 a step. (Not on a window,
+		// whose count is its quota's, not a pace's.)
+		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s counted over %d successes between two 429s: the rate within 5%%: settled", c.lo, h.exp.exactN))
 		return
 	}
 	if r.quotaConfirmed(h) {
@@ -1317,13 +1339,16 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() {
 		// Settled short of the ceiling for want of a 429 to spend: the
 		// search goes on where it stopped.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
 		r.nextBisect(h, l, now)
 		return
 	}
+	// Each failed probe doubles both the time and the successes the
+	// next one waits for (ProbeEvery: a fast host earns reprobeQuiet
+	// successes in seconds, so the time alone had paced its probes).
 	quiet := int64(reprobeQuiet) << e.fails
 	switch {
 	case c.costly && e.roundHeld:
@@ -1334,7 +1359,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	case c.costly:
 		quiet *= costlyQuiet // a failed probe idles its lane for a long Retry-After too
 	}
-	if now-e.quietAt < r.probeEvery || int64(e.okSince) < quiet {
+	if now-e.quietAt < r.probeEvery<<e.fails || int64(e.okSince) < quiet {
 		return
 	}
 	h.reprobeFrom(c.follow)

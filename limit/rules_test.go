@@ -1112,6 +1112,29 @@ func TestBurstProof(t *testing.T) {
 	}
 }
 
+// TestProbeBackoffTime: each failed re-probe doubles the time the next one
+// waits as well as the successes: a fast host earns reprobeQuiet successes
+// in seconds, so with the time fixed it re-probed every ProbeEvery, a 429
+// a minute for good.
+func TestProbeBackoffTime(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	h.exp.exit, h.exp.phase, h.exp.fails, h.exp.quietAt = "e", expSettled, 2, sec(0)
+	h.cap.pass, h.cap.follow = 1, 0.97
+	h.cap.ceil(1.02, sec(0))
+	h.exp.okSince = reprobeQuiet << 3
+	h.c.OK = 100000
+	r.reprobeDue(h, e, sec(3*60))
+	if h.exp.reprobe {
+		t.Fatal("re-probed 3 minutes after the last 429 with 2 failed probes behind: want 4 minutes")
+	}
+	r.reprobeDue(h, e, sec(4*60+1))
+	if !h.exp.reprobe {
+		t.Error("no re-probe 4 minutes after the last 429")
+	}
+}
+
 // TestProbeBudget: a host spends at most learnAllowance 429s before it
 // has earned more with successes; with none left a settled host does not
 // re-probe above its pace.
@@ -1217,6 +1240,51 @@ func TestCountSpan(t *testing.T) {
 	r.count(h, l, sec(20.4)) // 10 in 8.4 s: alone it would read 1.07/s
 	if got, want := h.cap.lo, (10.0+12-2)/20.4; !near(got, want) {
 		t.Fatalf("after 10 in 8.4 s following 12 in 12 s: lo %v, want the two together %v", got, want)
+	}
+}
+
+// TestExactCount: a count of preciseCount successes or more between two
+// 429s of the explorer is the rate within 5% (nginx 10r/s with a burst of
+// 5 counted 64 in 6.4 s): the search settles there instead of bisecting
+// the last percent up to the ceiling at a 429 a step, and a 429 to spend
+// later does not restart it. A short count (9 in 0.9 s) bisects on.
+func TestExactCount(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int32
+		secs    float64
+		settled bool
+	}{
+		{"64 in 6.4 s", 64, 6.4, true},
+		{"9 in 0.9 s", 9, 0.9, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, h, e := bisecting(t)
+			h.cap.span, h.cap.safe, h.cap.pass = int64(100*time.Millisecond), 3.7, 7.9
+			h.cap.ceil(15.5, sec(0))
+			r.count(h, e, sec(0)) // the first 429: the count starts
+			r.setExplorerPace(h, e, 12.2, sec(0.3), "test", "")
+			h.exp.cN = tc.n
+			r.explore429(h, e, 12.2, 0, sec(tc.secs))
+			lo := float64(tc.n-1) / tc.secs
+			if !near(h.cap.lo, lo) {
+				t.Fatalf("lo %v, want the count %v", h.cap.lo, lo)
+			}
+			if got := h.exp.phase == expSettled; got != tc.settled {
+				t.Fatalf("settled %v, want %v (phase %v, explorer at %v)", got, tc.settled, h.exp.phase, e.pace)
+			}
+			if !tc.settled {
+				return
+			}
+			if f := h.lanes["f"].pace; !near(f, lo) {
+				t.Errorf("follower at %v, want the count %v", f, lo)
+			}
+			h.c.OK = 1000 // 429s to spend
+			r.reprobeDue(h, e, sec(tc.secs+1))
+			if h.exp.phase != expSettled {
+				t.Errorf("a 429 to spend restarted the search (phase %v)", h.exp.phase)
+			}
+		})
 	}
 }
 
