@@ -1447,17 +1447,20 @@ func (r *rules) explorerLost(h *host, l *lane, now int64) {
 // of a fleet may hold two or three lanes, not yet all in use: a run proves
 // nothing until the lane is sent at its pace, so an idle one costs nothing).
 func (h *host) challenger(l *lane, now int64) *lane {
-	var idle *lane
+	var hot, idle *lane // the first of each in the heap's order, whatever its layout
 	for _, c := range h.heap {
 		if c == l || c.own() != 0 || c.cool > now {
 			continue
 		}
-		if c.hot {
-			return c
+		if c.hot && (hot == nil || before(c, hot)) {
+			hot = c
 		}
-		if idle == nil {
+		if idle == nil || before(c, idle) {
 			idle = c
 		}
+	}
+	if hot != nil {
+		return hot
 	}
 	return idle
 }

@@ -1712,3 +1712,25 @@ func TestBurstProofSinceEmpty(t *testing.T) {
 		t.Errorf("pass %v at %.1fs, want at least 9 within 3 s (a burst of 10 alone needs 10 s)", h.cap.pass, secs(last-sec(0)))
 	}
 }
+
+// TestLaneOrderTotal: lanes with equal keys, never taken, come off the
+// heap, and are chosen to take a search on, in one order whatever the
+// order they were added in (a map's, when every lane's pace is set).
+func TestLaneOrderTotal(t *testing.T) {
+	r := testRules(t, Config{})
+	var tops, challengers []string
+	for _, names := range [][]string{{"a", "b", "c", "d"}, {"d", "c", "a", "b"}, {"c", "a", "d", "b"}} {
+		h := hostWith(r, names...)
+		for _, l := range h.lanes {
+			l.key = 0
+			h.fix(l)
+		}
+		tops = append(tops, h.heap[0].exit)
+		challengers = append(challengers, h.challenger(h.lanes["a"], 0).exit)
+	}
+	for i := 1; i < len(tops); i++ {
+		if tops[i] != tops[0] || challengers[i] != challengers[0] {
+			t.Fatalf("heap tops %v, challengers %v: want one of each whatever the order", tops, challengers)
+		}
+	}
+}
