@@ -165,6 +165,13 @@ type explorer struct {
 	// preciseCount successes and raised the lower bound (count).
 	exactAt int64
 	exactN  int32
+	// cSteps are the explorer's paces since cAt, the first the idle
+	// until its first success after it (pace 0): a count is the rate only
+	// if the budget never filled meanwhile (countSlack). cLost: more
+	// steps than fit.
+	cSteps [maxCountSteps]paceStep
+	cK     uint8
+	cLost  bool
 	// fresh: no run has passed since cAt; the first one is held to what
 	// the explorer passed since (sinceEmpty).
 	fresh bool
@@ -423,6 +430,47 @@ func (r *rules) setExplorerPace(h *host, l *lane, m float64, now int64, rule, wh
 	h.note(r, now, rule, l.exit, "pace", l.pace, m, why)
 	h.exp.pace = m
 	r.setPace(h, l, m)
+	if e := &h.exp; e.cAt != 0 && e.cN > 0 && l.exit == e.exit {
+		e.countStep(m, now)
+	}
+}
+
+// paceStep is a pace the explorer held from at on.
+type paceStep struct {
+	pace float64
+	at   int64
+}
+
+// maxCountSteps bounds the paces recorded over one count's interval: a
+// bisection changes pace a few times between two 429s.
+const maxCountSteps = 12
+
+// countStep records that the explorer holds pace from now on, in the
+// interval of the count under way.
+func (e *explorer) countStep(pace float64, now int64) {
+	if int(e.cK) == len(e.cSteps) {
+		e.cLost = true
+		return
+	}
+	e.cSteps[e.cK] = paceStep{pace, now}
+	e.cK++
+}
+
+// countSlack is how far, in requests, the explorer's lane fell behind rate
+// over the count's interval up to now: what a bucket of that rate would
+// have gathered while the lane went slower (or waited out its cooldown).
+// A bucket that could not hold it overflowed, and the count is under the
+// rate by what was lost.
+func (e *explorer) countSlack(rate float64, now int64) float64 {
+	var slack float64
+	for i := range int(e.cK) {
+		st, end := e.cSteps[i], now
+		if i+1 < int(e.cK) {
+			end = e.cSteps[i+1].at
+		}
+		slack += max(0, rate-st.pace) * secs(end-st.at)
+	}
+	return slack
 }
 
 func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
@@ -464,6 +512,9 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		e.recLo = 0
 	}
 	if e.cAt != 0 && e.cN < math.MaxInt32 {
+		if e.cN == 0 {
+			e.countStep(l.pace, now) // the idle after the 429 ends
+		}
 		e.cN++
 	}
 	el, saturated := e.run.add(sent, now, l.pace)
@@ -1068,12 +1119,27 @@ func (r *rules) count(h *host, l *lane, now int64) {
 		// Nothing counted on this lane yet (a new explorer): the count
 		// starts at this 429, when its budget is known to be empty.
 		e.cAt, e.cN, e.prevN, e.prevT, e.fresh = now, 0, 0, 0, true
+		e.cK, e.cLost = 0, false
+		e.countStep(0, now)
 		return
 	}
 	n, t := e.cN, now-e.cAt
 	prevN, prevT := e.prevN, e.prevT
+	// Exact (preciseCount): n successes between two empty budgets are the
+	// rate within 1/n, unless the budget overflowed between: the lane's
+	// slack under the count's upper bound fits in the burst known, with
+	// a whole request to spare (a burst of one overflows at any slack:
+	// simulated tiers, a lane held at 0.97/s for 52 s on an IP of 1/s,
+	// counted its own pace).
+	exact := n >= preciseCount && !e.cLost && t > 0
+	var slack float64
+	if exact {
+		slack = e.countSlack(float64(n+1)/secs(t), now)
+	}
 	e.prevN, e.prevT = n, t
 	e.cAt, e.cN, e.fresh = now, 0, true
+	e.cK, e.cLost = 0, false
+	e.countStep(0, now)
 	if t <= 0 || e.prevT == 0 {
 		return
 	}
@@ -1081,21 +1147,20 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	// refills its quota at once, and successes on both sides of a reset
 	// (ten of a 10-per-10-s window in 8.4 s) read faster than its rate.
 	var b float64
-	var bn int32 // the successes behind b
 	if t >= 2*c.span {
-		b, bn = counted(n, now-t, now), n
+		b = counted(n, now-t, now)
 	}
 	if prevN >= rampRun && t+prevT >= 2*c.span {
 		if b2 := float64(n+prevN-2) / secs(t+prevT); b2 > b {
-			b, bn = b2, n+prevN-1
+			b, exact = b2, false // over two intervals: the steps of the first are gone
 		}
 	}
 	if b > c.lo {
 		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
 		c.lo = b
 		r.rampBurst(h, l, now)
-		if bn >= preciseCount {
-			e.exactAt, e.exactN = now, bn
+		if exact && slack <= c.extra-1 {
+			e.exactAt, e.exactN = now, n
 		}
 	}
 }
@@ -1231,7 +1296,7 @@ func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
 // with learnAllowance, earns one per earnEvery successes, and every 429 it
 // drew costs one.
 func (h *host) canProbe() bool {
-	return learnAllowance+float64(h.c.OK)/earnEvery-float64(h.c.Throttled) >= 1
+	return learnAllowance+float64(h.c.OK)/earnEvery-float64(h.learning429s()) >= 1
 }
 
 // fallBack handles a pace that lanes had passed being pushed back, by the

@@ -95,6 +95,10 @@ func (l *lane) extra() *laneExtra {
 }
 
 // own is the lane's own ceiling, 0 = none.
+// learning429s is the 429s the host's own learning has drawn: every 429
+// but those of lanes searching budgets of their own under its pace.
+func (h *host) learning429s() uint64 { return h.c.Throttled - h.ownThrottled }
+
 func (l *lane) own() float64 {
 	if l.x == nil {
 		return 0
@@ -160,6 +164,10 @@ type host struct {
 
 	log changeLog
 	c   Counters
+	// ownThrottled counts the 429s of lanes under their own ceiling
+	// (follow429's own budgets), which the host's learning does not pay
+	// for (learning429s).
+	ownThrottled uint64
 	// wake is closed when a lane's pace rises, for Wait calls sleeping
 	// out an interval at the slower pace (nil: nobody waits); raised
 	// says a pace rose since the last release (which reads and clears

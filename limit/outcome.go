@@ -162,7 +162,18 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if !echo {
 		h.addEvidence(r, evEntry{exit: l.exit, at: now, pace: x, under: under})
 	}
-	h.hostPushedBack(now)
+	if l.own() > 0 && x < h.cap.follow*(1-tolerance) {
+		// A lane searching its own smaller budget, under the host's pace:
+		// its 429s say nothing of the host's limit. They neither break the
+		// host's quiet nor spend its learning allowance (ownThrottled), or
+		// a host whose explorer's IP has the smaller budget never
+		// re-probes with another lane while the lanes of the smallest
+		// budgets search theirs (simulated tiers: held at 1/s, half of
+		// what most of its IPs may send, for the whole run).
+		h.ownThrottled++
+	} else {
+		h.hostPushedBack(now)
+	}
 	// A new series: the server's budget for this lane is empty now, so what
 	// it sent before no longer counts against a slower pace.
 	ser := series{at: l.serAt, ok: l.serOK}

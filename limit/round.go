@@ -74,7 +74,7 @@ func (r *rules) roundUnder(pace float64) string { return roundLimit(pace / r.set
 // a step that will likely be pushed back waits until the host has sent
 // enough to pay for it.
 func (h *host) affords() bool {
-	return float64(h.c.Throttled+1)*earnEvery <= float64(h.c.OK)
+	return float64(h.learning429s()+1)*earnEvery <= float64(h.c.OK)
 }
 
 // atRoundLimit reports the round limit the search has found, if any: what

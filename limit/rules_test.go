@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // Table tests of the learning rules at explicit instants (Unix ns). Each
@@ -1247,25 +1249,37 @@ func TestCountSpan(t *testing.T) {
 // 429s of the explorer is the rate within 5% (nginx 10r/s with a burst of
 // 5 counted 64 in 6.4 s): the search settles there instead of bisecting
 // the last percent up to the ceiling at a 429 a step, and a 429 to spend
-// later does not restart it. A short count (9 in 0.9 s) bisects on.
+// later does not restart it. A short count (9 in 0.9 s) bisects on, and so
+// does a count over which the budget may have overflowed: the lane held
+// under the rate longer than its burst covers (simulated tiers: 0.97/s for
+// 52 s on an IP of 1/s with a burst of one, its own pace counted).
 func TestExactCount(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		n       int32
-		secs    float64
-		settled bool
+		name         string
+		n            int32
+		secs         float64
+		burst, first float64 // the burst known; the first success's time
+		paces        []float64
+		settled      bool
 	}{
-		{"64 in 6.4 s", 64, 6.4, true},
-		{"9 in 0.9 s", 9, 0.9, false},
+		{"64 in 6.4 s", 64, 6.4, 5, 0.3, []float64{12.2}, true},
+		{"9 in 0.9 s", 9, 0.9, 5, 0.1, []float64{12.2}, false},
+		{"64 in 6.4 s, the first success late", 64, 6.4, 5, 0.5, []float64{12.2}, false},
+		{"50 in 52.4 s, held under the rate", 50, 52.4, 1.1, 0.1, []float64{0.97, 1.16}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, h, e := bisecting(t)
-			h.cap.span, h.cap.safe, h.cap.pass = int64(100*time.Millisecond), 3.7, 7.9
+			h.cap.span, h.cap.safe, h.cap.pass, h.cap.extra = int64(100*time.Millisecond), 0.5, 0.6, tc.burst
 			h.cap.ceil(15.5, sec(0))
 			r.count(h, e, sec(0)) // the first 429: the count starts
-			r.setExplorerPace(h, e, 12.2, sec(0.3), "test", "")
+			h.exp.countStep(tc.paces[0], sec(tc.first))
+			h.exp.cN = 1
+			for i, p := range tc.paces[1:] {
+				r.setExplorerPace(h, e, p, sec(tc.secs*float64(i+1)/float64(len(tc.paces))), "test", "")
+			}
 			h.exp.cN = tc.n
-			r.explore429(h, e, 12.2, 0, sec(tc.secs))
+			x := tc.paces[len(tc.paces)-1]
+			r.explore429(h, e, x, 0, sec(tc.secs))
 			lo := float64(tc.n-1) / tc.secs
 			if !near(h.cap.lo, lo) {
 				t.Fatalf("lo %v, want the count %v", h.cap.lo, lo)
@@ -1732,5 +1746,31 @@ func TestLaneOrderTotal(t *testing.T) {
 		if tops[i] != tops[0] || challengers[i] != challengers[0] {
 			t.Fatalf("heap tops %v, challengers %v: want one of each whatever the order", tops, challengers)
 		}
+	}
+}
+
+// TestOwnBudget429s: a 429 on a lane held under its own smaller budget,
+// below the host's pace, is that lane's search: it neither breaks the
+// host's quiet (the re-probe's wait) nor spends the host's learning
+// allowance. A 429 at the host's pace does both.
+func TestOwnBudget429s(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f", "g")
+	h.exp.phase, h.exp.quietAt, h.cap.follow = expSettled, sec(0), 1
+	f, g := h.lanes["f"], h.lanes["g"]
+	f.extra().own, f.pace, f.hot = 0.5, 0.35, true
+	g.pace, g.hot = 1, true
+	throttled := func(l *lane, pace float64, at float64) {
+		o := Outcome{Verdict: verdict.Throttled, RetryAfter: time.Second}
+		r.outcome(h, l, ticketRec{l: l, at: sec(at - 0.1), laneIv: int64(float64(time.Second) / pace)}, &o, sec(at), 0.5)
+	}
+	throttled(f, 0.35, 10)
+	if h.exp.quietAt != sec(0) || h.learning429s() != 0 || h.c.Throttled != 1 {
+		t.Fatalf("429 under its own budget: quiet since %v, learning 429s %d of %d; want the quiet kept and none spent",
+			h.exp.quietAt, h.learning429s(), h.c.Throttled)
+	}
+	throttled(g, 1, 20)
+	if h.exp.quietAt != sec(20) || h.learning429s() != 1 {
+		t.Errorf("429 at the host's pace: quiet since %v, learning 429s %d; want the quiet broken and one spent", h.exp.quietAt, h.learning429s())
 	}
 }
