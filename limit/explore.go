@@ -271,37 +271,6 @@ func (ch chain) at(pace float64) bool {
 	return ch.pace > 0 && math.Abs(pace/ch.pace-1) <= sameRun
 }
 
-// sinceEmpty is what the explorer's successes since its last 429 prove of
-// its budget where a burst may carry a run (c.careful or c.extra: a pace
-// passed was pushed back, or a burst was seen): one less than it passed
-// over the time since, when the budget was known empty. It holds the first
-// run to pass after the 429, the one a cooldown's refill carries; later
-// runs are held to it no more, since the average over a long slow spell
-// lags far behind a limit that was raised (the simulated limit-change, 0.5/s
-// raised to 2/s, was under a third of it 170 s later, where it had reached
-// it in 90 s). 0 where it proves
-// nothing more (no 429 of this explorer yet, or a window: a reset just after
-// the 429 gives a whole quota back at once), or where it is too weak to
-// tell: a 429 before the search last settled (the lane held the settled
-// pace since, and a re-probe looking for a raised limit would be held to
-// that average).
-func (e *explorer) sinceEmpty(c *capacity, now int64) float64 {
-	if !e.fresh || e.cAt < e.settledAt || e.reprobe || !c.careful && c.extra <= 0 {
-		return 0
-	}
-	return e.emptySince(c, now)
-}
-
-// emptySince is a lower bound on the explorer's budget whatever the burst:
-// what it passed since its last 429, less one, over the time since (0 with
-// no 429 of this explorer yet, or on a window).
-func (e *explorer) emptySince(c *capacity, now int64) float64 {
-	if e.cAt == 0 || c.windowed {
-		return 0
-	}
-	return counted(e.cN, e.cAt, now)
-}
-
 // burstCovered reports whether a careful run's own margin (a request less
 // than it sent) covers what the server lets through beyond its rate: no
 // bucket's burst was seen, or the server counts over a window (a careful
@@ -433,44 +402,6 @@ func (r *rules) setExplorerPace(h *host, l *lane, m float64, now int64, rule, wh
 	if e := &h.exp; e.cAt != 0 && e.cN > 0 && l.exit == e.exit {
 		e.countStep(m, now)
 	}
-}
-
-// paceStep is a pace the explorer held from at on.
-type paceStep struct {
-	pace float64
-	at   int64
-}
-
-// maxCountSteps bounds the paces recorded over one count's interval: a
-// bisection changes pace a few times between two 429s.
-const maxCountSteps = 12
-
-// countStep records that the explorer holds pace from now on, in the
-// interval of the count under way.
-func (e *explorer) countStep(pace float64, now int64) {
-	if int(e.cK) == len(e.cSteps) {
-		e.cLost = true
-		return
-	}
-	e.cSteps[e.cK] = paceStep{pace, now}
-	e.cK++
-}
-
-// countSlack is how far, in requests, the explorer's lane fell behind rate
-// over the count's interval up to now: what a bucket of that rate would
-// have gathered while the lane went slower (or waited out its cooldown).
-// A bucket that could not hold it overflowed, and the count is under the
-// rate by what was lost.
-func (e *explorer) countSlack(rate float64, now int64) float64 {
-	var slack float64
-	for i := range int(e.cK) {
-		st, end := e.cSteps[i], now
-		if i+1 < int(e.cK) {
-			end = e.cSteps[i+1].at
-		}
-		slack += max(0, rate-st.pace) * secs(end-st.at)
-	}
-	return slack
 }
 
 func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
@@ -1022,21 +953,6 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	r.setExplorerPace(h, l, min(l.pace*refineStep, math.Sqrt(l.pace*c.hi)), now, "refine", "a step up")
 }
 
-// burstSeen reads a burst from a run of k successes evenly paced at x, the
-// (k+1)-th pushed back, by a server whose rate is at least rlo: a bucket
-// whose burst lets extra requests through beyond its rate passes about
-// extra/(1-rate/x) of them, so extra is at most k*(1-rlo/x).
-func (r *rules) burstSeen(h *host, l *lane, x float64, k int32, rlo float64, now int64) {
-	c := &h.cap
-	if k < 1 || x <= 0 || rlo <= 0 || rlo >= x {
-		return
-	}
-	if b := float64(k) * (1 - rlo/x); b > c.extra*(1+tolerance) {
-		h.note(r, now, "explore", l.exit, "burst", c.extra, b, fmt.Sprintf("%d successes at %.3g/s before the 429, at least %.3g/s sustained", k, x, rlo))
-		c.extra = b
-	}
-}
-
 // explore429 applies a 429 on the explorer lane l (past its ramp), sent at
 // pace x, at now.
 func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
@@ -1108,102 +1024,6 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 	r.nextBisect(h, l, now)
 	r.updateFollow(h, now, phaseNames[e.phase], "the explorer was pushed back")
 }
-
-// count takes what the explorer sent between its last two 429s: less one,
-// over the time between, a lower bound on one lane's budget whatever the
-// burst. Over two spans and more (and with the interval before, which is
-// tighter) a window's fresh quota cannot inflate it much.
-func (r *rules) count(h *host, l *lane, now int64) {
-	e, c := &h.exp, &h.cap
-	if e.cAt == 0 {
-		// Nothing counted on this lane yet (a new explorer): the count
-		// starts at this 429, when its budget is known to be empty.
-		e.cAt, e.cN, e.prevN, e.prevT, e.fresh = now, 0, 0, 0, true
-		e.cK, e.cLost = 0, false
-		e.countStep(0, now)
-		return
-	}
-	n, t := e.cN, now-e.cAt
-	prevN, prevT := e.prevN, e.prevT
-	// Exact (preciseCount): n successes between two empty budgets are the
-	// rate within 1/n, unless the budget overflowed between: the lane's
-	// slack under the count's upper bound fits in the burst known, with
-	// a whole request to spare (a burst of one overflows at any slack:
-	// simulated tiers, a lane held at 0.97/s for 52 s on an IP of 1/s,
-	// counted its own pace).
-	exact := n >= preciseCount && !e.cLost && t > 0
-	var slack float64
-	if exact {
-		slack = e.countSlack(float64(n+1)/secs(t), now)
-	}
-	e.prevN, e.prevT = n, t
-	e.cAt, e.cN, e.fresh = now, 0, true
-	e.cK, e.cLost = 0, false
-	e.countStep(0, now)
-	if t <= 0 || e.prevT == 0 {
-		return
-	}
-	// A count over less than two careful spans proves nothing: a window
-	// refills its quota at once, and successes on both sides of a reset
-	// (ten of a 10-per-10-s window in 8.4 s) read faster than its rate.
-	var b float64
-	if t >= 2*c.span {
-		b = counted(n, now-t, now)
-	}
-	if prevN >= rampRun && t+prevT >= 2*c.span {
-		if b2 := float64(n+prevN-2) / secs(t+prevT); b2 > b {
-			b, exact = b2, false // over two intervals: the steps of the first are gone
-		}
-	}
-	if b > c.lo {
-		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
-		c.lo = b
-		r.rampBurst(h, l, now)
-		if exact && slack <= c.extra-1 {
-			e.exactAt, e.exactN = now, n
-		}
-	}
-}
-
-// rampRunRec is one run of the ramp that passed: n successes in d at pace.
-type rampRunRec struct {
-	pace float64
-	n    int32
-	d    int64
-}
-
-// maxRampSteps bounds the record: doubling from the slowest lane rate to
-// the fastest takes fewer steps.
-const maxRampSteps = 24
-
-// rampBurst reads the burst again once the count bounds the rate: the
-// explorer's lane began its ramp with a full bucket (its first run), and
-// every step above the rate spent the burst by what it passed beyond the
-// rate in its span; the step the first 429 ended did so too. burstSeen, at
-// the first 429, had only the ramp's own last pass for the rate, which a
-// burst had carried: nginx's 5r/s with a burst of 10 read as a burst of 5
-// from 10 at 15.5/s "with 7.76/s sustained"; with the count's 4.9/s the
-// 7.76/s step spent 3.4 of it and the last one 6.8, and a re-probe's first
-// step held for the span a burst of 5 covers ran 8 s on a burst of 10 and
-// led every follower above the rate.
-func (r *rules) rampBurst(h *host, l *lane, now int64) {
-	e, c := &h.exp, &h.cap
-	if l.exit != e.rampExit || e.k1 < 0 || e.x1 <= 0 || c.lo <= 0 || c.windowed {
-		return
-	}
-	spent := float64(e.k1) * max(0, 1-c.lo/e.x1)
-	for _, st := range e.steps {
-		spent += max(0, float64(st.n)-c.lo*secs(st.d))
-	}
-	if spent > c.extra*(1+tolerance) && spent < float64(e.n1) {
-		h.note(r, now, "count", l.exit, "burst", c.extra, spent, fmt.Sprintf("the ramp's steps above the counted %.3g/s spent a burst of %.1f", c.lo, spent))
-		c.extra = spent
-	}
-}
-
-// settledOnCount reports whether the search settled on an exact count
-// (preciseCount): short of its ceiling, but not for want of a 429.
-func (e *explorer) settledOnCount() bool { return e.exactAt != 0 && e.exactAt == e.settledAt }
 
 // quotaConfirmed reports whether the first run's quota over the window its
 // recovery fit (quotaW) passed, and a step above it was pushed back within
@@ -1290,13 +1110,6 @@ func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
 	h.exp.quietFor, h.exp.okBefore = 0, 0 // a burst after settling is the jitter rule's, not a hiccup
 	r.updateFollow(h, now, "bisect", "settled")
 	r.setExplorerPace(h, l, h.cap.follow, now, "bisect", "settled: the explorer paces with the others")
-}
-
-// canProbe reports whether the host may spend a 429 on learning: it starts
-// with learnAllowance, earns one per earnEvery successes, and every 429 it
-// drew costs one.
-func (h *host) canProbe() bool {
-	return learnAllowance+float64(h.c.OK)/earnEvery-float64(h.learning429s()) >= 1
 }
 
 // fallBack handles a pace that lanes had passed being pushed back, by the
@@ -1389,145 +1202,6 @@ func (h *host) sameFall(r *rules, x float64, now int64) {
 			}
 		}
 	}
-}
-
-// reprobeDue starts a re-probe on a settled host after a long quiet, in case
-// the limit was raised: the explorer climbs above the settled pace.
-func (r *rules) reprobeDue(h *host, l *lane, now int64) {
-	e, c := &h.exp, &h.cap
-	if e.phase != expSettled || l.exit != e.exit || !h.exploring() {
-		return
-	}
-	if e.okSince < math.MaxInt32 {
-		e.okSince++
-	}
-	if !h.canProbe() {
-		return
-	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() {
-		// Settled short of the ceiling for want of a 429 to spend: the
-		// search goes on where it stopped.
-		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
-		r.nextBisect(h, l, now)
-		return
-	}
-	// Each failed probe doubles both the time and the successes the
-	// next one waits for (ProbeEvery: a fast host earns reprobeQuiet
-	// successes in seconds, so the time alone had paced its probes).
-	quiet := int64(reprobeQuiet) << e.fails
-	switch {
-	case c.costly && e.roundHeld:
-		// Settled at a round limit for the cost of a 429 alone: nothing
-		// but a probe finds a limit between it and where the ramp was
-		// pushed back, so it comes at half the costly quiet.
-		quiet *= costlyQuiet / 2
-	case c.costly:
-		quiet *= costlyQuiet // a failed probe idles its lane for a long Retry-After too
-	}
-	if now-e.quietAt < r.probeEvery<<e.fails || int64(e.okSince) < quiet {
-		return
-	}
-	h.reprobeFrom(c.follow)
-	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
-	// Another lane probes each time: if the explorer's IP has a smaller
-	// budget than others (a reputation tier), the host is not held to it.
-	if ch := h.challenger(l, now); ch != nil {
-		h.note(r, now, "reprobe", ch.exit, "pace", ch.pace, ch.pace, "this lane explores for the host now")
-		e.exit, e.run, e.chain = ch.exit, run{}, chain{}
-		l = ch
-	}
-	r.setPhase(h, l, expBisect, now, "re-probe")
-	r.setExplorerPace(h, l, c.follow*reprobeStep, now, "reprobe", "climb above the settled pace")
-}
-
-// reprobeFrom starts a re-probe from the pace base: what the host knows
-// (ceiling, pass, pace sent) is kept to give back if the first step above
-// base is pushed back (explore429), and the search climbs from base with no
-// ceiling.
-func (h *host) reprobeFrom(base float64) {
-	e, c := &h.exp, &h.cap
-	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, base, c.hi, c.pass, c.sent
-	c.hi, c.pass, c.sent = 0, base, base
-}
-
-// handOff passes the exploring to another lane when the explorer l must sit
-// out a long cooldown (a Retry-After of 30 s or a minute, often a fixed
-// value unrelated to the limit): the search goes on at the pace it had
-// reached instead of waiting. A lane measuring its own recovery (no
-// Retry-After) keeps it: its retry is the measurement.
-func (r *rules) handOff(h *host, l *lane, now int64) {
-	e := &h.exp
-	if l.exit != e.exit || !h.exploring() || e.awaitAt != 0 || e.phase == expSettled {
-		return
-	}
-	if l.cool-now <= max(handOffWait, 2*interval(e.pace)) {
-		return
-	}
-	if ch := h.challenger(l, now); ch != nil {
-		r.passSearch(h, l, ch, now, fmt.Sprintf("the explorer must wait %.0fs: this lane explores for the host now", secs(l.cool-now)))
-	}
-}
-
-// passSearch moves the search from the explorer l to lane ch (nil: to the
-// next lane taken), at the pace it had reached; l follows.
-func (r *rules) passSearch(h *host, l, ch *lane, now int64, why string) {
-	e := &h.exp
-	e.exit, e.run, e.retest = "", run{}, false
-	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
-	r.setPace(h, l, h.followPace(r))
-	if ch == nil {
-		h.note(r, now, phaseNames[e.phase], l.exit, "explorer", 1, 0, why)
-		return
-	}
-	h.note(r, now, phaseNames[e.phase], ch.exit, "pace", ch.pace, e.pace, why)
-	e.exit = ch.exit
-	r.setExplorerPace(h, ch, e.pace, now, phaseNames[e.phase], "the search goes on on this lane")
-}
-
-// explorerLost gives up the explorer lane l when its exit failed as a
-// proxy: the pool quarantines the exit for every host, and a search that
-// waited on it held every follower at the first guess's pace for good (one
-// dead proxy among three good ones: 0.9 successes a second against 51
-// without it; a proxy killed mid-search held its host at 1.9/s). Another
-// lane (a challenger, else the next taken) explores from the pace the
-// search had reached; a recovery
-// still awaited on the lost lane is given up, and the first 429's careful
-// reading (its recovery taken as maxRecovery) stands.
-func (r *rules) explorerLost(h *host, l *lane, now int64) {
-	e := &h.exp
-	if l.exit != e.exit || !h.exploring() {
-		return
-	}
-	if e.awaitAt != 0 {
-		e.awaitAt, e.tries, e.recLo = 0, 0, 0
-		r.updateFollow(h, now, "explore", "the explorer's recovery will not be seen: the first 429's careful reading stands")
-	}
-	r.passSearch(h, l, h.challenger(l, now), now, "the explorer's exit failed as a proxy: another lane explores for the host")
-}
-
-// challenger picks a lane other than the explorer l to take the search on:
-// one with no smaller budget of its own and not waiting out a cooldown of
-// its own (a lane pushed back a moment ago would carry the search into
-// another wait); one sent at its pace if there is one, else any (a worker
-// of a fleet may hold two or three lanes, not yet all in use: a run proves
-// nothing until the lane is sent at its pace, so an idle one costs nothing).
-func (h *host) challenger(l *lane, now int64) *lane {
-	var hot, idle *lane // the first of each in the heap's order, whatever its layout
-	for _, c := range h.heap {
-		if c == l || c.own() != 0 || c.cool > now {
-			continue
-		}
-		if c.hot && (hot == nil || before(c, hot)) {
-			hot = c
-		}
-		if idle == nil || before(c, idle) {
-			idle = c
-		}
-	}
-	if hot != nil {
-		return hot
-	}
-	return idle
 }
 
 // hostPushedBack counts a 429 on any lane of the host for the re-probe's

@@ -17,10 +17,11 @@ import (
 //                without on one lane; a 429 on it ends the check
 //                (headroom.go).
 //  3. ramp, refine, bisect, reprobe, explore
-//                the explorer's search (explore.go), on its successes and
-//                its 429s (a burst it measures, a window test, a stale
-//                ceiling tried again); tier: a follower with a budget of
-//                its own climbs back on its successes (follow.go).
+//                the explorer's search (explore.go, count.go,
+//                reprobe.go), on its successes and its 429s (a burst it
+//                measures, a window test, a stale ceiling tried again);
+//                tier: a follower with a budget of its own climbs back on
+//                its successes (follow.go).
 //  4. episode    a 429 for a request sent before its lane's current episode
 //                began is the same event: only a longer Retry-After counts.
 //     echo       a 429 with Retry-After on the lane's first request since its

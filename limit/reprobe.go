@@ -1,0 +1,156 @@
+package limit
+
+// After the search: a settled host re-probes above its pace now and then,
+// and the search passes to another lane when its explorer must wait or
+// leaves.
+
+import (
+	"fmt"
+	"math"
+)
+
+// canProbe reports whether the host may spend a 429 on learning: it starts
+// with learnAllowance, earns one per earnEvery successes, and every 429 it
+// drew costs one.
+func (h *host) canProbe() bool {
+	return learnAllowance+float64(h.c.OK)/earnEvery-float64(h.learning429s()) >= 1
+}
+
+// reprobeDue starts a re-probe on a settled host after a long quiet, in case
+// the limit was raised: the explorer climbs above the settled pace.
+func (r *rules) reprobeDue(h *host, l *lane, now int64) {
+	e, c := &h.exp, &h.cap
+	if e.phase != expSettled || l.exit != e.exit || !h.exploring() {
+		return
+	}
+	if e.okSince < math.MaxInt32 {
+		e.okSince++
+	}
+	if !h.canProbe() {
+		return
+	}
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() {
+		// Settled short of the ceiling for want of a 429 to spend: the
+		// search goes on where it stopped.
+		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
+		r.nextBisect(h, l, now)
+		return
+	}
+	// Each failed probe doubles both the time and the successes the
+	// next one waits for (ProbeEvery: a fast host earns reprobeQuiet
+	// successes in seconds, so the time alone had paced its probes).
+	quiet := int64(reprobeQuiet) << e.fails
+	switch {
+	case c.costly && e.roundHeld:
+		// Settled at a round limit for the cost of a 429 alone: nothing
+		// but a probe finds a limit between it and where the ramp was
+		// pushed back, so it comes at half the costly quiet.
+		quiet *= costlyQuiet / 2
+	case c.costly:
+		quiet *= costlyQuiet // a failed probe idles its lane for a long Retry-After too
+	}
+	if now-e.quietAt < r.probeEvery<<e.fails || int64(e.okSince) < quiet {
+		return
+	}
+	h.reprobeFrom(c.follow)
+	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
+	// Another lane probes each time: if the explorer's IP has a smaller
+	// budget than others (a reputation tier), the host is not held to it.
+	if ch := h.challenger(l, now); ch != nil {
+		h.note(r, now, "reprobe", ch.exit, "pace", ch.pace, ch.pace, "this lane explores for the host now")
+		e.exit, e.run, e.chain = ch.exit, run{}, chain{}
+		l = ch
+	}
+	r.setPhase(h, l, expBisect, now, "re-probe")
+	r.setExplorerPace(h, l, c.follow*reprobeStep, now, "reprobe", "climb above the settled pace")
+}
+
+// reprobeFrom starts a re-probe from the pace base: what the host knows
+// (ceiling, pass, pace sent) is kept to give back if the first step above
+// base is pushed back (explore429), and the search climbs from base with no
+// ceiling.
+func (h *host) reprobeFrom(base float64) {
+	e, c := &h.exp, &h.cap
+	e.reprobe, e.retest, e.base, e.savedHi, e.savedPass, e.savedSent = true, false, base, c.hi, c.pass, c.sent
+	c.hi, c.pass, c.sent = 0, base, base
+}
+
+// handOff passes the exploring to another lane when the explorer l must sit
+// out a long cooldown (a Retry-After of 30 s or a minute, often a fixed
+// value unrelated to the limit): the search goes on at the pace it had
+// reached instead of waiting. A lane measuring its own recovery (no
+// Retry-After) keeps it: its retry is the measurement.
+func (r *rules) handOff(h *host, l *lane, now int64) {
+	e := &h.exp
+	if l.exit != e.exit || !h.exploring() || e.awaitAt != 0 || e.phase == expSettled {
+		return
+	}
+	if l.cool-now <= max(handOffWait, 2*interval(e.pace)) {
+		return
+	}
+	if ch := h.challenger(l, now); ch != nil {
+		r.passSearch(h, l, ch, now, fmt.Sprintf("the explorer must wait %.0fs: this lane explores for the host now", secs(l.cool-now)))
+	}
+}
+
+// passSearch moves the search from the explorer l to lane ch (nil: to the
+// next lane taken), at the pace it had reached; l follows.
+func (r *rules) passSearch(h *host, l, ch *lane, now int64, why string) {
+	e := &h.exp
+	e.exit, e.run, e.retest = "", run{}, false
+	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
+	r.setPace(h, l, h.followPace(r))
+	if ch == nil {
+		h.note(r, now, phaseNames[e.phase], l.exit, "explorer", 1, 0, why)
+		return
+	}
+	h.note(r, now, phaseNames[e.phase], ch.exit, "pace", ch.pace, e.pace, why)
+	e.exit = ch.exit
+	r.setExplorerPace(h, ch, e.pace, now, phaseNames[e.phase], "the search goes on on this lane")
+}
+
+// explorerLost gives up the explorer lane l when its exit failed as a
+// proxy: the pool quarantines the exit for every host, and a search that
+// waited on it held every follower at the first guess's pace for good (one
+// dead proxy among three good ones: 0.9 successes a second against 51
+// without it; a proxy killed mid-search held its host at 1.9/s). Another
+// lane (a challenger, else the next taken) explores from the pace the
+// search had reached; a recovery
+// still awaited on the lost lane is given up, and the first 429's careful
+// reading (its recovery taken as maxRecovery) stands.
+func (r *rules) explorerLost(h *host, l *lane, now int64) {
+	e := &h.exp
+	if l.exit != e.exit || !h.exploring() {
+		return
+	}
+	if e.awaitAt != 0 {
+		e.awaitAt, e.tries, e.recLo = 0, 0, 0
+		r.updateFollow(h, now, "explore", "the explorer's recovery will not be seen: the first 429's careful reading stands")
+	}
+	r.passSearch(h, l, h.challenger(l, now), now, "the explorer's exit failed as a proxy: another lane explores for the host")
+}
+
+// challenger picks a lane other than the explorer l to take the search on:
+// one with no smaller budget of its own and not waiting out a cooldown of
+// its own (a lane pushed back a moment ago would carry the search into
+// another wait); one sent at its pace if there is one, else any (a worker
+// of a fleet may hold two or three lanes, not yet all in use: a run proves
+// nothing until the lane is sent at its pace, so an idle one costs nothing).
+func (h *host) challenger(l *lane, now int64) *lane {
+	var hot, idle *lane // the first of each in the heap's order, whatever its layout
+	for _, c := range h.heap {
+		if c == l || c.own() != 0 || c.cool > now {
+			continue
+		}
+		if c.hot && (hot == nil || before(c, hot)) {
+			hot = c
+		}
+		if idle == nil || before(c, idle) {
+			idle = c
+		}
+	}
+	if hot != nil {
+		return hot
+	}
+	return idle
+}
