@@ -94,11 +94,11 @@ func (l *lane) extra() *laneExtra {
 	return l.x
 }
 
-// own is the lane's own ceiling, 0 = none.
 // learning429s is the 429s the host's own learning has drawn: every 429
 // but those of lanes searching budgets of their own under its pace.
 func (h *host) learning429s() uint64 { return h.c.Throttled - h.ownThrottled }
 
+// own is the lane's own ceiling, 0 = none.
 func (l *lane) own() float64 {
 	if l.x == nil {
 		return 0
