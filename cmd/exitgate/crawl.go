@@ -305,21 +305,39 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			fmt.Fprintf(stderr, "resumed: %d jobs that a stopped run had in flight are queued again\n", n)
 		}
 	}
+	// The list is recorded before its URLs go in: a run stopped while
+	// loading them (a signal, kill -9) leaves some in the frontier, and
+	// another list must not be taken for this crawl's then (the next run
+	// with another list had merged into the part loaded, and refused the
+	// rest of the first list as another's).
+	if record != nil {
+		if err := report.WriteJSON(filepath.Join(f.out, crawlRecordFile), record); err != nil {
+			return err
+		}
+	}
 	var added int
 	var bad []*urlfile.LineError
 	if setup.urlFile != "" { // a worker joining a distributed crawl has none
-		added, bad, err = urlfile.Push(ctx, fr, setup.urlFile)
+		// A signal while loading stops the loading at a batch: what went
+		// in stays, and the same command again loads the rest (the
+		// process had died of the signal, without a word).
+		loadCtx, stopLoad := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		added, bad, err = urlfile.Push(loadCtx, fr, setup.urlFile)
+		signalled := loadCtx.Err() != nil && ctx.Err() == nil
+		stopLoad()
+		if signalled {
+			for _, b := range bad {
+				fmt.Fprintln(stderr, "skipped", b)
+			}
+			return &exitError{code: exitUnfinished, err: fmt.Errorf(
+				"stopped by a signal while loading %s (%d URLs loaded): run the same command again to load the rest and crawl", setup.urlFile, added)}
+		}
 	}
 	for _, b := range bad {
 		fmt.Fprintln(stderr, "skipped", b)
 	}
 	if err != nil {
 		return err
-	}
-	if record != nil {
-		if err := report.WriteJSON(filepath.Join(f.out, crawlRecordFile), record); err != nil {
-			return err
-		}
 	}
 	counts, err := fr.Counts(ctx)
 	if err != nil {
@@ -331,8 +349,13 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 		return usageError(fmt.Errorf("%s: no usable URLs", urlFile))
 	}
-	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %d abandoned, %d to do) through %d exits\n",
-		added, counts.Total(), counts.Done, counts.Abandoned, counts.Unfinished(), len(setup.exits))
+	notFound := "" // 404s and 410s are no abandoned URLs, here as in the summary
+	nf := report.CountNotFound(counts.AbandonedByReason)
+	if nf > 0 {
+		notFound = fmt.Sprintf("%d not found, ", nf)
+	}
+	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %s%d abandoned, %d to do) through %d exits\n",
+		added, counts.Total(), counts.Done, notFound, counts.Abandoned-nf, counts.Unfinished(), len(setup.exits))
 
 	if dist != nil {
 		setup.limCfg.Shared = dist.share

@@ -118,3 +118,62 @@ func TestCrawlSIGINTStopsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlSignalWhileLoading: a signal while a long URL list is loading
+// stops the loading at a batch and exits 4 with a word (the process had
+// died of the signal, without one); the list was recorded before its URLs
+// went in, so another list is refused for the part loaded (it had been
+// merged into it, and the rest of the first list refused as another's),
+// and the same command again loads the rest.
+func TestCrawlSignalWhileLoading(t *testing.T) {
+	const nURLs = 400_000
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "page") }))
+	defer srv.Close()
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, nURLs))
+	other := writeLines(t, dir, "other.txt", siteURLs(srv.URL+"/other", 3))
+	out := filepath.Join(dir, "out")
+	args := func(list string, more ...string) []string {
+		return append([]string{"crawl", "--out", out, "--ignore-robots", "--progress", "0", "--duration", "1s", list}, more...)
+	}
+
+	first := startCrawlHelper(t, args(urlFile)...)
+	deadline := time.Now().Add(30 * time.Second)
+	for { // loading has begun once the frontier holds a batch or so
+		if st, err := os.Stat(filepath.Join(out, "frontier.db-wal")); err == nil && st.Size() > 1<<20 {
+			break
+		}
+		select {
+		case <-first.done:
+			t.Fatalf("crawl exited (%v) before the signal\nstderr:\n%s", first.err, first.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no URL loaded in 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var exitErr *exec.ExitError
+	if err := first.wait(t, 30*time.Second); !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUnfinished {
+		t.Fatalf("crawl after SIGTERM while loading: %v, want exit status %d\nstderr:\n%s", err, exitUnfinished, first.stderr.String())
+	}
+	if !bytes.Contains(first.stderr.Bytes(), []byte("while loading")) {
+		t.Errorf("stderr does not say the loading was stopped:\n%s", first.stderr.String())
+	}
+
+	refused := startCrawlHelper(t, args(other)...)
+	if err := refused.wait(t, 60*time.Second); !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage {
+		t.Fatalf("another list after a stopped load: %v, want exit status %d (refused)\nstderr:\n%s", err, exitUsage, refused.stderr.String())
+	}
+
+	again := startCrawlHelper(t, args(urlFile)...)
+	if err := again.wait(t, 120*time.Second); !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUnfinished {
+		t.Fatalf("the same command again: %v, want exit status %d (--duration 1s)\nstderr:\n%s", err, exitUnfinished, again.stderr.String())
+	}
+	if !bytes.Contains(again.stderr.Bytes(), []byte(fmt.Sprintf(" %d in the frontier", nURLs))) {
+		t.Errorf("the same command again did not load the rest (want %d in the frontier):\n%s", nURLs, again.stderr.String())
+	}
+}
