@@ -1064,6 +1064,12 @@ func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Resp
 			h.robotsDown = now
 		}
 		h.pushback = "robots.txt unreachable: " + describe(attemptResult{Status: r.Status, Verdict: v, Err: r.Err})
+		if h.robotsFails == 1 {
+			// Said at once: a robots.txt that never answers held the
+			// host's URLs for --max-wait without a word.
+			c.cfg.Logger.Warn("robots.txt unreachable: the host's URLs wait while it is asked again", "host", host,
+				"status", r.Status, "err", r.Err, "parked after", c.cfg.Retry.MaxWait)
+		}
 		if now.Sub(h.robotsDown) < c.cfg.Retry.MaxWait {
 			h.notBefore, h.limWait = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0)), false
 			return

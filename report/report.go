@@ -75,6 +75,13 @@ func notFound(status int) bool { return status == 404 || status == 410 }
 // is not there (404, 410).
 func notFoundReason(reason string) bool { return reason == "status 404" || reason == "status 410" }
 
+// CountNotFound returns how many of the abandoned URLs, by reason, were
+// not found (404 or 410): not abandoned, in every figure a user sees.
+func CountNotFound(byReason map[string]int) int {
+	n, _ := splitNotFound(byReason)
+	return n
+}
+
 // splitNotFound takes the not-found URLs out of the abandoned ones: it
 // returns how many there are, and the other reasons.
 func splitNotFound(byReason map[string]int) (int, map[string]int) {

@@ -98,8 +98,12 @@ func Parse(r io.Reader, userAgent string) *Rules {
 			if cur == nil {
 				continue
 			}
-			if s, err := strconv.ParseFloat(val, 64); err == nil && s > 0 && s < 86400 {
-				cur.delay = time.Duration(s * float64(time.Second))
+			if s, err := strconv.ParseFloat(val, 64); err == nil && s > 0 {
+				// A day or more (up to "inf") is held to a day, which
+				// parks the host: a site asking that is asking not to be
+				// crawled now (such a delay used to be ignored, and the
+				// host crawled at full speed).
+				cur.delay = time.Duration(min(s, maxCrawlDelay.Seconds()) * float64(time.Second))
 			}
 		default:
 			// Sitemap and unknown keys do not end a group of user agents
@@ -139,6 +143,9 @@ func productToken(ua string) string {
 	}
 	return ua
 }
+
+// maxCrawlDelay bounds a Crawl-delay: a longer one is read as this.
+const maxCrawlDelay = 24 * time.Hour
 
 // CrawlDelay returns the Crawl-delay that applies, or 0 when none is given.
 func (r *Rules) CrawlDelay() time.Duration { return r.crawlDelay }

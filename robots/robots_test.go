@@ -153,3 +153,18 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlDelayADayOrMore: a Crawl-delay of a day or more (up to "inf") is
+// held to a day, which parks the host; it used to be ignored, and the host
+// crawled at full speed.
+func TestCrawlDelayADayOrMore(t *testing.T) {
+	for _, v := range []string{"86399", "86400", "10000000000", "inf"} {
+		want := 24 * time.Hour
+		if v == "86399" {
+			want = 86399 * time.Second
+		}
+		if got := Parse(strings.NewReader("User-agent: *\nCrawl-delay: "+v+"\n"), "exitgate").CrawlDelay(); got != want {
+			t.Errorf("Crawl-delay: %s read as %v, want %v", v, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -280,5 +281,41 @@ func TestCrawlOtherURLFileNeedsAppend(t *testing.T) {
 	checkAllDoneOnce(t, readResults(t, out), append(first, second...))
 	if r := crawl(file2); r.err != nil {
 		t.Errorf("rerun of the appended list: %v, want a resume", r.err)
+	}
+}
+
+// TestCrawlLaneRateUnderAMinute: a first guess under the learner's floor of
+// one a minute is a site known to be that slow, and the floor follows it:
+// the crawl runs (it died of an internal "MinLaneRate exceeds FirstGuess"
+// after creating --out, exit 1), paced at the guess.
+func TestCrawlLaneRateUnderAMinute(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 3))
+	r := runCrawlCmd(t, 60*time.Second, "crawl", "--out", filepath.Join(dir, "out"), "--lane-rate", "10/h",
+		"--ignore-robots", "--progress", "0", "--duration", "2s", urlFile)
+	var ee *exitError
+	if !errors.As(r.err, &ee) || ee.code != exitUnfinished {
+		t.Fatalf("crawl --lane-rate 10/h for 2 s: err %v, want exit %d (unfinished at 10 an hour)\nstderr:\n%s", r.err, exitUnfinished, r.stderr)
+	}
+	if strings.Contains(r.stderr, "MinLaneRate") {
+		t.Errorf("an internal limit error:\n%s", r.stderr)
+	}
+}
+
+// TestCrawlResumeLineNotFound: the start line of a resumed crawl counts
+// 404s as not found, as the summary does (it counted them abandoned).
+func TestCrawlResumeLineNotFound(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 3))
+	args := []string{"crawl", "--out", filepath.Join(dir, "out"), "--ignore-robots", "--progress", "0", urlFile}
+	if r := runCrawlCmd(t, 60*time.Second, args...); r.err != nil {
+		t.Fatalf("first run: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	r := runCrawlCmd(t, 60*time.Second, args...)
+	if want := "(0 done, 3 not found, 0 abandoned, 0 to do)"; !strings.Contains(r.stderr, want) {
+		t.Errorf("resumed run's start line lacks %q:\n%s", want, r.stderr)
 	}
 }

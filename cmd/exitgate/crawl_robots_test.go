@@ -31,7 +31,8 @@ func robotsOutageSite(t *testing.T, status int, down int64) (*httptest.Server, *
 }
 
 // TestCrawlRobotsOutageRetried: robots.txt answering 500 three times is
-// asked again until it answers; no URL is abandoned meanwhile. Three
+// asked again until it answers, and the wait is said at once; no URL is
+// abandoned meanwhile. Three
 // failures used to make the site "disallowed by robots.txt" for good: every
 // URL abandoned.
 func TestCrawlRobotsOutageRetried(t *testing.T) {
@@ -46,6 +47,11 @@ func TestCrawlRobotsOutageRetried(t *testing.T) {
 	checkAllDoneOnce(t, readResults(t, out), urls)
 	if n := robots.Load(); n != 4 {
 		t.Errorf("robots.txt asked %d times, want 4 (three 503s, then the answer)", n)
+	}
+	// Said at the first failure, once: the wait used to go unsaid until
+	// the host was parked, --max-wait (5 min by default) later.
+	if n := strings.Count(r.stderr, "robots.txt unreachable: the host's URLs wait while it is asked again"); n != 1 {
+		t.Errorf("the outage was said %d times, want once at its start:\n%s", n, r.stderr)
 	}
 }
 
