@@ -9,6 +9,10 @@ import (
 	"go.yaml.in/yaml/v4"
 )
 
+// configSetAnnotation marks a flag whose value came from the config file,
+// with the file and line it came from.
+const configSetAnnotation = "exitgate_config_set"
+
 // applyConfigFile reads a YAML file whose keys are the command's flag names
 // and sets every flag the command line did not set. Unknown keys and bad
 // values are errors that name the file, line and key. Flags given on the
@@ -30,6 +34,7 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 		return fmt.Errorf("%s:%d: want a mapping of flag names to values", path, m.Line)
 	}
 	var errs []string
+	seen := map[string]int{} // key: its line
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		f := flags.Lookup(k.Value)
@@ -37,6 +42,13 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 			errs = append(errs, fmt.Sprintf("%s:%d: unknown key %q", path, k.Line, k.Value))
 			continue
 		}
+		if first, dup := seen[k.Value]; dup {
+			// Refused: the first value would win unread (format: csv then
+			// format: bogus ran as csv without a word).
+			errs = append(errs, fmt.Sprintf("%s:%d: %q given twice (first at line %d)", path, k.Line, k.Value, first))
+			continue
+		}
+		seen[k.Value] = k.Line
 		if f.Changed {
 			continue // the command line wins
 		}
@@ -47,7 +59,14 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 		}
 		if err := flags.Set(k.Value, val); err != nil {
 			errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
+			continue
 		}
+		// A value the command's checks refuse later is said with its
+		// line (withSources), as one from the environment is.
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[configSetAnnotation] = []string{fmt.Sprintf("%s:%d", path, v.Line)}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "\n"))

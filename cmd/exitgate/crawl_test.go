@@ -492,6 +492,28 @@ func TestCrawlConfigFile(t *testing.T) {
 		}
 	})
 
+	// A key given twice is refused (the first value won unread: format: csv
+	// then format: bogus ran as csv), and a value the flag's own check
+	// refuses names the file and line, as one from the environment names
+	// its variable.
+	for _, tc := range []struct{ name, want string }{
+		{"format: csv\nformat: bogus", `crawl.yaml:2: "format" given twice (first at line 1)`},
+		{"ignore-robots: true\ntimeout: 0s", "--timeout 0s: want above 0 (set at "},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := writeLines(t, dir, "crawl.yaml", strings.Split(tc.name, "\n"))
+			urlFile := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
+			r := runCrawlCmd(t, 30*time.Second, "crawl", "--config", cfg, "--out", filepath.Join(dir, "out"), "--progress", "0", urlFile)
+			if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), tc.want) {
+				t.Fatalf("crawl: %v (exit %d), want exit %d and %q", r.err, code, exitUsage, tc.want)
+			}
+			if strings.Contains(tc.want, "set at") && !strings.Contains(r.err.Error(), "crawl.yaml:2)") {
+				t.Errorf("crawl: %v, want the line crawl.yaml:2", r.err)
+			}
+		})
+	}
+
 	t.Run("applied", func(t *testing.T) {
 		// Each request takes 40 ms and lanes may send every 5 ms, so without
 		// the file's concurrency of 3 about eight requests would overlap.

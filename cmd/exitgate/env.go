@@ -138,26 +138,37 @@ func nonBlankLines(s string) []string {
 	return out
 }
 
-// withEnvNames adds to a usage error about a flag whose value came from its
-// variable the name of that variable, which the user may not know is set.
-// The value is not repeated: it may hold credentials.
-func withEnvNames(cmd *cobra.Command, err error) error {
+// withSources adds to a usage error about a flag whose value came from its
+// variable the name of that variable, which the user may not know is set,
+// or from the config file the file and line. The value is not repeated: it
+// may hold credentials.
+func withSources(cmd *cobra.Command, err error) error {
 	var ee *exitError
 	if err == nil || !errors.As(err, &ee) || ee.code != exitUsage {
 		return err
 	}
 	msg := err.Error()
-	var from []string
+	var from, at []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		env := f.Annotations[envSetAnnotation]
-		if len(env) == 1 && mentionsFlag(msg, f.Name) && !strings.Contains(msg, env[0]) {
+		if !mentionsFlag(msg, f.Name) {
+			return
+		}
+		if env := f.Annotations[envSetAnnotation]; len(env) == 1 && !strings.Contains(msg, env[0]) {
 			from = append(from, env[0])
 		}
+		if line := f.Annotations[configSetAnnotation]; len(line) == 1 && !strings.Contains(msg, line[0]) {
+			at = append(at, line[0])
+		}
 	})
-	if len(from) == 0 {
+	switch {
+	case len(from) > 0:
+		err = fmt.Errorf("%w (set by %s)", err, strings.Join(from, ", "))
+	case len(at) > 0:
+		err = fmt.Errorf("%w (set at %s)", err, strings.Join(at, ", "))
+	default:
 		return err
 	}
-	return &exitError{code: ee.code, err: fmt.Errorf("%w (set by %s)", err, strings.Join(from, ", "))}
+	return &exitError{code: ee.code, err: err}
 }
 
 // mentionsFlag reports whether msg names --name as a whole flag.

@@ -58,7 +58,7 @@ takes one value per line. Each command's --help names its variables.`,
 	var wrapRun func(*cobra.Command)
 	wrapRun = func(c *cobra.Command) {
 		if run := c.RunE; run != nil {
-			c.RunE = func(cmd *cobra.Command, args []string) error { return withEnvNames(cmd, run(cmd, args)) }
+			c.RunE = func(cmd *cobra.Command, args []string) error { return withSources(cmd, run(cmd, args)) }
 		}
 		for _, sub := range c.Commands() {
 			wrapRun(sub)
