@@ -307,15 +307,23 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.innerLn.Close()
 	err := errors.Join(errs...)
 	// Passed-through tunnels carry requests the gateway cannot see: they
-	// get until ctx ends, then they are closed.
-	if !g.waitTunnels(ctx) {
-		if err == nil {
-			err = ctx.Err()
-		}
+	// get until ctx ends, then they are closed. Most clients keep a tunnel
+	// open after its last request, so that is said as what it is
+	// (ErrTunnelsClosed), not as requests cut short.
+	if !g.waitTunnels(ctx) && err == nil {
+		g.mu.Lock()
+		n := len(g.tuns)
+		g.mu.Unlock()
+		err = fmt.Errorf("%w: %d", ErrTunnelsClosed, n)
 	}
 	g.Close()
 	return err
 }
+
+// ErrTunnelsClosed is Shutdown's error when every request it could see was
+// answered but passed-through tunnels were still open when ctx ended: they
+// were closed, idle or not (the gateway cannot tell).
+var ErrTunnelsClosed = errors.New("passed-through tunnels still open were closed")
 
 // Close closes every listener and connection at once.
 func (g *Gateway) Close() error {

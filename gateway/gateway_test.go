@@ -806,3 +806,19 @@ func TestServer429StandsOverDeadExit(t *testing.T) {
 			resp.StatusCode, body, resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"))
 	}
 }
+
+// Shutdown with a passed-through tunnel still open after its request was
+// answered (clients keep tunnels as a rule) closes it when ctx ends and
+// says so (ErrTunnelsClosed), not as a request cut short.
+func TestShutdownClosesIdleTunnels(t *testing.T) {
+	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "direct tls") })
+	g, proxy := newGateway(t, Config{AllowPrivate: true, ConnectPorts: []int{port(t, o.URL)}})
+	if resp, body := get(t, client(proxy, originRoots), o.URL+"/"); resp.StatusCode != 200 || body != "direct tls" {
+		t.Fatalf("GET through a passed-through tunnel = %d %q", resp.StatusCode, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := g.Shutdown(ctx); !errors.Is(err, ErrTunnelsClosed) {
+		t.Errorf("Shutdown with an idle tunnel open = %v, want ErrTunnelsClosed", err)
+	}
+}

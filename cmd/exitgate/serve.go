@@ -291,7 +291,13 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 			case <-dctx.Done():
 			}
 		}()
-		if err := g.Shutdown(dctx); err != nil {
+		switch err := g.Shutdown(dctx); {
+		case errors.Is(err, gateway.ErrTunnelsClosed):
+			// Every request the gateway saw was answered; tunnels it
+			// passes through stay open after their last request as a
+			// rule (it had said their clients got no answer, exit 1).
+			fmt.Fprintf(stderr, "exitgate: %v at the end of --drain (what a passed-through tunnel carries cannot be seen)\n", err)
+		case err != nil:
 			// Cut short (a second signal, or --drain ran out): the
 			// clients of those requests got no answer, which the exit
 			// code says to whatever stopped the gateway.
