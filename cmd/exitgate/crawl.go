@@ -294,6 +294,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			sync = sqlite.SyncFull
 		}
 		db, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(f.out, "frontier.db"), Sync: sync})
+		if errors.Is(err, sqlite.ErrLocked) {
+			// Nothing done: exit 2, as any input refused before work.
+			return usageError(fmt.Errorf("%s is in use by another exitgate crawl: wait for it to end, or use another --out", f.out))
+		}
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/internal/peertest"
 )
 
@@ -317,5 +319,25 @@ func TestCrawlResumeLineNotFound(t *testing.T) {
 	r := runCrawlCmd(t, 60*time.Second, args...)
 	if want := "(0 done, 3 not found, 0 abandoned, 0 to do)"; !strings.Contains(r.stderr, want) {
 		t.Errorf("resumed run's start line lacks %q:\n%s", want, r.stderr)
+	}
+}
+
+// TestCrawlBusyOutRefused: a crawl on an --out another crawl holds is
+// refused before any work, exit 2 (it exited 1, as a failure of the run).
+func TestCrawlBusyOutRefused(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	held, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(out, "frontier.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	urlFile := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
+	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--progress", "0", urlFile)
+	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate crawl") {
+		t.Errorf("crawl on a held --out: %v (exit %d), want exit %d saying it is in use", r.err, code, exitUsage)
 	}
 }
