@@ -58,6 +58,9 @@ type laneExtra struct {
 	ownAt   int64
 	fails   uint8
 	retried bool
+	// ra is the last Retry-After the lane was told (ns): an echo of it,
+	// or of a shorter one, doubles the wait; a longer one is waited as said.
+	ra int64
 }
 
 // run is a run of successes at one pace: since at, n.

@@ -256,9 +256,20 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 	}
 	d := min(int64(ra), int64(maxRetryAfter))
 	why := sayRetryAfter(ra)
-	if d > 0 && echo {
+	var told int64 // the Retry-After the lane waited out before this 429
+	if d > 0 {
+		x2 := l.extra()
+		told, x2.ra = x2.ra, d
+	}
+	if d > 0 && echo && d <= told {
 		d <<= min(l.eps-1, 3) // the Retry-After was not enough
 		why = fmt.Sprintf("%s was not enough: %v", why, time.Duration(d))
+	} else if d > 0 && echo {
+		// Pushed back again, now told to wait longer than before (1 s,
+		// then an hour): what it says now is the server's word, waited
+		// as said (it was doubled too: the host held 2 h while every
+		// message, and the parked URLs' due time, said an hour).
+		why = fmt.Sprintf("%s, longer than the %v waited", why, time.Duration(told))
 	} else if d >= handOffWait && l.pace > 0 && x > 2*l.pace {
 		// The lane drew the 429 sent at more than twice the pace it
 		// goes at now (the explorer's ramp, a step far above the

@@ -778,6 +778,14 @@ func TestEcho(t *testing.T) {
 	if f.own() != own || h.ev.n != evs {
 		t.Errorf("echo: own %v -> %v, evidence %d -> %d; want nothing read", own, f.own(), evs, h.ev.n)
 	}
+	// Pushed back again at its first request after that wait, now told an
+	// hour: longer than it was told before, waited as said (it was
+	// doubled too, the host held 2 h while every message said one).
+	at := f.cool
+	r.throttled(h, f, ticketRec{at: at, laneIv: iv, first: true}, &Outcome{RetryAfter: time.Hour}, at, at, 0.5)
+	if want := at + int64(time.Hour); f.cool != want {
+		t.Errorf("echo with a longer Retry-After: cool %v, want the hour as said", time.Duration(f.cool-at))
+	}
 	// An absurd Retry-After is held to a day.
 	r.throttled(h, f, ticketRec{at: sec(70), laneIv: iv}, &Outcome{RetryAfter: time.Duration(math.MaxInt64)}, sec(70), sec(70), 0.5)
 	if f.cool <= sec(70) || f.cool > sec(70)+int64(24*time.Hour) {
