@@ -161,8 +161,12 @@ func (e Exit) Transport(cfg TransportConfig) *Transport {
 		// Port 0: the kernel picks an ephemeral port on the chosen address.
 		dialer.LocalAddr = &net.TCPAddr{IP: e.local.AsSlice()}
 	}
+	dial := dialer.DialContext
+	if e.kind == Bind {
+		dial = bindDial(dialer, e.ID())
+	}
 	t := &http.Transport{
-		DialContext:           dialer.DialContext,
+		DialContext:           dial,
 		TLSHandshakeTimeout:   orDuration(cfg.TLSHandshakeTimeout, 10*time.Second),
 		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
 		IdleConnTimeout:       orDuration(cfg.IdleConnTimeout, 90*time.Second),
@@ -192,6 +196,23 @@ func (e Exit) Transport(cfg TransportConfig) *Transport {
 		}
 	}
 	return out
+}
+
+// bindDial dials from a bind exit's source address. An address error (a
+// source of one family for a target of the other: bind:::1 for 127.0.0.1,
+// "no suitable address found") is the exit's failure, not the URL's: it
+// comes back as a *classify.ProxyError, so the exit is quarantined and the
+// URL goes elsewhere uncharged (it was charged, and abandoned as "retries
+// exhausted" with a working exit in the pool).
+func bindDial(d *net.Dialer, id string) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		var ae *net.AddrError
+		if err != nil && errors.As(err, &ae) {
+			return nil, &classify.ProxyError{Proxy: id, Why: "its source address cannot reach " + addr + ": " + ae.Err, Err: err}
+		}
+		return c, err
+	}
 }
 
 func orDuration(d, def time.Duration) time.Duration {

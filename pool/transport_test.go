@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // echoServer answers every request with the client's address.
@@ -233,5 +234,24 @@ func TestCheckLocal(t *testing.T) {
 	}
 	if err := DirectExit().CheckLocal(); err != nil {
 		t.Errorf("direct: %v", err)
+	}
+}
+
+// A bind exit whose source address cannot reach the target (an IPv6 source
+// for an IPv4 target) fails as the exit, a proxy failure, so that the URL
+// goes elsewhere uncharged: it was a transport error charged to the URL,
+// and a crawl of such an exit alone abandoned every URL as "retries
+// exhausted".
+func TestBindWrongFamilyIsExitFailure(t *testing.T) {
+	srv := echoServer(t)
+	tr := BindExit(netip.MustParseAddr("::1")).Transport(TransportConfig{})
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	_, err := tr.RoundTrip(req)
+	if err == nil {
+		t.Fatal("an IPv6 source reached an IPv4 target")
+	}
+	if v := classify.Error(err); v != verdict.ProxyFailure {
+		t.Errorf("error %v classified %v, want a proxy failure", err, v)
 	}
 }
