@@ -41,6 +41,11 @@ func restoreLearned(dir string, lim *limit.Limiter, now time.Time, stderr io.Wri
 	n, err := lim.Restore(l, now)
 	if err != nil {
 		fmt.Fprintf(stderr, "exitgate: %s: %v\n", path, err)
+	} else if n == 0 && len(l.Hosts) > 0 {
+		// Said: such state was dropped without a word, and a user saw
+		// every host learned again from the first guess.
+		fmt.Fprintf(stderr, "exitgate: %s: what was learned about %d hosts is more than a day old (saved %v ago): learning every host again\n",
+			path, len(l.Hosts), now.Sub(l.Saved).Round(time.Second))
 	}
 	if n > 0 {
 		age := now.Sub(l.Saved)

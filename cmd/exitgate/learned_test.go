@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -122,5 +123,26 @@ func TestRestoreLearnedBadFile(t *testing.T) {
 	restoreLearned(dir, lim, time.Now(), &stderr)
 	if !strings.Contains(stderr.String(), learnedFile) || !strings.Contains(stderr.String(), "learning every host again") {
 		t.Errorf("stderr = %q, want the file named and the crawl going on", stderr.String())
+	}
+}
+
+// TestRestoreLearnedTooOld: state more than a day old is dropped, and that
+// is said (it was dropped without a word).
+func TestRestoreLearnedTooOld(t *testing.T) {
+	dir := t.TempDir()
+	saved := time.Now().Add(-49 * time.Hour).UTC()
+	state := fmt.Sprintf(`{"saved": %q, "hosts": [{"host": "a.example", "scope": "exit", "phase": "settled", "at": %q, "lane_rate": 2, "pass": 2}]}`,
+		saved.Format(time.RFC3339), saved.Format(time.RFC3339))
+	if err := os.WriteFile(filepath.Join(dir, learnedFile), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	restoreLearned(dir, lim, time.Now(), &stderr)
+	if !strings.Contains(stderr.String(), "more than a day old") || !strings.Contains(stderr.String(), "learning every host again") {
+		t.Errorf("stderr = %q, want the drop said", stderr.String())
 	}
 }
