@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ func restoreLearned(dir string, lim *limit.Limiter, now time.Time, stderr io.Wri
 		err = json.Unmarshal(data, &l)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "exitgate: %s: %v; learning every host again\n", path, err)
+		fmt.Fprintf(stderr, "exitgate: %s%s: %v; learning every host again\n", path, jsonPlace(data, err), err)
 		return
 	}
 	n, err := lim.Restore(l, now)
@@ -55,6 +56,26 @@ func restoreLearned(dir string, lim *limit.Limiter, now time.Time, stderr io.Wri
 		}
 		fmt.Fprintf(stderr, "exitgate: resumed what was learned about %d hosts %v ago (%s)\n", n, age.Round(time.Second), how)
 	}
+}
+
+// jsonPlace is ":line:column" of a JSON decoding error in data (the
+// offending byte, or the end of a value of the wrong type), or "".
+func jsonPlace(data []byte, err error) string {
+	var off int64
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset - 1 // the offending byte, read last
+	case errors.As(err, &te):
+		off = te.Offset
+	default:
+		return ""
+	}
+	off = min(max(off, 0), int64(len(data)))
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - int64(bytes.LastIndexByte(data[:off], '\n'))
+	return fmt.Sprintf(":%d:%d", line, col)
 }
 
 // saveLearned writes what lim learned to dir atomically: a crash or a full

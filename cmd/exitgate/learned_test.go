@@ -124,6 +124,15 @@ func TestRestoreLearnedBadFile(t *testing.T) {
 	if !strings.Contains(stderr.String(), learnedFile) || !strings.Contains(stderr.String(), "learning every host again") {
 		t.Errorf("stderr = %q, want the file named and the crawl going on", stderr.String())
 	}
+	// Where the file goes wrong, as line and column (it had no place).
+	if err := os.WriteFile(filepath.Join(dir, learnedFile), []byte("{\n  \"saved\": 12x\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	restoreLearned(dir, lim, time.Now(), &stderr)
+	if want := learnedFile + ":2:14:"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr = %q, want the place %s", stderr.String(), want)
+	}
 }
 
 // TestRestoreLearnedTooOld: state more than a day old is dropped, and that
