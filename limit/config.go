@@ -17,7 +17,8 @@ type Config struct {
 	// 30/min (the reference article's guess). It is a starting point, not a
 	// bound: the limiter probes above it while nothing pushes back.
 	FirstGuess Rate
-	// MinLaneRate is the floor a lane never learns below. Default 1/min.
+	// MinLaneRate is the floor a lane never learns below. Default 1/min,
+	// or FirstGuess when that is lower (a site known to be that slow).
 	MinLaneRate Rate
 	// MaxLaneRate bounds upward probing of one lane. Default: HostCeiling
 	// when set, else 50/s (or FirstGuess if higher).
@@ -173,7 +174,7 @@ func (c *Config) rules() (*rules, error) {
 		return v
 	}
 	r.first = rate("FirstGuess", c.FirstGuess, 0.5)
-	r.minLane = rate("MinLaneRate", c.MinLaneRate, 1.0/60)
+	r.minLane = rate("MinLaneRate", c.MinLaneRate, min(1.0/60, r.first))
 	r.ceiling = rate("HostCeiling", c.HostCeiling, 0)
 	maxDef := max(50.0, r.first)
 	if r.ceiling > 0 {

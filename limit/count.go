@@ -47,6 +47,15 @@ type paceStep struct {
 // bisection changes pace a few times between two 429s.
 const maxCountSteps = 12
 
+// startCount begins a count at the explorer's 429 at now: its budget is
+// empty, and it waits out its cooldown first (a pace of 0 until its first
+// success after).
+func (e *explorer) startCount(now int64) {
+	e.cAt, e.cN, e.fresh = now, 0, true
+	e.cK, e.cLost = 0, false
+	e.countStep(0, now)
+}
+
 // countStep records that the explorer holds pace from now on, in the
 // interval of the count under way.
 func (e *explorer) countStep(pace float64, now int64) {
@@ -99,9 +108,8 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	if e.cAt == 0 {
 		// Nothing counted on this lane yet (a new explorer): the count
 		// starts at this 429, when its budget is known to be empty.
-		e.cAt, e.cN, e.prevN, e.prevT, e.fresh = now, 0, 0, 0, true
-		e.cK, e.cLost = 0, false
-		e.countStep(0, now)
+		e.prevN, e.prevT = 0, 0
+		e.startCount(now)
 		return
 	}
 	n, t := e.cN, now-e.cAt
@@ -118,9 +126,7 @@ func (r *rules) count(h *host, l *lane, now int64) {
 		slack = e.countSlack(float64(n+1)/secs(t), now)
 	}
 	e.prevN, e.prevT = n, t
-	e.cAt, e.cN, e.fresh = now, 0, true
-	e.cK, e.cLost = 0, false
-	e.countStep(0, now)
+	e.startCount(now)
 	if t <= 0 || e.prevT == 0 {
 		return
 	}

@@ -76,6 +76,11 @@ func TestConfigValidation(t *testing.T) {
 	if r.first != 0.5 || r.hostConc != 32 || r.maxInFlight != 256 || r.settle != 0.97 || r.changes != 16 {
 		t.Errorf("defaults %+v", r)
 	}
+	// The default floor follows a first guess under it (10 an hour: a
+	// site known to be that slow); it was refused as exceeding the guess.
+	if r := testRules(t, Config{FirstGuess: Rate{N: 10, Per: time.Hour}}); r.minLane != r.first {
+		t.Errorf("first guess 10/h: floor %v, want the guess %v", r.minLane, r.first)
+	}
 }
 
 // TestRamp: the explorer doubles after a run of rampRun successes spanning

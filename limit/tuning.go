@@ -61,10 +61,10 @@ const (
 // preciseCount is how many successes between two 429s of the explorer
 // make their count the rate itself: both 429s met an empty budget, so n
 // successes in t are at least (n-1)/t and at most (n+1)/t of a bucket's
-// rate, within 5% from 40 on (the floor is 95% of the limit). A
-// budget that overflowed meanwhile (a small burst, refilled while the lane
-// waited or went slower) makes the count lower still: settling there is
-// safe, only slower.
+// rate, within 5% from 40 on (the floor is 95% of the limit), if
+// the budget did not overflow meanwhile (count checks the lane's slack
+// against the burst known: a small burst, refilled while the lane waited
+// or went slower, makes the count lower than the rate).
 // nginx 10r/s with a burst of 5 counted 65 in 6.5 s (9.79/s) and the
 // bisection went on to 10.9/s, one more 429 for 1% of the limit.
 const preciseCount = 40

@@ -321,24 +321,22 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	var added int
 	var bad []*urlfile.LineError
+	signalled := false
 	if setup.urlFile != "" { // a worker joining a distributed crawl has none
 		// A signal while loading stops the loading at a batch: what went
 		// in stays, and the same command again loads the rest (the
 		// process had died of the signal, without a word).
 		loadCtx, stopLoad := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		added, bad, err = urlfile.Push(loadCtx, fr, setup.urlFile)
-		signalled := loadCtx.Err() != nil && ctx.Err() == nil
+		signalled = loadCtx.Err() != nil && ctx.Err() == nil
 		stopLoad()
-		if signalled {
-			for _, b := range bad {
-				fmt.Fprintln(stderr, "skipped", b)
-			}
-			return &exitError{code: exitUnfinished, err: fmt.Errorf(
-				"stopped by a signal while loading %s (%d URLs loaded): run the same command again to load the rest and crawl", setup.urlFile, added)}
-		}
 	}
 	for _, b := range bad {
 		fmt.Fprintln(stderr, "skipped", b)
+	}
+	if signalled {
+		return &exitError{code: exitUnfinished, err: fmt.Errorf(
+			"stopped by a signal while loading %s (%d URLs loaded): run the same command again to load the rest and crawl", setup.urlFile, added)}
 	}
 	if err != nil {
 		return err

@@ -72,12 +72,6 @@ func (f exitFlags) limitConfig() (limit.Config, error) {
 	if c.FirstGuess.IsZero() {
 		return c, fmt.Errorf("--lane-rate must be above zero")
 	}
-	if floor := limit.PerMinute(1); c.FirstGuess.Hz() < floor.Hz() {
-		// A first guess under the learner's floor (1/min) is a site known
-		// to be that slow: the floor follows it (the run had died of an
-		// internal "MinLaneRate exceeds FirstGuess" after creating --out).
-		c.MinLaneRate = c.FirstGuess
-	}
 	if _, err := parseLogLevel(f.logLevel); err != nil {
 		return c, err
 	}

@@ -108,11 +108,12 @@ func TestCrawlResumesLearned(t *testing.T) {
 	}
 }
 
-// TestRestoreLearnedBadFile: a learned.json that cannot be read is reported
-// by name and ignored.
-func TestRestoreLearnedBadFile(t *testing.T) {
+// restoreFromFile restores a fresh limiter from a learned.json holding
+// data and returns what restoreLearned said.
+func restoreFromFile(t *testing.T, data string) string {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, learnedFile), []byte("{not json"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, learnedFile), []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	lim, err := limit.New(limit.Config{})
@@ -121,37 +122,27 @@ func TestRestoreLearnedBadFile(t *testing.T) {
 	}
 	var stderr strings.Builder
 	restoreLearned(dir, lim, time.Now(), &stderr)
-	if !strings.Contains(stderr.String(), learnedFile) || !strings.Contains(stderr.String(), "learning every host again") {
-		t.Errorf("stderr = %q, want the file named and the crawl going on", stderr.String())
+	return stderr.String()
+}
+
+// TestRestoreLearnedBadFile: a learned.json that cannot be read is reported
+// by name and ignored.
+func TestRestoreLearnedBadFile(t *testing.T) {
+	if got := restoreFromFile(t, "{not json"); !strings.Contains(got, learnedFile) || !strings.Contains(got, "learning every host again") {
+		t.Errorf("stderr = %q, want the file named and the crawl going on", got)
 	}
 	// Where the file goes wrong, as line and column (it had no place).
-	if err := os.WriteFile(filepath.Join(dir, learnedFile), []byte("{\n  \"saved\": 12x\n}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	stderr.Reset()
-	restoreLearned(dir, lim, time.Now(), &stderr)
-	if want := learnedFile + ":2:14:"; !strings.Contains(stderr.String(), want) {
-		t.Errorf("stderr = %q, want the place %s", stderr.String(), want)
+	if got, want := restoreFromFile(t, "{\n  \"saved\": 12x\n}\n"), learnedFile+":2:14:"; !strings.Contains(got, want) {
+		t.Errorf("stderr = %q, want the place %s", got, want)
 	}
 }
 
 // TestRestoreLearnedTooOld: state more than a day old is dropped, and that
 // is said (it was dropped without a word).
 func TestRestoreLearnedTooOld(t *testing.T) {
-	dir := t.TempDir()
-	saved := time.Now().Add(-49 * time.Hour).UTC()
-	state := fmt.Sprintf(`{"saved": %q, "hosts": [{"host": "a.example", "scope": "exit", "phase": "settled", "at": %q, "lane_rate": 2, "pass": 2}]}`,
-		saved.Format(time.RFC3339), saved.Format(time.RFC3339))
-	if err := os.WriteFile(filepath.Join(dir, learnedFile), []byte(state), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lim, err := limit.New(limit.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	restoreLearned(dir, lim, time.Now(), &stderr)
-	if !strings.Contains(stderr.String(), "more than a day old") || !strings.Contains(stderr.String(), "learning every host again") {
-		t.Errorf("stderr = %q, want the drop said", stderr.String())
+	saved := time.Now().Add(-49 * time.Hour).UTC().Format(time.RFC3339)
+	got := restoreFromFile(t, fmt.Sprintf(`{"saved": %q, "hosts": [{"host": "a.example", "scope": "exit", "phase": "settled", "at": %q, "lane_rate": 2, "pass": 2}]}`, saved, saved))
+	if !strings.Contains(got, "more than a day old") || !strings.Contains(got, "learning every host again") {
+		t.Errorf("stderr = %q, want the drop said", got)
 	}
 }
