@@ -17,7 +17,9 @@
 //
 //   - Budget: a host is over budget while, over the last Config.Window, more
 //     than its budget (Config.Budget, 1% by default, or Config.Budgets[host])
-//     of its responses were 429 and at least Config.MinThrottled were. An
+//     of its responses were 429 and at least Config.MinThrottled were,
+//     leaving out the responses of its exits held back (quarantined by the
+//     reputation rule or banned by the host: handled, not the host's). An
 //     episode over budget ends once the host has stayed within budget for a
 //     whole Window. After Config.AlertAfter (3 minutes) over budget: an
 //     alert (a WARN log line, an Event, a metric).

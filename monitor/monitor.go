@@ -83,8 +83,8 @@ type hostMon struct {
 	seen    time.Time // the last tick that found it in the limiter
 	total   int64     // responses seen
 	over    bool      // over budget at the last tick
-	ratio   float64   // 429 ratio over the window at the last tick
-	req     int       // responses within the window at the last tick
+	ratio   float64   // 429 ratio over the window at the last tick, exits held back left out
+	req     int       // responses within the window at the last tick, all of them
 	overAt  time.Time // start of the episode over budget; zero: within
 	underAt time.Time // within budget again since, during an episode
 	alerted bool
@@ -305,6 +305,7 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 		h.sendRate = hs.SendRate.Hz()
 		m.fallingLocked(h, hs.Phase, now)
 	}
+	held := m.heldLocked(now)
 	for name, h := range m.hosts {
 		if h.seen.Before(now) && h.last.Before(now.Add(-2*cfg.Window)) && h.br.state == closed && h.overAt.IsZero() {
 			delete(m.hosts, name) // gone from the limiter and idle: nothing to judge
@@ -312,6 +313,9 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 		}
 		req, thr := h.win.sum(now)
 		h.req = req
+		if c, ok := held[name]; ok {
+			req, thr = max(req-c[0], 0), max(thr-c[1], 0)
+		}
 		h.ratio = 0
 		if req > 0 {
 			h.ratio = float64(thr) / float64(req)

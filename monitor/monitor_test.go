@@ -399,6 +399,65 @@ func TestReputation(t *testing.T) {
 	}
 }
 
+// TestHeldExitLeavesBudget: a host whose 429s all come from one bad exit
+// is over budget until the exit is quarantined, and within it from that
+// tick on, not a Window later: no alert for trouble already handled. Its
+// other exits' own 429s still count.
+func TestHeldExitLeavesBudget(t *testing.T) {
+	ctx := context.Background()
+	m, lim, _, _ := newMonitor(t, Config{AlertAfter: 2 * time.Minute, QuarantineAfter: 90 * time.Second})
+	src := m.src
+	src.Quarantine = func(string, string, time.Time, string, time.Time) bool { return true }
+	m.Attach(src)
+	lim.snap.Hosts = []limit.HostSnapshot{{Host: "h.test", Scope: limit.ScopeExit, Lanes: lanes(1, 1, 1, 0.45)}}
+	held := false
+	var quarantined time.Time
+	now := t0
+	run := func(d time.Duration, every429 int) {
+		for end := now.Add(d); now.Before(end); now = now.Add(time.Second) {
+			sec := int(now.Sub(t0) / time.Second)
+			for _, x := range []string{"a", "b", "c"} {
+				for range 3 {
+					m.Record(metrics.Event{Host: "h.test", Exit: x, Status: 200, Verdict: verdict.OK, At: now})
+				}
+			}
+			if every429 > 0 && sec%every429 == 0 {
+				m.Record(metrics.Event{Host: "h.test", Exit: "a", Status: 429, Verdict: verdict.Throttled, At: now})
+			}
+			if !held { // d draws a 429 every other second at under half its peers' pace
+				st, v := 200, verdict.OK
+				if sec%2 == 0 {
+					st, v = 429, verdict.Throttled
+				}
+				m.Record(metrics.Event{Host: "h.test", Exit: "d", Status: st, Verdict: v, At: now})
+			}
+			m.Tick(ctx, now)
+			if !quarantined.IsZero() && now.Sub(quarantined) == time.Second {
+				if hs := hostStatus(m.Status(false), "h.test"); hs.Ratio429 != 0 || hs.Rate < 9 {
+					t.Errorf("the tick after d was quarantined, h.test's ratio is %.2f%% of %.1f/s, want 0 (d's responses left out of the ratio, not the rate)", 100*hs.Ratio429, hs.Rate)
+				}
+			}
+			if q := eventsOf(m, KindExitQuarantined); !held && len(q) > 0 {
+				held, quarantined = true, q[0].At
+			}
+		}
+	}
+	run(200*time.Second, 0)
+	if quarantined.IsZero() {
+		t.Fatalf("d never quarantined: events %+v", m.Events())
+	}
+	if a := eventsOf(m, KindOverBudget); len(a) > 0 {
+		t.Errorf("over-budget alert %+v after d was quarantined at %v: its 429s are handled", a, quarantined.Sub(t0))
+	}
+	// a's own 429s (one every 5 s, 2.2%) are the host's: over budget once
+	// the window holds more than 1% (about 25 s), alerted 2 minutes on.
+	from := now
+	run(150*time.Second, 5)
+	if a := eventsOf(m, KindOverBudget); len(a) != 1 || a[0].At.Sub(from) > 2*time.Minute+30*time.Second {
+		t.Errorf("alerts %+v, want one about 2m after %v", a, from.Sub(t0))
+	}
+}
+
 func TestParkReason(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"circuit breaker open: 429s over budget for 5m0s (12%, budget 1%); parked for a cool-down of 5m0s", "circuit breaker"},

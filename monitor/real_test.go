@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -219,9 +221,42 @@ func TestRealServersTurnHostile(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if t.Failed() {
+	if t.Failed() || os.Getenv("EXITGATE_HOSTILE_LOG") == "1" {
 		t.Logf("/metrics:\n%s", grepLines(string(body), "exitgate_"))
+		t.Logf("B's 429s by exit, 5 s a column from the start:\n%s", throttledBySpan(ngxB.AccessLog(t, 0), start, 5*time.Second))
+		t.Logf("B in the log:\n%s", grepLines(logBuf.String(), hostB))
 	}
+}
+
+// throttledBySpan tabulates an access log's 429s by client address, one
+// column per span from start: where a host's 429s came from, and when.
+func throttledBySpan(log []peertest.AccessEntry, start time.Time, span time.Duration) string {
+	rows := map[string][]int{}
+	var addrs []string
+	for _, e := range log {
+		if e.Status != http.StatusTooManyRequests {
+			continue
+		}
+		i := int(e.Time.Sub(start) / span)
+		if i < 0 {
+			i = 0
+		}
+		r, ok := rows[e.RemoteAddr]
+		if !ok {
+			addrs = append(addrs, e.RemoteAddr)
+		}
+		for len(r) <= i {
+			r = append(r, 0)
+		}
+		r[i]++
+		rows[e.RemoteAddr] = r
+	}
+	sort.Strings(addrs)
+	var b strings.Builder
+	for _, a := range addrs {
+		fmt.Fprintf(&b, "  %-12s %v\n", a, rows[a])
+	}
+	return b.String()
 }
 
 func kinds(m *monitor.Monitor, kind string) map[string][]time.Time {

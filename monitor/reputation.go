@@ -26,8 +26,12 @@ var repNames = [...]string{"good", "flagged", "quarantined", "banned"}
 type laneMon struct {
 	// req and thr count its responses and 429s, decaying over the
 	// monitor's Window (as of at).
-	req, thr  float64
-	at        time.Time
+	req, thr float64
+	at       time.Time
+	// win counts its responses and 429s exactly over the Window, from its
+	// first 429 on: what to leave out of the host's budget while the exit
+	// is held back (heldLocked).
+	win       window
 	last429   time.Time
 	state     int
 	flaggedAt time.Time
@@ -40,6 +44,7 @@ type laneMon struct {
 
 // count adds one response at t to the lane's decaying counts.
 func (l *laneMon) count(t time.Time, is429 bool, span time.Duration) {
+	l.win.add(t, is429)
 	l.decay(t, span)
 	l.req++
 	if is429 {
@@ -63,7 +68,7 @@ func (m *Monitor) laneLocked(host, exit string) *laneMon {
 	k := laneKey{host, exit}
 	l := m.lanes[k]
 	if l == nil {
-		l = &laneMon{}
+		l = &laneMon{win: newWindow(m.cfg.Window)}
 		m.lanes[k] = l
 	}
 	return l
@@ -237,4 +242,29 @@ func medianWithout(sorted []float64, v float64) float64 {
 		return at(n / 2)
 	}
 	return (at(n/2-1) + at(n/2)) / 2
+}
+
+// heldLocked returns, per host, the responses and 429s within the window
+// of its exits held back on it (quarantined by the monitor or banned by
+// the host). Their 429s are handled, the exit no longer sends there, and
+// they are left out of the host's budget: a host whose only trouble was a
+// bad exit is not alerted on, nor parked by its breaker, for 429s a
+// Window old.
+func (m *Monitor) heldLocked(now time.Time) map[string][2]int {
+	var out map[string][2]int
+	for k, l := range m.lanes {
+		if l.state != repQuarantined && l.state != repBanned {
+			continue
+		}
+		req, thr := l.win.sum(now)
+		if req == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string][2]int{}
+		}
+		c := out[k.host]
+		out[k.host] = [2]int{c[0] + req, c[1] + thr}
+	}
+	return out
 }

@@ -69,7 +69,9 @@ type HostStatus struct {
 	Rate     float64 `json:"rate"`
 	Capacity float64 `json:"capacity"`
 	Lanes    int     `json:"lanes"`
-	// Ratio429 is its 429 ratio within the window; Budget its budget.
+	// Ratio429 is its 429 ratio within the window, what its budget is
+	// judged on: the responses of exits held back on it (quarantined or
+	// banned) are left out. Budget is its budget.
 	Ratio429 float64 `json:"ratio_429"`
 	Budget   float64 `json:"budget"`
 	Requests int64   `json:"requests"`
