@@ -112,7 +112,10 @@ func ParseRate(s string) (Rate, error) {
 		unit = "s"
 	}
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+	if math.IsInf(n, 0) {
+		return Rate{}, fmt.Errorf("%w %q: count %s is out of range", ErrBadRate, s, strings.TrimSpace(num))
+	}
+	if err != nil || n < 0 || math.IsNaN(n) {
 		return Rate{}, fmt.Errorf("%w %q: count must be a non-negative number", ErrBadRate, s)
 	}
 	var per time.Duration

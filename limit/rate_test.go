@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,10 +31,13 @@ func TestParseRate(t *testing.T) {
 			t.Errorf("ParseRate(%q).String() = %q, want %q", tc.in, s, tc.str)
 		}
 	}
-	for _, bad := range []string{"x/min", "-1/s", "5/fortnight", "5/-1s", "NaN/s", "/"} {
+	for _, bad := range []string{"x/min", "-1/s", "5/fortnight", "5/-1s", "NaN/s", "/", "1e309/s"} {
 		if r, err := ParseRate(bad); err == nil {
 			t.Errorf("ParseRate(%q) = %v, nil, want error", bad, r)
 		}
+	}
+	if _, err := ParseRate("1e309/s"); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("ParseRate(1e309/s): %v, want the count out of range", err)
 	}
 	if hz := PerMinute(30).Hz(); hz != 0.5 {
 		t.Errorf("PerMinute(30).Hz() = %v, want 0.5", hz)

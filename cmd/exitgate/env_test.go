@@ -225,6 +225,9 @@ func TestSuggestRate(t *testing.T) {
 		{"1000/day", "1000/24h"},
 		{"fast", ""},
 		{"20/fortnight", ""},
+		{"1e309/s", ""}, // a count out of range: no spelling to suggest (it said "1/s")
+		{"-5/s", ""},
+		{"1e3rps", "1e3/s"},
 	} {
 		if got := suggestRate(tt.in); got != tt.want {
 			t.Errorf("suggestRate(%q) = %q, want %q", tt.in, got, tt.want)

@@ -26,6 +26,12 @@ func parseRate(flag, s string) (limit.Rate, error) {
 	return r, fmt.Errorf("%s: %w (want a count per period: 10/s, 600/min, 100/h, 7/2s)", flag, err)
 }
 
+// isNumber reports whether s is a number strconv reads, out of range or not.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
+}
+
 // rateUnits maps the ways people write a period to the one ParseRate takes.
 var rateUnits = map[string]string{
 	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
@@ -39,9 +45,26 @@ var rateUnits = map[string]string{
 // "2/seconds" → "2/s"), or "" when it cannot tell.
 func suggestRate(s string) string {
 	s = strings.TrimSpace(s)
+	if count, _, _ := strings.Cut(s, "/"); isNumber(count) {
+		if _, err := limit.ParseRate(count); err != nil {
+			return "" // a count ParseRate refuses (1e309, -5, NaN): no spelling to suggest
+		}
+	}
 	i := 0
-	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-		i++
+	digits := func() {
+		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+			i++
+		}
+	}
+	digits()
+	if j := i + 1; i > 0 && j < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		if s[j] == '+' || s[j] == '-' {
+			j++
+		}
+		if j < len(s) && s[j] >= '0' && s[j] <= '9' { // an exponent: 1e3rps
+			i = j
+			digits()
+		}
 	}
 	num := s[:i]
 	if _, err := strconv.ParseFloat(num, 64); err != nil {
