@@ -3,16 +3,20 @@ package fetch
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/textproto"
 	"os"
 	"syscall"
 
 	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/verdict"
 )
 
-// errorClass names a transport error in a few stable words, for abandon
-// reasons and reports. It inspects typed errors, never message text.
-func errorClass(err error) string {
+// ErrorClass names a transport error in a few stable words, for abandon
+// reasons, the gateway's answers and reports. It inspects typed errors,
+// never message text.
+func ErrorClass(err error) string {
 	var dnsErr *net.DNSError
 	var pe *classify.ProxyError
 	switch {
@@ -20,12 +24,20 @@ func errorClass(err error) string {
 		return "proxy " + pe.Why
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return "timeout"
+	case classify.Error(err) == verdict.ProxyFailure:
+		return "proxy failure"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return "connection reset"
 	case errors.As(err, &dnsErr):
 		return "dns failure"
+	case errors.As(err, new(textproto.ProtocolError)):
+		return "malformed response" // a header net/http cannot read
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated response" // the connection closed inside a response (its header or body)
+	case errors.Is(err, io.EOF):
+		return "closed without a response" // the connection closed before a response began
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

@@ -204,7 +204,7 @@ func abandon(f Fate, why string) Fate {
 func describe(r attemptResult) string {
 	if r.Status == 0 {
 		if r.Err != nil {
-			return r.Verdict.String() + ": " + errorClass(r.Err)
+			return r.Verdict.String() + ": " + ErrorClass(r.Err)
 		}
 		return r.Verdict.String()
 	}

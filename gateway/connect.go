@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/pool"
 	"github.com/exitgate/exitgate/verdict"
@@ -214,7 +215,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 				g.retried(host)
 				continue
 			}
-			g.giveUp(w, host, http.StatusBadGateway, "tunnel "+errorClass(err), time.Time{},
+			g.giveUp(w, host, http.StatusBadGateway, "tunnel "+fetch.ErrorClass(err), time.Time{},
 				fmt.Sprintf("exitgate: tunnel to %s through exit %s: %s", authority, ticket.Exit, g.scrub(m.ID, err.Error())))
 			return
 		}

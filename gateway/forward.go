@@ -151,7 +151,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.retried(host)
 				continue
 			}
-			status, why := http.StatusBadGateway, "upstream "+errorClass(err)
+			status, why := http.StatusBadGateway, "upstream "+fetch.ErrorClass(err)
 			if why == "upstream timeout" {
 				status = http.StatusGatewayTimeout
 			}
@@ -530,19 +530,4 @@ func (g *Gateway) switchProtocols(w http.ResponseWriter, resp *http.Response, ex
 	}
 	defer g.trackTunnel(conn, false)
 	return splice(conn, brw.Reader, up), nil
-}
-
-// errorClass names a transport error in a few words, as the crawl's
-// reasons do.
-func errorClass(err error) string {
-	var ne interface{ Timeout() bool }
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	case classify.Error(err) == verdict.ProxyFailure:
-		return "proxy failure"
-	case classify.Error(err) == verdict.Fatal:
-		return "unknown host"
-	}
-	return "error"
 }

@@ -1,0 +1,79 @@
+package fetch
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestErrorClass: the errors net/http gives for servers that misbehave on
+// a real loopback connection are named for what happened, not "transport
+// error": a body cut short, a reply cut inside its header, a connection
+// closed before any reply, a refused connection.
+func TestErrorClass(t *testing.T) {
+	serve := func(t *testing.T, reply string) string {
+		t.Helper()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4096)
+				c.Read(buf) // the request
+				io.WriteString(c, reply)
+				c.Close()
+			}
+		}()
+		return "http://" + ln.Addr().String() + "/"
+	}
+	get := func(url string) error {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		return err
+	}
+	refused := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return "http://" + addr + "/"
+	}
+	for _, tc := range []struct {
+		name, url, want string
+	}{
+		{"body cut short", serve(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"), "truncated response"},
+		{"header cut short", serve(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"), "truncated response"},
+		{"header cut in a line", serve(t, "HTTP/1.1 200 OK\r\nContent-Le"), "malformed response"},
+		// net/http says "malformed HTTP response" of a reply that is not
+		// HTTP with an error of no exported type: left a transport error.
+		{"garbage", serve(t, "SSH-2.0-OpenSSH_9.2\r\n\r\n"), "transport error"},
+		{"closed at once", serve(t, ""), "closed without a response"},
+		{"refused", refused(), "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := get(tc.url)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := ErrorClass(err); got != tc.want {
+				t.Errorf("ErrorClass(%v) = %q, want %q", err, got, tc.want)
+			}
+		})
+	}
+}
