@@ -9,12 +9,16 @@ import (
 	"math"
 )
 
-// canProbe reports whether the host may spend a 429 on learning: it starts
-// with learnAllowance, earns one per earnEvery successes, and every 429 it
+// spare429s is how many 429s the host may still spend on learning, given
+// a start of them: it earns one per earnEvery successes, and every 429 it
 // drew costs one.
-func (h *host) canProbe() bool {
-	return learnAllowance+float64(h.c.OK)/earnEvery-float64(h.learning429s()) >= 1
+func (h *host) spare429s(start float64) float64 {
+	return start + float64(h.c.OK)/earnEvery - float64(h.learning429s())
 }
+
+// canProbe reports whether the host may spend a 429 on learning, starting
+// with learnAllowance.
+func (h *host) canProbe() bool { return h.spare429s(learnAllowance) >= 1 }
 
 // reprobeDue starts a re-probe on a settled host after a long quiet, in case
 // the limit was raised: the explorer climbs above the settled pace.

@@ -73,9 +73,7 @@ func (r *rules) roundUnder(pace float64) string { return roundLimit(pace / r.set
 // one in earnEvery: the first 429 finds the limit and is spent regardless;
 // a step that will likely be pushed back waits until the host has sent
 // enough to pay for it.
-func (h *host) affords() bool {
-	return float64(h.learning429s()+1)*earnEvery <= float64(h.c.OK)
-}
+func (h *host) affords() bool { return h.spare429s(0) >= 1 }
 
 // atRoundLimit reports the round limit the search has found, if any: what
 // passed was sent Settle under a round limit and the explorer was pushed
