@@ -30,6 +30,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -212,7 +213,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{
 		cfg: cfg, lim: cfg.Limiter, tally: cfg.Tally, hostKey: cfg.HostKey, log: cfg.Logger, ports: ports,
 		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{},
-		sessions: newSessions(orInt(cfg.MaxSessions, DefaultMaxSessions), orDur(cfg.SessionIdle, DefaultSessionIdle)),
+		sessions: newSessions(cmp.Or(cfg.MaxSessions, DefaultMaxSessions), cmp.Or(cfg.SessionIdle, DefaultSessionIdle)),
 	}
 	if g.tally == nil {
 		g.tally = metrics.NewTally(time.Now())
@@ -237,8 +238,8 @@ func New(cfg Config) (*Gateway, error) {
 		members = append(members, fetch.Member{ID: e.ID(), Transport: g.transport(e)})
 	}
 	g.exits = fetch.NewExitSet(members, cfg.Identity, g.lim.SetExits)
-	idle := orDur(cfg.IdleTimeout, DefaultIdleTimeout)
-	rht := orDur(cfg.ReadHeaderTimeout, DefaultHeaderTimeout)
+	idle := cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	rht := cmp.Or(cfg.ReadHeaderTimeout, DefaultHeaderTimeout)
 	g.outer = &http.Server{Handler: http.HandlerFunc(g.serveClient), IdleTimeout: idle, ReadHeaderTimeout: rht,
 		ConnState: g.connState, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)}
 	g.inner = &http.Server{Handler: http.HandlerFunc(g.serveTunneled), IdleTimeout: idle, ReadHeaderTimeout: rht,
@@ -254,10 +255,10 @@ func New(cfg Config) (*Gateway, error) {
 func (g *Gateway) transport(e pool.Exit) http.RoundTripper {
 	t := e.Transport(g.cfg.Transport)
 	t.DisableCompression = true
-	t.MaxIdleConnsPerHost = orInt(g.cfg.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
+	t.MaxIdleConnsPerHost = cmp.Or(g.cfg.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
 	if e.Kind() != pool.Proxy {
-		d := &net.Dialer{Timeout: orDur(g.cfg.Transport.DialTimeout, 10*time.Second),
-			KeepAlive: orDur(g.cfg.Transport.KeepAlive, 30*time.Second), Control: g.guard}
+		d := &net.Dialer{Timeout: cmp.Or(g.cfg.Transport.DialTimeout, 10*time.Second),
+			KeepAlive: cmp.Or(g.cfg.Transport.KeepAlive, 30*time.Second), Control: g.guard}
 		if e.Kind() == pool.Bind {
 			d.LocalAddr = &net.TCPAddr{IP: e.LocalAddr().AsSlice()}
 		}
@@ -441,18 +442,4 @@ func (g *Gateway) serveLocal(w http.ResponseWriter, r *http.Request) {
 	if g.cfg.CA != nil {
 		fmt.Fprintln(w, "Its CA certificate, to trust for HTTPS, is at /ca.pem.")
 	}
-}
-
-func orDur(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
-func orInt(n, def int) int {
-	if n == 0 {
-		return def
-	}
-	return n
 }

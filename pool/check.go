@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,8 +95,8 @@ func Check(ctx context.Context, exits []Exit, cfg CheckConfig) ([]CheckResult, e
 	if cfg.Timeout < 0 || cfg.Concurrency < 0 {
 		return nil, errors.New("check: negative timeout or concurrency")
 	}
-	timeout := orDuration(cfg.Timeout, 15*time.Second)
-	sem := make(chan struct{}, orInt(cfg.Concurrency, 16))
+	timeout := cmp.Or(cfg.Timeout, 15*time.Second)
+	sem := make(chan struct{}, cmp.Or(cfg.Concurrency, 16))
 	results := make([]CheckResult, len(exits))
 	var wg sync.WaitGroup
 	for i, e := range exits {

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -47,10 +48,10 @@ type DialConfig struct {
 // proxy's report that the target is unreachable is the target's error.
 // Errors never contain the proxy's password.
 func (e Exit) Dial(ctx context.Context, addr string, cfg DialConfig) (net.Conn, error) {
-	timeout := orDuration(cfg.Timeout, 10*time.Second)
+	timeout := cmp.Or(cfg.Timeout, 10*time.Second)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	d := &net.Dialer{KeepAlive: orDuration(cfg.KeepAlive, 30*time.Second)}
+	d := &net.Dialer{KeepAlive: cmp.Or(cfg.KeepAlive, 30*time.Second)}
 	if e.kind != Proxy {
 		d.Control = cfg.Control
 		if e.kind == Bind {

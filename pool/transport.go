@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -154,8 +155,8 @@ func (t *Transport) judge(req *http.Request, resp *http.Response, err error) (*h
 // failures. The transport is safe for concurrent use.
 func (e Exit) Transport(cfg TransportConfig) *Transport {
 	dialer := &net.Dialer{
-		Timeout:   orDuration(cfg.DialTimeout, 10*time.Second),
-		KeepAlive: orDuration(cfg.KeepAlive, 30*time.Second),
+		Timeout:   cmp.Or(cfg.DialTimeout, 10*time.Second),
+		KeepAlive: cmp.Or(cfg.KeepAlive, 30*time.Second),
 	}
 	if e.kind == Bind {
 		// Port 0: the kernel picks an ephemeral port on the chosen address.
@@ -167,10 +168,10 @@ func (e Exit) Transport(cfg TransportConfig) *Transport {
 	}
 	t := &http.Transport{
 		DialContext:           dial,
-		TLSHandshakeTimeout:   orDuration(cfg.TLSHandshakeTimeout, 10*time.Second),
+		TLSHandshakeTimeout:   cmp.Or(cfg.TLSHandshakeTimeout, 10*time.Second),
 		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
-		IdleConnTimeout:       orDuration(cfg.IdleConnTimeout, 90*time.Second),
-		MaxIdleConnsPerHost:   orInt(cfg.MaxIdleConnsPerHost, 8),
+		IdleConnTimeout:       cmp.Or(cfg.IdleConnTimeout, 90*time.Second),
+		MaxIdleConnsPerHost:   cmp.Or(cfg.MaxIdleConnsPerHost, 8),
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     !cfg.DisableHTTP2,
 	}
@@ -181,8 +182,8 @@ func (e Exit) Transport(cfg TransportConfig) *Transport {
 		// A non-nil empty map is net/http's documented switch to turn HTTP/2 off.
 		t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	}
-	out := &Transport{Transport: t, exit: e, timeout: orDuration(cfg.ProbeTimeout, DefaultProbeTimeout),
-		silent: orDuration(cfg.SilentAfter, DefaultSilentAfter)}
+	out := &Transport{Transport: t, exit: e, timeout: cmp.Or(cfg.ProbeTimeout, DefaultProbeTimeout),
+		silent: cmp.Or(cfg.SilentAfter, DefaultSilentAfter)}
 	if e.kind == Proxy {
 		u := e.ProxyURL()
 		out.prober = &prober{run: func(ctx context.Context) error { return probeProxy(ctx, u, dialer, cfg.TLSClientConfig) }}
@@ -213,18 +214,4 @@ func bindDial(d *net.Dialer, id string) func(context.Context, string, string) (n
 		}
 		return c, err
 	}
-}
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
-func orInt(n, def int) int {
-	if n == 0 {
-		return def
-	}
-	return n
 }
