@@ -446,6 +446,9 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Res
 	for k, vv := range resp.Header {
 		h[k] = vv
 	}
+	if _, ok := resp.Header["Content-Type"]; !ok {
+		h["Content-Type"] = nil // as the server sent it: net/http would sniff one from the body
+	}
 	removeHop(h)
 	if len(resp.Trailer) > 0 {
 		keys := make([]string, 0, len(resp.Trailer))

@@ -208,6 +208,27 @@ func TestForwardAddsNothing(t *testing.T) {
 	resp.Body.Close()
 }
 
+// An answer without a Content-Type reaches the client without one: the
+// gateway does not guess one from the body (Go's server would sniff
+// "text/html" and add it).
+func TestAnswerAddsNothing(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil // the origin sends none
+		io.WriteString(w, "<html><body>hi</body></html>")
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	for _, path := range []string{"/a", "/b"} {
+		resp, body := get(t, c, o.URL+path)
+		if ct, ok := resp.Header["Content-Type"]; ok {
+			t.Errorf("GET %s: Content-Type %q added to an answer that had none", path, ct)
+		}
+		if resp.StatusCode != 200 || body != "<html><body>hi</body></html>" {
+			t.Errorf("GET %s = %d %q", path, resp.StatusCode, body)
+		}
+	}
+}
+
 // A throttled answer is retried through another exit: the client gets the
 // other exit's 200, never the 429. (What the limiter learns from the 429,
 // for every lane of the host, is package limit's business.)
