@@ -67,6 +67,14 @@ func (e *explorer) countStep(pace float64, now int64) {
 	e.cK++
 }
 
+// lastCountStep is when the latest pace recorded in the count began.
+func (e *explorer) lastCountStep() int64 {
+	if e.cK == 0 {
+		return e.cAt
+	}
+	return e.cSteps[e.cK-1].at
+}
+
 // countSlack is how far, in requests, the explorer's lane fell behind rate
 // over the count's interval up to now: what a bucket of that rate would
 // have gathered while the lane went slower (or waited out its cooldown).

@@ -442,13 +442,24 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		r.firstEstimate(h, l, rec, false, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
 		e.recLo = 0
 	}
+	last := e.run.last
+	el, saturated, idle := e.run.add(sent, now, l.pace)
+	if idle {
+		// The lane went idle: a burst refilled meanwhile, so the runs in a
+		// row before it do not add up with this one, and the count under
+		// way records the idle spell as a pace of 0 (its budget gathered).
+		e.chain = chain{}
+		if e.cAt != 0 && e.cN > 0 {
+			e.countStep(0, max(last, e.lastCountStep()))
+			e.countStep(l.pace, max(sent, e.lastCountStep()))
+		}
+	}
 	if e.cAt != 0 && e.cN < math.MaxInt32 {
 		if e.cN == 0 {
 			e.countStep(l.pace, now) // the idle after the 429 ends
 		}
 		e.cN++
 	}
-	el, saturated := e.run.add(sent, now, l.pace)
 	if e.wtest > 0 {
 		if e.run.n >= e.wtest && saturated {
 			r.noWindow(h, l, now)

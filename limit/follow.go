@@ -170,7 +170,7 @@ func (r *rules) tierOK(h *host, l *lane, sent, now int64) {
 		r.setPace(h, l, f)
 		return
 	}
-	el, saturated := x.run.add(sent, now, l.pace)
+	el, saturated, _ := x.run.add(sent, now, l.pace)
 	if x.run.n < rampRun || el < max(h.cap.span, carefulIntervals*interval(l.pace)) || !saturated {
 		return
 	}

@@ -63,22 +63,33 @@ type laneExtra struct {
 	ra int64
 }
 
-// run is a run of successes at one pace: since at, n.
+// run is a run of successes at one pace: since at, n; last is when the
+// latest of them was sent.
 type run struct {
-	at int64
-	n  int32
+	at, last int64
+	n        int32
 }
+
+// idleGap is how many intervals at its pace a lane may go without sending
+// before its run is over: it was idle (no work for it), not paced.
+const idleGap = 3
 
 // add counts one success of a request sent at sent and reports how long the
 // run has lasted and whether the lane was sent at least runSaturation of
-// pace over it.
-func (u *run) add(sent, now int64, pace float64) (el int64, saturated bool) {
-	if u.at == 0 {
+// pace over it. A success after the lane went idle (idleGap intervals
+// without a request sent) starts a new run, and idle says so: a run that
+// spanned the idle time would stay unsaturated for a long while after the
+// work came back (three requests, ten seconds idle, and a ramp at 0.485/s
+// needed forty seconds of full load to count a run again).
+func (u *run) add(sent, now int64, pace float64) (el int64, saturated, idle bool) {
+	idle = u.at != 0 && pace > 0 && float64(sent-u.last) > idleGap*float64(interval(pace))
+	if u.at == 0 || idle {
 		u.at, u.n = sent, 0
 	}
 	u.n++
+	u.last = max(u.last, sent)
 	el = now - u.at
-	return el, u.n > 1 && float64(u.n-1)/secs(el) >= runSaturation*pace
+	return el, u.n > 1 && float64(u.n-1)/secs(el) >= runSaturation*pace, idle
 }
 
 type laneCount struct {

@@ -613,3 +613,47 @@ func TestExplorerExitFails(t *testing.T) {
 			got, 4*startPace, hs.Changes)
 	}
 }
+
+// TestRampAfterIdle: a host sent a few requests, then left idle, ramps up
+// when load comes back as a fresh host does. It once stayed at the first
+// guess: the explorer's run spanned the idle time and read as unsaturated
+// for minutes (a gateway warmed with 3 requests, then 30 clients after 10 s
+// idle: 54 answers and 246 "wait budget spent" in 41 s, the server never
+// pushing back).
+func TestRampAfterIdle(t *testing.T) {
+	for _, idle := range []time.Duration{0, 10 * time.Second, 30 * time.Second} {
+		t.Run(idle.String(), func(t *testing.T) {
+			const host = "a.example"
+			l := newLimiter(t, limit.Config{}, 4)
+			now := t0
+			for range 3 { // warm: three requests 0.7 s apart
+				tk, ok, next := acquire(t, l, host, limit.Want{}, now)
+				if !ok {
+					now = next
+					tk, ok, _ = acquire(t, l, host, limit.Want{}, now)
+					if !ok {
+						t.Fatal("not admitted at its time")
+					}
+				}
+				l.Done(tk, limit.Outcome{}, now.Add(5*time.Millisecond))
+				now = now.Add(700 * time.Millisecond)
+			}
+			now = now.Add(idle)
+			n := 0
+			for end := now.Add(30 * time.Second); now.Before(end); {
+				tk, ok, next := acquire(t, l, host, limit.Want{}, now)
+				if !ok {
+					now = next
+					continue
+				}
+				l.Done(tk, limit.Outcome{}, now.Add(5*time.Millisecond))
+				n++
+			}
+			hs := hostOf(l.Snapshot(now), host)
+			t.Logf("idle %v: %d in 30 s; lane rate %v explorer %q phase %s", idle, n, hs.LaneRate, hs.Explorer, hs.Phase)
+			if n < 300 {
+				t.Errorf("idle %v: %d requests in the 30 s of load, want the ramp to go on (>= 300); changes %+v", idle, n, hs.Changes)
+			}
+		})
+	}
+}

@@ -1315,6 +1315,33 @@ func TestExactCount(t *testing.T) {
 	}
 }
 
+// TestCountIdle: an explorer that went idle between two 429s (no work for
+// it) let its budget refill meanwhile, so the count between them is not
+// the rate: the idle spell is recorded as a pace of 0 and the count is
+// judged inexact (it read 64 successes over 15 s, ten of them idle, as the
+// rate itself).
+func TestCountIdle(t *testing.T) {
+	for _, idle := range []float64{0, 10} {
+		r, h, e := bisecting(t)
+		h.cap.span, h.cap.safe, h.cap.pass, h.cap.extra = int64(100*time.Millisecond), 0.5, 0.6, 5
+		h.cap.ceil(15.5, sec(0))
+		r.setExplorerPace(h, e, 12.2, sec(0), "test", "")
+		r.count(h, e, sec(0)) // the first 429: the count starts
+		at := 0.1
+		for i := range 64 {
+			if i == 32 {
+				at += idle
+			}
+			r.exploreOK(h, e, sec(at), sec(at+0.01))
+			at += 1 / 12.2
+		}
+		r.explore429(h, e, e.pace, 0, sec(at))
+		if exact := h.exp.exactAt != 0; exact != (idle == 0) {
+			t.Errorf("idle %vs: count judged exact %v, want %v (steps %v)", idle, exact, idle == 0, h.exp.cSteps[:h.exp.cK])
+		}
+	}
+}
+
 // TestBoundedRecovery: a 429 without Retry-After whose first retry was
 // pushed back too and whose next one passed: the recovery took between the
 // two, and the window is the shortest usual one in there. haproxy's 20 per
