@@ -470,29 +470,35 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Res
 	return n, err
 }
 
-// copyBody copies body to w. A stream (no length) is flushed whenever a
-// read returns less than the buffer holds, that is, whenever the server has
-// sent nothing more yet: the client sees each piece when the server sends
-// it, and a long body arriving faster than it is copied costs no flush per
-// read.
+// pauseFlush is how long a read of the server's answer may wait before
+// what was written so far, the header included, is flushed to the client.
+// A server that pauses (a slow body, a long poll, a header sent before a
+// body that takes time) is seen by the client as it sends; a body arriving
+// faster than it is copied costs no flush.
+const pauseFlush = 5 * time.Millisecond
+
+// copyBody copies body to w. Whatever was written (the header at first) is
+// flushed whenever a read waits for the server longer than pauseFlush: a
+// 10-byte answer sent slowly reached the client only with its end, net/http
+// holding it in its 4 KiB buffer. A stream (no length, or server-sent
+// events) is also flushed whenever a read returns less than the buffer
+// holds, that is, whenever the server has sent nothing more yet, so that
+// each event arrives with no delay at all.
 func copyBody(w http.ResponseWriter, body io.Reader, stream bool) (int64, error) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
-	rc := http.NewResponseController(w)
+	f := newPauseFlusher(w)
+	defer f.stop()
 	var n int64
 	for {
+		f.arm()
 		k, rerr := body.Read(buf)
 		if k > 0 {
-			wk, werr := w.Write(buf[:k])
+			wk, werr := f.write(buf[:k], stream && k < len(buf))
 			n += int64(wk)
 			if werr != nil {
 				return n, werr
-			}
-			if stream && k < len(buf) {
-				if err := rc.Flush(); err != nil {
-					return n, err
-				}
 			}
 		}
 		if rerr == io.EOF {
@@ -502,6 +508,60 @@ func copyBody(w http.ResponseWriter, body io.Reader, stream bool) (int64, error)
 			return n, rerr
 		}
 	}
+}
+
+// pauseFlusher flushes a ResponseWriter from a timer while the copy waits
+// for the server; the lock keeps the timer's flush and the copy's writes
+// apart (a ResponseWriter is not safe for concurrent use).
+type pauseFlusher struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	t       *time.Timer
+	pending bool // written since the last flush (the header, at first)
+	ended   bool // the handler may return: the timer must not touch w
+}
+
+func newPauseFlusher(w http.ResponseWriter) *pauseFlusher {
+	f := &pauseFlusher{w: w, rc: http.NewResponseController(w), pending: true}
+	f.t = time.AfterFunc(time.Hour, f.onPause)
+	f.t.Stop()
+	return f
+}
+
+// arm starts the pause timer before a read of the server's answer.
+func (f *pauseFlusher) arm() { f.t.Reset(pauseFlush) }
+
+func (f *pauseFlusher) onPause() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended || !f.pending {
+		return
+	}
+	f.pending = false
+	f.rc.Flush() // an error shows again on the next write
+}
+
+// write writes p, and flushes at once when flush is set.
+func (f *pauseFlusher) write(p []byte, flush bool) (int, error) {
+	f.t.Stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k, err := f.w.Write(p)
+	f.pending = true
+	if err == nil && flush {
+		f.pending = false
+		err = f.rc.Flush()
+	}
+	return k, err
+}
+
+// stop ends the flushing: once it returns, the timer no longer touches w.
+func (f *pauseFlusher) stop() {
+	f.t.Stop()
+	f.mu.Lock()
+	f.ended = true
+	f.mu.Unlock()
 }
 
 // switchProtocols completes an upgrade (WebSocket): the client's

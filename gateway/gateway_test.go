@@ -471,6 +471,68 @@ func TestStreamsBothWays(t *testing.T) {
 	}
 }
 
+// An answer with a Content-Length reaches the client as the server sends
+// it: the header at once, then each piece when the server pauses. The
+// gateway held both in net/http's 4 KiB buffer until the body ended (a
+// 10-byte body sent slowly arrived after 5 s; directly, after 1 ms).
+func TestSlowBodyWithLengthFlushed(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "10")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "abc")
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "defghij")
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := c.Get(o.URL + "/slow")
+		got <- result{resp, err}
+	}()
+	var res result
+	select {
+	case res = <-got:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the header, sent by the origin at once, had not reached the client after 5 s")
+	}
+	if res.err != nil {
+		close(release)
+		t.Fatal(res.err)
+	}
+	defer res.resp.Body.Close()
+	release <- struct{}{}
+	piece := make(chan string, 1)
+	go func() {
+		b := make([]byte, 3)
+		n, _ := io.ReadFull(res.resp.Body, b)
+		piece <- string(b[:n])
+	}()
+	select {
+	case p := <-piece:
+		if p != "abc" {
+			t.Errorf("first piece = %q, want abc", p)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the first 3 bytes, sent by the origin before a pause, had not reached the client after 5 s")
+	}
+	close(release)
+	rest, err := io.ReadAll(res.resp.Body)
+	if err != nil || string(rest) != "defghij" {
+		t.Errorf("rest of the body = %q, %v; want defghij", rest, err)
+	}
+}
+
 // rand32 is an endless, cheap, non-constant byte source.
 type rand32 struct{}
 
