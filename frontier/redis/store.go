@@ -95,6 +95,7 @@ type Store struct {
 	numHost map[int64]string
 	held    map[int64]heldLease // leases handed out and not settled
 	counts  frontier.Counts     // the last counts read
+	read    bool                // counts holds a reading (not the zero value)
 	// The last Ready answer, reused for readyMemo: an engine whose hosts
 	// are due but held by the limiter asks every 100 ms, and each answer
 	// costs three or four round trips.
@@ -144,7 +145,19 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Store, error) {
 		}
 		s.journal = f
 		if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-			s.down = true // entries left by an earlier run: replay first
+			// Entries left by an earlier run (killed while Redis was
+			// away): replay them before anything else, now if Redis
+			// answers. Left for the keep-alive, the worker read the
+			// crawl's counts as the empty ones of a Store that never
+			// read them, took the crawl for one not seeded yet and
+			// exited, its journal never replayed (its URLs fetched
+			// again by the others).
+			s.down = true
+			ctx, cancel := context.WithTimeout(context.Background(), openReplayTimeout)
+			if n, err := s.recover(ctx, backGrace(keepEvery(cfg.LeaseTTL))); err == nil {
+				s.log.Info("frontier: replayed the journal an earlier run left", "entries", n)
+			}
+			cancel()
 		}
 	}
 	if cfg.KeepAlive {
@@ -175,6 +188,11 @@ func (s *Store) Close() error {
 // What was queued there is lost; a crawl that read the empty frontier as
 // finished exited 0 with a quarter of its URLs never fetched.
 var ErrCrawlGone = errors.New("the crawl's keys are gone from Redis (restarted without persistence, flushed or evicted): what was queued there is lost")
+
+// ErrUnreachable: Redis cannot be reached and this Store has read nothing
+// of the crawl yet (a worker started during an outage, its journal from an
+// earlier run not replayed).
+var ErrUnreachable = errors.New("frontier/redis: Redis cannot be reached, and nothing of the crawl has been read from it yet")
 
 // gone returns ErrCrawlGone, wrapped with the crawl's name, when this
 // Store saw the crawl's host registry and Redis no longer holds it; nil
@@ -247,7 +265,10 @@ func member(seq int64) string { return fmt.Sprintf("%010d", seq) }
 // opposed to a reply refusing the command), so the call may be journaled
 // and replayed.
 func unavailable(err error) bool {
-	if err == nil || errors.Is(err, goredis.Nil) {
+	if err == nil || errors.Is(err, goredis.Nil) || errors.Is(err, ErrCrawlGone) {
+		// Lost keys are no outage: read as one, a worker journaled,
+		// found Redis "back", replayed nothing and read them gone again,
+		// every keep-alive, for good.
 		return false
 	}
 	var ne net.Error
@@ -832,6 +853,13 @@ func (s *Store) Get(ctx context.Context, id int64) (frontier.Job, error) {
 // returns the last counts read.
 func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 	if s.isDown() {
+		s.mu.Lock()
+		read := s.read
+		s.mu.Unlock()
+		if !read {
+			// Nothing read yet: zero counts would say "not seeded".
+			return frontier.Counts{}, ErrUnreachable
+		}
 		return s.lastCounts(), nil
 	}
 	hosts, err := s.allHosts(ctx)
@@ -876,7 +904,7 @@ func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 		}
 	}
 	s.mu.Lock()
-	s.counts = c
+	s.counts, s.read = c, true
 	s.mu.Unlock()
 	return c, nil
 }
@@ -1138,7 +1166,7 @@ func (s *Store) replayOne(ctx context.Context, e journalEntry) error {
 // the journal and repairs the schedule as soon as Redis answers.
 func (s *Store) keep() {
 	defer close(s.done)
-	every := max(s.cfg.LeaseTTL/3, 50*time.Millisecond)
+	every := keepEvery(s.cfg.LeaseTTL)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	ctx := context.Background()
@@ -1149,27 +1177,50 @@ func (s *Store) keep() {
 		case <-t.C:
 		}
 		if s.isDown() {
-			if err := s.rdb.Ping(ctx).Err(); err != nil {
+			n, err := s.recover(ctx, backGrace(every))
+			if errors.Is(err, errNoAnswer) {
 				continue
-			}
-			n, err := s.Replay(ctx)
-			if err == nil {
-				err = s.Repair(ctx)
 			}
 			if err != nil {
 				s.log.Warn("frontier: Redis answers again but the journal could not be replayed yet", "err", err)
 				continue
 			}
-			s.mu.Lock()
-			s.down = false
-			s.claimFrom = time.Now().Add(backGrace(every))
-			s.mu.Unlock()
 			s.log.Warn("frontier: Redis is back; journal replayed", "entries", n)
 		}
 		if err := s.extendHeld(ctx, time.Now()); err != nil && unavailable(err) && s.journal != nil {
 			s.setDown(err)
 		}
 	}
+}
+
+// keepEvery is how often the keep-alive loop runs for a lease TTL.
+func keepEvery(ttl time.Duration) time.Duration { return max(ttl/3, 50*time.Millisecond) }
+
+// openReplayTimeout bounds New's replay of a journal an earlier run left.
+const openReplayTimeout = 5 * time.Second
+
+// errNoAnswer: Redis did not answer a ping; still away.
+var errNoAnswer = errors.New("redis does not answer")
+
+// recover ends an outage once Redis answers: the journal is replayed, the
+// schedule repaired, and claims wait grace more (backGrace). It returns
+// how many entries it replayed.
+func (s *Store) recover(ctx context.Context, grace time.Duration) (int, error) {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return 0, fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
+	n, err := s.Replay(ctx)
+	if err == nil {
+		err = s.Repair(ctx)
+	}
+	if err != nil {
+		return n, err
+	}
+	s.mu.Lock()
+	s.down = false
+	s.claimFrom = time.Now().Add(grace)
+	s.mu.Unlock()
+	return n, nil
 }
 
 // extendHeld moves every lease this Store holds to now+LeaseTTL, one script

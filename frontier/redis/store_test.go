@@ -200,6 +200,58 @@ func TestJournal(t *testing.T) {
 	}
 }
 
+// TestJournalLeftByKilledRun: a worker killed while Redis was away leaves
+// its journal; the same command run again, with Redis back, replays it as
+// it opens: the crawl's counts are Redis's at once, with what the killed
+// run finished. It read them as the empty counts of a Store that never read
+// any, took the crawl for one not seeded yet and exited 2, the journal never
+// replayed.
+func TestJournalLeftByKilledRun(t *testing.T) {
+	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	journal := filepath.Join(t.TempDir(), "journal")
+	cfg := fr.Config{Crawl: "killed", LeaseTTL: 10 * time.Second, Journal: journal}
+	s, err := fr.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []frontier.NewJob
+	for i := range 6 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://k.example/%d", i)})
+	}
+	if _, err := s.Push(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	js, err := s.Claim(ctx, time.Now(), 6, nil)
+	if err != nil || len(js) != 6 {
+		t.Fatalf("Claim = %d, %v", len(js), err)
+	}
+	if err := r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range js[:4] {
+		if err := s.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
+			t.Fatalf("Complete while Redis is down = %v, want nil (journaled)", err)
+		}
+	}
+	s.Close() // the worker is killed: its journal stays
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := fr.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	c, err := again.Counts(ctx)
+	if err != nil || c.Total() != 6 || c.Done != 4 {
+		t.Fatalf("Counts as the run again opens = %+v, %v; want 6 URLs, the 4 the killed run finished done", c, err)
+	}
+}
+
 // TestBytesPerURL measures what a queued URL costs in Redis: used_memory
 // before and after pushing 20,000 URLs of 50-odd bytes over 10 hosts.
 //
@@ -243,11 +295,19 @@ func TestBytesPerURL(t *testing.T) {
 // a worker exited 0 with a quarter of its URLs never fetched. A Store of
 // another crawl that never saw its keys reads an empty frontier as empty.
 func TestCrawlGone(t *testing.T) {
+	t.Run("no journal", func(t *testing.T) { testCrawlGone(t, "") })
+	// With a journal (every worker of the command keeps one), lost keys
+	// were read as an outage: the worker journaled, found Redis "back",
+	// and read the keys gone again every keep-alive, for good.
+	t.Run("journal", func(t *testing.T) { testCrawlGone(t, filepath.Join(t.TempDir(), "journal")) })
+}
+
+func testCrawlGone(t *testing.T, journal string) {
 	r := peertest.StartRedis(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	s := newStore(t, rdb, fr.Config{})
+	s := newStore(t, rdb, fr.Config{Journal: journal, KeepAlive: journal != "", LeaseTTL: 300 * time.Millisecond})
 	if _, err := s.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +321,11 @@ func TestCrawlGone(t *testing.T) {
 	if _, err := s.Ready(ctx, time.Now(), 1); !errors.Is(err, fr.ErrCrawlGone) {
 		t.Errorf("Ready after the keys vanished: %v, want ErrCrawlGone", err)
 	}
+	time.Sleep(250 * time.Millisecond) // a keep-alive or two
+	if _, err := s.Ready(ctx, time.Now(), 1); !errors.Is(err, fr.ErrCrawlGone) {
+		t.Errorf("Ready again, after a keep-alive: %v, want ErrCrawlGone", err)
+	}
+
 	if _, err := s.Counts(ctx); !errors.Is(err, fr.ErrCrawlGone) {
 		t.Errorf("Counts after the keys vanished: %v, want ErrCrawlGone", err)
 	}
