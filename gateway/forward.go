@@ -94,7 +94,15 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		ticket, next, err := g.acquire(ctx, host, tgt.session, deadline)
 		if err != nil {
 			switch {
-			case ctx.Err() != nil: // the client left
+			case ctx.Err() != nil:
+				// Counted: each client request is one "URL" of the
+				// summary, and these were in no count at all.
+				why := "client left before the answer"
+				if g.closing.Load() {
+					why = "cut at shutdown"
+				}
+				g.stats.outcome(why)
+				g.tally.Abandon(host, "", why)
 			case errors.Is(err, errExitsDown) && !throttled:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next, g.exitsDownText())
 			case errors.Is(err, errBudget) && last == verdict.ProxyFailure && !throttled:

@@ -533,6 +533,54 @@ func TestSlowBodyWithLengthFlushed(t *testing.T) {
 	}
 }
 
+// settled waits, a few seconds at most, until no request is in flight, and
+// returns the stats then.
+func settled(t testing.TB, g *Gateway) Stats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Stats().InFlight > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling a counter; bounded above
+	}
+	st := g.Stats()
+	if st.InFlight > 0 {
+		t.Fatalf("%d requests still in flight after 5 s", st.InFlight)
+	}
+	return st
+}
+
+// A client that leaves while its request waits for a lane is counted, as
+// every client request is: these were in no count at all (8 such GETs, and
+// the summary showed only the one done).
+func TestLeftWhileWaitingCounted(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerMinute(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim})
+	c := client(proxy, nil)
+	if resp, _ := get(t, c, o.URL+"/first"); resp.StatusCode != 200 {
+		t.Fatalf("first GET = %d, want 200", resp.StatusCode)
+	}
+	const leaving = 3
+	for i := range leaving {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/w%d", o.URL, i), nil)
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+			t.Errorf("GET /w%d = %d, want the client to give up while the lane is paced", i, resp.StatusCode)
+		}
+		cancel()
+	}
+	st := settled(t, g)
+	if n := st.NotDone["client left before the answer"]; n != leaving || st.Done != 1 {
+		t.Errorf("stats: %d done, %d 'client left before the answer' (not done: %v); want 1 and %d", st.Done, n, st.NotDone, leaving)
+	}
+	if n := g.Tally().Total().Abandoned["client left before the answer"]; n != leaving {
+		t.Errorf("tally: %d abandoned as 'client left before the answer', want %d", n, leaving)
+	}
+}
+
 // rand32 is an endless, cheap, non-constant byte source.
 type rand32 struct{}
 
