@@ -181,6 +181,66 @@ func TestDifferentExitsRefused(t *testing.T) {
 	}
 }
 
+// TestDifferentSettingsRefused: a worker whose shared settings differ from
+// those of the crawl's live workers is refused, naming the setting and both
+// values; the same values join; with no live worker, new ones are the
+// crawl's.
+func TestDifferentSettingsRefused(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	set := func(rate string) map[string]string { return map[string]string{"--host-rate": rate, "--ignore-robots": "false"} }
+	a, err := Join(ctx, rdb, Config{Crawl: "settings", ID: "a", Exits: exits(4), TTL: time.Minute, Settings: set("3/s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Join(ctx, rdb, Config{Crawl: "settings", ID: "b", Exits: exits(4), TTL: time.Minute, Settings: set("0")})
+	if !errors.Is(err, ErrSettingsDiffer) || !strings.Contains(err.Error(), "--host-rate is 0 here, 3/s on the live workers") {
+		t.Fatalf("a worker without the ceiling: %v, want ErrSettingsDiffer naming --host-rate and both values", err)
+	}
+	c, err := Join(ctx, rdb, Config{Crawl: "settings", ID: "c", Exits: exits(4), TTL: time.Minute, Settings: set("3/s")})
+	if err != nil {
+		t.Fatalf("the same settings: %v", err)
+	}
+	a.Leave(ctx)
+	c.Leave(ctx)
+	if _, err := Join(ctx, rdb, Config{Crawl: "settings", ID: "d", Exits: exits(4), TTL: time.Minute, Settings: set("5/s")}); err != nil {
+		t.Fatalf("new settings once no worker is live: %v", err)
+	}
+}
+
+// TestIDInUse: a worker given the ID of a live worker that heartbeats is
+// refused; one given the ID of a worker that stopped heartbeating (killed,
+// its lease not run out yet) takes it over.
+func TestIDInUse(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	const ttl = 600 * time.Millisecond
+	a, err := Join(ctx, rdb, Config{Crawl: "ids", ID: "same", Exits: exits(4), TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(runCtx); close(done) }()
+	if _, err := Join(ctx, rdb, Config{Crawl: "ids", ID: "same", Exits: exits(4), TTL: ttl}); !errors.Is(err, ErrIDInUse) {
+		t.Fatalf("a second worker with a live worker's ID: %v, want ErrIDInUse", err)
+	}
+	// The first one dies without leaving: its entry stays until its
+	// lease runs out, but no longer moves.
+	stop()
+	<-done
+	if err := a.Beat(ctx, time.Now()); err != nil { // a last heartbeat: its entry live again, then silent
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := Join(ctx, rdb, Config{Crawl: "ids", ID: "same", Exits: exits(4), TTL: ttl}); err != nil {
+		t.Fatalf("a worker restarted with a dead worker's ID: %v", err)
+	}
+	if d := time.Since(start); d > ttl {
+		t.Errorf("taking over the dead worker's ID took %v, want under the TTL %v", d, ttl)
+	}
+}
+
 // TestLeaderSameMillisecond: workers that join within one millisecond rank
 // in the order they joined, not by name: the first keeps the lead.
 func TestLeaderSameMillisecond(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/fleet"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/internal/urlfile"
@@ -141,7 +142,7 @@ Exit codes:
 	fl.BoolVar(&f.durable, "durable", false, "fsync the frontier on every change (SQLite synchronous=FULL); the default survives kill -9 but not power loss")
 	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL, a `SIZE` (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
-	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out was crawled from to that crawl (without it, such a file is refused)")
+	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out (or, with --redis, this --crawl) was crawled from to that crawl (without it, such a file is refused)")
 	fl.StringVar(&f.format, "format", "jsonl", "results file `FORMAT`: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
 	fl.StringVar(&f.redis, "redis", "", "distributed mode: Redis `URL` (redis://host:port; a cluster node reaches the cluster) holding the frontier, the workers and the host state shared by every worker started with the same --crawl")
@@ -273,6 +274,16 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)
 	}
+	if f.redis != "" {
+		if err := checkCrawlName(f.crawl); err != nil {
+			return usageError(err)
+		}
+		release, err := claimWorkerOut(f.out, f.crawl)
+		if err != nil {
+			return usageError(err)
+		}
+		defer release()
+	}
 	var record *crawlRecord
 	if setup.urlFile != "" && f.redis == "" {
 		if record, err = checkURLFile(f.out, setup.urlFile, f.append); err != nil {
@@ -322,6 +333,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	var added int
 	var bad []*urlfile.LineError
 	signalled := false
+	if dist != nil && setup.urlFile != "" {
+		if err := dist.checkList(ctx, f.crawl, setup.urlFile, f.append); err != nil {
+			return err
+		}
+	}
 	if setup.urlFile != "" { // a worker joining a distributed crawl has none
 		// A signal while loading stops the loading at a batch: what went
 		// in stays, and the same command again loads the rest (the
@@ -446,6 +462,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			ids[i] = m.ID
 		}
 		if err := dist.join(ctx, f, ids, core, tally, logger, stderr); err != nil {
+			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
+				return usageError(err) // refused before any work, as a bad flag is
+			}
 			return err
 		}
 	}
@@ -678,6 +697,9 @@ const crawlRecordFile = "crawl.json"
 // another list is not mixed into it by mistake.
 type crawlRecord struct {
 	URLFiles []urlFileRecord `json:"url_files"`
+	// Distributed names the distributed crawl (--crawl) whose worker
+	// writes here: its URL lists are recorded in Redis, for every worker.
+	Distributed string `json:"distributed,omitempty"`
 }
 
 type urlFileRecord struct {
@@ -693,12 +715,11 @@ type urlFileRecord struct {
 // directory without a record (a new crawl, or one from an older exitgate)
 // takes the list as its own.
 func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
-	data, err := os.ReadFile(urlFile)
+	sum, err := fileSHA256(urlFile)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
-	this := urlFileRecord{Path: urlFile, SHA256: hex.EncodeToString(sum[:]), Added: time.Now().UTC()}
+	this := urlFileRecord{Path: urlFile, SHA256: sum, Added: time.Now().UTC()}
 	if abs, err := filepath.Abs(urlFile); err == nil {
 		this.Path = abs
 	}
@@ -713,6 +734,9 @@ func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if rec.Distributed != "" {
+		return nil, fmt.Errorf("%s holds a worker's part of the distributed crawl %q: use another --out", out, rec.Distributed)
 	}
 	for _, u := range rec.URLFiles {
 		if u.SHA256 == this.SHA256 {
@@ -729,6 +753,21 @@ func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
 	}
 	rec.URLFiles = append(rec.URLFiles, this)
 	return &rec, nil
+}
+
+// fileSHA256 is the hex SHA-256 of a file's content: a URL list's
+// identity (an edited list is another list).
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // parseLogLevel reads --log-level.

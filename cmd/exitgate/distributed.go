@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,12 @@ func (quietRedisLog) Printf(context.Context, string, ...any) {}
 func openRedis(ctx context.Context, url string) (goredis.UniversalClient, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("--redis: %w", err)
+		err = fmt.Errorf("--redis %q: %w", url, err)
+		if !strings.Contains(url, "://") {
+			addr := strings.TrimLeft(strings.TrimPrefix(url, "redis"), ":/") // redis//host:port, //host:port, host:port
+			err = fmt.Errorf("%w (did you mean redis://%s?)", err, addr)
+		}
+		return nil, usageError(err) // refused before any work: exit 2
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
 	opt.MaxRetries = 1
@@ -108,8 +114,8 @@ type distributed struct {
 }
 
 func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
-	if strings.ContainsAny(f.crawl, "{}") || f.crawl == "" {
-		return nil, usageError(fmt.Errorf("--crawl %q: want a name without braces", f.crawl))
+	if err := checkCrawlName(f.crawl); err != nil {
+		return nil, usageError(err)
 	}
 	if f.echoURL != "" || f.exitIPHeader != "" {
 		return nil, usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
@@ -143,6 +149,60 @@ func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*d
 		return nil, err
 	}
 	return d, nil
+}
+
+// sharedSettings are the flags every worker of a distributed crawl must
+// give alike (fleet.Config.Settings): the politeness ceiling they share,
+// robots, the retry budget the frontier charges, and the leases' and the
+// fleet's timing that each worker reads the others' silence by.
+func sharedSettings(f crawlFlags) map[string]string {
+	rate := f.hostRate
+	if r, err := limit.ParseRate(rate); err == nil {
+		rate = r.String() // 180/min and 3/s alike
+	}
+	return map[string]string{
+		"--host-rate":     rate,
+		"--ignore-robots": strconv.FormatBool(f.ignoreRobots),
+		"--user-agent":    f.userAgent,
+		"--max-retries":   strconv.Itoa(f.maxRetries),
+		"--lease-ttl":     f.leaseTTL.String(),
+		"--fleet-ttl":     f.fleetTTL.String(),
+	}
+}
+
+// listScript records a URL list (ARGV[1], its SHA-256) in the crawl's set
+// of lists (KEYS[1]): the first list, the same list again (a worker
+// restarted with its command), or any list with ARGV[2] = "1" (--append)
+// returns 1; another list returns 0, refused.
+var listScript = goredis.NewScript(`
+if redis.call('SCARD', KEYS[1]) == 0 or redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 or ARGV[2] == '1' then
+  redis.call('SADD', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+`)
+
+// checkList refuses a URL list other than the one(s) the distributed crawl
+// was fed from, unless appendOK, as a crawl of one process does with its
+// crawl.json: a joiner given another list added its URLs without a word.
+// The lists are recorded in Redis, for every worker.
+func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appendOK bool) error {
+	sum, err := fileSHA256(urlFile)
+	if err != nil {
+		return err
+	}
+	a := "0"
+	if appendOK {
+		a = "1"
+	}
+	ok, err := listScript.Run(ctx, d.rdb, []string{"eg:{" + crawl + "}:lists"}, sum, a).Int()
+	if err != nil {
+		return fmt.Errorf("crawl %q: URL lists: %w", crawl, err)
+	}
+	if ok == 0 {
+		return usageError(fmt.Errorf("crawl %q was fed from another URL list than %s (or that list, edited): run with --append to add its URLs to the crawl, or join without a URL file", crawl, urlFile))
+	}
+	return nil
 }
 
 // onSet stands between the ExitSet and the limiter: the limiter gets only
@@ -202,7 +262,8 @@ func (d *distributed) gained(owned []string, workers int, now time.Time) {
 func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, core *fetch.Core, tally *metrics.Tally, logger *slog.Logger, stderr io.Writer) error {
 	var err error
 	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: exitIDs, Logger: logger, TTL: f.fleetTTL,
-		Learned: d.lim.Learned, Restore: d.lim.Restore,
+		Settings: sharedSettings(f),
+		Learned:  d.lim.Learned, Restore: d.lim.Restore,
 		OnExits: func(owned []string, workers int) {
 			d.gained(owned, workers, time.Now())
 			d.owned.Store(&owned)

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -583,5 +586,45 @@ func TestStatusNoSuchCrawl(t *testing.T) {
 	_, msg, code := run(t, "status", "--redis", r.URL(), "--crawl", "typo-name")
 	if code == 0 || !strings.Contains(msg, `no crawl "typo-name" in this Redis`) {
 		t.Errorf("status of a crawl that is not there: exit %d %q, want an error naming it", code, msg)
+	}
+}
+
+// TestDistributedInputsRefused: what a crawl of one process refuses, a
+// distributed worker refuses too, with exit 2 before any work: a URL list
+// other than the crawl's without --append (a joiner's other list was
+// added without a word), an --out that holds another crawl's part (two
+// crawls sharing one --out overwrote one's results and bodies), flags the
+// workers share given otherwise, a --redis without a scheme (exit 1 before).
+func TestDistributedInputsRefused(t *testing.T) {
+	r := peertest.StartRedis(t)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
+	defer origin.Close()
+	dir := t.TempDir()
+	listA := writeLines(t, dir, "a.txt", []string{origin.URL + "/a1", origin.URL + "/a2"})
+	listB := writeLines(t, dir, "b.txt", []string{origin.URL + "/b1"})
+	outA, outB := filepath.Join(dir, "outA"), filepath.Join(dir, "outB")
+	crawl := func(out, name, list string, extra ...string) (string, int) {
+		args := append([]string{"crawl", "--redis", r.URL(), "--crawl", name, "--out", out, "-x", "direct",
+			"--ignore-robots", "--progress", "0", "--fleet-ttl", "1s", "--lease-ttl", "3s"}, extra...)
+		if list != "" {
+			args = append(args, list)
+		}
+		_, msg, code := run(t, args...)
+		return msg, code
+	}
+	if msg, code := crawl(outA, "lists", listA); code != 0 {
+		t.Fatalf("the first worker: exit %d %s", code, msg)
+	}
+	if msg, code := crawl(outB, "lists", listB); code != 2 || !strings.Contains(msg, "another URL list") {
+		t.Errorf("a worker with another list: exit %d %q, want 2, refused", code, msg)
+	}
+	if msg, code := crawl(outB, "lists", listB, "--append"); code != 0 {
+		t.Errorf("the same with --append: exit %d %s", code, msg)
+	}
+	if msg, code := crawl(outA, "other", listB); code != 2 || !strings.Contains(msg, `distributed crawl "lists"`) {
+		t.Errorf("another crawl's worker on lists's --out: exit %d %q, want 2, refused", code, msg)
+	}
+	if _, msg, code := run(t, "crawl", "--redis", strings.TrimPrefix(r.URL(), "redis://"), "--crawl", "x", "--out", filepath.Join(dir, "o"), listA); code != 2 || !strings.Contains(msg, "did you mean redis://") {
+		t.Errorf("--redis without its scheme: exit %d %q, want 2 with a suggestion", code, msg)
 	}
 }
