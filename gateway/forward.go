@@ -97,12 +97,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			case ctx.Err() != nil:
 				// Counted: each client request is one "URL" of the
 				// summary, and these were in no count at all.
-				why := "client left before the answer"
-				if g.closing.Load() {
-					why = "cut at shutdown"
-				}
-				g.stats.outcome(why)
-				g.tally.Abandon(host, "", why)
+				g.left(host, "", "client left before the answer")
 			case errors.Is(err, errExitsDown) && !throttled:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next, g.exitsDownText())
 			case errors.Is(err, errBudget) && last == verdict.ProxyFailure && !throttled:
@@ -135,11 +130,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.lim.Cancel(ticket, now) // the server said nothing
 				// Not done: counted, or a request cut at shutdown went
 				// missing from the summary (1 request, 0 done, 0 not).
-				why := "client left before the answer"
-				if g.closing.Load() {
-					why = "cut at shutdown"
-				}
-				g.stats.outcome(why)
+				g.left(host, ticket.Exit, "client left before the answer")
 				return
 			}
 			if re, ok := errRefused(err); ok {
@@ -202,7 +193,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			g.stats.done.Add(1)
 			g.tally.Done(host, ticket.Exit)
 		case v == verdict.OK:
-			g.stats.outcome("client left mid-body")
+			g.left(host, ticket.Exit, "client left mid-body")
 		default:
 			why := "status " + strconv.Itoa(resp.StatusCode)
 			g.stats.outcome(why)
@@ -301,6 +292,17 @@ func (g *Gateway) giveUp(w http.ResponseWriter, host string, status int, why str
 	}
 	g.log.Info("gateway: gave up", "host", host, "why", why)
 	g.answer(w, status, why, ra, msg)
+}
+
+// left counts a request that ended without its answer because the
+// client left (why), or because the gateway cut it at shutdown: the
+// connection Close cut looks the same from here.
+func (g *Gateway) left(host, exit, why string) {
+	if g.cut.Load() {
+		why = "cut at shutdown"
+	}
+	g.stats.outcome(why)
+	g.tally.Abandon(host, exit, why)
 }
 
 func (g *Gateway) retried(host string) {

@@ -172,6 +172,9 @@ type Gateway struct {
 	wg   sync.WaitGroup // tunnel goroutines
 
 	closing atomic.Bool
+	// cut is set when Close cuts what is still running: a request that
+	// ends then was cut at shutdown, not left by its client.
+	cut atomic.Bool
 }
 
 // New validates cfg and returns a Gateway ready to Serve.
@@ -329,6 +332,7 @@ var ErrTunnelsClosed = errors.New("passed-through tunnels still open were closed
 // Close closes every listener and connection at once.
 func (g *Gateway) Close() error {
 	g.closing.Store(true)
+	g.cut.Store(true)
 	err := errors.Join(g.outer.Close(), g.inner.Close())
 	g.innerLn.Close()
 	g.mu.Lock()

@@ -581,6 +581,98 @@ func TestLeftWhileWaitingCounted(t *testing.T) {
 	}
 }
 
+// A drain cut short counts what the gateway cut as "cut at shutdown": a
+// body still coming (it was "client left mid-body") and an answer still
+// awaited. A client that leaves during the drain is counted as leaving (it
+// was "cut at shutdown" once the drain had begun, while the drain ended in
+// time and serve exited 0).
+func TestShutdownSaysWhoEnded(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	arrived := make(chan string, 8)
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- r.URL.Path
+		if r.URL.Path == "/slowbody" {
+			w.Header().Set("Content-Length", "10")
+			io.WriteString(w, "x")
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	await := func(path string) {
+		t.Helper()
+		select {
+		case p := <-arrived:
+			if p != path {
+				t.Fatalf("origin got %s, want %s", p, path)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never reached the origin", path)
+		}
+	}
+
+	// The client leaves during a drain that then ends in time.
+	g, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, o.URL+"/leaves", nil)
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	await("/leaves")
+	shut := make(chan error, 1)
+	go func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer scancel()
+		shut <- g.Shutdown(sctx)
+	}()
+	for !g.closing.Load() {
+		time.Sleep(time.Millisecond) // until the drain has begun; Shutdown sets it first
+	}
+	cancel()
+	<-errc
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown = %v, want nil: the only request ended when its client left", err)
+	}
+	if st := g.Stats(); st.NotDone["client left before the answer"] != 1 || st.NotDone["cut at shutdown"] != 0 {
+		t.Errorf("client left during the drain: not done %v, want it counted as 'client left before the answer'", st.NotDone)
+	}
+
+	// The drain runs out with a body coming and an answer awaited.
+	g, proxy = newGateway(t, Config{AllowPrivate: true})
+	c = client(proxy, nil)
+	started := make(chan struct{}, 2)
+	for _, path := range []string{"/slowbody", "/hang"} {
+		go func() {
+			resp, err := c.Get(o.URL + path)
+			if err == nil {
+				started <- struct{}{}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+		await(path)
+	}
+	<-started // the slow body's header and first byte reached the client
+	sctx, scancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer scancel()
+	if err := g.Shutdown(sctx); err == nil {
+		t.Errorf("Shutdown = nil with two requests held, want the drain cut short")
+	}
+	st := settled(t, g)
+	if st.NotDone["cut at shutdown"] != 2 || len(st.NotDone) != 1 {
+		t.Errorf("drain cut short: not done %v, want both requests 'cut at shutdown'", st.NotDone)
+	}
+}
+
 // rand32 is an endless, cheap, non-constant byte source.
 type rand32 struct{}
 
