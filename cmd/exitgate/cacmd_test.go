@@ -68,6 +68,8 @@ func TestServeFlagsChecked(t *testing.T) {
 		{[]string{"--auth", ":Secret9"}, "USER:PASSWORD"},
 		{[]string{"--wait", "20m"}, "--wait-cap"},
 		{[]string{"--timeout", "0s"}, "--timeout"},
+		{[]string{"--timeout", "0s"}, "want above 0"},
+		{[]string{"--wait", "-1s"}, "want 0 or more"}, // it said "above 0", and 0 is allowed
 		{[]string{"--lane-rate", "0"}, "--lane-rate"},
 		{[]string{"--concurrency", "0"}, "--concurrency"},
 	} {

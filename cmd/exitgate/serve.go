@@ -145,7 +145,10 @@ func buildServe(f serveFlags) (serveSetup, error) {
 		zeroOK bool
 	}{{"--wait", f.wait, true}, {"--wait-cap", f.waitCap, false}, {"--timeout", f.timeout, false},
 		{"--drain", f.drain, true}, {"--progress", f.progress, true}} {
-		if d.d < 0 || d.d == 0 && !d.zeroOK {
+		switch {
+		case d.d < 0 && d.zeroOK:
+			return s, fmt.Errorf("%s %v: want 0 or more", d.name, d.d)
+		case d.d <= 0 && !d.zeroOK:
 			return s, fmt.Errorf("%s %v: want above 0", d.name, d.d)
 		}
 	}
