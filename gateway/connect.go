@@ -42,16 +42,16 @@ func (g *Gateway) connect(w http.ResponseWriter, r *http.Request) {
 	host, portStr, err := net.SplitHostPort(authority)
 	port, perr := strconv.Atoi(portStr)
 	if err != nil || perr != nil || host == "" {
-		g.refuse(w, "", http.StatusBadRequest, "bad connect target", fmt.Sprintf("CONNECT wants host:port, not %q", authority))
+		g.refuse(w, r, "", http.StatusBadRequest, "bad connect target", fmt.Sprintf("CONNECT wants host:port, not %q", authority))
 		return
 	}
 	if !g.ports[port] {
-		g.refuse(w, host, http.StatusForbidden, "connect port",
+		g.refuse(w, r, host, http.StatusForbidden, "connect port",
 			fmt.Sprintf("CONNECT to port %d is not allowed (allowed: %v); a forward proxy that tunnels anywhere is an open relay", port, g.cfg.ConnectPorts))
 		return
 	}
 	if why, status, reason := g.checkTarget(r.Context(), host, port); why != "" {
-		g.refuse(w, host, status, reason, why)
+		g.refuse(w, r, host, status, reason, why)
 		return
 	}
 	session := sessionOf(user, r.Header)
@@ -128,13 +128,13 @@ func (g *Gateway) serveTunneled(w http.ResponseWriter, r *http.Request) {
 	}
 	g.stats.requests.Add(1)
 	if r.Method == http.MethodConnect {
-		g.refuse(w, t.host, http.StatusMethodNotAllowed, "connect in tunnel", "CONNECT inside a tunnel")
+		g.refuse(w, r, t.host, http.StatusMethodNotAllowed, "connect in tunnel", "CONNECT inside a tunnel")
 		return
 	}
 	// The tunnel's target decides where the request goes; a Host that names
 	// another host is refused rather than followed.
 	if h, _ := splitHostPort(r.Host, t.scheme); r.Host != "" && !strings.EqualFold(strings.TrimSuffix(h, "."), strings.TrimSuffix(t.host, ".")) {
-		g.refuse(w, t.host, http.StatusMisdirectedRequest, "host mismatch",
+		g.refuse(w, r, t.host, http.StatusMisdirectedRequest, "host mismatch",
 			fmt.Sprintf("Host %q is not the tunnel's target %q", r.Host, t.host))
 		return
 	}
@@ -154,7 +154,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 	ctx := r.Context()
 	budget, err := g.waitBudget(r.Header)
 	if err != nil {
-		g.refuse(w, authority, http.StatusBadRequest, "bad control header", err.Error())
+		g.refuse(w, r, authority, http.StatusBadRequest, "bad control header", err.Error())
 		return
 	}
 	scheme := "https"
@@ -205,7 +205,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 				if re.Reason == "loop" {
 					status = http.StatusLoopDetected
 				}
-				g.refuse(w, host, status, re.Reason, re.Error())
+				g.refuse(w, r, host, status, re.Reason, re.Error())
 				return
 			}
 			v := classify.Error(err)

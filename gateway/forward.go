@@ -60,19 +60,19 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 	ctx := r.Context()
 	budget, err := g.waitBudget(r.Header)
 	if err != nil {
-		g.refuse(w, tgt.authority, http.StatusBadRequest, "bad control header", err.Error())
+		g.refuse(w, r, tgt.authority, http.StatusBadRequest, "bad control header", err.Error())
 		return
 	}
 	u := *r.URL
 	u.Scheme, u.Host = tgt.scheme, tgt.authority
 	host := g.hostKey(&u)
 	if host == "" {
-		g.refuse(w, "", http.StatusBadRequest, "no host", "the request names no host")
+		g.refuse(w, r, "", http.StatusBadRequest, "no host", "the request names no host")
 		return
 	}
 	body, replay, err := replayable(r)
 	if err != nil {
-		g.refuse(w, host, http.StatusBadRequest, "bad request body", "reading the request body: "+err.Error())
+		g.refuse(w, r, host, http.StatusBadRequest, "bad request body", "reading the request body: "+err.Error())
 		return
 	}
 	upgrade := isUpgrade(r.Header)
@@ -139,7 +139,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				if re.Reason == "loop" {
 					status = http.StatusLoopDetected
 				}
-				g.refuse(w, host, status, re.Reason, re.Error())
+				g.refuse(w, r, host, status, re.Reason, re.Error())
 				return
 			}
 			v, _, o := fetch.Judge(fetch.Response{Err: err, At: now}, rules, prof, sent, "")

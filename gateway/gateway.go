@@ -412,20 +412,20 @@ func (g *Gateway) serveClient(w http.ResponseWriter, r *http.Request) {
 	g.stats.requests.Add(1)
 	scheme := r.URL.Scheme
 	if scheme != "http" && scheme != "https" {
-		g.refuse(w, r.URL.Host, http.StatusBadRequest, "scheme", fmt.Sprintf("scheme %q cannot be forwarded (http and https can)", scheme))
+		g.refuse(w, r, r.URL.Host, http.StatusBadRequest, "scheme", fmt.Sprintf("scheme %q cannot be forwarded (http and https can)", scheme))
 		return
 	}
 	host, port := splitHostPort(r.URL.Host, scheme)
 	if host == "" {
-		g.refuse(w, "", http.StatusBadRequest, "no host", "the request names no host")
+		g.refuse(w, r, "", http.StatusBadRequest, "no host", "the request names no host")
 		return
 	}
 	if badPorts[port] {
-		g.refuse(w, host, http.StatusForbidden, "bad port", fmt.Sprintf("port %d is not for HTTP (the Fetch standard's bad ports)", port))
+		g.refuse(w, r, host, http.StatusForbidden, "bad port", fmt.Sprintf("port %d is not for HTTP (the Fetch standard's bad ports)", port))
 		return
 	}
 	if why, status, reason := g.checkTarget(r.Context(), host, port); why != "" {
-		g.refuse(w, host, status, reason, why)
+		g.refuse(w, r, host, status, reason, why)
 		return
 	}
 	g.forward(w, r, target{scheme: scheme, authority: r.URL.Host, session: sessionOf(user, r.Header)})

@@ -178,7 +178,7 @@ func (g *Gateway) checkTarget(ctx context.Context, host string, port int) (why s
 	self := g.self.Load()
 	if self.ports[port] {
 		if isSelf := self.host(ctx, host); isSelf {
-			return fmt.Sprintf("%s:%d is this gateway: a request to it would loop", host, port), http.StatusLoopDetected, "loop"
+			return fmt.Sprintf("%s is this gateway: a request to it would loop", net.JoinHostPort(host, strconv.Itoa(port))), http.StatusLoopDetected, "loop"
 		}
 	}
 	if !g.cfg.AllowPrivate && fetch.IsPrivateHost(host) {
@@ -322,9 +322,9 @@ func isLocalAddr(a netip.Addr) bool {
 }
 
 // refuse answers a request the gateway will not forward, and counts it.
-func (g *Gateway) refuse(w http.ResponseWriter, host string, status int, reason, why string) {
+func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, host string, status int, reason, why string) {
 	g.stats.refused(reason)
-	g.log.Info("gateway: refused", "reason", reason, "host", host)
+	g.log.Info("gateway: refused", "reason", reason, "host", host, "client", r.RemoteAddr)
 	g.answer(w, status, reason, 0, "exitgate: refused: "+why)
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,7 +157,8 @@ func TestNotAnOpenRelay(t *testing.T) {
 // private targets allowed: by address, by localhost, by a name, and
 // through CONNECT.
 func TestLoopRefused(t *testing.T) {
-	g, err := New(Config{Limiter: fast(t), AllowPrivate: true})
+	var logs lockedBuffer
+	g, err := New(Config{Limiter: fast(t), AllowPrivate: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +183,30 @@ func TestLoopRefused(t *testing.T) {
 	if name := loopbackName(); name != "" {
 		heads = append(heads, "GET http://"+name+":"+p+"/ HTTP/1.1\r\nHost: "+name+"\r\n\r\n")
 	}
+	// An IPv6 address is said with its brackets (it read ::1:8899).
+	status, _, body := rawRequest(t, proxy, "GET http://[::1]:"+p+"/ HTTP/1.1\r\nHost: [::1]:"+p+"\r\n\r\n")
+	if status != http.StatusLoopDetected || !strings.Contains(body, "[::1]:"+p+" is this gateway") {
+		t.Errorf("GET [::1]:%s: %d %q, want 508 naming [::1]:%s", p, status, body, p)
+	}
 	for _, head := range heads {
 		status, h, body := rawRequest(t, proxy, head)
 		if status != http.StatusLoopDetected || h.Get(HeaderReason) != "loop" {
 			t.Errorf("%q: %d (%s) %q, want 508 loop", strings.SplitN(head, "\r\n", 2)[0], status, h.Get(HeaderReason), body)
 		}
 	}
-	if st := g.Stats(); st.Refused["loop"] != int64(len(heads)) || st.Done != 0 {
-		t.Errorf("stats: %v refused, %d done; want %d loops and nothing forwarded", st.Refused, st.Done, len(heads))
+	loops := len(heads) + 1 // and the IPv6 one
+	if st := g.Stats(); st.Refused["loop"] != int64(loops) || st.Done != 0 {
+		t.Errorf("stats: %v refused, %d done; want %d loops and nothing forwarded", st.Refused, st.Done, loops)
+	}
+	// Each refusal is logged with the client's address, as the README
+	// says (loop and CONNECT-port refusals logged the target alone).
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "gateway: refused") && !strings.Contains(line, "client=127.0.0.1:") {
+			t.Errorf("a refusal logged without the client's address: %s", line)
+		}
+	}
+	if n := strings.Count(logs.String(), "gateway: refused"); n != loops {
+		t.Errorf("%d refusals logged, want %d", n, loops)
 	}
 	// The dial guard refuses the gateway's own address even when a check
 	// by name could not tell.
@@ -317,4 +335,22 @@ func TestLocalRequests(t *testing.T) {
 	if strings.Contains(body, "PRIVATE") {
 		t.Error("a local answer holds a private key")
 	}
+}
+
+// lockedBuffer is a log destination safe for the gateway's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

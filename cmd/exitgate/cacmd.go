@@ -26,13 +26,23 @@ library's built-in CA is used: its key would be public.`,
 
 // caDirFlag adds --ca-dir to cmd.
 func caDirFlag(cmd *cobra.Command, dir *string) {
-	cmd.Flags().StringVar(dir, "ca-dir", "", "`DIR`ectory of the CA; default $XDG_CONFIG_HOME/exitgate/ca or ~/.config/exitgate/ca")
+	cmd.Flags().StringVar(dir, "ca-dir", "", "`DIR`ectory of the CA; default $"+serveCADirEnv+" (serve's), else $XDG_CONFIG_HOME/exitgate/ca or ~/.config/exitgate/ca")
 	setDefaultText(cmd.Flags(), "ca-dir", "~/.config/exitgate/ca")
 }
 
+// serveCADirEnv is the variable of serve's --ca-dir. The ca commands read
+// it too: a user who set serve's CA directory in the environment was given
+// the default path by `curl --cacert "$(exitgate ca path)"`, not serve's.
+const serveCADirEnv = envPrefix + "SERVE_CA_DIR"
+
+// caDirOrDefault is dir, else serve's CA directory from the environment,
+// else the default.
 func caDirOrDefault(dir string) (string, error) {
 	if dir != "" {
 		return dir, nil
+	}
+	if d := os.Getenv(serveCADirEnv); d != "" {
+		return d, nil
 	}
 	return ca.DefaultDir()
 }

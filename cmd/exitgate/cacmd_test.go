@@ -55,6 +55,25 @@ func TestCACommands(t *testing.T) {
 	}
 }
 
+// TestCAPathFollowsServe: serve's CA directory set in the environment
+// (EXITGATE_SERVE_CA_DIR) is where the ca commands look too, so that
+// `curl --cacert "$(exitgate ca path)"` names the CA serve uses; their own
+// --ca-dir still wins.
+func TestCAPathFollowsServe(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "serve-ca")
+	t.Setenv(serveCADirEnv, dir)
+	if r := runCmd(t, "ca", "init"); r.err != nil || strings.TrimSpace(r.stdout) != filepath.Join(dir, "ca.pem") {
+		t.Fatalf("ca init with %s set: %q %v, want %s", serveCADirEnv, r.stdout, r.err, filepath.Join(dir, "ca.pem"))
+	}
+	if r := runCmd(t, "ca", "path"); strings.TrimSpace(r.stdout) != filepath.Join(dir, "ca.pem") {
+		t.Errorf("ca path with %s set = %q, want serve's CA", serveCADirEnv, r.stdout)
+	}
+	own := filepath.Join(t.TempDir(), "own")
+	if r := runCmd(t, "ca", "init", "--ca-dir", own); r.err != nil || strings.TrimSpace(r.stdout) != filepath.Join(own, "ca.pem") {
+		t.Errorf("ca init --ca-dir with %s set: %q %v, want the flag's", serveCADirEnv, r.stdout, r.err)
+	}
+}
+
 // TestServeFlagsChecked: bad serve flags are usage errors (exit 2) before
 // anything listens, and --auth's value is never repeated.
 func TestServeFlagsChecked(t *testing.T) {

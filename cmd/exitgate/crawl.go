@@ -374,6 +374,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	fmt.Fprintf(stderr, "exitgate: %d URLs new, %d in the frontier (%d done, %s%d abandoned, %d to do) through %d exits\n",
 		added, counts.Total(), counts.Done, notFound, counts.Abandoned-nf, counts.Unfinished(), len(setup.exits))
+	f.warnDirect(stderr)
 
 	if dist != nil {
 		setup.limCfg.Shared = dist.share

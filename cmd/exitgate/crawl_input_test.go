@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -339,5 +340,24 @@ func TestCrawlBusyOutRefused(t *testing.T) {
 	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--progress", "0", urlFile)
 	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate crawl") {
 		t.Errorf("crawl on a held --out: %v (exit %d), want exit %d saying it is in use", r.err, code, exitUsage)
+	}
+}
+
+// TestCrawlWarnsDirect: a crawl given no exit says that it goes out from
+// this machine's own address (a forgotten --proxies, a misspelt variable);
+// one asked for the direct exit (-x direct) is not warned.
+func TestCrawlWarnsDirect(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
+	defer origin.Close()
+	dir := t.TempDir()
+	list := writeLines(t, dir, "urls.txt", []string{origin.URL + "/a"})
+	const warning = "no exits given"
+	out, msg, code := run(t, "crawl", "--out", filepath.Join(dir, "o1"), "--ignore-robots", "--progress", "0", list)
+	if code != 0 || !strings.Contains(out, warning) {
+		t.Errorf("no exits: exit %d %s, output %q; want a warning", code, msg, out)
+	}
+	out, msg, code = run(t, "crawl", "--out", filepath.Join(dir, "o2"), "--ignore-robots", "--progress", "0", "-x", "direct", list)
+	if code != 0 || strings.Contains(out, warning) {
+		t.Errorf("-x direct: exit %d %s, output %q; want no warning", code, msg, out)
 	}
 }

@@ -116,6 +116,15 @@ func (f exitFlags) exits() ([]pool.Exit, error) {
 	return out, nil
 }
 
+// warnDirect tells w, when no exit was given (--proxies, -x,
+// --proxy-template), that requests leave from this machine's own address:
+// a misspelt variable or a forgotten flag must not expose it unsaid.
+func (f exitFlags) warnDirect(w io.Writer) {
+	if f.proxies == "" && len(f.proxyURLs) == 0 && f.proxyTemplate == "" {
+		fmt.Fprintln(w, "exitgate: warning: no exits given (--proxies, -x or --proxy-template): requests leave from this machine's own address")
+	}
+}
+
 // identity is how exits are keyed on their IP (--echo-url,
 // --exit-ip-header); nil when neither is set.
 func (f exitFlags) identity() (*pool.Identity, error) {

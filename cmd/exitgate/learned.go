@@ -54,7 +54,11 @@ func restoreLearned(dir string, lim *limit.Limiter, now time.Time, stderr io.Wri
 		if age > 10*time.Minute {
 			how = "older than 10 minutes: to be proven again"
 		}
-		fmt.Fprintf(stderr, "exitgate: resumed what was learned about %d hosts %v ago (%s)\n", n, age.Round(time.Second), how)
+		hosts := "hosts"
+		if n == 1 {
+			hosts = "host"
+		}
+		fmt.Fprintf(stderr, "exitgate: resumed what was learned about %d %s %v ago (%s)\n", n, hosts, age.Round(time.Second), how)
 	}
 }
 

@@ -85,7 +85,7 @@ func TestCrawlResumesLearned(t *testing.T) {
 	if exitCode(r.err) != exitUnfinished {
 		t.Fatalf("second run: %v (exit %d), want exit %d\n%s", r.err, exitCode(r.err), exitUnfinished, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "resumed what was learned about 1 hosts") {
+	if !strings.Contains(r.stderr, "resumed what was learned about 1 host ") {
 		t.Errorf("second run's stderr does not say it resumed what was learned:\n%s", r.stderr)
 	}
 	if !strings.Contains(r.stderr, "trusted") {

@@ -273,6 +273,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		exitWord = "exit"
 	}
 	fmt.Fprintf(stderr, "exitgate: serving on http://%s through %d %s; %s\n", ln.Addr(), len(setup.exits), exitWord, mode)
+	f.warnDirect(stderr)
 
 	stopSaving := make(chan struct{})
 	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
@@ -304,7 +305,11 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 			// Cut short (a second signal, or --drain ran out): the
 			// clients of those requests got no answer, which the exit
 			// code says to whatever stopped the gateway.
-			runErr = fmt.Errorf("stopped with requests still in flight (%v): their clients got no answer", err)
+			why := "a second signal"
+			if errors.Is(err, context.DeadlineExceeded) {
+				why = fmt.Sprintf("--drain %v ran out", f.drain)
+			}
+			runErr = fmt.Errorf("stopped with requests still in flight (%s): their clients got no answer", why)
 		}
 		cancel()
 		<-served

@@ -516,7 +516,7 @@ func TestServeDrainCutShort(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("serve after a drain cut short: %v, want exit 1\n%s", err, gw.Stderr())
 	}
-	if !strings.Contains(gw.Stderr(), "stopped with requests still in flight") {
+	if !strings.Contains(gw.Stderr(), "stopped with requests still in flight (a second signal)") {
 		t.Errorf("serve did not say requests were cut:\n%s", gw.Stderr())
 	}
 	var sum struct {
