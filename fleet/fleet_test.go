@@ -188,7 +188,9 @@ func TestDifferentExitsRefused(t *testing.T) {
 func TestDifferentSettingsRefused(t *testing.T) {
 	rdb := redisClient(t)
 	ctx := context.Background()
-	set := func(rate string) map[string]string { return map[string]string{"--host-rate": rate, "--ignore-robots": "false"} }
+	set := func(rate string) map[string]string {
+		return map[string]string{"--host-rate": rate, "--ignore-robots": "false"}
+	}
 	a, err := Join(ctx, rdb, Config{Crawl: "settings", ID: "a", Exits: exits(4), TTL: time.Minute, Settings: set("3/s")})
 	if err != nil {
 		t.Fatal(err)
