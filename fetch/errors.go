@@ -24,8 +24,6 @@ func ErrorClass(err error) string {
 		return "proxy " + pe.Why
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return "timeout"
-	case classify.Error(err) == verdict.ProxyFailure:
-		return "proxy failure"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
@@ -40,8 +38,11 @@ func ErrorClass(err error) string {
 		return "closed without a response" // the connection closed before a response began
 	}
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
+	case classify.Error(err) == verdict.ProxyFailure:
+		return "proxy failure" // the gateway's answer says whose failure; the crawl's verdict does
 	}
 	return "transport error"
 }
