@@ -376,8 +376,20 @@ type statusFlags struct {
 type crawlStatus struct {
 	Crawl   string              `json:"crawl"`
 	Workers []workerStatus      `json:"workers"`
-	Queue   frontier.Counts     `json:"queue"`
+	Queue   frontier.Counts     `json:"-"`
+	Counts  queueStatus         `json:"queue"`
 	Hosts   []limit.LearnedHost `json:"hosts"`
+}
+
+// queueStatus is frontier.Counts with the JSON keys of the rest of the
+// status (frontier.Counts has none: it printed "Queued" beside "crawl").
+type queueStatus struct {
+	Queued            int            `json:"queued"`
+	Leased            int            `json:"leased"`
+	Parked            int            `json:"parked"`
+	Done              int            `json:"done"`
+	Abandoned         int            `json:"abandoned"`
+	AbandonedByReason map[string]int `json:"abandoned_by_reason,omitempty"`
 }
 
 type workerStatus struct {
@@ -396,7 +408,7 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if err != nil {
 		return err
 	}
-	st := crawlStatus{Crawl: f.crawl}
+	st := crawlStatus{Crawl: f.crawl, Workers: []workerStatus{}, Hosts: []limit.LearnedHost{}} // [] in JSON, not null
 	for _, m := range members {
 		ws := workerStatus{ID: m.ID, Exits: m.Exits}
 		if len(m.Report) > 0 {
@@ -431,6 +443,8 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		return fmt.Errorf("no crawl %q in this Redis: no URLs, no workers, nothing learned (check --crawl)", f.crawl)
 	}
 	if f.json {
+		c := st.Queue
+		st.Counts = queueStatus{Queued: c.Queued, Leased: c.Leased, Parked: c.Parked, Done: c.Done, Abandoned: c.Abandoned, AbandonedByReason: c.AbandonedByReason}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)

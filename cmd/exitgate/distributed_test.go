@@ -627,4 +627,14 @@ func TestDistributedInputsRefused(t *testing.T) {
 	if _, msg, code := run(t, "crawl", "--redis", strings.TrimPrefix(r.URL(), "redis://"), "--crawl", "x", "--out", filepath.Join(dir, "o"), listA); code != 2 || !strings.Contains(msg, "did you mean redis://") {
 		t.Errorf("--redis without its scheme: exit %d %q, want 2 with a suggestion", code, msg)
 	}
+	// The status in JSON has one style of keys, and lists, not nulls
+	// ("Queued" beside "crawl", "workers": null before).
+	out, msg, code := run(t, "status", "--redis", r.URL(), "--crawl", "lists", "--json")
+	var st struct {
+		Workers []json.RawMessage `json:"workers"`
+		Queue   map[string]any    `json:"queue"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Workers == nil || st.Queue["done"] != float64(3) {
+		t.Errorf("status --json: exit %d %s\n%s\nwant workers [] and queue.done 3", code, msg, out)
+	}
 }
