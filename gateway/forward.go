@@ -193,7 +193,15 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			g.stats.done.Add(1)
 			g.tally.Done(host, ticket.Exit)
 		case v == verdict.OK:
-			g.left(host, ticket.Exit, "client left mid-body")
+			// Whose end: the server's answer cut short while the client
+			// still waited (it was counted as the client's leaving), or
+			// the client gone (which cancels the read too).
+			why := "client left mid-body"
+			var ue *upstreamError
+			if errors.As(cerr, &ue) && r.Context().Err() == nil {
+				why = "upstream " + fetch.ErrorClass(ue.err)
+			}
+			g.left(host, ticket.Exit, why)
 		default:
 			why := "status " + strconv.Itoa(resp.StatusCode)
 			g.stats.outcome(why)
@@ -515,10 +523,17 @@ func copyBody(w http.ResponseWriter, body io.Reader, stream bool) (int64, error)
 			return n, nil
 		}
 		if rerr != nil {
-			return n, rerr
+			return n, &upstreamError{rerr}
 		}
 	}
 }
+
+// upstreamError is a failure reading the server's answer, as opposed to
+// writing it to the client.
+type upstreamError struct{ err error }
+
+func (e *upstreamError) Error() string { return "reading the answer: " + e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
 
 // pauseFlusher flushes a ResponseWriter from a timer while the copy waits
 // for the server; the lock keeps the timer's flush and the copy's writes

@@ -229,6 +229,37 @@ func TestAnswerAddsNothing(t *testing.T) {
 	}
 }
 
+// An answer the server cuts short (fewer bytes than its Content-Length,
+// then the connection closed) is counted as the server's doing, not as
+// the client's leaving ("client left mid-body" before).
+func TestServerCutBodyIsUpstreams(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nContent-Type: text/plain\r\n\r\nonly ten b")
+		brw.Flush()
+	})
+	g, proxy := newGateway(t, Config{AllowPrivate: true})
+	resp, err := client(proxy, nil).Get(o.URL + "/cut")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("the client read a whole answer of a body cut short")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Stats().NotDone["upstream truncated response"] == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := g.Stats(); st.NotDone["upstream truncated response"] != 1 || st.NotDone["client left mid-body"] != 0 {
+		t.Errorf("outcomes %v, want the server's cut counted as upstream truncated response", st.NotDone)
+	}
+}
+
 // A throttled answer is retried through another exit: the client gets the
 // other exit's 200, never the 429. (What the limiter learns from the 429,
 // for every lane of the host, is package limit's business.)
