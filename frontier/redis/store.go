@@ -1080,7 +1080,43 @@ func (s *Store) journalOp(op string, l frontier.Lease, args []any) error {
 	if _, err := s.journal.Write(append(b, '\n')); err != nil {
 		return err
 	}
-	return s.journal.Sync()
+	if err := s.journal.Sync(); err != nil {
+		return err
+	}
+	s.countJournaled(op, args)
+	return nil
+}
+
+// countJournaled moves a journaled settle in the last counts read, so that
+// the counts a worker reads while Redis is away (its progress line, its
+// summary if Redis never returns) include what it finished meanwhile: they
+// stood still at the outage's start (15 done in a summary whose results
+// held 127). The next reading from Redis replaces them. Its lock is held.
+func (s *Store) countJournaled(op string, args []any) {
+	c := &s.counts
+	switch op {
+	case "done":
+		c.Done++
+	case "abandon":
+		c.Abandoned++
+		if len(args) > 1 {
+			if why, ok := args[1].(string); ok {
+				m := maps.Clone(c.AbandonedByReason) // the map read last may be a caller's too
+				if m == nil {
+					m = map[string]int{}
+				}
+				m[why]++
+				c.AbandonedByReason = m
+			}
+		}
+	case "retry", "release":
+		c.Queued++
+	case "park":
+		c.Parked++
+	default:
+		return
+	}
+	c.Leased = max(0, c.Leased-1)
 }
 
 // Replay applies the journal to Redis and empties it; it returns how many
