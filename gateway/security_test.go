@@ -14,12 +14,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/exitgate/exitgate/ca"
+	"github.com/exitgate/exitgate/internal/syncbuf"
 )
 
 // rawRequest writes one request to the gateway on a new connection and
@@ -157,7 +157,7 @@ func TestNotAnOpenRelay(t *testing.T) {
 // private targets allowed: by address, by localhost, by a name, and
 // through CONNECT.
 func TestLoopRefused(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	g, err := New(Config{Limiter: fast(t), AllowPrivate: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -335,22 +335,4 @@ func TestLocalRequests(t *testing.T) {
 	if strings.Contains(body, "PRIVATE") {
 		t.Error("a local answer holds a private key")
 	}
-}
-
-// lockedBuffer is a log destination safe for the gateway's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

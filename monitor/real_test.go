@@ -21,6 +21,7 @@ import (
 	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/internal/peers"
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/internal/syncbuf"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/monitor"
@@ -77,7 +78,7 @@ func TestRealServersTurnHostile(t *testing.T) {
 	if _, err := fr.Push(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
-	var logBuf lockedBuf
+	var logBuf syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(4), Logger: logger})
 	if err != nil {
@@ -282,21 +283,4 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

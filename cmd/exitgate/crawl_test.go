@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,27 +17,9 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/internal/syncbuf"
 	"github.com/exitgate/exitgate/report"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the crawl's concurrent writers
-// (the logger writes from request goroutines, the command from its own).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // crawlRun is what one in-process run of the command left behind.
 type crawlRun struct {
@@ -55,7 +36,7 @@ func runCrawlCmd(t *testing.T, timeout time.Duration, args ...string) crawlRun {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	root := newRootCmd()
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	root.SetIn(strings.NewReader(""))

@@ -22,6 +22,7 @@ import (
 	"github.com/exitgate/exitgate/fleet"
 	"github.com/exitgate/exitgate/internal/peers"
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/internal/syncbuf"
 	"github.com/exitgate/exitgate/report"
 )
 
@@ -45,7 +46,7 @@ type fleetRun struct {
 	// default.
 	laneRate string
 	workers  []*exec.Cmd
-	outs     []*lockedBuffer
+	outs     []*syncbuf.Buffer
 	done     []chan error
 }
 
@@ -96,7 +97,7 @@ func (fr *fleetRun) start(i int, extra ...string) {
 	args = append(args, extra...)
 	args = append(args, fr.urls)
 	cmd := exec.Command(fr.bin, args...)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -518,7 +519,7 @@ func TestFleetVersusPerWorker(t *testing.T) {
 				}
 				done := make(chan error, 1)
 				go func() { done <- cmd.Wait() }()
-				fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &lockedBuffer{}), append(fr.done, done)
+				fr.workers, fr.outs, fr.done = append(fr.workers, cmd), append(fr.outs, &syncbuf.Buffer{}), append(fr.done, done)
 				continue
 			}
 			fr.start(i, extra...)

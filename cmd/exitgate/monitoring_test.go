@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/exitgate/exitgate/internal/syncbuf"
 )
 
 func TestMonitorFlags(t *testing.T) {
@@ -73,7 +75,7 @@ func TestHostBudgetInConfigFile(t *testing.T) {
 }
 
 func TestStatusUnreachable(t *testing.T) {
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	err := runStatus(context.Background(), &out, "127.0.0.1:1", false, 5, 0, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "--ui") {
 		t.Errorf("status of nothing: %v, want an error that says to start a crawl with --ui", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/internal/syncbuf"
 	"github.com/exitgate/exitgate/monitor"
 )
 
@@ -54,7 +55,7 @@ func startUICrawl(t *testing.T, dir string, d time.Duration) (addr string, wait 
 	list := writeLines(t, dir, "urls.txt", urls)
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	root := newRootCmd()
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	root.SetArgs([]string{"crawl", "--ui", "127.0.0.1:0", "--ignore-robots", "--out", filepath.Join(dir, "out"),
@@ -166,7 +167,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// The same tables in a terminal.
-	var text lockedBuffer
+	var text syncbuf.Buffer
 	if err := runStatus(context.Background(), &text, addr, false, 5, 0, 5*time.Second); err != nil {
 		t.Fatalf("status: %v", err)
 	}
