@@ -160,11 +160,15 @@ type Result struct {
 
 // Counts are the number of jobs in each state.
 type Counts struct {
-	Queued, Leased, Parked, Done, Abandoned int
+	Queued    int `json:"queued"`
+	Leased    int `json:"leased"`
+	Parked    int `json:"parked"`
+	Done      int `json:"done"`
+	Abandoned int `json:"abandoned"`
 	// AbandonedByReason splits Abandoned by Job.Reason. Callers should use
 	// a small set of reasons ("http 404", "retries exhausted"), not
 	// free-form text, so that this map stays small.
-	AbandonedByReason map[string]int
+	AbandonedByReason map[string]int `json:"abandoned_by_reason,omitempty"`
 }
 
 // Total returns the number of jobs in the frontier.

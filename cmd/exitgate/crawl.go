@@ -275,6 +275,8 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		return usageError(err)
 	}
 	if f.redis != "" {
+		// Checked here, before the name is used in --out (its journal),
+		// and not again by openDistributed.
 		if err := checkCrawlName(f.crawl); err != nil {
 			return usageError(err)
 		}

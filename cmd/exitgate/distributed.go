@@ -114,9 +114,6 @@ type distributed struct {
 }
 
 func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
-	if err := checkCrawlName(f.crawl); err != nil {
-		return nil, usageError(err)
-	}
 	if f.echoURL != "" || f.exitIPHeader != "" {
 		return nil, usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
 	}
@@ -376,20 +373,8 @@ type statusFlags struct {
 type crawlStatus struct {
 	Crawl   string              `json:"crawl"`
 	Workers []workerStatus      `json:"workers"`
-	Queue   frontier.Counts     `json:"-"`
-	Counts  queueStatus         `json:"queue"`
+	Queue   frontier.Counts     `json:"queue"`
 	Hosts   []limit.LearnedHost `json:"hosts"`
-}
-
-// queueStatus is frontier.Counts with the JSON keys of the rest of the
-// status (frontier.Counts has none: it printed "Queued" beside "crawl").
-type queueStatus struct {
-	Queued            int            `json:"queued"`
-	Leased            int            `json:"leased"`
-	Parked            int            `json:"parked"`
-	Done              int            `json:"done"`
-	Abandoned         int            `json:"abandoned"`
-	AbandonedByReason map[string]int `json:"abandoned_by_reason,omitempty"`
 }
 
 type workerStatus struct {
@@ -443,8 +428,6 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		return fmt.Errorf("no crawl %q in this Redis: no URLs, no workers, nothing learned (check --crawl)", f.crawl)
 	}
 	if f.json {
-		c := st.Queue
-		st.Counts = queueStatus{Queued: c.Queued, Leased: c.Leased, Parked: c.Parked, Done: c.Done, Abandoned: c.Abandoned, AbandonedByReason: c.AbandonedByReason}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)

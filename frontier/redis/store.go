@@ -154,7 +154,7 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Store, error) {
 			// again by the others).
 			s.down = true
 			ctx, cancel := context.WithTimeout(context.Background(), openReplayTimeout)
-			if n, err := s.recover(ctx, backGrace(keepEvery(cfg.LeaseTTL))); err == nil {
+			if n, err := s.recover(ctx); err == nil {
 				s.log.Info("frontier: replayed the journal an earlier run left", "entries", n)
 			}
 			cancel()
@@ -1213,7 +1213,7 @@ func (s *Store) keep() {
 		case <-t.C:
 		}
 		if s.isDown() {
-			n, err := s.recover(ctx, backGrace(every))
+			n, err := s.recover(ctx)
 			if errors.Is(err, errNoAnswer) {
 				continue
 			}
@@ -1239,9 +1239,9 @@ const openReplayTimeout = 5 * time.Second
 var errNoAnswer = errors.New("redis does not answer")
 
 // recover ends an outage once Redis answers: the journal is replayed, the
-// schedule repaired, and claims wait grace more (backGrace). It returns
-// how many entries it replayed.
-func (s *Store) recover(ctx context.Context, grace time.Duration) (int, error) {
+// schedule repaired, and claims wait a backGrace more. It returns how many
+// entries it replayed.
+func (s *Store) recover(ctx context.Context) (int, error) {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return 0, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
@@ -1254,7 +1254,7 @@ func (s *Store) recover(ctx context.Context, grace time.Duration) (int, error) {
 	}
 	s.mu.Lock()
 	s.down = false
-	s.claimFrom = time.Now().Add(grace)
+	s.claimFrom = time.Now().Add(backGrace(keepEvery(s.cfg.LeaseTTL)))
 	s.mu.Unlock()
 	return n, nil
 }
