@@ -3,6 +3,8 @@ package limit
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -66,6 +68,14 @@ type capacity struct {
 	// window's is: even pacing sustained over one window (span) proves its
 	// pace, whatever the window let through at first.
 	windowed bool
+	// quotaN per quotaW is the window's quota the host settled on
+	// without a header (quotaKnown; 0: none); edged: a lane was pushed
+	// back at its pace once, and the sliding counter's headroom is kept
+	// (quotaEdge).
+	quotaN float64
+	quotaW int64
+	edged  bool
+	edgeAt int64 // when edged
 	// extra is how many requests beyond its rate the server let a lane
 	// send in a burst, as far as the explorer's pushbacks showed (0: none
 	// seen). A run of n successes evenly paced at p then proves only
@@ -882,6 +892,7 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 	h.note(r, now, "explore", lane, "estimate", c.safe, q, why)
 	c.safe, c.pass, c.sent, c.at = q, q, q, now
 	c.careful, c.windowed = true, true
+	c.quotaN, c.quotaW, c.edged = float64(e.n1), int64(w), false
 	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
 	if c.hi > 0 {
 		h.note(r, now, "explore", lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
@@ -953,6 +964,7 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	e, c := &h.exp, &h.cap
 	e.wtest, e.run = 0, run{}
 	c.careful, c.windowed, c.span = false, false, 0
+	c.quotaN, c.quotaW, c.edged = 0, 0, false
 	c.pass, c.sent, c.at = l.pace, l.pace, now
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", e.n1+2, l.pace))
 	c.ceil(e.x1, now)
@@ -994,7 +1006,11 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 		// shortest it could be. The search bisects under it.
 		e.qtry, e.quotaW = false, 0
 	}
-	if wtest && k <= e.n1 && r.tryQuota(h, l, x, now) {
+	// Within the first run's count, or one more after a run of a few: a
+	// rolling estimate over two periods (haproxy's) lets one more through
+	// when the period before was idle, and a pace limit twice exceeded
+	// passes no more than one.
+	if wtest && (k <= e.n1 || e.n1 >= 2 && k == e.n1+1) && r.tryQuota(h, l, x, now) {
 		return
 	}
 	if atLeast(x, c.pass) && !wtest {
@@ -1121,6 +1137,41 @@ func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
 	h.exp.quietFor, h.exp.okBefore = 0, 0 // a burst after settling is the jitter rule's, not a hiccup
 	r.updateFollow(h, now, "bisect", "settled")
 	r.setExplorerPace(h, l, h.cap.follow, now, "bisect", "settled: the explorer paces with the others")
+	r.stagger(h)
+}
+
+// stagger spreads the lanes of a settled host over one interval at their
+// pace, in the order of their exits: lanes that changed pace together send
+// together for good, and a window that rolls on the server's clock
+// (go-chi/httprate's) then pushes them all back at once at the phase its
+// estimate rejects (ten 429s within 30 ms), where spread out the first one
+// alone tells the host (quotaEdge). It is for hosts settled on a window's
+// quota read without a header, where that edge is what is left to find
+// (elsewhere the spread only moved which lanes a tier's 429s fell on). A
+// lane is only ever held back, by less than one interval, once per
+// settling, and only where an interval is short (staggerMax): on a slow
+// limit the hold costs a lane seconds of work (six per minute: 7 points of
+// the minute after settling).
+func (r *rules) stagger(h *host) {
+	if len(h.lanes) < 2 || h.cap.quotaN <= 0 || interval(h.cap.follow) > staggerMax {
+		return
+	}
+	ls := make([]*lane, 0, len(h.lanes))
+	base := int64(math.MaxInt64)
+	for _, l := range h.lanes {
+		if l.tat == 0 || l.pace <= 0 {
+			continue // not sent yet: it starts when work comes
+		}
+		ls = append(ls, l)
+		base = min(base, l.tat)
+	}
+	slices.SortFunc(ls, func(a, b *lane) int { return strings.Compare(a.exit, b.exit) })
+	for i, l := range ls {
+		if at := base + int64(i)*interval(l.pace)/int64(len(ls)); l.tat < at {
+			l.tat = at
+			r.rekey(h, l)
+		}
+	}
 }
 
 // fallBack handles a pace that lanes had passed being pushed back, by the
@@ -1222,6 +1273,47 @@ func (h *host) hostPushedBack(now int64) {
 		e.burstAt, e.quietFor, e.okBefore, e.repeat = now, now-e.quietAt, e.okSince, false
 	}
 	h.exp.quietAt, h.exp.okSince = now, 0
+}
+
+// quotaEdge applies a 429 on lane l, sent at x, to a host settled on a
+// window's quota read without a header (quotaN per quotaW): the first one
+// at the quota's pace is the edge of a sliding-window counter, which
+// rejects once its estimate, rounded, reaches the quota (go-chi/httprate:
+// evenly paced, at most quotaN-0.5 a window pass for good). Its lanes keep
+// that half request of headroom from then on (1-0.6/N of the quota, as a
+// declared sliding counter's, declaredRate), once; pushed back under it,
+// the limit moved and the host falls back. Read as a hiccup, httprate's 5
+// per 10 s without headers drew ten 429s at once every minute (its lanes,
+// at 97% of the quota, drift through the phase its estimate rejects), and
+// read as a fall, the host searched again from 66% of it. It reports
+// whether it applied.
+func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
+	e, c := &h.exp, &h.cap
+	if c.edged && now-c.edgeAt <= sympathySpan && atLeast(x, c.follow) {
+		// Another lane at the same edge: the lanes that went in step
+		// reach it together.
+		h.sameFall(r, x, now)
+		return true
+	}
+	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edged || c.declared > 0 || !atLeast(x, c.follow) {
+		return false
+	}
+	room := 1 - slidingRoom/c.quotaN
+	if room >= r.settle {
+		return false // a large quota: Settle's margin covers the half request
+	}
+	c.edged, c.edgeAt = true, now
+	q := c.quotaN / secs(c.quotaW)
+	p := room * q / r.settle // held at Settle under it (heldPace)
+	h.note(r, now, "follow", l.exit, "ceiling", c.hi, x, fmt.Sprintf("pushed back at the pace of %.0f per %v: a sliding-window counter's edge; keep %.0f%% of the quota", c.quotaN, time.Duration(c.quotaW), 100*room))
+	c.ceil(x, now)
+	c.safe, c.pass, c.sent = min(c.safe, p), min(c.pass, p), min(c.sent, p)
+	h.sameFall(r, x, now)
+	r.updateFollow(h, now, "follow", "a sliding-window counter's headroom")
+	if ex := h.lanes[e.exit]; ex != nil {
+		r.setExplorerPace(h, ex, c.follow, now, "settled", "the explorer paces with the others")
+	}
+	return true
 }
 
 // hiccup reports whether a fall on the settled host h is a hiccup: the

@@ -221,7 +221,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		// The settled explorer pushed back at the pace everyone holds:
 		// what it passed was a burst, or the limit moved down; unless the
 		// others hold that pace untouched (its own budget is smaller).
-		if !r.explorerOutlier(h, l, x, now) {
+		if !r.quotaEdge(h, l, x, now) && !r.explorerOutlier(h, l, x, now) {
 			r.fallBack(h, l, x, now, "the explorer was pushed back at the settled pace")
 		}
 	default:
@@ -297,11 +297,50 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				d = max(2*interval(x), windowRecovery/2*iv) // no jitter: the retry measures
 				why = "a 429 without Retry-After: try again when a bucket would have refilled"
 			case 2:
+				// A window as long as the first run. After a run of few
+				// successes, at least the shortest common window: a
+				// server that counts rejected requests (haproxy) still
+				// holds the run and the first retry against the lane a few
+				// seconds on (the retry is a fifth of such a quota and
+				// more), and a retry then was pushed back too and read the
+				// window as a minute (5 per 10 s read as 5 per minute, 17%
+				// of it). A longer run recovers within its own length
+				// (haproxy's 20 per 10 s: 8.6 s after its 429).
 				d = max(d, e.t1)
 				why = "pushed back again: try again after a window as long as the first successes took"
-			default:
+				if e.n1 < fewRun {
+					d = max(d, int64(commonWindows[len(commonWindows)-1]))
+					why = "pushed back again: try again after a window as long as the first successes took, at least the shortest common window after a short run"
+				}
+			case 3:
 				d = max(d, e.awaitAt+maxRecovery-now)
 				why = "pushed back again without Retry-After: wait for the longest usual window"
+			default:
+				// Pushed back after the longest usual window: the server
+				// counts the requests it rejects (haproxy tracking before
+				// its deny), and each short retry kept the lane limited
+				// (six per minute: five more 429s in 40 s). The whole
+				// window again, from now.
+				d = max(d, maxRecovery)
+				why = "pushed back after the longest usual window: the server counts rejected requests; wait a whole window from now"
+			}
+		} else if e, c := &h.exp, &h.cap; l.exit == e.exit && c.windowed && !e.reprobe && e.phase != expSettled {
+			// The explorer searching a host that counts over a window (its
+			// first 429 took long to recover from), pushed back: its next
+			// request comes a window later, when what the server counted
+			// of the pace pushed back, and of its rejected requests, has
+			// aged out. Two intervals at the old pace are pushed back
+			// again by a server that counts rejected requests (haproxy's
+			// 2 per 10 s without a header: the bisection fell to 0.057/s,
+			// 29% of the limit, each step read from a retry still
+			// counted against the window).
+			w := int64(e.quotaW)
+			if w <= 0 {
+				w = c.span * 4 / 5 // the recovery the span was made of
+			}
+			if w = min(w, maxRecovery); w > d {
+				d = w
+				why = fmt.Sprintf("a 429 without Retry-After on a host that counts over a window: wait the window (%v)", time.Duration(w).Round(time.Millisecond))
 			}
 		}
 	}

@@ -324,7 +324,7 @@ func (q *quota) newWindowMove() int64 {
 func (r *rules) declaredRate(q *quota, exact bool) float64 {
 	d := q.rate()
 	if q.limit > 0 && !exact && !q.fixed && !q.check.overFull && !q.free {
-		d *= min(1, (1-0.6/q.limit)/r.settle)
+		d *= min(1, (1-slidingRoom/q.limit)/r.settle)
 	}
 	return d
 }

@@ -252,3 +252,20 @@ const movedFor = maxRecovery
 // one overload episode seen twice: the answers to requests in flight when
 // the site began shedding reach every worker within a request's time.
 const sameEpisode = int64(2 * time.Second)
+
+// slidingRoom is the headroom, in requests a window, that even pacing keeps
+// under a sliding-window counter's limit of N: go-chi/httprate rejects once
+// its estimate, rounded, reaches N, so at most N-0.5 a window pass for good,
+// and a tenth more covers the path's jitter. Lanes pace at 1-slidingRoom/N
+// of such a limit (0.94 for 10 per minute, 0.88 for 5 per 10 s).
+const slidingRoom = 0.6
+
+// staggerMax is the longest interval over which a settled host's lanes are
+// spread (stagger): the hold costs each lane up to one interval of work.
+const staggerMax = int64(2500 * time.Millisecond)
+
+// fewRun: a first run of fewer successes is short enough that the retries
+// measuring its recovery weigh in a server's count of rejected requests
+// (two are a fifth of such a quota), and the second waits at least the
+// shortest common window.
+const fewRun = 10

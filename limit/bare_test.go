@@ -1,0 +1,185 @@
+package limit
+
+import (
+	"testing"
+	"time"
+)
+
+// The rules for servers that say nothing but 429: no header, no
+// Retry-After. Each case comes from a real limiter on loopback whose twin
+// reproduced it (sim/server).
+
+// TestRetriesCounted: the explorer's retries after its first 429 without a
+// Retry-After, on a server that counts the requests it rejects (haproxy
+// tracking before its deny). After a short first run (5 successes) the
+// second retry waits at least the shortest common window: at the first
+// run's length it was pushed back too, and 5 per 10 s read as 5 per
+// minute. A long run (20) keeps its own length (haproxy's 20 per 10 s
+// recovers 8.6 s after its 429). Pushed back after the longest usual
+// window, the lane waits a whole window again from then: short backoffs
+// kept haproxy's 6 per minute limited, five 429s in 40 s.
+func TestRetriesCounted(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name    string
+		n1      int32
+		t1      float64
+		atLeast float64 // the second retry's wait, seconds
+	}{
+		{"a short run: the shortest common window", 5, 5.2, 10},
+		{"a long run: its own length", 20, 8.2, 8.2},
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		r.endRamp(h, e, 1.94, series{at: sec(0), ok: tc.n1, run: 1}, 0, sec(tc.t1))
+		r.cooldown(h, e, 1.94, 0, false, sec(tc.t1), 0.5) // the first 429
+		try1 := tc.t1 + secs(e.cool-sec(tc.t1))
+		r.cooldown(h, e, 1.94, 0, false, sec(try1), 0.5) // the first retry, pushed back
+		wait := secs(e.cool - sec(try1))
+		if wait < tc.atLeast-1e-6 {
+			t.Errorf("%s: second retry %.2fs after the first, want at least %v", tc.name, wait, tc.atLeast)
+		}
+		if tc.n1 >= fewRun && wait > tc.atLeast+1e-6 {
+			t.Errorf("%s: second retry %.2fs after the first, want the run's %v", tc.name, wait, tc.atLeast)
+		}
+		try2 := try1 + wait
+		r.cooldown(h, e, 1.94, 0, false, sec(try2), 0.5) // the second retry, pushed back
+		try3 := try2 + secs(e.cool-sec(try2))
+		if want := tc.t1 + secs(maxRecovery); try3 < want-1e-6 {
+			t.Errorf("%s: third retry at %.2fs, want the longest usual window after the first 429 (%.2fs)", tc.name, try3, want)
+		}
+		r.cooldown(h, e, 1.94, 0, false, sec(try3), 0.5) // pushed back after the longest window
+		if got := e.cool - sec(try3); got < maxRecovery {
+			t.Errorf("%s: after the longest window pushed back, waits %v, want a whole window (%v)", tc.name, time.Duration(got), time.Duration(maxRecovery))
+		}
+	}
+}
+
+// TestWindowedExplorerWaits: the explorer searching a host that counts over
+// a window, pushed back without a Retry-After, waits that window before its
+// next request (haproxy's 2 per 10 s without a header: a retry two intervals
+// on was pushed back again by the rejected requests the server counted, and
+// the bisection fell to 29% of the limit). A settled host's lane, or a
+// re-probe, backs off as before.
+func TestWindowedExplorerWaits(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name  string
+		phase uint8
+		quota time.Duration
+		span  int64
+		want  time.Duration
+	}{
+		{"the quota's try", expBisect, 10 * time.Second, 0, 10 * time.Second},
+		{"bisecting under a window read from the recovery", expBisect, 0, int64(25 * time.Second), 20 * time.Second},
+		{"settled: a backoff", expSettled, 10 * time.Second, 0, 0},
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.exp.phase, h.exp.quotaW = tc.phase, tc.quota
+		h.cap.windowed, h.cap.span = true, tc.span
+		now := sec(30)
+		r.cooldown(h, e, 0.485, 0, false, now, 0.5)
+		got := time.Duration(e.cool - now)
+		if tc.want > 0 && got != tc.want {
+			t.Errorf("%s: waits %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.want == 0 && got >= 10*time.Second {
+			t.Errorf("%s: waits %v, want a backoff of a few intervals", tc.name, got)
+		}
+	}
+}
+
+// settledOnQuota builds a host of ten lanes settled on 5 per 10 s, read
+// from a first run of 5 successes in 5.2 s, a retry pushed back 2.1 s after
+// its 429 and one passed 12.1 s after it (go-chi/httprate's 5 per 10 s
+// without headers).
+func settledOnQuota(t *testing.T, r *rules) *host {
+	t.Helper()
+	h := hostWith(r, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+	a := h.lanes["a"]
+	h.cap.pass = 0.97 // the ramp passed 0.97/s
+	r.endRamp(h, a, 1.94, series{at: sec(0), ok: 5, run: 1}, 0, sec(5.2))
+	r.cooldown(h, a, 1.94, 0, false, sec(5.2), 0.5)
+	r.cooldown(h, a, 1.94, 0, false, sec(7.3), 0.5)
+	r.exploreOK(h, a, sec(17.3), sec(17.3))
+	if h.exp.phase != expSettled || h.cap.quotaN != 5 || h.cap.quotaW != int64(10*time.Second) {
+		t.Fatalf("not settled on 5 per 10 s: phase %s, quota %v per %v", phaseNames[h.exp.phase], h.cap.quotaN, time.Duration(h.cap.quotaW))
+	}
+	return h
+}
+
+// TestQuotaEdge: a host settled on a window's quota read without a header,
+// pushed back at that pace, keeps a sliding-window counter's headroom (1 -
+// 0.6/N of the quota) on every lane and stays settled: read as a lane's own
+// budget, then as a fall, httprate's 5 per 10 s drew ten 429s at once every
+// minute and searched again from 66% of the limit. The other lanes pushed
+// back at the same edge change nothing more; pushed back under the
+// headroom later (half the lanes at once), the limit moved and the host
+// falls back.
+func TestQuotaEdge(t *testing.T) {
+	r := testRules(t, Config{})
+	h := settledOnQuota(t, r)
+	b, c := h.lanes["b"], h.lanes["c"]
+	x := b.pace
+	if !near(x, r.settle*0.5) {
+		t.Fatalf("followers at %v, want Settle under 5 per 10 s (%v)", x, r.settle*0.5)
+	}
+	r.follow429(h, b, x, series{}, sec(40))
+	want := (1 - slidingRoom/5) * 0.5
+	for _, l := range h.lanes {
+		if !near(l.pace, want) {
+			t.Errorf("lane %s at %v after the edge, want %v", l.exit, l.pace, want)
+		}
+	}
+	if h.exp.phase != expSettled {
+		t.Errorf("phase %s after the edge, want settled", phaseNames[h.exp.phase])
+	}
+	r.follow429(h, c, x, series{}, sec(40.2)) // the same edge, another lane
+	if !near(c.pace, want) || h.exp.phase != expSettled || c.own() > 0 {
+		t.Errorf("another lane at the same edge: its pace %v (own %v), phase %s; want %v, settled", c.pace, c.own(), phaseNames[h.exp.phase], want)
+	}
+	for i, name := range []string{"c", "d", "e", "f", "g"} { // half the lanes at once
+		now := sec(70 + 0.1*float64(i))
+		h.addEvidence(r, evEntry{exit: name, at: now, pace: want}) // as the outcome does
+		r.follow429(h, h.lanes[name], want, series{}, now)
+	}
+	if h.exp.phase == expSettled && near(h.cap.follow, want) {
+		t.Errorf("pushed back under the headroom: still settled at %v, want a fall back", h.cap.follow)
+	}
+}
+
+// TestStagger: the lanes of a host settled on a window's quota that would
+// send together are spread over one interval at their pace, in the order
+// of their exits, and only held back; over an interval longer than
+// staggerMax they are left alone.
+func TestStagger(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name   string
+		pace   float64
+		spread bool
+	}{
+		{"2 s apart", 0.485, true},
+		{"10 s apart", 0.097, false},
+	} {
+		h := hostWith(r, "d", "b", "a", "c")
+		h.cap.follow, h.cap.quotaN, h.cap.quotaW = tc.pace, 5, int64(10*time.Second)
+		base := sec(20)
+		for _, l := range h.lanes {
+			r.setPace(h, l, tc.pace)
+			l.tat = base
+		}
+		r.stagger(h)
+		iv := interval(tc.pace)
+		for i, name := range []string{"a", "b", "c", "d"} {
+			want := base
+			if tc.spread {
+				want += int64(i) * iv / 4
+			}
+			if got := h.lanes[name].tat; got != want {
+				t.Errorf("%s: lane %s next at %v, want %v", tc.name, name, time.Duration(got-base), time.Duration(want-base))
+			}
+		}
+	}
+}
