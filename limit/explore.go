@@ -69,13 +69,12 @@ type capacity struct {
 	// pace, whatever the window let through at first.
 	windowed bool
 	// quotaN per quotaW is the window's quota the host settled on
-	// without a header (quotaKnown; 0: none); edged: a lane was pushed
-	// back at its pace once, and the sliding counter's headroom is kept
-	// (quotaEdge).
+	// without a header (quotaKnown; 0: none); edgeAt is when a lane was
+	// pushed back at its pace, from when the sliding counter's headroom
+	// is kept (quotaEdge; 0: not yet).
 	quotaN float64
 	quotaW int64
-	edged  bool
-	edgeAt int64 // when edged
+	edgeAt int64
 	// extra is how many requests beyond its rate the server let a lane
 	// send in a burst, as far as the explorer's pushbacks showed (0: none
 	// seen). A run of n successes evenly paced at p then proves only
@@ -892,7 +891,7 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 	h.note(r, now, "explore", lane, "estimate", c.safe, q, why)
 	c.safe, c.pass, c.sent, c.at = q, q, q, now
 	c.careful, c.windowed = true, true
-	c.quotaN, c.quotaW, c.edged = float64(e.n1), int64(w), false
+	c.quotaN, c.quotaW, c.edgeAt = float64(e.n1), int64(w), 0
 	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
 	if c.hi > 0 {
 		h.note(r, now, "explore", lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
@@ -964,7 +963,7 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	e, c := &h.exp, &h.cap
 	e.wtest, e.run = 0, run{}
 	c.careful, c.windowed, c.span = false, false, 0
-	c.quotaN, c.quotaW, c.edged = 0, 0, false
+	c.quotaN, c.quotaW, c.edgeAt = 0, 0, 0
 	c.pass, c.sent, c.at = l.pace, l.pace, now
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", e.n1+2, l.pace))
 	c.ceil(e.x1, now)
@@ -1128,7 +1127,10 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 // commonWindows are the commonest of the usual windows (quota.go), longest
 // first, that windowFit matches a first 429's reading to: few on purpose, as
 // a reading matched to the wrong window settles the host at the wrong pace.
-var commonWindows = [...]time.Duration{time.Hour, time.Minute, 10 * time.Second}
+var commonWindows = [...]time.Duration{time.Hour, time.Minute, shortestCommon}
+
+// shortestCommon is the shortest of commonWindows.
+const shortestCommon = 10 * time.Second
 
 // settleHere ends the search: every lane paces at Settle under what passed.
 func (r *rules) settleHere(h *host, l *lane, now int64, why string) {
@@ -1289,20 +1291,20 @@ func (h *host) hostPushedBack(now int64) {
 // whether it applied.
 func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	if c.edged && now-c.edgeAt <= sympathySpan && atLeast(x, c.follow) {
+	if c.edgeAt != 0 && now-c.edgeAt <= sympathySpan && atLeast(x, c.follow) {
 		// Another lane at the same edge: the lanes that went in step
 		// reach it together.
 		h.sameFall(r, x, now)
 		return true
 	}
-	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edged || c.declared > 0 || !atLeast(x, c.follow) {
+	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edgeAt != 0 || c.declared > 0 || !atLeast(x, c.follow) {
 		return false
 	}
 	room := 1 - slidingRoom/c.quotaN
 	if room >= r.settle {
 		return false // a large quota: Settle's margin covers the half request
 	}
-	c.edged, c.edgeAt = true, now
+	c.edgeAt = now
 	q := c.quotaN / secs(c.quotaW)
 	p := room * q / r.settle // held at Settle under it (heldPace)
 	h.note(r, now, "follow", l.exit, "ceiling", c.hi, x, fmt.Sprintf("pushed back at the pace of %.0f per %v: a sliding-window counter's edge; keep %.0f%% of the quota", c.quotaN, time.Duration(c.quotaW), 100*room))

@@ -309,7 +309,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				d = max(d, e.t1)
 				why = "pushed back again: try again after a window as long as the first successes took"
 				if e.n1 < fewRun {
-					d = max(d, int64(commonWindows[len(commonWindows)-1]))
+					d = max(d, int64(shortestCommon))
 					why = "pushed back again: try again after a window as long as the first successes took, at least the shortest common window after a short run"
 				}
 			case 3:
