@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -45,8 +46,8 @@ func TestRetriesCounted(t *testing.T) {
 		try2 := try1 + wait
 		r.cooldown(h, e, 1.94, 0, false, sec(try2), 0.5) // the second retry, pushed back
 		try3 := try2 + secs(e.cool-sec(try2))
-		if want := tc.t1 + secs(maxRecovery); try3 < want-1e-6 {
-			t.Errorf("%s: third retry at %.2fs, want the longest usual window after the first 429 (%.2fs)", tc.name, try3, want)
+		if want := secs(maxRecovery + maxRecovery/100); math.Abs(try3-want) > 1e-6 {
+			t.Errorf("%s: third retry at %.2fs, want the longest usual window after the run's first success, and a hundredth (%.2fs)", tc.name, try3, want)
 		}
 		r.cooldown(h, e, 1.94, 0, false, sec(try3), 0.5) // pushed back after the longest window
 		if got := e.cool - sec(try3); got < maxRecovery {
@@ -181,5 +182,134 @@ func TestStagger(t *testing.T) {
 				t.Errorf("%s: lane %s next at %v, want %v", tc.name, name, time.Duration(got-base), time.Duration(want-base))
 			}
 		}
+	}
+}
+
+// TestSecondWindowRetry: after a first run that outlasted a second, a 429
+// drawn at a pace that runs a second's window of two or more out, and a
+// first retry (a bucket's refill) pushed back too, is retried once a window
+// of a second has surely ended (flask-limiter's 10 per second without
+// headers: the next retry came a run's length on, and a run of 32 over
+// 8.9 s read as 32 per 10 s). A slower pace, a short run or one within a
+// second go on to the run's length.
+func TestSecondWindowRetry(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name string
+		x    float64
+		n1   int32
+		t1   float64
+		want bool // the second retry waits for a second's window
+	}{
+		{"fast pace, long run: a second's window", 15.5, 32, 8.9, true},
+		{"slow pace: the run's length", 1.94, 12, 5.7, false},
+		{"a short run: the shortest common window", 15.5, 6, 1.5, false},
+		{"a run within a second: the run's length", 15.5, 12, 0.9, false},
+		{"a second of the pace passed: the run's length", 7.76, 20, 8.2, false},
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		run := int32(3)
+		if tc.x == 7.76 {
+			run = 8 // haproxy's 20 per 10 s
+		}
+		r.endRamp(h, e, tc.x, series{at: sec(0), ok: tc.n1, run: run}, 0, sec(tc.t1))
+		r.cooldown(h, e, tc.x, 0, false, sec(tc.t1), 0.5)
+		try1 := e.cool
+		if try1-sec(tc.t1) >= secondWindow {
+			t.Fatalf("%s: first retry after %v, want a bucket's refill, under a second", tc.name, time.Duration(try1-sec(tc.t1)))
+		}
+		r.cooldown(h, e, tc.x, 0, false, try1, 0.5)
+		got := e.cool - sec(tc.t1)
+		if tc.want && got != secondWindow || !tc.want && got == secondWindow {
+			t.Errorf("%s: second retry %v after the 429, want a second's window: %v", tc.name, time.Duration(got), tc.want)
+		}
+		if tc.want {
+			// Pushed back there too: the schedule goes on (the run's
+			// length).
+			try2 := e.cool
+			r.cooldown(h, e, tc.x, 0, false, try2, 0.5)
+			if got := e.cool - try2; got < sec(tc.t1)-at0 {
+				t.Errorf("%s: third retry %v after the second, want the run's length %vs", tc.name, time.Duration(got), tc.t1)
+			}
+		}
+	}
+}
+
+// TestWindowOpenedInRun: a retry a longest usual window after a long run's
+// first success pushed back, well before that window from the 429: the
+// window opened within the run, and the lane waits for it to end from the
+// 429, not a whole window more.
+func TestWindowOpenedInRun(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 60, run: 3}, 0, sec(20))
+	now := sec(20)
+	for range 4 { // the 429, a bucket's refill, a second's window, the run's length
+
+		r.cooldown(h, e, 3.88, 0, false, now, 0.5)
+		now = e.cool
+	}
+	if want := at0 + int64(maxRecovery+maxRecovery/100); now != want {
+		t.Fatalf("fourth retry at %v, want %v", time.Duration(now-at0), time.Duration(want-at0))
+	}
+	r.cooldown(h, e, 3.88, 0, false, now, 0.5)
+	if want := sec(20) + maxRecovery; e.cool != want {
+		t.Errorf("pushed back a window after the run's start: next at %v, want a longest window after the 429 (%v)", time.Duration(e.cool-at0), time.Duration(want-at0))
+	}
+}
+
+// TestSecondWindowConfirm: a retry a second's window after the 429 that
+// passes is a recovery only once the lane has held its pace for
+// secondConfirm after it; pushed back meanwhile (a sliding counter of a
+// longer window let the retry through as its count decayed: httprate's 30
+// per 10 s), the retries go on as if it had been pushed back, and the
+// recovery is read later, as a window.
+func TestSecondWindowConfirm(t *testing.T) {
+	r := testRules(t, Config{})
+	start := func() (*host, *lane, int64) {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		r.endRamp(h, e, 15.5, series{at: sec(0), ok: 32, run: 10}, 0, sec(8.9))
+		r.cooldown(h, e, 15.5, 0, false, sec(8.9), 0.5)
+		r.cooldown(h, e, 7.76, 0, false, e.cool, 0.5) // the bucket's retry, pushed back
+		if !h.exp.secTry {
+			t.Fatal("no retry a second's window on")
+		}
+		return h, e, e.cool
+	}
+
+	// Held for two seconds at 7.76/s: a window of a second.
+	h, e, try := start()
+	for i := range 17 {
+		at := try + int64(float64(i)/7.76*1e9)
+		r.exploreOK(h, e, at, at+int64(time.Millisecond))
+		if i < 15 && h.exp.awaitAt == 0 {
+			t.Fatalf("recovered after %d successes in %v, before %v held", i+1, time.Duration(at-try), time.Duration(secondConfirm))
+		}
+	}
+	if h.exp.awaitAt != 0 {
+		t.Fatal("held for two seconds: not recovered")
+	}
+	if h.cap.windowed {
+		t.Errorf("recovered %v after the 429: read as a window", time.Duration(try-sec(8.9)))
+	}
+
+	// Pushed back within them: the schedule goes on (the run's length),
+	// the retry counted as pushed back.
+	h, e, try = start()
+	r.exploreOK(h, e, try, try+int64(time.Millisecond))
+	r.exploreOK(h, e, try+int64(0.13e9), try+int64(0.131e9))
+	at := try + int64(0.26e9)
+	r.cooldown(h, e, 7.76, 0, false, at, 0.5)
+	if h.exp.awaitAt == 0 || h.exp.secTry {
+		t.Fatalf("pushed back in the test: awaiting %v, testing %v; want awaiting, not testing", h.exp.awaitAt != 0, h.exp.secTry)
+	}
+	if got, want := h.exp.recLo, try-sec(8.9); got != want {
+		t.Errorf("pushed back in the test: not recovered by %v, want the retry's %v", time.Duration(got), time.Duration(want))
+	}
+	if got := e.cool - at; got < int64(8*time.Second) {
+		t.Errorf("pushed back in the test: next retry in %v, want the run's length", time.Duration(got))
 	}
 }

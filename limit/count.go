@@ -82,6 +82,15 @@ func (e *explorer) lastCountStep() int64 {
 // rate by what was lost.
 func (e *explorer) countSlack(rate float64, now int64) float64 {
 	var slack float64
+	if e.cK == 0 || e.cSteps[0].at > e.cAt {
+		// Nothing recorded from the 429 on: the lane waited out its
+		// cooldown (a first 429's retries start the count before it).
+		first := now
+		if e.cK > 0 {
+			first = e.cSteps[0].at
+		}
+		slack += rate * secs(first-e.cAt)
+	}
 	for i := range int(e.cK) {
 		st, end := e.cSteps[i], now
 		if i+1 < int(e.cK) {
@@ -131,7 +140,7 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	exact := n >= preciseCount && !e.cLost && t > 0
 	var slack float64
 	if exact {
-		slack = e.countSlack(float64(n+1)/secs(t), now)
+		slack = e.countSlack(max(float64(n+1)/secs(t), c.pass), now)
 	}
 	e.prevN, e.prevT = n, t
 	e.startCount(now)

@@ -133,11 +133,18 @@ type explorer struct {
 	// until the lane is seen to recover, the recovery time is unknown.
 	// recLo is how long after it a retry was last pushed back (0: none).
 	awaitAt, recLo int64
-	tries          uint8   // tries since awaitAt
-	n1             int32   // successes before the first 429
-	t1             int64   // and the time they took, ns
-	k1             int32   // of them at the pace that drew it (-1: a follower drew it)
-	x1             float64 // that pace
+	// secAt is when a retry a second's window after the 429 passed
+	// (secTry: that retry is out): a recovery to confirm over
+	// secondConfirm at the lane's pace, as a sliding counter of a longer
+	// window lets a retry through as its count decays, then pushes the
+	// pace back.
+	secAt  int64
+	secTry bool
+	tries  uint8   // tries since awaitAt
+	n1     int32   // successes before the first 429
+	t1     int64   // and the time they took, ns
+	k1     int32   // of them at the pace that drew it (-1: a follower drew it)
+	x1     float64 // that pace
 	// wtest is how many successes in a row at the ramp's pace refute a
 	// window reading of the first 429 (0: no such test running).
 	wtest  int32
@@ -447,7 +454,20 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// The lane recovered: the time it took bounds the recovery, and so
 		// the estimate, much better than maxRecovery did.
 		rec := sent - e.awaitAt
-		e.awaitAt, e.tries = 0, 0
+		if e.secTry {
+			// After a second's window: held at the lane's pace for
+			// secondConfirm, it was a window of a second (or a pace
+			// limit); pushed back meanwhile, a longer window's count
+			// decaying (cooldown).
+			if e.secAt == 0 {
+				e.secAt = sent
+			}
+			if sent-e.secAt < secondConfirm {
+				return
+			}
+			rec = e.secAt - e.awaitAt
+		}
+		e.awaitAt, e.tries, e.secAt, e.secTry = 0, 0, 0, false
 		r.firstEstimate(h, l, rec, false, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
 		e.recLo = 0
 	}

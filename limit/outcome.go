@@ -288,6 +288,14 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 			if e.tries > 0 {
 				e.recLo = max(now-e.awaitAt, 0) // a retry pushed back: not recovered by then
 			}
+			if e.secTry && e.secAt != 0 {
+				// The retry after a second's window passed, and the pace
+				// held after it was pushed back: a longer window's count
+				// decayed (a sliding counter), and the schedule goes on
+				// as if that retry had been pushed back.
+				e.recLo = max(e.secAt-e.awaitAt, 0)
+			}
+			e.secTry, e.secAt = false, 0
 			switch e.tries++; e.tries {
 			case 1:
 				iv := e.t1 / int64(max(e.n1, 1))
@@ -297,6 +305,26 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				d = max(2*interval(x), windowRecovery/2*iv) // no jitter: the retry measures
 				why = "a 429 without Retry-After: try again when a bucket would have refilled"
 			case 2:
+				if since := now - e.awaitAt; e.x1 >= 2 && float64(e.k1) < e.x1 && e.n1 >= fewRun && e.t1 > int64(time.Second) && since < secondWindow {
+					// Not a bucket: its refill would have let that retry
+					// through. The pace that drew the 429 ran a second's
+					// window of two or more out, in fewer successes than
+					// a second of that pace (a window of a second that
+					// held them all would have held the pace), and the
+					// run outlasted one: once a window of a second has
+					// surely ended, a retry tells it from a longer one
+					// (a second's 429 on haproxy's 20 per 10 s: 8 passed
+					// at 7.76/s; on flask-limiter's 10 per second, 11 at
+					// 15.5/s). Without it, the
+					// run that spanned many read as one window
+					// (flask-limiter's 10 per second without headers: 32
+					// in 8.9 s read as 32 per 10 s, a third of it).
+					d = secondWindow - since // no jitter: the retry measures
+					e.secTry = true
+					why = "pushed back again: try again when a window of a second has ended"
+					e.tries-- // the retries after it keep their schedule
+					break
+				}
 				// A window as long as the first run. After a run of few
 				// successes, at least the shortest common window: a
 				// server that counts rejected requests (haproxy) still
@@ -313,8 +341,27 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 					why = "pushed back again: try again after a window as long as the first successes took, at least the shortest common window after a short run"
 				}
 			case 3:
-				d = max(d, e.awaitAt+maxRecovery-now)
-				why = "pushed back again without Retry-After: wait for the longest usual window"
+				// The longest usual window from the run's first success:
+				// a window the run ran out has ended by then, whatever
+				// its kind (a fixed one opened by the run's first
+				// request, a moving one whose oldest hit is the run's
+				// first). From the 429, the lane idled a whole run
+				// longer (express's 60 per minute without headers: 10 s
+				// more of one lane in ten, and every follower at the
+				// cautious reading meanwhile).
+				d = max(d, e.awaitAt-e.t1+maxRecovery+maxRecovery/100-now)
+				why = "pushed back again without Retry-After: wait for the longest usual window from the run's start"
+			case 4:
+				if rest := e.awaitAt + maxRecovery - now; rest > int64(shortestCommon) {
+					// Pushed back a window after the run's start, much
+					// less after its 429: the window opened within the
+					// run (a fixed one the run's first requests ended).
+					// It ends a longest window after the 429 at most.
+					d = max(d, rest)
+					why = "pushed back a window after the run's start: the window opened within it; wait for the longest usual window from the 429"
+					break
+				}
+				fallthrough
 			default:
 				// Pushed back after the longest usual window: the server
 				// counts the requests it rejects (haproxy tracking before

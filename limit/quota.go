@@ -53,7 +53,14 @@ type quota struct {
 	fixed          bool
 	used, prevUsed float64
 	answered       int64 // the reset the last answer said (take may move reset on)
-	nextAt         int64 // even spread of rem until reset, while the window is unknown
+	// opened is when the answer to the current window's first hit came
+	// (Remaining one short of the limit), openedAns the reset it said: a
+	// fixed window ends at most a window after it, whatever its reset
+	// says. flask-limiter states its reset as whole epoch seconds, one
+	// added: on its 10 per second, lanes that waited for it after the
+	// tenth hit sent half of the limit.
+	opened, openedAns int64
+	nextAt            int64 // even spread of rem until reset, while the window is unknown
 	// bucket: the declared limit is a bucket's capacity, not a count per
 	// window (bucketCheck): Remaining is its tokens, the reset the time
 	// until it is full again; neither paces nor stops a lane.
@@ -219,6 +226,16 @@ func (q *quota) readyAt() int64 {
 				return q.seen + iv
 			}
 		}
+		if q.fixed && q.opened > 0 && q.answered-q.openedAns < q.newWindowMove() {
+			// The window that ran out opened at its first hit, no later
+			// than the answer to it: it ends within a window of that
+			// answer (a fiftieth more for the clocks), before a late
+			// reset.
+			w := q.span()
+			if end := q.opened + w + w/50; w > 0 && end < q.reset {
+				return end
+			}
+		}
 		return q.reset
 	}
 	if q.span() > 0 {
@@ -294,6 +311,9 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 		q.wMax = max(q.wMax, int64(o.ResetIn))
 	}
 	q.answered = reset
+	if q.limit > 0 && o.Remaining >= q.limit-1 {
+		q.opened, q.openedAns = now, reset
+	}
 	q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
 	q.reset, q.seen = reset, now
 	q.spread(now)

@@ -726,6 +726,38 @@ func TestQuotaWindow(t *testing.T) {
 	}
 }
 
+// TestFixedWindowLateReset: a fixed window's reset stated late (whole
+// epoch seconds, plus one: flask-limiter) does not hold a lane that ran out
+// of it: the window ends within a window of the answer to its first hit.
+// Lanes that waited for the stated reset sent half of 10 per second.
+func TestFixedWindowLateReset(t *testing.T) {
+	q := &quota{fixed: true} // the window's kind is inferred elsewhere (TestQuotaWindow)
+	// The window opened at 10.02 s; the server says it resets at 12 s
+	// (int(11.02)+1), 1.98 s from the first answer.
+	for i := range 10 {
+		now := sec(10.02 + 0.09*float64(i))
+		q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: float64(9 - i), HasRemaining: true, ResetIn: time.Duration(sec(12) - now)}, now, 0)
+	}
+	want := sec(10.02) + int64(time.Second) + int64(time.Second)/50
+	if got := q.readyAt(); got != want {
+		t.Errorf("fixed window run out: ready at %.3fs, want a window after its first answer and a fiftieth (%.3fs), not the reset (12s)", secs(got-at0), secs(want-at0))
+	}
+	// An answer to the first hit of an earlier window says nothing of
+	// this one: the stated reset holds.
+	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 6, HasRemaining: true, ResetIn: time.Duration(sec(14) - sec(12.5))}, sec(12.5), 0)
+	q.rem = 0
+	if got := q.readyAt(); got != q.reset {
+		t.Errorf("a new window without its first answer: ready at %.3fs, want its reset %.3fs", secs(got-at0), secs(q.reset-at0))
+	}
+	// Not known fixed (a sliding counter, or not known yet): the reset.
+	q = &quota{}
+	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 9, HasRemaining: true, ResetIn: 1980 * time.Millisecond}, sec(10.02), 0)
+	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 0, HasRemaining: true, ResetIn: 1100 * time.Millisecond}, sec(10.9), 0)
+	if got := q.readyAt(); got != q.reset {
+		t.Errorf("window of unknown kind: ready at %.3fs, want its reset %.3fs", secs(got-at0), secs(q.reset-at0))
+	}
+}
+
 // TestDeclaredPace: a declared limit sets every lane at Settle under it,
 // less half a request per window for a small limit unless the limit is a
 // rate (a Remaining above it: a token bucket's tokens).
@@ -1367,6 +1399,11 @@ func TestBoundedRecovery(t *testing.T) {
 		r.endRamp(h, e, 7.76, series{at: sec(0), ok: 20, run: 8}, 0, sec(8.2))
 		r.cooldown(h, e, 7.76, 0, false, sec(8.2), 0.5)
 		r.cooldown(h, e, 7.76, 0, false, sec(8.2+tc.lo), 0.5)
+		if h.exp.secTry {
+			// The retry a second's window on, pushed back too
+			// (TestSecondWindowRetry).
+			r.cooldown(h, e, 7.76, 0, false, sec(8.2)+secondWindow, 0.5)
+		}
 		r.exploreOK(h, e, sec(8.2+tc.rec), sec(8.2+tc.rec))
 		if got := h.exp.phase == expSettled; got != tc.settled {
 			t.Errorf("%s: settled %v, want %v (phase %s)", tc.name, got, tc.settled, phaseNames[h.exp.phase])

@@ -269,3 +269,14 @@ const staggerMax = int64(2500 * time.Millisecond)
 // (two are a fifth of such a quota), and the second waits at least the
 // shortest common window.
 const fewRun = 10
+
+// secondWindow is when a window of a second, the shortest usual one, has
+// surely ended after the 429 it drew: a second and a twentieth (the
+// server's clock and the way back).
+const secondWindow = int64(time.Second + time.Second/20)
+
+// secondConfirm is how long a lane that recovered a second's window after
+// its 429 must hold its pace for that to read as a window of a second: two
+// of them. A sliding counter of 30 per 10 s let such a retry through as its
+// count decayed, and pushed the ramp's 7.76/s back within a second.
+const secondConfirm = int64(2 * time.Second)

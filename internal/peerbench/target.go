@@ -224,29 +224,30 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 	}
 }
 
-func flaskTarget(name string, perMinute int, fixed, headers bool) Target {
-	limit := fmt.Sprintf("%d per minute", perMinute)
+func flaskTarget(name string, limit int, window time.Duration, fixed, headers bool) Target {
+	unit := map[time.Duration]string{time.Second: "second", time.Minute: "minute"}[window]
+	spec := fmt.Sprintf("%d per %s", limit, unit)
 	strategy, algo := "moving-window", server.LimitsMoving
-	algorithm := "moving window (a log of the last minute's accepted requests)"
+	algorithm := fmt.Sprintf("moving window (a log of the last %s's accepted requests)", unit)
 	ra := "seconds until X-RateLimit-Reset (a window after the newest request, +1 s), on every response"
 	if fixed {
 		strategy, algo = "fixed-window", server.LimitsFixed
-		algorithm = "fixed window per client (limits' memory storage opens it at the client's first request and resets it 60 s later, not on the clock; rejected requests count)"
+		algorithm = fmt.Sprintf("fixed window per client (limits' memory storage opens it at the client's first request and resets it a %s later, not on the clock; rejected requests count)", unit)
 		ra = "seconds until the window resets, on every response"
 	}
-	hdrs, mode := "X-RateLimit-Limit, -Remaining, -Reset (epoch seconds) and Retry-After on every response, 200s included", server.HeadersXRateLimit
+	hdrs, mode := "X-RateLimit-Limit, -Remaining, -Reset (epoch seconds, one added to the reset's whole second) and Retry-After on every response, 200s included", server.HeadersXRateLimit
 	if !headers {
 		ra, hdrs, mode = "none", "none (headers_enabled=False, flask-limiter's default)", server.HeadersNone
 	}
 	return Target{
 		Name: name, Server: "Python flask-limiter 3.3 (limits 2.8, Debian python3-flask-limiter), werkzeug threaded server",
-		Algorithm: algorithm, Limit: perMinute, Window: 60, Rate: float64(perMinute) / 60,
+		Algorithm: algorithm, Limit: limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
 		RetryAfter: ra, Headers: hdrs, CountsDenied: fixed,
 		Config: fmt.Sprintf("Limiter(get_remote_address, default_limits=[%q], strategy=%q, headers_enabled=%s, storage_uri=\"memory://\")",
-			limit, strategy, map[bool]string{true: "True", false: "False"}[headers]),
-		algo: algo, twinBurst: perMinute, headers: mode, retryAfterAlways: headers,
+			spec, strategy, map[bool]string{true: "True", false: "False"}[headers]),
+		algo: algo, twinBurst: limit, headers: mode, retryAfterAlways: headers,
 		start: func(dir string) (Server, error) {
-			return peers.StartFlask(peers.FlaskConfig{Limit: limit, Strategy: strategy, NoHeaders: !headers, Dir: dir})
+			return peers.StartFlask(peers.FlaskConfig{Limit: spec, Strategy: strategy, NoHeaders: !headers, Dir: dir})
 		},
 	}
 }
@@ -289,10 +290,13 @@ func Targets() []Target {
 		httprateTarget("httprate-30-per-10s-bare", 30, 10*time.Second, true),
 		httprateTarget("httprate-5-per-10s-bare", 5, 10*time.Second, true),
 		httprateTarget("httprate-10-per-min", 10, time.Minute, false),
-		flaskTarget("flask-moving-20-per-min", 20, false, true),
-		flaskTarget("flask-moving-6-per-min-bare", 6, false, false),
-		flaskTarget("flask-fixed-20-per-min", 20, true, true),
-		flaskTarget("flask-fixed-6-per-min", 6, true, true),
+		flaskTarget("flask-moving-20-per-min", 20, time.Minute, false, true),
+		flaskTarget("flask-moving-6-per-min-bare", 6, time.Minute, false, false),
+		flaskTarget("flask-fixed-10-per-s", 10, time.Second, true, true),
+		flaskTarget("flask-fixed-10-per-s-bare", 10, time.Second, true, false),
+		flaskTarget("flask-fixed-60-per-min-bare", 60, time.Minute, true, false),
+		flaskTarget("flask-fixed-20-per-min", 20, time.Minute, true, true),
+		flaskTarget("flask-fixed-6-per-min", 6, time.Minute, true, true),
 		expressTarget("express-30-per-min", 30, time.Minute),
 	}
 	for i := range ts {
