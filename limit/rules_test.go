@@ -1305,16 +1305,24 @@ func TestExactCount(t *testing.T) {
 		secs         float64
 		burst, first float64 // the burst known; the first success's time
 		paces        []float64
+		pass         float64 // the fastest pace the search passed
 		settled      bool
 	}{
-		{"64 in 6.4 s", 64, 6.4, 5, 0.3, []float64{12.2}, true},
-		{"9 in 0.9 s", 9, 0.9, 5, 0.1, []float64{12.2}, false},
-		{"64 in 6.4 s, the first success late", 64, 6.4, 5, 0.5, []float64{12.2}, false},
-		{"50 in 52.4 s, held under the rate", 50, 52.4, 1.1, 0.1, []float64{0.97, 1.16}, false},
+		{"64 in 6.4 s", 64, 6.4, 5, 0.3, []float64{12.2}, 0.6, true},
+		{"9 in 0.9 s", 9, 0.9, 5, 0.1, []float64{12.2}, 0.6, false},
+		{"64 in 6.4 s, the first success late", 64, 6.4, 5, 0.5, []float64{12.2}, 0.6, false},
+		{"50 in 52.4 s, held under the rate", 50, 52.4, 1.1, 0.1, []float64{0.97, 1.16}, 0.6, false},
+		// A bisection's steps, the first under the count's own rate
+		// but within the burst of it: the count is the rate...
+		{"120 in 13.7 s, steps up", 120, 13.7, 7.5, 0.16, []float64{7.3, 9.17, 10.67, 11.8}, 0.6, true},
+		// ...unless the search passed 10.67/s: under that, the lane's
+		// slack overflowed the burst, and the count is what it sent
+		// (nginx's 10r/s with a burst of 5 settled at 8.7/s).
+		{"120 in 13.7 s, steps up from under a pace passed", 120, 13.7, 7.5, 0.16, []float64{7.3, 9.17, 10.67, 11.8}, 10.67, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, h, e := bisecting(t)
-			h.cap.span, h.cap.safe, h.cap.pass, h.cap.extra = int64(100*time.Millisecond), 0.5, 0.6, tc.burst
+			h.cap.span, h.cap.safe, h.cap.pass, h.cap.extra = int64(100*time.Millisecond), 0.5, tc.pass, tc.burst
 			h.cap.ceil(15.5, sec(0))
 			r.count(h, e, sec(0)) // the first 429: the count starts
 			h.exp.countStep(tc.paces[0], sec(tc.first))
