@@ -265,7 +265,8 @@ func TestWindowOpenedInRun(t *testing.T) {
 // secondConfirm after it; pushed back meanwhile (a sliding counter of a
 // longer window let the retry through as its count decayed: httprate's 30
 // per 10 s), the retries go on as if it had been pushed back, and the
-// recovery is read later, as a window.
+// recovery is read later, as a window. Confirmed, the search's steps prove
+// themselves over secondConfirm, as on a window.
 func TestSecondWindowConfirm(t *testing.T) {
 	r := testRules(t, Config{})
 	start := func() (*host, *lane, int64) {
@@ -294,6 +295,9 @@ func TestSecondWindowConfirm(t *testing.T) {
 	}
 	if h.cap.windowed {
 		t.Errorf("recovered %v after the 429: read as a window", time.Duration(try-sec(8.9)))
+	}
+	if !h.cap.careful || h.cap.span < secondConfirm {
+		t.Errorf("a window of a second: careful %v over %v, want careful steps over %v at least (no burst carries a pace past a second)", h.cap.careful, time.Duration(h.cap.span), time.Duration(secondConfirm))
 	}
 
 	// Pushed back within them: the schedule goes on (the run's length),

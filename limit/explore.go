@@ -467,9 +467,22 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			}
 			rec = e.secAt - e.awaitAt
 		}
+		second := e.secTry
 		e.awaitAt, e.tries, e.secAt, e.secTry = 0, 0, 0, false
 		r.firstEstimate(h, l, rec, false, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
 		e.recLo = 0
+		if second && !c.windowed {
+			// A window of a second: nothing carries a pace above the
+			// limit past a second, so a step held over secondConfirm
+			// proves itself, as on a window, whatever burst the ramp
+			// seemed to show. (No bucket passes both retries: one whose
+			// refill did not let the first through, at two intervals
+			// of what the ramp passed, refills less than a third of the
+			// pace over the test.) The steps' proofs took spans a
+			// burst of 10 needs, and lanes came to 10 per second at
+			// 73 s, not 30 s.
+			c.careful, c.span = true, max(c.span, secondConfirm)
+		}
 	}
 	last := e.run.last
 	el, saturated, idle := e.run.add(sent, now, l.pace)
