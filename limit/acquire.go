@@ -93,6 +93,16 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	// Take: lane token, host ceiling, host rate, quota and slots.
 	rec := ticketRec{l: l, at: now}
 	iv := interval(l.pace)
+	if e := &h.exp; e.awaitAt != 0 && l.exit == e.exit {
+		// A retry measuring the first 429's recovery is one request:
+		// the next waits for its answer. A lane idle since its 429
+		// reconnects, and at the explorer's pace a second request went
+		// before the first was answered: on a server that counts what
+		// it rejects, every retry counted twice (haproxy's 100 per
+		// minute still rejected a retry a window after the run).
+		rec.hold = probeHold
+		iv += probeHold
+	}
 	l.tat = max(l.tat, now) + iv
 	rec.laneIv = iv
 	if l.q != nil && l.q.reset != 0 {
@@ -239,6 +249,9 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 		}
 		r.rekey(h, l)
 		return true
+	}
+	if rec.hold > 0 {
+		l.tat = max(now, l.tat-rec.hold) // the retry is answered: the lane's pace again
 	}
 	r.outcome(h, l, rec, o, now, u)
 	answered := now

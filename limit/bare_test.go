@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // The rules for servers that say nothing but 429: no header, no
@@ -46,10 +48,16 @@ func TestRetriesCounted(t *testing.T) {
 		try2 := try1 + wait
 		r.cooldown(h, e, 1.94, 0, false, sec(try2), 0.5) // the second retry, pushed back
 		try3 := try2 + secs(e.cool-sec(try2))
-		if want := secs(maxRecovery + maxRecovery/100); math.Abs(try3-want) > 1e-6 {
-			t.Errorf("%s: third retry at %.2fs, want the longest usual window after the run's first success, and a hundredth (%.2fs)", tc.name, try3, want)
+		if want := secs(maxRecovery + maxRecovery/24); math.Abs(try3-want) > 1e-6 {
+			t.Errorf("%s: third retry at %.2fs, want the longest usual window after the run's first success, and a twenty-fourth (%.2fs)", tc.name, try3, want)
 		}
 		r.cooldown(h, e, 1.94, 0, false, sec(try3), 0.5) // pushed back after the longest window
+		if tc.n1 >= fewRun {
+			// A long run waits for the longest window from its 429
+			// first (TestWindowOpenedInRun).
+			try3 = secs(e.cool - at0)
+			r.cooldown(h, e, 1.94, 0, false, sec(try3), 0.5)
+		}
 		if got := e.cool - sec(try3); got < maxRecovery {
 			t.Errorf("%s: after the longest window pushed back, waits %v, want a whole window (%v)", tc.name, time.Duration(got), time.Duration(maxRecovery))
 		}
@@ -236,27 +244,45 @@ func TestSecondWindowRetry(t *testing.T) {
 	}
 }
 
-// TestWindowOpenedInRun: a retry a longest usual window after a long run's
-// first success pushed back, well before that window from the 429: the
-// window opened within the run, and the lane waits for it to end from the
-// 429, not a whole window more.
+// TestWindowOpenedInRun: a retry a longest usual window after a long
+// run's first success pushed back, before that window from the 429: the
+// window opened within the run, or a count over two periods still holds
+// the run and its retries (haproxy's 100 per minute, pushed back at 62.5 s
+// and then waiting a whole minute more, passed at 71 s). The lane waits
+// for the longest window from the 429, not a whole window more. After a
+// short run the retries weigh too much in such a count: a whole window.
 func TestWindowOpenedInRun(t *testing.T) {
 	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 60, run: 3}, 0, sec(20))
-	now := sec(20)
-	for range 4 { // the 429, a bucket's refill, a second's window, the run's length
-
+	for _, tc := range []struct {
+		name  string
+		n1    int32
+		t1    float64
+		tries int // retries before the one a window from the run's start
+		whole bool
+	}{
+		{"a long run", 60, 20, 4, false}, // the 429, a bucket's refill, a second's window, the run's length
+		{"haproxy's 100 per minute", 100, 10.9, 4, false},
+		{"a short run", 6, 5.7, 3, true}, // no second's window after a short run
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		r.endRamp(h, e, 3.88, series{at: sec(0), ok: tc.n1, run: 3}, 0, sec(tc.t1))
+		now := sec(tc.t1)
+		for range tc.tries {
+			r.cooldown(h, e, 3.88, 0, false, now, 0.5)
+			now = e.cool
+		}
+		if want := at0 + int64(maxRecovery+maxRecovery/24); now != want {
+			t.Fatalf("%s: retry at %v, want a window and a twenty-fourth from the run's start (%v)", tc.name, time.Duration(now-at0), time.Duration(want-at0))
+		}
 		r.cooldown(h, e, 3.88, 0, false, now, 0.5)
-		now = e.cool
-	}
-	if want := at0 + int64(maxRecovery+maxRecovery/100); now != want {
-		t.Fatalf("fourth retry at %v, want %v", time.Duration(now-at0), time.Duration(want-at0))
-	}
-	r.cooldown(h, e, 3.88, 0, false, now, 0.5)
-	if want := sec(20) + maxRecovery; e.cool != want {
-		t.Errorf("pushed back a window after the run's start: next at %v, want a longest window after the 429 (%v)", time.Duration(e.cool-at0), time.Duration(want-at0))
+		want := sec(tc.t1) + maxRecovery
+		if tc.whole {
+			want = now + maxRecovery
+		}
+		if e.cool != want {
+			t.Errorf("%s: pushed back a window after the run's start: next at %v, want %v", tc.name, time.Duration(e.cool-at0), time.Duration(want-at0))
+		}
 	}
 }
 
@@ -265,7 +291,8 @@ func TestWindowOpenedInRun(t *testing.T) {
 // secondConfirm after it; pushed back meanwhile (a sliding counter of a
 // longer window let the retry through as its count decayed: httprate's 30
 // per 10 s), the retries go on as if it had been pushed back, and the
-// recovery is read later, as a window. Confirmed, the search's steps prove
+// recovery is read later, as a window, with the first retry's pushback as
+// the time it had not yet come by. Confirmed, the search's steps prove
 // themselves over secondConfirm, as on a window.
 func TestSecondWindowConfirm(t *testing.T) {
 	r := testRules(t, Config{})
@@ -310,10 +337,51 @@ func TestSecondWindowConfirm(t *testing.T) {
 	if h.exp.awaitAt == 0 || h.exp.secTry {
 		t.Fatalf("pushed back in the test: awaiting %v, testing %v; want awaiting, not testing", h.exp.awaitAt != 0, h.exp.secTry)
 	}
-	if got, want := h.exp.recLo, try-sec(8.9); got != want {
-		t.Errorf("pushed back in the test: not recovered by %v, want the retry's %v", time.Duration(got), time.Duration(want))
+	if got := h.exp.recLo; got <= 0 || got >= secondWindow {
+		t.Errorf("pushed back in the test: not recovered by %v, want the first retry's, under a second (the test is for a window of a second; a count over two periods rejects a moment after a longer window ends)", time.Duration(got))
 	}
 	if got := e.cool - at; got < int64(8*time.Second) {
 		t.Errorf("pushed back in the test: next retry in %v, want the run's length", time.Duration(got))
+	}
+}
+
+// TestProbeHold: the explorer's retry while it measures the first 429's
+// recovery is one request: the lane takes no other until it is answered
+// (for probeHold at most), then goes on at its pace. Through a proxy whose
+// connection had gone idle, a second request went before the first was
+// answered, and haproxy counted every retry twice.
+func TestProbeHold(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	r.endRamp(h, e, 15.5, series{at: sec(0), ok: 32, run: 10}, 0, sec(8.9))
+	r.cooldown(h, e, 15.5, 0, false, sec(8.9), 0.5)
+	pool := newPool([]Exit{{ID: "e"}, {ID: "f"}})
+	ready := func(string, int64) (int64, bool) { return 0, false }
+	at := e.cool
+	first := r.acquire(h, pool, "h", Want{Pin: "e"}, at, ready)
+	if !first.ok {
+		t.Fatalf("the retry was not let go at its time")
+	}
+	iv := interval(e.pace)
+	if res := r.acquire(h, pool, "h", Want{Pin: "e"}, at+2*iv, ready); res.ok {
+		t.Fatalf("a second request went %v after the retry, before its answer", time.Duration(2*iv))
+	}
+	// Answered: the lane's pace again.
+	answered := at + 2*iv
+	if !r.release(h, first.ticket, false, &Outcome{Verdict: verdict.OK}, answered, 0.5) {
+		t.Fatal("release")
+	}
+	if got := r.laneReady(e); got > answered+iv {
+		t.Errorf("after the answer the lane waits until %v, want its pace (%v after the answer)", time.Duration(got-answered), time.Duration(iv))
+	}
+	// Not the explorer, or not measuring: no hold.
+	f := h.lanes["f"]
+	fr := r.acquire(h, pool, "h", Want{Pin: "f"}, at, ready)
+	if !fr.ok {
+		t.Fatal("follower not let go")
+	}
+	if got := r.laneReady(f); got > at+interval(f.pace) {
+		t.Errorf("a follower's next request held until %v, want its pace", time.Duration(got-at))
 	}
 }

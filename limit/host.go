@@ -201,6 +201,9 @@ type ticketRec struct {
 	// first: the lane's first request since its last 429 (an echo, if
 	// pushed back again with Retry-After).
 	first bool
+	// hold: the explorer's retry while it measures a recovery holds the
+	// lane this much longer, until its answer (probeHold).
+	hold int64
 }
 
 func newHost(name string) *host {

@@ -285,15 +285,15 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))
 		why = "a 429 without Retry-After: backoff"
 		if e := &h.exp; l.exit == e.exit && e.awaitAt != 0 {
-			if e.tries > 0 {
-				e.recLo = max(now-e.awaitAt, 0) // a retry pushed back: not recovered by then
-			}
-			if e.secTry && e.secAt != 0 {
-				// The retry after a second's window passed, and the pace
-				// held after it was pushed back: a longer window's count
-				// decayed (a sliding counter), and the schedule goes on
-				// as if that retry had been pushed back.
-				e.recLo = max(e.secAt-e.awaitAt, 0)
+			if e.tries > 0 && !e.secTry {
+				// A retry pushed back: not recovered by then. (Not the
+				// one a second's window on, nor the pace held after it:
+				// they test for a window of a second, and a count over
+				// two periods (haproxy's) still rejects a moment after
+				// a longer window ends, so the window the run's
+				// recovery fits read as none: 50 per 10 s, pushed back
+				// 1.25 s after a run of 9.7 s, searched for a minute.)
+				e.recLo = max(now-e.awaitAt, 0)
 			}
 			e.secTry, e.secAt = false, 0
 			switch e.tries++; e.tries {
@@ -348,17 +348,25 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				// first). From the 429, the lane idled a whole run
 				// longer (express's 60 per minute without headers: 10 s
 				// more of one lane in ten, and every follower at the
-				// cautious reading meanwhile).
-				d = max(d, e.awaitAt-e.t1+maxRecovery+maxRecovery/100-now)
+				// cautious reading meanwhile). A twenty-fourth more (2.5
+				// s): a count over two periods (haproxy's) that the run
+				// and its retries took a few percent over the limit
+				// still rejects about that long after the window.
+				d = max(d, e.awaitAt-e.t1+maxRecovery+maxRecovery/24-now)
 				why = "pushed back again without Retry-After: wait for the longest usual window from the run's start"
 			case 4:
-				if rest := e.awaitAt + maxRecovery - now; rest > int64(shortestCommon) {
-					// Pushed back a window after the run's start, much
-					// less after its 429: the window opened within the
-					// run (a fixed one the run's first requests ended).
-					// It ends a longest window after the 429 at most.
+				if rest := e.awaitAt + maxRecovery - now; rest > int64(time.Second) && e.n1 >= fewRun {
+					// Pushed back a window after the run's start, less
+					// after its 429: the window opened within the run,
+					// or a count over two periods still holds the run
+					// and its retries (haproxy's 100 per minute, pushed
+					// back at 62.5 s, passed at 71 s). Either has ended
+					// a longest window after the 429. A short run's
+					// retries weigh too much in such a count for that
+					// (six per minute: 40% of a period more), and the
+					// whole window goes on below.
 					d = max(d, rest)
-					why = "pushed back a window after the run's start: the window opened within it; wait for the longest usual window from the 429"
+					why = "pushed back a window after the run's start: wait for the longest usual window from the 429"
 					break
 				}
 				fallthrough

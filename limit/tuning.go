@@ -280,3 +280,7 @@ const secondWindow = int64(time.Second + time.Second/20)
 // of them. A sliding counter of 30 per 10 s let such a retry through as its
 // count decayed, and pushed the ramp's 7.76/s back within a second.
 const secondConfirm = int64(2 * time.Second)
+
+// probeHold is how long the explorer's retry holds its lane at most while
+// it measures a recovery: its answer ends it sooner.
+const probeHold = int64(time.Second)

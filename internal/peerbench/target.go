@@ -282,6 +282,7 @@ func Targets() []Target {
 		haproxyTarget("haproxy-5-per-10s", 5, 10*time.Second, ""),
 		haproxyTarget("haproxy-2-per-10s", 2, 10*time.Second, "30"),
 		haproxyTarget("haproxy-6-per-min", 6, time.Minute, "60"),
+		haproxyTarget("haproxy-100-per-min-bare", 100, time.Minute, ""),
 		haproxyTarget("haproxy-6-per-min-bare", 6, time.Minute, ""),
 		xrateTarget("xrate-20-s-burst1", 20, 1),
 		xrateTarget("xrate-10-s-burst10", 10, 10),

@@ -94,6 +94,8 @@ func Twins() []Scenario {
 			with(ra(30*time.Second), HAProxy, Policy{Quota: 2, Window: 10 * time.Second})),
 		twin("twin-haproxy-6-per-min", "HAProxy http_req_rate(1m) gt 6, denied requests count, 429 with Retry-After: 60",
 			with(ra(time.Minute), HAProxy, Policy{Quota: 6, Window: time.Minute})),
+		twin("twin-haproxy-100-per-min-bare", "HAProxy http_req_rate(1m) gt 100, denied requests count, bare 429",
+			with(Config{}, HAProxy, Policy{Quota: 100, Window: time.Minute})),
 		twin("twin-haproxy-6-per-min-bare", "HAProxy http_req_rate(1m) gt 6, denied requests count, bare 429",
 			with(Config{}, HAProxy, Policy{Quota: 6, Window: time.Minute})),
 		twin("twin-xrate-20-s-burst1", "golang.org/x/time/rate per IP, 20/s, burst 1, Allow, bare 429",
