@@ -1,0 +1,60 @@
+package run
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/exitgate/exitgate/sim/server"
+	"github.com/exitgate/exitgate/sim/strategy"
+)
+
+// TestTwinFloors holds exitgate's figures on some twins of the real limiters
+// (sim/server.Twins: each checked against its real server by peerbench's
+// calibration) at 120 s, 10 exits, seed 1 (a virtual run repeats exactly):
+// whole run, after warmup, 429 ratio and learning 429s. Each row is a case a
+// learner failed on a real server; the floors sit a little under what this
+// learner does, to be tightened as it improves. The real figures are in the
+// README ("Real rate limiters").
+func TestTwinFloors(t *testing.T) {
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	for _, tc := range []struct {
+		twin         string
+		whole, after float64 // utilization floors
+		ratio        float64 // 429 ratio cap, whole run
+		learning429s int     // cap
+	}{
+		// A fixed window's reset stated as the whole second plus one
+		// (50% before: the lanes waited for it).
+		{"twin-flask-fixed-10-per-s", 0.95, 0.95, 0.001, 0},
+		// A window of a second without headers (34% before: read as 32
+		// per 10 s).
+		{"twin-flask-fixed-10-per-s-bare", 0.78, 0.92, 0.002, 3},
+		// A per-minute fixed window without headers: the retry a window
+		// after the run's start (89% before).
+		{"twin-flask-fixed-60-per-min-bare", 0.92, 0.89, 0.005, 4},
+		// haproxy's 10-s rolling count without Retry-After: the second's
+		// window test costs it nothing (a second of the pace passed).
+		{"twin-haproxy-20-per-10s", 0.89, 0.95, 0.003, 2},
+		{"twin-haproxy-5-per-10s", 0.85, 0.95, 0.008, 2},
+		// A 10-s sliding counter without headers lets the second's
+		// retry through: one learning 429 more, no more.
+		{"twin-httprate-30-per-10s-bare", 0.87, 0.95, 0.003, 3},
+	} {
+		t.Run(tc.twin, func(t *testing.T) {
+			sc, ok := server.ScenarioByName(tc.twin)
+			if !ok {
+				t.Fatalf("no scenario %s", tc.twin)
+			}
+			r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 10, Seed: 1, Duration: 120 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%.1f%% over the run, %.1f%% after warmup, %.2f%% 429s, %d learning", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, r.Learning429s)
+			if r.Utilization < tc.whole || r.UtilizationSteady < tc.after || r.Ratio429 > tc.ratio || r.Learning429s > tc.learning429s {
+				t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after warmup (floor %.0f%%), %.2f%% 429s (cap %.1f%%), %d learning 429s (cap %d)",
+					100*r.Utilization, 100*tc.whole, 100*r.UtilizationSteady, 100*tc.after, 100*r.Ratio429, 100*tc.ratio, r.Learning429s, tc.learning429s)
+			}
+		})
+	}
+}
