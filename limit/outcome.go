@@ -313,12 +313,12 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 					// held them all would have held the pace), and the
 					// run outlasted one: once a window of a second has
 					// surely ended, a retry tells it from a longer one
-					// (a second's 429 on haproxy's 20 per 10 s: 8 passed
-					// at 7.76/s; on flask-limiter's 10 per second, 11 at
-					// 15.5/s). Without it, the
-					// run that spanned many read as one window
-					// (flask-limiter's 10 per second without headers: 32
-					// in 8.9 s read as 32 per 10 s, a third of it).
+					// (before haproxy's 20 per 10 s pushed back, 8 passed
+					// at 7.76/s; before flask-limiter's 10 per second, 11
+					// at 15.5/s). Without it, the run that spanned many
+					// windows read as one (flask-limiter's 10 per second
+					// without headers: 32 in 8.9 s read as 32 per 10 s, a
+					// third of it).
 					d = secondWindow - since // no jitter: the retry measures
 					e.secTry = true
 					why = "pushed back again: try again when a window of a second has ended"
