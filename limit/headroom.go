@@ -15,13 +15,15 @@ import "fmt"
 // it back at its first window boundary (one 429: the headroom stands, for
 // good); if it is not pushed back, the headroom is dropped for every lane.
 // Where the headroom is small (the headroom's rate, before Settle, at least
-// roomWorth of the declared rate: a limit of 5 and more per window at the
+// roomWorth of the declared rate: a limit of 6 and more per window at the
 // default Settle, httprate's 10 per minute) a 429 costs more than the check
-// gains, and there is none. A check whose quota changes meanwhile (a new
+// gains, and there is none. A limit of 5 is checked: flask-limiter's moving
+// 5 per second, whose resets in whole seconds do not tell its kind, sat at
+// 88%; httprate's 5 per 10 s pays one 429 for it. A check whose quota changes meanwhile (a new
 // limit or window) starts over on the new one (roomRestart).
 
 const (
-	roomWorth   = 0.88 // a headroom factor below this is worth a check
+	roomWorth   = 0.92 // a headroom factor below this is worth a check
 	roomWait    = 2    // windows held at the declared pace before the check
 	roomWindows = 10   // windows the check lasts
 	roomFull    = 0.9  // of the requests the check's pace allows, sent: it proves

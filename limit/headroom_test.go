@@ -107,6 +107,10 @@ func TestHeadroomCheck(t *testing.T) {
 		{"tollbooth 4/s, burst 1, declares 4 with nothing remaining", tokenBucket(4, 4, time.Second), 4, 0.95, 1, 0},
 		{"throttled 1 per 2 s, declares 1, reset 2 s in whole seconds", tokenBucket(0.5, 1, 2*time.Second), 0.5, 0.95, 1, 0},
 		{"a sliding counter of 4 per second: the headroom stands", slidingCounter(4, time.Second), 4, 0.8, 0.88, 3},
+		// A limit of 5: a headroom of 12%, checked (flask-limiter's
+		// moving 5 per second sat at 88% of it).
+		{"a bucket of 5/s declares 5: the headroom goes", tokenBucket(5, 5, time.Second), 5, 0.95, 1, 0},
+		{"a sliding counter of 5 per second: the headroom stands", slidingCounter(5, time.Second), 5, 0.84, 0.9, 3},
 		{"a sliding counter of 10 per second: headroom too small to check", slidingCounter(10, time.Second), 10, 0.9, 0.95, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
