@@ -51,7 +51,9 @@ func StartExits(addrs []netip.Addr, dir string) (*Exits, error) {
 	for _, a := range addrs {
 		// Each in a temporary directory: tinyproxy runs as nobody, which
 		// may not be able to enter dir.
-		p, err := peers.StartTinyproxy(peers.TinyproxyConfig{Bind: a.String()})
+		p, err := peers.StartRetry(func() (*peers.Proxy, error) {
+			return peers.StartTinyproxy(peers.TinyproxyConfig{Bind: a.String()})
+		})
 		if err != nil {
 			e.Close()
 			return nil, fmt.Errorf("exit %v: %w", a, err)

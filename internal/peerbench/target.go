@@ -84,7 +84,7 @@ func (t Target) Start(dir string) (Server, error) {
 	if t.start == nil {
 		return nil, fmt.Errorf("target %q: not startable (not from Targets)", t.Name)
 	}
-	s, err := t.start(dir)
+	s, err := peers.StartRetry(func() (Server, error) { return t.start(dir) })
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}

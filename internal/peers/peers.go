@@ -38,6 +38,25 @@ const StartTimeout = 15 * time.Second
 // ErrNotInstalled is matched (errors.Is) by every *NotInstalledError.
 var ErrNotInstalled = errors.New("peer not installed")
 
+// ErrPortTaken: the free port a peer was started on was taken by another
+// process before the peer bound it (FreePort frees the port it finds, and a
+// test running beside may bind it first), so another process answers there.
+// Starting again on a new port is the remedy (StartRetry).
+var ErrPortTaken = errors.New("another process holds the port")
+
+// StartRetry calls start up to three times while it fails with
+// ErrPortTaken: each call picks a new free port.
+func StartRetry[T any](start func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range 3 {
+		if v, err = start(); !errors.Is(err, ErrPortTaken) {
+			break
+		}
+	}
+	return v, err
+}
+
 // NotInstalledError says which program is missing and which Debian package
 // provides it.
 type NotInstalledError struct {

@@ -564,3 +564,52 @@ func TestCommandSuccessCodes(t *testing.T) {
 		t.Errorf("exit 4 not listed: %v, want an error with the status and stderr", err)
 	}
 }
+
+// TestPortTaken: a peer started on a port another process listens on is
+// refused at once with ErrPortTaken, though the other process answers the
+// readiness check and the peer is still running (nginx retries its bind for
+// two seconds): under the whole suite a test's server took the port
+// FreePort had found for nginx, and a 60-s crawl met that server instead.
+// StartRetry starts again on a new port.
+func TestPortTaken(t *testing.T) {
+	peertest.Require(t, "nginx")
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	go func() {
+		for {
+			c, err := other.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	taken := other.Addr().String()
+	n, err := peers.StartNginx(peers.NginxConfig{Listen: taken})
+	if err == nil {
+		n.Close()
+		t.Fatalf("nginx started on %s, which another process holds", taken)
+	}
+	if !errors.Is(err, peers.ErrPortTaken) {
+		t.Fatalf("err = %v, want ErrPortTaken", err)
+	}
+	calls := 0
+	n, err = peers.StartRetry(func() (*peers.Nginx, error) {
+		calls++
+		cfg := peers.NginxConfig{}
+		if calls == 1 {
+			cfg.Listen = taken
+		}
+		return peers.StartNginx(cfg)
+	})
+	if err != nil {
+		t.Fatalf("StartRetry: %v", err)
+	}
+	defer n.Close()
+	if calls != 2 || n.Addr() == taken {
+		t.Errorf("StartRetry: %d calls, on %s; want a second call on a new port", calls, n.Addr())
+	}
+}

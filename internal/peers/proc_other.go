@@ -9,3 +9,6 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// listensHere cannot tell here who holds a socket: it says yes.
+func listensHere(pid int, addr string) (bool, error) { return true, nil }

@@ -78,12 +78,17 @@ func launch(spec procSpec) (*process, error) {
 	}()
 	err = WaitListening(spec.addr, StartTimeout, p.exited)
 	if err == nil && !p.Running() {
-		err = fmt.Errorf("exited after %s answered (another process holds the port?)", spec.addr)
+		err = fmt.Errorf("%w: exited after %s answered", ErrPortTaken, spec.addr)
+	}
+	if err == nil {
+		if here, perr := listensHere(cmd.Process.Pid, spec.addr); perr == nil && !here {
+			err = fmt.Errorf("%w: %s answers, but not from this process", ErrPortTaken, spec.addr)
+		}
 	}
 	if err != nil {
 		tail := p.Tail()
 		p.Close()
-		return nil, fmt.Errorf("%s: %v\n%s", spec.name, err, tail)
+		return nil, fmt.Errorf("%s: %w\n%s", spec.name, err, tail)
 	}
 	return p, nil
 }

@@ -70,11 +70,12 @@ func Require(t testing.TB, bin string) string {
 	return path
 }
 
-// start starts a peer with cfg, ends the test if that fails (Check), and
-// closes the peer in t.Cleanup.
+// start starts a peer with cfg (again on a new port when another process
+// took the one it was given: peers.StartRetry), ends the test if that fails
+// (Check), and closes the peer in t.Cleanup.
 func start[C any, P interface{ Close() error }](t testing.TB, startPeer func(C) (P, error), cfg C) P {
 	t.Helper()
-	p, err := startPeer(cfg)
+	p, err := peers.StartRetry(func() (P, error) { return startPeer(cfg) })
 	Check(t, err)
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
