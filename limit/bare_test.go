@@ -20,7 +20,9 @@ import (
 // minute. A long run (20) keeps its own length (haproxy's 20 per 10 s
 // recovers 8.6 s after its 429). Pushed back after the longest usual
 // window, the lane waits a whole window again from then: short backoffs
-// kept haproxy's 6 per minute limited, five 429s in 40 s.
+// kept haproxy's 6 per minute limited, five 429s in 40 s. In between, a
+// retry half a minute (and a third) after the run's first success tells a
+// window of 30 s (TestHalfMinuteWindow).
 func TestRetriesCounted(t *testing.T) {
 	r := testRules(t, Config{})
 	for _, tc := range []struct {
@@ -47,9 +49,14 @@ func TestRetriesCounted(t *testing.T) {
 		}
 		try2 := try1 + wait
 		r.cooldown(h, e, 1.94, 0, false, sec(try2), 0.5) // the second retry, pushed back
-		try3 := try2 + secs(e.cool-sec(try2))
+		half := try2 + secs(e.cool-sec(try2))
+		if want := secs(int64(halfWindow) + int64(halfWindow)/3); math.Abs(half-want) > 1e-6 {
+			t.Errorf("%s: third retry at %.2fs, want half a minute after the run's first success, and a third (%.2fs)", tc.name, half, want)
+		}
+		r.cooldown(h, e, 1.94, 0, false, sec(half), 0.5) // pushed back half a minute on
+		try3 := half + secs(e.cool-sec(half))
 		if want := secs(maxRecovery + maxRecovery/24); math.Abs(try3-want) > 1e-6 {
-			t.Errorf("%s: third retry at %.2fs, want the longest usual window after the run's first success, and a twenty-fourth (%.2fs)", tc.name, try3, want)
+			t.Errorf("%s: fourth retry at %.2fs, want the longest usual window after the run's first success, and a twenty-fourth (%.2fs)", tc.name, try3, want)
 		}
 		r.cooldown(h, e, 1.94, 0, false, sec(try3), 0.5) // pushed back after the longest window
 		if tc.n1 >= fewRun {
@@ -260,9 +267,9 @@ func TestWindowOpenedInRun(t *testing.T) {
 		tries int // retries before the one a window from the run's start
 		whole bool
 	}{
-		{"a long run", 60, 20, 4, false}, // the 429, a bucket's refill, a second's window, the run's length
+		{"a long run", 60, 20, 4, false}, // the 429, a bucket's refill, a second's window, half a minute (the run outlasted 10 s)
 		{"haproxy's 100 per minute", 100, 10.9, 4, false},
-		{"a short run", 6, 5.7, 3, true}, // no second's window after a short run
+		{"a short run", 6, 5.7, 4, true}, // no second's window after a short run: its length (10 s at least) instead
 	} {
 		h := hostWith(r, "e", "f")
 		e := h.lanes["e"]
@@ -383,5 +390,42 @@ func TestProbeHold(t *testing.T) {
 	}
 	if got := r.laneReady(f); got > at+interval(f.pace) {
 		t.Errorf("a follower's next request held until %v, want its pace", time.Duration(got-at))
+	}
+}
+
+// TestHalfMinuteWindow: a window of 30 s without a header (haproxy's and
+// flask-limiter's 10 per 30 s read as 10 per minute, 48% of the limit).
+// The retry that tells it comes half a minute and a third after the run's
+// first success (a count over two periods lets go of the run and its
+// retries by then), after the retry as long as the run, which a run of 10 s
+// or more skips (it cannot tell the shortest common window). Passed there,
+// the host settles at the run's quota over 30 s.
+func TestHalfMinuteWindow(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		name string
+		n1   int32
+		t1   float64
+	}{
+		{"10 in 6.7 s", 10, 6.7},   // a bucket's refill, the run's length (13.4 s from its start)
+		{"25 in 12.5 s", 25, 12.5}, // a bucket's refill: not the run's length (26 s)
+	} {
+		h := hostWith(r, "e", "f")
+		e, f := h.lanes["e"], h.lanes["f"]
+		r.endRamp(h, e, 1.94, series{at: sec(0), ok: tc.n1, run: 2}, 0, sec(tc.t1))
+		r.cooldown(h, e, 1.94, 0, false, sec(tc.t1), 0.5) // the first 429
+		for e.cool < sec(20) {
+			r.cooldown(h, e, 1.94, 0, false, e.cool, 0.5) // a retry, pushed back
+		}
+		if want := at0 + int64(halfWindow) + int64(halfWindow)/3; e.cool != want {
+			t.Fatalf("%s: retry at %v, want half a minute and a third from the run's start (%v)", tc.name, time.Duration(e.cool-at0), time.Duration(want-at0))
+		}
+		r.exploreOK(h, e, e.cool, e.cool)
+		if h.exp.phase != expSettled {
+			t.Fatalf("%s: passed half a minute on: phase %s, want settled", tc.name, phaseNames[h.exp.phase])
+		}
+		if want := r.settle * float64(tc.n1) / 30; !near(f.pace, want) {
+			t.Errorf("%s: follower at %.4g/s, want Settle under %d per 30 s (%.4g/s)", tc.name, f.pace, tc.n1, want)
+		}
 	}
 }

@@ -56,8 +56,9 @@
 //     A Retry-After beyond a minute is a penalty or a URL's own wait and
 //     says nothing of the window. When the time the first run took plus
 //     the recovery adds up to a usual window (10 s, a minute, an hour), or
-//     a quarter over (a fixed Retry-After counts from the 429), the first
-//     run ran that window's quota out: the host settles at once at that
+//     a quarter over (a fixed Retry-After counts from the 429), or to half
+//     a minute within a second, the first run ran that window's quota
+//     out: the host settles at once at that
 //     quota over the window (6 in 7 s, then Retry-After: 60, is 6 per
 //     minute), with no careful span per step and no 429 per failed one.
 //     A recovery measured by a retry that passed after one pushed back

@@ -802,7 +802,15 @@ func windowFit(t1, rec int64) (time.Duration, bool) {
 	d := t1 + rec
 	for _, w := range commonWindows {
 		if int64(w) <= d {
-			return w, d <= int64(w)+int64(w)/4 && t1 < int64(w)
+			slack := int64(w) / 4
+			if w == halfWindow {
+				// Half a minute only as the window's end, a Retry-After
+				// rounded up to whole seconds: a fixed one of 30 s is as
+				// often a penalty after a run of a few seconds (haproxy's
+				// 2 per 10 s with Retry-After: 30).
+				slack = secondWindow
+			}
+			return w, d <= int64(w)+slack && t1 < int64(w)
 		}
 	}
 	return 0, false
@@ -1160,10 +1168,16 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 // commonWindows are the commonest of the usual windows (quota.go), longest
 // first, that windowFit matches a first 429's reading to: few on purpose, as
 // a reading matched to the wrong window settles the host at the wrong pace.
-var commonWindows = [...]time.Duration{time.Hour, time.Minute, shortestCommon}
+// Half a minute is one (haproxy's and flask-limiter's 10 per 30 s without a
+// header read as 10 per minute: 48% of the limit), and the bare retries test
+// for it (halfWindow).
+var commonWindows = [...]time.Duration{time.Hour, time.Minute, halfWindow, shortestCommon}
 
 // shortestCommon is the shortest of commonWindows.
 const shortestCommon = 10 * time.Second
+
+// halfWindow is the common window between the shortest and a minute.
+const halfWindow = 30 * time.Second
 
 // settleHere ends the search: every lane paces at Settle under what passed.
 func (r *rules) settleHere(h *host, l *lane, now int64, why string) {

@@ -247,12 +247,14 @@ func TestWindowFit(t *testing.T) {
 		want    time.Duration
 		ok      bool
 	}{
-		{7.2, 60, time.Minute, true},       // haproxy 6 per minute, Retry-After: 60
-		{12, 48, time.Minute, true},        // an honest Retry-After: to the window's end
-		{2.1, 10, 10 * time.Second, true},  // nginx 6r/m: one success, Retry-After: 10
-		{4.1, 30, 10 * time.Second, false}, // 2 per 10 s and a 30-s penalty: no usual window
-		{0.5, 1, 0, false},                 // a whole-second Retry-After says nothing
-		{70, 10, time.Minute, false},       // the run took longer than the window
+		{7.2, 60, time.Minute, true},        // haproxy 6 per minute, Retry-After: 60
+		{12, 48, time.Minute, true},         // an honest Retry-After: to the window's end
+		{2.1, 10, 10 * time.Second, true},   // nginx 6r/m: one success, Retry-After: 10
+		{4.1, 30, 30 * time.Second, false},  // 2 per 10 s and a 30-s penalty: no usual window
+		{6.7, 24, 30 * time.Second, true},   // 10 per 30 s, Retry-After to the window's end
+		{0.5, 30.5, 30 * time.Second, true}, // a whole-second Retry-After to the end of 10 per 30 s
+		{0.5, 1, 0, false},                  // a whole-second Retry-After says nothing
+		{70, 10, time.Minute, false},        // the run took longer than the window
 		{100, 3600, time.Hour, true},
 	} {
 		w, ok := windowFit(int64(tc.t1*1e9), int64(tc.rec*1e9))
@@ -1399,7 +1401,8 @@ func TestBoundedRecovery(t *testing.T) {
 		wantFollow float64
 	}{
 		{"10 s between the retries", 0.56, 8.7, true, r.settle * 2},
-		{"no usual window between them", 9.3, 25, false, 0},
+		{"no usual window between them", 9.3, 20, false, 0},
+		{"half a minute between them", 9.3, 25, true, r.settle * 20 / 30},
 	} {
 		h := hostWith(r, "e", "f")
 		h.cap.pass = 3.88

@@ -225,14 +225,15 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 }
 
 func flaskTarget(name string, limit int, window time.Duration, fixed, headers bool) Target {
-	unit := map[time.Duration]string{time.Second: "second", time.Minute: "minute"}[window]
+	unit := map[time.Duration]string{time.Second: "second", 30 * time.Second: "30 seconds", time.Minute: "minute"}[window]
+	span := map[time.Duration]string{time.Second: "a second", 30 * time.Second: "30 seconds", time.Minute: "a minute"}[window]
 	spec := fmt.Sprintf("%d per %s", limit, unit)
 	strategy, algo := "moving-window", server.LimitsMoving
-	algorithm := fmt.Sprintf("moving window (a log of the last %s's accepted requests)", unit)
+	algorithm := fmt.Sprintf("moving window (a log of the accepted requests of the last %s)", span)
 	ra := "seconds until X-RateLimit-Reset (a window after the newest request, +1 s), on every response"
 	if fixed {
 		strategy, algo = "fixed-window", server.LimitsFixed
-		algorithm = fmt.Sprintf("fixed window per client (limits' memory storage opens it at the client's first request and resets it a %s later, not on the clock; rejected requests count)", unit)
+		algorithm = fmt.Sprintf("fixed window per client (limits' memory storage opens it at the client's first request and resets it %s later, not on the clock; rejected requests count)", span)
 		ra = "seconds until the window resets, on every response"
 	}
 	hdrs, mode := "X-RateLimit-Limit, -Remaining, -Reset (epoch seconds, one added to the reset's whole second) and Retry-After on every response, 200s included", server.HeadersXRateLimit
@@ -284,6 +285,7 @@ func Targets() []Target {
 		haproxyTarget("haproxy-6-per-min", 6, time.Minute, "60"),
 		haproxyTarget("haproxy-100-per-min-bare", 100, time.Minute, ""),
 		haproxyTarget("haproxy-6-per-min-bare", 6, time.Minute, ""),
+		haproxyTarget("haproxy-10-per-30s-bare", 10, 30*time.Second, ""),
 		xrateTarget("xrate-20-s-burst1", 20, 1),
 		xrateTarget("xrate-10-s-burst10", 10, 10),
 		xrateTarget("xrate-2-s-burst5", 2, 5),
@@ -298,6 +300,7 @@ func Targets() []Target {
 		flaskTarget("flask-fixed-10-per-s", 10, time.Second, true, true),
 		flaskTarget("flask-fixed-10-per-s-bare", 10, time.Second, true, false),
 		flaskTarget("flask-fixed-60-per-min-bare", 60, time.Minute, true, false),
+		flaskTarget("flask-fixed-10-per-30s-bare", 10, 30*time.Second, true, false),
 		flaskTarget("flask-fixed-20-per-min", 20, time.Minute, true, true),
 		flaskTarget("flask-fixed-6-per-min", 6, time.Minute, true, true),
 		expressTarget("express-30-per-min", 30, time.Minute),
