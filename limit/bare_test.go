@@ -21,8 +21,8 @@ import (
 // recovers 8.6 s after its 429). Pushed back after the longest usual
 // window, the lane waits a whole window again from then: short backoffs
 // kept haproxy's 6 per minute limited, five 429s in 40 s. In between, a
-// retry half a minute (and a third) after the run's first success tells a
-// window of 30 s (TestHalfMinuteWindow).
+// retry half a minute (and a count's slack) after the run's first success
+// tells a window of 30 s (TestHalfMinuteWindow).
 func TestRetriesCounted(t *testing.T) {
 	r := testRules(t, Config{})
 	for _, tc := range []struct {
@@ -50,8 +50,8 @@ func TestRetriesCounted(t *testing.T) {
 		try2 := try1 + wait
 		r.cooldown(h, e, 1.94, 0, false, sec(try2), 0.5) // the second retry, pushed back
 		half := try2 + secs(e.cool-sec(try2))
-		if want := secs(int64(halfWindow) + int64(halfWindow)/3); math.Abs(half-want) > 1e-6 {
-			t.Errorf("%s: third retry at %.2fs, want half a minute after the run's first success, and a third (%.2fs)", tc.name, half, want)
+		if want := secs(int64(halfWindow) + countedSlack(halfWindow, tc.n1, 3)); math.Abs(half-want) > 1e-6 {
+			t.Errorf("%s: third retry at %.2fs, want half a minute after the run's first success, and a count's slack after three 429s (%.2fs)", tc.name, half, want)
 		}
 		r.cooldown(h, e, 1.94, 0, false, sec(half), 0.5) // pushed back half a minute on
 		try3 := half + secs(e.cool-sec(half))
@@ -395,20 +395,21 @@ func TestProbeHold(t *testing.T) {
 
 // TestHalfMinuteWindow: a window of 30 s without a header (haproxy's and
 // flask-limiter's 10 per 30 s read as 10 per minute, 48% of the limit).
-// The retry that tells it comes half a minute and a third after the run's
-// first success (a count over two periods lets go of the run and its
-// retries by then), after the retry as long as the run, which a run of 10 s
-// or more skips (it cannot tell the shortest common window). Passed there,
-// the host settles at the run's quota over 30 s.
+// The retry that tells it comes half a minute after the run's first
+// success and the slack a count over two periods needs to let go of the
+// run and its 429s (countedSlack), after the retry as long as the run,
+// which a run of 10 s or more skips (it cannot tell the shortest common
+// window). Passed there, the host settles at the run's quota over 30 s.
 func TestHalfMinuteWindow(t *testing.T) {
 	r := testRules(t, Config{})
 	for _, tc := range []struct {
 		name string
 		n1   int32
 		t1   float64
+		at   float64 // the half minute's retry, from the run's start
 	}{
-		{"10 in 6.7 s", 10, 6.7},   // a bucket's refill, the run's length (13.4 s from its start)
-		{"25 in 12.5 s", 25, 12.5}, // a bucket's refill: not the run's length (26 s)
+		{"10 in 6.7 s", 10, 6.7, 30 + 30*4.0/13},   // a bucket's refill, the run's length (13.4 s from its start): 3 429s
+		{"25 in 12.5 s", 25, 12.5, 30 + 30*3.0/27}, // a bucket's refill: not the run's length (26 s); 2 429s
 	} {
 		h := hostWith(r, "e", "f")
 		e, f := h.lanes["e"], h.lanes["f"]
@@ -417,8 +418,8 @@ func TestHalfMinuteWindow(t *testing.T) {
 		for e.cool < sec(20) {
 			r.cooldown(h, e, 1.94, 0, false, e.cool, 0.5) // a retry, pushed back
 		}
-		if want := at0 + int64(halfWindow) + int64(halfWindow)/3; e.cool != want {
-			t.Fatalf("%s: retry at %v, want half a minute and a third from the run's start (%v)", tc.name, time.Duration(e.cool-at0), time.Duration(want-at0))
+		if want := sec(tc.at); math.Abs(float64(e.cool-want)) > 1e3 {
+			t.Fatalf("%s: retry at %v, want half a minute and a count's slack from the run's start (%v)", tc.name, time.Duration(e.cool-at0), time.Duration(want-at0))
 		}
 		r.exploreOK(h, e, e.cool, e.cool)
 		if h.exp.phase != expSettled {
@@ -426,6 +427,31 @@ func TestHalfMinuteWindow(t *testing.T) {
 		}
 		if want := r.settle * float64(tc.n1) / 30; !near(f.pace, want) {
 			t.Errorf("%s: follower at %.4g/s, want Settle under %d per 30 s (%.4g/s)", tc.name, f.pace, tc.n1, want)
+		}
+	}
+}
+
+// TestCountedSlack: how long after a window haproxy's count over two
+// periods lets a retry through: its estimate, (n1+pushed) weighted by what
+// is left of the previous period, plus the retry, must not pass n1.
+func TestCountedSlack(t *testing.T) {
+	for _, tc := range []struct {
+		n1     int32
+		pushed uint8
+		want   time.Duration
+	}{
+		{10, 3, 30 * time.Second * 4 / 13},
+		{50, 4, 30 * time.Second * 5 / 54},
+		{100, 2, 30 * time.Second / 24}, // at least a twenty-fourth
+		{6, 4, 15 * time.Second},        // at most half
+	} {
+		got := time.Duration(countedSlack(halfWindow, tc.n1, tc.pushed))
+		if d := got - tc.want; d < -time.Microsecond || d > time.Microsecond {
+			t.Errorf("%d successes, %d 429s: %v, want %v", tc.n1, tc.pushed, got, tc.want)
+		}
+		// What haproxy estimates a slack later, with the retry: at most n1.
+		if f := float64(got) / float64(halfWindow); f < 0.5 && float64(tc.n1+int32(tc.pushed))*(1-f)+1 > float64(tc.n1)+1e-6 {
+			t.Errorf("%d successes, %d 429s: a slack of %v leaves haproxy's estimate above the quota", tc.n1, tc.pushed, got)
 		}
 	}
 }

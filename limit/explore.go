@@ -141,6 +141,7 @@ type explorer struct {
 	secAt  int64
 	secTry bool
 	tries  uint8   // tries since awaitAt
+	pushed uint8   // 429s the lane drew since awaitAt, the first included
 	n1     int32   // successes before the first 429
 	t1     int64   // and the time they took, ns
 	k1     int32   // of them at the pace that drew it (-1: a follower drew it)
@@ -468,7 +469,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			rec = e.secAt - e.awaitAt
 		}
 		second := e.secTry
-		e.awaitAt, e.tries, e.secAt, e.secTry = 0, 0, 0, false
+		e.awaitAt, e.tries, e.secAt, e.secTry, e.pushed = 0, 0, 0, false, 0
 		r.firstEstimate(h, l, rec, false, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
 		e.recLo = 0
 		if second && !c.windowed {

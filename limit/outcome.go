@@ -2,6 +2,7 @@ package limit
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/exitgate/exitgate/backoff"
@@ -296,6 +297,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				e.recLo = max(now-e.awaitAt, 0)
 			}
 			e.secTry, e.secAt = false, 0
+			e.pushed = min(e.pushed+1, math.MaxUint8)
 			switch e.tries++; e.tries {
 			case 1:
 				iv := e.t1 / int64(max(e.n1, 1))
@@ -348,16 +350,14 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				e.tries++
 				fallthrough
 			case 3:
-				// Half a minute from the run's first success, and a third
-				// more: a window of 30 s the run ran out has ended by
-				// then, and a count over two periods (haproxy's) has let
-				// go of enough of the run and its three retries (13
-				// counted against 10 per 30 s pass 9.6 s into the next
-				// period). Without this try, 10 per 30 s read as 10 per
-				// minute; on a longer window it costs one more 429
-				// (haproxy's 6 per minute without a header: 3.67% ->
-				// 4.55% of 429s, twin).
-				if at := e.awaitAt - e.t1 + int64(halfWindow) + int64(halfWindow)/3; e.t1 < int64(halfWindow) && at-now > int64(time.Second) {
+				// Half a minute from the run's first success, and the
+				// slack a count over two periods (haproxy's) needs to let
+				// go of enough of the run and its 429s (countedSlack): a
+				// window of 30 s the run ran out has ended by then.
+				// Without this try, 10 per 30 s read as 10 per minute; on
+				// a longer window it costs one more 429 (haproxy's 6 per
+				// minute without a header: 3.67% -> 4.55% of 429s, twin).
+				if at := e.awaitAt - e.t1 + int64(halfWindow) + countedSlack(halfWindow, e.n1, e.pushed); e.t1 < int64(halfWindow) && at-now > int64(time.Second) {
 					d = max(d, at-now)
 					why = "pushed back again without Retry-After: wait for a window of half a minute from the run's start"
 					break
@@ -473,3 +473,17 @@ func fullJitter(u float64, base, cap int64, attempt int) time.Duration {
 // sayRetryAfter words a Retry-After for a change record, beyond
 // maxRetryAfter with what a lane honours.
 func sayRetryAfter(ra time.Duration) string { return backoff.SayRetryAfter(ra, maxRetryAfter) }
+
+// countedSlack is how long after a window w a server that counts what it
+// rejects over two periods (haproxy's http_req_rate) lets a retry through,
+// after a first run of n1 successes and pushed 429s: its estimate, the
+// previous period's count weighted by what is left of it, falls to n1-1
+// once a fraction (pushed+1)/(n1+pushed) of the period has gone. At least a
+// twenty-fourth, at most half of w: 10 per 30 s after three 429s, 9.2 s;
+// 50 per 30 s after four, 2.8 s (94% over 120 s, not 88% at a fixed third,
+// twin); 6 per 30 s, 15 s (80%, not 50%: at a third haproxy still rejected
+// the retry, and half a minute read as a minute).
+func countedSlack(w time.Duration, n1 int32, pushed uint8) int64 {
+	f := float64(pushed+1) / float64(n1+int32(pushed))
+	return int64(float64(w) * min(0.5, max(1.0/24, f)))
+}

@@ -286,6 +286,7 @@ func Targets() []Target {
 		haproxyTarget("haproxy-100-per-min-bare", 100, time.Minute, ""),
 		haproxyTarget("haproxy-6-per-min-bare", 6, time.Minute, ""),
 		haproxyTarget("haproxy-10-per-30s-bare", 10, 30*time.Second, ""),
+		haproxyTarget("haproxy-6-per-30s-bare", 6, 30*time.Second, ""),
 		xrateTarget("xrate-20-s-burst1", 20, 1),
 		xrateTarget("xrate-10-s-burst10", 10, 10),
 		xrateTarget("xrate-2-s-burst5", 2, 5),

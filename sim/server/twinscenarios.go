@@ -100,6 +100,8 @@ func Twins() []Scenario {
 			with(Config{}, HAProxy, Policy{Quota: 6, Window: time.Minute})),
 		twin("twin-haproxy-10-per-30s-bare", "HAProxy http_req_rate(30s) gt 10, denied requests count, bare 429",
 			with(Config{}, HAProxy, Policy{Quota: 10, Window: 30 * time.Second})),
+		twin("twin-haproxy-6-per-30s-bare", "HAProxy http_req_rate(30s) gt 6, denied requests count, bare 429: the run and its retries weigh a third over the quota",
+			with(Config{}, HAProxy, Policy{Quota: 6, Window: 30 * time.Second})),
 		twin("twin-xrate-20-s-burst1", "golang.org/x/time/rate per IP, 20/s, burst 1, Allow, bare 429",
 			with(Config{}, XRate, Policy{Quota: 20, Window: time.Second, Burst: 1})),
 		twin("twin-xrate-10-s-burst10", "golang.org/x/time/rate per IP, 10/s, burst 10, Allow, bare 429",
