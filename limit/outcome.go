@@ -356,7 +356,8 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				// window of 30 s the run ran out has ended by then.
 				// Without this try, 10 per 30 s read as 10 per minute; on
 				// a longer window it costs one more 429 (haproxy's 6 per
-				// minute without a header: 3.67% -> 4.55% of 429s, twin).
+				// minute without a header: 3.67% -> 4.55% of 429s, real and
+				// twin).
 				if at := e.awaitAt - e.t1 + int64(halfWindow) + countedSlack(halfWindow, e.n1, e.pushed); e.t1 < int64(halfWindow) && at-now > int64(time.Second) {
 					d = max(d, at-now)
 					why = "pushed back again without Retry-After: wait for a window of half a minute from the run's start"
@@ -480,9 +481,9 @@ func sayRetryAfter(ra time.Duration) string { return backoff.SayRetryAfter(ra, m
 // previous period's count weighted by what is left of it, falls to n1-1
 // once a fraction (pushed+1)/(n1+pushed) of the period has gone. At least a
 // twenty-fourth, at most half of w: 10 per 30 s after three 429s, 9.2 s;
-// 50 per 30 s after four, 2.8 s (94% over 120 s, not 88% at a fixed third,
-// twin); 6 per 30 s, 15 s (80%, not 50%: at a third haproxy still rejected
-// the retry, and half a minute read as a minute).
+// 50 per 30 s after four, 2.8 s; 6 per 30 s, 15 s (real haproxy: 80% over
+// 120 s, not 50%: at a fixed third it still rejected the retry, and half a
+// minute read as a minute).
 func countedSlack(w time.Duration, n1 int32, pushed uint8) int64 {
 	f := float64(pushed+1) / float64(n1+int32(pushed))
 	return int64(float64(w) * min(0.5, max(1.0/24, f)))
