@@ -20,7 +20,10 @@ import "fmt"
 // gains, and there is none. A limit of 5 is checked: flask-limiter's moving
 // 5 per second, whose resets in whole seconds do not tell its kind, sat at
 // 88%; httprate's 5 per 10 s pays one 429 for it. A check whose quota changes meanwhile (a new
-// limit or window) starts over on the new one (roomRestart).
+// limit or window) starts over on the new one (roomRestart). A server seen
+// to count stricter than it declares (declared429) has no headroom to
+// spare: no check (gofiber's sliding window paid a 429 and a 10-s
+// Retry-After for one).
 
 const (
 	roomWorth   = 0.92 // a headroom factor below this is worth a check
@@ -43,7 +46,7 @@ type roomCheck struct {
 func (r *rules) roomDue(h *host) bool {
 	c := &h.cap
 	q := &c.win
-	if c.declared <= 0 || c.exact || c.bucket || c.room.done || q.free || q.fixed || q.check.overFull || h.scope.shared() || h.led {
+	if c.declared <= 0 || c.exact || c.bucket || c.room.done || q.free || q.fixed || q.strict > 0 || q.check.overFull || h.scope.shared() || h.led {
 		return false
 	}
 	raw := q.rate()

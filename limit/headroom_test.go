@@ -163,6 +163,9 @@ func TestSlidingCounterReset(t *testing.T) {
 	if worst > 7*time.Second || n429 > 1 {
 		h := hostOf(l.Snapshot(now), "h")
 		t.Errorf("after the first minute successes up to %v apart on one lane (want at most 7s), %d 429s in %d requests (want at most one); lanes at %v", worst, n429, n429+ok, h.LaneRate)
+		for _, c := range h.Changes {
+			t.Log(c)
+		}
 	}
 }
 

@@ -145,7 +145,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.exp.repeat = true // pushed back twice in one burst of the host's
 	}
 	l.epAt = now
-	r.room429(h, l, now)
+	checked := r.room429(h, l, now)
 	if h.cap.exact && !spent {
 		// Paced exactly at a fixed window's rate and still pushed back:
 		// its reset came early, or it is not fixed. Settle's margin is
@@ -156,6 +156,11 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		r.updateFollow(h, now, "declared", "Settle under the declared quota")
 	}
 	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
+	if !spent && !echo && !checked {
+		// (The headroom check's lane was sent above the declared pace on
+		// purpose: its 429 is the check's answer.)
+		r.declared429(h, l, x, now)
+	}
 	// Under what one lane may send: evidence that the budget is not the
 	// lane's own, unless the lane already has a smaller one of its own.
 	// A lane whose exit came from another Limiter a moment ago was maybe

@@ -69,6 +69,10 @@ type quota struct {
 	// free: a lane paced at the declared rate without the headroom was not
 	// pushed back (roomCheck): no sliding counter's headroom.
 	free bool
+	// strict is how many requests a window the server was seen to allow
+	// less than it declares (declared429), strictAt when that last grew.
+	strict   float64
+	strictAt int64
 }
 
 // bucketCheck watches whether Remaining moves as a count per window would:
@@ -139,7 +143,16 @@ func (q *quota) span() int64 {
 	case q.window > 0:
 		return q.window
 	case q.grid() && q.wMax > 0:
-		return min(q.step, usualWindow(q.wMax))
+		// A reset told in whole seconds, rounded up, overstates the last
+		// answer's by up to a second, so the move to the next window's
+		// is up to a second short of the window: @fastify/rate-limit's 8
+		// per 10 s moved by 9.47 s, and the lanes paced exactly at 8 per
+		// 9.47 s drew a 429 in every window.
+		u := usualWindow(q.wMax)
+		if q.step >= u-int64(time.Second) {
+			return u
+		}
+		return q.step
 	case q.grid():
 		return q.step
 	}
@@ -346,7 +359,54 @@ func (r *rules) declaredRate(q *quota, exact bool) float64 {
 	if q.limit > 0 && !exact && !q.fixed && !q.check.overFull && !q.free {
 		d *= min(1, (1-slidingRoom/q.limit)/r.settle)
 	}
+	if q.limit > 0 && q.strict > 0 {
+		d *= max(strictFloor, 1-q.strict/q.limit)
+	}
 	return d
+}
+
+// declared429 reads a 429 on host h's lane l, sent at pace x, while the
+// host follows a declared quota whose window is not known fixed (a fixed
+// one paced exactly gets Settle's margin back instead, and then keeps it):
+// sent at the declared pace, the lane was pushed back where the server's
+// own headers said there was room, so the server counts stricter than they
+// say. gofiber's sliding window weighs the last window by whole seconds to
+// go (up to a tenth more of a 10-s window) and counts refused requests: its
+// 12 per 10 s lets an even pace through at 88-91% of that, and the lanes
+// at 95% drew a 429 every 20 s, each idling the lane for the 10-s
+// Retry-After. Only a window known (declared, or seen to roll) counts: a
+// window guessed short is pushed back too. Each such push-back (one a window: lanes in lock step are
+// pushed back together) takes another strictStep of the limit, at least a
+// request a window, off every lane's pace, for good. It reports whether it
+// cut.
+func (r *rules) declared429(h *host, l *lane, x float64, now int64) bool {
+	c := &h.cap
+	q := &c.win
+	if c.declared <= 0 || c.bucket || c.exact || q.fixed || q.limit <= 0 || h.scope.shared() || !atLeast(x, c.declared*r.settle) {
+		return false
+	}
+	if !q.grid() {
+		// The window is a guess from the longest reset seen (a minute's
+		// first answers said 20 s): the 429 says the guess is short,
+		// which the next answers correct, not that the server is strict.
+		return false
+	}
+	w := q.span()
+	if w <= 0 || q.strictAt != 0 && now-q.strictAt < w {
+		return false
+	}
+	if 1-q.strict/q.limit <= strictFloor {
+		return false
+	}
+	q.strict += max(1, strictStep*q.limit)
+	q.strictAt = now
+	d := r.declaredRate(q, false)
+	h.note(r, now, "declared", l.exit, "ceiling", c.declared, d, fmt.Sprintf(
+		"pushed back at the declared pace of %g per %v: the server counts stricter than it declares; %g a window less",
+		q.limit, time.Duration(w).Round(time.Millisecond), q.strict))
+	c.declared = d
+	r.updateFollow(h, now, "declared", "the declared quota, stricter")
+	return true
 }
 
 // declared applies an outcome's quota fields to lane l (or, when the host

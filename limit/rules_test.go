@@ -915,6 +915,89 @@ func TestFixedWindowExact(t *testing.T) {
 	}
 }
 
+// TestWholeSecondResetStep: a window opened by a client's first request,
+// its reset told in whole seconds rounded up (@fastify/rate-limit), moves
+// its reset by up to a second less than its length: the window is still
+// the usual one, not the move (8 per 9.47 s drew a 429 every window).
+func TestWholeSecondResetStep(t *testing.T) {
+	q := &quota{}
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 10 * time.Second}, sec(0), 0)
+	q.update(&Outcome{Quota: 8, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9.5), 0) // 0.5 s to go, told as 1
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 10 * time.Second}, sec(10.2), 0)
+	if !q.grid() || q.span() != int64(10*time.Second) {
+		t.Errorf("reset moved %v: grid %v, span %v; want a grid of 10 s", time.Duration(q.step), q.grid(), time.Duration(q.span()))
+	}
+	// A move more than a second short of the usual window is the window.
+	q = &quota{}
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 12 * time.Second}, sec(0), 0)
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 12 * time.Second}, sec(12), 0)
+	if q.span() != int64(12*time.Second) {
+		t.Errorf("a window of 12 s: span %v, want 12s (not 15s)", time.Duration(q.span()))
+	}
+}
+
+// TestDeclaredStricter: lanes pushed back at a declared pace on a window
+// not known fixed lose a step of the limit, at least a request a window,
+// once a window, for good and never below strictFloor; a fixed window's
+// 429 brings Settle's margin back instead (TestFixedWindowExact).
+func TestDeclaredStricter(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	h.cap.win = quota{limit: 12, window: int64(10 * time.Second), sliding: true}
+	h.cap.declared = r.declaredRate(&h.cap.win, false)
+	r.updateFollow(h, sec(0), "test", "")
+	f := h.lanes["f"]
+	f.hot = true
+	base := h.cap.declared
+	push := func(at float64) {
+		r.throttled(h, f, ticketRec{at: sec(at), laneIv: int64(1e9 / f.pace)}, &Outcome{RetryAfter: 10 * time.Second}, sec(at), sec(at), 0.5)
+	}
+	push(20)
+	if want := base * (1 - 1.0/12); !near(h.cap.declared, want) || !near(h.lanes["e"].pace, r.settle*want) {
+		t.Errorf("after a 429 at the declared pace: declared %v, lane e at %v; want %v and Settle under it", h.cap.declared, h.lanes["e"].pace, want)
+	}
+	if r.roomDue(h) {
+		t.Error("a headroom check is due on a quota seen stricter than declared; want none")
+	}
+	f.pace = h.lanes["e"].pace
+	push(25) // the same window: one push-back
+	if want := base * (1 - 1.0/12); !near(h.cap.declared, want) {
+		t.Errorf("a second 429 in the window: declared %v, want %v", h.cap.declared, want)
+	}
+	for i := range 20 {
+		f.pace = h.lanes["e"].pace
+		push(31 + 11*float64(i))
+	}
+	if want := base * strictFloor; h.cap.declared < want*(1-1e-9) || h.cap.declared > base*(1-5.0/12) {
+		t.Errorf("after twenty windows of 429s: declared %v, want at least the floor %v", h.cap.declared, want)
+	}
+
+	// Under the declared pace (a lane held back for another reason): its
+	// 429 is not the declared pace's.
+	g := hostWith(r, "e", "f")
+	g.cap.win = quota{limit: 12, window: int64(10 * time.Second), sliding: true}
+	g.cap.declared = r.declaredRate(&g.cap.win, false)
+	r.updateFollow(g, sec(0), "test", "")
+	gf := g.lanes["f"]
+	gf.hot = true
+	was := g.cap.declared
+	r.throttled(g, gf, ticketRec{at: sec(20), laneIv: int64(2e9 / gf.pace)}, &Outcome{RetryAfter: 10 * time.Second}, sec(20), sec(20), 0.5)
+	if g.cap.declared != was {
+		t.Errorf("a 429 at half the declared pace: declared %v, want %v", g.cap.declared, was)
+	}
+	// A fixed window: not this rule's.
+	x := hostWith(r, "e", "f")
+	x.cap.win = quota{limit: 12, window: int64(10 * time.Second), fixed: true}
+	x.cap.declared = r.declaredRate(&x.cap.win, false)
+	r.updateFollow(x, sec(0), "test", "")
+	xf := x.lanes["f"]
+	xf.hot = true
+	r.throttled(x, xf, ticketRec{at: sec(20), laneIv: int64(1e9 / xf.pace)}, &Outcome{RetryAfter: 10 * time.Second}, sec(20), sec(20), 0.5)
+	if x.cap.win.strict != 0 {
+		t.Errorf("a fixed window's 429: strict %v, want 0", x.cap.win.strict)
+	}
+}
+
 // TestHostRate: the host's own rate is cut per pushback episode, restarts
 // no lower than Settle times what was counted between two episodes, and
 // climbs back no higher than Settle times the rate that drew the last one.

@@ -260,6 +260,14 @@ const sameEpisode = int64(2 * time.Second)
 // of such a limit (0.94 for 10 per minute, 0.88 for 5 per 10 s).
 const slidingRoom = 0.6
 
+// A declared quota the server enforces more strictly than it declares
+// (declared429) loses strictStep of its limit, at least a request, a window
+// at each push-back at its pace, never more than to strictFloor of it.
+const (
+	strictStep  = 0.05
+	strictFloor = 0.5
+)
+
 // staggerMax is the longest interval over which a settled host's lanes are
 // spread (stagger): the hold costs each lane up to one interval of work.
 const staggerMax = int64(2500 * time.Millisecond)

@@ -4,7 +4,7 @@
 # runs every test under the race detector. Tests start and stop their own
 # peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter and
 # express-rate-limit apps, and the gateway's clients curl, Python requests
-# and Scrapy; express's npm modules go to the user cache) in temporary
+# and Scrapy; the Node targets' npm modules go to the user cache) in temporary
 # directories, so nothing is left running afterwards. The dashboard's
 # browser test writes its screenshot to $EXITGATE_SCREENSHOT (default:
 # exitgate-dashboard.png in the temporary directory).

@@ -53,7 +53,9 @@ calibration.md and calibration.json to --out and exits 1 if a twin is out of
 tolerance.
 
 Needs Debian's nginx, haproxy, tinyproxy, python3-flask-limiter and nodejs
-with npm (express-rate-limit is installed into the user cache once).
+with npm (the Node targets' modules, express-rate-limit, fastify with
+@fastify/rate-limit and rate-limiter-flexible, pinned, are installed into
+the user cache once).
 
 Usage:
   go run ./cmd/peerbench [flags]

@@ -53,6 +53,61 @@ func Holdouts() []Target {
 		nginxTarget("nginx-5r-s-burst10", 5, "5r/s", 10, false, ""),
 		nginxTarget("nginx-12r-m", 0.2, "12r/m", 0, false, "5"),
 		haproxyTarget("haproxy-10-per-30s", 10, 30*time.Second, "15"),
+
+		// Added on 2026-12-03's ninth session: other frameworks' own
+		// limiters, each as its README shows it.
+		countsDenied(holdoutGo("fiber-sliding-12-per-10s", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "sliding window (the previous window weighted by its overlap), a clock of whole seconds", 12, 10*time.Second, 0,
+			"X-RateLimit-Limit, -Remaining, -Reset (seconds to the window's end) on requests let through", "seconds to the window's end (429s only)",
+			"limiter.New(limiter.Config{Max: 12, Expiration: 10 * time.Second, LimiterMiddleware: limiter.SlidingWindow{}})",
+			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(12, 10*time.Second, true), nil })),
+		countsDenied(holdoutGo("fiber-fixed-30-per-min", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "fixed window opened by the client's first request, a clock of whole seconds", 30, time.Minute, 0,
+			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
+			"limiter.New(limiter.Config{Max: 30, Expiration: time.Minute})",
+			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(30, time.Minute, false), nil })),
+		holdoutGo("echo-3-s", "github.com/labstack/echo/v4 v4.16.0 middleware.RateLimiter", "token bucket (golang.org/x/time/rate)", 3, time.Second, 3,
+			"none", "none",
+			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(3)) (burst 3)",
+			func() (func(http.Handler) http.Handler, error) { return peers.Echo(3), nil }),
+		countsDenied(holdoutNode("fastify-8-per-10s", fastifyServer, "fixed window opened by the client's first request", 8, 10*time.Second,
+			"x-ratelimit-limit, -remaining, -reset (seconds to the window's end, rounded up) on every response", "seconds to the window's end (429s only)",
+			"register(rateLimit, {max: 8, timeWindow: 10000})",
+			func(dir string) (Server, error) {
+				return peers.StartFastify(peers.FastifyConfig{Max: 8, Window: 10 * time.Second, Dir: dir})
+			})),
+		countsDenied(holdoutNode("fastify-20-per-min-continue", fastifyServer, "fixed window opened by the client's first request and opened again by each request over the limit", 20, time.Minute,
+			"as fastify-8-per-10s", "as fastify-8-per-10s: a window from the refused request",
+			"register(rateLimit, {max: 20, timeWindow: 60000, continueExceeding: true})",
+			func(dir string) (Server, error) {
+				return peers.StartFastify(peers.FastifyConfig{Max: 20, Window: time.Minute, ContinueExceeding: true, Dir: dir})
+			})),
+		countsDenied(holdoutNode("flexible-5-per-s", flexibleServer, "fixed window opened by the client's first request (RateLimiterMemory)", 5, time.Second,
+			"X-RateLimit-Limit, -Remaining, -Reset (epoch seconds, rounded up) on every response, as the library's README sets them", "msBeforeNext / 1000: fractional seconds, e.g. 0.734 (429s only)",
+			"new RateLimiterMemory({points: 5, duration: 1})",
+			func(dir string) (Server, error) {
+				return peers.StartFlexible(peers.FlexibleConfig{Points: 5, Duration: time.Second, Dir: dir})
+			})),
+		countsDenied(holdoutNode("flexible-30-per-min-block60", flexibleServer, "fixed window opened by the client's first request; a client over the limit is blocked for 60 s", 30, time.Minute,
+			"as flexible-5-per-s", "as flexible-5-per-s: the block's remaining time",
+			"new RateLimiterMemory({points: 30, duration: 60, blockDuration: 60})",
+			func(dir string) (Server, error) {
+				return peers.StartFlexible(peers.FlexibleConfig{Points: 30, Duration: time.Minute, Block: time.Minute, Dir: dir})
+			})),
+	}
+}
+
+const (
+	fastifyServer  = "Node @fastify/rate-limit 11.2 (LocalStore) on fastify 5.12"
+	flexibleServer = "Node rate-limiter-flexible 11.4 (RateLimiterMemory) on express 5"
+)
+
+// holdoutNode is a Node target without a twin (peers.NodeModules), allowing
+// limit per window per client IP.
+func holdoutNode(name, server, algorithm string, limit int, window time.Duration, headers, retryAfter, config string,
+	start func(dir string) (Server, error)) Target {
+	return Target{
+		Name: name, Server: server, Algorithm: algorithm,
+		Limit: limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
+		RetryAfter: retryAfter, Headers: headers, Config: config, start: start,
 	}
 }
 

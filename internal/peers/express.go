@@ -1,22 +1,10 @@
 package peers
 
 import (
-	"context"
-	_ "embed"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 )
-
-//go:embed express_app.js
-var expressApp string
-
-// ExpressModules are the npm packages the express target runs on, pinned.
-var ExpressModules = []string{"express@5.3.0", "express-rate-limit@8.7.5"}
 
 // ExpressConfig configures a Node express-rate-limit target.
 type ExpressConfig struct {
@@ -27,8 +15,8 @@ type ExpressConfig struct {
 	// "draft-7" or "draft-8" (RateLimit and RateLimit-Policy structured
 	// fields). Default "draft-8".
 	Headers string
-	// Modules is the npm prefix holding node_modules with ExpressModules.
-	// Default <user cache dir>/exitgate/express-peer. When they are missing
+	// Modules is the npm prefix holding node_modules with NodeModules.
+	// Default <user cache dir>/exitgate/node-peer. When they are missing
 	// they are installed there once with npm.
 	Modules string
 	// Listen is the address to listen on. Empty means 127.0.0.1 on a free
@@ -39,104 +27,79 @@ type ExpressConfig struct {
 	Dir string
 }
 
-// Express is a running express-rate-limit app: every path answers 200 "ok"
-// or 429, limited per client address. Its access log, written when each
-// response finishes, reads "<unix time with ms> <client address>
-// <status>". It is safe for concurrent use.
-type Express struct{ server }
+// Express is a running express-rate-limit app (a fixed window per client,
+// opened by its first request).
+type Express = NodeApp
 
 // StartExpress starts the app with cfg and returns once it accepts
 // connections, installing its npm modules first if they are missing.
 func StartExpress(cfg ExpressConfig) (*Express, error) {
-	node, err := LookPath("node")
-	if err != nil {
-		return nil, &NotInstalledError{Bin: "node", Package: "nodejs npm", Err: err}
-	}
 	if cfg.Limit <= 0 || cfg.Window < time.Millisecond {
 		return nil, fmt.Errorf("express-rate-limit: Limit %d per %v, want a limit and a window", cfg.Limit, cfg.Window)
 	}
 	if cfg.Headers == "" {
 		cfg.Headers = "draft-8"
 	}
-	if cfg.Modules == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("express-rate-limit: %w", err)
-		}
-		cfg.Modules = filepath.Join(cache, "exitgate", "express-peer")
-	}
-	app, err := prepareExpress(cfg.Modules)
-	if err != nil {
-		return nil, err
-	}
-	addr, host, port, err := splitListen(cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("express-rate-limit: %w", err)
-	}
-	cfg.Listen = addr
-	dir, err := newWorkDir(cfg.Dir, "express")
-	if err != nil {
-		return nil, fmt.Errorf("express-rate-limit: %w", err)
-	}
-	accessLog := dir.join("access.log")
-	p, err := startProcess(procSpec{name: "express-rate-limit " + cfg.Listen, dir: dir, addr: cfg.Listen,
-		logs: []string{accessLog}, bin: node, args: []string{app, "--host", host, "--port", port,
-			"--limit", strconv.Itoa(cfg.Limit), "--window", strconv.FormatInt(cfg.Window.Milliseconds(), 10),
-			"--headers", cfg.Headers, "--log", accessLog}})
-	if err != nil {
-		return nil, err
-	}
-	return &Express{server{proc: p, addr: cfg.Listen, accessLog: accessLog}}, nil
+	return startNode(nodeSpec{name: "express-rate-limit", file: "express_app.js", source: expressApp,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
+		args: []string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window), "--headers", cfg.Headers}})
 }
 
-// installMu makes parallel starts install the modules once.
-var installMu sync.Mutex
-
-// prepareExpress installs ExpressModules under prefix with npm unless they
-// are there, and writes the app beside them (node resolves require() from
-// the script's directory upwards). It returns the app's path.
-func prepareExpress(prefix string) (string, error) {
-	installMu.Lock()
-	defer installMu.Unlock()
-	if err := installExpress(prefix); err != nil {
-		return "", err
-	}
-	app := filepath.Join(prefix, "express_app.js")
-	if old, err := os.ReadFile(app); err == nil && string(old) == expressApp {
-		return app, nil
-	}
-	tmp := app + ".tmp"
-	if err := writeFile(tmp, expressApp, 0o644); err != nil {
-		return "", fmt.Errorf("express-rate-limit: %w", err)
-	}
-	if err := os.Rename(tmp, app); err != nil {
-		return "", fmt.Errorf("express-rate-limit: %w", err)
-	}
-	return app, nil
+// FastifyConfig configures a Node fastify target behind @fastify/rate-limit.
+type FastifyConfig struct {
+	// Max requests are allowed per Window per client address. Required.
+	Max    int
+	Window time.Duration
+	// ContinueExceeding is the plugin's continueExceeding: a request over
+	// the limit starts the client's window again, so one sent before the
+	// window is out keeps the client limited.
+	ContinueExceeding bool
+	// Modules, Listen and Dir as in ExpressConfig.
+	Modules, Listen, Dir string
 }
 
-func installExpress(prefix string) error {
-	missing := false
-	for _, m := range []string{"express", "express-rate-limit"} {
-		if _, err := os.Stat(filepath.Join(prefix, "node_modules", m, "package.json")); err != nil {
-			missing = true
-		}
+// StartFastify starts a fastify 5 app limited by @fastify/rate-limit's
+// LocalStore (a fixed window per client, opened by its first request),
+// with its default headers: x-ratelimit-limit, -remaining and -reset
+// (seconds to the window's end, rounded up) on every response and
+// retry-after (the same seconds) on 429s.
+func StartFastify(cfg FastifyConfig) (*NodeApp, error) {
+	if cfg.Max <= 0 || cfg.Window < time.Millisecond {
+		return nil, fmt.Errorf("fastify-rate-limit: Max %d per %v, want a limit and a window", cfg.Max, cfg.Window)
 	}
-	if !missing {
-		return nil
+	return startNode(nodeSpec{name: "fastify-rate-limit", file: "fastify_app.js", source: fastifyApp,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
+		args: []string{"--max", strconv.Itoa(cfg.Max), "--window", windowMillis(cfg.Window),
+			"--continue-exceeding", strconv.FormatBool(cfg.ContinueExceeding)}})
+}
+
+// FlexibleConfig configures a Node express target limited by
+// rate-limiter-flexible's RateLimiterMemory.
+type FlexibleConfig struct {
+	// Points requests are allowed per Duration per client address.
+	// Required; Duration in whole seconds, as the library takes it.
+	Points   int
+	Duration time.Duration
+	// Block is the library's blockDuration: a client that goes over the
+	// limit is refused for this long. Zero: only until the window's end.
+	Block time.Duration
+	// Modules, Listen and Dir as in ExpressConfig.
+	Modules, Listen, Dir string
+}
+
+// StartFlexible starts an express app limited by rate-limiter-flexible's
+// RateLimiterMemory (points per duration per client, a window opened by the
+// client's first request; refused requests consume points too), answering
+// with the headers its README's express example sets: Retry-After (seconds,
+// on 429s), X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
+// as a JavaScript Date's string ("Thu Dec 03 2026 07:30:00 GMT+0000
+// (Coordinated Universal Time)"), which no parser of HTTP dates reads.
+func StartFlexible(cfg FlexibleConfig) (*NodeApp, error) {
+	if cfg.Points <= 0 || cfg.Duration < time.Second || cfg.Duration%time.Second != 0 || cfg.Block%time.Second != 0 {
+		return nil, fmt.Errorf("rate-limiter-flexible: %d points per %v, block %v: want points and whole seconds", cfg.Points, cfg.Duration, cfg.Block)
 	}
-	npm, err := LookPath("npm")
-	if err != nil {
-		return &NotInstalledError{Bin: "npm", Package: "npm", Err: err}
-	}
-	if err := os.MkdirAll(prefix, 0o755); err != nil {
-		return fmt.Errorf("express-rate-limit: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	args := append([]string{"install", "--no-audit", "--no-fund", "--prefix", prefix}, ExpressModules...)
-	if out, err := exec.CommandContext(ctx, npm, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("express-rate-limit: npm %v: %w\n%s", args, err, out)
-	}
-	return nil
+	return startNode(nodeSpec{name: "rate-limiter-flexible", file: "flexible_app.js", source: flexibleApp,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
+		args: []string{"--points", strconv.Itoa(cfg.Points), "--duration", strconv.Itoa(int(cfg.Duration / time.Second)),
+			"--block", strconv.Itoa(int(cfg.Block / time.Second))}})
 }

@@ -6,6 +6,11 @@ import (
 	"time"
 
 	"github.com/didip/tollbooth/v7"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	flimiter "github.com/gofiber/fiber/v2/middleware/limiter"
+	"github.com/labstack/echo/v4"
+	emiddleware "github.com/labstack/echo/v4/middleware"
 	"github.com/sethvargo/go-limiter/httplimit"
 	"github.com/sethvargo/go-limiter/memorystore"
 	"github.com/throttled/throttled/v2"
@@ -13,6 +18,7 @@ import (
 	ulimiter "github.com/ulule/limiter/v3"
 	ustdlib "github.com/ulule/limiter/v3/drivers/middleware/stdlib"
 	umemory "github.com/ulule/limiter/v3/drivers/store/memory"
+	"golang.org/x/time/rate"
 )
 
 // The middlewares below are off-the-shelf limiters by other authors, each
@@ -74,4 +80,43 @@ func Ulule(limit int64, period time.Duration) func(http.Handler) http.Handler {
 func Tollbooth(perSecond float64, burst int) func(http.Handler) http.Handler {
 	l := tollbooth.NewLimiter(perSecond, nil).SetIPLookups([]string{"RemoteAddr"}).SetBurst(burst)
 	return func(next http.Handler) http.Handler { return tollbooth.LimitHandler(l, next) }
+}
+
+// Fiber is github.com/gofiber/fiber v2's limiter middleware per client
+// address (its default key, c.IP()): max requests per expiration, in a
+// fixed window opened by the client's first request or, with sliding, its
+// sliding window (the previous window's count weighted by how much of it
+// still overlaps, plus the current one's). Both count refused requests, read
+// the time from a clock that ticks once a second, and answer
+// X-RateLimit-Limit, -Remaining and -Reset (seconds to the window's end) on
+// requests let through and Retry-After (the same seconds) on 429s. The
+// fiber app is served through fiber's own net/http adaptor, so the server
+// and its access log are the other Go targets'; the limiter is fiber's.
+func Fiber(max int, expiration time.Duration, sliding bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		app := fiber.New(fiber.Config{DisableStartupMessage: true})
+		cfg := flimiter.Config{Max: max, Expiration: expiration}
+		if sliding {
+			cfg.LimiterMiddleware = flimiter.SlidingWindow{}
+		}
+		app.Use(flimiter.New(cfg))
+		app.All("/*", adaptor.HTTPHandler(next))
+		return adaptor.FiberApp(app)
+	}
+}
+
+// Echo is github.com/labstack/echo v4's RateLimiter middleware with its
+// memory store as its README shows it (NewRateLimiterMemoryStore(r)): a
+// golang.org/x/time/rate bucket per client (its default identifier,
+// c.RealIP(): the TCP peer when no forwarding header is sent) of r per
+// second with a burst of r rounded up, answering a bare 429 (no header) when
+// the bucket is empty.
+func Echo(r float64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		e := echo.New()
+		e.HideBanner, e.HidePort = true, true
+		e.Use(emiddleware.RateLimiter(emiddleware.NewRateLimiterMemoryStore(rate.Limit(r))))
+		e.Any("/*", echo.WrapHandler(next))
+		return e
+	}
 }

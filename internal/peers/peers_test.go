@@ -332,6 +332,9 @@ func TestGoServers(t *testing.T) {
 		{"ulule", peers.Ulule(2, time.Minute), []int{200, 200, 429},
 			[]string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"}},
 		{"tollbooth", peers.Tollbooth(0.5, 2), []int{200, 200, 429}, nil}, // RateLimit-*, not X-RateLimit-*
+		{"fiber-fixed", peers.Fiber(2, time.Minute, false), []int{200, 200, 429}, []string{"Retry-After"}},
+		{"fiber-sliding", peers.Fiber(2, time.Minute, true), []int{200, 200, 429}, []string{"Retry-After"}},
+		{"echo", peers.Echo(0.5), []int{200, 429}, nil}, // a burst of 0.5 rounded up
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := peertest.StartGoServer(t, peertest.GoServerConfig{Name: tt.name, Limiter: tt.limiter})
@@ -547,6 +550,68 @@ func TestExpressDraft8(t *testing.T) {
 		t.Errorf("429 Retry-After = %q, want the seconds to the reset", hdr.Get("Retry-After"))
 	}
 	checkLog(t, waitLog(t, e.AccessLog, len(codes)), codes, "127.0.0.17", start)
+}
+
+// @fastify/rate-limit answers its default headers on every response and
+// Retry-After on its 429s; with continueExceeding a refused request opens
+// the window again.
+func TestFastify(t *testing.T) {
+	for _, cont := range []bool{false, true} {
+		t.Run(fmt.Sprint("continueExceeding=", cont), func(t *testing.T) {
+			f := peertest.StartFastify(t, peertest.FastifyConfig{Max: 2, Window: 3 * time.Second, ContinueExceeding: cont})
+			c := viaProxy(t, "127.0.0.18")
+			start := time.Now()
+			codes, hdr := untilLimited(t, c, f.URL()+"/p/1", 5)
+			if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+				t.Errorf("statuses = %v, want %v", codes, want)
+			}
+			if hdr.Get("X-Ratelimit-Limit") != "2" || hdr.Get("X-Ratelimit-Remaining") != "0" {
+				t.Errorf("429 headers %v, want limit 2, remaining 0", hdr)
+			}
+			if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 1 || ra > 3 {
+				t.Errorf("429 Retry-After = %q, want the seconds to the window's end", hdr.Get("Retry-After"))
+			}
+			// Two seconds after the first request, a request over the
+			// limit is refused again; one more second on, the first
+			// window is out, but a window opened by the refusal is not.
+			time.Sleep(time.Until(start.Add(2 * time.Second)))
+			code, _, _ := get(t, c, f.URL()+"/p/1")
+			time.Sleep(time.Until(start.Add(3200 * time.Millisecond)))
+			last, _, _ := get(t, c, f.URL()+"/p/1")
+			codes = append(codes, code, last)
+			if want := map[bool]int{false: 200, true: 429}[cont]; code != 429 || last != want {
+				t.Errorf("at 2 s: %d, at 3.2 s: %d; want 429, %d", code, last, want)
+			}
+			checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.18", start)
+		})
+	}
+}
+
+// rate-limiter-flexible's app sets the headers its README shows:
+// X-RateLimit-Reset in epoch seconds and Retry-After in seconds (fractional
+// but for a block's first refusal); a block refuses the client past the
+// window's end.
+func TestFlexible(t *testing.T) {
+	f := peertest.StartFlexible(t, peertest.FlexibleConfig{Points: 2, Duration: time.Second, Block: 3 * time.Second})
+	c := viaProxy(t, "127.0.0.19")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, f.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if ra, err := strconv.ParseFloat(hdr.Get("Retry-After"), 64); err != nil || ra <= 2 || ra > 3 {
+		t.Errorf("429 Retry-After = %q, want the block's seconds", hdr.Get("Retry-After"))
+	}
+	if reset, err := strconv.ParseInt(hdr.Get("X-Ratelimit-Reset"), 10, 64); err != nil || reset < start.Unix()+2 || reset > time.Now().Unix()+4 {
+		t.Errorf("429 X-RateLimit-Reset = %q, want the block's end in epoch seconds", hdr.Get("X-Ratelimit-Reset"))
+	}
+	time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
+	code, _, _ := get(t, c, f.URL()+"/p/1")
+	codes = append(codes, code)
+	if code != 429 {
+		t.Errorf("past the window, within the block: %d, want 429", code)
+	}
+	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.19", start)
 }
 
 // A command's exit code listed in Success is not a failure; any other is,

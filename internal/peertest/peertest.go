@@ -33,6 +33,9 @@ type (
 	HAProxyConfig   = peers.HAProxyConfig
 	FlaskConfig     = peers.FlaskConfig
 	ExpressConfig   = peers.ExpressConfig
+	FastifyConfig   = peers.FastifyConfig
+	FlexibleConfig  = peers.FlexibleConfig
+	NodeApp         = peers.NodeApp
 	GoServerConfig  = peers.GoServerConfig
 	AccessEntry     = peers.AccessEntry
 	Proxy           = peers.Proxy
@@ -151,6 +154,19 @@ func StartGoServer(t testing.TB, cfg GoServerConfig) *GoServer {
 func StartExpress(t testing.TB, cfg ExpressConfig) *Express {
 	t.Helper()
 	return start(t, peers.StartExpress, cfg)
+}
+
+// StartFastify starts a fastify @fastify/rate-limit target
+// (peers.StartFastify).
+func StartFastify(t testing.TB, cfg FastifyConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartFastify, cfg)
+}
+
+// StartFlexible starts a rate-limiter-flexible target (peers.StartFlexible).
+func StartFlexible(t testing.TB, cfg FlexibleConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartFlexible, cfg)
 }
 
 // StartRedisWith starts a redis-server with cfg (peers.StartRedis).

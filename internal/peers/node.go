@@ -1,0 +1,154 @@
+package peers
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The embedded Node apps, written beside the modules they require (node
+// resolves require() from the script's directory upwards).
+var (
+	//go:embed express_app.js
+	expressApp string
+	//go:embed fastify_app.js
+	fastifyApp string
+	//go:embed flexible_app.js
+	flexibleApp string
+)
+
+// NodeModules are the npm packages the Node targets run on, pinned. They are
+// installed together, once, into one prefix in the user cache.
+var NodeModules = []string{
+	"express@5.3.0", "express-rate-limit@8.7.5",
+	"fastify@5.12.8", "@fastify/rate-limit@11.2.0",
+	"rate-limiter-flexible@11.4.0",
+}
+
+// NodeApp is a running Node target: every path answers 200 "ok" or 429,
+// limited per client address. Its access log, written when each response
+// finishes, reads "<unix time with ms> <client address> <status>". It is
+// safe for concurrent use.
+type NodeApp struct{ server }
+
+// nodeSpec is one start of an embedded app.
+type nodeSpec struct {
+	name    string // e.g. "fastify-rate-limit", for errors and the work dir
+	file    string // the app's file name beside node_modules
+	source  string // the app itself
+	modules string // the npm prefix; empty: the user cache's
+	listen  string
+	dir     string
+	args    []string // the app's own flags, after --host, --port and --log
+}
+
+// startNode installs NodeModules when they are missing, writes the app and
+// starts it, returning once it accepts connections.
+func startNode(spec nodeSpec) (*NodeApp, error) {
+	node, err := LookPath("node")
+	if err != nil {
+		return nil, &NotInstalledError{Bin: "node", Package: "nodejs npm", Err: err}
+	}
+	if spec.modules == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", spec.name, err)
+		}
+		spec.modules = filepath.Join(cache, "exitgate", "node-peer")
+	}
+	app, err := prepareNode(spec.modules, spec.file, spec.source)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.name, err)
+	}
+	addr, host, port, err := splitListen(spec.listen)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.name, err)
+	}
+	dir, err := newWorkDir(spec.dir, spec.name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.name, err)
+	}
+	accessLog := dir.join("access.log")
+	args := append([]string{app, "--host", host, "--port", port, "--log", accessLog}, spec.args...)
+	p, err := startProcess(procSpec{name: spec.name + " " + addr, dir: dir, addr: addr,
+		logs: []string{accessLog}, bin: node, args: args})
+	if err != nil {
+		return nil, err
+	}
+	return &NodeApp{server{proc: p, addr: addr, accessLog: accessLog}}, nil
+}
+
+// installMu makes parallel starts install the modules once.
+var installMu sync.Mutex
+
+// prepareNode installs NodeModules under prefix with npm unless they are
+// there, and writes the app beside them. It returns the app's path.
+func prepareNode(prefix, file, source string) (string, error) {
+	installMu.Lock()
+	defer installMu.Unlock()
+	if err := installNode(prefix); err != nil {
+		return "", err
+	}
+	app := filepath.Join(prefix, file)
+	if old, err := os.ReadFile(app); err == nil && string(old) == source {
+		return app, nil
+	}
+	tmp := app + ".tmp"
+	if err := writeFile(tmp, source, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, app); err != nil {
+		return "", err
+	}
+	return app, nil
+}
+
+// installNode installs every pinned module when one of them is missing or
+// at another version.
+func installNode(prefix string) error {
+	missing := false
+	for _, m := range NodeModules {
+		name, version := splitModule(m)
+		var pkg struct{ Version string }
+		b, err := os.ReadFile(filepath.Join(prefix, "node_modules", name, "package.json"))
+		if err != nil || json.Unmarshal(b, &pkg) != nil || pkg.Version != version {
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	npm, err := LookPath("npm")
+	if err != nil {
+		return &NotInstalledError{Bin: "npm", Package: "npm", Err: err}
+	}
+	if err := os.MkdirAll(prefix, 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append([]string{"install", "--no-audit", "--no-fund", "--prefix", prefix}, NodeModules...)
+	if out, err := exec.CommandContext(ctx, npm, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("npm %v: %w\n%s", args, err, out)
+	}
+	return nil
+}
+
+// splitModule splits "name@version", the name possibly scoped ("@scope/x").
+func splitModule(m string) (name, version string) {
+	i := strings.LastIndexByte(m, '@')
+	if i <= 0 {
+		return m, ""
+	}
+	return m[:i], m[i+1:]
+}
+
+// windowMillis is a window as the apps' --window flag takes it.
+func windowMillis(d time.Duration) string { return fmt.Sprint(d.Milliseconds()) }
