@@ -102,3 +102,77 @@ func TestParkHost(t *testing.T) {
 		t.Errorf("counts at the end %+v, want 40 done", c)
 	}
 }
+
+// lossy is a frontier whose last claimed job's lease is reported lost, as
+// the Redis store's keep-alive reports a lease another worker claimed; it
+// reaches the Core through a wrapper, as the crawl's frontier does.
+type lossy struct {
+	frontier.Frontier
+	lost    map[int64]bool
+	lostURL string
+}
+
+func (l *lossy) Claim(ctx context.Context, now time.Time, max int, hostOK func(string) bool) ([]frontier.Job, error) {
+	js, err := l.Frontier.Claim(ctx, now, max, hostOK)
+	if len(js) > 1 && l.lostURL == "" {
+		last := js[len(js)-1]
+		l.lost[last.ID], l.lostURL = true, last.URL
+	}
+	return js, err
+}
+
+func (l *lossy) LeaseLost(le frontier.Lease) bool { return l.lost[le.ID] }
+
+type wrapped struct{ frontier.Frontier }
+
+func (w wrapped) Unwrap() frontier.Frontier { return w.Frontier }
+
+// TestLeaseLostDropped: a buffered job whose lease was lost is dropped, not
+// fetched (another worker holds it and fetches it), and the Core is not
+// left busy with it; the other jobs go as usual.
+func TestLeaseLostDropped(t *testing.T) {
+	ctx := context.Background()
+	mem, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	var jobs []frontier.NewJob
+	for i := range 10 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://a.test/p/%d", i)})
+	}
+	if _, err := mem.Push(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	fr := &lossy{Frontier: mem, lost: map[int64]bool{}}
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.SetExits([]limit.Exit{{ID: "e1"}})
+	core := NewCore(CoreConfig{Concurrency: 1}, wrapped{fr}, lim, nil)
+	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	fetched := map[string]bool{}
+	for i := 0; i < 200 && (i == 0 || core.Busy()); i++ {
+		now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		atts, _, err := core.Dispatch(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range atts {
+			fetched[a.URL] = true
+			if err := core.Complete(ctx, a, Response{Status: 200, At: now.Add(time.Millisecond)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if core.Busy() {
+		t.Fatal("the Core is still busy: the lost job left buffered")
+	}
+	if fr.lostURL == "" || fetched[fr.lostURL] {
+		t.Errorf("lost job %q fetched: %v", fr.lostURL, fetched[fr.lostURL])
+	}
+	if len(fetched) != 9 {
+		t.Errorf("fetched %d jobs, want the 9 whose leases held", len(fetched))
+	}
+}

@@ -234,6 +234,7 @@ type Finished struct {
 type Core struct {
 	cfg   CoreConfig
 	fr    frontier.Frontier
+	watch frontier.LeaseWatcher // fr, when it can tell a lease lost
 	lim   Limiter
 	tally *metrics.Tally
 
@@ -307,7 +308,7 @@ type pending struct {
 
 // NewCore returns a Core over a frontier and a limiter, counting into tally.
 func NewCore(cfg CoreConfig, fr frontier.Frontier, lim Limiter, tally *metrics.Tally) *Core {
-	return &Core{
+	c := &Core{
 		cfg:     cfg.withDefaults(),
 		fr:      fr,
 		lim:     lim,
@@ -318,6 +319,8 @@ func NewCore(cfg CoreConfig, fr frontier.Frontier, lim Limiter, tally *metrics.T
 		exits:   map[string]*exitHealth{},
 		frDirty: true,
 	}
+	c.watch = frontier.AsLeaseWatcher(fr)
+	return c
 }
 
 // Inflight returns the number of attempts dispatched and not yet completed.
@@ -427,6 +430,15 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			if final {
 				fin = append(fin, f)
 			}
+			continue
+		}
+		if c.watch != nil && c.watch.LeaseLost(p.job.Lease()) {
+			// Buffered while its lease ran out: another worker holds the
+			// job now and fetches it. Fetched here too, it was fetched
+			// twice.
+			h.popFront()
+			c.buffered--
+			c.cfg.Logger.Warn("lease lost: dropped a buffered job another worker holds now", "url", p.url)
 			continue
 		}
 		t, ok := c.acquireLocked(host, h, limit.Want{Pin: p.job.Exit, Avoid: c.denied[p.job.ID]}, now)

@@ -242,6 +242,40 @@ type Frontier interface {
 	Recover(ctx context.Context, now time.Time) (int, error)
 }
 
+// LeaseWatcher is a Frontier shared by many workers that can tell when a
+// lease it handed out was lost: not kept alive in time (Redis out of reach
+// for longer than the lease, or the worker stalled that long), so another
+// worker may have claimed the job. A worker that buffered the job and has
+// not fetched it yet drops it instead: both would fetch it otherwise.
+type LeaseWatcher interface {
+	// LeaseLost reports whether l was found lost. It reports a lost lease
+	// once.
+	LeaseLost(l Lease) bool
+}
+
+// Wrapper is a Frontier built around another (a filter, a counter):
+// Unwrap returns the one it wraps, so that optional interfaces such as
+// LeaseWatcher are found through it.
+type Wrapper interface {
+	Unwrap() Frontier
+}
+
+// AsLeaseWatcher returns fr, or the first Frontier it wraps (Wrapper) that
+// is a LeaseWatcher; nil if none is.
+func AsLeaseWatcher(fr Frontier) LeaseWatcher {
+	for fr != nil {
+		if w, ok := fr.(LeaseWatcher); ok {
+			return w
+		}
+		u, ok := fr.(Wrapper)
+		if !ok {
+			return nil
+		}
+		fr = u.Unwrap()
+	}
+	return nil
+}
+
 // Errors stores return; test with errors.Is.
 var (
 	// ErrInvalidURL: the URL is not an absolute http or https URL.

@@ -22,6 +22,9 @@ func (m *Monitor) CountParks(fr frontier.Frontier) *ParkCounter {
 	return &ParkCounter{Frontier: fr, m: m}
 }
 
+// Unwrap returns the frontier counted (frontier.Wrapper).
+func (p *ParkCounter) Unwrap() frontier.Frontier { return p.Frontier }
+
 // Park parks the job and counts it under its reason's kind.
 func (p *ParkCounter) Park(ctx context.Context, l frontier.Lease, until time.Time, status int, reason string) error {
 	err := p.Frontier.Park(ctx, l, until, status, reason)

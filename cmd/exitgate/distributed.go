@@ -310,6 +310,9 @@ type gated struct {
 	d *distributed
 }
 
+// Unwrap returns the frontier gated (frontier.Wrapper).
+func (g gated) Unwrap() frontier.Frontier { return g.Frontier }
+
 func (g gated) Claim(ctx context.Context, now time.Time, max int, hostOK func(string) bool) ([]frontier.Job, error) {
 	if len(*g.d.owned.Load()) == 0 {
 		return nil, nil

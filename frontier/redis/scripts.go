@@ -166,13 +166,17 @@ return {0, nxt(), ver()}
 `)
 
 // extendMany: ARGV = until ms, then id, seq pairs: every lease of the list
-// still held under that seq moves to until. Returns {extended, next, v}.
+// still held under that seq moves to until. Returns {extended, next, v,
+// then the 0-based index in the list of each pair whose lease is no longer
+// held under its seq: the job was settled, or claimed again by another}.
 var extendManyScript = goredis.NewScript(hostLib + `
 local untl = ARGV[1]
 local n = 0
+local out = {0, 0, 0}
 for k = 2, #ARGV, 2 do
   local id, seq = ARGV[k], ARGV[k+1]
   local raw = redis.call('HGET', KEYS[1], id)
+  local kept = false
   if raw then
     local t = dec(raw)
     if t[1] == '2' and t[2] == seq then
@@ -180,10 +184,15 @@ for k = 2, #ARGV, 2 do
       redis.call('HSET', KEYS[1], id, enc(t))
       redis.call('ZADD', KEYS[3], untl, id)
       n = n + 1
+      kept = true
     end
   end
+  if not kept then
+    table.insert(out, (k - 2) / 2)
+  end
 end
-return {n, nxt(), ver()}
+out[1], out[2], out[3] = n, nxt(), ver()
+return out
 `)
 
 // recover: ARGV = now ms: every leased job is queued again, due now.

@@ -94,6 +94,7 @@ type Store struct {
 	hostNum map[string]int64
 	numHost map[int64]string
 	held    map[int64]heldLease // leases handed out and not settled
+	lost    map[int64]int64     // leases the keep-alive found lost, by job: seq (LeaseLost)
 	counts  frontier.Counts     // the last counts read
 	read    bool                // counts holds a reading (not the zero value)
 	// The last Ready answer, reused for readyMemo: an engine whose hosts
@@ -133,7 +134,7 @@ func New(rdb goredis.UniversalClient, cfg Config) (*Store, error) {
 		cfg.LeaseTTL = 15 * time.Second
 	}
 	s := &Store{rdb: rdb, cfg: cfg, ttlMs: max(1, cfg.LeaseTTL.Milliseconds()), log: cfg.Logger,
-		hostNum: map[string]int64{}, numHost: map[int64]string{}, held: map[int64]heldLease{},
+		hostNum: map[string]int64{}, numHost: map[int64]string{}, held: map[int64]heldLease{}, lost: map[int64]int64{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -773,6 +774,7 @@ func (s *Store) settleOn(ctx context.Context, host, op string, l frontier.Lease,
 	if op != "extend" {
 		s.mu.Lock()
 		delete(s.held, l.ID)
+		delete(s.lost, l.ID)
 		s.mu.Unlock()
 	}
 	switch res[0] {
@@ -1076,6 +1078,7 @@ func (s *Store) journalOp(op string, l frontier.Lease, args []any) error {
 	}
 	if op != "extend" {
 		delete(s.held, l.ID)
+		delete(s.lost, l.ID)
 	}
 	if _, err := s.journal.Write(append(b, '\n')); err != nil {
 		return err
@@ -1261,12 +1264,20 @@ func (s *Store) recover(ctx context.Context) (int, error) {
 
 // extendHeld moves every lease this Store holds to now+LeaseTTL, one script
 // per host.
+//
+// A lease it finds no longer held under its claim (the keep-alive could not
+// reach Redis for longer than the lease, or the worker stalled that long,
+// and another worker claimed the job) is lost: it is no longer kept, and
+// LeaseLost says so to the Core that buffered the job, so that two workers
+// do not both fetch it.
 func (s *Store) extendHeld(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
 	byHost := map[string][]any{}
+	leases := map[string][]frontier.Lease{}
 	for id, h := range s.held {
 		_, seq := splitID(id)
 		byHost[h.host] = append(byHost[h.host], member(seq), strconv.FormatInt(h.seq, 10))
+		leases[h.host] = append(leases[h.host], frontier.Lease{ID: id, Seq: h.seq})
 	}
 	s.mu.Unlock()
 	until := msUp(now) + s.ttlMs
@@ -1277,8 +1288,43 @@ func (s *Store) extendHeld(ctx context.Context, now time.Time) error {
 			return err
 		}
 		reps = append(reps, report{host: host, next: res[1], v: res[2]})
+		if len(res) > 3 {
+			s.markLost(leases[host], res[3:])
+		}
 	}
 	return s.schedule(ctx, reps)
+}
+
+// markLost records as lost the leases at idx in ls that this Store still
+// holds under the same claim (one settled meanwhile is not lost, only
+// done).
+func (s *Store) markLost(ls []frontier.Lease, idx []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range idx {
+		if i < 0 || i >= int64(len(ls)) {
+			continue
+		}
+		l := ls[i]
+		if h, ok := s.held[l.ID]; ok && h.seq == l.Seq {
+			delete(s.held, l.ID)
+			s.lost[l.ID] = l.Seq
+			s.log.Warn("frontier: a lease was lost (not kept alive in time; another worker may hold the job now)", "job", l.ID)
+		}
+	}
+}
+
+// LeaseLost reports whether the keep-alive found lease l lost
+// (frontier.LeaseWatcher): the job is another worker's now, and the caller
+// must not fetch it. It reports a lost lease once.
+func (s *Store) LeaseLost(l frontier.Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq, ok := s.lost[l.ID]; ok && seq == l.Seq {
+		delete(s.lost, l.ID)
+		return true
+	}
+	return false
 }
 
 // Held returns how many leases this Store holds and keeps alive.

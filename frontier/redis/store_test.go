@@ -114,6 +114,61 @@ func TestKeepAlive(t *testing.T) {
 	}
 }
 
+// TestLeaseLost: a lease the keep-alive finds claimed by another worker
+// (its holder could not keep it alive in time) is lost: LeaseLost says so
+// once, and the holder stops extending it; a lease it still holds is not,
+// nor one it settled.
+func TestLeaseLost(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	ttl := 600 * time.Millisecond
+	a := newStore(t, rdb, fr.Config{Crawl: "lost", LeaseTTL: ttl, KeepAlive: true})
+	b := newStore(t, rdb, fr.Config{Crawl: "lost", LeaseTTL: ttl})
+	if _, err := a.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}, {URL: "http://a.example/3"}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := a.Claim(ctx, time.Now(), 3, nil)
+	if err != nil || len(js) != 3 {
+		t.Fatalf("Claim = %d jobs, %v", len(js), err)
+	}
+	// b claims as if the leases had run out (a clock a minute on): all
+	// three are b's now. a settles one of them first.
+	if err := a.Complete(ctx, js[2].Lease(), frontier.Result{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := b.Claim(ctx, time.Now().Add(time.Minute), 3, nil)
+	if err != nil || len(taken) != 2 {
+		t.Fatalf("b's Claim a minute on = %d jobs, %v; want the two a did not settle", len(taken), err)
+	}
+	deadline := time.Now().Add(3 * ttl)
+	for !a.LeaseLost(js[0].Lease()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a's lease of job %d, claimed by b, not reported lost after %v", js[0].ID, 3*ttl)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a.LeaseLost(js[0].Lease()) {
+		t.Error("a lost lease reported twice")
+	}
+	if !a.LeaseLost(js[1].Lease()) {
+		t.Error("the second lease b claimed not reported lost")
+	}
+	if a.LeaseLost(js[2].Lease()) {
+		t.Error("a lease a settled reported lost")
+	}
+	if n := a.Held(); n != 0 {
+		t.Errorf("a holds %d leases, want none: lost ones are not kept alive", n)
+	}
+	// b's leases are its own: a's keep-alive did not take them over.
+	for _, j := range taken {
+		if err := b.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
+			t.Errorf("b completing job %d: %v", j.ID, err)
+		}
+	}
+}
+
 // TestJournal: with Redis killed, settling goes to the journal and claims
 // return nothing; once Redis is back (with its append-only file), the
 // journal is replayed and nothing is lost.

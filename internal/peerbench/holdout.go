@@ -92,6 +92,15 @@ func Holdouts() []Target {
 			func(dir string) (Server, error) {
 				return peers.StartFlexible(peers.FlexibleConfig{Points: 30, Duration: time.Minute, Block: time.Minute, Dir: dir})
 			})),
+		// And three that say nothing but 429, at limits unlike the
+		// targets': a bucket of one at one per 2 s, a window of 20 s, a
+		// small burst.
+		holdoutGo("echo-1-per-2s", "github.com/labstack/echo/v4 v4.16.0 middleware.RateLimiter", "token bucket (golang.org/x/time/rate)", 1, 2*time.Second, 1,
+			"none", "none",
+			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(0.5)) (burst 1)",
+			func() (func(http.Handler) http.Handler, error) { return peers.Echo(0.5), nil }),
+		haproxyTarget("haproxy-15-per-20s-bare", 15, 20*time.Second, ""),
+		nginxTarget("nginx-3r-s-burst2", 3, "3r/s", 2, false, ""),
 	}
 }
 
