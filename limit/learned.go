@@ -39,6 +39,9 @@ type LearnedHost struct {
 	// "none" (a lane went at the declared rate unharmed) or "kept" (it was
 	// pushed back); empty while unchecked.
 	DeclaredHeadroom string `json:"declared_headroom,omitempty"`
+	// DeclaredStrict is how many requests a window the server was seen to
+	// allow less than it declares (quota.go, declared429).
+	DeclaredStrict float64 `json:"declared_strict,omitempty"`
 	Careful          bool   `json:"careful,omitempty"`
 	Windowed         bool   `json:"windowed,omitempty"`
 	// Burst is how many requests beyond its rate the server let a lane
@@ -105,7 +108,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		At:       time.Unix(0, max(c.at, h.scopeAt)).UTC(),
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
 		Declared: c.declared, Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
-		Sent: c.sent, Costly: c.costly, DeclaredBucket: c.bucket,
+		Sent: c.sent, Costly: c.costly, DeclaredBucket: c.bucket, DeclaredStrict: c.win.strict,
 	}
 	switch {
 	case c.win.free:
@@ -202,6 +205,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	h.scope, h.hinted, h.scopeAt = lh.Scope, lh.Hinted, now
 	c.declared, c.bucket = lh.Declared, lh.DeclaredBucket
 	c.win.free, c.room.done = lh.DeclaredHeadroom == "none", lh.DeclaredHeadroom != ""
+	c.win.strict = lh.DeclaredStrict
 	c.room.at = now // a check waits two windows at the restored pace, as on a fresh one
 	c.careful, c.windowed, c.extra = lh.Careful, lh.Windowed, lh.Burst
 	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))

@@ -375,10 +375,10 @@ func (r *rules) declaredRate(q *quota, exact bool) float64 {
 // 12 per 10 s lets an even pace through at 88-91% of that, and the lanes
 // at 95% drew a 429 every 20 s, each idling the lane for the 10-s
 // Retry-After. Only a window known (declared, or seen to roll) counts: a
-// window guessed short is pushed back too. Each such push-back (one a window: lanes in lock step are
-// pushed back together) takes another strictStep of the limit, at least a
-// request a window, off every lane's pace, for good. It reports whether it
-// cut.
+// window guessed short is pushed back too. Each such push-back (one a
+// window: lanes in lock step are pushed back together) takes another
+// strictStep of the limit, at least a request a window, off every lane's
+// pace, for good (and kept in learned.json). It reports whether it cut.
 func (r *rules) declared429(h *host, l *lane, x float64, now int64) bool {
 	c := &h.cap
 	q := &c.win
