@@ -42,8 +42,8 @@ type LearnedHost struct {
 	// DeclaredStrict is how many requests a window the server was seen to
 	// allow less than it declares (quota.go, declared429).
 	DeclaredStrict float64 `json:"declared_strict,omitempty"`
-	Careful          bool   `json:"careful,omitempty"`
-	Windowed         bool   `json:"windowed,omitempty"`
+	Careful        bool    `json:"careful,omitempty"`
+	Windowed       bool    `json:"windowed,omitempty"`
 	// Burst is how many requests beyond its rate the server let a lane
 	// send in a burst, as the explorer measured it.
 	Burst float64 `json:"burst,omitempty"`
