@@ -1,7 +1,9 @@
 // Package peers starts real programs on loopback for tests and for the
 // real-limiter bench: rate-limited targets (nginx limit_req, haproxy stick
-// tables, a Python flask-limiter app, and Go servers wrapping
-// golang.org/x/time/rate and github.com/go-chi/httprate), forward proxies
+// tables, a Python flask-limiter app, Node apps on express-rate-limit,
+// @fastify/rate-limit and rate-limiter-flexible, and Go servers wrapping
+// golang.org/x/time/rate, github.com/go-chi/httprate and the held-out
+// middlewares of other frameworks), forward proxies
 // (tinyproxy, each bound to its own outgoing address so that a target keyed
 // on the client IP sees each as its own exit) and redis-server.
 //

@@ -1,5 +1,8 @@
 package peers
 
+// The Node targets: express-rate-limit, @fastify/rate-limit and
+// rate-limiter-flexible, each an embedded app run by startNode (node.go).
+
 import (
 	"fmt"
 	"strconv"
