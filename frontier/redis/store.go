@@ -1300,7 +1300,7 @@ func (s *Store) extendHeld(ctx context.Context, now time.Time) error {
 // done).
 func (s *Store) markLost(ls []frontier.Lease, idx []int64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	n := 0
 	for _, i := range idx {
 		if i < 0 || i >= int64(len(ls)) {
 			continue
@@ -1309,8 +1309,12 @@ func (s *Store) markLost(ls []frontier.Lease, idx []int64) {
 		if h, ok := s.held[l.ID]; ok && h.seq == l.Seq {
 			delete(s.held, l.ID)
 			s.lost[l.ID] = l.Seq
-			s.log.Warn("frontier: a lease was lost (not kept alive in time; another worker may hold the job now)", "job", l.ID)
+			n++
 		}
+	}
+	s.mu.Unlock()
+	if n > 0 {
+		s.log.Warn("frontier: leases lost (not kept alive in time; another worker may hold their jobs now)", "leases", n)
 	}
 }
 
