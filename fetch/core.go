@@ -438,6 +438,8 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			// twice.
 			h.popFront()
 			c.buffered--
+			delete(c.tries, p.job.ID) // the job's tries are the other worker's now
+			delete(c.denied, p.job.ID)
 			c.cfg.Logger.Warn("lease lost: dropped a buffered job another worker holds now", "url", p.url)
 			continue
 		}
