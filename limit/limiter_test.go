@@ -459,6 +459,42 @@ func TestLimiter(t *testing.T) {
 			t.Errorf("Acquire during the pause ok")
 		}
 	})
+	t.Run("LaneBusy", func(t *testing.T) {
+		// A 503 without Retry-After while another lane succeeds is a
+		// per-IP limit's (nginx's limit_req answers 503 by default): the
+		// lane's 429, no host rate, no pause. Alone, or with Retry-After,
+		// it is an overload.
+		for _, tc := range []struct {
+			name   string
+			peerOK bool
+			ra     time.Duration
+			rated  bool
+		}{
+			{"another lane succeeds, no Retry-After", true, 0, false},
+			{"another lane succeeds, Retry-After", true, 2 * time.Second, true},
+			{"no other lane succeeds", false, 0, true},
+		} {
+			l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(10)}, 4)
+			at := t0
+			tk, _, _ := acquire(t, l, "h", limit.Want{Pin: "x00"}, at)
+			l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+			at = at.Add(5 * time.Second)
+			if tc.peerOK {
+				tk, _, _ := acquire(t, l, "h", limit.Want{Pin: "x02"}, at)
+				l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+			}
+			at = at.Add(500 * time.Millisecond)
+			tk, _, _ = acquire(t, l, "h", limit.Want{Pin: "x01"}, at)
+			l.Done(tk, limit.Outcome{Verdict: verdict.Busy, RetryAfter: tc.ra}, at)
+			hs := hostOf(l.Snapshot(at), "h")
+			if rated := !hs.Rate.IsZero(); rated != tc.rated {
+				t.Errorf("%s: host rate %v, want one: %v", tc.name, hs.Rate, tc.rated)
+			}
+			if !tc.rated && !hs.PausedUntil.IsZero() {
+				t.Errorf("%s: host paused until %v, want no pause", tc.name, hs.PausedUntil.Sub(t0))
+			}
+		}
+	})
 	t.Run("EarlyWarning", func(t *testing.T) {
 		l := newLimiter(t, limit.Config{}, 4)
 		now := t0

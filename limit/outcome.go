@@ -35,7 +35,9 @@ import (
 //                once, everyone falls back (follow.go).
 //  7. cooldown   a 429 rests its lane: Retry-After, else backoff; an
 //                explorer resting long hands the search to another lane.
-//  8. busy       a 503 pauses the host and cuts its own rate.
+//  8. busy       a 503 pauses the host and cuts its own rate; one without
+//                Retry-After while another lane succeeds is this lane's 429
+//                (laneBusy).
 //  9. ban        a block page quarantines the lane.
 // 10. declared   a declared quota sets every lane's pace (quota.go).
 // 11. spacing    every answer: a lane whose answer came late is held back
@@ -62,12 +64,19 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		l.serOK++
 		l.eps = 0
 		h.endWave(l)
+		h.okAt, h.okExit = now, l.exit
 		r.okRules(h, l, sent, now)
 	case verdict.Throttled:
 		h.c.Throttled++
 		l.c.thr++
 		r.throttled(h, l, rec, o, sent, now, u)
 	case verdict.Busy:
+		if r.laneBusy(h, l, o, now) {
+			h.c.Throttled++
+			l.c.thr++
+			r.throttled(h, l, rec, o, sent, now, u)
+			break
+		}
 		h.c.Busy++
 		r.busy(h, o, sent, now, u)
 	case verdict.Retryable:

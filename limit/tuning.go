@@ -260,6 +260,10 @@ const sameEpisode = int64(2 * time.Second)
 // of such a limit (0.94 for 10 per minute, 0.88 for 5 per 10 s).
 const slidingRoom = 0.6
 
+// busyPeerSpan is how recently another lane must have succeeded for a 503
+// without Retry-After to read as a per-IP limit's (laneBusy).
+const busyPeerSpan = int64(2 * time.Second)
+
 // A declared quota the server enforces more strictly than it declares
 // (declared429) loses strictStep of its limit, at least a request, a window
 // at each push-back at its pace, never more than to strictFloor of it.
