@@ -145,10 +145,10 @@ type host struct {
 	// okAt is when the host's last success came, on lane okExit: a 503
 	// without Retry-After while another lane succeeds is a per-IP limit's
 	// (laneBusy), not an overload.
-	okAt   int64
-	okExit string
-	pause    int64 // shared not-before (busy, host-scoped Retry-After)
-	ceilTat  int64
+	okAt    int64
+	okExit  string
+	pause   int64 // shared not-before (busy, host-scoped Retry-After)
+	ceilTat int64
 
 	send sendMeter
 	cap  capacity
