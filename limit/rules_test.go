@@ -942,12 +942,18 @@ func TestWholeSecondResetStep(t *testing.T) {
 // 429 brings Settle's margin back instead (TestFixedWindowExact).
 func TestDeclaredStricter(t *testing.T) {
 	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	h.cap.win = quota{limit: 12, window: int64(10 * time.Second), sliding: true}
-	h.cap.declared = r.declaredRate(&h.cap.win, false)
-	r.updateFollow(h, sec(0), "test", "")
-	f := h.lanes["f"]
-	f.hot = true
+	// declaredHost is a host following a declared 12 per 10 s of the
+	// window win, and its lane f, sending.
+	declaredHost := func(win quota) (*host, *lane) {
+		h := hostWith(r, "e", "f")
+		h.cap.win = win
+		h.cap.declared = r.declaredRate(&h.cap.win, false)
+		r.updateFollow(h, sec(0), "test", "")
+		f := h.lanes["f"]
+		f.hot = true
+		return h, f
+	}
+	h, f := declaredHost(quota{limit: 12, window: int64(10 * time.Second), sliding: true})
 	base := h.cap.declared
 	push := func(at float64) {
 		r.throttled(h, f, ticketRec{at: sec(at), laneIv: int64(1e9 / f.pace)}, &Outcome{RetryAfter: 10 * time.Second}, sec(at), sec(at), 0.5)
@@ -974,24 +980,14 @@ func TestDeclaredStricter(t *testing.T) {
 
 	// Under the declared pace (a lane held back for another reason): its
 	// 429 is not the declared pace's.
-	g := hostWith(r, "e", "f")
-	g.cap.win = quota{limit: 12, window: int64(10 * time.Second), sliding: true}
-	g.cap.declared = r.declaredRate(&g.cap.win, false)
-	r.updateFollow(g, sec(0), "test", "")
-	gf := g.lanes["f"]
-	gf.hot = true
+	g, gf := declaredHost(quota{limit: 12, window: int64(10 * time.Second), sliding: true})
 	was := g.cap.declared
 	r.throttled(g, gf, ticketRec{at: sec(20), laneIv: int64(2e9 / gf.pace)}, &Outcome{RetryAfter: 10 * time.Second}, sec(20), sec(20), 0.5)
 	if g.cap.declared != was {
 		t.Errorf("a 429 at half the declared pace: declared %v, want %v", g.cap.declared, was)
 	}
 	// A fixed window: not this rule's.
-	x := hostWith(r, "e", "f")
-	x.cap.win = quota{limit: 12, window: int64(10 * time.Second), fixed: true}
-	x.cap.declared = r.declaredRate(&x.cap.win, false)
-	r.updateFollow(x, sec(0), "test", "")
-	xf := x.lanes["f"]
-	xf.hot = true
+	x, xf := declaredHost(quota{limit: 12, window: int64(10 * time.Second), fixed: true})
 	r.throttled(x, xf, ticketRec{at: sec(20), laneIv: int64(1e9 / xf.pace)}, &Outcome{RetryAfter: 10 * time.Second}, sec(20), sec(20), 0.5)
 	if x.cap.win.strict != 0 {
 		t.Errorf("a fixed window's 429: strict %v, want 0", x.cap.win.strict)

@@ -1272,24 +1272,26 @@ func (s *Store) recover(ctx context.Context) (int, error) {
 // do not both fetch it.
 func (s *Store) extendHeld(ctx context.Context, now time.Time) error {
 	s.mu.Lock()
-	byHost := map[string][]any{}
-	leases := map[string][]frontier.Lease{}
+	byHost := map[string][]frontier.Lease{}
 	for id, h := range s.held {
-		_, seq := splitID(id)
-		byHost[h.host] = append(byHost[h.host], member(seq), strconv.FormatInt(h.seq, 10))
-		leases[h.host] = append(leases[h.host], frontier.Lease{ID: id, Seq: h.seq})
+		byHost[h.host] = append(byHost[h.host], frontier.Lease{ID: id, Seq: h.seq})
 	}
 	s.mu.Unlock()
 	until := msUp(now) + s.ttlMs
 	var reps []report
-	for host, pairs := range byHost {
-		res, err := extendManyScript.Run(ctx, s.rdb, s.hostKeys(host), append([]any{until}, pairs...)...).Int64Slice()
+	for host, leases := range byHost {
+		args := []any{until}
+		for _, l := range leases {
+			_, seq := splitID(l.ID)
+			args = append(args, member(seq), strconv.FormatInt(l.Seq, 10))
+		}
+		res, err := extendManyScript.Run(ctx, s.rdb, s.hostKeys(host), args...).Int64Slice()
 		if err != nil {
 			return err
 		}
 		reps = append(reps, report{host: host, next: res[1], v: res[2]})
 		if len(res) > 3 {
-			s.markLost(leases[host], res[3:])
+			s.markLost(leases, res[3:])
 		}
 	}
 	return s.schedule(ctx, reps)

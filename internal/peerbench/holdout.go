@@ -109,8 +109,9 @@ const (
 	flexibleServer = "Node rate-limiter-flexible 11.4 (RateLimiterMemory) on express 5"
 )
 
-// holdoutNode is a Node target without a twin (peers.NodeModules), allowing
-// limit per window per client IP.
+// holdoutNode is a held-out target without a twin, allowing limit per
+// window per client IP, started by start: a Node app (peers.NodeModules),
+// or a Go middleware through holdoutGo.
 func holdoutNode(name, server, algorithm string, limit int, window time.Duration, headers, retryAfter, config string,
 	start func(dir string) (Server, error)) Target {
 	return Target{
@@ -124,18 +125,15 @@ func holdoutNode(name, server, algorithm string, limit int, window time.Duration
 // limit per window (plus burst) per client IP.
 func holdoutGo(name, server, algorithm string, limit int, window time.Duration, burst int, headers, retryAfter, config string,
 	mw func() (func(http.Handler) http.Handler, error)) Target {
-	return Target{
-		Name: name, Server: server, Algorithm: algorithm,
-		Limit: limit, Window: window.Seconds(), Burst: burst, Rate: float64(limit) / window.Seconds(),
-		RetryAfter: retryAfter, Headers: headers, Config: config, inProcess: true,
-		start: func(dir string) (Server, error) {
-			limiter, err := mw()
-			if err != nil {
-				return nil, err
-			}
-			return peers.StartGoServer(peers.GoServerConfig{Name: name, Limiter: limiter, Dir: dir})
-		},
-	}
+	t := holdoutNode(name, server, algorithm, limit, window, headers, retryAfter, config, func(dir string) (Server, error) {
+		limiter, err := mw()
+		if err != nil {
+			return nil, err
+		}
+		return peers.StartGoServer(peers.GoServerConfig{Name: name, Limiter: limiter, Dir: dir})
+	})
+	t.Burst, t.inProcess = burst, true
+	return t
 }
 
 // countsDenied marks t as counting rejected requests against the limit

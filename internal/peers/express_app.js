@@ -6,30 +6,20 @@
 // request is logged when its response is finished, as
 // "<unix time with ms> <client address> <status>".
 "use strict";
-const fs = require("node:fs");
-const { parseArgs } = require("node:util");
 const express = require("express");
 const { rateLimit } = require("express-rate-limit");
+const { flags, accessLog } = require("./peer_common.js");
 
-const { values: args } = parseArgs({
-  options: {
-    host: { type: "string", default: "127.0.0.1" },
-    port: { type: "string" },
-    limit: { type: "string" },
-    window: { type: "string" }, // milliseconds
-    headers: { type: "string", default: "draft-8" },
-    log: { type: "string" },
-  },
+const args = flags({
+  limit: { type: "string" },
+  window: { type: "string" }, // milliseconds
+  headers: { type: "string", default: "draft-8" },
 });
 
-const log = fs.openSync(args.log, "a");
+const log = accessLog(args.log);
 const app = express();
 app.use((req, res, next) => {
-  res.on("finish", () => {
-    const now = Date.now();
-    const line = `${Math.floor(now / 1000)}.${String(now % 1000).padStart(3, "0")} ${req.socket.remoteAddress} ${res.statusCode}\n`;
-    fs.writeSync(log, line);
-  });
+  res.on("finish", () => log(req.socket.remoteAddress, res.statusCode));
   next();
 });
 app.use(

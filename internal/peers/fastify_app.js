@@ -7,26 +7,19 @@
 // when its response is finished, as
 // "<unix time with ms> <client address> <status>".
 "use strict";
-const fs = require("node:fs");
-const { parseArgs } = require("node:util");
 const Fastify = require("fastify");
+const { flags, accessLog } = require("./peer_common.js");
 
-const { values: args } = parseArgs({
-  options: {
-    host: { type: "string", default: "127.0.0.1" },
-    port: { type: "string" },
-    log: { type: "string" },
-    max: { type: "string" },
-    window: { type: "string" }, // milliseconds
-    "continue-exceeding": { type: "string", default: "false" },
-  },
+const args = flags({
+  max: { type: "string" },
+  window: { type: "string" }, // milliseconds
+  "continue-exceeding": { type: "string", default: "false" },
 });
 
-const log = fs.openSync(args.log, "a");
+const log = accessLog(args.log);
 const app = Fastify({ logger: false });
 app.addHook("onResponse", (request, reply, done) => {
-  const now = Date.now();
-  fs.writeSync(log, `${Math.floor(now / 1000)}.${String(now % 1000).padStart(3, "0")} ${request.socket.remoteAddress} ${reply.statusCode}\n`);
+  log(request.socket.remoteAddress, reply.statusCode);
   done();
 });
 app.register(require("@fastify/rate-limit"), {

@@ -9,23 +9,17 @@
 // logged when its response is finished, as
 // "<unix time with ms> <client address> <status>".
 "use strict";
-const fs = require("node:fs");
-const { parseArgs } = require("node:util");
 const express = require("express");
 const { RateLimiterMemory } = require("rate-limiter-flexible");
+const { flags, accessLog } = require("./peer_common.js");
 
-const { values: args } = parseArgs({
-  options: {
-    host: { type: "string", default: "127.0.0.1" },
-    port: { type: "string" },
-    log: { type: "string" },
-    points: { type: "string" },
-    duration: { type: "string" }, // seconds
-    block: { type: "string", default: "0" }, // seconds
-  },
+const args = flags({
+  points: { type: "string" },
+  duration: { type: "string" }, // seconds
+  block: { type: "string", default: "0" }, // seconds
 });
 
-const log = fs.openSync(args.log, "a");
+const log = accessLog(args.log);
 const opts = { points: Number(args.points), duration: Number(args.duration), blockDuration: Number(args.block) };
 const rateLimiter = new RateLimiterMemory(opts);
 
@@ -39,10 +33,7 @@ function headers(res) {
 
 const app = express();
 app.use((req, res, next) => {
-  res.on("finish", () => {
-    const now = Date.now();
-    fs.writeSync(log, `${Math.floor(now / 1000)}.${String(now % 1000).padStart(3, "0")} ${req.socket.remoteAddress} ${res.statusCode}\n`);
-  });
+  res.on("finish", () => log(req.socket.remoteAddress, res.statusCode));
   next();
 });
 app.use((req, res, next) => {

@@ -22,6 +22,10 @@ var (
 	fastifyApp string
 	//go:embed flexible_app.js
 	flexibleApp string
+	// peerCommon is what the apps share (flags, the access log), written
+	// beside them as peer_common.js.
+	//go:embed peer_common.js
+	peerCommon string
 )
 
 // NodeModules are the npm packages the Node targets run on, pinned. They are
@@ -89,25 +93,33 @@ func startNode(spec nodeSpec) (*NodeApp, error) {
 var installMu sync.Mutex
 
 // prepareNode installs NodeModules under prefix with npm unless they are
-// there, and writes the app beside them. It returns the app's path.
+// there, and writes the app and peer_common.js beside them. It returns the
+// app's path.
 func prepareNode(prefix, file, source string) (string, error) {
 	installMu.Lock()
 	defer installMu.Unlock()
 	if err := installNode(prefix); err != nil {
 		return "", err
 	}
+	if err := writeChanged(filepath.Join(prefix, "peer_common.js"), peerCommon); err != nil {
+		return "", err
+	}
 	app := filepath.Join(prefix, file)
-	if old, err := os.ReadFile(app); err == nil && string(old) == source {
-		return app, nil
+	return app, writeChanged(app, source)
+}
+
+// writeChanged writes source to path unless it holds that already, through
+// a temporary file, so that a node starting meanwhile never reads half of
+// it.
+func writeChanged(path, source string) error {
+	if old, err := os.ReadFile(path); err == nil && string(old) == source {
+		return nil
 	}
-	tmp := app + ".tmp"
+	tmp := path + ".tmp"
 	if err := writeFile(tmp, source, 0o644); err != nil {
-		return "", err
+		return err
 	}
-	if err := os.Rename(tmp, app); err != nil {
-		return "", err
-	}
-	return app, nil
+	return os.Rename(tmp, path)
 }
 
 // installNode installs every pinned module when one of them is missing or
