@@ -986,6 +986,14 @@ func TestDeclaredStricter(t *testing.T) {
 	if g.cap.declared != was {
 		t.Errorf("a 429 at half the declared pace: declared %v, want %v", g.cap.declared, was)
 	}
+	// Above it (sent while the window was read short, then the 429's own
+	// headers told the real one): nothing said of the server.
+	v, vf := declaredHost(quota{limit: 12, window: int64(10 * time.Second), sliding: true})
+	was = v.cap.declared
+	r.throttled(v, vf, ticketRec{at: sec(20), laneIv: int64(1e9 / (5 * vf.pace))}, &Outcome{RetryAfter: 10 * time.Second}, sec(20), sec(20), 0.5)
+	if v.cap.declared != was {
+		t.Errorf("a 429 at five times the declared pace: declared %v, want %v", v.cap.declared, was)
+	}
 	// A fixed window: not this rule's.
 	x, xf := declaredHost(quota{limit: 12, window: int64(10 * time.Second), fixed: true})
 	r.throttled(x, xf, ticketRec{at: sec(20), laneIv: int64(1e9 / xf.pace)}, &Outcome{RetryAfter: 10 * time.Second}, sec(20), sec(20), 0.5)

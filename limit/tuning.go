@@ -296,3 +296,12 @@ const secondConfirm = int64(2 * time.Second)
 // probeHold is how long the explorer's retry holds its lane at most while
 // it measures a recovery: its answer ends it sooner.
 const probeHold = int64(time.Second)
+
+// A window guessed from its first reset alone, shorter than
+// guessReserveSpan, keeps guessReserve requests of each lane's remainder
+// back until it is seen to roll (quota.reserve): one for the first request
+// past a reset told early, one for the first after the real roll.
+const (
+	guessReserve     = 2
+	guessReserveSpan = 10 * time.Second
+)
