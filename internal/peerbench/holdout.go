@@ -101,6 +101,7 @@ func Holdouts() []Target {
 			func() (func(http.Handler) http.Handler, error) { return peers.Echo(0.5), nil }),
 		haproxyTarget("haproxy-15-per-20s-bare", 15, 20*time.Second, ""),
 		nginxTarget("nginx-3r-s-burst2", 3, "3r/s", 2, false, ""),
+		nginx503Target("nginx-2r-s-503", 2, "2r/s"),
 	}
 }
 

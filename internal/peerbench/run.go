@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -466,7 +467,7 @@ func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start t
 			continue
 		}
 		r.ServerCounts.add(e.RemoteAddr, e.Status, 1)
-		hits = append(hits, measure.Hit{At: e.Time, Key: e.RemoteAddr, Status: e.Status})
+		hits = append(hits, measure.Hit{At: e.Time, Key: e.RemoteAddr, Status: limitedStatus(e)})
 		if first.IsZero() || e.Time.Before(first) {
 			first = e.Time
 		}
@@ -496,6 +497,16 @@ func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start t
 	}
 	r.Agree = len(r.Mismatches) == 0
 	return nil
+}
+
+// limitedStatus is e's status for the measure: a request nginx's limit
+// rejected (limit=REJECTED in its log) is limited whatever status it was
+// answered with (limit_req_status 503, nginx's default, is no overload).
+func limitedStatus(e peers.AccessEntry) int {
+	if e.Limit == "REJECTED" {
+		return http.StatusTooManyRequests
+	}
+	return e.Status
 }
 
 // compare lists where the client's and the server's counts differ, per exit

@@ -122,6 +122,22 @@ func fmtRate(r float64) string {
 	return fmt.Sprintf("%.3g", r)
 }
 
+// nginx503Target is nginxTarget with no burst at nginx's default
+// limit_req_status, 503 without Retry-After: a per-IP limit that reads as
+// an overload. The measure counts what the access log marks
+// limit=REJECTED as limited (Result.judge).
+func nginx503Target(name string, perSecond float64, rateConf string) Target {
+	t := nginxTarget(name, perSecond, rateConf, 0, false, "")
+	t.Server += " (limit_req_status left at its default)"
+	t.RetryAfter = "none (rejected with 503)"
+	t.Config = strings.Replace(t.Config, " limit_req_status 429;", "", 1)
+	t.start = func(dir string) (Server, error) {
+		return peers.StartNginx(peers.NginxConfig{Rate: rateConf, NoRetryAfter: true, Status: 503, Dir: dir,
+			Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
+	}
+	return t
+}
+
 // nginxTarget limits with limit_req keyed on $binary_remote_addr and serves
 // one page for every path. delay leaves nodelay out of a burst.
 func nginxTarget(name string, perSecond float64, rateConf string, burst int, delay bool, retryAfter string) Target {

@@ -26,6 +26,11 @@ type NginxConfig struct {
 	// cannot compute one). Empty means "1"; NoRetryAfter sends none.
 	RetryAfter   string
 	NoRetryAfter bool
+	// Status is what a request the limit rejects is answered with
+	// (limit_req_status). Zero means 429; nginx's own default, when the
+	// directive is left out, is 503, which a client cannot tell from an
+	// overload but by what other clients get.
+	Status int
 	// Listen is the address to listen on. Empty means 127.0.0.1 on a free
 	// port.
 	Listen string
@@ -53,7 +58,8 @@ type NginxConfig struct {
 }
 
 // Nginx is a running nginx that limits requests per client address
-// ($binary_remote_addr) with status 429 and serves files from its web root.
+// ($binary_remote_addr) with status 429 (NginxConfig.Status) and serves
+// files from its web root.
 // GET /ip answers with the client address (via SSI) and is limited like
 // every other path. Its access log lines read
 // `$msec $remote_addr $status limit=$limit_req_status "$request"`.
@@ -87,8 +93,8 @@ http {
     }
     limit_req_zone $slow_key zone=slow:1m rate={{slowrate}};
     limit_req_zone $half_key zone=half:1m rate={{halfrate}};
-    limit_req_status 429;
-    map $status $retry_after { 429 "{{retry}}"; default ""; }
+    limit_req_status {{status}};
+    map $status $retry_after { 429 "{{retry}}";{{statusretry}} default ""; }
     server {
         listen {{listen}};
         root {{dir}}/www;
@@ -143,6 +149,12 @@ func StartNginx(cfg NginxConfig) (*Nginx, error) {
 	}
 	if cfg.Burst < 0 {
 		return nil, fmt.Errorf("nginx: negative Burst %d", cfg.Burst)
+	}
+	if cfg.Status == 0 {
+		cfg.Status = 429
+	}
+	if cfg.Status < 400 || cfg.Status > 599 {
+		return nil, fmt.Errorf("nginx: Status %d: limit_req_status takes 400 to 599", cfg.Status)
 	}
 	if cfg.Listen, err = freeAddr(cfg.Listen); err != nil {
 		return nil, fmt.Errorf("nginx: %w", err)
@@ -233,11 +245,17 @@ func writeNginxConf(dir workDir, cfg NginxConfig, tryFiles string) error {
 	}
 	// A zone keyed on nothing limits nothing: rates for turns not used.
 	slowRate, halfRate := cmp.Or(cfg.SlowRate, "1r/s"), cmp.Or(cfg.HalfRate, "1r/s")
+	status, statusRetry := cmp.Or(cfg.Status, 429), ""
+	if status != 429 {
+		// The lockout turn still answers 429 with Retry-After; a map
+		// names each value once.
+		statusRetry = fmt.Sprintf(` %d "%s";`, status, cfg.RetryAfter)
+	}
 	conf := strings.NewReplacer(
 		"{{dir}}", dir.path, "{{rate}}", cfg.Rate, "{{retry}}", cfg.RetryAfter,
 		"{{listen}}", cfg.Listen, "{{burst}}", burst, "{{tryfiles}}", tryFiles,
 		"{{block}}", block.String(), "{{slow}}", slow.String(), "{{slowrate}}", slowRate, "{{halfrate}}", halfRate,
-		"{{blockpage}}", blockPage,
+		"{{blockpage}}", blockPage, "{{status}}", fmt.Sprint(status), "{{statusretry}}", statusRetry,
 	).Replace(nginxConf)
 	if err := writeFile(dir.join("nginx.conf"), conf, 0o644); err != nil {
 		return fmt.Errorf("nginx: %w", err)

@@ -176,6 +176,33 @@ func TestNginxFallbackWithoutRetryAfter(t *testing.T) {
 	checkLog(t, n.AccessLog(t, len(codes)), codes, "127.0.0.1", start)
 }
 
+// At nginx's default limit_req_status a rejected request is a bare 503,
+// which only the access log's limit=REJECTED tells from an overload; an
+// out-of-range Status is refused before nginx starts.
+func TestNginxStatus503(t *testing.T) {
+	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "1r/m", Status: 503, NoRetryAfter: true,
+		Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
+	c := &http.Client{Timeout: 5 * time.Second}
+	var codes []int
+	for i := range 2 {
+		code, h, _ := get(t, c, fmt.Sprintf("%s/p/%d", n.URL(), i))
+		codes = append(codes, code)
+		if ra, ok := h["Retry-After"]; ok {
+			t.Errorf("GET /p/%d: Retry-After %q, want none", i, ra)
+		}
+	}
+	if want := []int{200, 503}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	log := n.AccessLog(t, len(codes))
+	if len(log) != 2 || log[1].Status != 503 || log[1].Limit != "REJECTED" || log[0].Limit != "PASSED" {
+		t.Errorf("access log = %+v, want a PASSED 200 and a REJECTED 503", log)
+	}
+	if _, err := peers.StartNginx(peers.NginxConfig{Status: 200}); err == nil || !strings.Contains(err.Error(), "Status 200") {
+		t.Errorf("StartNginx(Status: 200) error = %v, want one naming Status 200", err)
+	}
+}
+
 // Without nodelay a burst is queued: requests beyond the rate wait their
 // turn and are answered late, and only those beyond the burst get a 429.
 func TestNginxBurstWithoutNodelay(t *testing.T) {
