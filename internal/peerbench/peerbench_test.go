@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exitgate/exitgate/internal/peers"
 	"github.com/exitgate/exitgate/sim/measure"
 	"github.com/exitgate/exitgate/sim/strategy"
 )
@@ -216,5 +217,25 @@ func TestReportAndSVG(t *testing.T) {
 		if !strings.Contains(svg.String(), want) {
 			t.Errorf("SVG lacks %q", want)
 		}
+	}
+}
+
+// A request nginx's limit rejected is limited whatever status it was
+// answered with (limit_req_status 503), and the client's and server's
+// counts still compare by the status sent; a plain 503 is not limited.
+func TestJudgeRejected503(t *testing.T) {
+	start := time.Unix(1000, 0)
+	log := []peers.AccessEntry{
+		{Time: start, RemoteAddr: "127.0.0.11", Status: 200, Limit: "PASSED"},
+		{Time: start.Add(time.Second), RemoteAddr: "127.0.0.11", Status: 503, Limit: "REJECTED"},
+		{Time: start.Add(2 * time.Second), RemoteAddr: "127.0.0.11", Status: 503, Limit: "-"},
+	}
+	r := Result{ClientCounts: counts(map[string]map[int]int{"127.0.0.11": {200: 1, 503: 2}}, nil)}
+	cfg := RunConfig{Exits: 1, Duration: 10 * time.Second, Target: Target{Rate: 1}}
+	if err := r.judge(log, map[string]string{"x": "127.0.0.11"}, start, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r.Server.Limited != 1 || !r.Agree {
+		t.Errorf("limited %d, agree %v (%q); want 1 and the counts agreeing", r.Server.Limited, r.Agree, r.Mismatches)
 	}
 }
