@@ -253,6 +253,7 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 	if rec.hold > 0 {
 		l.tat = max(now, l.tat-rec.hold) // the retry is answered: the lane's pace again
 	}
+	was := l.key
 	r.outcome(h, l, rec, o, now, u)
 	answered := now
 	if !o.AnsweredAt.IsZero() {
@@ -260,6 +261,13 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 	}
 	r.spaceAfter(l, rec, answered)
 	r.rekey(h, l)
+	if l.key < was && was > now {
+		// The answer brought the lane's next send forward (a reset told
+		// early: quota.early): a caller holding the host until the old
+		// instant asks again. Without it, the lanes that waited for httprate's
+		// window guessed at 5 s slept 4 s past the second they were told.
+		h.raised = true
+	}
 	return true
 }
 

@@ -1949,3 +1949,60 @@ func TestOwnBudget429s(t *testing.T) {
 		t.Errorf("429 at the host's pace: quiet since %v, learning 429s %d; want the quiet broken and one spent", h.exp.quietAt, h.learning429s())
 	}
 }
+
+// TestQuotaReserve: a short window guessed from the first reset keeps two
+// requests back (none under a limit of five), until it rolls, the host saw it roll, or its longest time to a
+// reset and two seconds have passed since the first answer (a moving
+// window never rolls by a second); a window of 10 s or more, none. An
+// answer with nothing to say of the reset (none sent, or the last one
+// stated not just past) leaves what remains alone.
+func TestQuotaReserve(t *testing.T) {
+	guess := func(limit float64, resetIn time.Duration) *quota {
+		q := &quota{}
+		q.update(&Outcome{Quota: limit, Remaining: limit - 1, HasRemaining: true, ResetIn: resetIn}, sec(0), 0)
+		return q
+	}
+	sent := func(limit float64) float64 { return limit - (guess(limit, 1200*time.Millisecond).reserve() - 1) }
+	for _, tc := range []struct{ limit, want float64 }{{3, 3}, {4, 4}, {5, 3}, {6, 4}, {7, 5}, {30, 28}} {
+		if got := sent(tc.limit); got != tc.want {
+			t.Errorf("limit %g on a guessed window of a second: sends %g before its reset, want %g", tc.limit, got, tc.want)
+		}
+	}
+	if r := guess(30, 9500*time.Millisecond).reserve(); r != 1 {
+		t.Errorf("a window guessed 10 s: reserve %g, want 1", r)
+	}
+	q := guess(30, 1200*time.Millisecond)
+	q.update(&Outcome{Quota: 30, Remaining: 20, HasRemaining: true, ResetIn: 800 * time.Millisecond}, sec(0.4), 0)
+	if r := q.reserve(); r != 3 {
+		t.Fatalf("within the guessed window: reserve %g, want 3", r)
+	}
+	// A moving window: its resets move by less than a second, never roll.
+	for i := 1; i <= 40; i++ {
+		q.update(&Outcome{Quota: 30, Remaining: 2, HasRemaining: true, ResetIn: 1200 * time.Millisecond}, sec(0.4+0.1*float64(i)), 0)
+	}
+	if r := q.reserve(); r != 1 || q.step != 0 {
+		t.Errorf("3.2 s of resets 1.2 s away, none rolled: reserve %g (step %v), want 1", r, q.step)
+	}
+	// The host saw the window roll on another lane.
+	k := guess(30, 1200*time.Millisecond)
+	k.known = true
+	if r := k.reserve(); r != 1 {
+		t.Errorf("a window the host saw roll: reserve %g, want 1", r)
+	}
+
+	// An answer without a Reset (ResetIn zero) half an hour before the
+	// stated one: nothing changes.
+	h := guess(100, 30*time.Minute)
+	h.update(&Outcome{Quota: 100, Remaining: 50, HasRemaining: true, ResetIn: 29 * time.Minute}, sec(60), 0)
+	h.update(&Outcome{Quota: 100, Remaining: 0, HasRemaining: true}, sec(61), 0)
+	if h.rem != 50 || h.reset != sec(60)+int64(29*time.Minute) {
+		t.Errorf("an answer without a Reset: rem %g, reset in %v; want 50 and the stated reset", h.rem, time.Duration(h.reset-sec(61)))
+	}
+	// Just past the stated reset, the server still counting: what
+	// remains counts, and the window ends within the second.
+	e := guess(30, 1200*time.Millisecond)
+	e.update(&Outcome{Quota: 30, Remaining: 1, HasRemaining: true}, sec(1.25), 0)
+	if e.rem != 1 || e.reset != sec(2.25) {
+		t.Errorf("an answer 50 ms past its stated reset: rem %g, reset at %.2fs; want 1 and 2.25s", e.rem, secs(e.reset-at0))
+	}
+}

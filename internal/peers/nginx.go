@@ -22,8 +22,10 @@ type NginxConfig struct {
 	// Delay leaves nodelay out: requests within the burst are held until
 	// their turn at the rate, and answered late (nginx's default).
 	Delay bool
-	// RetryAfter is the fixed Retry-After value sent with every 429 (nginx
-	// cannot compute one). Empty means "1"; NoRetryAfter sends none.
+	// RetryAfter is the fixed Retry-After value sent with every 429, and
+	// with every response of Status when that is another (nginx cannot
+	// compute one, nor tell a rejection from another answer of that
+	// status). Empty means "1"; NoRetryAfter sends none.
 	RetryAfter   string
 	NoRetryAfter bool
 	// Status is what a request the limit rejects is answered with
