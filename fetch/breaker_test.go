@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/frontier"
-	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/limit"
 )
 
@@ -17,18 +16,11 @@ import (
 // again once the cool-down is over.
 func TestParkHost(t *testing.T) {
 	ctx := context.Background()
-	fr, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fr.Close()
-	var jobs []frontier.NewJob
+	var urls []string
 	for i := range 20 {
-		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://a.test/p/%d", i)}, frontier.NewJob{URL: fmt.Sprintf("http://b.test/p/%d", i)})
+		urls = append(urls, fmt.Sprintf("http://a.test/p/%d", i), fmt.Sprintf("http://b.test/p/%d", i))
 	}
-	if _, err := fr.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
+	fr := pushed(t, urls)
 	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(100)})
 	if err != nil {
 		t.Fatal(err)
@@ -132,18 +124,11 @@ func (w wrapped) Unwrap() frontier.Frontier { return w.Frontier }
 // left busy with it; the other jobs go as usual.
 func TestLeaseLostDropped(t *testing.T) {
 	ctx := context.Background()
-	mem, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	var jobs []frontier.NewJob
+	var urls []string
 	for i := range 10 {
-		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://a.test/p/%d", i)})
+		urls = append(urls, fmt.Sprintf("http://a.test/p/%d", i))
 	}
-	if _, err := mem.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
+	mem := pushed(t, urls)
 	fr := &lossy{Frontier: mem, lost: map[int64]bool{}}
 	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000)})
 	if err != nil {

@@ -58,22 +58,31 @@ func redirectTo(loc string) func(http.Header) int {
 
 func ok(http.Header) int { return http.StatusOK }
 
+// pushed returns an in-memory frontier holding a job for each of urls,
+// closed when the test ends.
+func pushed(t *testing.T, urls []string) *memory.Store {
+	t.Helper()
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fr.Close() })
+	jobs := make([]frontier.NewJob, len(urls))
+	for i, u := range urls {
+		jobs[i] = frontier.NewJob{URL: u}
+	}
+	if _, err := fr.Push(context.Background(), jobs); err != nil {
+		t.Fatal(err)
+	}
+	return fr
+}
+
 // crawlFake runs an engine over urls through web and returns each URL's
 // final job.
 func crawlFake(t *testing.T, web *fakeWeb, cfg CoreConfig, urls []string) map[string]frontier.Job {
 	t.Helper()
 	ctx := context.Background()
-	fr, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var jobs []frontier.NewJob
-	for _, u := range urls {
-		jobs = append(jobs, frontier.NewJob{URL: u})
-	}
-	if _, err := fr.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
+	fr := pushed(t, urls)
 	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package limit_test
 
 import (
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -10,44 +9,10 @@ import (
 	"github.com/exitgate/exitgate/verdict"
 )
 
-// serverStarted is go-chi/httprate v0.16's sliding-window counter per exit
-// as a real server runs it (sim/server's twin, httpRate): its windows of w
-// start when the server does, at started, not on a whole second, and its
-// X-RateLimit-Reset is the window's end in Unix seconds rounded down, so a
-// client reads a reset up to a second before the window ends (0 once that
-// second has begun). A request passes while the estimate, rounded, plus one
-// stays within n; a 429 says Retry-After: the window.
+// serverStarted is httprate's counter as a real server runs it: windows
+// from its start, its reset in whole seconds rounded down.
 func serverStarted(n float64, w time.Duration, started time.Time) headroomServer {
-	type win struct {
-		idx       int64
-		prev, cur float64
-	}
-	ws := map[string]*win{}
-	return func(exit string, now time.Time) limit.Outcome {
-		idx := int64(now.Sub(started) / w)
-		start := started.Add(time.Duration(idx) * w)
-		s := ws[exit]
-		switch {
-		case s == nil:
-			s = &win{idx: idx}
-			ws[exit] = s
-		case idx == s.idx+1:
-			s.idx, s.prev, s.cur = idx, s.cur, 0
-		case idx != s.idx:
-			s.idx, s.prev, s.cur = idx, 0, 0
-		}
-		frac := float64(start.Add(w).Sub(now)) / float64(w)
-		est := math.Round(s.prev*frac + s.cur)
-		reset := time.Unix(start.Add(w).Unix(), 0) // whole seconds, rounded down
-		o := limit.Outcome{Quota: n, HasRemaining: true, ResetIn: max(0, reset.Sub(now))}
-		if est+1 > n {
-			o.Verdict, o.RetryAfter, o.Remaining = verdict.Throttled, w, max(0, n-est)
-			return o
-		}
-		s.cur++
-		o.Remaining = n - est - 1
-		return o
-	}
+	return httprateCounter(n, w, started, true)
 }
 
 // TestFirstResetEarly: httprate's 30 per 10 s, its windows started with its

@@ -32,29 +32,47 @@ func tokenBucket(rate, limit_ float64, reset time.Duration) headroomServer {
 }
 
 // slidingCounter is go-chi/httprate's sliding-window counter per exit (as
-// sim/server's twin): the last window's count weighted by what of it is
-// still in the window, plus this window's, rounded; a request that would
-// take it past n is pushed back with Retry-After: the window.
+// sim/server's twin), its windows on the epoch's grid and its reset exact
+// (httprateCounter).
 func slidingCounter(n float64, w time.Duration) headroomServer {
+	return httprateCounter(n, w, time.Unix(0, 0), false)
+}
+
+// httprateCounter is go-chi/httprate v0.16's sliding-window counter per
+// exit (sim/server's twin, httpRate): the last window's count weighted by
+// what of it is still in the window, plus this window's, rounded; a
+// request that would take it past n is pushed back with Retry-After: the
+// window. Its windows of w start at started (a real server's start with
+// it, not on a whole second); with wholeSeconds its X-RateLimit-Reset is
+// the window's end in Unix seconds rounded down, as the real one sends it,
+// so a client reads a reset up to a second before the window ends (0 once
+// that second has begun).
+func httprateCounter(n float64, w time.Duration, started time.Time, wholeSeconds bool) headroomServer {
 	type win struct {
-		start     time.Time
+		idx       int64
 		prev, cur float64
 	}
 	ws := map[string]*win{}
 	return func(exit string, now time.Time) limit.Outcome {
-		start := now.Truncate(w)
+		idx := int64(now.Sub(started) / w)
+		start := started.Add(time.Duration(idx) * w)
 		s := ws[exit]
 		switch {
 		case s == nil:
-			s = &win{start: start}
+			s = &win{idx: idx}
 			ws[exit] = s
-		case start.Sub(s.start) == w:
-			s.start, s.prev, s.cur = start, s.cur, 0
-		case start != s.start:
-			s.start, s.prev, s.cur = start, 0, 0
+		case idx == s.idx+1:
+			s.idx, s.prev, s.cur = idx, s.cur, 0
+		case idx != s.idx:
+			s.idx, s.prev, s.cur = idx, 0, 0
 		}
-		est := math.Round(s.prev*float64(start.Add(w).Sub(now))/float64(w) + s.cur)
-		o := limit.Outcome{Quota: n, HasRemaining: true, ResetIn: start.Add(w).Sub(now)}
+		end := start.Add(w)
+		est := math.Round(s.prev*float64(end.Sub(now))/float64(w) + s.cur)
+		reset := end
+		if wholeSeconds {
+			reset = time.Unix(end.Unix(), 0)
+		}
+		o := limit.Outcome{Quota: n, HasRemaining: true, ResetIn: max(0, reset.Sub(now))}
 		if est+1 > n {
 			o.Verdict, o.RetryAfter, o.Remaining = verdict.Throttled, w, max(0, n-est)
 			return o

@@ -262,39 +262,38 @@ func (q *quota) readyAt() int64 {
 }
 
 // reserve is how much of what remains stops a lane: the last request,
-// and up to two more while the window is a short guess (under
+// and guessReserve more while the window is a short guess (under
 // guessReserveSpan, from the first reset alone: the lane and its host saw
-// nothing roll, nothing declared) and the limit at least five (two of four
-// would be half of it; held back by one, httprate's 5 per 10 s drew its
-// 429s in 135 of 160 phases, by two in 114, where the headroom check
-// pays one). A
-// first reset 1.2 s away reads as a window of a second; httprate's is 10 s,
-// its reset whole seconds rounded down (up to a second early), and its
-// sliding counter weighs the window just ended in whole at the next one's
-// start. Lanes that spent all of it and went at the stated reset drew a
-// 429 and Retry-After: 10 s on every lane, at 37% of start phases (the
-// twin over 160 phases). Held back, the first request past the stated
-// reset passes (one), the answer tells that the reset came early
+// nothing roll, nothing declared) and the limit above twice that (two of
+// four would be half of it; held back by one, httprate's twin of 5 per
+// 10 s drew 429s in 135 of the 160 phases TestTwinStartPhases runs, by
+// two in 114, where the headroom check pays one). A first reset 1.2 s away reads as a window of a second;
+// httprate's is 10 s, its reset whole seconds rounded down (up to a second
+// early), and its sliding counter weighs the window just ended in whole at
+// the next one's start. Lanes that spent all of it and went at the stated
+// reset drew a 429 and Retry-After: 10 s on every lane, at 37% of start
+// phases (the twin over 160 phases). Held back, the first request past the
+// stated reset passes (one), the answer tells that the reset came early
 // (quota.early), and the first request after the real roll passes too
 // (one more), whose answer tells the window. A window guessed 10 s or
 // longer was read right in every phase: a second early is a tenth of it
 // at most, and there the reserve cost fixed windows per minute a third of
 // their first window (6 per minute, 100 to 83% over 120 s).
+//
+// A guess that has not rolled by its longest time to a reset and two
+// seconds more from the lane's first answer (a reset told up to a second
+// early, and the answer after it) is no grid window: a moving one, whose
+// reset moves with each hit by less than a second. flask-limiter's 5 per
+// second, held back for good, lost 2.5 points over a minute.
 func (q *quota) reserve() float64 {
-	// A guess that has not rolled by its longest time to a reset and two
-	// seconds more from the lane's first answer (a reset told up to a
-	// second early, and the answer after it) is no grid window: a moving
-	// one, whose reset moves with each hit by less than a second.
-	// flask-limiter's 5 per second, held back for good, lost 2.5 points
-	// over a minute.
-	if q.step == 0 && !q.fixed && !q.sliding && !q.known && q.window == 0 && q.seen-q.first < q.wMax+2*int64(time.Second) {
-		if w := q.span(); w > 0 && w < int64(guessReserveSpan) {
-			if q.limit > 2*guessReserve {
-				return 1 + guessReserve
-			}
-		}
+	guess := q.step == 0 && !q.fixed && !q.sliding && !q.known && q.window == 0
+	if !guess || q.limit <= 2*guessReserve || q.seen-q.first >= q.wMax+2*int64(time.Second) {
+		return 1
 	}
-	return 1
+	if w := q.span(); w <= 0 || w >= int64(guessReserveSpan) {
+		return 1
+	}
+	return 1 + guessReserve
 }
 
 func (q *quota) take(now int64) {

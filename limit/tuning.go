@@ -298,11 +298,11 @@ const secondConfirm = int64(2 * time.Second)
 const probeHold = int64(time.Second)
 
 // A window guessed from its first reset alone, shorter than
-// guessReserveSpan, keeps up to guessReserve requests of each lane's
-// remainder back until it is seen to roll, for no longer than its longest
-// time to a reset and two seconds from the lane's first answer
-// (quota.reserve): one for the first request past a reset told early, one
-// for the first after the real roll.
+// guessReserveSpan, keeps guessReserve requests of each lane's remainder
+// back (under a limit above twice that) until it is seen to roll, for no
+// longer than its longest time to a reset and two seconds from the lane's
+// first answer (quota.reserve): one for the first request past a reset
+// told early, one for the first after the real roll.
 const (
 	guessReserve     = 2
 	guessReserveSpan = 10 * time.Second

@@ -71,6 +71,7 @@ type flags struct {
 	targets, strategies []string
 	exits, parallel     int
 	duration, progress  time.Duration
+	lead                time.Duration
 	out, crawlBinary    string
 	json, calibrate     bool
 	seed                uint64
@@ -89,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.crawlBinary, "crawl-binary", "", "`PATH` of an exitgate binary (go build -o exitgate ./cmd/exitgate): each run is exitgate crawl --proxies FILE --duration D --ignore-robots URLFILE --out DIR, with default flags otherwise (exitgate strategy only), read from its summary.json; empty: the engine runs in-process")
 	fs.IntVar(&f.parallel, "parallel", 1, "`N` runs at once, each with its own server instance and its own range of exit addresses")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the strategies' random choices (timing is real, so runs still vary)")
+	fs.DurationVar(&f.lead, "target-lead", 0, "how long each target runs before its crawl starts (at least: the exits start after it); a limiter whose windows start with its server (httprate) then meets the crawl at that point of its window; 0: as soon as the exits are up")
 	fs.DurationVar(&f.progress, "progress", 10*time.Second, "interval of each run's progress line on stderr")
 	fs.BoolVar(&f.calibrate, "calibrate", false, "compare each target with its simulated twin: one strategy (default exitgate) on both, the same exits, duration and URL count; prints the calibration table")
 	fs.Usage = func() {
@@ -165,6 +167,8 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 		return peerbench.MatrixConfig{}, fmt.Errorf("--parallel %d: want at least 1", f.parallel)
 	case f.duration < time.Second:
 		return peerbench.MatrixConfig{}, fmt.Errorf("--duration %v: want at least 1s", f.duration)
+	case f.lead < 0:
+		return peerbench.MatrixConfig{}, fmt.Errorf("--target-lead %v: want 0 or more", f.lead)
 	case f.progress <= 0:
 		return peerbench.MatrixConfig{}, fmt.Errorf("--progress %v: want above 0", f.progress)
 	}
@@ -191,7 +195,7 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 	}
 	return peerbench.MatrixConfig{
 		Targets: targets, Strategies: specs, Exits: f.exits, Duration: f.duration, Parallel: f.parallel,
-		Dir: out, CrawlBinary: bin, Seed: f.seed, ProgressEvery: f.progress,
+		Dir: out, CrawlBinary: bin, Seed: f.seed, TargetLead: f.lead, ProgressEvery: f.progress,
 	}, nil
 }
 
@@ -203,7 +207,7 @@ func calibrate(ctx context.Context, f flags, cfg peerbench.MatrixConfig, command
 	}
 	cs, runErr := peerbench.Calibrate(ctx, peerbench.CalibrationConfig{
 		Targets: cfg.Targets, Strategy: cfg.Strategies[0], Exits: cfg.Exits, Duration: cfg.Duration,
-		Parallel: cfg.Parallel, Dir: cfg.Dir, Seed: cfg.Seed, Log: stderr, ProgressEvery: cfg.ProgressEvery,
+		Parallel: cfg.Parallel, Dir: cfg.Dir, Seed: cfg.Seed, TargetLead: cfg.TargetLead, Log: stderr, ProgressEvery: cfg.ProgressEvery,
 	})
 	if ctx.Err() != nil {
 		fmt.Fprintln(stderr, "peerbench:", ctx.Err())

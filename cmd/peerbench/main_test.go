@@ -41,6 +41,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--exits", "0"}, "--exits 0"},
 		{[]string{"--parallel", "0"}, "--parallel 0"},
 		{[]string{"--duration", "10ms"}, "--duration 10ms"},
+		{[]string{"--target-lead", "-1s"}, "--target-lead -1s"},
 		{[]string{"--crawl-binary", "/nonexistent/exitgate"}, "not an executable file"},
 		{[]string{"--crawl-binary", exe, "--strategies", "exitgate,no-limiter"}, "exitgate strategy only, not no-limiter"},
 		{[]string{"stray"}, "unexpected arguments"},
@@ -92,7 +93,8 @@ func TestShortRun(t *testing.T) {
 }
 
 // --calibrate runs the target and its twin and writes the table, a row per
-// target with both sides and a verdict.
+// target with both sides and a verdict; --target-lead starts the crawl that
+// long after the target.
 func TestShortCalibration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real run of a few seconds: skipped with -short")
@@ -101,7 +103,7 @@ func TestShortCalibration(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"--calibrate", "--targets", "xrate-2-s-burst5", "--exits", "3", "--duration", "4s",
-		"--progress", "1s", "--out", out}, &stdout, &stderr)
+		"--target-lead", "2s", "--progress", "1s", "--out", out}, &stdout, &stderr)
 	// A 4-s run may or may not agree with its twin: 0 or 1, not 2.
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
@@ -118,5 +120,15 @@ func TestShortCalibration(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: %v, want a file with content", f, err)
 		}
+	}
+	// --target-lead: the server had run 2 s when the first request came.
+	var cal struct {
+		Calibrations []peerbench.Calibration `json:"calibrations"`
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "calibration.json")); err != nil || json.Unmarshal(b, &cal) != nil || len(cal.Calibrations) != 1 {
+		t.Fatalf("calibration.json: %v, %d calibrations", err, len(cal.Calibrations))
+	}
+	if lead := cal.Calibrations[0].Real.TargetLead; lead < 2 || lead > 5 {
+		t.Errorf("target lead %.2f s, want 2 s and a little (--target-lead 2s)", lead)
 	}
 }

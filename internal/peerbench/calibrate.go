@@ -26,15 +26,17 @@ type CalibrationConfig struct {
 	Targets []Target
 	// Strategy is run on both sides. Default exitgate.
 	Strategy strategy.Spec
-	// Exits, Duration, Parallel, FirstIP, Dir, Seed, Log and ProgressEvery
-	// are the real runs' (MatrixConfig); the twin runs take the same
-	// exits, duration, seed and URL count. Duration defaults to 60 s.
+	// Exits, Duration, Parallel, FirstIP, Dir, Seed, TargetLead, Log and
+	// ProgressEvery are the real runs' (MatrixConfig); the twin runs take
+	// the same exits, duration, seed and URL count, and the real run's
+	// phase and uptime. Duration defaults to 60 s.
 	Exits         int
 	Duration      time.Duration
 	Parallel      int
 	FirstIP       netip.Addr
 	Dir           string
 	Seed          uint64
+	TargetLead    time.Duration
 	Log           io.Writer
 	ProgressEvery time.Duration
 	// Tolerance is how far a twin may stray; zero: calibrate.DefaultTolerance.
@@ -83,7 +85,7 @@ func Calibrate(ctx context.Context, cfg CalibrationConfig) ([]Calibration, error
 	}
 	results, err := Matrix(ctx, MatrixConfig{
 		Targets: cfg.Targets, Strategies: []strategy.Spec{cfg.Strategy}, Exits: cfg.Exits, Duration: cfg.Duration,
-		Parallel: cfg.Parallel, FirstIP: cfg.FirstIP, Dir: cfg.Dir, Seed: cfg.Seed, Log: cfg.Log, ProgressEvery: cfg.ProgressEvery,
+		Parallel: cfg.Parallel, FirstIP: cfg.FirstIP, Dir: cfg.Dir, Seed: cfg.Seed, TargetLead: cfg.TargetLead, Log: cfg.Log, ProgressEvery: cfg.ProgressEvery,
 	})
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -68,25 +68,25 @@ func Holdouts() []Target {
 			"none", "none",
 			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(3)) (burst 3)",
 			func() (func(http.Handler) http.Handler, error) { return peers.Echo(3), nil }),
-		countsDenied(holdoutNode("fastify-8-per-10s", fastifyServer, "fixed window opened by the client's first request", 8, 10*time.Second,
+		countsDenied(holdoutTarget("fastify-8-per-10s", fastifyServer, "fixed window opened by the client's first request", 8, 10*time.Second,
 			"x-ratelimit-limit, -remaining, -reset (seconds to the window's end, rounded up) on every response", "seconds to the window's end (429s only)",
 			"register(rateLimit, {max: 8, timeWindow: 10000})",
 			func(dir string) (Server, error) {
 				return peers.StartFastify(peers.FastifyConfig{Max: 8, Window: 10 * time.Second, Dir: dir})
 			})),
-		countsDenied(holdoutNode("fastify-20-per-min-continue", fastifyServer, "fixed window opened by the client's first request and opened again by each request over the limit", 20, time.Minute,
+		countsDenied(holdoutTarget("fastify-20-per-min-continue", fastifyServer, "fixed window opened by the client's first request and opened again by each request over the limit", 20, time.Minute,
 			"as fastify-8-per-10s", "as fastify-8-per-10s: a window from the refused request",
 			"register(rateLimit, {max: 20, timeWindow: 60000, continueExceeding: true})",
 			func(dir string) (Server, error) {
 				return peers.StartFastify(peers.FastifyConfig{Max: 20, Window: time.Minute, ContinueExceeding: true, Dir: dir})
 			})),
-		countsDenied(holdoutNode("flexible-5-per-s", flexibleServer, "fixed window opened by the client's first request (RateLimiterMemory)", 5, time.Second,
+		countsDenied(holdoutTarget("flexible-5-per-s", flexibleServer, "fixed window opened by the client's first request (RateLimiterMemory)", 5, time.Second,
 			"X-RateLimit-Limit, -Remaining, -Reset (epoch seconds, rounded up) on every response, as the library's README sets them", "msBeforeNext / 1000: fractional seconds, e.g. 0.734 (429s only)",
 			"new RateLimiterMemory({points: 5, duration: 1})",
 			func(dir string) (Server, error) {
 				return peers.StartFlexible(peers.FlexibleConfig{Points: 5, Duration: time.Second, Dir: dir})
 			})),
-		countsDenied(holdoutNode("flexible-30-per-min-block60", flexibleServer, "fixed window opened by the client's first request; a client over the limit is blocked for 60 s", 30, time.Minute,
+		countsDenied(holdoutTarget("flexible-30-per-min-block60", flexibleServer, "fixed window opened by the client's first request; a client over the limit is blocked for 60 s", 30, time.Minute,
 			"as flexible-5-per-s", "as flexible-5-per-s: the block's remaining time",
 			"new RateLimiterMemory({points: 30, duration: 60, blockDuration: 60})",
 			func(dir string) (Server, error) {
@@ -110,10 +110,10 @@ const (
 	flexibleServer = "Node rate-limiter-flexible 11.4 (RateLimiterMemory) on express 5"
 )
 
-// holdoutNode is a held-out target without a twin, allowing limit per
+// holdoutTarget is a held-out target without a twin, allowing limit per
 // window per client IP, started by start: a Node app (peers.NodeModules),
 // or a Go middleware through holdoutGo.
-func holdoutNode(name, server, algorithm string, limit int, window time.Duration, headers, retryAfter, config string,
+func holdoutTarget(name, server, algorithm string, limit int, window time.Duration, headers, retryAfter, config string,
 	start func(dir string) (Server, error)) Target {
 	return Target{
 		Name: name, Server: server, Algorithm: algorithm,
@@ -126,7 +126,7 @@ func holdoutNode(name, server, algorithm string, limit int, window time.Duration
 // limit per window (plus burst) per client IP.
 func holdoutGo(name, server, algorithm string, limit int, window time.Duration, burst int, headers, retryAfter, config string,
 	mw func() (func(http.Handler) http.Handler, error)) Target {
-	t := holdoutNode(name, server, algorithm, limit, window, headers, retryAfter, config, func(dir string) (Server, error) {
+	t := holdoutTarget(name, server, algorithm, limit, window, headers, retryAfter, config, func(dir string) (Server, error) {
 		limiter, err := mw()
 		if err != nil {
 			return nil, err

@@ -39,6 +39,8 @@ type MatrixConfig struct {
 	CrawlBinary string
 	// Seed is every run's seed. Default 1.
 	Seed uint64
+	// TargetLead is every run's RunConfig.TargetLead.
+	TargetLead time.Duration
 	// Log, if set, receives a line when a run starts and ends, and every
 	// ProgressEvery (default 10 s) while it runs. Lines are written whole,
 	// from the runs' goroutines.
@@ -114,7 +116,7 @@ func Matrix(ctx context.Context, cfg MatrixConfig) ([]Result, error) {
 				rc := RunConfig{
 					Target: j.t, Strategy: j.s, Exits: cfg.Exits, FirstIP: first, Duration: cfg.Duration,
 					Dir: filepath.Join(cfg.Dir, "runs", j.t.Name, j.s.Name), CrawlBinary: cfg.CrawlBinary,
-					Seed: cfg.Seed, ProgressEvery: cfg.ProgressEvery,
+					Seed: cfg.Seed, TargetLead: cfg.TargetLead, ProgressEvery: cfg.ProgressEvery,
 					Progress: func(p Progress) {
 						allowed := float64(cfg.Exits) * j.t.Rate * p.Elapsed.Seconds()
 						logf("peerbench: %s: %3.0fs/%.0fs, server: %d ok, %d 429, %d other (%.0f%% of allowed so far)",

@@ -56,6 +56,11 @@ type RunConfig struct {
 	// Seed makes the strategies' random choices repeatable (timing is
 	// real, so runs are not). Default 1.
 	Seed uint64
+	// TargetLead is how long the target has run when the crawl starts (at
+	// least: the exits start after it). A limiter whose windows start with
+	// its server (httprate) meets the crawl at that point of its window.
+	// Zero: as soon as the exits are up.
+	TargetLead time.Duration
 	// Progress, if set, is called about every ProgressEvery (default 10 s)
 	// from a goroutine the run owns, with what the server logged so far.
 	Progress      func(Progress)
@@ -234,6 +239,13 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		return res, err
 	}
 	defer exits.Close()
+	if wait := cfg.TargetLead - time.Since(srvStart); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
 
 	stopProgress := watch(cfg, srv.AccessLogPath())
 	var c client

@@ -131,10 +131,7 @@ func nginx503Target(name string, perSecond float64, rateConf string) Target {
 	t.Server += " (limit_req_status left at its default)"
 	t.RetryAfter = "none (rejected with 503)"
 	t.Config = strings.Replace(t.Config, " limit_req_status 429;", "", 1)
-	t.start = func(dir string) (Server, error) {
-		return peers.StartNginx(peers.NginxConfig{Rate: rateConf, NoRetryAfter: true, Status: 503, Dir: dir,
-			Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
-	}
+	t.start = nginxStart(peers.NginxConfig{Rate: rateConf, NoRetryAfter: true, Status: 503})
 	return t
 }
 
@@ -166,11 +163,19 @@ func nginxTarget(name string, perSecond float64, rateConf string, burst int, del
 		RetryAfter: ra, Headers: "none",
 		Config: fmt.Sprintf("limit_req_zone $binary_remote_addr zone=perip:1m rate=%s; limit_req zone=perip%s; limit_req_status 429;", rateConf, burstConf),
 		algo:   algo, twinBurst: burst + 1, fixedRetryAfter: fixed,
-		start: func(dir string) (Server, error) {
-			return peers.StartNginx(peers.NginxConfig{Rate: rateConf, Burst: burst, Delay: delay, RetryAfter: retryAfter,
-				NoRetryAfter: retryAfter == "", Dir: dir,
-				Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
-		},
+		start: nginxStart(peers.NginxConfig{Rate: rateConf, Burst: burst, Delay: delay, RetryAfter: retryAfter,
+			NoRetryAfter: retryAfter == ""}),
+	}
+}
+
+// nginxStart starts nginx with cfg in a run's directory, serving one page
+// for every path.
+func nginxStart(cfg peers.NginxConfig) func(dir string) (Server, error) {
+	cfg.Files, cfg.Fallback = map[string]string{"page.txt": "page\n"}, "page.txt"
+	return func(dir string) (Server, error) {
+		c := cfg
+		c.Dir = dir
+		return peers.StartNginx(c)
 	}
 }
 
