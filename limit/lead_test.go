@@ -128,9 +128,8 @@ func TestSharedLead(t *testing.T) {
 	if got := ln.Rate.Hz(); math.Abs(got-4) > 1e-9 {
 		t.Fatalf("leading: explorer at %.3g/s, want a ramp step above 2/s", got)
 	}
-	l.Done(tk, limit.Outcome{}, now)
 	// Taking the lead (in an Acquire) changed the followers' pace: the
-	// others are told at the next Done.
+	// others are told in that Acquire, before any answer.
 	published := false
 	sh.set(func(s *leadShare) {
 		for _, v := range s.published {
@@ -140,6 +139,7 @@ func TestSharedLead(t *testing.T) {
 	if !published {
 		t.Fatal("the new leader did not publish its followers' pace")
 	}
+	l.Done(tk, limit.Outcome{}, now)
 
 	// The leader's followers' pace changes with what its explorer learns:
 	// it is published for the others.

@@ -107,9 +107,17 @@ func (l *Limiter) acquire(host string, want Want, now time.Time) (t Ticket, ok b
 			l.adoptLocked(h, host, n)
 		}
 		res := r.acquire(h, pool, host, want, n, ready)
+		var pub HostView
+		publish := false
+		if l.share != nil {
+			pub, publish = h.followChanged(n)
+		}
 		changes := h.log.takeOp()
 		sh.mu.Unlock()
 		l.logChanges(host, changes)
+		if publish {
+			l.share.Publish(host, pub, now)
+		}
 		if !res.ok {
 			l.inFlight.Add(-1)
 			return Ticket{}, false, time.Unix(0, res.next), nil

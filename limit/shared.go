@@ -136,12 +136,8 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 		v.Rate, v.RateCeiling, v.RateFloor, v.Cut = h.rate.now, h.rate.hi, h.rate.lo, time.Unix(0, h.rate.epAt)
 		pub = true
 	}
-	if h.cap.follow != h.pubFollow && !h.led && h.exploring() && h.cap.follow > 0 {
-		// This worker leads the search: the others' lanes hold its
-		// followers' pace, whatever changed it (an outcome, or taking
-		// the lead in an Acquire) and whenever it last told them.
-		v.Follow, v.FollowAt, pub = h.cap.follow, time.Unix(0, now), true
-		h.pubFollow = h.cap.follow
+	if f, ok := h.followChanged(now); ok {
+		v.Follow, v.FollowAt, pub = f.Follow, f.FollowAt, true
 	}
 	if n := h.ev.n; n > m.evCount && len(h.ev.ring) > 0 {
 		for i := max(m.evCount, n-len(h.ev.ring)); i < n; i++ {
@@ -151,6 +147,34 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 		pub = true
 	}
 	return v, pub
+}
+
+// followChanged returns the followers' pace to publish when this worker
+// leads the host's search and the pace moved since it last told the
+// others' lanes, whatever moved it: an outcome, taking the lead, or other
+// workers' 429s read in an Acquire. (Published only from outcomes, a fall
+// read in an Acquire waited for the leader's next answer; with its lanes
+// held back by that very fall, the others' followers held a pace 50% over
+// nginx's limit for 18 s after a Redis restart and drew 27 429s.)
+func (h *host) followChanged(now int64) (HostView, bool) {
+	if h.cap.follow == h.pubFollow || h.led || !h.exploring() || h.cap.follow <= 0 {
+		return HostView{}, false
+	}
+	h.pubFollow = h.cap.follow
+	return HostView{Follow: h.cap.follow, FollowAt: time.Unix(0, now)}, true
+}
+
+// othersNews reports whether another worker's 429 at pace p is news of the
+// followers' pace: at or above it, and under the ceiling the search holds.
+// At or above that ceiling, the lane held a pace from before the fall the
+// ceiling came with (its worker hears of a fall at its next refresh, and
+// after a Redis restart not before the leader answers again): the fall
+// already counted it. Read as news, each such 429 was a fall of its own,
+// and the leader cut a 7.5/s pace to 0.7/s in five steps on the 429s of
+// followers that had not heard of the first.
+func (h *host) othersNews(p float64) bool {
+	c := &h.cap
+	return atLeast(p, c.follow) && (c.hi == 0 || !atLeast(p, c.hi))
 }
 
 // adoptLocked applies the shared view of host to h: a later pause, a
@@ -199,7 +223,7 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		newest = max(newest, at)
 		h.addEvidence(r, evEntry{exit: e.Exit, at: at, pace: e.Pace, under: e.Under})
 		added = true
-		atFollow = atFollow || atLeast(e.Pace, h.cap.follow)
+		atFollow = atFollow || h.othersNews(e.Pace)
 	}
 	*seen = newest
 	if added && !h.scope.shared() {

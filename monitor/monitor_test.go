@@ -399,6 +399,45 @@ func TestReputation(t *testing.T) {
 	}
 }
 
+// TestReputationPastBlip: every exit draws one 429 at the same moment (the
+// server stalled and answered a queue at once), and one exit turns bad just
+// then: it is flagged at once, not a window later. Peers that each drew
+// fewer 429s than MinThrottled are not "every lane drawing 429s".
+func TestReputationPastBlip(t *testing.T) {
+	ctx := context.Background()
+	m, lim, _, _ := newMonitor(t, Config{Window: 15 * time.Second, FlagWindow: 10 * time.Second})
+	lim.snap.Hosts = []limit.HostSnapshot{{Host: "b.test", Scope: limit.ScopeExit, Lanes: lanes(4, 4, 4, 1.8)}}
+	const step = 250 * time.Millisecond
+	now := t0
+	blip := t0.Add(time.Minute)
+	for end := blip.Add(20 * time.Second); now.Before(end); now = now.Add(step) {
+		for _, x := range []string{"a", "b", "c"} { // 4/s each
+			st, v := 200, verdict.OK
+			if now.Equal(blip) {
+				st, v = 429, verdict.Throttled
+			}
+			m.Record(metrics.Event{Host: "b.test", Exit: x, Status: st, Verdict: v, At: now})
+		}
+		if tick := now.Sub(t0) / step; !now.Before(blip) && tick%4 == 0 { // d: 1/s from the blip on, every other one a 429
+			st, v := 200, verdict.OK
+			if tick%8 == 0 {
+				st, v = 429, verdict.Throttled
+			}
+			m.Record(metrics.Event{Host: "b.test", Exit: "d", Status: st, Verdict: v, At: now})
+		}
+		m.Tick(ctx, now)
+	}
+	// A lane is followed from its first 429 on, so the peers' ratios
+	// start at 100% and fall under hotRatio within ten answers (2.5 s);
+	// before the blip was told from a host limiting everyone, d was
+	// flagged when the peers' 429s had decayed to within twice the budget,
+	// 11 s on.
+	fl := eventsOf(m, KindExitFlagged)
+	if len(fl) != 1 || fl[0].Exit != "d" || fl[0].At.Sub(blip) > 3*time.Second {
+		t.Fatalf("flags %+v, want exit d within 3s of %v", fl, blip)
+	}
+}
+
 // TestHeldExitLeavesBudget: a host whose 429s all come from one bad exit
 // is over budget until the exit is quarantined, and within it from that
 // tick on, not a Window later: no alert for trouble already handled. Its

@@ -80,6 +80,11 @@ type quarantineOrder struct {
 	why        string
 }
 
+// hotRatio is the 429 ratio at which a lane draws 429s rather than the odd
+// one: a lane at its peers' pace is flagged from here (with MinThrottled
+// 429s), and a peer under it with fewer is not the host limiting everyone.
+const hotRatio = 0.1
+
 // reputationLocked runs the reputation rule over every host's lanes and
 // returns the quarantines to order.
 func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarantineOrder {
@@ -92,13 +97,27 @@ func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarant
 		}
 		// Each lane's pace and 429 ratio over the window (a lane that drew
 		// no 429 lately has none), to compare it with its peers' medians.
+		// For the peers' ratio a lane that drew fewer 429s than
+		// MinThrottled, among many more successes (under hotRatio),
+		// counts as drawing none: one 429 on every lane at once is the
+		// server's blip (it stalled and answered a queue together), not
+		// the host limiting every exit, and it hid a bad exit for a whole
+		// window (on nginx under load, flagged 12.7 s after it turned
+		// instead of 5). A host locking every lane out draws few 429s a
+		// lane too, but nothing else.
 		var paces, ratios []float64
+		peerRatio := map[string]float64{}
 		for _, ln := range hs.Lanes {
 			if ln.Requests == 0 {
 				continue
 			}
 			paces = append(paces, lanePace(ln))
-			ratios = append(ratios, m.laneRatioLocked(hs.Host, ln.Exit, now))
+			r := m.laneRatioLocked(hs.Host, ln.Exit, now)
+			if l := m.lanes[laneKey{hs.Host, ln.Exit}]; l == nil || l.thr < float64(cfg.MinThrottled) && r < hotRatio {
+				r = 0
+			}
+			peerRatio[ln.Exit] = r
+			ratios = append(ratios, r)
 		}
 		if len(paces) < 3 {
 			continue
@@ -129,10 +148,10 @@ func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarant
 			// An exit stands out only while its peers (their median) are
 			// within budget: when every lane draws 429s, the host is the
 			// problem, not the exit.
-			peersOK := medianWithout(ratios, ratio) <= 2*budget
+			peersOK := medianWithout(ratios, peerRatio[ln.Exit]) <= 2*budget
 			// It draws 429s well under its peers' capacity: paced far
 			// under them, or drawing many 429s at a pace they pass.
-			hot := l.thr >= float64(cfg.MinThrottled) && ratio >= 0.1 && pace <= 1.05*peers
+			hot := l.thr >= float64(cfg.MinThrottled) && ratio >= hotRatio && pace <= 1.05*peers
 			// Nor during a spike (most hosts over budget at once: our
 			// side changed, and every exit's 429s say so, not its own
 			// reputation).

@@ -175,6 +175,7 @@ func (fr *fleetRun) check(maxRatio float64, alive []int) (requests, n429 int) {
 			perExit[e.RemoteAddr] = append(perExit[e.RemoteAddr], e.Time)
 		}
 	}
+	t.Logf("nginx saw %d 429s in %d requests", n429, requests)
 	if r := float64(n429) / float64(max(requests, 1)); r > maxRatio {
 		t.Errorf("nginx saw %d 429s in %d requests (%.2f%%), want at most %.1f%%", n429, requests, 100*r, 100*maxRatio)
 	}
@@ -235,7 +236,7 @@ func TestDistributed(t *testing.T) {
 		fr.wait(90 * time.Second)
 		if fr.logs != "" {
 			time.Sleep(200 * time.Millisecond)
-			fr.keepLogs(3, fr.nginx.AccessLog(t, 0))
+			fr.keepLogs("three", fr.nginx.AccessLog(t, 0))
 		}
 		// The bound: one worker leads the host's search, and
 		// the explorer's learning 429s on a 600-URL crawl are 2-4 (a
@@ -307,6 +308,10 @@ func TestDistributed(t *testing.T) {
 	t.Run("RedisRestart", func(t *testing.T) {
 		fr := fleetThroughOutage(t, 400, 3*time.Second)
 		fr.wait(60 * time.Second)
+		if fr.logs != "" {
+			time.Sleep(200 * time.Millisecond)
+			fr.keepLogs("restart", fr.nginx.AccessLog(t, 0))
+		}
 		// The bound on bursts is check's window test on every exit; the
 		// 429s allowed here are the learning of three explorers on a
 		// short crawl (the outage itself adds none: its fallback paces
@@ -376,7 +381,7 @@ func TestFleetSlowLimit(t *testing.T) {
 			t.Fatal("nginx logged nothing")
 		}
 		if fr.logs != "" {
-			fr.keepLogs(workers, log)
+			fr.keepLogs(fmt.Sprint(workers), log)
 		}
 		t0 := log[0].Time
 		ok, ok60, n429 := 0, 0, 0
@@ -453,15 +458,15 @@ func TestOutageDoubleFetches(t *testing.T) {
 }
 
 // keepLogs writes a fleet run's worker outputs and its server's log
-// (time, client address, status) to fr.logs, named for workers.
-func (fr *fleetRun) keepLogs(workers int, log []peers.AccessEntry) {
+// (time, client address, status) to fr.logs, named for the run.
+func (fr *fleetRun) keepLogs(run string, log []peers.AccessEntry) {
 	t, dir := fr.t, fr.logs
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i, o := range fr.outs {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("w%d-%d.log", workers, i)), []byte(o.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("w%s-%d.log", run, i)), []byte(o.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -469,7 +474,7 @@ func (fr *fleetRun) keepLogs(workers int, log []peers.AccessEntry) {
 	for _, e := range log {
 		fmt.Fprintf(&b, "%s %s %d\n", e.Time.Format("15:04:05.000"), e.RemoteAddr, e.Status)
 	}
-	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("nginx-%d.log", workers)), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("nginx-%s.log", run)), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kept the workers' and nginx's logs in %s", dir)
@@ -529,7 +534,7 @@ func TestFleetVersusPerWorker(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		log := fr.nginx.AccessLog(t, 0)
 		if fr.logs != "" && mode.redis {
-			fr.keepLogs(mode.workers, log)
+			fr.keepLogs(fmt.Sprint(mode.workers), log)
 		}
 		ok, n429, req := 0, 0, 0
 		var first, last time.Time
