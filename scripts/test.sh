@@ -52,7 +52,15 @@ go vet ./...
 
 # Real-peer tests fail instead of skipping when their program is missing.
 export EXITGATE_REQUIRE_PEERS=1
-go test -race -timeout 10m "$@" ./...
+# internal/peerbench holds real limiters' runs to their simulated twins
+# within 5 points, measured in real time: it runs on its own, after the
+# rest. Beside cmd/exitgate's fleets of worker processes the real learner's
+# first 30 s ran slow (one real run read 75.6% against its twin's 83.2%,
+# 82.5% on an idle machine; 22% beside a fleet test on this 2-core
+# machine), a measure of the machine, not of the twin. The rest takes about
+# as long as cmd/exitgate alone, so the suite is no longer for it.
+go test -race -timeout 10m "$@" $(go list ./... | grep -v '/internal/peerbench$')
+go test -race -timeout 10m "$@" ./internal/peerbench
 
 # The Colly example is a module of its own (Colly stays out of exitgate's
 # go.mod), so ./... above does not reach it.
