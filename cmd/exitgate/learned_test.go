@@ -72,8 +72,12 @@ func TestCrawlResumesLearned(t *testing.T) {
 		t.Fatalf("first run left no %s: %v", learnedFile, err)
 	}
 	var l limit.Learned
-	if err := json.Unmarshal(data, &l); err != nil || len(l.Hosts) != 1 || l.Hosts[0].Phase == "ramp" || l.Hosts[0].LaneRate < 1.5 {
-		t.Fatalf("%s = %s (%v), want one host learned past its ramp at 1.5/s or more", learnedFile, data, err)
+	// Learned: past the ramp and well above the first guess (0.5/s), fast
+	// enough that the second run's first two requests go under a second
+	// apart. (Not a floor on how fast it learns: under the whole suite's
+	// load 15 s left the search careful at 1.44/s of 4/s.)
+	if err := json.Unmarshal(data, &l); err != nil || len(l.Hosts) != 1 || l.Hosts[0].Phase == "ramp" || l.Hosts[0].LaneRate < 1.2 {
+		t.Fatalf("%s = %s (%v), want one host learned past its ramp at 1.2/s or more", learnedFile, data, err)
 	}
 
 	// A moment later, as a user runs it again: the site's bucket refills
@@ -92,7 +96,7 @@ func TestCrawlResumesLearned(t *testing.T) {
 		t.Errorf("second run's stderr does not say a moment-old knowledge is trusted:\n%s", r.stderr)
 	}
 	// From the first guess (30/min) a lane's first two requests are 2 s
-	// apart; from what was learned (1.5/s or more), under a second. (Its
+	// apart; from what was learned (1.2/s or more), under a second. (Its
 	// count of successes says less: a search the first run left unsettled
 	// goes on, and each step pushed back costs the one lane a second.)
 	site.mu.Lock()
