@@ -174,7 +174,8 @@ func (h *host) followChanged(now int64) (HostView, bool) {
 // followers that had not heard of the first.
 func (h *host) othersNews(p float64) bool {
 	c := &h.cap
-	return atLeast(p, c.follow) && (c.hi == 0 || !atLeast(p, c.hi))
+	stale := c.hi > c.follow && atLeast(p, c.hi) // (a ceiling under the followers' pace stales nothing)
+	return atLeast(p, c.follow) && !stale
 }
 
 // adoptLocked applies the shared view of host to h: a later pause, a
