@@ -50,8 +50,7 @@ func TestOthersFollowersFall(t *testing.T) {
 	acquireAt(0)
 	// The search is past its ramp, its followers at 7.5/s: what the
 	// leader published before the outage.
-	sh2 := l.tab.shard(name)
-	h := sh2.hosts[name]
+	h := l.tab.shard(name).hosts[name] // one goroutine: no lock needed
 	r := l.rules
 	h.exp.phase = expRefine
 	h.cap.pass, h.cap.sent, h.cap.safe, h.cap.at = 7.76, 7.76, 7.76, sec(0)

