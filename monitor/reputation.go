@@ -95,29 +95,15 @@ func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarant
 		if hs.Scope == limit.ScopeHost || hs.Scope == limit.ScopeCredential {
 			continue // one budget for all exits: no exit's own reputation shows
 		}
-		// Each lane's pace and 429 ratio over the window (a lane that drew
-		// no 429 lately has none), to compare it with its peers' medians.
-		// For the peers' ratio a lane that drew fewer 429s than
-		// MinThrottled, among many more successes (under hotRatio),
-		// counts as drawing none: one 429 on every lane at once is the
-		// server's blip (it stalled and answered a queue together), not
-		// the host limiting every exit, and it hid a bad exit for a whole
-		// window (on nginx under load, flagged 12.7 s after it turned
-		// instead of 5). A host locking every lane out draws few 429s a
-		// lane too, but nothing else.
+		// Each lane's pace and 429 ratio over the window as its peers
+		// read it (peerRatioLocked), to compare it with its peers' medians.
 		var paces, ratios []float64
-		peerRatio := map[string]float64{}
 		for _, ln := range hs.Lanes {
 			if ln.Requests == 0 {
 				continue
 			}
 			paces = append(paces, lanePace(ln))
-			r := m.laneRatioLocked(hs.Host, ln.Exit, now)
-			if l := m.lanes[laneKey{hs.Host, ln.Exit}]; l == nil || l.thr < float64(cfg.MinThrottled) && r < hotRatio {
-				r = 0
-			}
-			peerRatio[ln.Exit] = r
-			ratios = append(ratios, r)
+			ratios = append(ratios, m.peerRatioLocked(hs.Host, ln.Exit, now))
 		}
 		if len(paces) < 3 {
 			continue
@@ -148,7 +134,7 @@ func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarant
 			// An exit stands out only while its peers (their median) are
 			// within budget: when every lane draws 429s, the host is the
 			// problem, not the exit.
-			peersOK := medianWithout(ratios, peerRatio[ln.Exit]) <= 2*budget
+			peersOK := medianWithout(ratios, m.peerRatioLocked(hs.Host, ln.Exit, now)) <= 2*budget
 			// It draws 429s well under its peers' capacity: paced far
 			// under them, or drawing many 429s at a pace they pass.
 			hot := l.thr >= float64(cfg.MinThrottled) && ratio >= hotRatio && pace <= 1.05*peers
@@ -223,6 +209,22 @@ func (m *Monitor) laneRatioLocked(host, exit string, now time.Time) float64 {
 	}
 	l.decay(now, m.cfg.Window)
 	return l.thr / max(l.req, 1)
+}
+
+// peerRatioLocked is a lane's 429 ratio over the window as its peers'
+// median reads it (a lane that drew no 429 lately has none). A lane that
+// drew fewer than MinThrottled 429s, among many more successes (under
+// hotRatio), counts as drawing none: one 429 on every lane at once is the
+// server's blip (it stalled and answered a queue together), not the host
+// limiting every exit, and it hid a bad exit for a whole window (on nginx
+// under load, flagged 12.7 s after it turned instead of 5). A host locking
+// every lane out draws few 429s a lane too, but nothing else.
+func (m *Monitor) peerRatioLocked(host, exit string, now time.Time) float64 {
+	r := m.laneRatioLocked(host, exit, now)
+	if l := m.lanes[laneKey{host, exit}]; l == nil || l.thr < float64(m.cfg.MinThrottled) && r < hotRatio {
+		return 0
+	}
+	return r
 }
 
 // describe says how a lane stands out from its peers.
