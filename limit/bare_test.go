@@ -455,3 +455,108 @@ func TestCountedSlack(t *testing.T) {
 		}
 	}
 }
+
+// TestRampHead: a first run that ran a large quota out took ten seconds or
+// more of the ramp, nearly all of it in the last few (haproxy's 100 per
+// 10 s without a header: 107 successes in 11.1 s, 103 in the last 6.4).
+// The ramp's slow first steps are left out of the run: its retry at the
+// run's own length tests a window of 10 s, where the whole run's length
+// skipped to half a minute and read the limit as 107 per 30 s (34% of it).
+// A window as long as the whole run still counts it all, and so does one
+// opened by the run's first request (flask-limiter's fixed 60 per minute:
+// pushed back 22.4 s after the 429 reads a minute, not half a minute).
+func TestRampHead(t *testing.T) {
+	r := testRules(t, Config{})
+	ramp := []rampRunRec{{0.485, 2, 0}, {0.97, 2, 0}, {1.94, 3, 0}, {3.88, 5, 0}, {7.76, 9, 0}, {15.52, 17, 0}, {31.04, 32, 0}}
+	for _, tc := range []struct {
+		name      string
+		ok, run   int32
+		t1        float64
+		steps     []rampRunRec
+		wantHead  int32
+		wantRetry float64 // the retry after the second-window one, seconds after it
+	}{
+		{"100 per 10 s: the head left out", 107, 37, 11.06, ramp, 4, 6.4},
+		{"a run under nine seconds: as it was", 50, 13, 8.5, ramp[:6], 0, 8.5},
+		{"steps that do not add up to the run: as it was", 110, 37, 11.06, ramp, 0, 30},
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.exp.steps, h.exp.rampExit = tc.steps, "e"
+		r.endRamp(h, e, 50, series{at: sec(0), ok: tc.ok, run: tc.run}, 0, sec(tc.t1))
+		if h.exp.headN != tc.wantHead || h.exp.n1+h.exp.headN != tc.ok {
+			t.Errorf("%s: head of %d and a run of %d, want a head of %d of %d", tc.name, h.exp.headN, h.exp.n1, tc.wantHead, tc.ok)
+		}
+		r.cooldown(h, e, 50, 0, false, sec(tc.t1), 0.5) // the first 429
+		now := tc.t1 + secs(e.cool-sec(tc.t1))
+		r.cooldown(h, e, 50, 0, false, sec(now), 0.5) // the bucket's retry, pushed back
+		if h.exp.secTry {
+			now += secs(e.cool - sec(now))
+			r.cooldown(h, e, 50, 0, false, sec(now), 0.5) // the second's window, pushed back
+		}
+		if got := secs(e.cool - sec(now)); math.Abs(got-tc.wantRetry) > 0.2 && (tc.wantRetry < 30 || got < 15) {
+			t.Errorf("%s: next retry %.1fs on, want about %.1fs", tc.name, got, tc.wantRetry)
+		}
+	}
+	for _, tc := range []struct {
+		name                 string
+		t1, head, recLo, rec float64
+		want                 time.Duration
+	}{
+		{"haproxy's 100 per 10 s", 6.4, 4.6, 0.1, 7.6, 10 * time.Second},
+		{"the same run counted whole", 11.06, 0, 0.1, 7.6, 0},
+		{"flask-limiter's fixed 60 per minute", 6.9, 3.1, 22.4, 52.5, time.Minute},
+	} {
+		w, ok := shortestWindow(int64(tc.t1*1e9), int64(tc.head*1e9), int64(tc.recLo*1e9), int64(tc.rec*1e9))
+		if !ok {
+			w = 0
+		}
+		if w != tc.want {
+			t.Errorf("%s: read as %v, want %v", tc.name, w, tc.want)
+		}
+	}
+}
+
+// TestPairLimit: the ramp's first pace pushed back at its second request,
+// without a Retry-After (nginx's limit_req at 20r/m, no burst: one request
+// per 3 s, against the ramp's 2.06 s). The retry that measures the recovery
+// goes at its cooldown, not an interval of a slower pace later (which read
+// as a window of 10 s: 1 per 10 s, 30% of the limit); it passed 6.2 s after
+// the success, so the interval is between 2.06 s and 6.2 s, and the search
+// climbs from the slower in steps of pairStep, each proven by two requests,
+// and settles at its first failed step. With a Retry-After, the old reading.
+func TestPairLimit(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, 0, sec(2.06))
+	r.cooldown(h, e, 0.485, 0, false, sec(2.06), 0.5)
+	retry := r.laneReady(e)
+	if got := secs(retry - at0); got > 2.06+4.2 {
+		t.Fatalf("the recovery's retry at %.2fs, want at its cooldown (about 6.2s)", got)
+	}
+	r.exploreOK(h, e, retry, retry+int64(time.Millisecond))
+	c := &h.cap
+	lo := 1 / secs(retry-at0)
+	if !c.pair || math.Abs(c.pass-lo) > 1e-9 || c.hi != 0.485 {
+		t.Fatalf("after the retry passed: pair %v, passed %.3g, ceiling %.3g; want a pace limit, %.3g passed, 0.485 the ceiling", c.pair, c.pass, c.hi, lo)
+	}
+	if want := lo * pairStep; math.Abs(e.pace-want) > 1e-9 {
+		t.Errorf("the explorer tries %.3g/s, want a step of %.2f above what passed (%.3g/s)", e.pace, pairStep, want)
+	}
+	if span := h.proofSpan(e.pace); span != interval(e.pace) {
+		t.Errorf("a step is proven over %v, want one interval (two requests)", time.Duration(span))
+	}
+	now := retry + 3*interval(e.pace)
+	r.explore429(h, e, e.pace, 1, now) // the step is pushed back
+	if h.exp.phase != expSettled {
+		t.Errorf("a failed step: phase %s, want settled under what passed", phaseNames[h.exp.phase])
+	}
+
+	told := hostWith(r, "e", "f")
+	te := told.lanes["e"]
+	r.endRamp(told, te, 0.485, series{at: sec(0), ok: 1, run: 1}, 10*time.Second, sec(2.06))
+	if told.cap.pair {
+		t.Errorf("with Retry-After: 10, read as a pace limit with no burst; want the Retry-After's reading")
+	}
+}

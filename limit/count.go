@@ -107,8 +107,8 @@ func (e *explorer) countSlack(rate float64, now int64) float64 {
 // extra/(1-rate/x) of them, so extra is at most k*(1-rlo/x).
 func (r *rules) burstSeen(h *host, l *lane, x float64, k int32, rlo float64, now int64) {
 	c := &h.cap
-	if k < 1 || x <= 0 || rlo <= 0 || rlo >= x {
-		return
+	if k < 1 || x <= 0 || rlo <= 0 || rlo >= x || c.pair {
+		return // (a pace limit with no burst: the first request at a pace went at the old spacing)
 	}
 	if b := float64(k) * (1 - rlo/x); b > c.extra*(1+tolerance) {
 		h.note(r, now, "explore", l.exit, "burst", c.extra, b, fmt.Sprintf("%d successes at %.3g/s before the 429, at least %.3g/s sustained", k, x, rlo))

@@ -64,6 +64,11 @@ type capacity struct {
 	// (Retry-After of a minute at 0.5/s): each failed step of the search
 	// idles a lane that long, so the search stops within costlyDone.
 	costly bool
+	// pair: a pace limit with no burst (the first pace was pushed back at
+	// its second request, and a retry spaced wider passed): two requests
+	// at a pace prove it, and each failed step costs a 429 of few (pair).
+	pair   bool
+	pairHi float64 // the ceiling the pair's search began under
 	// windowed: the first 429's recovery was long against the pace, as a
 	// window's is: even pacing sustained over one window (span) proves its
 	// pace, whatever the window let through at first.
@@ -105,7 +110,7 @@ type capacity struct {
 // done is how close what passed and where the explorer was pushed back
 // must be for the search to settle.
 func (c *capacity) done() float64 {
-	if c.costly {
+	if c.costly || c.pair {
 		return costlyDone
 	}
 	return bisectDone
@@ -140,12 +145,17 @@ type explorer struct {
 	// pace back.
 	secAt  int64
 	secTry bool
-	tries  uint8   // tries since awaitAt
-	pushed uint8   // 429s the lane drew since awaitAt, the first included
-	n1     int32   // successes before the first 429
-	t1     int64   // and the time they took, ns
-	k1     int32   // of them at the pace that drew it (-1: a follower drew it)
-	x1     float64 // that pace
+	tries  uint8 // tries since awaitAt
+	pushed uint8 // 429s the lane drew since awaitAt, the first included
+	n1     int32 // successes before the first 429
+	t1     int64 // and the time they took, ns
+	// headN and headD are the ramp's slow first steps left out of n1 and
+	// t1 (rampHead): a window opened by the run's first request, or one
+	// as long as the whole run, counted them too.
+	headN int32
+	headD int64
+	k1    int32   // of them at the pace that drew it (-1: a follower drew it)
+	x1    float64 // that pace
 	// wtest is how many successes in a row at the ramp's pace refute a
 	// window reading of the first 429 (0: no such test running).
 	wtest  int32
@@ -434,6 +444,9 @@ func (h *host) proofSpan(pace float64) int64 {
 		// over two windows (haproxy's) within three of them.
 		return min(maxSpan, max(3*int64(e.quotaW), int64(2*e.n1+2)*interval(pace)))
 	}
+	if h.cap.pair && h.exp.phase != expSettled {
+		return interval(pace) // no burst: the second request at a pace tells
+	}
 	if h.cap.careful || h.exp.phase == expSettled {
 		return max(h.cap.span, min(carefulIntervals*interval(pace), maxSpan))
 	}
@@ -521,7 +534,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	}
 	if e.qtry {
 		e.qtry, e.run = false, run{}
-		r.quotaKnown(h, e.quotaW, now, fmt.Sprintf("%d per %v sustained for %.0fs: the window's quota", e.n1, e.quotaW, secs(el)))
+		r.quotaKnown(h, e.quotaW, now, fmt.Sprintf("%d per %v sustained for %.0fs: the window's quota", e.quotaN(e.quotaW), e.quotaW, secs(el)))
 		return
 	}
 	passed := l.pace
@@ -644,7 +657,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		r.updateFollow(h, now, "explore", "the followers keep their pace")
 		return
 	}
-	safe := float64(e.n1) / secs(e.t1+rec)
+	safe := float64(e.n1+e.headN) / secs(e.t1+e.headD+rec) // the whole run: the cautious reading
 	if e.ramped > 0 {
 		safe = min(safe, e.ramped)
 	}
@@ -652,6 +665,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 	e.rec1 = rec
 	h.note(r, now, "explore", l.exit, "estimate", c.safe, safe, fmt.Sprintf("%d successes in %.1fs before the first 429, %s", e.n1, secs(e.t1), why))
 	c.safe = safe
+	if r.pairLimit(h, l, rec, told, now) {
+		return
+	}
 	if e.awaitAt != 0 {
 		// The recovery is not known yet: followers hold the cautious
 		// reading meanwhile, and nothing else is decided.
@@ -694,7 +710,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		}
 	}
 	paceTest := windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep
-	w, fits := windowFit(e.t1, rec)
+	w, fits := windowFit(e.t1, e.headD, rec)
 	how := "the window its recovery fits"
 	if !fits && e.recLo > 0 {
 		// The retry that recovered came after one pushed back: the
@@ -702,12 +718,12 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		// usual one in there (haproxy's 20 per 10 s without a header: 20
 		// successes in 8.2 s, a retry pushed back 0.6 s after the 429,
 		// the next passed 8.7 s after it).
-		w, fits = shortestWindow(e.t1, e.recLo, rec)
+		w, fits = shortestWindow(e.t1, e.headD, e.recLo, rec)
 		how = fmt.Sprintf("the shortest usual window between a retry pushed back %.1fs after the 429 and one passed %.1fs after it", secs(e.recLo), secs(rec))
 	}
 	fits = fits && !paceTest && !c.careful
 	if fits && windowed && e.n1 >= minQuota {
-		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.n1, w, how))
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.quotaN(w), w, how))
 		return
 	}
 	if c.careful || windowed {
@@ -769,7 +785,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		// take minutes to prove if the reading was the jitter's.
 		if q := r.settle * e.quota(w); q < ex.pace && q*rampStep*rampStep*rampStep >= e.x1 {
 			e.quotaW = w
-			r.setExplorerPace(h, ex, max(q, r.minLane), now, "refine", fmt.Sprintf("%d per %v: the window the first 429's recovery fits; one success proves no quota", e.n1, w))
+			r.setExplorerPace(h, ex, max(q, r.minLane), now, "refine", fmt.Sprintf("%d per %v: the window the first 429's recovery fits; one success proves no quota", e.quotaN(w), w))
 		}
 	}
 	if ex := h.lanes[e.exit]; !fits && ex != nil && e.phase == expRefine && e.n1 == 1 && e.k1 >= 0 && !c.careful && rec > minWindow {
@@ -795,14 +811,15 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 // hit expired then). A limit is written in a round window, so t1+rec a
 // little over one (up to a quarter: a fixed Retry-After counts from the
 // 429, not from the window's start) is that window, and the run ran its
-// quota out inside it.
-func windowFit(t1, rec int64) (time.Duration, bool) {
+// quota out inside it. head is the ramp's head left out of t1 (rampHead):
+// a window as long as the whole run counts it.
+func windowFit(t1, head, rec int64) (time.Duration, bool) {
 	if rec <= minWindow {
 		return 0, false // a whole-second Retry-After or a first backoff, whatever the limit
 	}
-	d := t1 + rec
 	for _, w := range commonWindows {
-		if int64(w) <= d {
+		t := runFor(int64(w), t1, head)
+		if d := t + rec; int64(w) <= d {
 			slack := int64(w) / 4
 			if w == halfWindow {
 				// Half a minute only as the window's end, a Retry-After
@@ -811,27 +828,39 @@ func windowFit(t1, rec int64) (time.Duration, bool) {
 				// 2 per 10 s with Retry-After: 30).
 				slack = secondWindow
 			}
-			return w, d <= int64(w)+slack && t1 < int64(w)
+			return w, d <= int64(w)+slack && t < int64(w)
 		}
 	}
 	return 0, false
 }
 
-// shortestWindow is the shortest common window a first run of t1 and a
-// recovery of rec can be: the run fitted inside it (the 429 came while its
-// first request still counted), and it had ended when the lane recovered.
-// recLo is when the lane was last pushed back while recovering (0: not
-// since the first 429): the window was still running then.
-func shortestWindow(t1, recLo, rec int64) (time.Duration, bool) {
+// shortestWindow is the shortest common window a first run of t1 (and the
+// ramp's head left out of it) and a recovery of rec can be: the run fitted
+// inside it (the 429 came while its first request still counted), and it
+// had ended when the lane recovered. recLo is when the lane was last pushed
+// back while recovering (0: not since the first 429): the window was still
+// running then.
+func shortestWindow(t1, head, recLo, rec int64) (time.Duration, bool) {
 	if rec <= minWindow {
 		return 0, false
 	}
 	for i := len(commonWindows) - 1; i >= 0; i-- {
-		if w := int64(commonWindows[i]); w > t1+recLo && w <= t1+rec {
+		w := int64(commonWindows[i])
+		if t := runFor(w, t1, head); w > t+recLo && w <= t+rec {
 			return commonWindows[i], true
 		}
 	}
 	return 0, false
+}
+
+// runFor is the length of the first run a window of w held: the whole run
+// if it fits, else the run less the ramp's head (which a shorter window,
+// sliding over the run's last seconds, had let go of).
+func runFor(w, t1, head int64) int64 {
+	if t1+head <= w {
+		return t1 + head
+	}
+	return t1
 }
 
 // explorerOutlier handles the explorer l pushed back at x, under the pace
@@ -891,7 +920,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 // wrong guess costs one lane a 429, not the pool.
 func (r *rules) tryQuota(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	w, ok := shortestWindow(e.t1, 0, e.rec1)
+	w, ok := shortestWindow(e.t1, e.headD, 0, e.rec1)
 	if !ok || e.n1 < minQuota {
 		return false
 	}
@@ -907,14 +936,26 @@ func (r *rules) tryQuota(h *host, l *lane, x float64, now int64) bool {
 		r.setPhase(h, l, expBisect, now, "a window, not a pace limit")
 	}
 	e.quotaW, e.qtry, e.run = w, true, run{}
-	r.setExplorerPace(h, l, q, now, "bisect", fmt.Sprintf("pushed back within %d again: a window of %d; try %d per %v, the shortest usual window between the first run and its recovery", e.n1, e.n1, e.n1, w))
+	r.setExplorerPace(h, l, q, now, "bisect", fmt.Sprintf("pushed back within %d again: a window of %d; try %d per %v, the shortest usual window between the first run and its recovery", e.n1, e.n1, e.quotaN(w), w))
 	r.updateFollow(h, now, phaseNames[e.phase], "the window test was pushed back")
 	return true
 }
 
 // quota is the first run's successes over the window w, in req/s: what a
 // window of that length holds if the run ran its quota out inside it.
-func (e *explorer) quota(w time.Duration) float64 { return float64(e.n1) / w.Seconds() }
+func (e *explorer) quota(w time.Duration) float64 { return float64(e.quotaN(w)) / w.Seconds() }
+
+// quotaN is how many of the first run's successes a window w that ended
+// it held: the ramp's head too if the whole run fits in w.
+func (e *explorer) quotaN(w time.Duration) int32 {
+	if int64(w) >= e.t1+e.headD {
+		return e.n1 + e.headN
+	}
+	return e.n1
+}
+
+// runStart is when the first run's first request went (the head's too).
+func (e *explorer) runStart() int64 { return e.awaitAt - e.t1 - e.headD }
 
 // quotaKnown settles the host at the first run's quota over the window w
 // its recovery fits: n1 passed inside one window and the next was pushed
@@ -933,7 +974,7 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 	h.note(r, now, "explore", lane, "estimate", c.safe, q, why)
 	c.safe, c.pass, c.sent, c.at = q, q, q, now
 	c.careful, c.windowed = true, true
-	c.quotaN, c.quotaW, c.edgeAt = float64(e.n1), int64(w), 0
+	c.quotaN, c.quotaW, c.edgeAt = float64(e.quotaN(w)), int64(w), 0
 	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
 	if c.hi > 0 {
 		h.note(r, now, "explore", lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
@@ -943,7 +984,7 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 		r.updateFollow(h, now, "explore", "a window's quota")
 		return
 	}
-	r.settleHere(h, ex, now, fmt.Sprintf("%d per %v", e.n1, w))
+	r.settleHere(h, ex, now, fmt.Sprintf("%d per %v", e.quotaN(w), w))
 }
 
 // endRamp ends the slow start: the first 429 on the host, drawn by lane l at
@@ -952,11 +993,17 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duration, now int64) {
 	e, c := &h.exp, &h.cap
 	e.n1, e.t1 = ser.ok, max(now-ser.at, int64(time.Millisecond))
+	e.headN, e.headD = 0, 0
 	e.k1, e.x1 = ser.run, x
 	if l.exit != e.exit {
 		e.k1 = -1
 		x = max(x, e.pace)
 		c.careful = true // followers were pushed back at what the ramp passed
+	} else if l.exit == e.rampExit {
+		if n, d, ok := e.rampHead(); ok {
+			h.note(r, now, "ramp", l.exit, "run", float64(e.n1), float64(e.n1-n), fmt.Sprintf("the ramp's first %d successes took %.1fs of the run's %.1fs: the run is the %d after them", n, secs(d), secs(e.t1), e.n1-n))
+			e.n1, e.t1, e.headN, e.headD = e.n1-n, e.t1-d, n, d
+		}
 	}
 	h.note(r, now, "ramp", l.exit, "ceiling", c.hi, x, "the first 429 ends slow start")
 	c.ceil(x, now)
@@ -975,6 +1022,12 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// two steps back when the server showed no burst: its quick runs
 		// were exact).
 		start := max(e.ramped, x/rampStep/rampStep)
+		if ex == l && ra <= 0 && e.n1 == 1 && e.k1 == 1 && e.ramped == 0 {
+			// Pushed back at the first pace's second request: the retry
+			// that measures the recovery goes at its cooldown, not an
+			// interval of a quarter of the pace later (pairLimit).
+			start = x / rampStep
+		}
 		r.setExplorerPace(h, ex, max(r.minLane, start), now, "refine", "start again below the first 429, in smaller steps")
 	}
 	// A Retry-After longer than the longest usual window is a penalty or a
@@ -994,6 +1047,87 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		rec = maxRecovery
 	}
 	r.firstEstimate(h, l, rec, ra > 0 && rec == int64(ra), now, fmt.Sprintf("recovery %v", time.Duration(rec)))
+}
+
+// rampHead reports the ramp's slow first steps, n successes over d, when
+// they are no part of the run a window counted: the ramp doubles its pace
+// every second or two, so a first run that ran a quota of 100 or more out
+// took ten seconds or more, its first requests at half a request a second
+// and nearly all of it in the last few (haproxy's 100 per 10 s: 107
+// successes in 11.1 s, 103 of them in the last 7). A window of 10 s held
+// the run less its head, and the run's length read the window as half a
+// minute (34% of the limit). The head is the leading steps that together
+// hold at most headShare of the run, on a run as long as most of the
+// shortest common window; the steps must account for the whole run.
+func (e *explorer) rampHead() (n int32, d int64, ok bool) {
+	if e.k1 < 0 || e.t1 < int64(shortestCommon)*9/10 || len(e.steps) == 0 {
+		return 0, 0, false
+	}
+	total := e.k1
+	for _, st := range e.steps {
+		total += st.n
+	}
+	if total != e.n1 {
+		return 0, 0, false
+	}
+	i := 0
+	for ; i < len(e.steps) && float64(n+e.steps[i].n) <= headShare*float64(e.n1); i++ {
+		st := e.steps[i]
+		k := st.n
+		if i == 0 {
+			k-- // the run's first success starts its time
+		}
+		n += st.n
+		d += int64(float64(k) * 1e9 / st.pace)
+	}
+	if i == 0 {
+		return 0, 0, false
+	}
+	next := e.x1 // the first success kept comes an interval of its pace later
+	if i < len(e.steps) {
+		next = e.steps[i].pace
+	}
+	d += interval(next)
+	if d >= e.t1 {
+		return 0, 0, false
+	}
+	return n, d, true
+}
+
+// headShare is the most of a first run the ramp's head may hold.
+const headShare = 0.05
+
+// pairLimit reads a first 429 at the ramp's second request, from its first
+// pace, without a Retry-After, once the lane recovered (rec after the 429):
+// a pace limit with no burst (nginx's limit_req at 20r/m: one request per
+// 3 s), or a quota of one a window. The request that drew it came t1 after
+// the one that passed, the retry that passed t1+rec after it (and one
+// pushed back t1+recLo after it, if any): the interval the server wants
+// is between. Two requests at a pace prove it, so the search bisects
+// between the two in steps of an interval, and stops within costlyDone, as
+// each failed step costs a 429 where few requests go. Before, the retry
+// read as a window of 10 s, and the lanes held 1 per 10 s: 30% of 20r/m.
+func (r *rules) pairLimit(h *host, l *lane, rec int64, told bool, now int64) bool {
+	e, c := &h.exp, &h.cap
+	if e.n1 != 1 || e.k1 != 1 || e.ramped > 0 || told || e.awaitAt != 0 || rec >= maxRecovery || l.exit != e.exit {
+		return false
+	}
+	lo := 1 / secs(e.t1+rec)
+	hi := e.x1
+	if e.recLo > 0 {
+		hi = min(hi, 1/secs(e.t1+e.recLo))
+	}
+	if lo*costlyDone >= hi {
+		hi = lo * costlyDone // jitter: the two spacings a step apart
+	}
+	c.pair, c.careful, c.windowed, c.span = true, false, false, 0
+	h.note(r, now, "explore", l.exit, "floor", c.pass, lo, fmt.Sprintf("one success, a 429 %.1fs after it, a retry %.1fs after it passed: a pace limit with no burst, one request per %.1f-%.1fs", secs(e.t1), secs(e.t1+rec), 1/hi, 1/lo))
+	c.pass, c.sent, c.safe, c.at = lo, lo, lo, now
+	c.ceil(hi, now)
+	c.pairHi = hi
+	r.nextBisect(h, l, now)
+	r.updateFollow(h, now, "explore", "the retry's spacing passed")
+	return true
 }
 
 // noWindow ends a window test that passed: the first 429 was a pace limit
@@ -1144,8 +1278,14 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		r.setExplorerPace(h, l, m, now, "bisect", "at or above the estimate, which is not proven yet")
 		return
 	}
+	if c.pair && c.hi > 0 && c.hi < c.pairHi*(1-tolerance) && base >= c.safe {
+		r.settleHere(h, l, now, "a step of a pace limit pushed back: each costs a 429 of few; settled under what passed")
+		return
+	}
 	m := base * probeStep
-	if c.hi > 0 {
+	if c.pair && c.hi > 0 {
+		m = min(math.Sqrt(base*c.hi), base*pairStep)
+	} else if c.hi > 0 {
 		m = math.Sqrt(base * c.hi)
 		if h.exp.tight {
 			m = math.Pow(base, 0.25) * math.Pow(c.hi, 0.75)

@@ -372,7 +372,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				// a longer window it costs one more 429 (haproxy's 6 per
 				// minute without a header: 3.67% -> 4.55% of 429s, real and
 				// twin).
-				if at := e.awaitAt - e.t1 + int64(halfWindow) + countedSlack(halfWindow, e.n1, e.pushed); e.t1 < int64(halfWindow) && at-now > int64(time.Second) {
+				if at := e.runStart() + int64(halfWindow) + countedSlack(halfWindow, e.n1, e.pushed); e.t1+e.headD < int64(halfWindow) && at-now > int64(time.Second) {
 					d = max(d, at-now)
 					why = "pushed back again without Retry-After: wait for a window of half a minute from the run's start"
 					break
@@ -390,8 +390,17 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				// cautious reading meanwhile). A twenty-fourth more (2.5
 				// s): a count over two periods (haproxy's) that the run
 				// and its retries took a few percent over the limit
-				// still rejects about that long after the window.
-				d = max(d, e.awaitAt-e.t1+maxRecovery+maxRecovery/24-now)
+				// still rejects about that long after the window. After a
+				// run the ramp's head was left out of, the retry at the
+				// run's own length tested a window of 10 s, one 429 more
+				// such a count holds: its slack, up to a twelfth
+				// (haproxy's 100 per minute without a header: the retry
+				// at 62.5 s was pushed back, and the lane idled to 71 s).
+				slack := maxRecovery / 24
+				if e.headN > 0 {
+					slack = max(slack, min(countedSlack(time.Duration(maxRecovery), e.n1+e.headN, e.pushed), maxRecovery/12))
+				}
+				d = max(d, e.runStart()+maxRecovery+slack-now)
 				why = "pushed back again without Retry-After: wait for the longest usual window from the run's start"
 			case 5:
 				if rest := e.awaitAt + maxRecovery - now; rest > int64(time.Second) && e.n1 >= fewRun {

@@ -257,7 +257,7 @@ func TestWindowFit(t *testing.T) {
 		{70, 10, time.Minute, false},        // the run took longer than the window
 		{100, 3600, time.Hour, true},
 	} {
-		w, ok := windowFit(int64(tc.t1*1e9), int64(tc.rec*1e9))
+		w, ok := windowFit(int64(tc.t1*1e9), 0, int64(tc.rec*1e9))
 		if ok != tc.ok || (ok && w != tc.want) {
 			t.Errorf("%.1f s and %.0f s to recover: %v %v, want %v %v", tc.t1, tc.rec, w, ok, tc.want, tc.ok)
 		}

@@ -24,6 +24,10 @@ func TestTwinFloors(t *testing.T) {
 		ratio        float64 // 429 ratio cap, whole run
 		learning429s int     // cap
 	}{
+		// nginx under 29 per minute, no burst, no Retry-After: the
+		// ramp's first pace pushed back at its second request (30%
+		// before pairLimit: the retry read as 1 per 10 s).
+		{"twin-nginx-20r-m-bare", 0.85, 0.97, 0.007, 2},
 		// A fixed window's reset stated as the whole second plus one
 		// (50% before: the lanes waited for it).
 		{"twin-flask-fixed-10-per-s", 0.95, 0.95, 0.001, 0},
@@ -32,8 +36,10 @@ func TestTwinFloors(t *testing.T) {
 		{"twin-flask-fixed-10-per-s-bare", 0.78, 0.92, 0.002, 3},
 		// A per-minute fixed window without headers: the retry a window
 		// after the run's start (89% before); the retry half a minute on
-		// costs one learning 429 more.
-		{"twin-flask-fixed-60-per-min-bare", 0.92, 0.89, 0.005, 5},
+		// costs one learning 429 more, and the retry that tests 10 s
+		// after a run the ramp's head was left out of (rampHead) 3.4
+		// points.
+		{"twin-flask-fixed-60-per-min-bare", 0.89, 0.86, 0.005, 5},
 		// Windows of 30 s without headers: the retry half a minute (and
 		// a third) after the run's start (48% before: read as a minute).
 		{"twin-haproxy-10-per-30s-bare", 0.82, 0.93, 0.013, 4},
@@ -46,6 +52,10 @@ func TestTwinFloors(t *testing.T) {
 		// window test costs it nothing (a second of the pace passed).
 		{"twin-haproxy-20-per-10s", 0.89, 0.95, 0.003, 2},
 		{"twin-haproxy-5-per-10s", 0.85, 0.95, 0.008, 2},
+		// A quota of 100 per 10 s: the ramp ran it out in 11 s, its first
+		// steps outside the window, and the run's length read half a
+		// minute (34% before rampHead).
+		{"twin-haproxy-100-per-10s-bare", 0.9, 0.97, 0.001, 3},
 		// A 10-s sliding counter without headers lets the second's
 		// retry through: one learning 429 more, no more.
 		{"twin-httprate-30-per-10s-bare", 0.87, 0.95, 0.003, 3},
