@@ -352,26 +352,25 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 	if !o.HasRemaining {
 		return
 	}
+	reset := now + int64(o.ResetIn)
 	if o.ResetIn <= 0 {
+		if o.ResetIn > -time.Second && q.answered != 0 && q.moved(o, reset) {
+			// A reset told in whole seconds rounded down, on a window of a
+			// second: most answers state a second already begun, and
+			// their moves are the windows' (httprate's 10 per second,
+			// whose windows start with the server: read as a guess of a
+			// window for good, each lane held a second for the guess's
+			// reserve, 10% of the limit at most start phases).
+			q.answered = reset
+		}
 		q.early(o, now, inFlight)
 		return
 	}
-	reset := now + int64(o.ResetIn)
 	if q.first == 0 {
 		q.first = now
 	}
-	if d := reset - q.answered; q.answered != 0 && d >= q.newWindowMove() {
-		// A new window began since the last answer.
-		if o.Window <= 0 && (q.step == 0 || d < q.step) {
-			q.step = d // keep the smallest move seen: a skipped window shows a multiple
-		}
-		switch {
-		case q.limit <= 0:
-		case o.Remaining < q.limit/2:
-			q.sliding, q.fixed = true, false // and little remains of it: the last one still counts
-		case !q.sliding && q.prevUsed >= q.limit/2:
-			q.fixed = true // a busy window ended and freed all of it
-		}
+	if q.answered != 0 {
+		q.moved(o, reset)
 	}
 	if o.Window <= 0 {
 		q.wMax = max(q.wMax, int64(o.ResetIn))
@@ -383,6 +382,27 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 	q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
 	q.reset, q.seen = reset, now
 	q.spread(now)
+}
+
+// moved reports whether an answer's reset moved from the last answer's by a
+// new window's, and reads what the move tells (the window's step, and its
+// kind from what remains).
+func (q *quota) moved(o *Outcome, reset int64) bool {
+	d := reset - q.answered
+	if d < q.newWindowMove() {
+		return false
+	}
+	if o.Window <= 0 && (q.step == 0 || d < q.step) {
+		q.step = d // keep the smallest move seen: a skipped window shows a multiple
+	}
+	switch {
+	case q.limit <= 0:
+	case o.Remaining < q.limit/2:
+		q.sliding, q.fixed = true, false // and little remains of it: the last one still counts
+	case !q.sliding && q.prevUsed >= q.limit/2:
+		q.fixed = true // a busy window ended and freed all of it
+	}
+	return true
 }
 
 // early applies an answer whose reset is now or past while the server

@@ -936,6 +936,34 @@ func TestWholeSecondResetStep(t *testing.T) {
 	}
 }
 
+// TestPastResetMoves: a reset told in whole seconds rounded down on a
+// window of a second (go-chi/httprate's 10 per second, its windows starting
+// with the server 0.9 s into a second) is a second already begun in most
+// answers. Their moves are still the window's: the step is a second, and a
+// busy window's roll with little left tells a sliding counter. Before, only
+// the rare answer with the reset ahead was read, the window stayed a guess
+// held back by its reserve, and the lanes sent at 10% of the limit.
+func TestPastResetMoves(t *testing.T) {
+	// Windows of 0.9-1.9 s, 1.9-2.9 s, ...: stated 1, 2, ...; an answer
+	// after the whole second reads a reset already past.
+	q := &quota{}
+	for _, tc := range []struct {
+		at      float64
+		rem     float64
+		resetIn time.Duration
+	}{
+		{0.95, 9, 50 * time.Millisecond}, // the one answer in 0.9-1.0 s: the reset ahead
+		{1.5, 3, -500 * time.Millisecond},
+		{2.2, 0.4, -200 * time.Millisecond}, // rolled at 1.9 (stated 2), little left: the last one still counts
+		{2.6, 0, -600 * time.Millisecond},
+	} {
+		q.update(&Outcome{Quota: 10, Remaining: tc.rem, HasRemaining: true, ResetIn: tc.resetIn}, sec(tc.at), 0)
+	}
+	if q.step != int64(time.Second) || !q.sliding {
+		t.Errorf("resets told a second early: step %v, sliding %v; want a step of a second, and a sliding counter", time.Duration(q.step), q.sliding)
+	}
+}
+
 // TestDeclaredStricter: lanes pushed back at a declared pace on a window
 // not known fixed lose a step of the limit, at least a request a window,
 // once a window, for good and never below strictFloor; a fixed window's

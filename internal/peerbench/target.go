@@ -314,6 +314,7 @@ func Targets() []Target {
 		xrateTarget("xrate-10-s-burst10", 10, 10),
 		xrateTarget("xrate-2-s-burst5", 2, 5),
 		httprateTarget("httprate-30-per-10s", 30, 10*time.Second, false),
+		httprateTarget("httprate-10-per-s", 10, time.Second, false),
 		httprateTarget("httprate-30-per-10s-bare", 30, 10*time.Second, true),
 		httprateTarget("httprate-5-per-10s-bare", 5, 10*time.Second, true),
 		httprateTarget("httprate-5-per-10s", 5, 10*time.Second, false),

@@ -98,3 +98,37 @@ func TestTwinStartPhases(t *testing.T) {
 		t.Errorf("%d of 160 phases drew 429s, utilization %.3f to %.3f; want none, and 0.90 to 1.00", bad, lo, hi)
 	}
 }
+
+// TestTwinStartPhasesSecond runs httprate's 10 per second, headers on, over
+// 40 start phases (server up 0.1-1 s, the first request at four points of a
+// second): its windows start with the server and its X-RateLimit-Reset is
+// their end in whole seconds rounded down, so at most phases most answers
+// state a second already begun. Read as a window that never rolled, each
+// lane was held a second at a time: 10% of the limit at 29 of 40 phases (and
+// 10.4% in one of two real runs, `--targets httprate-10-per-s`).
+func TestTwinStartPhasesSecond(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 virtual runs: skipped with -short")
+	}
+	sum, low := 0.0, 0
+	for up := 100 * time.Millisecond; up <= time.Second; up += 100 * time.Millisecond {
+		for ph := time.Duration(0); ph < time.Second; ph += 250 * time.Millisecond {
+			f, err := Twin(context.Background(), Run{Scenario: "twin-httprate-10-per-s", Exits: 10, Duration: 120 * time.Second,
+				Phase: ph + time.Millisecond, Uptime: up})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += f.Utilization
+			if f.Limited > 0 {
+				t.Errorf("server up %v, first request %v into a second: %d 429s", up, ph+time.Millisecond, f.Limited)
+			}
+			if f.Utilization < 0.85 {
+				low++
+				t.Logf("server up %v, first request %v into a second: %.1f%%", up, ph+time.Millisecond, 100*f.Utilization)
+			}
+		}
+	}
+	if mean := sum / 40; mean < 0.85 || low > 5 {
+		t.Errorf("40 phases: %.1f%% on average, %d under 85%%; want 85%% or more, at most 5 under", 100*mean, low)
+	}
+}

@@ -114,6 +114,8 @@ func Twins() []Scenario {
 			with(Config{}, XRate, Policy{Quota: 2, Window: time.Second, Burst: 5})),
 		twin("twin-httprate-30-per-10s", "go-chi/httprate LimitByIP(30, 10s): X-RateLimit-* on every response (Reset = fixed window end), Retry-After: 10 on 429",
 			with(xrl, HTTPRate, Policy{Quota: 30, Window: 10 * time.Second})),
+		twin("twin-httprate-10-per-s", "go-chi/httprate LimitByIP(10, 1s): X-RateLimit-* on every response, Retry-After: 1 on 429",
+			with(xrl, HTTPRate, Policy{Quota: 10, Window: time.Second})),
 		twin("twin-httprate-30-per-10s-bare", "go-chi/httprate LimitByIP(30, 10s) with its headers deleted: bare 429",
 			with(Config{}, HTTPRate, Policy{Quota: 30, Window: 10 * time.Second})),
 		twin("twin-httprate-5-per-10s-bare", "go-chi/httprate LimitByIP(5, 10s) with its headers deleted: bare 429; evenly paced, at most 4.5 a window pass for good",
