@@ -155,6 +155,17 @@ func TestQuotaEdge(t *testing.T) {
 	if !near(c.pace, want) || h.exp.phase != expSettled || c.own() > 0 {
 		t.Errorf("another lane at the same edge: its pace %v (own %v), phase %s; want %v, settled", c.pace, c.own(), phaseNames[h.exp.phase], want)
 	}
+	// Each lane reaches the edge once: the same lane pushed back again
+	// within the span is under the headroom (nginx's 10r/m with a burst of
+	// 10 read as 12 per 10 s drew 60 429s in the 10 s each was read as the
+	// edge).
+	again := settledOnQuota(t, r)
+	ab := again.lanes["b"]
+	r.follow429(again, ab, x, series{}, sec(40))
+	r.follow429(again, ab, ab.pace, series{}, sec(42))
+	if ab.own() == 0 && again.exp.phase == expSettled && near(again.cap.follow, want) {
+		t.Errorf("the edge's lane pushed back again 2 s on: nothing read, want its own ceiling or a fall back")
+	}
 	for i, name := range []string{"c", "d", "e", "f", "g"} { // half the lanes at once
 		now := sec(70 + 0.1*float64(i))
 		h.addEvidence(r, evEntry{exit: name, at: now, pace: want}) // as the outcome does

@@ -1480,10 +1480,16 @@ func (h *host) hostPushedBack(now int64) {
 func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
 	if c.edgeAt != 0 && now-c.edgeAt <= sympathySpan && atLeast(x, c.follow) {
-		// Another lane at the same edge: the lanes that went in step
-		// reach it together.
-		h.sameFall(r, x, now)
-		return true
+		if xl := l.extra(); xl.edgeAt != c.edgeAt {
+			// Another lane at the same edge: the lanes that went in step
+			// reach it together. Each once: a lane pushed back again is
+			// under the headroom, a 429 as any other (read as the same
+			// edge for the whole span, nginx's 10r/m with a burst of 10,
+			// read as 12 per 10 s, drew 60 429s in 10 s).
+			xl.edgeAt = c.edgeAt
+			h.sameFall(r, x, now)
+			return true
+		}
 	}
 	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edgeAt != 0 || c.declared > 0 || !atLeast(x, c.follow) {
 		return false
@@ -1493,6 +1499,7 @@ func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 		return false // a large quota: Settle's margin covers the half request
 	}
 	c.edgeAt = now
+	l.extra().edgeAt = now
 	q := c.quotaN / secs(c.quotaW)
 	p := room * q / r.settle // held at Settle under it (heldPace)
 	h.note(r, now, "follow", l.exit, "ceiling", c.hi, x, fmt.Sprintf("pushed back at the pace of %.0f per %v: a sliding-window counter's edge; keep %.0f%% of the quota", c.quotaN, time.Duration(c.quotaW), 100*room))

@@ -61,6 +61,9 @@ type laneExtra struct {
 	// ra is the last Retry-After the lane was told (ns): an echo of it,
 	// or of a shorter one, doubles the wait; a longer one is waited as said.
 	ra int64
+	// edgeAt is the sliding counter's edge (capacity.edgeAt) this lane's
+	// 429 was read as: each lane reaches an edge once (quotaEdge).
+	edgeAt int64
 }
 
 // run is a run of successes at one pace: since at, n; last is when the

@@ -28,6 +28,12 @@ func TestTwinFloors(t *testing.T) {
 		// ramp's first pace pushed back at its second request (30%
 		// before pairLimit: the retry read as 1 per 10 s).
 		{"twin-nginx-20r-m-bare", 0.85, 0.97, 0.007, 2},
+		// nginx 10r/m with a burst of 10: still missed (the burst and
+		// one read as 12 per 10 s); each lane reaches the edge of that
+		// reading once (14.5% of 429s before, every lane pushed back
+		// every 1.75 s for 10 s). Utilization counts the burst over the
+		// rate: above 100%.
+		{"twin-nginx-10r-m-burst10", 1.3, 0.95, 0.07, 20},
 		// A fixed window's reset stated as the whole second plus one
 		// (50% before: the lanes waited for it).
 		{"twin-flask-fixed-10-per-s", 0.95, 0.95, 0.001, 0},

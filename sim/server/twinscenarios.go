@@ -88,6 +88,8 @@ func Twins() []Scenario {
 			with(ra(10*time.Second), Nginx, Policy{Quota: 6, Window: time.Minute, Burst: 1})),
 		twin("twin-nginx-20r-m-bare", "nginx limit_req 20r/m, no burst, bare 429: the ramp's first pace is pushed back at its second request",
 			with(Config{}, Nginx, Policy{Quota: 20, Window: time.Minute, Burst: 1})),
+		twin("twin-nginx-10r-m-burst10", "nginx limit_req 10r/m, burst=10 nodelay, bare 429: the burst and one pass in the ramp's first run, then one per 6 s",
+			with(Config{}, Nginx, Policy{Quota: 10, Window: time.Minute, Burst: 11})),
 		twin("twin-haproxy-20-per-10s", "HAProxy http_req_rate(10s) gt 20, tracked before the deny (denied requests count), bare 429",
 			with(Config{}, HAProxy, Policy{Quota: 20, Window: 10 * time.Second})),
 		twin("twin-haproxy-100-per-10s-bare", "HAProxy http_req_rate(10s) gt 100, denied requests count, bare 429: the ramp runs the quota out in 11 s, its first steps outside the window",
