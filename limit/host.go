@@ -145,13 +145,14 @@ type host struct {
 
 	inFlight int32
 	last     int64
-	// okAt is when the host's last success came, on lane okExit: a 503
-	// without Retry-After while another lane succeeds is a per-IP limit's
-	// (laneBusy), not an overload.
-	okAt    int64
-	okExit  string
-	pause   int64 // shared not-before (busy, host-scoped Retry-After)
-	ceilTat int64
+	// okAt is when the host's last success came, on lane okExit, and
+	// prevOKAt the last one before it on another lane: a 503 without
+	// Retry-After while another lane succeeds is a per-IP limit's
+	// (laneBusy), not an overload, whichever lane's success came last.
+	okAt, prevOKAt int64
+	okExit         string
+	pause          int64 // shared not-before (busy, host-scoped Retry-After)
+	ceilTat        int64
 
 	send sendMeter
 	cap  capacity

@@ -199,7 +199,19 @@ func (r *rules) hostThrottled(h *host, o *Outcome, sent, now int64, u float64) {
 // on, and the scope rule still finds a site-wide limit when several lanes
 // are refused under their pace.
 func (r *rules) laneBusy(h *host, l *lane, o *Outcome, now int64) bool {
-	return o.RetryAfter <= 0 && !h.rated() && h.okExit != "" && h.okExit != l.exit && now-h.okAt <= busyPeerSpan
+	if o.RetryAfter > 0 || h.rated() || h.okExit == "" {
+		return false
+	}
+	// Another lane's latest success: the host's last, or the one before
+	// it when the last was this lane's own (two lanes refused within 4 ms
+	// on nginx's 2r/s, the second just after a success of its own: read
+	// as the site's overload, the host's rate halved for the rest of the
+	// run, 40.5% of the limit).
+	other := h.okAt
+	if h.okExit == l.exit {
+		other = h.prevOKAt
+	}
+	return other != 0 && now-other <= busyPeerSpan
 }
 
 // busy handles a 503: an overloaded site has one capacity for all exits, so

@@ -465,14 +465,17 @@ func TestLimiter(t *testing.T) {
 		// lane's 429, no host rate, no pause. Alone, or with Retry-After,
 		// it is an overload.
 		for _, tc := range []struct {
-			name   string
-			peerOK bool
-			ra     time.Duration
-			rated  bool
+			name    string
+			peerOK  bool
+			ownLast bool // the lane's own success came after the peer's
+			ra      time.Duration
+			rated   bool
 		}{
-			{"another lane succeeds, no Retry-After", true, 0, false},
-			{"another lane succeeds, Retry-After", true, 2 * time.Second, true},
-			{"no other lane succeeds", false, 0, true},
+			{"another lane succeeds, no Retry-After", true, false, 0, false},
+			{"another lane succeeds, then this one, no Retry-After", true, true, 0, false},
+			{"another lane succeeds, Retry-After", true, false, 2 * time.Second, true},
+			{"no other lane succeeds", false, false, 0, true},
+			{"only this lane succeeds", false, true, 0, true},
 		} {
 			l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(10)}, 4)
 			at := t0
@@ -481,6 +484,11 @@ func TestLimiter(t *testing.T) {
 			at = at.Add(5 * time.Second)
 			if tc.peerOK {
 				tk, _, _ := acquire(t, l, "h", limit.Want{Pin: "x02"}, at)
+				l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+			}
+			if tc.ownLast {
+				at = at.Add(200 * time.Millisecond)
+				tk, _, _ := acquire(t, l, "h", limit.Want{Pin: "x01"}, at)
 				l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
 			}
 			at = at.Add(500 * time.Millisecond)

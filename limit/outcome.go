@@ -64,6 +64,9 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		l.serOK++
 		l.eps = 0
 		h.endWave(l)
+		if h.okExit != l.exit {
+			h.prevOKAt = h.okAt
+		}
 		h.okAt, h.okExit = now, l.exit
 		r.okRules(h, l, sent, now)
 	case verdict.Throttled:
