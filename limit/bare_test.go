@@ -34,10 +34,7 @@ func TestRetriesCounted(t *testing.T) {
 		{"a short run: the shortest common window", 5, 5.2, 10},
 		{"a long run: its own length", 20, 8.2, 8.2},
 	} {
-		h := hostWith(r, "e", "f")
-		e := h.lanes["e"]
-		r.endRamp(h, e, 1.94, series{at: sec(0), ok: tc.n1, run: 1}, 0, sec(tc.t1))
-		r.cooldown(h, e, 1.94, 0, false, sec(tc.t1), 0.5) // the first 429
+		h, e := bareFirst429(r, 1.94, tc.n1, 1, tc.t1)
 		try1 := tc.t1 + secs(e.cool-sec(tc.t1))
 		r.cooldown(h, e, 1.94, 0, false, sec(try1), 0.5) // the first retry, pushed back
 		wait := secs(e.cool - sec(try1))
@@ -69,6 +66,17 @@ func TestRetriesCounted(t *testing.T) {
 			t.Errorf("%s: after the longest window pushed back, waits %v, want a whole window (%v)", tc.name, time.Duration(got), time.Duration(maxRecovery))
 		}
 	}
+}
+
+// bareFirst429 builds a host of lanes e and f whose explorer e ended its
+// ramp with a 429 without Retry-After at x, after n1 successes in t1
+// seconds (run of them at x), and rests it as the first 429 does.
+func bareFirst429(r *rules, x float64, n1, run int32, t1 float64) (*host, *lane) {
+	h := hostWith(r, "e", "f")
+	e := h.lanes["e"]
+	r.endRamp(h, e, x, series{at: sec(0), ok: n1, run: run}, 0, sec(t1))
+	r.cooldown(h, e, x, 0, false, sec(t1), 0.5) // the first 429
+	return h, e
 }
 
 // TestWindowedExplorerWaits: the explorer searching a host that counts over
@@ -233,14 +241,11 @@ func TestSecondWindowRetry(t *testing.T) {
 		{"a run within a second: the run's length", 15.5, 12, 0.9, false},
 		{"a second of the pace passed: the run's length", 7.76, 20, 8.2, false},
 	} {
-		h := hostWith(r, "e", "f")
-		e := h.lanes["e"]
 		run := int32(3)
 		if tc.x == 7.76 {
 			run = 8 // haproxy's 20 per 10 s
 		}
-		r.endRamp(h, e, tc.x, series{at: sec(0), ok: tc.n1, run: run}, 0, sec(tc.t1))
-		r.cooldown(h, e, tc.x, 0, false, sec(tc.t1), 0.5)
+		h, e := bareFirst429(r, tc.x, tc.n1, run, tc.t1)
 		try1 := e.cool
 		if try1-sec(tc.t1) >= secondWindow {
 			t.Fatalf("%s: first retry after %v, want a bucket's refill, under a second", tc.name, time.Duration(try1-sec(tc.t1)))
@@ -315,10 +320,7 @@ func TestWindowOpenedInRun(t *testing.T) {
 func TestSecondWindowConfirm(t *testing.T) {
 	r := testRules(t, Config{})
 	start := func() (*host, *lane, int64) {
-		h := hostWith(r, "e", "f")
-		e := h.lanes["e"]
-		r.endRamp(h, e, 15.5, series{at: sec(0), ok: 32, run: 10}, 0, sec(8.9))
-		r.cooldown(h, e, 15.5, 0, false, sec(8.9), 0.5)
+		h, e := bareFirst429(r, 15.5, 32, 10, 8.9)
 		r.cooldown(h, e, 7.76, 0, false, e.cool, 0.5) // the bucket's retry, pushed back
 		if !h.exp.secTry {
 			t.Fatal("no retry a second's window on")
@@ -370,10 +372,7 @@ func TestSecondWindowConfirm(t *testing.T) {
 // answered, and haproxy counted every retry twice.
 func TestProbeHold(t *testing.T) {
 	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	r.endRamp(h, e, 15.5, series{at: sec(0), ok: 32, run: 10}, 0, sec(8.9))
-	r.cooldown(h, e, 15.5, 0, false, sec(8.9), 0.5)
+	h, e := bareFirst429(r, 15.5, 32, 10, 8.9)
 	pool := newPool([]Exit{{ID: "e"}, {ID: "f"}})
 	ready := func(string, int64) (int64, bool) { return 0, false }
 	at := e.cool
@@ -422,10 +421,8 @@ func TestHalfMinuteWindow(t *testing.T) {
 		{"10 in 6.7 s", 10, 6.7, 30 + 30*4.0/13},   // a bucket's refill, the run's length (13.4 s from its start): 3 429s
 		{"25 in 12.5 s", 25, 12.5, 30 + 30*3.0/27}, // a bucket's refill: not the run's length (26 s); 2 429s
 	} {
-		h := hostWith(r, "e", "f")
-		e, f := h.lanes["e"], h.lanes["f"]
-		r.endRamp(h, e, 1.94, series{at: sec(0), ok: tc.n1, run: 2}, 0, sec(tc.t1))
-		r.cooldown(h, e, 1.94, 0, false, sec(tc.t1), 0.5) // the first 429
+		h, e := bareFirst429(r, 1.94, tc.n1, 2, tc.t1)
+		f := h.lanes["f"]
 		for e.cool < sec(20) {
 			r.cooldown(h, e, 1.94, 0, false, e.cool, 0.5) // a retry, pushed back
 		}
@@ -538,10 +535,7 @@ func TestRampHead(t *testing.T) {
 // and settles at its first failed step. With a Retry-After, the old reading.
 func TestPairLimit(t *testing.T) {
 	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
-	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, 0, sec(2.06))
-	r.cooldown(h, e, 0.485, 0, false, sec(2.06), 0.5)
+	h, e := bareFirst429(r, 0.485, 1, 1, 2.06)
 	retry := r.laneReady(e)
 	if got := secs(retry - at0); got > 2.06+4.2 {
 		t.Fatalf("the recovery's retry at %.2fs, want at its cooldown (about 6.2s)", got)

@@ -1022,7 +1022,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// two steps back when the server showed no burst: its quick runs
 		// were exact).
 		start := max(e.ramped, x/rampStep/rampStep)
-		if ex == l && ra <= 0 && e.n1 == 1 && e.k1 == 1 && e.ramped == 0 {
+		if ex == l && ra <= 0 && e.firstPaceRefused() {
 			// Pushed back at the first pace's second request: the retry
 			// that measures the recovery goes at its cooldown, not an
 			// interval of a quarter of the pace later (pairLimit).
@@ -1054,7 +1054,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 // every second or two, so a first run that ran a quota of 100 or more out
 // took ten seconds or more, its first requests at half a request a second
 // and nearly all of it in the last few (haproxy's 100 per 10 s: 107
-// successes in 11.1 s, 103 of them in the last 7). A window of 10 s held
+// successes in 11.1 s, 103 of them in the last 6.4). A window of 10 s held
 // the run less its head, and the run's length read the window as half a
 // minute (34% of the limit). The head is the leading steps that together
 // hold at most headShare of the run, on a run as long as most of the
@@ -1097,19 +1097,25 @@ func (e *explorer) rampHead() (n int32, d int64, ok bool) {
 // headShare is the most of a first run the ramp's head may hold.
 const headShare = 0.05
 
+// firstPaceRefused reports whether the first 429 came at the explorer's
+// second request, from the ramp's first pace: nothing passed to read a
+// limit from but one success and the time to the 429.
+func (e *explorer) firstPaceRefused() bool { return e.n1 == 1 && e.k1 == 1 && e.ramped == 0 }
+
 // pairLimit reads a first 429 at the ramp's second request, from its first
 // pace, without a Retry-After, once the lane recovered (rec after the 429):
 // a pace limit with no burst (nginx's limit_req at 20r/m: one request per
 // 3 s), or a quota of one a window. The request that drew it came t1 after
 // the one that passed, the retry that passed t1+rec after it (and one
 // pushed back t1+recLo after it, if any): the interval the server wants
-// is between. Two requests at a pace prove it, so the search bisects
-// between the two in steps of an interval, and stops within costlyDone, as
-// each failed step costs a 429 where few requests go. Before, the retry
-// read as a window of 10 s, and the lanes held 1 per 10 s: 30% of 20r/m.
+// is between. Two requests at a pace prove it (proofSpan), so the search
+// climbs from the slower spacing by pairStep a step, each step an interval
+// long, and settles at its first failed step (nextBisect), as each costs a
+// 429 where few requests go. Before, the retry read as a window of 10 s,
+// and the lanes held 1 per 10 s: 30% of 20r/m.
 func (r *rules) pairLimit(h *host, l *lane, rec int64, told bool, now int64) bool {
 	e, c := &h.exp, &h.cap
-	if e.n1 != 1 || e.k1 != 1 || e.ramped > 0 || told || e.awaitAt != 0 || rec >= maxRecovery || l.exit != e.exit {
+	if !e.firstPaceRefused() || told || e.awaitAt != 0 || rec >= maxRecovery || l.exit != e.exit {
 		return false
 	}
 	lo := 1 / secs(e.t1+rec)

@@ -401,7 +401,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 				// at 62.5 s was pushed back, and the lane idled to 71 s).
 				slack := maxRecovery / 24
 				if e.headN > 0 {
-					slack = max(slack, min(countedSlack(time.Duration(maxRecovery), e.n1+e.headN, e.pushed), maxRecovery/12))
+					slack = min(countedSlack(time.Duration(maxRecovery), e.n1+e.headN, e.pushed), maxRecovery/12) // (a twenty-fourth at least)
 				}
 				d = max(d, e.runStart()+maxRecovery+slack-now)
 				why = "pushed back again without Retry-After: wait for the longest usual window from the run's start"

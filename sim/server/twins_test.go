@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -304,5 +305,30 @@ func TestTiers(t *testing.T) {
 	}
 	if _, err := New(Config{Tiers: []Policy{{}}, Schedule: []Change{{At: time.Second}}}); err == nil {
 		t.Error("tiers with a schedule: nil error")
+	}
+}
+
+// TestTwinVariant: a twin at other parameters keeps its model, path and
+// headers and takes the fields given; a bad field is named.
+func TestTwinVariant(t *testing.T) {
+	sc, err := TwinVariant("twin-nginx-30r-m:quota=20:retry-after=0s:burst=11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := TwinByName("nginx-30r-m")
+	if p := sc.Config.Policy; p.Quota != 20 || p.Window != time.Minute || p.Burst != 11 || sc.Config.RetryAfter != 0 ||
+		sc.Config.Algorithm != base.Config.Algorithm || sc.Path != base.Path || sc.Name != "twin-nginx-30r-m:quota=20:retry-after=0s:burst=11" {
+		t.Errorf("variant %+v (%s), want nginx 20 per minute, burst 11, no Retry-After, on the twin's path", sc.Config.Policy, sc.Name)
+	}
+	for spec, want := range map[string]string{
+		"per-ip-token-bucket:quota=2":    "no twin",
+		"twin-nginx-30r-m:quota=x":       `field "quota=x"`,
+		"twin-nginx-30r-m:window":        `field "window": want key=value`,
+		"twin-nginx-30r-m:rate=3":        "unknown field",
+		"twin-nginx-30r-m:retry-after=5": `field "retry-after=5"`,
+	} {
+		if _, err := TwinVariant(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("TwinVariant(%q) = %v, want an error with %q", spec, err, want)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -158,6 +160,44 @@ func TwinByName(target string) (Scenario, bool) {
 		}
 	}
 	return Scenario{}, false
+}
+
+// TwinVariant returns a twin at other parameters: spec is a twin's name and
+// fields, each key=value after a colon, of quota (requests a window),
+// window (a duration), retry-after (a duration, 0s for none: the constant
+// Retry-After on 429s) and burst (the model's Burst: nginx's burst plus one,
+// x/time/rate's burst), e.g. "twin-nginx-30r-m:quota=20:retry-after=0s".
+// The model is calibrated at its target's parameters only; a variant finds
+// where to look on a real server, it does not stand for one.
+func TwinVariant(spec string) (Scenario, error) {
+	name, fields, _ := strings.Cut(spec, ":")
+	sc, ok := ScenarioByName(name)
+	if !ok || !strings.HasPrefix(name, "twin-") {
+		return Scenario{}, fmt.Errorf("twin variant %q: no twin %q", spec, name)
+	}
+	for _, f := range strings.Split(fields, ":") {
+		k, v, ok := strings.Cut(f, "=")
+		var err error
+		switch {
+		case !ok:
+			err = fmt.Errorf("want key=value")
+		case k == "quota":
+			sc.Config.Policy.Quota, err = strconv.Atoi(v)
+		case k == "window":
+			sc.Config.Policy.Window, err = time.ParseDuration(v)
+		case k == "retry-after":
+			sc.Config.RetryAfter, err = time.ParseDuration(v)
+		case k == "burst":
+			sc.Config.Policy.Burst, err = strconv.Atoi(v)
+		default:
+			err = fmt.Errorf("unknown field (quota, window, retry-after, burst)")
+		}
+		if err != nil {
+			return Scenario{}, fmt.Errorf("twin variant %q: field %q: %w", spec, f, err)
+		}
+	}
+	sc.Name, sc.Config.Name = spec, spec
+	return sc, nil
 }
 
 // Wide returns the scenarios that widen the matrix beyond one site at
