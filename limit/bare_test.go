@@ -531,8 +531,9 @@ func TestRampHead(t *testing.T) {
 // goes at its cooldown, not an interval of a slower pace later (which read
 // as a window of 10 s: 1 per 10 s, 30% of the limit); it passed 6.2 s after
 // the success, so the interval is between 2.06 s and 6.2 s, and the search
-// climbs from the slower in steps of pairStep, each proven by two requests,
-// and settles at its first failed step. With a Retry-After, the old reading.
+// climbs from the slower to the next round limit (12 a minute, Settle
+// under it), each step proven by one request more, and settles at its
+// first failed step.
 func TestPairLimit(t *testing.T) {
 	r := testRules(t, Config{})
 	h, e := bareFirst429(r, 0.485, 1, 1, 2.06)
@@ -546,8 +547,8 @@ func TestPairLimit(t *testing.T) {
 	if !c.pair || math.Abs(c.pass-lo) > 1e-9 || c.hi != 0.485 {
 		t.Fatalf("after the retry passed: pair %v, passed %.3g, ceiling %.3g; want a pace limit, %.3g passed, 0.485 the ceiling", c.pair, c.pass, c.hi, lo)
 	}
-	if want := lo * pairStep; math.Abs(e.pace-want) > 1e-9 {
-		t.Errorf("the explorer tries %.3g/s, want a step of %.2f above what passed (%.3g/s)", e.pace, pairStep, want)
+	if want := r.settle * 12 / 60; math.Abs(e.pace-want) > 1e-9 {
+		t.Errorf("the explorer tries %.4g/s, want Settle under 12 a minute, the next round limit above what passed (%.3g/s): %.4g/s", e.pace, lo, want)
 	}
 	if span := h.proofSpan(e.pace); span != interval(e.pace) {
 		t.Errorf("a step is proven over %v, want one interval (two requests)", time.Duration(span))
@@ -557,11 +558,41 @@ func TestPairLimit(t *testing.T) {
 	if h.exp.phase != expSettled {
 		t.Errorf("a failed step: phase %s, want settled under what passed", phaseNames[h.exp.phase])
 	}
+	// Settled at the first failed step by design, not for want of a 429:
+	// the successes after it do not take the search up again (it settled
+	// at once, two change records every request, and the last few kept
+	// per host were nothing else).
+	h.c.OK = 3 * earnEvery
+	n := len(h.log.recent())
+	for i := range 3 {
+		r.reprobeDue(h, e, now+int64(i+1)*interval(e.pace))
+	}
+	if h.exp.phase != expSettled || len(h.log.recent()) != n {
+		t.Errorf("after successes: phase %s, %d change records more; want settled and none", phaseNames[h.exp.phase], len(h.log.recent())-n)
+	}
+}
 
-	told := hostWith(r, "e", "f")
-	te := told.lanes["e"]
-	r.endRamp(told, te, 0.485, series{at: sec(0), ok: 1, run: 1}, 10*time.Second, sec(2.06))
-	if told.cap.pair {
-		t.Errorf("with Retry-After: 10, read as a pace limit with no burst; want the Retry-After's reading")
+// TestPairRung: the steps of a pace limit's search are round limits, Settle
+// under them: the next above what passed, or where what was pushed back is
+// far above, the one at or under the middle; none in between ends it.
+func TestPairRung(t *testing.T) {
+	r := testRules(t, Config{})
+	perMin := func(n float64) float64 { return n / 60 }
+	for _, c := range []struct {
+		name     string
+		base, hi float64
+		want     float64 // per minute, Settle under it; 0: none
+	}{
+		{"a retry's 6.2 s passed, the ramp's 0.485/s pushed back", 1 / 6.2, 0.485, 12},
+		{"20 a minute passed", r.settle * perMin(20), 0.485, 24},
+		{"a rung within 2% of what passed is no step", perMin(9.7), 0.485, 12},
+		{"6 a minute passed, 9.7 pushed back: none between", r.settle * perMin(6), perMin(9.7), 0},
+		{"one a minute passed, 9.7 pushed back: the middle's", perMin(1), perMin(9.7), 3},
+		{"2 per second passed", r.settle * 2, 4, 2.5 * 60},
+	} {
+		got := r.pairRung(c.base, c.hi)
+		if want := r.settle * perMin(c.want); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: %.4g/s (%.3g a minute), want %.4g/s", c.name, got, got*60/r.settle, want)
+		}
 	}
 }

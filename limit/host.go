@@ -342,7 +342,7 @@ func (r *rules) setPace(h *host, l *lane, pace float64) {
 	}
 	l.pace = pace
 	if h.exp.exit == l.exit {
-		h.exp.run = run{}
+		h.exp.run = h.exp.pairRun(&h.cap)
 	}
 	if l.x != nil {
 		l.x.run = run{}

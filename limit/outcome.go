@@ -299,137 +299,31 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		d += min(interval(l.pace), d/4)
 		why = fmt.Sprintf("%s, then an interval at the new pace (%.3g/s)", sayRetryAfter(ra), l.pace)
 	}
+	if e := &h.exp; d > 0 && l.exit == e.exit && e.awaitAt != 0 {
+		// The explorer measures its first 429's recovery, told to wait
+		// (endRamp): the Retry-After is the least its retry waits. Where
+		// the retries' schedule comes later, it holds; where earlier,
+		// another lane, free to send, takes the retry at the schedule's
+		// spacing (handAwait) while this one waits.
+		db, whyb := r.awaitRetry(h, x, 0, now)
+		if s := int64(float64(ra)/r.settle) - e.t1; e.tries == 2 && e.recLo > 0 && s > e.recLo && s < e.recLo+db && r.handAwait(h, l, d, s, now) {
+			// The first retry was pushed back, and the Retry-After names
+			// a spacing between it and the schedule's next: one request
+			// a Retry-After is tried there first, Settle under it (nginx's
+			// 6r/m told 10 s: its interval, held from 13 s, where the
+			// schedule read 16 s and climbed to it at a 429 a step).
+			why += ": one request per it goes on another lane"
+		} else if db >= d {
+			d, why = db, fmt.Sprintf("%s (told %s)", whyb, sayRetryAfter(ra))
+		} else if r.handAwait(h, l, d, db, now) {
+			why += ": the retry that measures the recovery goes on another lane"
+		}
+	}
 	if d <= 0 {
 		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))
 		why = "a 429 without Retry-After: backoff"
 		if e := &h.exp; l.exit == e.exit && e.awaitAt != 0 {
-			if e.tries > 0 && !e.secTry {
-				// A retry pushed back: not recovered by then. (Not the
-				// one a second's window on, nor the pace held after it:
-				// they test for a window of a second, and a count over
-				// two periods (haproxy's) still rejects a moment after
-				// a longer window ends, so the window the run's
-				// recovery fits read as none: 50 per 10 s, pushed back
-				// 1.25 s after a run of 9.7 s, searched for a minute.)
-				e.recLo = max(now-e.awaitAt, 0)
-			}
-			e.secTry, e.secAt = false, 0
-			e.pushed = min(e.pushed+1, math.MaxUint8)
-			switch e.tries++; e.tries {
-			case 1:
-				iv := e.t1 / int64(max(e.n1, 1))
-				if e.ramped > 0 {
-					iv = interval(e.ramped)
-				}
-				d = max(2*interval(x), windowRecovery/2*iv) // no jitter: the retry measures
-				why = "a 429 without Retry-After: try again when a bucket would have refilled"
-			case 2:
-				if since := now - e.awaitAt; e.x1 >= 2 && float64(e.k1) < e.x1 && e.n1 >= fewRun && e.t1 > int64(time.Second) && since < secondWindow {
-					// Not a bucket: its refill would have let that retry
-					// through. The pace that drew the 429 ran a second's
-					// window of two or more out, in fewer successes than
-					// a second of that pace (a window of a second that
-					// held them all would have held the pace), and the
-					// run outlasted one: once a window of a second has
-					// surely ended, a retry tells it from a longer one
-					// (before haproxy's 20 per 10 s pushed back, 8 passed
-					// at 7.76/s; before flask-limiter's 10 per second, 11
-					// at 15.5/s). Without it, the run that spanned many
-					// windows read as one (flask-limiter's 10 per second
-					// without headers: 32 in 8.9 s read as 32 per 10 s, a
-					// third of it).
-					d = secondWindow - since // no jitter: the retry measures
-					e.secTry = true
-					why = "pushed back again: try again when a window of a second has ended"
-					e.tries-- // the retries after it keep their schedule
-					break
-				}
-				// A window as long as the first run. After a run of few
-				// successes, at least the shortest common window: a
-				// server that counts rejected requests (haproxy) still
-				// holds the run and the first retry against the lane a few
-				// seconds on (the retry is a fifth of such a quota and
-				// more), and a retry then was pushed back too and read the
-				// window as a minute (5 per 10 s read as 5 per minute, 17%
-				// of it). A longer run recovers within its own length
-				// (haproxy's 20 per 10 s: 8.6 s after its 429). A run
-				// of the shortest common window or longer outlasted it:
-				// the next common window is half a minute.
-				if e.t1 < int64(shortestCommon) {
-					d = max(d, e.t1)
-					why = "pushed back again: try again after a window as long as the first successes took"
-					if e.n1 < fewRun {
-						d = max(d, int64(shortestCommon))
-						why = "pushed back again: try again after a window as long as the first successes took, at least the shortest common window after a short run"
-					}
-					break
-				}
-				e.tries++
-				fallthrough
-			case 3:
-				// Half a minute from the run's first success, and the
-				// slack a count over two periods (haproxy's) needs to let
-				// go of enough of the run and its 429s (countedSlack): a
-				// window of 30 s the run ran out has ended by then.
-				// Without this try, 10 per 30 s read as 10 per minute; on
-				// a longer window it costs one more 429 (haproxy's 6 per
-				// minute without a header: 3.67% -> 4.55% of 429s, real and
-				// twin).
-				if at := e.runStart() + int64(halfWindow) + countedSlack(halfWindow, e.n1, e.pushed); e.t1+e.headD < int64(halfWindow) && at-now > int64(time.Second) {
-					d = max(d, at-now)
-					why = "pushed back again without Retry-After: wait for a window of half a minute from the run's start"
-					break
-				}
-				e.tries++
-				fallthrough
-			case 4:
-				// The longest usual window from the run's first success:
-				// a window the run ran out has ended by then, whatever
-				// its kind (a fixed one opened by the run's first
-				// request, a moving one whose oldest hit is the run's
-				// first). From the 429, the lane idled a whole run
-				// longer (express's 60 per minute without headers: 10 s
-				// more of one lane in ten, and every follower at the
-				// cautious reading meanwhile). A twenty-fourth more (2.5
-				// s): a count over two periods (haproxy's) that the run
-				// and its retries took a few percent over the limit
-				// still rejects about that long after the window. After a
-				// run the ramp's head was left out of, the retry at the
-				// run's own length tested a window of 10 s, one 429 more
-				// such a count holds: its slack, up to a twelfth
-				// (haproxy's 100 per minute without a header: the retry
-				// at 62.5 s was pushed back, and the lane idled to 71 s).
-				slack := maxRecovery / 24
-				if e.headN > 0 {
-					slack = min(countedSlack(time.Duration(maxRecovery), e.n1+e.headN, e.pushed), maxRecovery/12) // (a twenty-fourth at least)
-				}
-				d = max(d, e.runStart()+maxRecovery+slack-now)
-				why = "pushed back again without Retry-After: wait for the longest usual window from the run's start"
-			case 5:
-				if rest := e.awaitAt + maxRecovery - now; rest > int64(time.Second) && e.n1 >= fewRun {
-					// Pushed back a window after the run's start, less
-					// after its 429: the window opened within the run,
-					// or a count over two periods still holds the run
-					// and its retries (haproxy's 100 per minute, pushed
-					// back at 62.5 s, passed at 71 s). Either has ended
-					// a longest window after the 429. A short run's
-					// retries weigh too much in such a count for that
-					// (six per minute: 40% of a period more), and the
-					// whole window goes on below.
-					d = max(d, rest)
-					why = "pushed back a window after the run's start: wait for the longest usual window from the 429"
-					break
-				}
-				fallthrough
-			default:
-				// Pushed back after the longest usual window: the server
-				// counts the requests it rejects (haproxy tracking before
-				// its deny), and each short retry kept the lane limited
-				// (six per minute: five more 429s in 40 s). The whole
-				// window again, from now.
-				d = max(d, maxRecovery)
-				why = "pushed back after the longest usual window: the server counts rejected requests; wait a whole window from now"
-			}
+			d, why = r.awaitRetry(h, x, d, now)
 		} else if e, c := &h.exp, &h.cap; l.exit == e.exit && c.windowed && !e.reprobe && e.phase != expSettled {
 			// The explorer searching a host that counts over a window (its
 			// first 429 took long to recover from), pushed back: its next
@@ -451,6 +345,142 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		}
 	}
 	r.coolUntil(h, l, now+d, now, why)
+}
+
+// awaitRetry is when the explorer measuring its first 429's recovery (awaitAt)
+// tries again, pushed back at pace x at now, at least d (the backoff) on:
+// the retries' schedule, one try after another, and why.
+func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
+	e := &h.exp
+	why := "a 429 without Retry-After: backoff"
+	if e.tries > 0 && !e.secTry {
+		// A retry pushed back: not recovered by then. (Not the
+		// one a second's window on, nor the pace held after it:
+		// they test for a window of a second, and a count over
+		// two periods (haproxy's) still rejects a moment after
+		// a longer window ends, so the window the run's
+		// recovery fits read as none: 50 per 10 s, pushed back
+		// 1.25 s after a run of 9.7 s, searched for a minute.)
+		e.recLo = max(now-e.awaitAt, 0)
+	}
+	e.secTry, e.secAt = false, 0
+	e.pushed = min(e.pushed+1, math.MaxUint8)
+	switch e.tries++; e.tries {
+	case 1:
+		iv := e.t1 / int64(max(e.n1, 1))
+		if e.ramped > 0 {
+			iv = interval(e.ramped)
+		}
+		d = max(2*interval(x), windowRecovery/2*iv) // no jitter: the retry measures
+		why = "a 429 without Retry-After: try again when a bucket would have refilled"
+	case 2:
+		if since := now - e.awaitAt; e.x1 >= 2 && float64(e.k1) < e.x1 && e.n1 >= fewRun && e.t1 > int64(time.Second) && since < secondWindow {
+			// Not a bucket: its refill would have let that retry
+			// through. The pace that drew the 429 ran a second's
+			// window of two or more out, in fewer successes than
+			// a second of that pace (a window of a second that
+			// held them all would have held the pace), and the
+			// run outlasted one: once a window of a second has
+			// surely ended, a retry tells it from a longer one
+			// (before haproxy's 20 per 10 s pushed back, 8 passed
+			// at 7.76/s; before flask-limiter's 10 per second, 11
+			// at 15.5/s). Without it, the run that spanned many
+			// windows read as one (flask-limiter's 10 per second
+			// without headers: 32 in 8.9 s read as 32 per 10 s, a
+			// third of it).
+			d = secondWindow - since // no jitter: the retry measures
+			e.secTry = true
+			why = "pushed back again: try again when a window of a second has ended"
+			e.tries-- // the retries after it keep their schedule
+			break
+		}
+		// A window as long as the first run. After a run of few
+		// successes, at least the shortest common window: a
+		// server that counts rejected requests (haproxy) still
+		// holds the run and the first retry against the lane a few
+		// seconds on (the retry is a fifth of such a quota and
+		// more), and a retry then was pushed back too and read the
+		// window as a minute (5 per 10 s read as 5 per minute, 17%
+		// of it). A longer run recovers within its own length
+		// (haproxy's 20 per 10 s: 8.6 s after its 429). A run
+		// of the shortest common window or longer outlasted it:
+		// the next common window is half a minute.
+		if e.t1 < int64(shortestCommon) {
+			d = max(d, e.t1)
+			why = "pushed back again: try again after a window as long as the first successes took"
+			if e.n1 < fewRun {
+				d = max(d, int64(shortestCommon))
+				why = "pushed back again: try again after a window as long as the first successes took, at least the shortest common window after a short run"
+			}
+			break
+		}
+		e.tries++
+		fallthrough
+	case 3:
+		// Half a minute from the run's first success, and the
+		// slack a count over two periods (haproxy's) needs to let
+		// go of enough of the run and its 429s (countedSlack): a
+		// window of 30 s the run ran out has ended by then.
+		// Without this try, 10 per 30 s read as 10 per minute; on
+		// a longer window it costs one more 429 (haproxy's 6 per
+		// minute without a header: 3.67% -> 4.55% of 429s, real and
+		// twin).
+		if at := e.runStart() + int64(halfWindow) + countedSlack(halfWindow, e.n1, e.pushed); e.t1+e.headD < int64(halfWindow) && at-now > int64(time.Second) {
+			d = max(d, at-now)
+			why = "pushed back again without Retry-After: wait for a window of half a minute from the run's start"
+			break
+		}
+		e.tries++
+		fallthrough
+	case 4:
+		// The longest usual window from the run's first success:
+		// a window the run ran out has ended by then, whatever
+		// its kind (a fixed one opened by the run's first
+		// request, a moving one whose oldest hit is the run's
+		// first). From the 429, the lane idled a whole run
+		// longer (express's 60 per minute without headers: 10 s
+		// more of one lane in ten, and every follower at the
+		// cautious reading meanwhile). A twenty-fourth more (2.5
+		// s): a count over two periods (haproxy's) that the run
+		// and its retries took a few percent over the limit
+		// still rejects about that long after the window. After a
+		// run the ramp's head was left out of, the retry at the
+		// run's own length tested a window of 10 s, one 429 more
+		// such a count holds: its slack, up to a twelfth
+		// (haproxy's 100 per minute without a header: the retry
+		// at 62.5 s was pushed back, and the lane idled to 71 s).
+		slack := maxRecovery / 24
+		if e.headN > 0 {
+			slack = min(countedSlack(time.Duration(maxRecovery), e.n1+e.headN, e.pushed), maxRecovery/12) // (a twenty-fourth at least)
+		}
+		d = max(d, e.runStart()+maxRecovery+slack-now)
+		why = "pushed back again without Retry-After: wait for the longest usual window from the run's start"
+	case 5:
+		if rest := e.awaitAt + maxRecovery - now; rest > int64(time.Second) && e.n1 >= fewRun {
+			// Pushed back a window after the run's start, less
+			// after its 429: the window opened within the run,
+			// or a count over two periods still holds the run
+			// and its retries (haproxy's 100 per minute, pushed
+			// back at 62.5 s, passed at 71 s). Either has ended
+			// a longest window after the 429. A short run's
+			// retries weigh too much in such a count for that
+			// (six per minute: 40% of a period more), and the
+			// whole window goes on below.
+			d = max(d, rest)
+			why = "pushed back a window after the run's start: wait for the longest usual window from the 429"
+			break
+		}
+		fallthrough
+	default:
+		// Pushed back after the longest usual window: the server
+		// counts the requests it rejects (haproxy tracking before
+		// its deny), and each short retry kept the lane limited
+		// (six per minute: five more 429s in 40 s). The whole
+		// window again, from now.
+		d = max(d, maxRecovery)
+		why = "pushed back after the longest usual window: the server counts rejected requests; wait a whole window from now"
+	}
+	return d, why
 }
 
 func (r *rules) coolUntil(h *host, l *lane, until, now int64, why string) {

@@ -33,7 +33,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() && !c.pairDone() {
 		// Settled short of the ceiling for want of a 429 to spend: the
 		// search goes on where it stopped.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
@@ -97,11 +97,40 @@ func (r *rules) handOff(h *host, l *lane, now int64) {
 	}
 }
 
+// handAwait passes the retry that measures the first 429's recovery from the
+// explorer l, told to wait (wait) longer than the retries' schedule, to another
+// lane: one that sent and was not pushed back since, free of a cooldown. Its
+// next request goes d after the 429 would have, counted from its own last
+// request, and tests the same spacing: a pace limit counts each IP's
+// requests apart (endRamp). It reports whether a lane took it.
+func (r *rules) handAwait(h *host, l *lane, wait, d, now int64) bool {
+	e := &h.exp
+	var ch *lane
+	var last int64
+	for _, c := range h.heap {
+		if c == l || c.own() != 0 || c.cool > now || c.serOK == 0 || c.tat == 0 || c.inFlight > 0 {
+			continue
+		}
+		if at := c.tat - interval(c.pace); ch == nil || at < last {
+			ch, last = c, at
+		}
+	}
+	if ch == nil {
+		return false
+	}
+	// The lane's request that passed stands for the explorer's first
+	// success: the retry's recovery is counted from t1 after it.
+	e.awaitAt = last + e.t1
+	r.passSearch(h, l, ch, now, fmt.Sprintf("the explorer must wait %.0fs: another lane tries %.1fs after its last request", secs(wait), secs(e.t1+d)))
+	r.setExplorerPace(h, ch, 1/secs(e.t1+d), now, "explore", "the retry that measures the recovery")
+	return true
+}
+
 // passSearch moves the search from the explorer l to lane ch (nil: to the
 // next lane taken), at the pace it had reached; l follows.
 func (r *rules) passSearch(h *host, l, ch *lane, now int64, why string) {
 	e := &h.exp
-	e.exit, e.run, e.retest = "", run{}, false
+	e.exit, e.run, e.retest, e.okAt = "", run{}, false, 0
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
 	r.setPace(h, l, h.followPace(r))
 	if ch == nil {

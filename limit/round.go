@@ -100,7 +100,9 @@ func (r *rules) atRoundLimit(h *host) string {
 func (r *rules) holdRound(h *host, l *lane, now int64) bool {
 	e := &h.exp
 	lim := r.roundUnder(l.pace)
-	if lim == "" || e.phase == expRamp || h.cap.hi == 0 {
+	if lim == "" || e.phase == expRamp || h.cap.hi == 0 || h.cap.pair {
+		// (A pace limit with no burst steps from one round limit to the
+		// next and settles at its first failed step: pairRung.)
 		e.held = false
 		return false
 	}

@@ -342,42 +342,81 @@ func TestTightWindow(t *testing.T) {
 	}
 }
 
-// TestOneSuccessQuota: one success, then a 429 at the second request and
-// a Retry-After that fits a window (nginx 6r/m: Retry-After 10, two
-// seconds in) is no quota yet, as jitter fools a pace limit the same way:
-// the search refines from the quota; once it passed and a step above was
-// pushed back within a request a window more, it settles. A quota far
-// below the pace that drew the 429 is not where refine starts.
-func TestOneSuccessQuota(t *testing.T) {
+// TestToldPair: one success, then a 429 at the second request of the
+// ramp's first pace, and a Retry-After: a pace limit with no burst whose
+// Retry-After is most often a fixed header. Nothing is read from the
+// Retry-After until a retry passes: the followers hold (nginx 6r/m told 1 s
+// had each follower sent at one per the wait, all pushed back at once), the
+// recovery is measured as without one, and a retry the Retry-After would
+// hold past its time goes on another lane. nginx 6r/m told 10 s: the retry
+// at the schedule's 6.2 s is pushed back, one request per the Retry-After
+// passes, and with no round limit between 6 and 9.7 a minute the search
+// settles there, Settle under 6 per minute (pairRung); the successes after
+// it do not take the search up again (phase records flapping every
+// request).
+func TestToldPair(t *testing.T) {
 	r := testRules(t, Config{})
-	h := hostWith(r, "e", "f")
-	e := h.lanes["e"]
+	h := hostWith(r, "e", "f", "g")
+	e, c := h.lanes["e"], &h.cap
+	firstOK := func(l *lane, at float64) {
+		l.serAt, l.serSent, l.serOK = sec(at), 1, 1
+		l.tat = sec(at) + interval(l.pace)
+	}
+	firstOK(h.lanes["f"], 0.3)
+	firstOK(h.lanes["g"], 0.1) // the lane whose last request is oldest retries first
 	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, 10*time.Second, sec(2.06))
-	if h.exp.phase == expSettled {
-		t.Fatal("one success and a 429: settled, want the search to go on")
+	if c.pair || h.exp.awaitAt == 0 {
+		t.Fatalf("after the 429: pair %v, awaiting %v; want the recovery awaited, nothing read", c.pair, h.exp.awaitAt != 0)
 	}
-	if want := r.settle * 0.1; !near(e.pace, want) {
-		t.Fatalf("explorer at %v, want Settle under 1 per 10 s, %v", e.pace, want)
+	if c.follow > r.minLane*(1+1e-9) {
+		t.Fatalf("followers at %.3g/s, want them held (one per the wait is no reading)", c.follow)
 	}
-	h.cap.pass, h.cap.sent = e.pace, e.pace // the quota passed
-	r.setPhase(h, e, expBisect, sec(40), "test")
-	r.explore429(h, e, e.pace*refineStep, 0, sec(60))
-	if h.exp.phase != expSettled {
-		t.Errorf("pushed back at %v, within a request a window above the quota: phase %v, want settled", h.cap.hi, h.exp.phase)
+	r.cooldown(h, e, 0.485, 10*time.Second, false, sec(2.06), 0.5)
+	if e.cool < sec(12.06) {
+		t.Fatalf("the explorer waits until %.2fs, want the Retry-After honoured", secs(e.cool-at0))
 	}
-	// Settled short of the ceiling, but not for want of a 429: the next
-	// successes do not take the search up again (it would settle at once,
-	// phase records flapping every request).
+	g := h.lanes["g"]
+	if h.exp.exit != "g" {
+		t.Fatalf("the retry goes on lane %q, want g (free, and sent longest ago)", h.exp.exit)
+	}
+	if got := secs(r.laneReady(g) - sec(0.1)); math.Abs(got-6.18) > 0.05 {
+		t.Fatalf("g's retry %.2fs after its last request, want the schedule's spacing, 6.18s", got)
+	}
+	// g's retry is pushed back: one request per the Retry-After goes on f.
+	r.cooldown(h, g, g.pace, 10*time.Second, false, sec(6.35), 0.5)
+	f := h.lanes["f"]
+	if h.exp.exit != "f" || !near(f.pace, r.settle/10) {
+		t.Fatalf("after the retry was pushed back: explorer %q at %.4g/s; want f at Settle under one per 10 s, %.4g", h.exp.exit, f.pace, r.settle/10)
+	}
+	sent := r.laneReady(f)
+	r.exploreOK(h, f, sent, sent+int64(time.Millisecond))
+	if !c.pair || math.Abs(f.pace/(r.settle/10)-1) > 1e-3 || h.exp.phase != expSettled {
+		t.Fatalf("one per the Retry-After passed: pair %v, explorer at %.4g/s, phase %s; want settled Settle under 6 per minute", c.pair, f.pace, phaseNames[h.exp.phase])
+	}
+	if c.follow > f.pace*(1+1e-9) {
+		t.Errorf("followers at %.4g/s, above what passed", c.follow)
+	}
+	h.c.OK = 3 * earnEvery
 	n := len(h.log.recent())
 	for i := range 3 {
-		r.reprobeDue(h, e, sec(71+10*float64(i)))
+		r.reprobeDue(h, f, sec(71+10*float64(i)))
 	}
 	if h.exp.phase != expSettled || len(h.log.recent()) != n {
 		t.Errorf("after successes: phase %v, %d change records more; want settled and none", phaseNames[h.exp.phase], len(h.log.recent())-n)
 	}
 
-	// One success, then Retry-After: 60 (nginx 30r/m fooled by jitter):
-	// one a minute is too far under 0.485/s to refine from.
+	// Told 1 s: the schedule's retry comes later than the Retry-After, on
+	// the explorer itself.
+	h = hostWith(r, "e", "f")
+	e = h.lanes["e"]
+	firstOK(h.lanes["f"], 0.3)
+	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, time.Second, sec(2.06))
+	r.cooldown(h, e, 0.485, time.Second, false, sec(2.06), 0.5)
+	if h.exp.exit != "e" || math.Abs(secs(e.cool-sec(2.06))-4.12) > 0.05 {
+		t.Errorf("told 1 s: explorer %q cools %.2fs; want e, the schedule's 4.12s", h.exp.exit, secs(e.cool-sec(2.06)))
+	}
+
+	// Told 60 s: the search starts from the usual refine start.
 	h = hostWith(r, "e", "f")
 	e = h.lanes["e"]
 	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, time.Minute, sec(2.06))
