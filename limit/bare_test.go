@@ -596,3 +596,48 @@ func TestPairRung(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickRecoveryBound: nginx 1r/s with a burst of 5, no Retry-After. The
+// ramp's run let 11 through in 7 s, the last 4 at 3.88/s; the retry 1.03 s
+// after the 429 passed: a bucket, emptied by the run, refilled a request
+// in 1.03 s, so its rate is at least one per 1.03 s, and the search starts
+// there. The count over the run and its recovery, 11 in 8 s (1.38/s), held
+// the burst: every follower took it, above the rate, and was pushed back
+// within a few seconds of the others (14 learning 429s, 1.30%; now 5 and
+// 0.60%, twin).
+func TestQuickRecoveryBound(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e, c := h.lanes["e"], &h.cap
+	c.pass = 1.94 // the ramp's step before the one pushed back
+	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 11, run: 4}, 0, sec(7))
+	r.cooldown(h, e, 3.88, 0, false, sec(7), 0.5)
+	retry := r.laneReady(e)
+	r.exploreOK(h, e, retry, retry+int64(time.Millisecond))
+	lo := 1 / secs(retry-sec(7))
+	if c.extra < burstMin {
+		t.Fatalf("burst %.1f, want the run's last step read as one", c.extra)
+	}
+	if c.pass > lo*(1+1e-9) || c.follow > c.pass*(1+1e-9) {
+		t.Errorf("after the quick retry passed: passed %.3g/s, followers at %.3g/s; want at most one request per the recovery, %.3g/s", c.pass, c.follow, lo)
+	}
+	if c.pass < lo*(1-1e-9) {
+		t.Errorf("passed %.3g/s, want the recovery's %.3g/s (under the count, 11 in 8 s)", c.pass, lo)
+	}
+
+	// Told 1 s: a bucket's refill; the retry waits at least that, and
+	// its recovery is read the same way.
+	h = hostWith(r, "e", "f")
+	e, c = h.lanes["e"], &h.cap
+	c.pass = 1.94
+	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 11, run: 4}, time.Second, sec(7))
+	r.cooldown(h, e, 3.88, time.Second, false, sec(7), 0.5)
+	retry = r.laneReady(e)
+	if retry < sec(8) {
+		t.Fatalf("told 1 s: the retry %.2fs after the 429, want the Retry-After honoured", secs(retry-sec(7)))
+	}
+	r.exploreOK(h, e, retry, retry+int64(time.Millisecond))
+	if lo := 1 / secs(retry-sec(7)); math.Abs(c.pass/lo-1) > 1e-9 || c.follow > c.pass*(1+1e-9) {
+		t.Errorf("told 1 s, the retry passed: passed %.3g/s, followers at %.3g/s; want one request per the recovery, %.3g/s", c.pass, c.follow, lo)
+	}
+}

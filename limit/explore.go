@@ -780,6 +780,18 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		// What the ramp passed proves nothing of the rate; the count does.
 		// The followers hold it, and the explorer bisects up from it with
 		// runs long enough for such a burst to run out.
+		if q := 1 / secs(rec); q < safe && !told && e.recLo == 0 {
+			// The first retry passed, rec after the 429: a request the
+			// bucket refilled, emptied by the run, so its rate is at
+			// least one per rec, and the run's count, which held the
+			// burst, may be far above it (nginx's 1r/s with a burst of 5:
+			// 11 in 8 s, 1.38/s, and every follower pushed back at it).
+			// (Not after a retry pushed back: the one that passed a
+			// second's window on read a window's reset, not a refill.)
+			safe = q
+			h.note(r, now, "explore", l.exit, "estimate", c.safe, q, fmt.Sprintf("the retry %.2fs after the 429 passed: a bucket's rate is at least one request per that, the run's count held its burst", secs(rec)))
+			c.safe = q
+		}
 		c.pass, c.sent = safe, safe
 		if ex := h.lanes[e.exit]; ex != nil && e.phase == expRefine {
 			r.setPhase(h, ex, expBisect, now, fmt.Sprintf("a burst of %.1f let the ramp through: search from the count", c.extra))
@@ -1061,6 +1073,13 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// measured as without one (pairLimit), the Retry-After the least
 		// each retry waits; a retry the Retry-After would hold past its
 		// time goes on another lane (handAwait).
+		rec = 0
+	} else if rec > 0 && rec <= quickTold && l.exit == e.exit && h.cap.extra >= burstMin {
+		// A short Retry-After after a run that let a burst through: a
+		// bucket's refill, whose rate the retry that passes bounds
+		// (firstEstimate) where the run's count held the burst (nginx's
+		// 1r/s with a burst of 5 told 1 s: 14 learning 429s). The
+		// Retry-After is the least the retry waits.
 		rec = 0
 	}
 	told := ra > 0 && rec == int64(ra)

@@ -302,11 +302,13 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 	if e := &h.exp; d > 0 && l.exit == e.exit && e.awaitAt != 0 {
 		// The explorer measures its first 429's recovery, told to wait
 		// (endRamp): the Retry-After is the least its retry waits. Where
-		// the retries' schedule comes later, it holds; where earlier,
-		// another lane, free to send, takes the retry at the schedule's
-		// spacing (handAwait) while this one waits.
+		// the retries' schedule comes later, it holds; where earlier, the
+		// retry waits the Retry-After, or after one success at the first
+		// pace (a pace limit: each IP's requests are counted apart),
+		// another lane, free to send, takes it at the schedule's spacing
+		// (handAwait) while this one waits.
 		db, whyb := r.awaitRetry(h, x, 0, now)
-		if s := int64(float64(ra)/r.settle) - e.t1; e.tries == 2 && e.recLo > 0 && s > e.recLo && s < e.recLo+db && r.handAwait(h, l, d, s, now) {
+		if s := int64(float64(ra)/r.settle) - e.t1; e.firstPaceRefused() && e.tries == 2 && e.recLo > 0 && s > e.recLo && s < e.recLo+db && r.handAwait(h, l, d, s, now) {
 			// The first retry was pushed back, and the Retry-After names
 			// a spacing between it and the schedule's next: one request
 			// a Retry-After is tried there first, Settle under it (nginx's
@@ -315,7 +317,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 			why += ": one request per it goes on another lane"
 		} else if db >= d {
 			d, why = db, fmt.Sprintf("%s (told %s)", whyb, sayRetryAfter(ra))
-		} else if r.handAwait(h, l, d, db, now) {
+		} else if e.firstPaceRefused() && r.handAwait(h, l, d, db, now) {
 			why += ": the retry that measures the recovery goes on another lane"
 		}
 	}

@@ -169,6 +169,11 @@ const (
 	sameRun         = 0.01 // careful runs within 1% of one pace add up
 )
 
+// quickTold is the longest Retry-After at a first 429 after a burst that
+// reads as a bucket's refill: measured by the retry that passes (endRamp),
+// as a whole-second Retry-After of 1 or 2 is (handOffWait).
+const quickTold = int64(2 * time.Second)
+
 // handOffWait: an explorer told to wait longer than this (and than two
 // intervals at its pace) hands the search to another lane. A whole-second
 // Retry-After of 1 or 2 is a bucket's refill, waited out in place.

@@ -297,6 +297,7 @@ func Targets() []Target {
 	ts := []Target{
 		nginxTarget("nginx-10r-s-burst5", 10, "10r/s", 5, false, ""),
 		nginxTarget("nginx-2r-s-burst4-delay", 2, "2r/s", 4, true, ""),
+		nginxTarget("nginx-1r-s-burst5", 1, "1r/s", 5, false, ""),
 		nginxTarget("nginx-1r-s", 1, "1r/s", 0, false, "1"),
 		nginxTarget("nginx-30r-m", 0.5, "30r/m", 0, false, "60"),
 		nginxTarget("nginx-6r-m", 0.1, "6r/m", 0, false, "10"),

@@ -82,6 +82,8 @@ func Twins() []Scenario {
 			with(Config{}, Nginx, Policy{Quota: 10, Window: time.Second, Burst: 6})),
 		twin("twin-nginx-2r-s-burst4-delay", "nginx limit_req 2r/s, burst=4 without nodelay: requests within the burst are answered late; bare 429",
 			with(Config{}, NginxDelay, Policy{Quota: 2, Window: time.Second, Burst: 5})),
+		twin("twin-nginx-1r-s-burst5", "nginx limit_req 1r/s, burst=5 nodelay, bare 429: the ramp's run passes the burst at up to 3.88/s",
+			with(Config{}, Nginx, Policy{Quota: 1, Window: time.Second, Burst: 6})),
 		twin("twin-nginx-1r-s", "nginx limit_req 1r/s, no burst, 429 with Retry-After: 1 (add_header always)",
 			with(ra(time.Second), Nginx, Policy{Quota: 1, Window: time.Second, Burst: 1})),
 		twin("twin-nginx-30r-m", "nginx limit_req 30r/m, no burst, 429 with Retry-After: 60",
