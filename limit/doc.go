@@ -63,7 +63,14 @@
 //     minute), with no careful span per step and no 429 per failed one.
 //     A recovery measured by a retry that passed after one pushed back
 //     lies between the two: the shortest usual window in there is read
-//     the same way.
+//     the same way. Pushed back at the first pace's second request, a
+//     pace limit with no burst: its Retry-After, if any, is only the
+//     least each retry waits (a retry it would hold past the schedule goes
+//     on another lane, at the same spacing from that lane's last
+//     request), and from the spacing that passed the search steps from
+//     one round limit to the next, settling at its first failed step.
+//     After a burst, a first retry that passed quickly bounds a bucket's
+//     rate from below: one request per the recovery.
 //   - bisect: the explorer tries the middle of what it passed and where it
 //     was pushed back until the two are within 4%; the followers take what
 //     it passes, at Settle under it. A pace Settle under a round limit (30
