@@ -111,7 +111,11 @@ func (r *rules) handAwait(h *host, l *lane, wait, d, now int64) bool {
 		if c == l || c.own() != 0 || c.cool > now || c.serOK == 0 || c.tat == 0 || c.inFlight > 0 {
 			continue
 		}
-		if at := c.tat - interval(c.pace); ch == nil || at < last {
+		at := c.tat - interval(c.pace)
+		if at+e.t1+d <= now {
+			continue // its spacing has passed already: it would test a longer one
+		}
+		if ch == nil || at < last {
 			ch, last = c, at
 		}
 	}

@@ -364,6 +364,8 @@ func TestToldPair(t *testing.T) {
 	}
 	firstOK(h.lanes["f"], 0.3)
 	firstOK(h.lanes["g"], 0.1) // the lane whose last request is oldest retries first
+	h.newLane(r, "idle", 0, at0)
+	firstOK(h.lanes["idle"], -70) // idle since: its next request would test 72 s, not 6.2
 	r.endRamp(h, e, 0.485, series{at: sec(0), ok: 1, run: 1}, 10*time.Second, sec(2.06))
 	if c.pair || h.exp.awaitAt == 0 {
 		t.Fatalf("after the 429: pair %v, awaiting %v; want the recovery awaited, nothing read", c.pair, h.exp.awaitAt != 0)
