@@ -678,7 +678,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 	e.rec1 = rec
 	h.note(r, now, "explore", l.exit, "estimate", c.safe, safe, fmt.Sprintf("%d successes in %.1fs before the first 429, %s", e.n1, secs(e.t1), why))
 	c.safe = safe
-	if r.pairLimit(h, l, rec, told, now) {
+	if r.pairLimit(h, l, rec, now) {
 		return
 	}
 	if e.awaitAt != 0 {
@@ -804,7 +804,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		// One success, then a 429 and a wait that fit a window: a quota
 		// of one per window, or a pace limit that the network's jitter
 		// fooled at the second request (nginx's 30r/m with its fixed
-		// Retry-After: 60 reads as one a minute). Refine from the
+		// Retry-After: 60 reads as one a minute; since endRamp measures
+		// the recovery after such a 429, pairLimit reads it unless the
+		// retry passed a minute or more on). Refine from the
 		// quota, not settle at it, and only from within three ramp
 		// steps of the pace that drew the 429: a slower start would
 		// take minutes to prove if the reading was the jitter's.
@@ -818,8 +820,10 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		// pace limit, whose Retry-After often names its interval (nginx's
 		// 12r/m with Retry-After: 5 read as one in 7.1 s, 71% of it, and
 		// refined a fifth at a time, four intervals of 5-8 s a step: 74.6%
-		// over two minutes). The explorer tries one per that wait: pushed
-		// back, the search goes on under it, as from any pace.
+		// over two minutes; since endRamp measures the recovery after such
+		// a 429, pairLimit reads it unless the retry passed a minute or
+		// more on). The explorer tries one per that wait: pushed back, the
+		// search goes on under it, as from any pace.
 		if w := usualWindow(rec); w > e.t1 {
 			if q := r.settle / secs(w); q > ex.pace && q > c.safe && q < e.x1 {
 				e.quotaW = time.Duration(w)
@@ -1047,7 +1051,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// two steps back when the server showed no burst: its quick runs
 		// were exact).
 		start := max(e.ramped, x/rampStep/rampStep)
-		if ex == l && e.firstPaceRefused() && time.Duration(ra) <= time.Duration(maxRecovery) {
+		if ex == l && e.firstPaceRefused() && ra <= time.Duration(maxRecovery) {
 			// Pushed back at the first pace's second request: the retry
 			// that measures the recovery goes at its cooldown, not an
 			// interval of a quarter of the pace later (pairLimit).
@@ -1160,9 +1164,9 @@ func (e *explorer) firstPaceRefused() bool { return e.n1 == 1 && e.k1 == 1 && e.
 // step (nextBisect), as each costs a 429 where few requests go. Before, the
 // retry read as a window of 10 s, and the lanes held 1 per 10 s: 30% of
 // 20r/m.
-func (r *rules) pairLimit(h *host, l *lane, rec int64, told bool, now int64) bool {
+func (r *rules) pairLimit(h *host, l *lane, rec int64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	if !e.firstPaceRefused() || told || e.awaitAt != 0 || rec >= maxRecovery || l.exit != e.exit {
+	if !e.firstPaceRefused() || e.awaitAt != 0 || rec >= maxRecovery || l.exit != e.exit {
 		return false
 	}
 	lo := 1 / secs(e.t1+rec)
@@ -1618,13 +1622,13 @@ func (r *rules) pairRung(base, hi float64) float64 {
 	lo := base * (1 + pairNear) // a rung this close to what passed is no step
 	top := hi * (1 - tolerance)
 	mid := math.Sqrt(base * hi)
-	var next, under float64 // the first rung above lo; the last at or under mid
-	for _, per := range [...]float64{1, 10, 60} {
+	var next, under float64            // the first rung above lo; the last at or under mid
+	for _, per := range roundPer[:3] { // not per hour: no pace limit is written so
 		for mag := 1.0; mag <= 1e4; mag *= 10 {
 			for _, m := range roundMantissas {
 				n := m * mag
-				if math.Abs(n-math.Round(n)) > roundSlack*n {
-					continue // a limit counts whole requests
+				if !whole(n) {
+					continue
 				}
 				q := r.settle * n / per
 				if q <= lo || q >= top {

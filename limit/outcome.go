@@ -308,16 +308,20 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		// another lane, free to send, takes it at the schedule's spacing
 		// (handAwait) while this one waits.
 		db, whyb := r.awaitRetry(h, x, 0, now)
-		if s := int64(float64(ra)/r.settle) - e.t1; e.firstPaceRefused() && e.tries == 2 && e.recLo > 0 && s > e.recLo && s < e.recLo+db && r.handAwait(h, l, d, s, now) {
+		pace := e.firstPaceRefused() // another lane can take the retry
+		// The spacing one request a Retry-After tests, Settle under it.
+		s := int64(float64(ra)/r.settle) - e.t1
+		switch {
+		case pace && e.tries == 2 && e.recLo > 0 && s > e.recLo && s < e.recLo+db && r.handAwait(h, l, d, s, now):
 			// The first retry was pushed back, and the Retry-After names
 			// a spacing between it and the schedule's next: one request
-			// a Retry-After is tried there first, Settle under it (nginx's
-			// 6r/m told 10 s: its interval, held from 13 s, where the
-			// schedule read 16 s and climbed to it at a 429 a step).
+			// a Retry-After is tried there first (nginx's 6r/m told 10 s:
+			// its interval, settled at 13 s, where the schedule read 16 s
+			// and climbed to it at a 429 a step).
 			why += ": one request per it goes on another lane"
-		} else if db >= d {
+		case db >= d:
 			d, why = db, fmt.Sprintf("%s (told %s)", whyb, sayRetryAfter(ra))
-		} else if e.firstPaceRefused() && r.handAwait(h, l, d, db, now) {
+		case pace && r.handAwait(h, l, d, db, now):
 			why += ": the retry that measures the recovery goes on another lane"
 		}
 	}

@@ -46,13 +46,17 @@ func roundLimit(x float64) string {
 			// A limit counts whole requests: 1.5 per 10 s is not written,
 			// 15 per minute is (nginx's 12r/m held at 0.146/s, Settle
 			// under "1.5 per 10 s", for most of a run).
-			if v := m * mag; math.Abs(n-v) <= roundSlack*n && math.Abs(v-math.Round(v)) <= roundSlack*v {
+			if v := m * mag; math.Abs(n-v) <= roundSlack*n && whole(v) {
 				return fmt.Sprintf("%.3g per %s", m*mag, perName(per))
 			}
 		}
 	}
 	return ""
 }
+
+// whole reports whether a round figure n is a whole count of requests, as
+// limits count them (roundLimit, pairRung).
+func whole(n float64) bool { return math.Abs(n-math.Round(n)) <= roundSlack*n }
 
 func perName(per float64) string {
 	switch per {

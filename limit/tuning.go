@@ -318,8 +318,8 @@ const (
 // pool sends a few hundred requests in two minutes, so it settles at the
 // first, and round limits are where nginx's are written. Steps of 15%
 // (79-99% over two minutes on nginx's 8 to 28 per minute without
-// Retry-After, twins) stopped anywhere within the last one (24r/m: 92.1%
-// after 30 s; on round steps 96.2%).
+// Retry-After, twins) stopped anywhere within the last one (24r/m's twin:
+// 92.1% after 30 s; on round steps 96.2%).
 const (
 	// pairNear: a round limit within this fraction above what passed is
 	// no step of its own (a retry's 6.2 s passed 9.68 a minute: 10 a
