@@ -447,14 +447,17 @@ func (q *quota) newWindowMove() int64 {
 // ulule/limiter's fixed 5 per second, its resets whole epoch seconds, sat
 // at 88% with the headroom) or the limit a rate (a Remaining above it: a
 // token bucket's tokens, as tollbooth sends them under a limit that is its
-// rate per second; its 1/s with a burst of 3 sat at 40%). A window of
+// rate per second; its 1/s with a burst of 3 sat at 40%) or the window
+// moving (its resets move with each hit: a log of the last window's hits,
+// flask-limiter's moving window, which an even pace under its quota never
+// fills; its 5 per 10 s sat at 88% with the headroom). A window of
 // unknown kind keeps the headroom: a sliding counter's lanes at Settle
 // under its limit all run out of it at its first boundary, where the last
 // window still weighs in (httprate's 10 per minute drew a 429 with
 // Retry-After: 60 on every lane).
 func (r *rules) declaredRate(q *quota, exact bool) float64 {
 	d := q.rate()
-	if q.limit > 0 && !exact && !q.fixed && !q.check.overFull && !q.free {
+	if q.limit > 0 && !exact && !q.fixed && !q.moving() && !q.check.overFull && !q.free {
 		d *= min(1, (1-slidingRoom/q.limit)/r.settle)
 	}
 	if q.limit > 0 && q.strict > 0 {

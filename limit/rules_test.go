@@ -826,6 +826,42 @@ func TestDeclaredPace(t *testing.T) {
 	}
 }
 
+// TestDeclaredMoving: a moving window (a log of the last window's hits, as
+// flask-limiter's), whose reset moves with each hit, is paced at Settle under
+// its quota (declared rate = quota per window) without a sliding counter's headroom: an even pace under the
+// quota never has more than the quota in any window. A sliding counter's
+// resets move by whole windows, and it keeps the headroom.
+func TestDeclaredMoving(t *testing.T) {
+	r := testRules(t, Config{})
+	const quota, iv = 5.0, 2.2 // 5 per 10 s, sent 2.2 s apart
+	for _, tc := range []struct {
+		name  string
+		reset func(at float64) float64 // when the answer to a hit at at says the window resets
+		want  float64
+	}{
+		{"moving", func(at float64) float64 { return at + 10 }, quota / 10},
+		{"sliding counter", func(at float64) float64 { return 10 * (math.Floor(at/10) + 1) }, (1 - 0.6/quota) / r.settle * quota / 10},
+	} {
+		h := hostWith(r, "e", "f")
+		var hits []float64
+		for i := range 12 {
+			at := float64(i) * iv
+			n := 0
+			for _, h := range hits {
+				if h > at-10 {
+					n++
+				}
+			}
+			hits = append(hits, at)
+			o := &Outcome{Quota: quota, Remaining: quota - float64(n) - 1, HasRemaining: true, ResetIn: time.Duration((tc.reset(at) - at) * 1e9)}
+			r.declared(h, h.lanes["f"], o, sec(at))
+		}
+		if got := h.cap.declared; !near(got, tc.want) {
+			t.Errorf("%s: declared rate %.4f/s, want %.4f/s (lanes at Settle under it)", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestEcho: a lane pushed back again at its first request after the
 // Retry-After it was told reads nothing of its pace (no budget of its own,
 // no evidence) and waits twice as long.

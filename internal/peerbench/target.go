@@ -246,8 +246,8 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 }
 
 func flaskTarget(name string, limit int, window time.Duration, fixed, headers bool) Target {
-	unit := map[time.Duration]string{time.Second: "second", 30 * time.Second: "30 seconds", time.Minute: "minute"}[window]
-	span := map[time.Duration]string{time.Second: "a second", 30 * time.Second: "30 seconds", time.Minute: "a minute"}[window]
+	unit := map[time.Duration]string{time.Second: "second", 10 * time.Second: "10 seconds", 30 * time.Second: "30 seconds", time.Minute: "minute"}[window]
+	span := map[time.Duration]string{time.Second: "a second", 10 * time.Second: "10 seconds", 30 * time.Second: "30 seconds", time.Minute: "a minute"}[window]
 	spec := fmt.Sprintf("%d per %s", limit, unit)
 	strategy, algo := "moving-window", server.LimitsMoving
 	algorithm := fmt.Sprintf("moving window (a log of the accepted requests of the last %s)", span)
@@ -326,6 +326,7 @@ func Targets() []Target {
 		flaskTarget("flask-moving-20-per-min", 20, time.Minute, false, true),
 		flaskTarget("flask-moving-6-per-min-bare", 6, time.Minute, false, false),
 		flaskTarget("flask-moving-5-per-s", 5, time.Second, false, true),
+		flaskTarget("flask-moving-5-per-10s", 5, 10*time.Second, false, true),
 		flaskTarget("flask-fixed-10-per-s", 10, time.Second, true, true),
 		flaskTarget("flask-fixed-10-per-s-bare", 10, time.Second, true, false),
 		flaskTarget("flask-fixed-60-per-min-bare", 60, time.Minute, true, false),

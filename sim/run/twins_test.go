@@ -48,6 +48,11 @@ func TestTwinFloors(t *testing.T) {
 		// every 1.75 s for 10 s). Utilization counts the burst over the
 		// rate: above 100%.
 		{"twin-nginx-10r-m-burst10", 1.3, 0.95, 0.07, 20},
+		// A moving window of a small quota, declared: paced with a
+		// sliding counter's headroom (1-0.6/5 of it), 89% before; its
+		// resets move with each hit, and an even pace under its quota
+		// never fills it.
+		{"twin-flask-moving-5-per-10s", 0.95, 0.95, 0.001, 0},
 		// A fixed window's reset stated as the whole second plus one
 		// (50% before: the lanes waited for it).
 		{"twin-flask-fixed-10-per-s", 0.95, 0.95, 0.001, 0},

@@ -140,6 +140,8 @@ func Twins() []Scenario {
 			with(Config{}, LimitsMoving, Policy{Quota: 6, Window: time.Minute})),
 		twin("twin-flask-moving-5-per-s", "flask-limiter 3.3 / limits 2.8 moving window 5/second, headers on: X-RateLimit-Reset from the newest hit, in whole seconds",
 			with(flask, LimitsMoving, Policy{Quota: 5, Window: time.Second})),
+		twin("twin-flask-moving-5-per-10s", "flask-limiter 3.3 / limits 2.8 moving window 5 per 10 seconds, headers on: a quota small enough that a sliding counter's headroom would cost 12% of it",
+			with(flask, LimitsMoving, Policy{Quota: 5, Window: 10 * time.Second})),
 		twin("twin-flask-fixed-10-per-s", "flask-limiter 3.3 / limits 2.8 fixed window 10/second from the first hit (rejected hits count), headers on: a reset stated up to a whole second late",
 			with(flask, LimitsFixed, Policy{Quota: 10, Window: time.Second})),
 		twin("twin-flask-fixed-10-per-s-bare", "flask-limiter 3.3 / limits 2.8 fixed window 10/second from the first hit (rejected hits count), headers off (flask-limiter's default): bare 429",
