@@ -641,3 +641,74 @@ func TestQuickRecoveryBound(t *testing.T) {
 		t.Errorf("told 1 s, the retry passed: passed %.3g/s, followers at %.3g/s; want one request per the recovery, %.3g/s", c.pass, c.follow, lo)
 	}
 }
+
+// TestRereadWindow: flask-limiter's fixed 50 per 10 s without headers, its
+// window opened by the ramp's first request. The ramp ran the window out
+// just before it ended; the retry a second on passed (a new window) and
+// read as a bucket's quick recovery; the search from the count (3.88/s)
+// ran the new window out in 3.6 s, and its retries inside that window,
+// each read as the pace pushed back, bisected from 12/s to 4.8/s (36% of
+// the limit, 25 learning 429s). A retry pushed back later than such a
+// bucket refills three requests reads the run as a window's first run:
+// its recovery is measured again, and the window it fits is read (50 per
+// 10 s). A bucket whose counted rate would not have refilled them is read
+// as before.
+func TestRereadWindow(t *testing.T) {
+	r := testRules(t, Config{})
+	setup := func(lo float64) (*host, *lane) {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.exp.exit, h.exp.phase = "e", expBisect
+		c := &h.cap
+		c.lo, c.pass, c.sent, c.safe, c.extra = lo, 4.67, 4.67, 4.67, 6
+		h.exp.cAt = sec(10.15)
+		h.exp.okN, h.exp.okFirst = 50, sec(11.2) // the run since the quick recovery
+		r.setPace(h, e, 12)
+		r.throttled(h, e, ticketRec{at: sec(14.79), laneIv: int64(time.Second) / 12}, &Outcome{}, sec(14.79), sec(14.79), 0.5)
+		return h, e
+	}
+	retry := func(h *host, e *lane, at float64) {
+		r.throttled(h, e, ticketRec{at: sec(at), laneIv: int64(float64(time.Second) / e.pace), first: true}, &Outcome{}, sec(at), sec(at), 0.5)
+	}
+	h, e := setup(3.88)
+	retry(h, e, 15.27) // 0.48 s on: a bucket of 3.88/s refilled under two
+	if h.exp.awaitAt != 0 {
+		t.Fatalf("a retry 0.48 s after the 429 reread the host as a window")
+	}
+	retry(h, e, 16.09) // 1.3 s on: five refilled
+	if h.exp.awaitAt != sec(14.79) || h.exp.n1 != 50 || h.exp.phase != expRefine {
+		t.Fatalf("a retry 1.3 s after the 429: await %v, n1 %d, phase %d; want the run of 50 read as a first run, its recovery measured from its 429",
+			time.Duration(h.exp.awaitAt-at0), h.exp.n1, h.exp.phase)
+	}
+	if f := h.cap.follow; f > 4.67 {
+		t.Errorf("followers at %.3g/s while the recovery is measured, want the cautious reading", f)
+	}
+	r.exploreOK(h, e, sec(21.3), sec(21.31)) // the window opened at 11.2 s ended
+	if c := &h.cap; c.quotaN != 50 || c.quotaW != int64(10*time.Second) || h.exp.phase != expSettled {
+		t.Errorf("recovered 6.5 s after the run's 429: quota %v per %v, phase %d; want 50 per 10 s, settled", c.quotaN, time.Duration(c.quotaW), h.exp.phase)
+	}
+
+	// Settled on an exact count (60 per 10 s: 60 in 3.4 s between two
+	// 429s, read as 17.1/s): a quick retry pushed back is no budget of
+	// the explorer's own (its lane was handed on, and every follower
+	// pushed back at 17.1/s: 13.6% of the limit), and one a second on
+	// reads the window.
+	h, e = setup(17.1)
+	h.exp.phase, h.exp.settledAt, h.exp.exactAt = expSettled, sec(14.79), sec(14.79)
+	retry(h, e, 14.89)
+	if h.exp.exit != "e" || e.own() > 0 || h.exp.awaitAt != 0 {
+		t.Fatalf("settled on a count, a retry 0.1 s on: explorer %q, own budget %v, await %v; want nothing read", h.exp.exit, e.own(), h.exp.awaitAt)
+	}
+	retry(h, e, 15.85)
+	if h.exp.awaitAt != sec(14.79) || h.exp.phase != expRefine {
+		t.Errorf("settled on a count, a retry 1.06 s on: await %v, phase %d; want the window read again", time.Duration(h.exp.awaitAt-at0), h.exp.phase)
+	}
+
+	// A bucket counted at 0.5/s: a retry 2 s on is under its refill of
+	// three requests, and reads as before.
+	h, e = setup(0.5)
+	retry(h, e, 16.79)
+	if h.exp.awaitAt != 0 {
+		t.Errorf("a bucket of 0.5/s pushed back 2 s on: reread as a window")
+	}
+}

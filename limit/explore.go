@@ -193,6 +193,12 @@ type explorer struct {
 	// proves a request less than it sent, so the search would otherwise
 	// try the same middle again and again without proving more.
 	chain chain
+	// okN successes since the explorer's last 429, the first sent at
+	// okFirst; lastN in lastT (from its first success on) is the run the
+	// 429 at endAt ended, on lane lastExit (rereadWindow).
+	okN, lastN            int32
+	okFirst, lastT, endAt int64
+	lastExit              string
 	// Since cAt (the explorer's last 429) cN successes; the interval before
 	// it had prevN successes in prevT.
 	cAt, prevT int64
@@ -474,6 +480,12 @@ func (h *host) proofSpan(pace float64) int64 {
 func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	e, c := &h.exp, &h.cap
 	e.okAt = max(e.okAt, sent)
+	if e.okN == 0 {
+		e.okFirst = sent
+	}
+	if e.okN < math.MaxInt32 {
+		e.okN++
+	}
 	if e.awaitAt != 0 && sent > e.awaitAt {
 		// The lane recovered: the time it took bounds the recovery, and so
 		// the estimate, much better than maxRecovery did.
@@ -1282,6 +1294,62 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 	}
 	r.nextBisect(h, l, now)
 	r.updateFollow(h, now, phaseNames[e.phase], "the explorer was pushed back")
+}
+
+// runEnded records the explorer's run of successes that its 429 at now
+// ended, if it had one (rereadWindow).
+func (e *explorer) runEnded(exit string, now int64) {
+	if e.okN > 0 {
+		e.lastN, e.lastT, e.endAt, e.lastExit = e.okN, now-e.okFirst, now, exit
+	}
+	e.okN = 0
+}
+
+// bareRetry reads a 429 without Retry-After on the searching explorer's
+// first request since its last 429 (no success between), on a host read as
+// a bucket: pushed back later than a bucket of the rate the explorer
+// counted refills a request (three of them, and a second), it is a window
+// that its last run ran out, and the host is read again as one
+// (rereadWindow): flask-limiter's fixed 50 per 10 s, read as a bucket
+// after a quick recovery, bisected from 12/s to 4.8/s in four seconds on
+// retries inside the window it had run out. Sooner, the retry reads as any
+// other 429 (a bucket's refill is slower than its pace). It reports
+// whether it applied.
+func (r *rules) bareRetry(h *host, l *lane, o *Outcome, first bool, now int64) bool {
+	e, c := &h.exp, &h.cap
+	if o.RetryAfter > 0 || !first || e.awaitAt != 0 || c.windowed || c.pair || c.lo <= 0 ||
+		(e.phase != expRefine && e.phase != expBisect && !(e.phase == expSettled && e.settledOnCount())) ||
+		e.lastExit != l.exit || e.lastN < minQuota {
+		return false
+	}
+	since := now - e.endAt
+	if since < max(int64(time.Second), int64(bareRefills*1e9/c.lo)) {
+		// Settled on a count, a retry says nothing of the lane's own
+		// budget (explorerOutlier) until it tells a window.
+		return e.phase == expSettled
+	}
+	r.rereadWindow(h, l, since, now)
+	return true
+}
+
+// rereadWindow reads the explorer's last run, which its last 429 (since
+// ago) ended, as the first run a window held: a bucket of the rate the
+// explorer counted would have let its retry through by now, so the quick
+// recovery that read the host as a bucket was a window's end (a fixed one
+// opened by the ramp's first request, which the ramp ran out just before
+// it ended). Its recovery is measured as the first 429's was, and read
+// as that was (firstEstimate): flask-limiter's fixed 50 per 10 s without
+// headers sat at 36% of its limit, 25 429s while learning.
+func (r *rules) rereadWindow(h *host, l *lane, since, now int64) {
+	e, c := &h.exp, &h.cap
+	h.note(r, now, "explore", l.exit, "count", c.lo, 0, fmt.Sprintf(
+		"pushed back %.1fs after its last 429 without a success between: a bucket of the %.3g/s counted would have refilled; %d in %.1fs before that 429 read as a window's", secs(since), c.lo, e.lastN, secs(e.lastT)))
+	e.awaitAt, e.recLo, e.tries, e.pushed, e.secTry, e.secAt = e.endAt, since, 1, 2, false, 0
+	e.n1, e.t1, e.headN, e.headD, e.k1, e.x1, e.ramped = e.lastN, e.lastT, 0, 0, -1, 0, 0
+	e.quotaW, e.tight, e.wtest, e.qtry, e.chain = 0, false, 0, false, chain{}
+	c.careful, c.extra, c.lo, c.pass, c.sent, c.hi = false, 0, 0, 0, 0, 0
+	r.setPhase(h, l, expRefine, now, "a window: its recovery is measured again")
+	r.firstEstimate(h, l, maxRecovery, false, now, fmt.Sprintf("recovery %v", time.Duration(maxRecovery)))
 }
 
 // quotaConfirmed reports whether the first run's quota over the window its

@@ -200,6 +200,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		ser.run = h.exp.run.n
 		h.exp.run = run{}
 		h.exp.chain = chain{}
+		h.exp.runEnded(l.exit, now)
 	}
 	l.serAt, l.serSent, l.serOK = now, 0, 0
 	if r.inferScope(h, now) {
@@ -233,6 +234,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		}
 	case h.exp.phase == expRamp:
 		r.endRamp(h, l, x, ser, o.RetryAfter, now)
+	case l.exit == h.exp.exit && r.bareRetry(h, l, o, rec.first, now):
 	case l.exit == h.exp.exit && h.exp.phase != expSettled:
 		r.explore429(h, l, x, ser.run, now)
 	case l.exit == h.exp.exit && atLeast(x, h.cap.follow):
@@ -417,6 +419,17 @@ func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
 			if e.n1 < fewRun {
 				d = max(d, int64(shortestCommon))
 				why = "pushed back again: try again after a window as long as the first successes took, at least the shortest common window after a short run"
+			} else if at := e.runStart() + int64(shortestCommon) + int64(probeHold)/4; at-now > d {
+				// A run of many that took under half the shortest
+				// common window: a window as long again would not
+				// have ended it, so the retry goes where one opened by
+				// the run's first request ends (a window read again
+				// after a quick recovery, rereadWindow: flask-limiter's
+				// fixed 50 per 10 s ran its new window out in 3.6 s,
+				// and the next try, half a minute on, held every
+				// follower at the cautious reading for 24 s).
+				d = at - now
+				why = "pushed back again: try again when the shortest common window from the run's start has ended"
 			}
 			break
 		}

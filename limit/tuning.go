@@ -329,3 +329,9 @@ const (
 	// the step is the round limit at or under their middle.
 	pairFar = 4
 )
+
+// bareRefills is how many requests of the rate the explorer counted a bucket
+// would have refilled by the time a retry that finds the lane still pushed
+// back reads the host as a window (bareRetry): the count is a lower bound
+// on a bucket's rate, and a retry one refill on is jitter's to lose.
+const bareRefills = 3

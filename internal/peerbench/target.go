@@ -331,6 +331,7 @@ func Targets() []Target {
 		flaskTarget("flask-fixed-10-per-s-bare", 10, time.Second, true, false),
 		flaskTarget("flask-fixed-60-per-min-bare", 60, time.Minute, true, false),
 		flaskTarget("flask-fixed-10-per-30s-bare", 10, 30*time.Second, true, false),
+		flaskTarget("flask-fixed-50-per-10s-bare", 50, 10*time.Second, true, false),
 		flaskTarget("flask-fixed-20-per-min", 20, time.Minute, true, true),
 		flaskTarget("flask-fixed-6-per-min", 6, time.Minute, true, true),
 		expressTarget("express-30-per-min", 30, time.Minute),

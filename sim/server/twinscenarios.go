@@ -150,6 +150,8 @@ func Twins() []Scenario {
 			with(Config{}, LimitsFixed, Policy{Quota: 60, Window: time.Minute})),
 		twin("twin-flask-fixed-10-per-30s-bare", "flask-limiter 3.3 / limits 2.8 fixed window 10 per 30 seconds from the first hit (rejected hits count), headers off: bare 429",
 			with(Config{}, LimitsFixed, Policy{Quota: 10, Window: 30 * time.Second})),
+		twin("twin-flask-fixed-50-per-10s-bare", "flask-limiter 3.3 / limits 2.8 fixed window 50 per 10 seconds from the first hit (rejected hits count), headers off (flask-limiter's defaults): the ramp runs the window out just before it ends",
+			with(Config{}, LimitsFixed, Policy{Quota: 50, Window: 10 * time.Second})),
 		twin("twin-flask-fixed-20-per-min", "flask-limiter 3.3 / limits 2.8 fixed window 20/minute from the first hit (rejected hits count), headers on",
 			with(flask, LimitsFixed, Policy{Quota: 20, Window: time.Minute})),
 		twin("twin-flask-fixed-6-per-min", "flask-limiter 3.3 / limits 2.8 fixed window 6/minute from the first hit (rejected hits count), headers on",
