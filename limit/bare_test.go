@@ -712,3 +712,34 @@ func TestRereadWindow(t *testing.T) {
 		t.Errorf("a bucket of 0.5/s pushed back 2 s on: reread as a window")
 	}
 }
+
+// TestAwaitPushed: flask-limiter's fixed 80 per 10 s without headers. The
+// ramp's run crossed a window's end without a 429 (134 at up to 50/s), and
+// the followers held the ramp's 25/s while the explorer measured its
+// recovery (awaitHolds: a window holds the first run's count); each ran its
+// own window out, one at a time, and each 429 read as that lane's own
+// smaller budget (37% of the limit, 56 learning 429s). A follower pushed
+// back while the recovery is measured reads nothing: every follower takes
+// the cautious reading, and none holds its pace any longer.
+func TestAwaitPushed(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f", "g")
+	e := h.lanes["e"]
+	for _, l := range h.lanes {
+		r.setPace(h, l, 25)
+	}
+	r.endRamp(h, e, 50, series{at: sec(0), ok: 134, run: 30}, 0, sec(12.3))
+	r.cooldown(h, e, 50, 0, false, sec(12.3), 0.5)
+	f, g := h.lanes["f"], h.lanes["g"]
+	if !h.awaitHolds(f) || f.pace != 25 {
+		t.Fatalf("before any follower's 429: follower at %v, holds %v; want the ramp's pace held", f.pace, h.awaitHolds(f))
+	}
+	f.hot = true
+	r.throttled(h, f, ticketRec{at: sec(14.3), laneIv: int64(time.Second) / 25}, &Outcome{}, sec(14.3), sec(14.3), 0.5)
+	if f.own() > 0 || h.exp.phase != expRefine || h.exp.awaitAt == 0 {
+		t.Errorf("a follower pushed back while the recovery is measured: own budget %v, phase %d, await %v; want nothing read", f.own(), h.exp.phase, h.exp.awaitAt)
+	}
+	if h.awaitHolds(g) || g.pace > h.followPace(r)*(1+1e-9) {
+		t.Errorf("the other follower at %v (holds %v), want the cautious %v", g.pace, h.awaitHolds(g), h.followPace(r))
+	}
+}

@@ -145,6 +145,8 @@ type explorer struct {
 	// until the lane is seen to recover, the recovery time is unknown.
 	// recLo is how long after it a retry was last pushed back (0: none).
 	awaitAt, recLo int64
+	// awaitBroke: a follower was pushed back since awaitAt (awaitPushed).
+	awaitBroke bool
 	// secAt is when a retry a second's window after the 429 passed
 	// (secTry: that retry is out): a recovery to confirm over
 	// secondConfirm at the lane's pace, as a sliding counter of a longer
@@ -387,6 +389,13 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	}
 	h.note(r, now, rule, "", "follow", c.follow, f, why)
 	c.follow = f
+	r.paceFollowers(h)
+}
+
+// paceFollowers sets every follower's pace to the followers' (a slower pace
+// with the series debt of setPace).
+func (r *rules) paceFollowers(h *host) {
+	e, f := &h.exp, h.cap.follow
 	for _, l := range h.lanes {
 		if l.exit == e.exit && h.exploring() || r.roomHeld(h, l) {
 			continue
@@ -415,7 +424,30 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 // run, 96.7% → 86.7% from 30 s on).
 func (h *host) awaitHolds(l *lane) bool {
 	e := &h.exp
-	return e.awaitAt != 0 && e.n1 >= awaitMin && l.exit != e.exit && l.serSent < e.n1-2
+	return e.awaitAt != 0 && !e.awaitBroke && e.n1 >= awaitMin && l.exit != e.exit && l.serSent < e.n1-2
+}
+
+// awaitPushed handles a follower l pushed back at pace x while the
+// explorer's first 429's recovery is measured: the first run's count is no
+// window a follower may spend (the ramp's run crossed a window's end:
+// flask-limiter's fixed 80 per 10 s passed 134 at up to 50/s), so no
+// follower holds its pace any longer (awaitHolds), and nothing is read of
+// the host's limit or of the lane's own budget before the recovery is: the
+// followers were pushed back one at a time, their windows opened by their
+// own first requests, each read as that lane's smaller budget, searched
+// down to a tenth of the limit for the rest of the run. It reports whether
+// it applied.
+func (r *rules) awaitPushed(h *host, l *lane, x float64, now int64) bool {
+	e := &h.exp
+	if e.awaitAt == 0 || l.exit == e.exit || h.led {
+		return false
+	}
+	if !e.awaitBroke {
+		e.awaitBroke = true
+		h.note(r, now, "follow", l.exit, "pace", x, h.followPace(r), "a follower pushed back while the first 429's recovery is measured: the followers hold the cautious reading")
+		r.paceFollowers(h)
+	}
+	return true
 }
 
 // awaitMin is the smallest first run whose count the followers hold to
@@ -1104,7 +1136,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// seen to recover; meanwhile assume the slowest usual window. A
 		// quick retry that succeeds reads as a bucket (the wait is only an
 		// upper bound on the recovery); one pushed back again, as a window.
-		e.awaitAt = now
+		e.awaitAt, e.awaitBroke = now, false
 		rec, told = maxRecovery, false
 	}
 	r.firstEstimate(h, l, rec, told, now, fmt.Sprintf("recovery %v", time.Duration(rec)))
@@ -1345,6 +1377,7 @@ func (r *rules) rereadWindow(h *host, l *lane, since, now int64) {
 	h.note(r, now, "explore", l.exit, "count", c.lo, 0, fmt.Sprintf(
 		"pushed back %.1fs after its last 429 without a success between: a bucket of the %.3g/s counted would have refilled; %d in %.1fs before that 429 read as a window's", secs(since), c.lo, e.lastN, secs(e.lastT)))
 	e.awaitAt, e.recLo, e.tries, e.pushed, e.secTry, e.secAt = e.endAt, since, 1, 2, false, 0
+	e.awaitBroke = false
 	e.n1, e.t1, e.headN, e.headD, e.k1, e.x1, e.ramped = e.lastN, e.lastT, 0, 0, -1, 0, 0
 	e.quotaW, e.tight, e.wtest, e.qtry, e.chain = 0, false, 0, false, chain{}
 	c.careful, c.extra, c.lo, c.pass, c.sent, c.hi = false, 0, 0, 0, 0, 0

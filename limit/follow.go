@@ -72,7 +72,7 @@ func (ev *evidence) lanes(since int64, match func(evEntry) bool) int {
 // (manyLanes, within sympathySpan) mean the host's knowledge is wrong, and
 // every follower slows at once instead of each drawing its own 429.
 func (r *rules) follow429(h *host, l *lane, x float64, ser series, now int64) {
-	if r.quotaEdge(h, l, x, now) {
+	if r.quotaEdge(h, l, x, now) || r.awaitPushed(h, l, x, now) {
 		return
 	}
 	f := h.cap.follow
