@@ -70,7 +70,12 @@
 //     request), and from the spacing that passed the search steps from
 //     one round limit to the next, settling at its first failed step.
 //     After a burst, a first retry that passed quickly bounds a bucket's
-//     rate from below: one request per the recovery.
+//     rate from below: one request per the recovery. A follower pushed
+//     back while the recovery is measured reads nothing, and every
+//     follower takes the cautious reading (the run's count is no window
+//     it may spend). Searching a bucket, a retry pushed back later than a
+//     bucket of the counted rate refills three requests reads the last
+//     run as a window's first run, measured and read again.
 //   - bisect: the explorer tries the middle of what it passed and where it
 //     was pushed back until the two are within 4%; the followers take what
 //     it passes, at Settle under it. A pace Settle under a round limit (30
@@ -126,7 +131,8 @@
 // Declared quotas (RateLimit-Policy, X-RateLimit-Limit with a window, or
 // with the window inferred from how the resets move) set every lane's pace
 // at Settle under the declared rate, less half a request per window on a
-// sliding-window counter, or exactly at it on a window seen to be fixed;
+// sliding-window counter (not on a window whose resets move with each hit:
+// a moving one), or exactly at it on a window seen to be fixed;
 // what remains is a hard stop, never a pace (quota.go); on a sliding counter
 // or a moving window that stop ends one interval at the declared rate after
 // the answer, not at a reset that frees nothing at once. An inferred window is the first usual one (10 s, a minute...)
