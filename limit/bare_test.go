@@ -662,7 +662,7 @@ func TestRereadWindow(t *testing.T) {
 		c := &h.cap
 		c.lo, c.pass, c.sent, c.safe, c.extra = lo, 4.67, 4.67, 4.67, 6
 		h.exp.cAt = sec(10.15)
-		h.exp.okN, h.exp.okFirst = 50, sec(11.2) // the run since the quick recovery
+		h.exp.okN, h.exp.okFirst, h.exp.okExit = 50, sec(11.2), "e" // the run since the quick recovery
 		r.setPace(h, e, 12)
 		r.throttled(h, e, ticketRec{at: sec(14.79), laneIv: int64(time.Second) / 12}, &Outcome{}, sec(14.79), sec(14.79), 0.5)
 		return h, e

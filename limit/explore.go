@@ -195,12 +195,13 @@ type explorer struct {
 	// proves a request less than it sent, so the search would otherwise
 	// try the same middle again and again without proving more.
 	chain chain
-	// okN successes since the explorer's last 429, the first sent at
+	// okN successes of lane okExit since its last 429, the first sent at
 	// okFirst; lastN in lastT (from its first success on) is the run the
-	// 429 at endAt ended, on lane lastExit (rereadWindow).
+	// 429 at endAt ended, on lane lastExit (rereadWindow). A run counts
+	// one lane's successes only: the search moves between lanes.
 	okN, lastN            int32
 	okFirst, lastT, endAt int64
-	lastExit              string
+	okExit, lastExit      string
 	// Since cAt (the explorer's last 429) cN successes; the interval before
 	// it had prevN successes in prevT.
 	cAt, prevT int64
@@ -512,8 +513,8 @@ func (h *host) proofSpan(pace float64) int64 {
 func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	e, c := &h.exp, &h.cap
 	e.okAt = max(e.okAt, sent)
-	if e.okN == 0 {
-		e.okFirst = sent
+	if e.okN == 0 || e.okExit != l.exit {
+		e.okN, e.okFirst, e.okExit = 0, sent, l.exit
 	}
 	if e.okN < math.MaxInt32 {
 		e.okN++
@@ -1331,7 +1332,7 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 // runEnded records the explorer's run of successes that its 429 at now
 // ended, if it had one (rereadWindow).
 func (e *explorer) runEnded(exit string, now int64) {
-	if e.okN > 0 {
+	if e.okN > 0 && e.okExit == exit {
 		e.lastN, e.lastT, e.endAt, e.lastExit = e.okN, now-e.okFirst, now, exit
 	}
 	e.okN = 0

@@ -419,7 +419,7 @@ func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
 			if e.n1 < fewRun {
 				d = max(d, int64(shortestCommon))
 				why = "pushed back again: try again after a window as long as the first successes took, at least the shortest common window after a short run"
-			} else if at := e.runStart() + int64(shortestCommon) + int64(probeHold)/4; at-now > d {
+			} else if at := e.runStart() + int64(shortestCommon) + windowEndSlack; at-now > d {
 				// A run of many that took under half the shortest
 				// common window: a window as long again would not
 				// have ended it, so the retry goes where one opened by

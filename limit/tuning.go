@@ -335,3 +335,8 @@ const (
 // back reads the host as a window (bareRetry): the count is a lower bound
 // on a bucket's rate, and a retry one refill on is jitter's to lose.
 const bareRefills = 3
+
+// windowEndSlack is how long after a window opened by the run's first
+// request should have ended its retry goes (awaitRetry): the server's clock
+// and the path put the end a little later than the client reckons it.
+const windowEndSlack = int64(time.Second / 4)
