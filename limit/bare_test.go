@@ -47,8 +47,18 @@ func TestRetriesCounted(t *testing.T) {
 		try2 := try1 + wait
 		r.cooldown(h, e, 1.94, 0, false, sec(try2), 0.5) // the second retry, pushed back
 		half := try2 + secs(e.cool-sec(try2))
-		if want := secs(int64(halfWindow) + countedSlack(halfWindow, tc.n1, 3)); math.Abs(half-want) > 1e-6 {
-			t.Errorf("%s: third retry at %.2fs, want half a minute after the run's first success, and a count's slack after three 429s (%.2fs)", tc.name, half, want)
+		pushed := uint8(3)
+		if tc.n1 >= fewRun {
+			// A run of many tries a third of a minute first.
+			if want := secs(int64(thirdWindow) + countedSlack(thirdWindow, tc.n1, 3)); math.Abs(half-want) > 1e-6 {
+				t.Errorf("%s: third retry at %.2fs, want a third of a minute after the run's first success, and a count's slack after three 429s (%.2fs)", tc.name, half, want)
+			}
+			r.cooldown(h, e, 1.94, 0, false, sec(half), 0.5) // pushed back a third of a minute on
+			half += secs(e.cool - sec(half))
+			pushed++
+		}
+		if want := secs(int64(halfWindow) + countedSlack(halfWindow, tc.n1, pushed)); math.Abs(half-want) > 1e-6 {
+			t.Errorf("%s: retry at %.2fs, want half a minute after the run's first success, and a count's slack after %d 429s (%.2fs)", tc.name, half, pushed, want)
 		}
 		r.cooldown(h, e, 1.94, 0, false, sec(half), 0.5) // pushed back half a minute on
 		try3 := half + secs(e.cool-sec(half))
@@ -283,9 +293,9 @@ func TestWindowOpenedInRun(t *testing.T) {
 		tries int // retries before the one a window from the run's start
 		whole bool
 	}{
-		{"a long run", 60, 20, 4, false}, // the 429, a bucket's refill, a second's window, half a minute (the run outlasted 10 s)
-		{"haproxy's 100 per minute", 100, 10.9, 4, false},
-		{"a short run", 6, 5.7, 4, true}, // no second's window after a short run: its length (10 s at least) instead
+		{"a long run", 60, 20, 4, false},                  // the 429, a bucket's refill, a second's window, half a minute (the run outlasted 10 s)
+		{"haproxy's 100 per minute", 100, 10.9, 5, false}, // and a third of a minute: the run was under it
+		{"a short run", 6, 5.7, 4, true},                  // no second's window after a short run: its length (10 s at least) instead
 	} {
 		h := hostWith(r, "e", "f")
 		e := h.lanes["e"]
@@ -418,12 +428,12 @@ func TestHalfMinuteWindow(t *testing.T) {
 		t1   float64
 		at   float64 // the half minute's retry, from the run's start
 	}{
-		{"10 in 6.7 s", 10, 6.7, 30 + 30*4.0/13},   // a bucket's refill, the run's length (13.4 s from its start): 3 429s
-		{"25 in 12.5 s", 25, 12.5, 30 + 30*3.0/27}, // a bucket's refill: not the run's length (26 s); 2 429s
+		{"10 in 6.7 s", 10, 6.7, 30 + 30*5.0/14},   // a bucket's refill, the run's length (13.4 s from its start), a third of a minute: 4 429s
+		{"25 in 12.5 s", 25, 12.5, 30 + 30*4.0/28}, // a bucket's refill: not the run's length (26 s); a third of a minute; 3 429s
 	} {
 		h, e := bareFirst429(r, 1.94, tc.n1, 2, tc.t1)
 		f := h.lanes["f"]
-		for e.cool < sec(20) {
+		for e.cool < sec(tc.at-1) {
 			r.cooldown(h, e, 1.94, 0, false, e.cool, 0.5) // a retry, pushed back
 		}
 		if want := sec(tc.at); math.Abs(float64(e.cool-want)) > 1e3 {
@@ -486,7 +496,7 @@ func TestRampHead(t *testing.T) {
 	}{
 		{"100 per 10 s: the head left out", 107, 37, 11.06, ramp, 4, 6.4},
 		{"a run under nine seconds: as it was", 50, 13, 8.5, ramp[:6], 0, 8.5},
-		{"steps that do not add up to the run: as it was", 110, 37, 11.06, ramp, 0, 30},
+		{"steps that do not add up to the run: as it was", 110, 37, 11.06, ramp, 0, 8.7}, // a third of a minute from the run's start (20.8 s)
 	} {
 		h := hostWith(r, "e", "f")
 		e := h.lanes["e"]
@@ -509,13 +519,25 @@ func TestRampHead(t *testing.T) {
 	for _, tc := range []struct {
 		name                 string
 		t1, head, recLo, rec float64
+		third                bool
 		want                 time.Duration
 	}{
-		{"haproxy's 100 per 10 s", 6.4, 4.6, 0.1, 7.6, 10 * time.Second},
-		{"the same run counted whole", 11.06, 0, 0.1, 7.6, 0},
-		{"flask-limiter's fixed 60 per minute", 6.9, 3.1, 22.4, 52.5, time.Minute},
+		{"haproxy's 100 per 10 s", 6.4, 4.6, 0.1, 7.6, false, 10 * time.Second},
+		{"the same run counted whole", 11.06, 0, 0.1, 7.6, false, 0},
+		{"flask-limiter's fixed 60 per minute", 6.9, 3.1, 22.4, 52.5, false, time.Minute},
+		// The retry a third of a minute from the run's start passed
+		// (haproxy's 15 per 20 s without a header).
+		{"15 per 20 s, its retry tried", 7.5, 0, 8.5, 16.9, true, 20 * time.Second},
+		// Not tried (a run of few): between 17.8 s and 43 s it is half a
+		// minute, as before (haproxy's 6 per 30 s read as 6 per 20 s
+		// drew 10% of 429s).
+		{"6 per 30 s, no such retry", 5.7, 0, 12.1, 37.7, false, 30 * time.Second},
+		// Retries a minute apart past the longest common window: the
+		// usual window between two of them.
+		{"30 per 5 minutes", 8.8, 0, 240, 300, false, 5 * time.Minute},
+		{"20 per 2 minutes", 8.8, 0, 60, 120, false, 2 * time.Minute},
 	} {
-		w, ok := shortestWindow(int64(tc.t1*1e9), int64(tc.head*1e9), int64(tc.recLo*1e9), int64(tc.rec*1e9))
+		w, ok := shortestWindow(int64(tc.t1*1e9), int64(tc.head*1e9), int64(tc.recLo*1e9), int64(tc.rec*1e9), tc.third)
 		if !ok {
 			w = 0
 		}
@@ -741,5 +763,169 @@ func TestAwaitPushed(t *testing.T) {
 	}
 	if h.awaitHolds(g) || g.pace > h.followPace(r)*(1+1e-9) {
 		t.Errorf("the other follower at %v (holds %v), want the cautious %v", g.pace, h.awaitHolds(g), h.followPace(r))
+	}
+}
+
+// TestAgain: on a host that counts over a window, a follower pushed back at
+// its first request since its last 429, sent slower than that one, before
+// the window could end (rule again): its window still holds what it sent
+// before, so nothing is read (flask-limiter's bare 40 per 15 s, read as 40
+// per 10 s: each such retry cut the host again, from 3.9/s to 0.2/s in
+// three seconds), and it waits the rest of the window. Sent at the pace of
+// its last 429, or a window after it, the 429 is read as any other.
+func TestAgain(t *testing.T) {
+	r := testRules(t, Config{})
+	setup := func() (*host, *lane) {
+		h := hostWith(r, "e", "f", "g")
+		c := &h.cap
+		c.windowed, c.careful, c.quotaN, c.quotaW = true, true, 40, int64(10*time.Second)
+		c.safe, c.pass, c.sent, c.follow = 3.88, 3.88, 3.88, 3.88
+		h.exp.phase, h.exp.exit = expSettled, "e"
+		for _, l := range h.lanes {
+			r.setPace(h, l, 3.88)
+			l.hot = true
+		}
+		f := h.lanes["f"]
+		r.throttled(h, f, ticketRec{at: sec(27), laneIv: interval(3.88)}, &Outcome{}, sec(27), sec(27), 0.5)
+		return h, f
+	}
+	h, f := setup()
+	r.setPace(h, f, 2.6) // the host fell since (its other lanes)
+	safe, follow, ev := h.cap.safe, h.cap.follow, h.ev.n
+	at := f.cool
+	r.throttled(h, f, ticketRec{at: at, laneIv: interval(2.6), first: true}, &Outcome{}, at, at, 0.5)
+	if h.cap.safe != safe || h.cap.follow != follow || h.ev.n != ev {
+		t.Errorf("pushed back again, slower, within the window: safe %v follow %v evidence %d, want %v %v %d: nothing read", h.cap.safe, h.cap.follow, h.ev.n, safe, follow, ev)
+	}
+	if want := sec(27) + int64(10*time.Second); f.cool != want {
+		t.Errorf("waits until %v, want the window's end from its last 429 (%v)", time.Duration(f.cool-at0), time.Duration(want-at0))
+	}
+
+	// At the pace of its last 429: read.
+	h, f = setup()
+	ev = h.ev.n
+	at = f.cool
+	r.throttled(h, f, ticketRec{at: at, laneIv: interval(3.88), first: true}, &Outcome{}, at, at, 0.5)
+	if h.ev.n == ev {
+		t.Errorf("pushed back again at the pace of its last 429: nothing read, want it read")
+	}
+	// A window after it: read.
+	h, f = setup()
+	r.setPace(h, f, 2.6)
+	ev = h.ev.n
+	at = sec(37.5)
+	r.throttled(h, f, ticketRec{at: at, laneIv: interval(2.6), first: true}, &Outcome{}, at, at, 0.5)
+	if h.ev.n == ev {
+		t.Errorf("pushed back a window after its last 429: nothing read, want it read")
+	}
+}
+
+// TestAwaitHold: a follower pushed back without a Retry-After while the
+// explorer waits to retry its first 429 waits for that retry and a
+// longest usual window more, longer as the explorer is pushed back again,
+// and goes as soon as the explorer recovers; the time it was held past
+// that is not counted as throttled. A bare 30 per 5 minutes: the
+// followers, their windows spent, each retried every 5 s for four minutes
+// (30% of 429s).
+func TestAwaitHold(t *testing.T) {
+	r := testRules(t, Config{})
+	h, e := bareFirst429(r, 15.52, 30, 9, 8.8)
+	for e.cool < sec(60) {
+		r.cooldown(h, e, 15.52, 0, false, e.cool, 0.5) // the explorer's retries, pushed back
+	}
+	f, g := h.lanes["f"], h.lanes["g"]
+	if g == nil {
+		g = h.newLane(r, "g", 0, sec(0))
+	}
+	now := e.cool - int64(time.Second)
+	f.hot = true
+	r.throttled(h, f, ticketRec{at: now, laneIv: interval(0.42)}, &Outcome{}, now, now, 0.5)
+	if want := e.cool + maxRecovery; f.cool != want || f.x == nil || !f.x.held {
+		t.Fatalf("follower pushed back at %v: waits until %v, want the explorer's retry and a window more (%v)", time.Duration(now-at0), time.Duration(f.cool-at0), time.Duration(want-at0))
+	}
+	retry := e.cool
+	r.cooldown(h, e, 15.52, 0, false, retry, 0.5) // pushed back again
+	if want := e.cool + maxRecovery; f.cool != want {
+		t.Errorf("the explorer pushed back again: follower until %v, want its next retry and a window more (%v)", time.Duration(f.cool-at0), time.Duration(want-at0))
+	}
+	rec := e.cool
+	r.exploreOK(h, e, rec, rec)
+	if f.cool > rec+int64(heldStagger) || f.x.held {
+		t.Errorf("the explorer recovered at %v: follower until %v (held %v), want it let go", time.Duration(rec-at0), time.Duration(f.cool-at0), f.x.held)
+	}
+	if got, want := int64(f.c.coolMs)*1e6, rec-now; got > want+int64(heldStagger)+1e6 || got < want-1e6 {
+		t.Errorf("throttled %v counted for the follower, want the %v it waited", time.Duration(got), time.Duration(want))
+	}
+	if g.x != nil && g.x.held {
+		t.Errorf("a follower never pushed back held")
+	}
+}
+
+// TestTryShorter: settled on a window read between two retries (the first
+// recovery's shortest common window in there, half a minute), the explorer
+// tries the next usual window under it that the retries did not rule out
+// (haproxy's 15 per 20 s without a header, read as 15 per 30 s: 58% of the
+// limit for the rest of the run). Passed over the try's span, the shorter
+// window is read; pushed back, the host settles on the longer one again and
+// the lane waits it.
+func TestTryShorter(t *testing.T) {
+	r := testRules(t, Config{})
+	start := func() (*host, *lane, *lane) {
+		h, e := bareFirst429(r, 3.88, 15, 3, 7.5)
+		r.cooldown(h, e, 3.88, 0, false, e.cool, 0.5) // a retry pushed back 8.5 s after the 429 (16 s after the run's start)
+		for secs(e.cool-at0) < 16 {
+			r.cooldown(h, e, 3.88, 0, false, e.cool, 0.5)
+		}
+		h.exp.recLo, h.exp.thirdTry = int64(8.5e9), false
+		r.exploreOK(h, e, sec(38.4), sec(38.4)) // recovered 30.9 s after the 429
+		if !h.exp.qtry || h.exp.quotaW != 20*time.Second || h.exp.longW != 30*time.Second || !near(e.pace, r.settle*15/20) {
+			t.Fatalf("15 in 7.5 s, recovered between 16 s and 38.4 s: try %v of %v (long %v), explorer at %v; want a try of 15 per 20 s", h.exp.qtry, h.exp.quotaW, h.exp.longW, e.pace)
+		}
+		f := h.lanes["f"]
+		if !near(f.pace, r.settle*15/30) {
+			t.Fatalf("follower at %v during the try, want 15 per 30 s", f.pace)
+		}
+		return h, e, f
+	}
+	h, e, f := start()
+	at := 38.5
+	for ; h.exp.qtry && at < 120; at += 1 / e.pace {
+		r.exploreOK(h, e, sec(at), sec(at))
+	}
+	if h.exp.quotaW != 15*time.Second && !(h.exp.phase == expSettled && h.cap.quotaW == int64(20*time.Second)) {
+		t.Fatalf("the try passed at %.0f s: window %v (settled on %v), want 20 s read, or 15 s tried next", at, h.exp.quotaW, time.Duration(h.cap.quotaW))
+	}
+	if h.cap.quotaW != int64(20*time.Second) || !near(f.pace, r.settle*15/20) {
+		t.Errorf("the try passed: settled on %v, follower at %v; want 15 per 20 s", time.Duration(h.cap.quotaW), f.pace)
+	}
+
+	h, e, f = start()
+	try := e.pace
+	r.throttled(h, e, ticketRec{at: sec(58), laneIv: interval(try)}, &Outcome{}, sec(58), sec(58), 0.5)
+	if h.exp.qtry || h.exp.phase != expSettled || h.cap.quotaW != int64(30*time.Second) || !near(f.pace, r.settle*15/30) {
+		t.Errorf("the try pushed back: try %v, phase %s, settled on %v, follower at %v; want settled on 15 per 30 s", h.exp.qtry, phaseNames[h.exp.phase], time.Duration(h.cap.quotaW), f.pace)
+	}
+	if e.cool < sec(58)+int64(30*time.Second) {
+		t.Errorf("the try's lane waits until %v, want the window (%v)", time.Duration(e.cool-at0), 30*time.Second)
+	}
+}
+
+// TestThirdMinuteWindow: after a first run of many under 20 s, a retry a
+// third of a minute from its start (and a count's slack) comes before the
+// half minute's; passed there, the host settles on the run's quota per 20
+// s (haproxy's 15 per 20 s without a header: 58% of the limit as 15 per 30
+// s, 90% now).
+func TestThirdMinuteWindow(t *testing.T) {
+	r := testRules(t, Config{})
+	h, e := bareFirst429(r, 3.88, 15, 3, 7.5)
+	for e.cool < sec(20) {
+		r.cooldown(h, e, 3.88, 0, false, e.cool, 0.5) // a retry, pushed back
+	}
+	if want := sec(20) + countedSlack(thirdWindow, 15, h.exp.pushed); e.cool != want || !h.exp.thirdTry {
+		t.Fatalf("retry at %v, want a third of a minute and a count's slack from the run's start (%v)", time.Duration(e.cool-at0), time.Duration(want-at0))
+	}
+	r.exploreOK(h, e, e.cool, e.cool)
+	if f := h.lanes["f"]; h.exp.phase != expSettled || h.cap.quotaW != int64(thirdWindow) || !near(f.pace, r.settle*15/20) {
+		t.Errorf("passed a third of a minute on: phase %s, window %v, follower at %v; want settled on 15 per 20 s", phaseNames[h.exp.phase], time.Duration(h.cap.quotaW), f.pace)
 	}
 }

@@ -62,8 +62,17 @@
 //     quota over the window (6 in 7 s, then Retry-After: 60, is 6 per
 //     minute), with no careful span per step and no 429 per failed one.
 //     A recovery measured by a retry that passed after one pushed back
-//     lies between the two: the shortest usual window in there is read
-//     the same way. Pushed back at the first pace's second request, a
+//     lies between the two: the shortest common window in there is read
+//     the same way (a third of a minute only where the retries tried it:
+//     after a first run of ten or more, one goes a third of a minute from
+//     the run's start, before the half minute's; past the longest usual
+//     window they go a minute apart, and the usual window between two of
+//     them, 2 or 5 minutes, is read). Where a shorter usual window was not
+//     ruled out, the explorer then tries its quota over the span a quota's
+//     try takes: passed, that window is read and the next shorter tried;
+//     pushed back, the host settles on the longer one again. While the
+//     explorer waits to retry its first 429, a follower pushed back
+//     without a Retry-After waits for it, and goes once it recovers. Pushed back at the first pace's second request, a
 //     pace limit with no burst: its Retry-After, if any, is only the
 //     least each retry waits (a retry it would hold past the schedule goes
 //     on another lane, at the same spacing from that lane's last
@@ -113,7 +122,10 @@
 // what the explorer counted between its 429s: a lower bound whatever the
 // burst), and the search goes on carefully; except the first such fall a
 // moment after the host settled, with no burst ever seen, which is the
-// path's jitter: one more Settle margin, still settled; and the first 429s
+// path's jitter: one more Settle margin, still settled; a lane pushed back
+// again at its first request since its last 429, sent slower than that
+// one, before a counted window could end, whose window still holds what it
+// sent before: nothing is read, and it waits the rest of the window; and the first 429s
 // after 10 s or more without one (20 successes per lane in it), one per
 // lane, which are a hiccup (a
 // server or proxy stalling a moment, then passing requests on back to

@@ -154,7 +154,10 @@ type explorer struct {
 	// pace back.
 	secAt  int64
 	secTry bool
-	tries  uint8 // tries since awaitAt
+	// thirdTry: the retry a third of a minute from the first run's start
+	// is out (awaitRetry).
+	thirdTry bool
+	tries    uint8 // tries since awaitAt
 	// okAt is when the explorer's latest success was sent (pairRun).
 	okAt   int64
 	pushed uint8 // 429s the lane drew since awaitAt, the first included
@@ -178,6 +181,13 @@ type explorer struct {
 	// rec1 is the first 429's recovery (Retry-After, or the measured
 	// retry), ns.
 	rec1 int64
+	// longW is the window read before a shorter one's try (tryShorter):
+	// the try pushed back, it is the window (0: no such try).
+	longW time.Duration
+	// shortLo is when, after the first 429, a retry of its recovery was
+	// last pushed back: a window shorter than the first run and that had
+	// not ended then, and tryShorter tries none.
+	shortLo int64
 	// qtry: the explorer tries quotaW's quota, read from a window test
 	// pushed back within the first run's count: passed, it is the limit.
 	qtry bool
@@ -537,7 +547,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			rec = e.secAt - e.awaitAt
 		}
 		second := e.secTry
-		e.awaitAt, e.tries, e.secAt, e.secTry, e.pushed = 0, 0, 0, false, 0
+		e.awaitAt, e.tries, e.secAt, e.secTry, e.pushed = 0, 0, 0, false, 0 // (thirdTry stays for firstEstimate)
 		r.firstEstimate(h, l, rec, false, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
 		e.recLo = 0
 		if second && !c.windowed {
@@ -592,7 +602,12 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	}
 	if e.qtry {
 		e.qtry, e.run = false, run{}
-		r.quotaKnown(h, e.quotaW, now, fmt.Sprintf("%d per %v sustained for %.0fs: the window's quota", e.quotaN(e.quotaW), e.quotaW, secs(el)))
+		w, shorter := e.quotaW, e.longW > 0
+		e.longW = 0
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v sustained for %.0fs: the window's quota", e.quotaN(w), w, secs(el)))
+		if shorter {
+			r.tryShorter(h, l, w, now)
+		}
 		return
 	}
 	passed := l.pace
@@ -703,6 +718,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 // enough to refine from, and the search careful.
 func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64, why string) {
 	e, c := &h.exp, &h.cap
+	r.releaseHeld(h, now)
 	if e.n1 == 0 {
 		// Pushed back at its very first request: the IP's budget was spent
 		// before (an earlier run, another client behind the same exit),
@@ -770,18 +786,24 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 	paceTest := windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep
 	w, fits := windowFit(e.t1, e.headD, rec)
 	how := "the window its recovery fits"
+	bracket := false
 	if !fits && e.recLo > 0 {
+		bracket = true
 		// The retry that recovered came after one pushed back: the
 		// recovery took between the two, and the window is the shortest
 		// usual one in there (haproxy's 20 per 10 s without a header: 20
 		// successes in 8.2 s, a retry pushed back 0.6 s after the 429,
 		// the next passed 8.7 s after it).
-		w, fits = shortestWindow(e.t1, e.headD, e.recLo, rec)
+		w, fits = shortestWindow(e.t1, e.headD, e.recLo, rec, e.thirdTry)
 		how = fmt.Sprintf("the shortest usual window between a retry pushed back %.1fs after the 429 and one passed %.1fs after it", secs(e.recLo), secs(rec))
 	}
 	fits = fits && !paceTest && !c.careful
 	if fits && windowed && e.n1 >= minQuota {
 		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.quotaN(w), w, how))
+		if ex := h.lanes[e.exit]; bracket && ex != nil {
+			e.shortLo = e.recLo
+			r.tryShorter(h, ex, w, now)
+		}
 		return
 	}
 	if c.careful || windowed {
@@ -892,6 +914,9 @@ func windowFit(t1, head, rec int64) (time.Duration, bool) {
 		return 0, false // a whole-second Retry-After or a first backoff, whatever the limit
 	}
 	for _, w := range commonWindows {
+		if w == thirdWindow {
+			continue // tried by the bare retries, not read from a recovery alone
+		}
 		t := runFor(int64(w), t1, head)
 		if d := t + rec; int64(w) <= d {
 			slack := int64(w) / 4
@@ -913,15 +938,36 @@ func windowFit(t1, head, rec int64) (time.Duration, bool) {
 // inside it (the 429 came while its first request still counted), and it
 // had ended when the lane recovered. recLo is when the lane was last pushed
 // back while recovering (0: not since the first 429): the window was still
-// running then.
-func shortestWindow(t1, head, recLo, rec int64) (time.Duration, bool) {
+// running then. third: the retries tried a third of a minute
+// (thirdWindow), which is read only then.
+func shortestWindow(t1, head, recLo, rec int64, third bool) (time.Duration, bool) {
 	if rec <= minWindow {
 		return 0, false
 	}
 	for i := len(commonWindows) - 1; i >= 0; i-- {
+		if commonWindows[i] == thirdWindow && !third {
+			continue // not tried: the retries went from under it to past half a minute
+		}
 		w := int64(commonWindows[i])
 		if t := runFor(w, t1, head); w > t+recLo && w <= t+rec {
 			return commonWindows[i], true
+		}
+	}
+	if recLo < maxRecovery {
+		return 0, false
+	}
+	// Pushed back a longest usual window on: the retries go a minute
+	// apart from then, and the usual windows longer than that are few
+	// and far apart (2, 5, 10 minutes...), so the one between two retries
+	// is the window (a bare 30 per 5 minutes, recovered between 4 and 5
+	// minutes after its 429, read as 30 per 10 minutes: half of it).
+	for _, u := range usualWindows {
+		w := int64(u)
+		if w <= maxRecovery {
+			continue
+		}
+		if t := runFor(w, t1, head); w > t+recLo && w <= t+rec {
+			return u, true
 		}
 	}
 	return 0, false
@@ -994,7 +1040,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 // wrong guess costs one lane a 429, not the pool.
 func (r *rules) tryQuota(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	w, ok := shortestWindow(e.t1, e.headD, 0, e.rec1)
+	w, ok := shortestWindow(e.t1, e.headD, 0, e.rec1, false)
 	if !ok || e.n1 < minQuota {
 		return false
 	}
@@ -1012,6 +1058,47 @@ func (r *rules) tryQuota(h *host, l *lane, x float64, now int64) bool {
 	e.quotaW, e.qtry, e.run = w, true, run{}
 	r.setExplorerPace(h, l, q, now, "bisect", fmt.Sprintf("pushed back within %d again: a window of %d; try %d per %v, the shortest usual window between the first run and its recovery", e.n1, e.n1, e.quotaN(w), w))
 	r.updateFollow(h, now, phaseNames[e.phase], "the window test was pushed back")
+	return true
+}
+
+// tryShorter starts the explorer l on the first run's quota over the next
+// usual window shorter than w (and not ended at shortLo), the window the
+// host settled on, read
+// between two retries of the first recovery (the shortest common window in
+// there; shortestWindow) or a shorter try that passed. A limit written in
+// an uncommon window (haproxy's 15 per 20 s, or 15 per 15 s whose counted
+// retries pushed the recovery past 16 s) read as the next common one kept
+// half to three quarters of it for the rest of the run. Passed over the
+// quota's try span (proofSpan), the shorter window is read and the next
+// shorter tried; pushed back, the host settles on w again at the cost of
+// the try's one 429 (the followers hold w's quota meanwhile, and go half
+// way to the try's once it passed a request more than its quota). Not a
+// window shorter than the first run, which fitted inside one, nor after a
+// run of few (fewRun).
+func (r *rules) tryShorter(h *host, l *lane, w time.Duration, now int64) bool {
+	e := &h.exp
+	if e.n1 < fewRun {
+		return false // a 429 is too much of what a run of few lets the lanes send (the third of a minute's retry, awaitRetry)
+	}
+	var u time.Duration
+	for _, c := range usualWindows {
+		if c >= w {
+			break
+		}
+		if int64(c) > runFor(int64(c), e.t1, e.headD)+e.shortLo {
+			u = c
+		}
+	}
+	if u == 0 {
+		return false
+	}
+	q := r.settle * e.quota(u)
+	if q <= h.cap.safe*(1+tolerance) {
+		return false
+	}
+	r.setPhase(h, l, expBisect, now, fmt.Sprintf("%d per %v read between two retries: try a shorter window", e.quotaN(w), w))
+	e.quotaW, e.qtry, e.run, e.longW = u, true, run{}, w
+	r.setExplorerPace(h, l, q, now, "bisect", fmt.Sprintf("try %d per %v, the next usual window under %v", e.quotaN(u), u, w))
 	return true
 }
 
@@ -1137,7 +1224,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// seen to recover; meanwhile assume the slowest usual window. A
 		// quick retry that succeeds reads as a bucket (the wait is only an
 		// upper bound on the recovery); one pushed back again, as a window.
-		e.awaitAt, e.awaitBroke = now, false
+		e.awaitAt, e.awaitBroke, e.thirdTry = now, false, false
 		rec, told = maxRecovery, false
 	}
 	r.firstEstimate(h, l, rec, told, now, fmt.Sprintf("recovery %v", time.Duration(rec)))
@@ -1278,6 +1365,15 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 	wtest := e.wtest > 0
 	e.reprobe, e.wtest = false, 0
 	r.count(h, l, now)
+	if e.qtry && e.longW > 0 {
+		// A shorter window's try pushed back: the window is the one read
+		// before it, and the lane, its window run out, waits it.
+		w := e.longW
+		e.qtry, e.longW = false, 0
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the try of a shorter window was pushed back", e.quotaN(w), w))
+		r.coolUntil(h, l, now+int64(w), now, "a shorter window's try pushed back: wait the window")
+		return
+	}
 	if e.qtry {
 		// The quota's try was pushed back: the window is longer than the
 		// shortest it could be. The search bisects under it.
@@ -1377,7 +1473,7 @@ func (r *rules) rereadWindow(h *host, l *lane, since, now int64) {
 	e, c := &h.exp, &h.cap
 	h.note(r, now, "explore", l.exit, "count", c.lo, 0, fmt.Sprintf(
 		"pushed back %.1fs after its last 429 without a success between: a bucket of the %.3g/s counted would have refilled; %d in %.1fs before that 429 read as a window's", secs(since), c.lo, e.lastN, secs(e.lastT)))
-	e.awaitAt, e.recLo, e.tries, e.pushed, e.secTry, e.secAt = e.endAt, since, 1, 2, false, 0
+	e.awaitAt, e.recLo, e.tries, e.pushed, e.secTry, e.secAt, e.thirdTry = e.endAt, since, 1, 2, false, 0, false
 	e.awaitBroke = false
 	e.n1, e.t1, e.headN, e.headD, e.k1, e.x1, e.ramped = e.lastN, e.lastT, 0, 0, -1, 0, 0
 	e.quotaW, e.tight, e.wtest, e.qtry, e.chain = 0, false, 0, false, chain{}
@@ -1476,13 +1572,18 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 // Half a minute is one (haproxy's and flask-limiter's 10 per 30 s without a
 // header read as 10 per minute: 48% of the limit), and the bare retries test
 // for it (halfWindow).
-var commonWindows = [...]time.Duration{time.Hour, time.Minute, halfWindow, shortestCommon}
+var commonWindows = [...]time.Duration{time.Hour, time.Minute, halfWindow, thirdWindow, shortestCommon}
 
 // shortestCommon is the shortest of commonWindows.
 const shortestCommon = 10 * time.Second
 
 // halfWindow is the common window between the shortest and a minute.
 const halfWindow = 30 * time.Second
+
+// thirdWindow is the common window between the shortest and half a minute:
+// tried by the bare retries only, not matched to a recovery on its own
+// (windowFit).
+const thirdWindow = 20 * time.Second
 
 // settleHere ends the search: every lane paces at Settle under what passed.
 func (r *rules) settleHere(h *host, l *lane, now int64, why string) {

@@ -58,6 +58,10 @@ type laneExtra struct {
 	ownAt   int64
 	fails   uint8
 	retried bool
+	// epPace is the pace of the lane's last 429 (rule again).
+	epPace float64
+	// held: the lane waits for the explorer's first recovery (awaitHold).
+	held bool
 	// ra is the last Retry-After the lane was told (ns): an echo of it,
 	// or of a shorter one, doubles the wait; a longer one is waited as said.
 	ra int64

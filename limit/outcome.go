@@ -3,6 +3,8 @@ package limit
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/exitgate/exitgate/backoff"
@@ -28,13 +30,19 @@ import (
 //     echo       a 429 with Retry-After on the lane's first request since its
 //                last 429 (no success between) reads nothing of its pace;
 //                the lane waits twice the Retry-After (up to 8 times).
+//     again      a 429 without one on a follower's first request since its
+//                last 429, sent slower than that one, before the host's
+//                counted window could end, reads nothing either; the lane
+//                waits the rest of the window.
 //  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
 //                the host limits site-wide, its own rate governs (hostrate.go).
 //  6. follow, tier
 //                a follower pushed back: alone, its own budget; several at
 //                once, everyone falls back (follow.go).
 //  7. cooldown   a 429 rests its lane: Retry-After, else backoff; an
-//                explorer resting long hands the search to another lane.
+//                explorer resting long hands the search to another lane;
+//                a follower pushed back while the explorer waits to retry
+//                its first 429 waits for it (awaitHold).
 //  8. busy       a 503 pauses the host and cuts its own rate; one without
 //                Retry-After while another lane succeeds is this lane's 429
 //                (laneBusy).
@@ -153,10 +161,39 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// and crawled at 15/min for the half hour scope takes to revert. The
 	// ramp reads such a 429 its own way (firstEstimate).
 	spent := l.c.ok == 0 && l.c.thr == 1 && h.exp.phase != expRamp && !echo
+	// Rule again: the bare echo. On a host that counts over a window, a
+	// lane pushed back at its first request since its last 429, before
+	// that window could have ended: the window still holds what the lane
+	// sent before, so nothing in it reads the pace it goes at now, and
+	// the lane waits the rest of the window. Read as a fall, each such
+	// 429 cut the host again: flask-limiter's bare 40 per 15 s, read as
+	// 40 per 10 s, had all ten lanes overshoot together, and their
+	// retries half a second on cut the host from 3.9/s to 0.2/s in three
+	// seconds (7% of the limit for the rest of the run).
+	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
+	again := o.RetryAfter == 0 && !echo && !spent && rec.first && l.eps > 0 && l.epAt != 0 &&
+		now-l.epAt < h.countedWindow() && h.exp.phase != expRamp && l.exit != h.exp.exit &&
+		l.x != nil && l.x.epPace > x*(1+tolerance)
 	if now-h.exp.quietAt <= burstGap && l.epAt >= h.exp.burstAt {
 		h.exp.repeat = true // pushed back twice in one burst of the host's
 	}
+	prevEp := l.epAt
 	l.epAt = now
+	if h.cap.windowed && o.RetryAfter == 0 {
+		l.extra().epPace = x
+	}
+	if again {
+		h.hostPushedBack(now)
+		l.serAt, l.serSent, l.serOK = now, 0, 0 // the budget is empty now, as after any 429
+		d := max(prevEp+h.countedWindow()-now, int64(r.backoffBase))
+		h.note(r, now, "again", l.exit, "cooldown", 0, secs(d), "pushed back again before the window could end: it still holds what the lane sent before; nothing read")
+		r.coolUntil(h, l, now+d, now, "pushed back again before the window could end: wait the rest of it")
+		if l.eps < 255 {
+			l.eps++
+		}
+		r.handOff(h, l, now)
+		return
+	}
 	checked := r.room429(h, l, now)
 	if h.cap.exact && !spent {
 		// Paced exactly at a fixed window's rate and still pushed back:
@@ -167,7 +204,6 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.cap.declared, h.cap.exact, h.cap.inexact = d, false, true
 		r.updateFollow(h, now, "declared", "Settle under the declared quota")
 	}
-	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
 	if !spent && !echo && !checked {
 		// (The headroom check's lane was sent above the declared pace on
 		// purpose: its 429 is the check's answer.)
@@ -332,6 +368,9 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		why = "a 429 without Retry-After: backoff"
 		if e := &h.exp; l.exit == e.exit && e.awaitAt != 0 {
 			d, why = r.awaitRetry(h, x, d, now)
+			r.extendHeld(h, now, now+d)
+		} else if w := r.awaitHold(h, l, now); w > d {
+			d, why = w, "a 429 without Retry-After while the explorer measures the first recovery: wait for it"
 		} else if e, c := &h.exp, &h.cap; l.exit == e.exit && c.windowed && !e.reprobe && e.phase != expSettled {
 			// The explorer searching a host that counts over a window (its
 			// first 429 took long to recover from), pushed back: its next
@@ -436,6 +475,21 @@ func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
 		e.tries++
 		fallthrough
 	case 3:
+		// A third of a minute from the run's first success first (with
+		// the same slack), unless the run outlasted it: a limit written
+		// per 20 s (haproxy's 15 per 20 s without a header), pushed back
+		// at 16 s and tried next at half a minute, read as 15 per 30 s,
+		// 58% of it for the rest of the run. On a longer window it costs
+		// one more 429, which a run of few cannot spare (a 429 is a
+		// quarter to a half of a percent of what 6 per half a minute
+		// or per minute let ten lanes send in two minutes).
+		if at := e.runStart() + int64(thirdWindow) + countedSlack(thirdWindow, e.n1, e.pushed); !e.thirdTry && e.n1 >= fewRun && e.t1+e.headD < int64(thirdWindow) && at-now > int64(time.Second) {
+			e.thirdTry = true
+			d = max(d, at-now)
+			why = "pushed back again without Retry-After: wait for a window of a third of a minute from the run's start"
+			e.tries-- // the half minute's retry comes next
+			break
+		}
 		// Half a minute from the run's first success, and the
 		// slack a count over two periods (haproxy's) needs to let
 		// go of enough of the run and its 429s (countedSlack): a
@@ -485,7 +539,7 @@ func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
 			// retries weigh too much in such a count for that
 			// (six per minute: 40% of a period more), and the
 			// whole window goes on below.
-			d = max(d, rest)
+			d = rest // no backoff's jitter: the retry measures (one 429 more grew it past the window's end)
 			why = "pushed back a window after the run's start: wait for the longest usual window from the 429"
 			break
 		}
@@ -563,3 +617,94 @@ func countedSlack(w time.Duration, n1 int32, pushed uint8) int64 {
 	f := float64(pushed+1) / float64(n1+int32(pushed))
 	return int64(float64(w) * min(0.5, max(1.0/24, f)))
 }
+
+// countedWindow is the window a host that counts over one (capacity's
+// windowed) counts a lane's requests over: its quota's window when read,
+// else the recovery the careful span was made of; 0 when it counts none.
+func (h *host) countedWindow() int64 {
+	c := &h.cap
+	if !c.windowed {
+		return 0
+	}
+	w := c.quotaW
+	if w <= 0 {
+		w = c.span * 4 / 5
+	}
+	return min(w, maxRecovery)
+}
+
+// awaitHold is how long follower l, pushed back without a Retry-After while
+// the explorer waits to retry its first 429, waits (0: not held): until
+// the explorer's retry and a longest usual window more, or less once the
+// explorer recovers (releaseHeld). Its own window is spent, and a retry of
+// its own tells no more than the explorer's, each one a 429 (and one more
+// counted against it by a server that counts what it rejects): a bare
+// 30 per 5 minutes held the followers at the cautious 30 per minute, and
+// each, its window spent, retried every 5 s for four minutes (30% of 429s).
+func (r *rules) awaitHold(h *host, l *lane, now int64) int64 {
+	e := &h.exp
+	if e.awaitAt == 0 || l.exit == e.exit || h.led || !h.exploring() {
+		return 0
+	}
+	ex := h.lanes[e.exit]
+	if ex == nil || ex.cool <= now {
+		return 0
+	}
+	l.extra().held = true
+	return ex.cool - now + maxRecovery
+}
+
+// extendHeld keeps the followers held by awaitHold past the explorer's next
+// retry, at, pushed back again at now: they go once it recovers
+// (releaseHeld), not with it. A lane whose hold ran out is held no more.
+func (r *rules) extendHeld(h *host, now, at int64) {
+	for _, l := range h.heldLanes() {
+		if l.cool <= now {
+			l.x.held = false
+			continue
+		}
+		if l.cool < at+maxRecovery {
+			d := at + maxRecovery - l.cool
+			h.c.ThrottledNs += d
+			l.c.cooled(d)
+			l.cool = at + maxRecovery
+			r.rekey(h, l)
+		}
+	}
+}
+
+// releaseHeld lets the followers held by awaitHold go once the explorer's
+// first recovery is read: each tries again within a second, in turn, and
+// the time it was held beyond that is no longer counted as throttled.
+func (r *rules) releaseHeld(h *host, now int64) {
+	i := int64(0)
+	for _, l := range h.heldLanes() {
+		l.x.held = false
+		at := now + i*int64(heldStagger)
+		i++
+		if l.cool <= at {
+			continue
+		}
+		d := l.cool - at
+		h.c.ThrottledNs -= min(d, h.c.ThrottledNs)
+		l.c.coolMs -= uint32(min(d/1e6, int64(l.c.coolMs)))
+		l.cool = at
+		r.rekey(h, l)
+	}
+}
+
+// heldLanes returns the lanes awaitHold holds, in their exits' order (a
+// map's is random, and a virtual run must repeat exactly).
+func (h *host) heldLanes() []*lane {
+	var held []*lane
+	for _, l := range h.lanes {
+		if l.x != nil && l.x.held {
+			held = append(held, l)
+		}
+	}
+	slices.SortFunc(held, func(a, b *lane) int { return strings.Compare(a.exit, b.exit) })
+	return held
+}
+
+// heldStagger spaces the held followers' first tries after their release.
+const heldStagger = 50 * time.Millisecond

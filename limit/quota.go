@@ -594,6 +594,7 @@ func (r *rules) bucketQuota(h *host, l *lane, now int64) {
 	// ceiling a re-probe pushed back at its first step gives back.
 	c.pass, c.sent, c.follow, c.hi, c.at = pace, pace, pace, pace*reprobeStep, now
 	e.exit, e.run, e.chain, e.awaitAt = l.exit, run{}, chain{}, 0
+	r.releaseHeld(h, now)
 	e.quietAt, e.okSince = now, 0
 	h.reprobeFrom(pace)
 	r.setPhase(h, l, expBisect, now, "a declared bucket: explore above its reading")

@@ -162,6 +162,7 @@ func (r *rules) explorerLost(h *host, l *lane, now int64) {
 	}
 	if e.awaitAt != 0 {
 		e.awaitAt, e.tries, e.recLo, e.pushed = 0, 0, 0, 0
+		r.releaseHeld(h, now)
 		r.updateFollow(h, now, "explore", "the explorer's recovery will not be seen: the first 429's careful reading stands")
 	}
 	r.passSearch(h, l, h.challenger(l, now), now, "the explorer's exit failed as a proxy: another lane explores for the host")

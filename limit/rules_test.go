@@ -1591,10 +1591,14 @@ func TestBoundedRecovery(t *testing.T) {
 		lo, rec    float64
 		settled    bool
 		wantFollow float64
+		wantTry    time.Duration // the shorter window the explorer tries (tryShorter)
 	}{
-		{"10 s between the retries", 0.56, 8.7, true, r.settle * 2},
-		{"no usual window between them", 9.3, 20, false, 0},
-		{"half a minute between them", 9.3, 25, true, r.settle * 20 / 30},
+		{"10 s between the retries", 0.56, 8.7, true, r.settle * 2, 0},
+		{"no usual window between them", 9.3, 20, false, 0, 0},
+		// Half a minute read, 20 s not ruled out (the retries went from
+		// 17.5 s to 33.2 s after the run's start): the followers hold 20
+		// per 30 s, and the explorer tries 20 per 20 s.
+		{"half a minute between them", 9.3, 25, false, r.settle * 20 / 30, 20 * time.Second},
 	} {
 		h := hostWith(r, "e", "f")
 		h.cap.pass = 3.88
@@ -1611,8 +1615,11 @@ func TestBoundedRecovery(t *testing.T) {
 		if got := h.exp.phase == expSettled; got != tc.settled {
 			t.Errorf("%s: settled %v, want %v (phase %s)", tc.name, got, tc.settled, phaseNames[h.exp.phase])
 		}
-		if tc.settled && !near(f.pace, tc.wantFollow) {
+		if tc.wantFollow > 0 && !near(f.pace, tc.wantFollow) {
 			t.Errorf("%s: follower at %v, want %v", tc.name, f.pace, tc.wantFollow)
+		}
+		if tc.wantTry > 0 && (!h.exp.qtry || h.exp.quotaW != tc.wantTry || !near(e.pace, r.settle*20/tc.wantTry.Seconds())) {
+			t.Errorf("%s: explorer at %v (try %v of %v), want Settle under 20 per %v", tc.name, e.pace, h.exp.qtry, h.exp.quotaW, tc.wantTry)
 		}
 		if !tc.settled && !h.cap.careful {
 			t.Errorf("%s: not careful after a long recovery", tc.name)

@@ -246,8 +246,8 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 }
 
 func flaskTarget(name string, limit int, window time.Duration, fixed, headers bool) Target {
-	unit := map[time.Duration]string{time.Second: "second", 10 * time.Second: "10 seconds", 30 * time.Second: "30 seconds", time.Minute: "minute"}[window]
-	span := map[time.Duration]string{time.Second: "a second", 10 * time.Second: "10 seconds", 30 * time.Second: "30 seconds", time.Minute: "a minute"}[window]
+	unit := map[time.Duration]string{time.Second: "second", 10 * time.Second: "10 seconds", 15 * time.Second: "15 seconds", 30 * time.Second: "30 seconds", time.Minute: "minute", 2 * time.Minute: "2 minutes"}[window]
+	span := map[time.Duration]string{time.Second: "a second", 10 * time.Second: "10 seconds", 15 * time.Second: "15 seconds", 30 * time.Second: "30 seconds", time.Minute: "a minute", 2 * time.Minute: "2 minutes"}[window]
 	spec := fmt.Sprintf("%d per %s", limit, unit)
 	strategy, algo := "moving-window", server.LimitsMoving
 	algorithm := fmt.Sprintf("moving window (a log of the accepted requests of the last %s)", span)
@@ -332,6 +332,8 @@ func Targets() []Target {
 		flaskTarget("flask-fixed-60-per-min-bare", 60, time.Minute, true, false),
 		flaskTarget("flask-fixed-10-per-30s-bare", 10, 30*time.Second, true, false),
 		flaskTarget("flask-fixed-50-per-10s-bare", 50, 10*time.Second, true, false),
+		flaskTarget("flask-fixed-40-per-15s-bare", 40, 15*time.Second, true, false),
+		flaskTarget("flask-fixed-20-per-2min-bare", 20, 2*time.Minute, true, false),
 		flaskTarget("flask-fixed-20-per-min", 20, time.Minute, true, true),
 		flaskTarget("flask-fixed-6-per-min", 6, time.Minute, true, true),
 		expressTarget("express-30-per-min", 30, time.Minute),
