@@ -833,10 +833,7 @@ func TestAwaitHold(t *testing.T) {
 	for e.cool < sec(60) {
 		r.cooldown(h, e, 15.52, 0, false, e.cool, 0.5) // the explorer's retries, pushed back
 	}
-	f, g := h.lanes["f"], h.lanes["g"]
-	if g == nil {
-		g = h.newLane(r, "g", 0, sec(0))
-	}
+	f, g := h.lanes["f"], h.newLane(r, "g", 0, sec(0))
 	now := e.cool - int64(time.Second)
 	f.hot = true
 	r.throttled(h, f, ticketRec{at: now, laneIv: interval(0.42)}, &Outcome{}, now, now, 0.5)

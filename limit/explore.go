@@ -948,8 +948,7 @@ func shortestWindow(t1, head, recLo, rec int64, third bool) (time.Duration, bool
 		if commonWindows[i] == thirdWindow && !third {
 			continue // not tried: the retries went from under it to past half a minute
 		}
-		w := int64(commonWindows[i])
-		if t := runFor(w, t1, head); w > t+recLo && w <= t+rec {
+		if inBracket(commonWindows[i], t1, head, recLo, rec) {
 			return commonWindows[i], true
 		}
 	}
@@ -962,15 +961,19 @@ func shortestWindow(t1, head, recLo, rec int64, third bool) (time.Duration, bool
 	// is the window (a bare 30 per 5 minutes, recovered between 4 and 5
 	// minutes after its 429, read as 30 per 10 minutes: half of it).
 	for _, u := range usualWindows {
-		w := int64(u)
-		if w <= maxRecovery {
-			continue
-		}
-		if t := runFor(w, t1, head); w > t+recLo && w <= t+rec {
+		if int64(u) > maxRecovery && inBracket(u, t1, head, recLo, rec) {
 			return u, true
 		}
 	}
 	return 0, false
+}
+
+// inBracket reports whether a window w could be the one a first run of t1
+// (and the ramp's head) ran out: still running recLo after the 429, ended
+// rec after it.
+func inBracket(w time.Duration, t1, head, recLo, rec int64) bool {
+	t := runFor(int64(w), t1, head)
+	return int64(w) > t+recLo && int64(w) <= t+rec
 }
 
 // runFor is the length of the first run a window of w held: the whole run
@@ -1085,7 +1088,7 @@ func (r *rules) tryShorter(h *host, l *lane, w time.Duration, now int64) bool {
 		if c >= w {
 			break
 		}
-		if int64(c) > runFor(int64(c), e.t1, e.headD)+e.shortLo {
+		if inBracket(c, e.t1, e.headD, e.shortLo, math.MaxInt64/2) {
 			u = c
 		}
 	}

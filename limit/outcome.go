@@ -370,6 +370,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 			d, why = r.awaitRetry(h, x, d, now)
 			r.extendHeld(h, now, now+d)
 		} else if w := r.awaitHold(h, l, now); w > d {
+			l.extra().held = true
 			d, why = w, "a 429 without Retry-After while the explorer measures the first recovery: wait for it"
 		} else if e, c := &h.exp, &h.cap; l.exit == e.exit && c.windowed && !e.reprobe && e.phase != expSettled {
 			// The explorer searching a host that counts over a window (its
@@ -650,7 +651,6 @@ func (r *rules) awaitHold(h *host, l *lane, now int64) int64 {
 	if ex == nil || ex.cool <= now {
 		return 0
 	}
-	l.extra().held = true
 	return ex.cool - now + maxRecovery
 }
 
