@@ -130,6 +130,15 @@ func TestWindowedExplorerWaits(t *testing.T) {
 // without headers).
 func settledOnQuota(t *testing.T, r *rules) *host {
 	t.Helper()
+	h := readOnQuota(t, r)
+	passProof(r, h, h.lanes["a"], sec(17.3))
+	return h
+}
+
+// readOnQuota is settledOnQuota before the explorer a proved the quota
+// (proveQuota): its recovering retry passed at 17.3 s.
+func readOnQuota(t *testing.T, r *rules) *host {
+	t.Helper()
 	h := hostWith(r, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
 	a := h.lanes["a"]
 	h.cap.pass = 0.97 // the ramp passed 0.97/s
@@ -440,6 +449,7 @@ func TestHalfMinuteWindow(t *testing.T) {
 			t.Fatalf("%s: retry at %v, want half a minute and a count's slack from the run's start (%v)", tc.name, time.Duration(e.cool-at0), time.Duration(want-at0))
 		}
 		r.exploreOK(h, e, e.cool, e.cool)
+		passProof(r, h, e, e.cool)
 		if h.exp.phase != expSettled {
 			t.Fatalf("%s: passed half a minute on: phase %s, want settled", tc.name, phaseNames[h.exp.phase])
 		}
@@ -922,7 +932,82 @@ func TestThirdMinuteWindow(t *testing.T) {
 		t.Fatalf("retry at %v, want a third of a minute and a count's slack from the run's start (%v)", time.Duration(e.cool-at0), time.Duration(want-at0))
 	}
 	r.exploreOK(h, e, e.cool, e.cool)
+	passProof(r, h, e, e.cool)
 	if f := h.lanes["f"]; h.exp.phase != expSettled || h.cap.quotaW != int64(thirdWindow) || !near(f.pace, r.settle*15/20) {
 		t.Errorf("passed a third of a minute on: phase %s, window %v, follower at %v; want settled on 15 per 20 s", phaseNames[h.exp.phase], time.Duration(h.cap.quotaW), f.pace)
+	}
+}
+
+// passProof passes the proof of a window's quota that the settled explorer
+// l reads between two retries (proveQuota): proofRun successes at its pace
+// after the one at at.
+func passProof(r *rules, h *host, l *lane, at int64) {
+	for h.exp.proof > 0 {
+		at += interval(l.pace)
+		r.exploreOK(h, l, at, at)
+	}
+}
+
+// TestProveQuota: a window's quota read between two retries of the first
+// recovery is proven by the explorer before the followers take it; they go
+// half way meanwhile. A bucket's refill reads the same (nginx's 10r/m with
+// a burst of 10: 12 in 7.1 s, a retry pushed back 0.5 s after the 429 and
+// one passed 8.1 s after it, read as 12 per 10 s, seven times the rate,
+// and every follower was pushed back at it), and so does a moving window
+// freeing the first run's requests one by one. Pushed back in the proof,
+// the explorer tries the ramp's first pace, which a moving window frees at
+// least as fast and the bucket's bound is under: pushed back again, a
+// bucket, searched between its bounds with its burst off the followers'
+// series; passed, a window longer than read.
+func TestProveQuota(t *testing.T) {
+	r := testRules(t, Config{})
+	quota := r.settle * 0.5 // Settle under 5 per 10 s
+
+	h := readOnQuota(t, r)
+	a, b := h.lanes["a"], h.lanes["b"]
+	held := b.pace
+	if h.exp.proof != proofRun || !near(a.pace, quota) || held >= quota*(1-tolerance) || held <= h.exp.proofFollow {
+		t.Fatalf("read: proof %d, explorer at %v, follower at %v; want the explorer at %v and the follower half way from %v", h.exp.proof, a.pace, held, quota, h.exp.proofFollow)
+	}
+	passProof(r, h, a, sec(17.3))
+	if !near(b.pace, quota) {
+		t.Errorf("proven: follower at %v, want %v", b.pace, quota)
+	}
+
+	// A bucket: pushed back at the proof's first request, and again at
+	// the ramp's first pace.
+	h = readOnQuota(t, r)
+	a, b = h.lanes["a"], h.lanes["b"]
+	b.serAt, b.serSent = sec(0), 12 // the follower's series holds the burst it spent
+	at := sec(17.3) + interval(a.pace)
+	r.throttled(h, a, ticketRec{at: at, laneIv: interval(a.pace)}, &Outcome{}, at, at, 0.5)
+	if !h.exp.suspect || !near(a.pace, r.startPace()) || b.pace > held {
+		t.Fatalf("proof pushed back: suspect %v, explorer at %v, follower at %v; want the ramp's first pace %v, the follower held", h.exp.suspect, a.pace, b.pace, r.startPace())
+	}
+	at2 := at + interval(a.pace)
+	r.throttled(h, a, ticketRec{at: at2, laneIv: interval(a.pace)}, &Outcome{}, at2, at2, 0.5)
+	lo, hi := 0.5/12.1, 2/secs(at2-sec(5.2))
+	if h.exp.suspect || h.exp.phase != expBisect || h.cap.quotaN != 0 || h.cap.windowed || h.cap.hi > hi*(1+1e-9) {
+		t.Fatalf("pushed back again: suspect %v, phase %s, quota %v, windowed %v, ceiling %v; want a bucket under %v", h.exp.suspect, phaseNames[h.exp.phase], h.cap.quotaN, h.cap.windowed, h.cap.hi, hi)
+	}
+	if want := r.settle * math.Sqrt(lo*hi); !near(b.pace, want) {
+		t.Errorf("bucket: follower at %v, want Settle under the middle of %v and %v (%v)", b.pace, lo, hi, want)
+	}
+	if h.cap.extra < 4 || b.serSent != 12-int32(h.cap.extra) {
+		t.Errorf("bucket: burst %v, follower's series %d; want the first run's burst taken off it", h.cap.extra, b.serSent)
+	}
+
+	// A moving window: the ramp's first pace passes.
+	h = readOnQuota(t, r)
+	a, b = h.lanes["a"], h.lanes["b"]
+	r.throttled(h, a, ticketRec{at: at, laneIv: interval(a.pace)}, &Outcome{}, at, at, 0.5)
+	passProof(r, h, a, at)
+	// (Here the ramp's first pace is the quota's: passed and pushed back
+	// within 4%, the search settles at once.)
+	if h.exp.suspect || h.exp.proof != 0 || h.cap.quotaN != 0 || !h.cap.windowed || !near(h.cap.pass, r.startPace()) {
+		t.Fatalf("the ramp's pace passed: suspect %v, proof %d, quota %v, windowed %v, pass %v; want a window searched from %v", h.exp.suspect, h.exp.proof, h.cap.quotaN, h.cap.windowed, h.cap.pass, r.startPace())
+	}
+	if b.pace < r.settle*r.startPace()*(1-1e-9) {
+		t.Errorf("window: follower at %v, want at least Settle under the ramp's first pace", b.pace)
 	}
 }

@@ -70,7 +70,16 @@
 //     them, 2 or 5 minutes, is read). Where a shorter usual window was not
 //     ruled out, the explorer then tries its quota over the span a quota's
 //     try takes: passed, that window is read and the next shorter tried;
-//     pushed back, the host settles on the longer one again. While the
+//     pushed back, the host settles on the longer one again. A quota read
+//     between two retries is proven first: the followers go half way
+//     until the explorer passes two more at it (a bucket's refill reads
+//     the same, nginx's burst and its rate of 10 a minute as 12 per 10
+//     s). Pushed back in the proof, the explorer tries the ramp's first
+//     pace, which a moving window or sliding log frees the first run's
+//     requests at least as fast as: passed, a window longer than read,
+//     searched from there; pushed back again, a bucket, searched between
+//     the bounds its refills since the 429 set, its burst taken off the
+//     followers' series. While the
 //     explorer waits to retry its first 429, a follower pushed back
 //     without a Retry-After waits for it, and goes once it recovers. Pushed back at the first pace's second request, a
 //     pace limit with no burst: its Retry-After, if any, is only the

@@ -273,6 +273,8 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	case l.exit == h.exp.exit && r.bareRetry(h, l, o, rec.first, now):
 	case l.exit == h.exp.exit && h.exp.phase != expSettled:
 		r.explore429(h, l, x, ser.run, now)
+	case l.exit == h.exp.exit && (h.exp.proof > 0 || h.exp.suspect):
+		r.proofPushed(h, l, x, now)
 	case l.exit == h.exp.exit && atLeast(x, h.cap.follow):
 		// The settled explorer pushed back at the pace everyone holds:
 		// what it passed was a burst, or the limit moved down; unless the

@@ -135,6 +135,7 @@ func (r *rules) handAwait(h *host, l *lane, wait, d, now int64) bool {
 func (r *rules) passSearch(h *host, l, ch *lane, now int64, why string) {
 	e := &h.exp
 	e.exit, e.run, e.retest, e.okAt = "", run{}, false, 0
+	e.proof, e.suspect = 0, false // a proof is the lane's own
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
 	r.setPace(h, l, h.followPace(r))
 	if ch == nil {

@@ -1612,6 +1612,7 @@ func TestBoundedRecovery(t *testing.T) {
 			r.cooldown(h, e, 7.76, 0, false, sec(8.2)+secondWindow, 0.5)
 		}
 		r.exploreOK(h, e, sec(8.2+tc.rec), sec(8.2+tc.rec))
+		passProof(r, h, e, sec(8.2+tc.rec))
 		if got := h.exp.phase == expSettled; got != tc.settled {
 			t.Errorf("%s: settled %v, want %v (phase %s)", tc.name, got, tc.settled, phaseNames[h.exp.phase])
 		}

@@ -340,3 +340,9 @@ const bareRefills = 3
 // request should have ended its retry goes (awaitRetry): the server's clock
 // and the path put the end a little later than the client reckons it.
 const windowEndSlack = int64(time.Second / 4)
+
+// proofRun is how many successes the settled explorer passes at a window's
+// quota read between two retries of its first recovery before the
+// followers take it (proveQuota): a bucket of under two thirds of that
+// pace, refilled one request at the recovery, pushes it back within them.
+const proofRun = 2
