@@ -320,7 +320,11 @@ func TestTwinVariant(t *testing.T) {
 		sc.Config.Algorithm != base.Config.Algorithm || sc.Path != base.Path || sc.Name != "twin-nginx-30r-m:quota=20:retry-after=0s:burst=11" {
 		t.Errorf("variant %+v (%s), want nginx 20 per minute, burst 11, no Retry-After, on the twin's path", sc.Config.Policy, sc.Name)
 	}
+	if sc, err := TwinVariant("twin-nginx-30r-m"); err != nil || sc.Name != base.Name || sc.Config.Policy != base.Config.Policy {
+		t.Errorf("a twin without fields: %v, %v; want the twin itself", sc.Name, err)
+	}
 	for spec, want := range map[string]string{
+		"twin-nginx-30r-m:":              `field "": want key=value`,
 		"per-ip-token-bucket:quota=2":    "no twin",
 		"twin-nginx-30r-m:quota=x":       `field "quota=x"`,
 		"twin-nginx-30r-m:window":        `field "window": want key=value`,

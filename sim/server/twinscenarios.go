@@ -180,7 +180,8 @@ func TwinByName(target string) (Scenario, bool) {
 // fields, each key=value after a colon, of quota (requests a window),
 // window (a duration), retry-after (a duration, 0s for none: the constant
 // Retry-After on 429s) and burst (the model's Burst: nginx's burst plus one,
-// x/time/rate's burst), e.g. "twin-nginx-30r-m:quota=20:retry-after=0s".
+// x/time/rate's burst), e.g. "twin-nginx-30r-m:quota=20:retry-after=0s";
+// a twin's name alone is the twin itself.
 // The model is calibrated at its target's parameters only; a variant finds
 // where to look on a real server, it does not stand for one.
 func TwinVariant(spec string) (Scenario, error) {
@@ -188,6 +189,9 @@ func TwinVariant(spec string) (Scenario, error) {
 	sc, ok := ScenarioByName(name)
 	if !ok || !strings.HasPrefix(name, "twin-") {
 		return Scenario{}, fmt.Errorf("twin variant %q: no twin %q", spec, name)
+	}
+	if fields == "" && !strings.Contains(spec, ":") {
+		return sc, nil // the twin itself
 	}
 	for _, f := range strings.Split(fields, ":") {
 		k, v, ok := strings.Cut(f, "=")
