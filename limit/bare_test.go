@@ -1011,3 +1011,26 @@ func TestProveQuota(t *testing.T) {
 		t.Errorf("window: follower at %v, want at least Settle under the ramp's first pace", b.pace)
 	}
 }
+
+// TestRampFirstStepOnly: a first 429 after no more than the ramp's first
+// step's run of two, and a quick recovery, reads one of them over the run
+// and its recovery, not the ramp's pace: a bucket of a burst of two passes
+// that run at any pace (nginx's 10r/m with a burst of 1 passed 0.485/s,
+// read 2 in 7.2 s, and every follower, at either, was pushed back: 13
+// 429s in two minutes, 4 now).
+func TestRampFirstStepOnly(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	e, f := h.lanes["e"], h.lanes["f"]
+	h.cap.pass = r.startPace() // the ramp's first step passed: two requests
+	r.endRamp(h, e, 2*r.startPace(), series{at: sec(0), ok: 2, run: 0}, 0, sec(3.1))
+	r.cooldown(h, e, 2*r.startPace(), 0, false, sec(3.1), 0.5)
+	at := e.cool
+	r.exploreOK(h, e, at, at) // the retry a bucket's refill on passed
+	if want := 1 / secs(at-sec(0)); !near(h.cap.safe, want) || !near(f.pace, r.settle*want) {
+		t.Errorf("estimate %v, follower at %v; want one of the two over the run and its recovery (%v), the follower Settle under it", h.cap.safe, f.pace, want)
+	}
+	if f.pace >= r.startPace() {
+		t.Errorf("follower at %v: at or above what the ramp's first step passed (%v)", f.pace, r.startPace())
+	}
+}

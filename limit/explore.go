@@ -912,6 +912,17 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		}
 	} else {
 		c.pass, c.sent = e.ramped, e.ramped // no burst, a quick recovery: what the ramp passed holds
+		if n := e.n1 + e.headN; n <= rampRun && n > 1 {
+			// Unless the ramp passed no more than a run of its first
+			// step: a bucket of a burst of two passes that at any pace,
+			// and the run's count, less the one its burst held, is all
+			// that is read (nginx's 10r/m with a burst of 1 passed
+			// 0.485/s, read 2 in 7.2 s, and every follower, at either,
+			// was pushed back).
+			q := max(r.minLane, float64(n-1)/secs(e.t1+e.headD+rec))
+			h.note(r, now, "explore", l.exit, "estimate", c.safe, q, fmt.Sprintf("the ramp passed only its first step's run of %d: a burst of two passes that at any pace; one of them over the run and its recovery", n))
+			c.safe, c.pass, c.sent = q, q, q
+		}
 	}
 	if ex := h.lanes[e.exit]; fits && ex != nil && e.phase == expRefine {
 		// One success, then a 429 and a wait that fit a window: a quota

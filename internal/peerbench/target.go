@@ -305,6 +305,7 @@ func Targets() []Target {
 		nginxTarget("nginx-20r-m-ra10", 1.0/3, "20r/m", 0, false, "10"),
 		nginxTarget("nginx-10r-m-ra1", 1.0/6, "10r/m", 0, false, "1"),
 		nginxTarget("nginx-10r-m-burst10", 1.0/6, "10r/m", 10, false, ""),
+		nginxTarget("nginx-10r-m-burst1", 1.0/6, "10r/m", 1, false, ""),
 		haproxyTarget("haproxy-20-per-10s", 20, 10*time.Second, ""),
 		haproxyTarget("haproxy-100-per-10s-bare", 100, 10*time.Second, ""),
 		haproxyTarget("haproxy-5-per-10s", 5, 10*time.Second, ""),

@@ -50,6 +50,10 @@ func TestTwinFloors(t *testing.T) {
 		// burst over the rate: above 100%. What is left: the bucket's
 		// search proves a step a minute at this rate.
 		{"twin-nginx-10r-m-burst10", 1.15, 0.68, 0.03, 7},
+		// nginx 10r/m with a burst of 1: the ramp's first step's run of
+		// two passes at any pace; read as the ramp's pace, every follower
+		// went three times the rate (7.07% of 429s, 13 learning).
+		{"twin-nginx-10r-m-burst1", 0.88, 0.87, 0.025, 4},
 		// A moving window of a small quota, declared: paced with a
 		// sliding counter's headroom (1-0.6/5 of it), 89% before; its
 		// resets move with each hit, and an even pace under its quota

@@ -98,6 +98,8 @@ func Twins() []Scenario {
 			with(ra(time.Second), Nginx, Policy{Quota: 10, Window: time.Minute, Burst: 1})),
 		twin("twin-nginx-10r-m-burst10", "nginx limit_req 10r/m, burst=10 nodelay, bare 429: the burst and one pass in the ramp's first run, then one per 6 s",
 			with(Config{}, Nginx, Policy{Quota: 10, Window: time.Minute, Burst: 11})),
+		twin("twin-nginx-10r-m-burst1", "nginx limit_req 10r/m, burst=1 nodelay, bare 429: two requests pass at any pace, the ramp's first step's run, then one per 6 s",
+			with(Config{}, Nginx, Policy{Quota: 10, Window: time.Minute, Burst: 2})),
 		twin("twin-haproxy-20-per-10s", "HAProxy http_req_rate(10s) gt 20, tracked before the deny (denied requests count), bare 429",
 			with(Config{}, HAProxy, Policy{Quota: 20, Window: 10 * time.Second})),
 		twin("twin-haproxy-100-per-10s-bare", "HAProxy http_req_rate(10s) gt 100, denied requests count, bare 429: the ramp runs the quota out in 11 s, its first steps outside the window",
