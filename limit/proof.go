@@ -10,9 +10,10 @@ import (
 // first run's requests as they age, read the same there; the explorer
 // tells them apart before the followers take the reading.
 
-// proveQuota holds the followers at follow until the explorer, settled on
-// a window's quota read between two retries of its first recovery, passes
-// proofRun more at its pace: the retry that passed may have been a bucket's
+// proveQuota holds the followers half way (geometrically) from follow, the
+// pace they held, until the explorer, settled on a window's quota read
+// between two retries of its first recovery, passes proofRun more at its
+// pace (updateFollow): the retry that passed may have been a bucket's
 // refill, not a window's end (nginx's 10r/m with a burst of 10: 12 in 7.1 s,
 // a retry pushed back 0.5 s after the 429 and one passed 8.1 s after it,
 // read as 12 per 10 s, seven times its rate; every follower took it and
@@ -28,9 +29,10 @@ func (e *explorer) proveQuota(follow float64, from, ok int64) {
 // so does a moving window, a sliding log or counter, whose count frees the
 // first run's requests one by one as they age (flask-limiter's moving 15
 // per 15 s read as 15 per 10 s: the retry that passed freed the run's first
-// request only). The two read five times apart: the bucket's rate is under
-// what passed since the 429, the window's about the first run over the time
-// from its start to the recovery (firstEstimate's careful reading). Such a
+// request only). The two readings lie far apart (five to seven times on
+// nginx's per-minute buckets): the bucket's rate is under what passed
+// since the 429, plus one, over the time since; the window's is about the
+// first run over the time from its start to the recovery. Such a
 // window frees the first run's requests at least as fast as the run sent
 // them, and it began at the ramp's first pace: the explorer tests that
 // pace, followers held. proofRun passed there is a window (windowRead);
