@@ -1010,6 +1010,15 @@ func TestProveQuota(t *testing.T) {
 	if b.pace < r.settle*r.startPace()*(1-1e-9) {
 		t.Errorf("window: follower at %v, want at least Settle under the ramp's first pace", b.pace)
 	}
+
+	// A search that starts again (followers pushed back meanwhile) ends
+	// the proof, and the followers' hold with it.
+	h = readOnQuota(t, r)
+	b = h.lanes["b"]
+	r.fallBack(h, b, b.pace, sec(18), "followers pushed back")
+	if h.exp.proof != 0 || h.exp.suspect || h.exp.phase == expSettled {
+		t.Errorf("a fall in the proof: proof %d, suspect %v, phase %s; want the proof over and the search on", h.exp.proof, h.exp.suspect, phaseNames[h.exp.phase])
+	}
 }
 
 // TestRampFirstStepOnly: a first 429 after no more than the ramp's first

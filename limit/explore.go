@@ -521,6 +521,11 @@ func (r *rules) setExplorerPace(h *host, l *lane, m float64, now int64, rule, wh
 func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
 	h.note(r, now, "explore", l.exit, "phase", float64(h.exp.phase), float64(p), why)
 	h.exp.phase = p
+	if p != expSettled {
+		// A quota's proof is a settled host's: a search that starts again
+		// (a fall, a re-probe) ends it, and the followers' hold with it.
+		h.exp.proof, h.exp.suspect = 0, false
+	}
 }
 
 // proofSpan is how long the explorer must sustain a pace for it to pass.
@@ -845,8 +850,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.quotaN(w), w, how))
 		if ex := h.lanes[e.exit]; bracket && ex != nil {
 			e.shortLo = e.recLo
-			if r.tryShorter(h, ex, w, now) && e.proof > 0 {
-				e.proof = 0 // the try is the proof (a bucket pushes it back at once)
+			if held := e.proof > 0; r.tryShorter(h, ex, w, now) && held {
+				// The try is the proof (a bucket pushes it back at once),
+				// and it ended the quota's (setPhase).
 				r.updateFollow(h, now, "bisect", fmt.Sprintf("%d per %v", e.quotaN(w), w))
 			}
 		}
