@@ -776,7 +776,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		r.updateFollow(h, now, "explore", "the followers keep their pace")
 		return
 	}
-	safe := float64(e.n1+e.headN) / secs(e.t1+e.headD+rec) // the whole run: the cautious reading
+	safe := e.wholeRun(rec) // the whole run: the cautious reading
 	if e.ramped > 0 {
 		safe = min(safe, e.ramped)
 	}
@@ -1166,6 +1166,12 @@ func (r *rules) tryShorter(h *host, l *lane, w time.Duration, now int64) bool {
 	e.quotaW, e.qtry, e.run, e.longW = u, true, run{}, w
 	r.setExplorerPace(h, l, q, now, "bisect", fmt.Sprintf("try %d per %v, the next usual window under %v", e.quotaN(u), u, w))
 	return true
+}
+
+// wholeRun is the first run's cautious reading with the recovery rec: its
+// successes (the ramp's head too) over the time they took and rec.
+func (e *explorer) wholeRun(rec int64) float64 {
+	return float64(e.n1+e.headN) / secs(max(e.t1+e.headD+rec, 1))
 }
 
 // quota is the first run's successes over the window w, in req/s: what a

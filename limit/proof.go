@@ -71,7 +71,7 @@ func (r *rules) windowRead(h *host, l *lane, now int64) {
 	c.quotaN, c.quotaW, c.edgeAt = 0, 0, 0
 	c.careful, c.windowed = true, true
 	c.pass, c.sent, c.at = l.pace, l.pace, now
-	c.safe = max(l.pace, float64(e.n1+e.headN)/secs(max(e.t1+e.headD+e.rec1, 1)))
+	c.safe = max(l.pace, e.wholeRun(e.rec1))
 	r.setPhase(h, l, expBisect, now, "a window longer than read")
 	r.nextBisect(h, l, now)
 	r.updateFollow(h, now, "bisect", "a window longer than read")

@@ -187,12 +187,12 @@ func TwinByName(target string) (Scenario, bool) {
 // The model is calibrated at its target's parameters only; a variant finds
 // where to look on a real server, it does not stand for one.
 func TwinVariant(spec string) (Scenario, error) {
-	name, fields, _ := strings.Cut(spec, ":")
+	name, fields, hasFields := strings.Cut(spec, ":")
 	sc, ok := ScenarioByName(name)
 	if !ok || !strings.HasPrefix(name, "twin-") {
 		return Scenario{}, fmt.Errorf("twin variant %q: no twin %q", spec, name)
 	}
-	if fields == "" && !strings.Contains(spec, ":") {
+	if !hasFields {
 		return sc, nil // the twin itself
 	}
 	for _, f := range strings.Split(fields, ":") {
