@@ -156,7 +156,11 @@
 // a moving one), or exactly at it on a window seen to be fixed;
 // what remains is a hard stop, never a pace (quota.go); on a sliding counter
 // or a moving window that stop ends one interval at the declared rate after
-// the answer, not at a reset that frees nothing at once. An inferred window is the first usual one (10 s, a minute...)
+// the answer, not at a reset that frees nothing at once. Before any lane of
+// the host saw its window roll (fixed, or a sliding counter's, which
+// pushes back a lane that spent it at its reset), one lane goes at its
+// reset and the others a second or an interval later, or when its answer
+// tells the kind. An inferred window is the first usual one (10 s, a minute...)
 // at least as long as the longest reset seen, and at most the smallest move
 // of a reset. Where the sliding counter's headroom is large (a limit of 4 or
 // fewer), one lane goes without it for ten windows first: pushed back, it

@@ -91,6 +91,10 @@ type capacity struct {
 	// rest.
 	declared float64
 	win      quota
+	// roll is the lane chosen to go at the first roll's reset (rollProbe),
+	// rollAt that reset; "" = none yet.
+	roll   string
+	rollAt int64
 	// exact: the declared quota is a fixed window, paced at its rate
 	// without Settle's margin (quota.go); inexact: a 429 came while it
 	// was, and the margin is back for good. bucket: the declared limit

@@ -77,6 +77,9 @@ type quota struct {
 	// less than it declares (declared429), strictAt when that last grew.
 	strict   float64
 	strictAt int64
+	// probe: this lane goes at the first roll's reset (rollProbe), the
+	// others of its host a little after it (firstRoll).
+	probe bool
 }
 
 // bucketCheck watches whether Remaining moves as a count per window would:
@@ -243,6 +246,25 @@ func (q *quota) readyAt() int64 {
 				return q.seen + iv
 			}
 		}
+		if q.firstRoll() && !q.probe {
+			// Nothing has rolled yet on any lane of the host: its window
+			// may be fixed (the reset frees all of it) or a sliding
+			// counter's, which weighs the window just ended in whole at
+			// the next one's start, so a lane that spent all of it is
+			// pushed back at the reset. Lanes started together reach their
+			// resets together: gofiber's sliding 12 per 10 s pushed back
+			// all ten at the first roll, each for a 10-s Retry-After. A
+			// second later (resets are told in whole seconds) or an
+			// interval, if longer, the window just ended weighs a request
+			// less. One lane, the probe (rollProbe), goes at its reset: a
+			// fixed window passes it, and the others go as soon as its
+			// answer says so.
+			wait := int64(time.Second)
+			if rate := q.rate(); rate > 0 {
+				wait = max(wait, int64(1e9/rate))
+			}
+			return q.reset + wait
+		}
 		if q.fixed && q.opened > 0 && q.answered-q.openedAns < q.newWindowMove() {
 			// The window that ran out opened at its first hit, no later
 			// than the answer to it: it ends within a window of that
@@ -259,6 +281,14 @@ func (q *quota) readyAt() int64 {
 		return 0 // a known window: the pace is set from it, what remains a stop
 	}
 	return q.nextAt
+}
+
+// firstRoll reports whether the lane waits for a window's first roll of its
+// host with nothing known of the window's kind: no move of a reset seen,
+// neither sliding nor fixed, on this lane or another (known), and no short
+// guess, whose reserve sends one request at the reset to tell.
+func (q *quota) firstRoll() bool {
+	return q.step == 0 && !q.sliding && !q.fixed && !q.known && !q.moving() && q.reserve() <= 1
 }
 
 // reserve is how much of what remains stops a lane: the last request,
@@ -531,6 +561,7 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 			h.q = &quota{}
 		}
 		h.q.update(o, now, h.inFlight)
+		h.q.probe = true // one quota for every lane: no lock step to break
 		return
 	}
 	if l.q == nil {
@@ -548,6 +579,7 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	// Every lane sees the same window: what one lane inferred about it
 	// holds for all (the longest reset, the smallest move).
 	hq := &h.cap.win
+	wasKnown := hq.step > 0 || hq.sliding || hq.fixed
 	hq.limit, hq.window = l.q.limit, l.q.window
 	hq.wMax = max(hq.wMax, l.q.wMax)
 	if l.q.step > 0 && (hq.step == 0 || l.q.step < hq.step) {
@@ -557,6 +589,7 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	hq.check.overFull = hq.check.overFull || l.q.check.overFull
 	hq.fixed = (hq.fixed || l.q.fixed) && !hq.sliding
 	l.q.known = hq.step > 0 || hq.sliding || hq.fixed
+	r.rollProbe(h, l, wasKnown)
 	exact := hq.fixed && hq.grid() && !h.cap.inexact
 	d := r.declaredRate(hq, exact)
 	if d <= 0 || d == h.cap.declared && exact == h.cap.exact {
@@ -571,6 +604,39 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	r.roomRestart(h, now) // a headroom check waits on the new pace
 	h.exp.exit = ""
 	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")
+}
+
+// rollProbe chooses the lane that goes at the first roll's reset
+// (quota.firstRoll): of those whose quota ran out before anything rolled,
+// the one whose reset comes first.
+// Its answer tells the window's kind (or its 429 tells a sliding counter's,
+// one 429 where every lane started with it drew one); once the kind is
+// known the lanes held past their resets go.
+func (r *rules) rollProbe(h *host, l *lane, wasKnown bool) {
+	if l.q.known {
+		if !wasKnown {
+			for _, o := range h.lanes {
+				if o.q != nil && !o.q.known {
+					o.q.known = true
+					r.rekey(h, o)
+					h.raised = true // a lane held past its reset may go now
+				}
+			}
+		}
+		return
+	}
+	c := &h.cap
+	if l.q.probe || l.q.rem >= l.q.reserve() || !l.q.firstRoll() || c.roll != "" && l.q.reset >= c.rollAt {
+		return
+	}
+	// The lane whose reset comes first probes: lanes that started
+	// together run out in any order, and a later probe held the others
+	// past their resets (fastify's 20 per minute lost a request a lane).
+	if p := h.lanes[c.roll]; p != nil && p.q != nil {
+		p.q.probe = false
+		r.rekey(h, p)
+	}
+	c.roll, c.rollAt, l.q.probe = l.exit, l.q.reset, true
 }
 
 // bucketQuota handles a declared limit seen to be a bucket's capacity

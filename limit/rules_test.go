@@ -792,12 +792,18 @@ func TestFixedWindowLateReset(t *testing.T) {
 	if got := q.readyAt(); got != q.reset {
 		t.Errorf("a new window without its first answer: ready at %.3fs, want its reset %.3fs", secs(got-at0), secs(q.reset-at0))
 	}
-	// Not known fixed (a sliding counter, or not known yet): the reset.
+	// Not known fixed (a sliding counter, or not known yet): the reset for
+	// the lane that probes the first roll, a second after it for the
+	// others (TestFirstRollProbe).
 	q = &quota{}
 	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 9, HasRemaining: true, ResetIn: 1980 * time.Millisecond}, sec(10.02), 0)
 	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 0, HasRemaining: true, ResetIn: 1100 * time.Millisecond}, sec(10.9), 0)
+	if got, want := q.readyAt(), q.reset+int64(time.Second); got != want {
+		t.Errorf("window of unknown kind: ready at %.3fs, want a second after its reset %.3fs", secs(got-at0), secs(want-at0))
+	}
+	q.probe = true
 	if got := q.readyAt(); got != q.reset {
-		t.Errorf("window of unknown kind: ready at %.3fs, want its reset %.3fs", secs(got-at0), secs(q.reset-at0))
+		t.Errorf("window of unknown kind, the roll's probe: ready at %.3fs, want its reset %.3fs", secs(got-at0), secs(q.reset-at0))
 	}
 }
 
@@ -2117,5 +2123,72 @@ func TestQuotaReserve(t *testing.T) {
 	e.update(&Outcome{Quota: 30, Remaining: 1, HasRemaining: true}, sec(1.25), 0)
 	if e.rem != 1 || e.reset != sec(2.25) {
 		t.Errorf("an answer 50 ms past its stated reset: rem %g, reset at %.2fs; want 1 and 2.25s", e.rem, secs(e.reset-at0))
+	}
+}
+
+// TestFirstRollProbe: lanes that spent a declared quota before anything
+// rolled wait past their reset, but one, the probe, goes at it: its answer
+// tells the window's kind, and the others go when it does. gofiber's
+// sliding 12 per 10 s pushed back all ten lanes at the first roll, each for
+// a 10-s Retry-After.
+func TestFirstRollProbe(t *testing.T) {
+	r := testRules(t, Config{})
+	spend := func(h *host, name string) *lane {
+		l := h.lanes[name]
+		r.declared(h, l, &Outcome{Quota: 12, Remaining: 11, HasRemaining: true, ResetIn: 10 * time.Second}, sec(0))
+		for i := range 12 {
+			l.q.take(sec(0.8 * float64(i)))
+		}
+		r.declared(h, l, &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9))
+		return l
+	}
+	for _, tc := range []struct {
+		name string
+		rem  float64 // what the probe's answer after the roll says remains
+	}{
+		{"fixed", 11},  // the reset freed all of it
+		{"sliding", 0}, // the window just ended still counts
+	} {
+		h := hostWith(r, "e", "f", "g")
+		e, f, g := spend(h, "e"), spend(h, "f"), spend(h, "g")
+		if !e.q.probe || f.q.probe || g.q.probe {
+			t.Fatalf("%s: probes e %v f %v g %v; want the first lane to run out", tc.name, e.q.probe, f.q.probe, g.q.probe)
+		}
+		if got := e.q.readyAt(); got != sec(10) {
+			t.Errorf("%s: the probe is ready at %v, want its reset (10 s)", tc.name, secs(got-at0))
+		}
+		// A second after the reset: an interval at 12 per 10 s is shorter.
+		if got := f.q.readyAt(); got != sec(11) {
+			t.Errorf("%s: another lane is ready at %v, want a second after its reset (11 s)", tc.name, secs(got-at0))
+		}
+		e.q.take(sec(10))
+		h.raised = false
+		r.declared(h, e, &Outcome{Quota: 12, Remaining: tc.rem, HasRemaining: true, ResetIn: 10 * time.Second}, sec(10))
+		if !h.raised || !f.q.known || !g.q.known {
+			t.Errorf("%s: after the probe's answer raised %v, f known %v, g known %v; want the others told", tc.name, h.raised, f.q.known, g.q.known)
+		}
+		if got := f.q.readyAt(); got > sec(10) {
+			t.Errorf("%s: after the probe's answer another lane is ready at %v, want now (10 s)", tc.name, secs(got-at0))
+		}
+	}
+
+	// The lane whose reset comes first probes, whichever ran out first.
+	h := hostWith(r, "e", "f")
+	e, f := spend(h, "e"), h.lanes["f"]
+	r.declared(h, f, &Outcome{Quota: 12, Remaining: 11, HasRemaining: true, ResetIn: 9 * time.Second}, sec(0.5))
+	r.declared(h, f, &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, ResetIn: 500 * time.Millisecond}, sec(9))
+	if e.q.probe || !f.q.probe {
+		t.Errorf("a lane resetting at 9.5 s after one resetting at 10 s: probes e %v f %v, want f alone", e.q.probe, f.q.probe)
+	}
+	if got := e.q.readyAt(); got != sec(11) {
+		t.Errorf("the lane no longer the probe is ready at %v, want a second after its reset (11 s)", secs(got-at0))
+	}
+
+	// One quota for the whole site: no lanes to keep out of lock step.
+	h = hostWith(r, "e", "f")
+	h.scope = ScopeHost
+	r.declared(h, h.lanes["e"], &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9))
+	if got := h.q.readyAt(); got != sec(10) {
+		t.Errorf("site-wide quota ready at %v, want its reset (10 s)", secs(got-at0))
 	}
 }
