@@ -96,7 +96,7 @@ type capacity struct {
 	roll   string
 	rollAt int64
 	// exact: the declared quota is a fixed window, paced at its rate
-	// without Settle's margin (quota.go); inexact: a 429 came while it
+	// without Settle's margin (declared.go); inexact: a 429 came while it
 	// was, and the margin is back for good. bucket: the declared limit
 	// turned out a bucket's capacity (bucketQuota): never a ceiling again.
 	exact, inexact, bucket bool

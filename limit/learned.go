@@ -40,7 +40,7 @@ type LearnedHost struct {
 	// pushed back); empty while unchecked.
 	DeclaredHeadroom string `json:"declared_headroom,omitempty"`
 	// DeclaredStrict is how many requests a window the server was seen to
-	// allow less than it declares (quota.go, declared429).
+	// allow less than it declares (declared.go, declared429).
 	DeclaredStrict float64 `json:"declared_strict,omitempty"`
 	Careful        bool    `json:"careful,omitempty"`
 	Windowed       bool    `json:"windowed,omitempty"`

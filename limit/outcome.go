@@ -47,7 +47,7 @@ import (
 //                Retry-After while another lane succeeds is this lane's 429
 //                (laneBusy).
 //  9. ban        a block page quarantines the lane.
-// 10. declared   a declared quota sets every lane's pace (quota.go).
+// 10. declared   a declared quota sets every lane's pace (declared.go).
 // 11. spacing    every answer: a lane whose answer came late is held back
 //                by as much (acquire.go, spaceAfter).
 
