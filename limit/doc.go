@@ -37,7 +37,8 @@
 // Servers limit what they can see: behind a pool, the exit's IP, and a
 // server that limits per IP gives every IP the same budget, as a rule. So
 // one lane per host, the explorer, searches for one lane's budget, and the
-// other lanes (the followers) pace at what it passed (explore.go; its
+// other lanes (the followers) pace at what it passed (explore.go; the first
+// 429's reading in firstread.go, the followers' pace in followers.go, its
 // counts between 429s in count.go, re-probes and hand-offs in reprobe.go):
 //
 //   - ramp: from Settle under Config.FirstGuess (so that its doublings sit

@@ -20,8 +20,8 @@ import (
 //                without on one lane; a 429 on it ends the check
 //                (headroom.go).
 //  3. ramp, refine, bisect, reprobe, explore
-//                the explorer's search (explore.go, count.go,
-//                reprobe.go), on its successes and its 429s (a burst it
+//                the explorer's search (explore.go, firstread.go,
+//                count.go, reprobe.go), on its successes and its 429s (a burst it
 //                measures, a window test, a stale ceiling tried again);
 //                tier: a follower with a budget of its own climbs back on
 //                its successes (follow.go).
