@@ -157,8 +157,9 @@ func readOnQuota(t *testing.T, r *rules) *host {
 // 0.6/N of the quota) on every lane and stays settled: read as a lane's own
 // budget, then as a fall, httprate's 5 per 10 s drew ten 429s at once every
 // minute and searched again from 66% of the limit. The other lanes pushed
-// back at the same edge change nothing more; pushed back under the
-// headroom later (half the lanes at once), the limit moved and the host
+// back at the same edge, within two windows, change nothing more; pushed
+// back at the headroom later, the host keeps a whole request (the second
+// edge); under that (half the lanes at once), the limit moved and the host
 // falls back.
 func TestQuotaEdge(t *testing.T) {
 	r := testRules(t, Config{})
@@ -193,13 +194,30 @@ func TestQuotaEdge(t *testing.T) {
 	if ab.own() == 0 && again.exp.phase == expSettled && near(again.cap.follow, want) {
 		t.Errorf("the edge's lane pushed back again 2 s on: nothing read, want its own ceiling or a fall back")
 	}
-	for i, name := range []string{"c", "d", "e", "f", "g"} { // half the lanes at once
-		now := sec(70 + 0.1*float64(i))
-		h.addEvidence(r, evEntry{exit: name, at: now, pace: want}) // as the outcome does
-		r.follow429(h, h.lanes[name], want, series{}, now)
+	// Another lane pushed back at the headroom within two windows of the
+	// edge: what it sent at the faster pace still counts in a sliding
+	// counter's estimate (it weighs the window before too); the same edge.
+	d := h.lanes["d"]
+	r.follow429(h, d, want, series{}, sec(55))
+	if !near(h.cap.follow, want) || h.exp.phase != expSettled || d.own() > 0 {
+		t.Errorf("a lane at the headroom 15 s after the edge: follow %v (own %v), phase %s; want %v, settled", h.cap.follow, d.own(), phaseNames[h.exp.phase], want)
 	}
-	if h.exp.phase == expSettled && near(h.cap.follow, want) {
-		t.Errorf("pushed back under the headroom: still settled at %v, want a fall back", h.cap.follow)
+	// Pushed back at the headroom two windows on: a counter that counts the
+	// request itself in full keeps a whole request (the second edge, 1 -
+	// 1.2/N), settled still; the simulator's sliding 10 per 10 s fell to a
+	// careful search from 64% of it before.
+	r.follow429(h, h.lanes["e"], want, series{}, sec(61))
+	want2 := (1 - 2*slidingRoom/5) * 0.5
+	if !near(h.cap.follow, want2) || h.exp.phase != expSettled {
+		t.Errorf("pushed back at the headroom 21 s after the edge: follow %v, phase %s; want %v, settled", h.cap.follow, phaseNames[h.exp.phase], want2)
+	}
+	for i, name := range []string{"c", "d", "e", "f", "g"} { // half the lanes at once
+		now := sec(90 + 0.1*float64(i))
+		h.addEvidence(r, evEntry{exit: name, at: now, pace: want2}) // as the outcome does
+		r.follow429(h, h.lanes[name], want2, series{}, now)
+	}
+	if h.exp.phase == expSettled && near(h.cap.follow, want2) {
+		t.Errorf("pushed back under the second edge's headroom: still settled at %v, want a fall back", h.cap.follow)
 	}
 }
 

@@ -76,10 +76,12 @@ type capacity struct {
 	// quotaN per quotaW is the window's quota the host settled on
 	// without a header (quotaKnown; 0: none); edgeAt is when a lane was
 	// pushed back at its pace, from when the sliding counter's headroom
-	// is kept (quotaEdge; 0: not yet).
+	// is kept (quotaEdge; 0: not yet), edges how many requests of it a
+	// window, in slidingRoom steps (at most maxEdges).
 	quotaN float64
 	quotaW int64
 	edgeAt int64
+	edges  uint8
 	// extra is how many requests beyond its rate the server let a lane
 	// send in a burst, as far as the explorer's pushbacks showed (0: none
 	// seen). A run of n successes evenly paced at p then proves only
@@ -1006,7 +1008,7 @@ func (h *host) hostPushedBack(now int64) {
 // whether it applied.
 func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	if c.edgeAt != 0 && now-c.edgeAt <= sympathySpan && atLeast(x, c.follow) {
+	if c.edgeAt != 0 && now-c.edgeAt <= max(sympathySpan, 2*c.quotaW) && atLeast(x, c.follow) {
 		if xl := l.extra(); xl.edgeAt != c.edgeAt {
 			// Another lane at the same edge: the lanes that went in step
 			// reach it together. Each once: a lane pushed back again is
@@ -1018,14 +1020,20 @@ func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 			return true
 		}
 	}
-	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edgeAt != 0 || c.declared > 0 || !atLeast(x, c.follow) {
+	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edges >= maxEdges || c.declared > 0 || !atLeast(x, c.follow) {
 		return false
 	}
-	room := 1 - slidingRoom/c.quotaN
+	if c.edgeAt != 0 && now-c.edgeAt <= 2*c.quotaW {
+		// Pushed back within two windows of the last edge (a sliding
+		// counter weighs the last window too): what the lane sent at
+		// the faster pace still counts. A fall, if the pushbacks go on.
+		return false
+	}
+	room := 1 - float64(c.edges+1)*slidingRoom/c.quotaN
 	if room >= r.settle {
 		return false // a large quota: Settle's margin covers the half request
 	}
-	c.edgeAt = now
+	c.edgeAt, c.edges = now, c.edges+1
 	l.extra().edgeAt = now
 	q := c.quotaN / secs(c.quotaW)
 	p := room * q / r.settle // held at Settle under it (heldPace)

@@ -265,6 +265,15 @@ const sameEpisode = int64(2 * time.Second)
 // of such a limit (0.94 for 10 per minute, 0.88 for 5 per 10 s).
 const slidingRoom = 0.6
 
+// maxEdges is how many times a host settled on a window's quota read
+// without a header keeps slidingRoom more of it, pushed back at its pace
+// (quotaEdge): httprate rounds its estimate and lets an even pace through
+// to half a request under the quota, a counter that counts the request
+// itself in full to one request under it (the simulator's sliding window:
+// 10 per 10 s passes 9 for good, and its lanes, pushed back at 94%, fell to
+// a careful search from 64%).
+const maxEdges = 2
+
 // busyPeerSpan is how recently another lane must have succeeded for a 503
 // without Retry-After to read as a per-IP limit's (laneBusy).
 const busyPeerSpan = int64(2 * time.Second)

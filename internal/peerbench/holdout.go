@@ -60,6 +60,17 @@ func Holdouts() []Target {
 			"X-RateLimit-Limit, -Remaining, -Reset (seconds to the window's end) on requests let through", "seconds to the window's end (429s only)",
 			"limiter.New(limiter.Config{Max: 12, Expiration: 10 * time.Second, LimiterMiddleware: limiter.SlidingWindow{}})",
 			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(12, 10*time.Second, true), nil })),
+		// Added on 2026-12-04's seventeenth session, after the simulator's
+		// bare sliding window (a counter that counts the request itself in
+		// full, as fiber's does) showed the learner pushed back under the
+		// sliding edge's half request: the learner's second edge was
+		// measured on it, so it is held out from the twins only.
+		countsDenied(holdoutGo("fiber-sliding-10-per-10s-bare", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "sliding window (the previous window weighted by its overlap), a clock of whole seconds", 10, 10*time.Second, 0,
+			"none (stripped by a wrapper)", "none (stripped)",
+			"limiter.New(limiter.Config{Max: 10, Expiration: 10 * time.Second, LimiterMiddleware: limiter.SlidingWindow{}}) with X-RateLimit-* and Retry-After deleted",
+			func() (func(http.Handler) http.Handler, error) {
+				return peers.Strip(peers.Fiber(10, 10*time.Second, true)), nil
+			})),
 		countsDenied(holdoutGo("fiber-fixed-30-per-min", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "fixed window opened by the client's first request, a clock of whole seconds", 30, time.Minute, 0,
 			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
 			"limiter.New(limiter.Config{Max: 30, Expiration: time.Minute})",

@@ -201,6 +201,12 @@ func HTTPRate(limit int, window time.Duration, strip bool) func(http.Handler) ht
 	if !strip {
 		return mw
 	}
+	return Strip(mw)
+}
+
+// Strip wraps a limiter middleware so that its answers carry no rate-limit
+// header (X-RateLimit-*, Retry-After): the same limiter, bare.
+func Strip(mw func(http.Handler) http.Handler) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		inner := mw(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
