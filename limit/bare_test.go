@@ -157,10 +157,11 @@ func readOnQuota(t *testing.T, r *rules) *host {
 // 0.6/N of the quota) on every lane and stays settled: read as a lane's own
 // budget, then as a fall, httprate's 5 per 10 s drew ten 429s at once every
 // minute and searched again from 66% of the limit. The other lanes pushed
-// back at the same edge, within two windows, change nothing more; pushed
-// back at the headroom later, the host keeps a whole request (the second
-// edge); under that (half the lanes at once), the limit moved and the host
-// falls back.
+// back at the same edge, within two windows, change nothing more (and at
+// an edge each other lane skips a request: its counter still holds what it
+// sent at the faster pace); pushed back at the headroom later, the host
+// keeps a whole request (the second edge); under that (half the lanes at
+// once), the limit moved and the host falls back.
 func TestQuotaEdge(t *testing.T) {
 	r := testRules(t, Config{})
 	h := settledOnQuota(t, r)
@@ -169,12 +170,19 @@ func TestQuotaEdge(t *testing.T) {
 	if !near(x, r.settle*0.5) {
 		t.Fatalf("followers at %v, want Settle under 5 per 10 s (%v)", x, r.settle*0.5)
 	}
+	c.tat = sec(40.5) // its next send, at the quota's pace
+	cTat := c.tat
 	r.follow429(h, b, x, series{}, sec(40))
 	want := (1 - slidingRoom/5) * 0.5
 	for _, l := range h.lanes {
 		if !near(l.pace, want) {
 			t.Errorf("lane %s at %v after the edge, want %v", l.exit, l.pace, want)
 		}
+	}
+	// Every other lane skips a request: its counter still holds what it
+	// sent at the faster pace.
+	if got, least := c.tat, cTat+interval(want); got < least {
+		t.Errorf("another lane's next send %v after the edge, want a skipped request: at least %v", time.Duration(got-cTat), time.Duration(least-cTat))
 	}
 	if h.exp.phase != expSettled {
 		t.Errorf("phase %s after the edge, want settled", phaseNames[h.exp.phase])

@@ -1045,6 +1045,17 @@ func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 	if ex := h.lanes[e.exit]; ex != nil {
 		r.setExplorerPace(h, ex, c.follow, now, "settled", "the explorer paces with the others")
 	}
+	// Every other lane's counter still holds what it sent at the pace
+	// just pushed back, for up to two windows: each skips one request,
+	// as the pushed-back lane's 429 spent one of its own. Sent on at the
+	// headroom, the lanes in step met the same edge one after another
+	// (six 429s in 10 s on gofiber's bare sliding 10 per 10 s).
+	for _, o := range h.lanes {
+		if o != l && o.tat != 0 {
+			o.tat += interval(o.pace)
+			r.rekey(h, o)
+		}
+	}
 	return true
 }
 
