@@ -132,6 +132,13 @@ func (c *capacity) pairDone() bool {
 // ceil records a pushback at x, now, as the ceiling.
 func (c *capacity) ceil(x float64, now int64) { c.hi, c.hiAt, c.at = x, now, now }
 
+// setQuota settles on a window's quota of n per w ns read without a header
+// (0, 0: none), with no sliding edge met on it yet (quotaEdge): the edges
+// belong to the quota they were met on.
+func (c *capacity) setQuota(n float64, w int64) {
+	c.quotaN, c.quotaW, c.edgeAt, c.edges = n, w, 0, 0
+}
+
 // Explorer phases.
 const (
 	expRamp uint8 = iota

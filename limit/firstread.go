@@ -417,7 +417,7 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 	h.note(r, now, "explore", lane, "estimate", c.safe, q, why)
 	c.safe, c.pass, c.sent, c.at = q, q, q, now
 	c.careful, c.windowed = true, true
-	c.quotaN, c.quotaW, c.edgeAt, c.edges = float64(e.quotaN(w)), int64(w), 0, 0
+	c.setQuota(float64(e.quotaN(w)), int64(w))
 	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
 	if c.hi > 0 {
 		h.note(r, now, "explore", lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
@@ -610,7 +610,7 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	e, c := &h.exp, &h.cap
 	e.wtest, e.run = 0, run{}
 	c.careful, c.windowed, c.span = false, false, 0
-	c.quotaN, c.quotaW, c.edgeAt, c.edges = 0, 0, 0, 0
+	c.setQuota(0, 0)
 	c.pass, c.sent, c.at = l.pace, l.pace, now
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", e.n1+2, l.pace))
 	c.ceil(e.x1, now)

@@ -68,7 +68,7 @@ func (r *rules) windowRead(h *host, l *lane, now int64) {
 	e, c := &h.exp, &h.cap
 	e.proof, e.suspect = 0, false
 	h.note(r, now, "explore", l.exit, "floor", c.pass, l.pace, fmt.Sprintf("%d passed at %.3g/s after the quota's pace was pushed back: a window longer than read, freeing the first run's requests as they age, not a bucket", proofRun, l.pace))
-	c.quotaN, c.quotaW, c.edgeAt, c.edges = 0, 0, 0, 0
+	c.setQuota(0, 0)
 	c.careful, c.windowed = true, true
 	c.pass, c.sent, c.at = l.pace, l.pace, now
 	c.safe = max(l.pace, e.wholeRun(e.rec1))
@@ -103,7 +103,8 @@ func (r *rules) refillRead(h *host, l *lane, x float64, now int64) {
 	r.count(h, l, now)
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, min(x, hi), fmt.Sprintf("pushed back after %d since the 429: the recovery was a bucket's refill, about %.3g/s and under %.3g/s, not a window's end", e.proofN, lo, hi))
 	c.ceil(min(x, hi), now)
-	c.quotaN, c.quotaW, c.edgeAt, c.edges, c.windowed = 0, 0, 0, 0, false
+	c.setQuota(0, 0)
+	c.windowed = false
 	// The estimate is the middle: the followers, who paced under the
 	// rate until now, hold their burst in reserve, and the explorer, its
 	// bucket just emptied, is pushed back within seconds where the middle

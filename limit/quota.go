@@ -283,11 +283,12 @@ func (q *quota) readyAt() int64 {
 }
 
 // firstRoll reports whether the lane waits for a window's first roll of its
-// host with nothing known of the window's kind: no move of a reset seen,
-// neither sliding nor fixed, on this lane or another (known), and no short
-// guess, whose reserve sends one request at the reset to tell.
+// host with nothing known of the window's kind: no move of a reset seen (so
+// no moving window either), neither sliding nor fixed, on this lane or
+// another (known), and no short guess, whose reserve sends one request at
+// the reset to tell.
 func (q *quota) firstRoll() bool {
-	return q.step == 0 && !q.sliding && !q.fixed && !q.known && !q.moving() && q.reserve() <= 1
+	return q.step == 0 && !q.sliding && !q.fixed && !q.known && q.reserve() <= 1
 }
 
 // reserve is how much of what remains stops a lane: the last request,
