@@ -126,6 +126,7 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	}
 	rec.first = l.eps > 0 && l.serSent == 0
 	l.serSent++
+	rec.over = r.awaitCount(h, l, now)
 	l.inFlight++
 	h.inFlight++
 	h.seq++

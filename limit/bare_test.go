@@ -1069,3 +1069,99 @@ func TestRampFirstStepOnly(t *testing.T) {
 		t.Errorf("follower at %v: at or above what the ramp's first step passed (%v)", f.pace, r.startPace())
 	}
 }
+
+// TestAwaitCount: while the first 429's recovery is unknown, the followers
+// that have sent what the explorer's first run held are held at that
+// count; one goes on past it, and its answer tells them all: passed, their
+// windows end within what they sent and they go on; pushed back, they wait
+// for the explorer's recovery. flask-limiter's bare 20 per 2 minutes: the
+// nine followers, at the cautious reading of a minute's window, each sent a
+// 21st request 70 s on, nine 429s at once. A first run under awaitMin holds
+// nobody (a count that small is most likely a minute's, and a follower's
+// wait for the answer costs an interval at the cautious pace).
+func TestAwaitCount(t *testing.T) {
+	r := testRules(t, Config{})
+	ready := func(string, int64) (int64, bool) { return 0, false }
+	take := func(h *host, pool *exitPool, name string, at int64) (Ticket, int64) {
+		t.Helper()
+		l := h.lanes[name]
+		at = max(at, r.laneReady(l))
+		res := r.acquire(h, pool, "h", Want{Pin: name}, at, ready)
+		if !res.ok {
+			t.Fatalf("%s not let go at %v", name, time.Duration(at-at0))
+		}
+		return res.ticket, at
+	}
+	start := func(n1 int32) (*host, *exitPool, *lane) {
+		h, e := bareFirst429(r, 7.76, n1, 8, 8.1)
+		pool := newPool([]Exit{{ID: "e"}, {ID: "f"}, {ID: "g"}, {ID: "k"}})
+		for _, name := range []string{"g", "k"} {
+			h.newLane(r, name, 0, sec(0))
+		}
+		r.paceFollowers(h)
+		for _, name := range []string{"f", "g", "k"} {
+			l := h.lanes[name]
+			l.serAt, l.serSent = sec(0), n1-1
+		}
+		return h, pool, e
+	}
+	held := func(l *lane) bool { return l.x != nil && l.x.held && l.x.counted }
+
+	h, pool, e := start(20)
+	take(h, pool, "f", sec(63)) // f's 20th: it goes on
+	take(h, pool, "g", sec(63)) // g's and k's 20th: held
+	take(h, pool, "k", sec(63))
+	g, k := h.lanes["g"], h.lanes["k"]
+	if held(h.lanes["f"]) || !held(g) || !held(k) || h.exp.over != "f" {
+		t.Fatalf("at the first run's count: f held %v, g %v, k %v, over %q; want f to go on, g and k held", held(h.lanes["f"]), held(g), held(k), h.exp.over)
+	}
+	if want := e.cool + maxRecovery; r.laneReady(g) < want {
+		t.Errorf("g held until %v, want the explorer's retry and a window more (%v)", time.Duration(r.laneReady(g)-at0), time.Duration(want-at0))
+	}
+	tk, at := take(h, pool, "f", sec(63)) // f's 21st: past the count
+	if rec := h.tickets[tk.Seq]; !rec.over {
+		t.Fatalf("f's 21st request not marked as the one past the count")
+	}
+	// Passed: g and k go on.
+	if !r.release(h, tk, false, &Outcome{Verdict: verdict.OK}, at+int64(time.Second), 0.5) {
+		t.Fatal("release")
+	}
+	if held(g) || held(k) || !h.exp.overRead || r.laneReady(g) > at+int64(time.Second)+2*int64(heldStagger) {
+		t.Errorf("f passed past the count: g held %v until %v, k held %v; want them let go", held(g), time.Duration(r.laneReady(g)-at0), held(k))
+	}
+	take(h, pool, "g", 0)
+	if held(g) {
+		t.Errorf("g held again once f passed past the count")
+	}
+
+	// Pushed back: g and k wait for the explorer's recovery.
+	h, pool, e = start(20)
+	for e.cool < sec(63) {
+		r.cooldown(h, e, 7.76, 0, false, e.cool, 0.5) // the explorer's retries, pushed back
+	}
+	take(h, pool, "f", sec(63))
+	take(h, pool, "g", sec(63))
+	take(h, pool, "k", sec(63))
+	tk, at = take(h, pool, "f", sec(63))
+	now := at + int64(time.Second)
+	if !r.release(h, tk, false, &Outcome{Verdict: verdict.Throttled}, now, 0.5) {
+		t.Fatal("release")
+	}
+	g, k = h.lanes["g"], h.lanes["k"]
+	if !held(g) || !held(k) || h.exp.overRead {
+		t.Fatalf("f pushed back past the count: g held %v, k held %v; want both held", held(g), held(k))
+	}
+	rec := e.cool
+	r.exploreOK(h, e, rec, rec)
+	if held(g) || g.cool > rec+2*int64(heldStagger) {
+		t.Errorf("the explorer recovered at %v: g held %v until %v, want it let go", time.Duration(rec-at0), held(g), time.Duration(g.cool-at0))
+	}
+
+	// A first run under awaitMin: nobody held.
+	h, pool, _ = start(awaitMin - 1)
+	take(h, pool, "f", sec(63))
+	take(h, pool, "g", sec(63))
+	if g := h.lanes["g"]; held(g) || h.exp.over != "" {
+		t.Errorf("a first run of %d: g held %v, over %q; want nobody held", awaitMin-1, held(g), h.exp.over)
+	}
+}

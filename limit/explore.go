@@ -160,6 +160,14 @@ type explorer struct {
 	awaitAt, recLo int64
 	// awaitBroke: a follower was pushed back since awaitAt (awaitPushed).
 	awaitBroke bool
+	// over is the follower that sends past the first run's count while
+	// the first 429's recovery is unknown, the others held at it
+	// (awaitCount, armed by overOn); overAt is when that request went (0:
+	// not yet), overRead that it passed: the followers' windows end
+	// within what they sent.
+	over             string
+	overAt           int64
+	overOn, overRead bool
 	// secAt is when a retry a second's window after the 429 passed
 	// (secTry: that retry is out): a recovery to confirm over
 	// secondConfirm at the lane's pace, as a sliding counter of a longer
@@ -759,7 +767,7 @@ func (r *rules) rereadWindow(h *host, l *lane, since, now int64) {
 	h.note(r, now, "explore", l.exit, "count", c.lo, 0, fmt.Sprintf(
 		"pushed back %.1fs after its last 429 without a success between: a bucket of the %.3g/s counted would have refilled; %d in %.1fs before that 429 read as a window's", secs(since), c.lo, e.lastN, secs(e.lastT)))
 	e.awaitAt, e.recLo, e.tries, e.pushed, e.secTry, e.secAt, e.thirdTry = e.endAt, since, 1, 2, false, 0, false
-	e.awaitBroke = false
+	e.awaitBroke, e.overOn = false, false
 	e.n1, e.t1, e.headN, e.headD, e.k1, e.x1, e.ramped = e.lastN, e.lastT, 0, 0, -1, 0, 0
 	e.quotaW, e.tight, e.wtest, e.qtry, e.chain = 0, false, 0, false, chain{}
 	c.careful, c.extra, c.lo, c.pass, c.sent, c.hi = false, 0, 0, 0, 0, 0

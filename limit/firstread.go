@@ -507,6 +507,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// quick retry that succeeds reads as a bucket (the wait is only an
 		// upper bound on the recovery); one pushed back again, as a window.
 		e.awaitAt, e.awaitBroke, e.thirdTry = now, false, false
+		e.overOn, e.over, e.overAt, e.overRead = true, "", 0, false
 		rec, told = maxRecovery, false
 	}
 	r.firstEstimate(h, l, rec, told, now, fmt.Sprintf("recovery %v", time.Duration(rec)))

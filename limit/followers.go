@@ -4,7 +4,12 @@ package limit
 // explorer's search is in explore.go), and how followers are held while the
 // explorer measures its first 429's recovery.
 
-import "math"
+import (
+	"fmt"
+	"math"
+
+	"github.com/exitgate/exitgate/verdict"
+)
 
 // followPace is the pace a follower lane gets now.
 func (h *host) followPace(r *rules) float64 {
@@ -193,5 +198,66 @@ func (r *rules) awaitSpent(h *host, l *lane) {
 	}
 	if f := h.followPace(r); l.pace > f {
 		r.setPace(h, l, f)
+	}
+}
+
+// awaitCount holds the followers at the first run's count while its
+// recovery is unknown: the explorer's window held n1 when it was pushed
+// back, and a follower that began with it has as many in its own once it
+// has sent n1. One follower goes on past the count (over); the others
+// wait for its answer (overAnswered). Passed, the followers' windows end
+// within what they sent and all go on; pushed back, they wait for the
+// explorer's recovery, as awaitHold's do. flask-limiter's bare 20 per
+// 2 minutes: the nine followers, slowed to the cautious reading of a
+// minute's window, each sent a 21st request 70 s on, nine 429s at once.
+// It runs on every take, after the count grew, and reports whether l's
+// request just taken is the one past the count.
+func (r *rules) awaitCount(h *host, l *lane, now int64) bool {
+	e := &h.exp
+	if !e.overOn || e.overRead || e.awaitAt == 0 || l.serSent < e.n1 || e.n1 < awaitMin ||
+		h.led || !h.exploring() || l.exit == e.exit || l.own() > 0 {
+		return false
+	}
+	if p := h.lanes[e.over]; p == nil || e.overAt != 0 && now-e.overAt > maxRecovery {
+		// None yet, or it was lost or never answered: this one goes on.
+		e.over, e.overAt = l.exit, 0
+		h.note(r, now, "follow", l.exit, "count", 0, float64(e.n1), fmt.Sprintf("a follower sent the %d the first run held while its recovery is unknown: it goes on, the others wait for its answer", e.n1))
+	}
+	if e.over == l.exit {
+		if l.serSent > e.n1 && e.overAt == 0 {
+			e.overAt = now
+			return true
+		}
+		return false
+	}
+	until := now + maxRecovery
+	if ex := h.lanes[e.exit]; ex != nil && ex.cool > now {
+		until = ex.cool + maxRecovery
+	}
+	x := l.extra()
+	x.held, x.counted = true, true
+	r.holdUntil(h, l, until)
+	return false
+}
+
+// overAnswered reads the answer to the follower's request past the first
+// run's count (awaitCount): passed, the followers held at the count go on;
+// pushed back, they wait for the explorer's recovery; neither (an error),
+// they go on and the next past the count asks again.
+func (r *rules) overAnswered(h *host, l *lane, v verdict.Verdict, now int64) {
+	e := &h.exp
+	if e.over != l.exit || !e.overOn {
+		return
+	}
+	switch v {
+	case verdict.OK:
+		e.overRead = true
+		h.note(r, now, "follow", l.exit, "count", float64(e.n1), 0, fmt.Sprintf("passed past the %d the first run held: the followers' windows end within what they sent; they go on", e.n1))
+		r.releaseLanes(h, now, true)
+	case verdict.Throttled:
+		h.note(r, now, "follow", l.exit, "count", float64(e.n1), float64(e.n1), fmt.Sprintf("pushed back past the %d the first run held: the followers wait for the explorer's recovery", e.n1))
+	default:
+		e.over, e.overAt = "", 0
+		r.releaseLanes(h, now, true)
 	}
 }

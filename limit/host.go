@@ -61,7 +61,9 @@ type laneExtra struct {
 	// epPace is the pace of the lane's last 429 (rule again).
 	epPace float64
 	// held: the lane waits for the explorer's first recovery (awaitHold).
-	held bool
+	// counted: held at the first run's count (awaitCount), released too
+	// once another follower is let through past it.
+	held, counted bool
 	// ra is the last Retry-After the lane was told (ns): an echo of it,
 	// or of a shorter one, doubles the wait; a longer one is waited as said.
 	ra int64
@@ -217,6 +219,9 @@ type ticketRec struct {
 	// hold: the explorer's retry while it measures a recovery holds the
 	// lane this much longer, until its answer (probeHold).
 	hold int64
+	// over: a follower's request past the first run's count while the
+	// first 429's recovery is unknown (awaitCount): its answer is read.
+	over bool
 }
 
 func newHost(name string) *host {

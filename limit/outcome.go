@@ -105,6 +105,9 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 	default:
 		h.c.Fatal++
 	}
+	if rec.over {
+		r.overAnswered(h, l, o.Verdict, now)
+	}
 	r.declared(h, l, o, now)
 }
 
@@ -662,26 +665,40 @@ func (r *rules) awaitHold(h *host, l *lane, now int64) int64 {
 func (r *rules) extendHeld(h *host, now, at int64) {
 	for _, l := range h.heldLanes() {
 		if l.cool <= now {
-			l.x.held = false
+			l.x.held, l.x.counted = false, false
 			continue
 		}
-		if l.cool < at+maxRecovery {
-			d := at + maxRecovery - l.cool
-			h.c.ThrottledNs += d
-			l.c.cooled(d)
-			l.cool = at + maxRecovery
-			r.rekey(h, l)
-		}
+		r.holdUntil(h, l, at+maxRecovery)
 	}
+}
+
+// holdUntil keeps held lane l cooling until at, counted as throttled; the
+// host's note says why, once for all the lanes held.
+func (r *rules) holdUntil(h *host, l *lane, at int64) {
+	if l.cool >= at {
+		return
+	}
+	d := at - l.cool
+	h.c.ThrottledNs += d
+	l.c.cooled(d)
+	l.cool = at
+	r.rekey(h, l)
 }
 
 // releaseHeld lets the followers held by awaitHold go once the explorer's
 // first recovery is read: each tries again within a second, in turn, and
 // the time it was held beyond that is no longer counted as throttled.
-func (r *rules) releaseHeld(h *host, now int64) {
+func (r *rules) releaseHeld(h *host, now int64) { r.releaseLanes(h, now, false) }
+
+// releaseLanes lets the held followers go (only those held at the first run's
+// count: counted), as releaseHeld says.
+func (r *rules) releaseLanes(h *host, now int64, counted bool) {
 	i := int64(0)
 	for _, l := range h.heldLanes() {
-		l.x.held = false
+		if counted && !l.x.counted {
+			continue
+		}
+		l.x.held, l.x.counted = false, false
 		at := now + i*int64(heldStagger)
 		i++
 		if l.cool <= at {

@@ -124,7 +124,7 @@ func (r *rules) handAwait(h *host, l *lane, wait, d, now int64) bool {
 	}
 	// The lane's request that passed stands for the explorer's first
 	// success: the retry's recovery is counted from t1 after it.
-	e.awaitAt, e.awaitBroke = last+e.t1, false
+	e.awaitAt, e.awaitBroke, e.overOn = last+e.t1, false, false
 	r.passSearch(h, l, ch, now, fmt.Sprintf("the explorer must wait %.0fs: another lane tries %.1fs after its last request", secs(wait), secs(e.t1+d)))
 	r.setExplorerPace(h, ch, 1/secs(e.t1+d), now, "explore", "the retry that measures the recovery")
 	return true
