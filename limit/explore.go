@@ -246,10 +246,10 @@ type explorer struct {
 	okN, lastN            int32
 	okFirst, lastT, endAt int64
 	okExit, lastExit      string
-	// Since cAt (the explorer's last 429) cN successes; the interval before
-	// it had prevN successes in prevT.
-	cAt, prevT int64
-	cN, prevN  int32
+	// Since cAt (the explorer's last 429) cN successes, the latest sent at
+	// cLast; the interval before it had prevN successes in prevT.
+	cAt, cLast, prevT int64
+	cN, prevN         int32
 	// exactAt: the 429 at which the count closed over exactN >=
 	// preciseCount successes and raised the lower bound (count).
 	exactAt int64
@@ -459,6 +459,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 			e.countStep(l.pace, now) // the idle after the 429 ends
 		}
 		e.cN++
+		e.cLast = sent
 	}
 	if e.wtest > 0 {
 		if e.run.n >= e.wtest && saturated {

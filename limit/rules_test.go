@@ -1488,6 +1488,26 @@ func TestCountSpan(t *testing.T) {
 	if got, want := h.cap.lo, (10.0+12-2)/20.4; !near(got, want) {
 		t.Fatalf("after 10 in 8.4 s following 12 in 12 s: lo %v, want the two together %v", got, want)
 	}
+
+	// A bucket full at both 429s drained what it let through, less one, by
+	// the last success (nginx's 10r/m with a burst of 10: 6 between two
+	// 429s 39.8 s apart, the last 34.1 s after the first); a window may
+	// have reset between, and counts to the second 429.
+	for _, windowed := range []bool{false, true} {
+		h := hostWith(r, "a", "b")
+		l := h.lanes["a"]
+		h.cap.span, h.cap.windowed = int64(5*time.Second), windowed
+		r.count(h, l, sec(0))
+		h.exp.cN, h.exp.cLast = 6, sec(34.1)
+		r.count(h, l, sec(39.8))
+		want := 5 / 34.1
+		if windowed {
+			want = 5 / 39.8
+		}
+		if got := h.cap.lo; !near(got, want) {
+			t.Errorf("windowed %v: 6 between two 429s 39.8 s apart, the last 34.1 s after the first: lo %v, want %v", windowed, got, want)
+		}
+	}
 }
 
 // TestExactCount: a count of preciseCount successes or more between two
