@@ -60,16 +60,22 @@ type load struct {
 	reqs    int
 	elapsed time.Duration
 	lat     []time.Duration // sorted
-	errs    int
+	// warm is lat without each client's first request, the one that
+	// opened its connection (sorted).
+	warm []time.Duration
+	errs int
 }
 
 func (l load) rate() float64 { return float64(l.reqs) / l.elapsed.Seconds() }
 
-func (l load) pct(p float64) time.Duration {
-	if len(l.lat) == 0 {
+func (l load) pct(p float64) time.Duration { return pct(l.lat, p) }
+
+// pct is the p-th quantile of sorted latencies (0 for none).
+func pct(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
 		return 0
 	}
-	return l.lat[min(len(l.lat)-1, int(p*float64(len(l.lat))))]
+	return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 }
 
 func generate(target *url.URL, proxy *url.URL, clients, n int) load {
@@ -81,6 +87,7 @@ func generate(target *url.URL, proxy *url.URL, clients, n int) load {
 	c := &http.Client{Transport: tr, Timeout: 60 * time.Second}
 	var next atomic.Int64
 	lats := make([][]time.Duration, clients)
+	firsts := make([]int, clients) // how many of lats[w] come first: 1, or 0 after an error
 	errs := make([]int, clients)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -100,6 +107,9 @@ func generate(target *url.URL, proxy *url.URL, clients, n int) load {
 					errs[w]++
 					continue
 				}
+				if len(lats[w]) == 0 && errs[w] == 0 {
+					firsts[w] = 1
+				}
 				lats[w] = append(lats[w], time.Since(t0))
 			}
 		})
@@ -108,10 +118,12 @@ func generate(target *url.URL, proxy *url.URL, clients, n int) load {
 	l := load{elapsed: time.Since(start)}
 	for w := range clients {
 		l.lat = append(l.lat, lats[w]...)
+		l.warm = append(l.warm, lats[w][firsts[w]:]...)
 		l.errs += errs[w]
 	}
 	l.reqs = len(l.lat)
 	slices.Sort(l.lat)
+	slices.Sort(l.warm)
 	return l
 }
 
@@ -152,14 +164,18 @@ func BenchmarkGatewayVsDirect(b *testing.B) {
 				direct.reqs += d.reqs
 				direct.elapsed += d.elapsed
 				direct.lat = append(direct.lat, d.lat...)
+				direct.warm = append(direct.warm, d.warm...)
 				direct.errs += d.errs
 				gw.reqs += p.reqs
 				gw.elapsed += p.elapsed
 				gw.lat = append(gw.lat, p.lat...)
+				gw.warm = append(gw.warm, p.warm...)
 				gw.errs += p.errs
 			}
 			slices.Sort(direct.lat)
 			slices.Sort(gw.lat)
+			slices.Sort(direct.warm)
+			slices.Sort(gw.warm)
 			if direct.errs+gw.errs > 0 {
 				b.Errorf("errors: %d direct, %d through the gateway", direct.errs, gw.errs)
 			}
@@ -171,6 +187,8 @@ func BenchmarkGatewayVsDirect(b *testing.B) {
 			b.ReportMetric(ms(direct.pct(0.99)), "direct-p99-ms")
 			b.ReportMetric(ms(gw.pct(0.99)), "gateway-p99-ms")
 			b.ReportMetric(ms(gw.pct(0.99)-direct.pct(0.99)), "added-p99-ms")
+			b.ReportMetric(ms(pct(gw.warm, 0.99)-pct(direct.warm, 0.99)), "added-p99-warm-ms")
+			b.ReportMetric(ms(pct(gw.warm, 0.5)-pct(direct.warm, 0.5)), "added-p50-warm-ms")
 			b.ReportMetric(0, "ns/op") // a round is not an operation worth timing
 		})
 	}
