@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -80,7 +81,27 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.watched(req)
 	}
 	resp, err := t.Transport.RoundTrip(req)
-	return t.judge(req, resp, err)
+	resp, err = t.judge(req, resp, err)
+	return t.refused(req, resp, err)
+}
+
+// refused returns a 401 to a plain request through a proxy that holds
+// credentials as the proxy's refusal of them when a check of the proxy
+// says so: tinyproxy 1.11 answers wrong credentials with 401, not 407, and
+// read as the site's answer each URL sent through that exit was abandoned
+// as fatal with a working exit in the pool. A site's own 401 behind a
+// proxy that takes its credentials stays the URL's answer.
+func (t *Transport) refused(req *http.Request, resp *http.Response, err error) (*http.Response, error) {
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || t.prober == nil ||
+		!t.exit.HasCredentials() || req.URL.Scheme != "http" {
+		return resp, err
+	}
+	if why := t.prober.check(t.timeout); why != nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // (a short page: keep the connection)
+		resp.Body.Close()
+		return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: fmt.Errorf("status %d through the proxy", resp.StatusCode)}
+	}
+	return resp, nil
 }
 
 // watched sends req through the proxy and, if no headers came within
@@ -104,6 +125,10 @@ func (t *Transport) watched(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		cancel(nil)
 		return t.judge(req, resp, err)
+	}
+	if resp, err = t.refused(req, resp, nil); err != nil {
+		cancel(nil)
+		return nil, err
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// An upgraded connection's body is the connection, read and
