@@ -300,9 +300,12 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	if a.Robots {
 		keep = 512 << 10
 	}
-	ok2xx := !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 300
+	// A final answer keeps its body: 2xx, and the 3xx that are not
+	// followed (300, 304, 305: classify reads them as done; a 300's body
+	// is its list of choices).
+	final := !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 400 && !isRedirect(resp.StatusCode)
 	var body *bodyFile
-	if e.cfg.BodyDir != "" && ok2xx {
+	if e.cfg.BodyDir != "" && final {
 		path := filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10))
 		f, err := os.Create(path)
 		if err != nil {
@@ -314,7 +317,7 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 		r.BodyPath = path
 	}
 	var kept []byte // the whole body, for OnFinish
-	if e.cfg.KeepBody && ok2xx {
+	if e.cfg.KeepBody && final {
 		kept = make([]byte, 0, min(max(resp.ContentLength, 512), e.cfg.MaxBodyBytes))
 	}
 	sniff := (*sniffBufs.Get().(*[]byte))[:0]

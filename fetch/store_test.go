@@ -102,3 +102,61 @@ func TestEngineBodyNotStoredIsNotDone(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineFinal3xxKeepsBody: a 3xx that is not followed (300 Multiple
+// Choices, 304, 305) is a final answer, done, and done only with its body
+// stored, as a 2xx is; a redirect that is followed stores nothing of its
+// own. The engine stored 2xx bodies only, and such URLs were recorded done
+// with no body file.
+func TestEngineFinal3xxKeepsBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/choices":
+			w.Header().Set("Location", "/a")
+			w.WriteHeader(http.StatusMultipleChoices)
+			fmt.Fprint(w, "choose /a or /b")
+		case "/not-modified":
+			w.WriteHeader(http.StatusNotModified)
+		case "/use-proxy":
+			w.WriteHeader(http.StatusUseProxy)
+			fmt.Fprint(w, "use a proxy")
+		case "/moved":
+			http.Redirect(w, r, "/a", http.StatusMovedPermanently)
+		default:
+			fmt.Fprint(w, "page "+r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	want := map[string]string{"/choices": "choose /a or /b", "/not-modified": "", "/use-proxy": "use a proxy", "/moved": "page /a"}
+	var jobs []frontier.NewJob
+	for _, p := range []string{"/choices", "/not-modified", "/use-proxy", "/moved"} {
+		jobs = append(jobs, frontier.NewJob{URL: srv.URL + p})
+	}
+	fr := sqliteFrontier(t, dir, jobs...)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, "e1")
+	core := NewCore(CoreConfig{Concurrency: 2}, fr, lim, metrics.NewTally(time.Now()))
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport}), BodyDir: filepath.Join(dir, "bodies")}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= int64(len(jobs)); id++ {
+		j, err := fr.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := j.URL[len(srv.URL):]
+		if j.State != frontier.Done || j.Result.Body == "" {
+			t.Errorf("%s: %v (status %d), body %q; want done with its body stored", path, j.State, j.Status, j.Result.Body)
+			continue
+		}
+		if b, err := os.ReadFile(j.Result.Body); err != nil || string(b) != want[path] {
+			t.Errorf("%s (status %d): body %q, %v; want %q", path, j.Status, b, err, want[path])
+		}
+	}
+}
