@@ -42,7 +42,7 @@ func (f *exitFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.concurrency, "concurrency", 32, "requests in flight in total (1 to 10000)")
 	fl.IntVar(&f.perHostConcurrency, "per-host-concurrency", 16, "requests in flight per host (1 to 10000)")
 	fl.StringVar(&f.hostRate, "host-rate", "0", "politeness ceiling per host across all exits, a `RATE` such as 10/s, 600/min, 7/2s or 100/h; 0 means none")
-	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) `RATE`, e.g. 30/min or 2/s; it is learned from there")
+	fl.StringVar(&f.laneRate, "lane-rate", "30/min", "first guess of one lane's (host, exit) `RATE`, e.g. 30/min or 2/s; it is learned from there (never above --host-rate)")
 	fl.StringVar(&f.echoURL, "echo-url", "", "`URL` that answers with the caller's IP, fetched once through each exit at start so that lanes are keyed on the exit IP the server sees (exits behind one IP share lanes); empty: exits are keyed by their id")
 	fl.StringVar(&f.exitIPHeader, "exit-ip-header", "", "response `HEADER` in which the proxy provider reports the exit IP (e.g. X-Exit-IP); a sticky session whose IP changes moves to that IP's lanes")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics while running, e.g. 127.0.0.1:9464")
@@ -71,6 +71,12 @@ func (f exitFlags) limitConfig() (limit.Config, error) {
 	}
 	if c.FirstGuess.IsZero() {
 		return c, fmt.Errorf("--lane-rate must be above zero")
+	}
+	if !c.HostCeiling.IsZero() && c.FirstGuess.Hz() > c.HostCeiling.Hz() {
+		// No lane goes faster than its host: the first guess starts at
+		// the ceiling (--host-rate 10/min under the default 30/min
+		// stopped the crawl after its URLs were loaded).
+		c.FirstGuess = c.HostCeiling
 	}
 	if _, err := parseLogLevel(f.logLevel); err != nil {
 		return c, err

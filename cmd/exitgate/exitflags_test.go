@@ -1,0 +1,38 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/exitgate/exitgate/limit"
+)
+
+// TestLaneRateUnderHostRate: a --host-rate under the first guess of a lane
+// (the default 30/min) starts every lane at the host's ceiling: no lane goes
+// faster than its host. It stopped the crawl with exit 1 after the URLs were
+// loaded ("MaxLaneRate is below FirstGuess"), and the limiter built from the
+// flags is checked here too.
+func TestLaneRateUnderHostRate(t *testing.T) {
+	for _, tc := range []struct {
+		host, lane string
+		want       float64 // the first guess, per second
+	}{
+		{"10/min", "30/min", 10.0 / 60},
+		{"1/h", "30/min", 1.0 / 3600},
+		{"1/s", "2/s", 1},
+		{"20/s", "30/min", 0.5},
+		{"0", "30/min", 0.5},
+	} {
+		f := exitFlags{hostRate: tc.host, laneRate: tc.lane, concurrency: 32, perHostConcurrency: 8, logLevel: "warn"}
+		c, err := f.limitConfig()
+		if err != nil {
+			t.Errorf("--host-rate %s --lane-rate %s: %v", tc.host, tc.lane, err)
+			continue
+		}
+		if got := c.FirstGuess.Hz(); got < tc.want*0.999 || got > tc.want*1.001 {
+			t.Errorf("--host-rate %s --lane-rate %s: first guess %v/s, want %v/s", tc.host, tc.lane, got, tc.want)
+		}
+		if _, err := limit.New(c); err != nil {
+			t.Errorf("--host-rate %s --lane-rate %s: the limiter refuses its flags: %v", tc.host, tc.lane, err)
+		}
+	}
+}
