@@ -111,6 +111,14 @@ func TestParseHeaders(t *testing.T) {
 			t.Errorf("parseHeaders(%q) accepted it", bad)
 		}
 	}
+	// An error names the -H by its place, never its value: a mistyped
+	// -H often holds a token.
+	for _, bad := range []string{"Authorization Bearer S3CRETTOKEN", "Authorization: Bearer S3CRET\rTOKEN", "Proxy-Authorization: Basic S3CRETTOKEN", "Auth orization: S3CRETTOKEN"} {
+		_, _, err := parseHeaders([]string{"Accept: text/html", bad})
+		if err == nil || strings.Contains(err.Error(), "S3CRET") || !strings.Contains(err.Error(), "-H #2") {
+			t.Errorf("parseHeaders(%q) = %v, want an error naming -H #2 without the value", bad, err)
+		}
+	}
 }
 
 // TestCrawlUserAgentConflict: -H User-Agent and --user-agent that disagree

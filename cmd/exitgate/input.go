@@ -104,25 +104,27 @@ func suggestRate(s string) string {
 // parseHeaders reads -H values, "Name: value" as curl takes them, into a
 // header. User-Agent is returned apart: it also picks the robots.txt group.
 // Headers that the transport sets itself (Host, framing, hop-by-hop) are
-// refused rather than silently dropped or doubled.
+// refused rather than silently dropped or doubled. An error names the -H by
+// its place and the header by its name, never the value: a token or a
+// password is often what was mistyped (-H 'Authorization Bearer TOKEN').
 func parseHeaders(values []string) (http.Header, string, error) {
 	h := http.Header{}
 	ua := ""
-	for _, v := range values {
+	for i, v := range values {
 		name, val, ok := strings.Cut(v, ":")
 		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
 		switch {
 		case !ok:
-			return nil, "", fmt.Errorf("-H %q: want \"Name: value\"", v)
+			return nil, "", fmt.Errorf("-H #%d: want \"Name: value\" (no colon; the value is not repeated here)", i+1)
 		case !isToken(name):
-			return nil, "", fmt.Errorf("-H %q: %q is not a header name", v, name)
+			return nil, "", fmt.Errorf("-H #%d: the part before the colon is not a header name", i+1)
 		case strings.ContainsAny(val, "\r\n\x00"):
-			return nil, "", fmt.Errorf("-H %q: the value holds a line break or NUL", v)
+			return nil, "", fmt.Errorf("-H #%d (%s): the value holds a line break or NUL", i+1, http.CanonicalHeaderKey(name))
 		}
 		key := http.CanonicalHeaderKey(name)
 		switch key {
 		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade", "Proxy-Connection", "Proxy-Authorization":
-			return nil, "", fmt.Errorf("-H %q: %s is set by the transport (proxy credentials go in the proxy's URL)", v, key)
+			return nil, "", fmt.Errorf("-H #%d: %s is set by the transport (proxy credentials go in the proxy's URL)", i+1, key)
 		case "User-Agent":
 			ua = val
 			continue
