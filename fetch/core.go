@@ -425,7 +425,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			c.buffered--
 			f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FateAbandon, Reason: "disallowed by robots.txt"}, 0, frontier.Result{})
 			if err != nil {
-				c.cfg.Logger.Warn("abandon", "url", p.url, "err", err)
+				c.cfg.Logger.Warn("abandon", "url", frontier.Redact(p.url), "err", err)
 			}
 			if final {
 				fin = append(fin, f)
@@ -440,7 +440,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			c.buffered--
 			delete(c.tries, p.job.ID) // the job's tries are the other worker's now
 			delete(c.denied, p.job.ID)
-			c.cfg.Logger.Warn("lease lost: dropped a buffered job another worker holds now", "url", p.url)
+			c.cfg.Logger.Warn("lease lost: dropped a buffered job another worker holds now", "url", frontier.Redact(p.url))
 			continue
 		}
 		t, ok := c.acquireLocked(host, h, limit.Want{Pin: p.job.Exit, Avoid: c.denied[p.job.ID]}, now)
@@ -527,7 +527,7 @@ func (c *Core) parkHostLocked(ctx context.Context, host string, h *hostState, no
 	for _, p := range h.queue {
 		f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FatePark, At: h.notBefore, Reason: reason, Tries: c.tries[p.job.ID]}, 0, frontier.Result{})
 		if err != nil {
-			c.cfg.Logger.Warn("park", "url", p.url, "err", err)
+			c.cfg.Logger.Warn("park", "url", frontier.Redact(p.url), "err", err)
 		}
 		if final {
 			fin = append(fin, f)
@@ -995,7 +995,7 @@ func (c *Core) writeFate(ctx context.Context, j frontier.Job, fate Fate, status 
 		err = c.fr.Retry(ctx, l, fate.At, fate.Charge, status, fate.Reason)
 	case FatePark:
 		err = c.fr.Park(ctx, l, fate.At, status, fate.Reason)
-		c.cfg.Logger.Info("parked", "url", j.URL, "until", fate.At, "reason", fate.Reason)
+		c.cfg.Logger.Info("parked", "url", frontier.Redact(j.URL), "until", fate.At, "reason", fate.Reason)
 	case FateAbandon:
 		err = c.fr.Abandon(ctx, l, status, fate.Reason)
 		if c.tally != nil {

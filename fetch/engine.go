@@ -289,6 +289,16 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 			}
 		}
 	}
+	if u := req.URL.User; u != nil && req.Header.Get("Authorization") == "" {
+		// The URL's user and password are sent as Basic auth, as curl
+		// and http.Client send them (a RoundTripper alone drops them: the
+		// page was fetched without them and recorded done).
+		if !jobHeader && !crossHost {
+			req.Header = e.header.Clone()
+		}
+		pw, _ := u.Password()
+		req.SetBasicAuth(u.Username(), pw)
+	}
 	resp, err := m.Transport.RoundTrip(req)
 	if err != nil {
 		return Response{Err: err, At: time.Now(), Aborted: ctx.Err() != nil}

@@ -282,3 +282,29 @@ func unhex(c byte) byte {
 		return c - 'A' + 10
 	}
 }
+
+// Redact returns raw with the password of its userinfo, if any, replaced
+// by "xxxxx", as url.URL.Redacted does, but on the text itself: it holds
+// for a URL that does not parse too (a line refused as invalid is printed
+// with its reason). Messages and results show URLs through it; the job
+// keeps the URL whole, whose credentials are sent as Basic auth.
+func Redact(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	rest := raw[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	colon := strings.Index(rest[:at], ":")
+	if colon < 0 {
+		return raw
+	}
+	return raw[:i+3] + rest[:colon+1] + "xxxxx" + rest[at:]
+}

@@ -205,3 +205,19 @@ func TestPrepare(t *testing.T) {
 		}
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://user:s3cret@example.com/a?b=c":  "http://user:xxxxx@example.com/a?b=c",
+		"http://user:s3cret@127.0.0.1:0/bad":    "http://user:xxxxx@127.0.0.1:0/bad",
+		"http://user:p@ss:w@rd@example.com/x@y": "http://user:xxxxx@example.com/x@y",
+		"http://user@example.com/":              "http://user@example.com/",
+		"http://example.com/a@b:c":              "http://example.com/a@b:c",
+		"https://a:b@h":                         "https://a:xxxxx@h",
+		"not a url":                             "not a url",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

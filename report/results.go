@@ -68,7 +68,7 @@ func (r Result) csvRecord() []string {
 // that gave it (where redirects led), when it came, and the headers results
 // keep (Content-Type, ETag, Last-Modified).
 func (r *Result) AddResponse(finalURL string, at time.Time, h http.Header) {
-	r.FinalURL = finalURL
+	r.FinalURL = frontier.Redact(finalURL)
 	if !at.IsZero() {
 		r.FetchedAt = at.UTC()
 	}

@@ -434,7 +434,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	core := fetch.NewCore(fetch.CoreConfig{
 		OnFinish: func(fin fetch.Finished) {
 			if err := results.Add(resultRow(fin, f.out)); err != nil {
-				logger.Warn("results: row not written; the frontier has it, the next run writes it", "url", fin.Job.URL, "err", err)
+				logger.Warn("results: row not written; the frontier has it, the next run writes it", "url", frontier.Redact(fin.Job.URL), "err", err)
 			}
 		},
 		Concurrency:           f.concurrency,

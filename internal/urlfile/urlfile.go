@@ -91,7 +91,9 @@ func reason(u string, err error) string {
 	return fmt.Sprintf("%q: %v", clip(u), err)
 }
 
+// clip shortens URL s for a message, its password masked.
 func clip(s string) string {
+	s = frontier.Redact(s)
 	if len(s) > 80 {
 		return s[:77] + "..."
 	}
