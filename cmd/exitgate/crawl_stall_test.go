@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/metrics"
 )
@@ -187,5 +188,17 @@ func TestProgressLineNamesParkedHost(t *testing.T) {
 	line = statusText(reading{s: metrics.NewTally(now).Snapshot(now), waiting: []fetch.HostWait{{Host: "api.example", Until: until}}})
 	if want := "parked: api.example until 2026-12-01 15:04:05"; !strings.Contains(line, want) {
 		t.Errorf("progressLine a day ahead = %q, want it to contain %q", line, want)
+	}
+}
+
+// TestProgressLineNotFound: the progress line counts a 404 or 410 as not
+// found, as the summary does, not among the abandoned (it read
+// "abandoned 11" where the summary said 10 abandoned and 1 not found).
+func TestProgressLineNotFound(t *testing.T) {
+	now := time.Now()
+	c := frontier.Counts{Abandoned: 11, AbandonedByReason: map[string]int{"status 404": 1, "retries exhausted: status 500": 10}}
+	line := statusText(reading{c: c, s: metrics.NewTally(now).Snapshot(now)})
+	if !strings.Contains(line, "not found 1  abandoned 10 ") {
+		t.Errorf("progress line %q, want not found 1 and abandoned 10", line)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/report"
 )
 
 // etaWindow is how far back the rate behind the ETA looks: long enough to
@@ -211,8 +212,13 @@ func clockOrDate(t, now time.Time) string {
 // frontier's other states, rates and 429 ratios, and which host is parked.
 func statusText(r reading) string {
 	c, s := r.c, r.s
+	// As the summary counts them: a 404 or 410 is not found, not abandoned.
+	nf := report.CountNotFound(c.AbandonedByReason)
 	line := fmt.Sprintf("abandoned %d  queued %d  parked %d  |  %.1f ok/s  429 %.1f%% (last min %.1f%%)",
-		c.Abandoned, c.Queued+c.Leased, c.Parked, s.EffectiveRate(), 100*s.Total.Ratio429(), 100*s.Rolling429)
+		c.Abandoned-nf, c.Queued+c.Leased, c.Parked, s.EffectiveRate(), 100*s.Total.Ratio429(), 100*s.Rolling429)
+	if nf > 0 {
+		line = fmt.Sprintf("not found %d  ", nf) + line
+	}
 	if len(r.waiting) > 0 {
 		hw := r.waiting[0]
 		line += fmt.Sprintf("  |  parked: %s until %s", hw.Host, clockOrDate(hw.Until, r.s.At))
