@@ -119,6 +119,10 @@ Exit codes:
 				}
 			}
 			f.userAgentSet = cmd.Flags().Changed("user-agent")
+			if err := needs(cmd.Flags(), [2]string{"sessions", "proxy-template"}, [2]string{"lease-ttl", "redis"},
+				[2]string{"fleet-ttl", "redis"}, [2]string{"worker-id", "redis"}, [2]string{"crawl", "redis"}); err != nil {
+				return usageError(err)
+			}
 			urlFile := ""
 			if len(args) > 0 {
 				urlFile = args[0]

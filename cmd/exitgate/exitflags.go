@@ -178,3 +178,16 @@ func (f exitFlags) logger(w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
+
+// needs refuses a flag given without the flag it works with, each pair
+// {flag, needed}: accepted, it would do nothing (--sessions without
+// --proxy-template, --lease-ttl without --redis). Given means set on the
+// command line, in the environment or in --config.
+func needs(fl *pflag.FlagSet, pairs ...[2]string) error {
+	for _, p := range pairs {
+		if fl.Changed(p[0]) && !fl.Changed(p[1]) {
+			return fmt.Errorf("--%s needs --%s: without it, it does nothing", p[0], p[1])
+		}
+	}
+	return nil
+}

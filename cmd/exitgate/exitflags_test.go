@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/exitgate/exitgate/limit"
@@ -34,5 +37,34 @@ func TestLaneRateUnderHostRate(t *testing.T) {
 		if _, err := limit.New(c); err != nil {
 			t.Errorf("--host-rate %s --lane-rate %s: the limiter refuses its flags: %v", tc.host, tc.lane, err)
 		}
+	}
+}
+
+// TestFlagsThatNeedAnother: a flag that works only with another is refused
+// without it (exit 2, nothing done): --sessions without --proxy-template,
+// the distributed mode's flags without --redis, from the command line or
+// the environment. They were accepted and did nothing.
+func TestFlagsThatNeedAnother(t *testing.T) {
+	dir := t.TempDir()
+	urls := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
+	for _, args := range [][]string{
+		{"crawl", "--sessions", "5"},
+		{"crawl", "--lease-ttl", "-5s"},
+		{"crawl", "--fleet-ttl", "10s"},
+		{"crawl", "--worker-id", "w1"},
+		{"crawl", "--crawl", "shop"},
+	} {
+		r := runCmd(t, append(append(args, "--out", filepath.Join(dir, "out")), urls)...)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "needs --") {
+			t.Errorf("%v: %v, want exit %d naming the flag it needs", args, r.err, exitUsage)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+			t.Fatalf("%v: the output directory was made", args)
+		}
+	}
+	t.Setenv("EXITGATE_WORKER_ID", "w1")
+	r := runCmd(t, "crawl", "--out", filepath.Join(dir, "out"), urls)
+	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "EXITGATE_WORKER_ID") {
+		t.Errorf("EXITGATE_WORKER_ID without --redis: %v, want exit %d naming the variable", r.err, exitUsage)
 	}
 }

@@ -94,6 +94,9 @@ error), 2 for bad flags.`,
 					return usageError(err)
 				}
 			}
+			if err := needs(cmd.Flags(), [2]string{"sessions", "proxy-template"}); err != nil {
+				return usageError(err)
+			}
 			return runServe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
