@@ -291,6 +291,13 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		defer release()
 	}
 	var record *crawlRecord
+	if f.redis == "" {
+		release, err := lockOut(f.out)
+		if err != nil {
+			return usageError(err)
+		}
+		defer release()
+	}
 	if setup.urlFile != "" && f.redis == "" {
 		if record, err = checkURLFile(f.out, setup.urlFile, f.append); err != nil {
 			return usageError(err)

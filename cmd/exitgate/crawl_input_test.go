@@ -361,3 +361,34 @@ func TestCrawlWarnsDirect(t *testing.T) {
 		t.Errorf("-x direct: exit %d %s, output %q; want no warning", code, msg, out)
 	}
 }
+
+// TestCrawlOutLockedFirst: a crawl takes its --out before it checks its URL
+// list against the crawl recorded there. Two crawls of different lists
+// started at once on a new --out both found it empty; the second waited
+// for the first's frontier, loaded its list into that crawl, and both
+// exited 0. Now the second is refused (exit 2), its list not loaded.
+func TestCrawlOutLockedFirst(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release, err := lockOut(out) // the first crawl, between its lock and its record
+	if err != nil {
+		t.Fatal(err)
+	}
+	urlFile := writeLines(t, dir, "b.txt", []string{"http://127.0.0.1:9/b1", "http://127.0.0.1:9/b2"})
+	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--progress", "0", urlFile)
+	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate crawl") {
+		t.Errorf("a second crawl on a held --out: %v (exit %d), want exit %d saying it is in use", r.err, code, exitUsage)
+	}
+	for _, name := range []string{"frontier.db", crawlRecordFile} {
+		if _, err := os.Stat(filepath.Join(out, name)); err == nil {
+			t.Errorf("the refused crawl wrote %s", name)
+		}
+	}
+	release()
+	if r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--progress", "0", "--duration", "1s", urlFile); exitCode(r.err) == exitUsage {
+		t.Errorf("once the --out is free: %v, want the crawl to run", r.err)
+	}
+}

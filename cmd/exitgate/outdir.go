@@ -11,9 +11,30 @@ import (
 	"github.com/exitgate/exitgate/report"
 )
 
-// workerLockFile, in a distributed worker's --out, is held (flock) while
-// the worker runs.
-const workerLockFile = ".worker.lock"
+// outLockFile, in --out, is held (flock) while a crawl or a distributed
+// worker runs there; the kernel lets it go when the process ends, kill -9
+// included.
+const outLockFile = ".exitgate.lock"
+
+// lockOut takes --out out for this process, or says that another exitgate
+// crawl (or worker) holds it. A crawl's URL list is checked against the
+// crawl recorded in out only once it holds the lock: two crawls started at
+// once on a new --out both found it empty, and the second loaded its list
+// into the first's crawl.
+func lockOut(out string) (release func(), err error) {
+	lock, err := os.OpenFile(filepath.Join(out, outLockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", out, err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("--out %s is in use by another exitgate crawl: wait for it to end, or use another --out (each distributed worker needs its own)", out)
+		}
+		return nil, fmt.Errorf("--out %s: lock: %w", out, err)
+	}
+	return func() { lock.Close() }, nil // closing the file lets the lock go
+}
 
 // claimWorkerOut makes out a worker's own for the distributed crawl named
 // crawl: it refuses an out that another worker is using (both would write
@@ -23,18 +44,10 @@ const workerLockFile = ".worker.lock"
 // overwrite: two crawls' workers sharing an --out left one crawl's rows).
 // The lock is held until release.
 func claimWorkerOut(out, crawl string) (release func(), err error) {
-	lock, err := os.OpenFile(filepath.Join(out, workerLockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	release, err = lockOut(out)
 	if err != nil {
-		return nil, fmt.Errorf("--out %s: %w", out, err)
+		return nil, err
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("--out %s is in use by another exitgate worker: give each worker its own --out", out)
-		}
-		return nil, fmt.Errorf("--out %s: lock: %w", out, err)
-	}
-	release = func() { lock.Close() } // closing the file lets the lock go
 	fail := func(err error) (func(), error) { release(); return nil, err }
 	if _, err := os.Stat(filepath.Join(out, "frontier.db")); err == nil {
 		return fail(fmt.Errorf("--out %s holds a crawl of its own (frontier.db): use another --out for the distributed crawl %q", out, crawl))

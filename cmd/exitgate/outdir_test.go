@@ -18,7 +18,7 @@ func TestClaimWorkerOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a fresh --out: %v", err)
 	}
-	if _, err := claimWorkerOut(dir, "a"); err == nil || !strings.Contains(err.Error(), "in use by another exitgate worker") {
+	if _, err := claimWorkerOut(dir, "a"); err == nil || !strings.Contains(err.Error(), "in use by another exitgate") {
 		t.Errorf("a second worker on the same --out: %v, want refused as in use", err)
 	}
 	release()
