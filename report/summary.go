@@ -22,11 +22,34 @@ const RunsDir = "runs"
 // returns the cumulative summary. A run file that cannot be read is left
 // out of it, and named in the error after everything else was written.
 func WriteSummary(dir string, run Summary) (Summary, error) {
-	runs := filepath.Join(dir, RunsDir)
-	if err := os.MkdirAll(runs, 0o755); err != nil {
+	path, err := RunPath(dir, run)
+	if err != nil {
 		return Summary{}, err
 	}
-	if err := WriteJSON(runFile(runs, run), run); err != nil {
+	return WriteSummaryAt(dir, path, run)
+}
+
+// RunPath reserves the file under dir/runs that run, by its start, is
+// recorded in: a run that checkpoints its summary as it goes (CheckpointRun)
+// writes the same file each time, and WriteSummaryAt there at its end.
+func RunPath(dir string, run Summary) (string, error) {
+	runs := filepath.Join(dir, RunsDir)
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return "", err
+	}
+	return runFile(runs, run), nil
+}
+
+// CheckpointRun writes run, a run still going, to its file (RunPath): a
+// run killed (kill -9) before its end leaves its counts up to the last
+// checkpoint, which the next run's summary.json adds up with the others.
+func CheckpointRun(path string, run Summary) error { return WriteJSON(path, run) }
+
+// WriteSummaryAt is WriteSummary with the run's file reserved before
+// (RunPath).
+func WriteSummaryAt(dir, path string, run Summary) (Summary, error) {
+	runs := filepath.Join(dir, RunsDir)
+	if err := WriteJSON(path, run); err != nil {
 		return Summary{}, err
 	}
 	all, bad := readRuns(runs)

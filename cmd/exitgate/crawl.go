@@ -513,7 +513,30 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	prog := startProgress(stderr, logOut, f.progress, fr, tally, core.Waiting)
 	stopSaving := make(chan struct{})
-	saved := keepSavingLearned(f.out, lim, stopSaving, logOut)
+	// The run's summary is checkpointed as it goes: after a kill -9 the
+	// next run's summary.json holds this one's counts per host and exit up
+	// to the last checkpoint (it held only the runs that ended).
+	runSummary := func(ctx context.Context) (report.Summary, error) {
+		counts, err := fr.Counts(ctx)
+		hostCaps, exitCaps := capacities(lim.Snapshot(time.Now()))
+		sum := report.Summarize(counts, tally.Snapshot(time.Now()), hostCaps, exitCaps)
+		sum.Events = mon.Events()
+		return sum, err
+	}
+	var runPath string
+	checkpoint := func() {
+		sum, err := runSummary(ctx)
+		if err == nil && runPath == "" {
+			runPath, err = report.RunPath(f.out, sum)
+		}
+		if err == nil {
+			err = report.CheckpointRun(runPath, sum)
+		}
+		if err != nil {
+			fmt.Fprintf(logOut, "exitgate: checkpointing this run's summary: %v\n", err)
+		}
+	}
+	saved := keepSavingLearned(f.out, lim, stopSaving, logOut, checkpoint)
 	monCtx, stopMon := context.WithCancel(ctx)
 	monDone := make(chan error, 1)
 	go func() { monDone <- mon.Run(monCtx) }()
@@ -530,15 +553,18 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err := results.Close(wctx, fr); err != nil && runErr == nil {
 		runErr = err
 	}
-	counts, err = fr.Counts(wctx)
+	mon.Tick(wctx, time.Now()) // the dashboard's and the summary's last word
+	sum, err := runSummary(wctx)
 	if err != nil && runErr == nil {
 		runErr = err
 	}
-	hostCaps, exitCaps := capacities(lim.Snapshot(time.Now()))
-	mon.Tick(wctx, time.Now()) // the dashboard's and the summary's last word
-	sum := report.Summarize(counts, tally.Snapshot(time.Now()), hostCaps, exitCaps)
-	sum.Events = mon.Events()
-	if _, err := report.WriteSummary(f.out, sum); err != nil {
+	if runPath == "" {
+		runPath, err = report.RunPath(f.out, sum)
+	}
+	if err == nil {
+		_, err = report.WriteSummaryAt(f.out, runPath, sum)
+	}
+	if err != nil {
 		// Said whatever else failed: after a full disk stopped the crawl,
 		// the summary went unwritten without a word, and with it this run's
 		// share of the totals.

@@ -24,6 +24,9 @@ import (
 // binary re-executed as TestCrawlHelperProcess runs the exitgate command.
 const crawlHelperEnv = "EXITGATE_CRAWL_HELPER_ARGS"
 
+// crawlHelperSaveEnv, if set, is the helper's learnedEvery (a duration).
+const crawlHelperSaveEnv = "EXITGATE_CRAWL_HELPER_SAVE_EVERY"
+
 // TestCrawlHelperProcess is not a test: it is the exitgate command inside a
 // re-executed test binary, so that TestCrawlKillResume can kill -9 a real
 // crawl process. It exits the way main does.
@@ -36,6 +39,9 @@ func TestCrawlHelperProcess(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &args); err != nil {
 		fmt.Fprintln(os.Stderr, "helper: bad", crawlHelperEnv, err)
 		os.Exit(2)
+	}
+	if d, err := time.ParseDuration(os.Getenv(crawlHelperSaveEnv)); err == nil {
+		learnedEvery = d
 	}
 	root := newRootCmd()
 	root.SetArgs(args)
@@ -56,13 +62,20 @@ type helperProc struct {
 
 func startCrawlHelper(t *testing.T, args ...string) *helperProc {
 	t.Helper()
+	return startCrawlHelperEnv(t, nil, args...)
+}
+
+// startCrawlHelperEnv is startCrawlHelper with env added to the helper's
+// environment.
+func startCrawlHelperEnv(t *testing.T, env []string, args ...string) *helperProc {
+	t.Helper()
 	enc, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &helperProc{done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^TestCrawlHelperProcess$", "-test.count=1")
-	p.cmd.Env = append(os.Environ(), crawlHelperEnv+"="+string(enc))
+	p.cmd.Env = append(append(os.Environ(), env...), crawlHelperEnv+"="+string(enc))
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
@@ -257,5 +270,79 @@ func TestCrawlKillResume(t *testing.T) {
 	sum := readSummary(t, out)
 	if sum.Done != nURLs || sum.Queued+sum.Parked+sum.Abandoned != 0 {
 		t.Errorf("summary: done %d queued %d parked %d abandoned %d, want all %d done", sum.Done, sum.Queued, sum.Parked, sum.Abandoned, nURLs)
+	}
+}
+
+// TestCrawlKillKeepsRunCounts: a run killed with -9 leaves its summary as
+// of its last checkpoint in runs/, and the next run's summary.json adds it
+// up with its own: the requests, and each host's and exit's counts, of
+// both runs. The killed run's counts were lost: after a resume, summary.json
+// said 2000 done but 596 fetched and 596 requests, and no host or exit row
+// held the 1404 URLs the killed run had done.
+func TestCrawlKillKeepsRunCounts(t *testing.T) {
+	const nURLs = 200
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Service time, so that the crawl lasts past a checkpoint.
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "page %s\n", r.URL.Path)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, nURLs)
+	out := filepath.Join(dir, "out")
+	args := []string{"crawl", "--out", out, "--concurrency", "2", "--lane-rate", "50/s", "--ignore-robots", "--progress", "0",
+		writeLines(t, dir, "urls.txt", urls)}
+	first := startCrawlHelperEnv(t, []string{crawlHelperSaveEnv + "=300ms"}, args...)
+	var checkpoint report.Summary
+	deadline := time.Now().Add(30 * time.Second)
+	for checkpoint.Requests < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint of 20 requests or more in runs/ within 30 s\nstderr:\n%s", first.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the helper's checkpoint; bounded above
+		names, _ := filepath.Glob(filepath.Join(out, report.RunsDir, "*.json"))
+		if len(names) == 1 {
+			if b, err := os.ReadFile(names[0]); err == nil {
+				json.Unmarshal(b, &checkpoint) // (a file being replaced reads as before or after)
+			}
+		}
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(t, 10*time.Second)
+	names, _ := filepath.Glob(filepath.Join(out, report.RunsDir, "*.json"))
+	if len(names) != 1 {
+		t.Fatalf("runs/ after the kill holds %v, want the killed run's checkpoint", names)
+	}
+	b, err := os.ReadFile(names[0])
+	if err != nil || json.Unmarshal(b, &checkpoint) != nil {
+		t.Fatalf("the killed run's checkpoint: %v", err)
+	}
+	if checkpoint.Done >= nURLs {
+		t.Fatalf("the killed run had done all %d URLs; the test proves nothing", nURLs)
+	}
+
+	second := startCrawlHelper(t, args...)
+	if err := second.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("resumed crawl: %v\nstderr:\n%s", err, second.stderr.String())
+	}
+	sum := readSummary(t, out)
+	if sum.Runs != 2 || sum.Done != nURLs {
+		t.Fatalf("summary: %d runs, %d done; want 2 runs, all %d done", sum.Runs, sum.Done, nURLs)
+	}
+	if sum.Requests < checkpoint.Requests+1 || sum.Fetched < checkpoint.Fetched+1 {
+		t.Errorf("summary: %d requests, %d fetched; want the killed run's %d and %d and the second's", sum.Requests, sum.Fetched, checkpoint.Requests, checkpoint.Fetched)
+	}
+	var hostReq int64
+	for _, h := range sum.PerHost {
+		hostReq += h.Requests
+	}
+	if hostReq != sum.Requests {
+		t.Errorf("per_host requests add up to %d, the summary counts %d", hostReq, sum.Requests)
 	}
 }

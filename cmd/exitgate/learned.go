@@ -18,9 +18,11 @@ import (
 // that a resumed crawl starts from it instead of the first guess.
 const learnedFile = "learned.json"
 
-// learnedEvery is how often a running crawl saves what it learned, so that
-// a crawl killed with -9 loses at most this much of it.
-const learnedEvery = 30 * time.Second
+// learnedEvery is how often a running crawl saves what it learned and
+// checkpoints its run's summary, so that a crawl killed with -9 loses at
+// most this much of either. (A variable only for the kill test, which
+// cannot wait half a minute.)
+var learnedEvery = 30 * time.Second
 
 // restoreLearned gives lim what an earlier run in dir learned. A missing
 // file is a first run; a file that cannot be read is reported and ignored
@@ -120,8 +122,9 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // keepSavingLearned saves what lim learned every learnedEvery until stop is
-// closed, then once more.
-func keepSavingLearned(dir string, lim *limit.Limiter, stop <-chan struct{}, stderr io.Writer) (done <-chan struct{}) {
+// closed, then once more; each time but the last it calls also, if not nil
+// (the crawl checkpoints its run's summary there).
+func keepSavingLearned(dir string, lim *limit.Limiter, stop <-chan struct{}, stderr io.Writer, also func()) (done <-chan struct{}) {
 	d := make(chan struct{})
 	go func() {
 		defer close(d)
@@ -138,6 +141,9 @@ func keepSavingLearned(dir string, lim *limit.Limiter, stop <-chan struct{}, std
 			}
 			if err := saveLearned(dir, lim, time.Now()); err != nil {
 				fmt.Fprintf(stderr, "exitgate: saving what was learned: %v\n", err)
+			}
+			if also != nil {
+				also()
 			}
 		}
 	}()

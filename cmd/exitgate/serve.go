@@ -279,7 +279,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	f.warnDirect(stderr)
 
 	stopSaving := make(chan struct{})
-	saved := keepSavingLearned(f.out, lim, stopSaving, stderr)
+	saved := keepSavingLearned(f.out, lim, stopSaving, stderr, nil)
 	stopProgress := serveProgress(stderr, g, f.progress)
 
 	var runErr error
