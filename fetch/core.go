@@ -272,8 +272,12 @@ type hostState struct {
 	robots      *robots.Rules
 	robotsBusy  bool
 	robotsFails int
-	robotsDown  time.Time // first failure of the current robots.txt outage
-	crawlDelay  time.Duration
+	// robotsAt is where robots.txt is asked next when a redirect led
+	// there ("" = the host's own), robotsHops how many led there.
+	robotsAt   string
+	robotsHops int
+	robotsDown time.Time // first failure of the current robots.txt outage
+	crawlDelay time.Duration
 	// listed is whether the host is in the round-robin order (pruning
 	// drops idle hosts from it but keeps their state).
 	listed bool
@@ -415,7 +419,10 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 			}
 			h.robotsBusy = true
 			robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-			return c.startLocked(h, Attempt{URL: robotsURL, Host: host, Ticket: t, Robots: true, SentAt: now}), true, nil
+			if h.robotsAt != "" {
+				robotsURL = h.robotsAt
+			}
+			return c.startLocked(h, Attempt{URL: robotsURL, Host: host, Ticket: t, Robots: true, SentAt: now, Hops: h.robotsHops}), true, nil
 		}
 	}
 	for len(h.queue) > 0 {
@@ -759,7 +766,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	noExit := c.exitSeenLocked(a.Ticket.Exit, v, r)
 
 	if a.Robots {
-		c.robotsLocked(a.Host, h, v, r, sig, now)
+		c.robotsLocked(a, h, v, r, now)
 		c.mu.Unlock()
 		return noExit
 	}
@@ -1056,12 +1063,35 @@ func (c *Core) enqueueFrontLocked(host string, p pending) {
 // host's URLs wait, none is abandoned. It is asked again with backoff; once
 // the outage has lasted the retry policy's MaxWait, the host's URLs are
 // parked for an hour (at least twice MaxWait) and it is asked again then.
-func (c *Core) robotsLocked(host string, h *hostState, v verdict.Verdict, r Response, sig rlheader.Signal, now time.Time) {
+func (c *Core) robotsLocked(a Attempt, h *hostState, v verdict.Verdict, r Response, now time.Time) {
+	host := a.Host
 	h.robotsBusy = false
 	if r.Status >= 200 && r.Status < 500 {
 		h.robotsDown = time.Time{}
 	}
+	if v != verdict.Throttled && v != verdict.ProxyFailure && !(r.Status >= 500 || r.Err != nil) {
+		h.robotsAt, h.robotsHops = "", 0 // an answer: the next robots.txt (after a restart) is the host's own again
+	}
 	switch {
+	case isRedirect(r.Status):
+		// RFC 9309 2.3.1.2: follow five redirects at least, and read
+		// what they reach for the first host; more, or one that cannot
+		// be followed, and robots.txt is unavailable, which allows
+		// everything. (Each redirect read as unreachable: a robots.txt
+		// moved to https, or to www., held the host's URLs for good.)
+		next, refused := redirectTarget(a.URL, r.Header.Get("Location"))
+		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(hostOf(a.URL)) {
+			refused = "redirect to a private address refused"
+		}
+		if refused == "" && a.Hops < maxRobotsHops {
+			h.robotsAt, h.robotsHops = next.String(), a.Hops+1
+			return
+		}
+		if refused == "" {
+			refused = fmt.Sprintf("more than %d redirects", maxRobotsHops)
+		}
+		c.cfg.Logger.Info("robots.txt unavailable: everything allowed", "host", host, "why", refused)
+		h.robots = robots.AllowAll
 	case r.Status >= 200 && r.Status < 300:
 		h.robots = robots.Parse(bytes.NewReader(r.Sniff), c.cfg.UserAgent)
 		h.crawlDelay = h.robots.CrawlDelay()
@@ -1100,6 +1130,19 @@ func robotsAllow(r *robots.Rules, raw string) bool {
 		return true
 	}
 	return r.Allowed(u.RequestURI())
+}
+
+// maxRobotsHops is how many redirects a robots.txt is followed through
+// (RFC 9309: at least five).
+const maxRobotsHops = 5
+
+// hostOf is raw's host name ("" if raw does not parse).
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // isRedirect reports whether status sends the client elsewhere, with the

@@ -78,3 +78,62 @@ func TestCrawlRobotsLongOutageParksHost(t *testing.T) {
 		t.Errorf("%d pages fetched without robots.txt's answer, want none", n)
 	}
 }
+
+// TestCrawlRobotsRedirects: a robots.txt that redirects is followed (RFC
+// 9309: five redirects at least) and what it reaches is read for the
+// first host; a loop, or a redirect that cannot be followed, leaves
+// robots.txt unavailable, which allows everything. Each redirect was read
+// as robots.txt unreachable: the host's URLs waited, then were parked.
+func TestCrawlRobotsRedirects(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		robots   func(w http.ResponseWriter, r *http.Request)
+		disallow bool // /p/000 is disallowed
+	}{
+		{"moved twice", func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/robots.txt":
+				http.Redirect(w, r, "/moved/robots.txt", http.StatusMovedPermanently)
+			case "/moved/robots.txt":
+				http.Redirect(w, r, "/again/robots.txt", http.StatusFound)
+			default:
+				fmt.Fprintln(w, "User-agent: *\nDisallow: /p/000")
+			}
+		}, true},
+		{"a loop", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/robots.txt", http.StatusFound)
+		}, false},
+		{"to file:", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "file:///etc/robots.txt", http.StatusFound)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var robotsAsked atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "robots.txt") {
+					robotsAsked.Add(1)
+					tc.robots(w, r)
+					return
+				}
+				fmt.Fprintln(w, "page")
+			}))
+			t.Cleanup(srv.Close)
+			dir := t.TempDir()
+			urls := siteURLs(srv.URL, 4)
+			out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--progress", "0")
+			r := crawl()
+			if tc.disallow && exitCode(r.err) != exitAbandoned || !tc.disallow && r.err != nil {
+				t.Fatalf("crawl: %v (disallowing %v)\nstderr:\n%s", r.err, tc.disallow, r.stderr)
+			}
+			for _, res := range readResults(t, out) {
+				disallowed := strings.HasSuffix(res.URL, "/p/000") && tc.disallow
+				if got := res.Outcome == "done"; got == disallowed {
+					t.Errorf("%s: %s (%s), want done %v", res.URL, res.Outcome, res.Reason, !disallowed)
+				}
+			}
+			if n := robotsAsked.Load(); n > 6 {
+				t.Errorf("robots.txt asked %d times, want at most 6 (the first and five redirects)", n)
+			}
+		})
+	}
+}
