@@ -144,7 +144,10 @@ func checkProblem(e Exit, err error, timeout time.Duration) (Problem, string) {
 	var opErr *net.OpError
 	var dnsErr *net.DNSError
 	var netErr net.Error
+	var refused *credentialsRefused
 	switch {
+	case errors.As(err, &refused):
+		return Credentials, fmt.Sprintf("proxy rejected credentials (%d)", refused.status)
 	case errors.As(err, &pe):
 		return ProxyError, "proxy " + pe.Why
 	case errors.As(err, &pse):

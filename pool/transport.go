@@ -99,9 +99,17 @@ func (t *Transport) refused(req *http.Request, resp *http.Response, err error) (
 	if why := t.prober.check(t.timeout); why != nil {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // (a short page: keep the connection)
 		resp.Body.Close()
-		return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: fmt.Errorf("status %d through the proxy", resp.StatusCode)}
+		return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: &credentialsRefused{resp.StatusCode}}
 	}
 	return resp, nil
+}
+
+// credentialsRefused is the cause of the error refused returns: the status
+// the proxy answered a request with, refusing its credentials.
+type credentialsRefused struct{ status int }
+
+func (e *credentialsRefused) Error() string {
+	return fmt.Sprintf("status %d through the proxy", e.status)
 }
 
 // watched sends req through the proxy and, if no headers came within
