@@ -1118,6 +1118,9 @@ func TestAwaitCount(t *testing.T) {
 	if want := e.cool + maxRecovery; r.laneReady(g) < want {
 		t.Errorf("g held until %v, want the explorer's retry and a window more (%v)", time.Duration(r.laneReady(g)-at0), time.Duration(want-at0))
 	}
+	if got, most := int64(g.c.coolMs)*1e6, g.cool-sec(63); got > most+1e6 {
+		t.Errorf("g counted %v throttled, want at most the %v it is held from now", time.Duration(got), time.Duration(most))
+	}
 	tk, at := take(h, pool, "f", sec(63)) // f's 21st: past the count
 	if rec := h.tickets[tk.Seq]; !rec.over {
 		t.Fatalf("f's 21st request not marked as the one past the count")

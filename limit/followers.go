@@ -236,7 +236,7 @@ func (r *rules) awaitCount(h *host, l *lane, now int64) bool {
 	}
 	x := l.extra()
 	x.held, x.counted = true, true
-	r.holdUntil(h, l, until)
+	r.holdUntil(h, l, until, now)
 	return false
 }
 

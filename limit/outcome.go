@@ -668,17 +668,18 @@ func (r *rules) extendHeld(h *host, now, at int64) {
 			l.x.held, l.x.counted = false, false
 			continue
 		}
-		r.holdUntil(h, l, at+maxRecovery)
+		r.holdUntil(h, l, at+maxRecovery, now)
 	}
 }
 
-// holdUntil keeps held lane l cooling until at, counted as throttled; the
-// host's note says why, once for all the lanes held.
-func (r *rules) holdUntil(h *host, l *lane, at int64) {
+// holdUntil keeps held lane l cooling until at, from now, counted as
+// throttled (no note: the rule that holds the lanes says why, once for
+// all of them).
+func (r *rules) holdUntil(h *host, l *lane, at, now int64) {
 	if l.cool >= at {
 		return
 	}
-	d := at - l.cool
+	d := at - max(l.cool, now)
 	h.c.ThrottledNs += d
 	l.c.cooled(d)
 	l.cool = at
