@@ -1070,7 +1070,7 @@ func (c *Core) robotsLocked(a Attempt, h *hostState, v verdict.Verdict, r Respon
 		h.robotsDown = time.Time{}
 	}
 	if v != verdict.Throttled && v != verdict.ProxyFailure && !(r.Status >= 500 || r.Err != nil) {
-		h.robotsAt, h.robotsHops = "", 0 // an answer: the next robots.txt (after a restart) is the host's own again
+		h.robotsAt, h.robotsHops = "", 0 // answered (a redirect sets them again below): the host's own robots.txt is asked next time
 	}
 	switch {
 	case isRedirect(r.Status):

@@ -525,7 +525,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	var runPath string
 	checkpoint := func() {
-		sum, err := runSummary(ctx)
+		sum, err := runSummary(context.WithoutCancel(ctx)) // (a signal ends the run; its last checkpoint still counts)
 		if err == nil && runPath == "" {
 			runPath, err = report.RunPath(f.out, sum)
 		}
