@@ -845,12 +845,15 @@ func pushbackOf(r Response, v verdict.Verdict, sig rlheader.Signal) string {
 	var why string
 	switch {
 	case v == verdict.Throttled || v == verdict.Busy:
-		why = fmt.Sprintf("status %d", r.Status)
+		// "last answer": the wait is the limiter's, which may be longer
+		// than the answer said (a Retry-After of a second pushed back
+		// again waits twice as long each time).
+		why = fmt.Sprintf("last answer: status %d", r.Status)
 		if sig.HasRetryAfter {
 			why += ", " + sayRetryAfter(sig.RetryAfter)
 		}
 	case sig.HasRemaining && sig.Remaining == 0:
-		why = fmt.Sprintf("status %d, rate-limit remaining 0", r.Status)
+		why = fmt.Sprintf("last answer: status %d, rate-limit remaining 0", r.Status)
 		if sig.HasReset {
 			why += ", reset in " + sig.Reset.Round(time.Second).String()
 		}
