@@ -211,6 +211,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			g.log.Debug("gateway: forwarded", "host", host, "method", r.Method, "status", resp.StatusCode,
 				"verdict", v.String(), "exit", ticket.Exit, "attempts", attempt, "bytes", n, "ms", time.Since(start).Milliseconds())
 		}
+		if ue := (*upstreamError)(nil); errors.As(cerr, &ue) {
+			// The server's answer was cut short: so is the client's,
+			// its connection closed (or its stream reset) with no end
+			// of body. Returning would end a chunked body properly, and
+			// the client would take the cut answer for the whole one.
+			panic(http.ErrAbortHandler)
+		}
 		return
 	}
 }

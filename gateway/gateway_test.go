@@ -260,6 +260,45 @@ func TestServerCutBodyIsUpstreams(t *testing.T) {
 	}
 }
 
+// A chunked answer the server cuts short (a chunk, then the connection
+// reset) reaches the client cut short too: its connection is closed with
+// no last chunk. The gateway ended the chunked body properly, and the
+// client took the cut answer for the whole one.
+func TestServerCutChunkedBodyReachesClientCut(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		brw.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n")
+		brw.WriteString(fmt.Sprintf("%x\r\n%s\r\n", 4096, strings.Repeat("x", 4096)))
+		brw.Flush()
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetLinger(0) // a reset, not an orderly close
+		}
+		conn.Close()
+	})
+	g, proxy := newGateway(t, Config{AllowPrivate: true})
+	resp, err := client(proxy, nil).Get(o.URL + "/cutchunk")
+	var n int
+	if err == nil {
+		var b []byte
+		b, err = io.ReadAll(resp.Body)
+		n = len(b)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatalf("the client read a whole answer (%d bytes) of a chunked body cut short", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(g.Stats().NotDone) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := g.Stats(); st.NotDone["client left mid-body"] != 0 || len(st.NotDone) != 1 {
+		t.Errorf("outcomes %v, want the server's cut counted as the upstream's", st.NotDone)
+	}
+}
+
 // A throttled answer is retried through another exit: the client gets the
 // other exit's 200, never the 429. (What the limiter learns from the 429,
 // for every lane of the host, is package limit's business.)
