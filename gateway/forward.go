@@ -440,16 +440,109 @@ func outgoing(ctx context.Context, r *http.Request, u *url.URL, body []byte, upg
 	return out
 }
 
-// peek reads up to n bytes of body and returns them with a body that still
-// yields all of it.
+// peek reads up to n bytes of body, for a block page, while the server
+// keeps sending: it stops at a pause of peekPause, or after peekMax in all,
+// and returns what it read with a body that still yields all of it. A 503
+// whose body trickled in held its headers until the body ended, and one
+// that sent less than n and stayed open never answered the client.
 func peek(body io.ReadCloser, n int) ([]byte, io.ReadCloser) {
-	buf := make([]byte, n)
-	k, _ := io.ReadFull(body, buf)
-	buf = buf[:k]
-	return buf, struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(buf), body), body}
+	cr := &chunkReader{ch: make(chan chunk, 4), done: make(chan struct{}), body: body}
+	go cr.pump()
+	var buf []byte
+	limit := time.NewTimer(peekMax)
+	defer limit.Stop()
+	pause := time.NewTimer(peekMax)
+	defer pause.Stop()
+	for len(buf) < n {
+		select {
+		case c := <-cr.ch:
+			if c.err != nil {
+				cr.err = c.err
+				return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
+			}
+			buf = append(buf, c.b...)
+			pause.Reset(peekPause)
+		case <-pause.C:
+			if len(buf) > 0 {
+				return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
+			}
+			pause.Reset(peekMax) // (nothing yet: wait for the first bytes, up to peekMax)
+		case <-limit.C:
+			return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
+		}
+	}
+	return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
+}
+
+// peekPause and peekMax bound how long peek holds an answer's headers.
+const (
+	peekPause = 50 * time.Millisecond
+	peekMax   = time.Second
+)
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// chunk is what one Read of a body gave.
+type chunk struct {
+	b   []byte
+	err error
+}
+
+// chunkReader reads a body on its own goroutine (pump), so that peek can
+// stop waiting for it; Read takes its chunks in order, Close ends it.
+type chunkReader struct {
+	ch   chan chunk
+	done chan struct{}
+	once sync.Once
+	body io.ReadCloser
+	cur  []byte
+	err  error
+}
+
+func (c *chunkReader) pump() {
+	for {
+		buf := make([]byte, 32<<10)
+		k, err := c.body.Read(buf)
+		if k > 0 {
+			select {
+			case c.ch <- chunk{b: buf[:k]}:
+			case <-c.done:
+				return
+			}
+		}
+		if err != nil {
+			select {
+			case c.ch <- chunk{err: err}:
+			case <-c.done:
+			}
+			return
+		}
+	}
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	for len(c.cur) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		ch := <-c.ch
+		c.cur, c.err = ch.b, ch.err
+	}
+	k := copy(p, c.cur)
+	c.cur = c.cur[k:]
+	return k, nil
+}
+
+func (c *chunkReader) Close() error {
+	var err error
+	c.once.Do(func() {
+		close(c.done)
+		err = c.body.Close()
+	})
+	return err
 }
 
 // discard drains a little of a body we drop, so that its connection may be

@@ -299,6 +299,48 @@ func TestServerCutChunkedBodyReachesClientCut(t *testing.T) {
 	}
 }
 
+// A 403 or a 503, whose first bytes the gateway reads for a block page,
+// reaches the client as soon as the server pauses (peekPause), not when
+// 4 KiB or the end of its body came: a 503 trickling its body held its
+// headers until the body ended, and a 403 that sent a few bytes and stayed
+// open never answered at all. The body arrives whole after.
+func TestSniffedAnswerNotHeld(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		status := http.StatusServiceUnavailable
+		if r.URL.Path == "/forbidden" {
+			status = http.StatusForbidden
+		}
+		w.WriteHeader(status)
+		for i := range 4 {
+			fmt.Fprintf(w, "part %d\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(300 * time.Millisecond): // a server taking its time
+			case <-release:
+			}
+		}
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	for _, path := range []string{"/unavailable", "/forbidden"} {
+		start := time.Now()
+		resp, err := c.Get(o.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		if d := time.Since(start); d > 250*time.Millisecond {
+			t.Errorf("GET %s: headers after %v, want them once the server pauses (under 250 ms)", path, d)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != "part 0\npart 1\npart 2\npart 3\n" {
+			t.Errorf("GET %s: body %q, %v; want all four parts", path, b, err)
+		}
+	}
+	close(release)
+}
+
 // A throttled answer is retried through another exit: the client gets the
 // other exit's 200, never the 429. (What the limiter learns from the 429,
 // for every lane of the host, is package limit's business.)
