@@ -191,6 +191,21 @@ func (e *ProxyConnectError) Error() string {
 	return fmt.Sprintf("proxy %s refused CONNECT: %s", e.Proxy, e.Status)
 }
 
+// TargetDeniedError reports that a working proxy refused to CONNECT to
+// this one target (403: a port or a site its rules do not allow, as
+// tinyproxy's ConnectPort or squid's ACLs): the URL's answer through that
+// exit, read as verdict.Forbidden (other exits may be let in), not the
+// exit failing. Package pool tells it from a proxy refusing its client
+// altogether by a check of the proxy. Immutable once made.
+type TargetDeniedError struct {
+	Proxy      string // the exit's id, never credentials
+	StatusCode int
+}
+
+func (e *TargetDeniedError) Error() string {
+	return fmt.Sprintf("proxy %s refused CONNECT to this target (%d)", e.Proxy, e.StatusCode)
+}
+
 // ProxyConnectHook has the signature of http.Transport.OnProxyConnectResponse
 // and turns a non-200 answer to CONNECT into a *ProxyConnectError, which
 // Error recognises. It is safe for concurrent use.
@@ -253,8 +268,12 @@ func Error(err error) verdict.Verdict {
 	}
 	var pce *ProxyConnectError
 	var pe *ProxyError
+	var denied *TargetDeniedError
 	if errors.As(err, &pe) {
 		return verdict.ProxyFailure // a check of the proxy found it at fault
+	}
+	if errors.As(err, &denied) {
+		return verdict.Forbidden
 	}
 	if errors.As(err, &pce) {
 		return connectAnswer(pce.StatusCode)

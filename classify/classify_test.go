@@ -115,6 +115,7 @@ func TestClassifyErrorSynthetic(t *testing.T) {
 			Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}}, verdict.ProxyFailure},
 		{"proxyconnect timeout", &net.OpError{Op: "proxyconnect", Err: os.ErrDeadlineExceeded}, verdict.ProxyFailure},
 		{"typed CONNECT refusal", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 403, Status: "403 Forbidden"}}, verdict.ProxyFailure},
+		{"a working proxy denies this target", &url.Error{Op: "Get", Err: &TargetDeniedError{Proxy: "p:1", StatusCode: 403}}, verdict.Forbidden},
 		{"typed CONNECT credentials", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 407, Status: "407 Proxy Authentication Required"}}, verdict.ProxyFailure},
 		// The proxy answered, and could not reach the target: the target's.
 		{"CONNECT: unable to connect", &url.Error{Op: "Get", Err: &ProxyConnectError{StatusCode: 500, Status: "500 Unable to connect"}}, verdict.Retryable},

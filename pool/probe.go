@@ -74,6 +74,12 @@ func probeHTTP(conn net.Conn, u *url.URL) error {
 	if resp.StatusCode == http.StatusProxyAuthRequired || resp.StatusCode == http.StatusUnauthorized {
 		return fmt.Errorf("rejected the credentials (%d)", resp.StatusCode)
 	}
+	if resp.StatusCode == http.StatusForbidden {
+		// A request to the proxy itself, refused: it does not serve
+		// this client (tinyproxy's Allow, squid's http_access). One it
+		// serves answers it 400 or the like: not a proxy request.
+		return fmt.Errorf("refused this client (%d)", resp.StatusCode)
+	}
 	return nil
 }
 

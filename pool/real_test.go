@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // TestRealTinyproxyExits: two tinyproxy exits bound to 127.0.0.11 and .12 in front of
@@ -91,5 +93,41 @@ func TestRealTinyproxyCredentials(t *testing.T) {
 		if tt.problem == NoProblem && r.IP.String() != "127.0.0.13" {
 			t.Errorf("Check(%v via %s) IP = %v, want 127.0.0.13", e, tt.echo, r.IP)
 		}
+	}
+}
+
+// TestRealTinyproxyConnectDenied: a tinyproxy that allows CONNECT to port
+// 443 only refuses one to the test's TLS server with 403: it works, and it
+// refuses that target, a *classify.TargetDeniedError (the URL's answer
+// through this exit, verdict.Forbidden), not the exit failing; read as a
+// proxy failure, one such CONNECT quarantined every exit of a gateway's
+// pool. A tinyproxy that does not serve this client at all answers 403 to
+// everything, and a check of it finds so: a proxy failure.
+func TestRealTinyproxyConnectDenied(t *testing.T) {
+	tlsEcho := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer tlsEcho.Close()
+	tcfg := TransportConfig{TLSClientConfig: tlsEcho.Client().Transport.(*http.Transport).TLSClientConfig}
+	for _, tc := range []struct {
+		name string
+		cfg  peertest.TinyproxyConfig
+		want verdict.Verdict
+	}{
+		{"a port it does not allow", peertest.TinyproxyConfig{Bind: "127.0.0.13", ConnectPorts: []int{443}}, verdict.Forbidden},
+		{"a client it does not serve", peertest.TinyproxyConfig{Bind: "127.0.0.13", Allow: "127.0.0.2"}, verdict.ProxyFailure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := peertest.StartTinyproxy(t, tc.cfg)
+			tr := mustExit(t, p.Addr()).Transport(tcfg)
+			defer tr.CloseIdleConnections()
+			req, _ := http.NewRequest(http.MethodGet, tlsEcho.URL, nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("CONNECT through the proxy passed (%d), want it refused", resp.StatusCode)
+			}
+			if got := classify.Error(err); got != tc.want {
+				t.Errorf("CONNECT refused: %v, verdict %v; want %v", err, got, tc.want)
+			}
+		})
 	}
 }

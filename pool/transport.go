@@ -169,6 +169,16 @@ func (t *Transport) judge(req *http.Request, resp *http.Response, err error) (*h
 	}
 	var pce *classify.ProxyConnectError
 	var op *net.OpError
+	if errors.As(err, &pce) && pce.StatusCode == http.StatusForbidden {
+		// A 403 to CONNECT: the proxy refuses this target (a port or a
+		// site its rules do not allow), or us altogether. Read as the
+		// exit failing, one client's CONNECT to a port the exits' proxies
+		// deny took every exit offline for half a minute.
+		if why := t.prober.check(t.timeout); why != nil {
+			return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: err}
+		}
+		return nil, &classify.TargetDeniedError{Proxy: t.exit.ID(), StatusCode: pce.StatusCode}
+	}
 	if errors.As(err, &pce) || errors.As(err, &op) && op.Op == "proxyconnect" {
 		return nil, err // already the proxy's, by type
 	}

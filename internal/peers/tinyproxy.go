@@ -19,6 +19,12 @@ type TinyproxyConfig struct {
 	User, Password string
 	// MaxClients caps concurrent connections. Default 50.
 	MaxClients int
+	// ConnectPorts, when set, are the only ports CONNECT may reach
+	// (tinyproxy answers 403 to others); empty allows every port.
+	ConnectPorts []int
+	// Allow is the client address tinyproxy serves (it answers 403 to
+	// every other). Empty means 127.0.0.1, where the tests connect from.
+	Allow string
 	// Dir holds the configuration and log. Empty: a temporary directory
 	// that Close removes. When started as root tinyproxy runs as nobody,
 	// which must be able to enter Dir.
@@ -69,7 +75,14 @@ func StartTinyproxy(cfg TinyproxyConfig) (*Proxy, error) {
 	conf.WriteString("Bind " + cfg.Bind + "\n")
 	conf.WriteString("Timeout 30\nMaxClients " + strconv.Itoa(cfg.MaxClients) + "\nLogLevel Info\n")
 	conf.WriteString(`LogFile "` + logPath + `"` + "\n")
-	conf.WriteString("Allow 127.0.0.1\nDisableViaHeader Yes\n")
+	allow := cfg.Allow
+	if allow == "" {
+		allow = "127.0.0.1"
+	}
+	conf.WriteString("Allow " + allow + "\nDisableViaHeader Yes\n")
+	for _, p := range cfg.ConnectPorts {
+		conf.WriteString("ConnectPort " + strconv.Itoa(p) + "\n")
+	}
 	if cfg.User != "" {
 		conf.WriteString("BasicAuth " + cfg.User + " " + cfg.Password + "\n")
 	}
