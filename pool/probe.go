@@ -19,9 +19,10 @@ import (
 // reaching any target, and returns nil if it answered as a proxy of its kind
 // should, else what was wrong (a timeout as a net.Error). An HTTP proxy is sent an origin-form request,
 // which proxies refuse at once (400), and its answer must be HTTP and not a
-// refusal of the credentials (401, 407). A SOCKS5 proxy is greeted and, with
-// credentials, authenticated (RFC 1928, 1929), then left.
-func probeProxy(ctx context.Context, u *url.URL, dialer *net.Dialer, tlsCfg *tls.Config) error {
+// refusal of the credentials (401, 407), nor, when strict, of this client
+// (403). A SOCKS5 proxy is greeted and, with credentials, authenticated
+// (RFC 1928, 1929), then left.
+func probeProxy(ctx context.Context, u *url.URL, dialer *net.Dialer, tlsCfg *tls.Config, strict bool) error {
 	conn, err := dialer.DialContext(ctx, "tcp", u.Host)
 	if err != nil {
 		return fmt.Errorf("unreachable: %w", err)
@@ -45,15 +46,15 @@ func probeProxy(ctx context.Context, u *url.URL, dialer *net.Dialer, tlsCfg *tls
 		}
 		tc := tls.Client(conn, cfg)
 		if err = tc.HandshakeContext(ctx); err == nil {
-			err = probeHTTP(tc, u)
+			err = probeHTTP(tc, u, strict)
 		}
 	default:
-		err = probeHTTP(conn, u)
+		err = probeHTTP(conn, u, strict)
 	}
 	return err
 }
 
-func probeHTTP(conn net.Conn, u *url.URL) error {
+func probeHTTP(conn net.Conn, u *url.URL, strict bool) error {
 	req := "GET / HTTP/1.1\r\nHost: " + u.Host + "\r\nConnection: close\r\n"
 	if u.User != nil {
 		pass, _ := u.User.Password()
@@ -74,10 +75,12 @@ func probeHTTP(conn net.Conn, u *url.URL) error {
 	if resp.StatusCode == http.StatusProxyAuthRequired || resp.StatusCode == http.StatusUnauthorized {
 		return fmt.Errorf("rejected the credentials (%d)", resp.StatusCode)
 	}
-	if resp.StatusCode == http.StatusForbidden {
+	if strict && resp.StatusCode == http.StatusForbidden {
 		// A request to the proxy itself, refused: it does not serve
-		// this client (tinyproxy's Allow, squid's http_access). One it
-		// serves answers it 400 or the like: not a proxy request.
+		// this client (tinyproxy's Allow, squid's http_access; one it
+		// serves answers 400 or the like: not a proxy request). Only
+		// asked where a 403 to CONNECT is to be told from a target the
+		// proxy denies: a provider may answer its own URL so and work.
 		return fmt.Errorf("refused this client (%d)", resp.StatusCode)
 	}
 	return nil

@@ -69,6 +69,7 @@ type Transport struct {
 	timeout time.Duration
 	silent  time.Duration // SilentAfter; <= 0: no watch
 	prober  *prober       // nil unless the exit is a proxy
+	strict  *prober       // prober's check, a 403 to the proxy's own URL failing it too
 }
 
 // errSilentProxy is the cause a request is cancelled with when the check of
@@ -174,7 +175,7 @@ func (t *Transport) judge(req *http.Request, resp *http.Response, err error) (*h
 		// site its rules do not allow), or us altogether. Read as the
 		// exit failing, one client's CONNECT to a port the exits' proxies
 		// deny took every exit offline for half a minute.
-		if why := t.prober.check(t.timeout); why != nil {
+		if why := t.strict.check(t.timeout); why != nil {
 			return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: err}
 		}
 		return nil, &classify.TargetDeniedError{Proxy: t.exit.ID(), StatusCode: pce.StatusCode}
@@ -229,7 +230,8 @@ func (e Exit) Transport(cfg TransportConfig) *Transport {
 		silent: cmp.Or(cfg.SilentAfter, DefaultSilentAfter)}
 	if e.kind == Proxy {
 		u := e.ProxyURL()
-		out.prober = &prober{run: func(ctx context.Context) error { return probeProxy(ctx, u, dialer, cfg.TLSClientConfig) }}
+		out.prober = &prober{run: func(ctx context.Context) error { return probeProxy(ctx, u, dialer, cfg.TLSClientConfig, false) }}
+		out.strict = &prober{run: func(ctx context.Context) error { return probeProxy(ctx, u, dialer, cfg.TLSClientConfig, true) }}
 		t.Proxy = http.ProxyURL(u)
 		id := e.ID()
 		t.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, res *http.Response) error {
