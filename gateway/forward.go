@@ -417,11 +417,7 @@ func outgoing(ctx context.Context, r *http.Request, u *url.URL, body []byte, upg
 		up = r.Header.Get("Upgrade")
 	}
 	removeHop(out.Header)
-	for k := range out.Header {
-		if len(k) > len(controlPrefix) && strings.EqualFold(k[:len(controlPrefix)], controlPrefix) {
-			delete(out.Header, k)
-		}
-	}
+	removeControl(out.Header)
 	if up != "" {
 		out.Header.Set("Connection", "Upgrade")
 		out.Header.Set("Upgrade", up)
@@ -438,6 +434,15 @@ func outgoing(ctx context.Context, r *http.Request, u *url.URL, body []byte, upg
 		out.ContentLength = 0
 	}
 	return out
+}
+
+// removeControl deletes exitgate's X-Exitgate- headers from h.
+func removeControl(h http.Header) {
+	for k := range h {
+		if len(k) > len(controlPrefix) && strings.EqualFold(k[:len(controlPrefix)], controlPrefix) {
+			delete(h, k)
+		}
+	}
 }
 
 // peek reads up to n bytes of body, for a block page, while the server
@@ -568,6 +573,10 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Res
 		h["Content-Type"] = nil // as the server sent it: net/http would sniff one from the body
 	}
 	removeHop(h)
+	// The X-Exitgate- headers of an answer are the gateway's own: a
+	// server's would pass for the gateway's word (X-Exitgate-Reason says
+	// the gateway made the answer).
+	removeControl(h)
 	if len(resp.Trailer) > 0 {
 		keys := make([]string, 0, len(resp.Trailer))
 		for k := range resp.Trailer {

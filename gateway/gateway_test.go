@@ -229,6 +229,29 @@ func TestAnswerAddsNothing(t *testing.T) {
 	}
 }
 
+// A server's X-Exitgate- headers do not reach the client: they would pass
+// for the gateway's own word (X-Exitgate-Reason marks an answer the
+// gateway made itself; X-Exitgate-Exit names the exit).
+func TestServerCannotForgeGatewayHeaders(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Exitgate-Reason", "fake")
+		w.Header().Set("X-Exitgate-Exit", "fake-exit")
+		w.Header().Set("X-Exitgate-Other", "fake")
+		io.WriteString(w, "ok")
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	resp, body := get(t, client(proxy, nil), o.URL+"/x")
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("GET = %d %q", resp.StatusCode, body)
+	}
+	if v := resp.Header.Get("X-Exitgate-Reason") + resp.Header.Get("X-Exitgate-Other"); v != "" {
+		t.Errorf("the server's X-Exitgate- headers reached the client: %q", v)
+	}
+	if v := resp.Header.Get(HeaderExit); v == "" || v == "fake-exit" {
+		t.Errorf("%s = %q, want the gateway's exit", HeaderExit, v)
+	}
+}
+
 // An answer the server cuts short (fewer bytes than its Content-Length,
 // then the connection closed) is counted as the server's doing, not as
 // the client's leaving ("client left mid-body" before).
