@@ -166,8 +166,15 @@ func buildServe(f serveFlags) (serveSetup, error) {
 		}
 		auth = &gateway.Credentials{User: user, Password: pass}
 	}
-	if err := gateway.CheckListen(f.listen, auth != nil); err != nil {
+	if err := gateway.CheckListen(f.listen, auth != nil); errors.Is(err, gateway.ErrOpenBind) {
 		return s, fmt.Errorf("--listen %s: %w; set --auth USER:PASSWORD (or EXITGATE_SERVE_AUTH) so that only your clients can use it", f.listen, err)
+	} else if err != nil {
+		return s, fmt.Errorf("--listen %s: %w (want HOST:PORT, e.g. 127.0.0.1:8899)", f.listen, err)
+	}
+	for _, p := range f.connectPorts {
+		if p < 1 || p > 65535 {
+			return s, fmt.Errorf("--connect-ports: %d is not a port (1 to 65535)", p)
+		}
 	}
 	if s.exits, err = f.exits(); err != nil {
 		return s, err

@@ -532,3 +532,28 @@ func TestServeDrainCutShort(t *testing.T) {
 		t.Errorf("summary.json: %+v, %v; want the cut request not done, abandoned as cut at shutdown\n%s", sum, err, gw.Stdout())
 	}
 }
+
+// TestServeBadFlagsRefused: a --connect-ports that is no port, and a
+// --listen without a port, are refused before anything is set up (exit 2),
+// each with advice about itself: --connect-ports 0 exited 1 from inside the
+// gateway after the CA and the output were made, and a --listen without a
+// port was told to set --auth.
+func TestServeBadFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"--connect-ports", "0"}, "--connect-ports: 0 is not a port", ""},
+		{[]string{"--connect-ports", "443,70000"}, "--connect-ports: 70000 is not a port", ""},
+		{[]string{"--listen", "127.0.0.1"}, "want HOST:PORT", "--auth"},
+	} {
+		r := runCmd(t, append([]string{"serve", "--no-intercept", "--out", filepath.Join(dir, "out")}, tc.args...)...)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), tc.want) || tc.not != "" && strings.Contains(r.err.Error(), tc.not) {
+			t.Errorf("serve %v: %v, want exit %d saying %q", tc.args, r.err, exitUsage, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+			t.Errorf("serve %v: the output directory was made", tc.args)
+		}
+	}
+}
