@@ -39,6 +39,9 @@ const maxReplayBody = 64 << 10
 // errBudget: no lane of the host frees up within the wait budget.
 var errBudget = errors.New("gateway: wait budget spent")
 
+// errClosing: the gateway shuts down while the request waits for a lane.
+var errClosing = errors.New("gateway: shutting down")
+
 // errExitsDown: every exit of the pool is held back for failing as a
 // proxy. Waiting for one to recover held each client its whole budget (a
 // minute) for a 502; it is said at once.
@@ -98,6 +101,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				// Counted: each client request is one "URL" of the
 				// summary, and these were in no count at all.
 				g.left(host, "", "client left before the answer")
+			case errors.Is(err, errClosing):
+				g.giveUp(w, host, http.StatusServiceUnavailable, "gateway shutting down", next,
+					"exitgate: the gateway is shutting down; nothing was sent to "+host+": retry after the time in Retry-After")
 			case errors.Is(err, errExitsDown) && !throttled:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next, g.exitsDownText())
 			case errors.Is(err, errBudget) && last == verdict.ProxyFailure && !throttled:
@@ -276,9 +282,24 @@ func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadli
 	if next.After(deadline) {
 		return limit.Ticket{}, next, errBudget
 	}
+	if g.closing.Load() {
+		return limit.Ticket{}, next, errClosing
+	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-g.closed:
+			cancel() // shutting down: the request is answered now, not cut when the drain ends
+		case <-done:
+		}
+	}()
 	t, err = g.lim.Wait(wctx, host, want)
+	close(done)
 	cancel()
+	if err != nil && ctx.Err() == nil && g.closing.Load() {
+		return limit.Ticket{}, next, errClosing
+	}
 	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return t, time.Time{}, err
 	}

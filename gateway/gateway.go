@@ -172,6 +172,10 @@ type Gateway struct {
 	wg   sync.WaitGroup // tunnel goroutines
 
 	closing atomic.Bool
+	// closed is closed once closing is set: it wakes the requests still
+	// waiting for a lane (wait), which are answered at once.
+	closed    chan struct{}
+	closeOnce sync.Once
 	// cut is set when Close cuts what is still running: a request that
 	// ends then was cut at shutdown, not left by its client.
 	cut atomic.Bool
@@ -215,7 +219,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, lim: cfg.Limiter, tally: cfg.Tally, hostKey: cfg.HostKey, log: cfg.Logger, ports: ports,
-		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{},
+		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{}, closed: make(chan struct{}),
 		sessions: newSessions(cmp.Or(cfg.MaxSessions, DefaultMaxSessions), cmp.Or(cfg.SessionIdle, DefaultSessionIdle)),
 	}
 	if g.tally == nil {
@@ -302,7 +306,7 @@ func (g *Gateway) Serve(ln net.Listener) error {
 // closes what is left (passed-through tunnels, requests still running) and
 // returns ctx's error.
 func (g *Gateway) Shutdown(ctx context.Context) error {
-	g.closing.Store(true)
+	g.startClosing()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	wg.Go(func() { errs[0] = g.outer.Shutdown(ctx) })
@@ -324,6 +328,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// startClosing marks the gateway closing and wakes the waiting requests.
+func (g *Gateway) startClosing() {
+	g.closing.Store(true)
+	g.closeOnce.Do(func() { close(g.closed) })
+}
+
 // ErrTunnelsClosed is Shutdown's error when every request it could see was
 // answered but passed-through tunnels were still open when ctx ended: they
 // were closed, idle or not (the gateway cannot tell).
@@ -331,7 +341,7 @@ var ErrTunnelsClosed = errors.New("passed-through tunnels still open were closed
 
 // Close closes every listener and connection at once.
 func (g *Gateway) Close() error {
-	g.closing.Store(true)
+	g.startClosing()
 	g.cut.Store(true)
 	err := errors.Join(g.outer.Close(), g.inner.Close())
 	g.innerLn.Close()

@@ -1004,6 +1004,53 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	}
 }
 
+// A request still waiting for a lane when the gateway shuts down is
+// answered at once, 503 with Retry-After, nothing having been sent: it was
+// held until the drain ran out and then cut with no answer, and the
+// gateway exited as if it had cut a request in flight.
+func TestShutdownAnswersWaiting(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1.0 / 60), MaxLaneRate: limit.PerSecond(1.0 / 60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim})
+	c := client(proxy, nil)
+	if resp, body := get(t, c, o.URL+"/first"); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("first request: %d %q", resp.StatusCode, body)
+	}
+	type result struct {
+		resp *http.Response
+		err  error
+		at   time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, o.URL+"/second", nil)
+		req.Header.Set(HeaderWait, "90s") // the lane is free again in a minute
+		resp, err := c.Do(req)
+		if err == nil {
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		done <- result{resp, err, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond) // the second request waits for its lane by now; a race only makes it refused at arrival, as asserted
+	shutAt := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown = %v, want nil: nothing in flight was cut", err)
+	}
+	r := <-done
+	if r.err != nil || r.resp.StatusCode != http.StatusServiceUnavailable || r.resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("the waiting request: %v %v, want 503 with Retry-After", r.err, r.resp)
+	}
+	if d := r.at.Sub(shutAt); d > 2*time.Second {
+		t.Errorf("answered %v after the shutdown began, want at once", d)
+	}
+}
+
 // A protocol upgrade (WebSocket) is forwarded, and the two connections are
 // joined: bytes flow both ways after the 101.
 func TestUpgradeJoinsConnections(t *testing.T) {
