@@ -152,6 +152,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			g.lim.Done(ticket, o, now)
 			g.record(host, ticket.Exit, 0, v, rlheader.Signal{}, sent, now, 0)
 			last = v
+			if v == verdict.ProxyFailure && tgt.session != "" {
+				g.sessions.unbind(tgt.session, ticket.Exit)
+			}
 			if v == verdict.ProxyFailure && canRetry {
 				g.retried(host)
 				continue
@@ -176,6 +179,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		g.lim.Done(ticket, o, now)
 		last = v
 		throttled = throttled || v == verdict.Throttled
+		if v == verdict.ProxyFailure && tgt.session != "" {
+			g.sessions.unbind(tgt.session, ticket.Exit)
+		}
 		if canRetry && (v == verdict.Throttled || v == verdict.Banned || v == verdict.ProxyFailure) {
 			discard(resp.Body)
 			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)

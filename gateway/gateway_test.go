@@ -914,6 +914,36 @@ func TestPassthroughTunnel(t *testing.T) {
 	}
 }
 
+// A session whose exit fails as a proxy moves to another: bound to a dead
+// exit by its first request, every request of the session was refused
+// (502, then 429 "wait budget spent") for as long as it lived, while
+// requests without a session went through the working exit.
+func TestSessionMovesOffDeadExit(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	exits, err := pool.Parse(strings.NewReader("http://user:DeadPw43@"+peertest.DeadAddr(t)+"\nbind:127.0.0.23\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: exits})
+	c := client(proxy, nil)
+	for i := range 6 { // sessions bound to either exit first: half of them to the dead one
+		for j := range 2 {
+			req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/%d/%d", o.URL, i, j), nil)
+			req.Header.Set(HeaderSession, fmt.Sprintf("s%d", i))
+			req.Header.Set(HeaderWait, "5s")
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != "ok" || resp.Header.Get(HeaderExit) != "bind:127.0.0.23" {
+				t.Errorf("session s%d, request %d: %d %q through %q, want 200 through the working exit", i, j, resp.StatusCode, b, resp.Header.Get(HeaderExit))
+			}
+		}
+	}
+}
+
 // An exit whose proxy fails is replaced: the request goes through another.
 func TestProxyFailureRetriedElsewhere(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })

@@ -65,6 +65,18 @@ func (s *sessions) drop(name string) {
 	s.mu.Unlock()
 }
 
+// unbind forgets the session if exit is its exit: that exit failed as a
+// proxy, and the session's next request goes through another, as a
+// provider's session moves when its IP dies (bound to a dead exit, each
+// of its requests was refused for the wait budget, for good).
+func (s *sessions) unbind(name, exit string) {
+	s.mu.Lock()
+	if e := s.m[name]; e != nil && e.exit == exit {
+		delete(s.m, name)
+	}
+	s.mu.Unlock()
+}
+
 // evictLocked forgets idle sessions, and if none was, the least recently
 // used tenth. It sorts, and runs once per max/10 new sessions at most.
 func (s *sessions) evictLocked(now time.Time) {
