@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -123,6 +124,10 @@ func sessionOf(user string, h http.Header) string {
 	return ""
 }
 
+// longDuration is what time.ParseDuration reads, unsigned, when it refuses
+// one only for its size.
+var longDuration = regexp.MustCompile(`^\+?([0-9]*\.?[0-9]+(ns|us|µs|ms|s|m|h))+$`)
+
 // waitBudget reads X-Exitgate-Wait: a Go duration (30s, 1m30s) or seconds
 // (30, 2.5); 0 means answer at once. It is capped at MaxWaitBudget.
 func (g *Gateway) waitBudget(h http.Header) (time.Duration, error) {
@@ -130,13 +135,21 @@ func (g *Gateway) waitBudget(h http.Header) (time.Duration, error) {
 	if v == "" {
 		return max(g.cfg.WaitBudget, 0), nil
 	}
+	// Past the cap, the cap: a budget of centuries asks for the longest
+	// one (9999999h and 1e300 were refused with a 400).
 	d, err := time.ParseDuration(v)
-	if err != nil {
+	switch {
+	case err != nil && longDuration.MatchString(v):
+		d = g.cfg.MaxWaitBudget // a duration too long for time.Duration
+	case err != nil:
 		s, ferr := strconv.ParseFloat(v, 64)
-		if ferr != nil || !(s >= 0 && s <= 1e6) { // NaN too
+		if errors.Is(ferr, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+			s, ferr = g.cfg.MaxWaitBudget.Seconds(), nil // a number too large for a float
+		}
+		if ferr != nil || !(s >= 0) { // NaN too
 			return 0, fmt.Errorf("%s: %q is not a duration (30s, 2m) or a number of seconds", HeaderWait, v)
 		}
-		d = time.Duration(s * float64(time.Second))
+		d = time.Duration(min(s, g.cfg.MaxWaitBudget.Seconds()) * float64(time.Second))
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%s: %q is negative", HeaderWait, v)

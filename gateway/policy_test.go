@@ -24,8 +24,12 @@ func TestWaitBudget(t *testing.T) {
 		{"-1s", 0, true},
 		{"-3", 0, true},
 		{"soon", 0, true},
-		{"1e309", 0, true},
+		{"1e309", 10 * time.Minute, false},    // past a float: the cap
+		{"1e300", 10 * time.Minute, false},    // capped
+		{"9999999h", 10 * time.Minute, false}, // past time.Duration: the cap
+		{"-1e309", 0, true},
 		{"NaN", 0, true},
+		{"9999999x", 0, true},
 	} {
 		h := http.Header{}
 		if tc.in != "" {
