@@ -163,6 +163,8 @@ func splitHostPort(authority, scheme string) (string, int) {
 	host, p, err := net.SplitHostPort(authority)
 	if err != nil {
 		host = strings.Trim(authority, "[]")
+	}
+	if err != nil || p == "" { // "host:" is the default port too (RFC 3986 3.2.3)
 		p = "80"
 		if scheme == "https" {
 			p = "443"

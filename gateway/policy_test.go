@@ -79,6 +79,8 @@ func TestSplitHostPort(t *testing.T) {
 		{"[::1]", "http", "::1", 80},
 		{"example.com:99999", "http", "example.com", -1},
 		{"example.com:x", "http", "example.com", -1},
+		{"example.com:", "http", "example.com", 80}, // an empty port is the default (RFC 3986)
+		{"[::1]:", "https", "::1", 443},
 	} {
 		h, p := splitHostPort(tc.in, tc.scheme)
 		if h != tc.host || p != tc.port {
