@@ -547,6 +547,7 @@ func TestServeBadFlagsRefused(t *testing.T) {
 		{[]string{"--connect-ports", "0"}, "--connect-ports: 0 is not a port", ""},
 		{[]string{"--connect-ports", "443,70000"}, "--connect-ports: 70000 is not a port", ""},
 		{[]string{"--listen", "127.0.0.1"}, "want HOST:PORT", "--auth"},
+		{[]string{"--ca-dir", "/tmp/unused-ca"}, "--ca-dir does nothing with --no-intercept", ""},
 	} {
 		r := runCmd(t, append([]string{"serve", "--no-intercept", "--out", filepath.Join(dir, "out")}, tc.args...)...)
 		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), tc.want) || tc.not != "" && strings.Contains(r.err.Error(), tc.not) {
