@@ -485,22 +485,23 @@ func peek(body io.ReadCloser, n int) ([]byte, io.ReadCloser) {
 	defer limit.Stop()
 	pause := time.NewTimer(peekMax)
 	defer pause.Stop()
+read:
 	for len(buf) < n {
 		select {
 		case c := <-cr.ch:
 			if c.err != nil {
 				cr.err = c.err
-				return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
+				break read
 			}
 			buf = append(buf, c.b...)
 			pause.Reset(peekPause)
 		case <-pause.C:
 			if len(buf) > 0 {
-				return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
+				break read
 			}
 			pause.Reset(peekMax) // (nothing yet: wait for the first bytes, up to peekMax)
 		case <-limit.C:
-			return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
+			break read
 		}
 	}
 	return buf, readCloser{io.MultiReader(bytes.NewReader(buf), cr), cr}
