@@ -745,10 +745,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 	redirect, refused := v == verdict.OK && isRedirect(r.Status) && !a.Robots, ""
 	var next *url.URL
 	if redirect {
-		next, refused = redirectTarget(a.URL, r.Header.Get("Location"))
-		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(jobHost(a.Job)) {
-			refused = "redirect to a private address refused: " + clipReason(next.Hostname())
-		}
+		next, refused = c.redirectTo(a.URL, a.Job.URL, r.Header.Get("Location"))
 	}
 
 	c.mu.Lock()
@@ -1082,10 +1079,7 @@ func (c *Core) robotsLocked(a Attempt, h *hostState, v verdict.Verdict, r Respon
 		// be followed, and robots.txt is unavailable, which allows
 		// everything. (Each redirect read as unreachable: a robots.txt
 		// moved to https, or to www., held the host's URLs for good.)
-		next, refused := redirectTarget(a.URL, r.Header.Get("Location"))
-		if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(hostOf(a.URL)) {
-			refused = "redirect to a private address refused"
-		}
+		next, refused := c.redirectTo(a.URL, a.URL, r.Header.Get("Location"))
 		if refused == "" && a.Hops < maxRobotsHops {
 			h.robotsAt, h.robotsHops = next.String(), a.Hops+1
 			return
@@ -1138,6 +1132,17 @@ func robotsAllow(r *robots.Rules, raw string) bool {
 // maxRobotsHops is how many redirects a robots.txt is followed through
 // (RFC 9309: at least five).
 const maxRobotsHops = 5
+
+// redirectTo is where a redirect from URL from leads (redirectTarget), or
+// why it is not followed; a private address is refused unless the crawl
+// allows it or origin, the URL whose target it is, is on one itself.
+func (c *Core) redirectTo(from, origin, location string) (*url.URL, string) {
+	next, refused := redirectTarget(from, location)
+	if refused == "" && !c.cfg.AllowPrivateRedirects && isPrivateHost(next.Hostname()) && !isPrivateHost(hostOf(origin)) {
+		refused = "redirect to a private address refused: " + clipReason(next.Hostname())
+	}
+	return next, refused
+}
 
 // hostOf is raw's host name ("" if raw does not parse).
 func hostOf(raw string) string {
@@ -1241,15 +1246,6 @@ func NumericIPv4(host string) (netip.Addr, bool) {
 	}
 	u |= v[last]
 	return netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}), true
-}
-
-// jobHost is the host name or address of a job's own URL.
-func jobHost(j frontier.Job) string {
-	u, err := url.Parse(j.URL)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
 }
 
 // clipReason keeps text from a response short in an abandon reason.

@@ -292,16 +292,10 @@ func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadli
 		return limit.Ticket{}, next, errClosing
 	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-g.closed:
-			cancel() // shutting down: the request is answered now, not cut when the drain ends
-		case <-done:
-		}
-	}()
+	// Shutting down: the request is answered now, not cut when the drain ends.
+	stop := context.AfterFunc(g.closed, cancel)
 	t, err = g.lim.Wait(wctx, host, want)
-	close(done)
+	stop()
 	cancel()
 	if err != nil && ctx.Err() == nil && g.closing.Load() {
 		return limit.Ticket{}, next, errClosing

@@ -172,10 +172,10 @@ type Gateway struct {
 	wg   sync.WaitGroup // tunnel goroutines
 
 	closing atomic.Bool
-	// closed is closed once closing is set: it wakes the requests still
+	// closed ends once closing is set: it wakes the requests still
 	// waiting for a lane (wait), which are answered at once.
-	closed    chan struct{}
-	closeOnce sync.Once
+	closed      context.Context
+	closeWaiter context.CancelFunc
 	// cut is set when Close cuts what is still running: a request that
 	// ends then was cut at shutdown, not left by its client.
 	cut atomic.Bool
@@ -219,9 +219,10 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, lim: cfg.Limiter, tally: cfg.Tally, hostKey: cfg.HostKey, log: cfg.Logger, ports: ports,
-		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{}, closed: make(chan struct{}),
+		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{},
 		sessions: newSessions(cmp.Or(cfg.MaxSessions, DefaultMaxSessions), cmp.Or(cfg.SessionIdle, DefaultSessionIdle)),
 	}
+	g.closed, g.closeWaiter = context.WithCancel(context.Background())
 	if g.tally == nil {
 		g.tally = metrics.NewTally(time.Now())
 	}
@@ -331,7 +332,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 // startClosing marks the gateway closing and wakes the waiting requests.
 func (g *Gateway) startClosing() {
 	g.closing.Store(true)
-	g.closeOnce.Do(func() { close(g.closed) })
+	g.closeWaiter()
 }
 
 // ErrTunnelsClosed is Shutdown's error when every request it could see was

@@ -65,11 +65,18 @@ func TestCrawlWrongProxyCredentials(t *testing.T) {
 	if sum.Done != len(pages) || sum.Abandoned != 1 {
 		t.Errorf("summary: done %d abandoned %d, want %d and 1", sum.Done, sum.Abandoned, len(pages))
 	}
-	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	checkSecretsKept(t, r, out, "Wrong86", "Right87")
+}
+
+// checkSecretsKept fails t if a crawl's output (stdout, stderr) or the
+// summary and results it wrote in out hold any of secrets.
+func checkSecretsKept(t *testing.T, r crawlRun, out string, secrets ...string) {
+	t.Helper()
+	sum, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	res, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
-	for _, secret := range []string{"Wrong86", "Right87"} {
-		if strings.Contains(r.stdout+r.stderr+string(b)+string(res), secret) {
-			t.Errorf("the password %q was printed or written", secret)
+	for _, secret := range secrets {
+		if strings.Contains(r.stdout+r.stderr+string(sum)+string(res), secret) {
+			t.Errorf("the password %q was printed or written:\nstderr:\n%s\nresults:\n%s", secret, r.stderr, res)
 		}
 	}
 }
