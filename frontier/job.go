@@ -143,3 +143,11 @@ func (p Prepared) Jobs() []Job { return p.jobs }
 type PreparedPusher interface {
 	PushPrepared(ctx context.Context, p Prepared) (added int, err error)
 }
+
+// BulkLoader is a Frontier that writes a long series of pushes faster when
+// told that nothing else uses it meanwhile: BulkLoad runs fn (the pushes),
+// each push as durable when it returns as outside BulkLoad. A crawl loading
+// its URL file before it starts fetching is the case.
+type BulkLoader interface {
+	BulkLoad(ctx context.Context, fn func() error) error
+}

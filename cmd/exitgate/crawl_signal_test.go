@@ -139,8 +139,8 @@ func TestCrawlSignalWhileLoading(t *testing.T) {
 
 	first := startCrawlHelper(t, args(urlFile)...)
 	deadline := time.Now().Add(30 * time.Second)
-	for { // loading has begun once the frontier holds a batch or so
-		if st, err := os.Stat(filepath.Join(out, "frontier.db-wal")); err == nil && st.Size() > 1<<20 {
+	for { // loading has begun once the frontier holds a batch or so (the load writes the file itself, not the log: BulkLoad)
+		if st, err := os.Stat(filepath.Join(out, "frontier.db")); err == nil && st.Size() > 1<<20 {
 			break
 		}
 		select {

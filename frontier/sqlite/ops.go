@@ -32,14 +32,14 @@ var _ frontier.PreparedPusher = (*Store)(nil)
 
 // PushPrepared implements frontier.PreparedPusher.
 func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, error) {
-	prepared := p.Jobs()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	added := 0
 	err := s.inTx(ctx, func() (func(), error) {
 		newHosts := make(map[string]int64)
-		hosts := make([]int64, len(prepared))
-		for i, j := range prepared {
+		jobs := byHost(p.Jobs())
+		hosts := make([]int64, len(jobs))
+		for i, j := range jobs {
 			if h := s.sched.byName[j.Host]; h != nil {
 				hosts[i] = h.id
 			} else if id, ok := newHosts[j.Host]; ok {
@@ -63,8 +63,8 @@ func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, err
 		var order []int64
 		reread := make(map[int64]bool)
 		var ins inserter
-		for lo := 0; lo < len(prepared); {
-			n, st, args := ins.next(s, prepared[lo:], hosts[lo:])
+		for lo := 0; lo < len(jobs); {
+			n, st, args := ins.next(s, jobs[lo:], hosts[lo:])
 			res, err := st.ExecContext(ctx, args...)
 			if err != nil {
 				return nil, err
@@ -82,7 +82,7 @@ func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, err
 				if got == 0 && n == 1 {
 					continue // the one job was a duplicate: no change
 				}
-				due := enc(prepared[i].Due)
+				due := enc(jobs[i].Due)
 				if m, ok := mins[hid]; !ok {
 					mins[hid] = due
 					order = append(order, hid)
@@ -125,6 +125,46 @@ func (s *Store) PushPrepared(ctx context.Context, p frontier.Prepared) (int, err
 	return added, nil
 }
 
+// byHost returns the jobs grouped by host, the hosts in the order of their
+// first job, each host's jobs in their order: a list over many hosts in
+// turn (one URL of each, then the next of each) becomes one run of keys per
+// host (inserter.next), and its rows go to the b-trees host by host. The
+// order among hosts is the scheduler's to make, not the rows'; within a host
+// the order of the rows (claim order for equal due times) is the list's.
+// 1,000,000 URLs over 1,000 hosts in turn load at 191k-225k URLs/s instead
+// of 145k (BenchmarkPushFile, in BulkLoad both), with a third of the
+// allocations (runs of keys instead of statements of 128 rows).
+func byHost(prepared []frontier.Job) []*frontier.Job {
+	jobs := make([]*frontier.Job, len(prepared))
+	ranks := make([]int32, len(prepared)) // each job's host, by its first job's order
+	rank := make(map[string]int32)
+	var count []int
+	last := ""
+	r := int32(-1)
+	for i := range prepared {
+		if h := prepared[i].Host; h != last || r < 0 {
+			var ok bool
+			if r, ok = rank[h]; !ok {
+				r = int32(len(count))
+				rank[h] = r
+				count = append(count, 0)
+			}
+			last = h
+		}
+		ranks[i] = r
+		count[r]++
+	}
+	at := make([]int, len(count)) // where each host's next job goes
+	for r := 1; r < len(count); r++ {
+		at[r] = at[r-1] + count[r-1]
+	}
+	for i := range prepared {
+		jobs[at[ranks[i]]] = &prepared[i]
+		at[ranks[i]]++
+	}
+	return jobs
+}
+
 // inserter binds the values of the next INSERT of a push, reusing its
 // buffers from one statement to the next.
 type inserter struct {
@@ -141,7 +181,7 @@ type inserter struct {
 // share method, host and due goes as one JSON array of keys (the usual URL
 // list); otherwise insRows jobs at once, with only what they set (plain) or
 // every column; the last few one by one.
-func (ins *inserter) next(s *Store, jobs []frontier.Job, hosts []int64) (int, *sql.Stmt, []any) {
+func (ins *inserter) next(s *Store, jobs []*frontier.Job, hosts []int64) (int, *sql.Stmt, []any) {
 	args := ins.args[:0]
 	defer func() { ins.args = args[:0] }()
 	if n := plainRun(jobs[:min(maxRun, len(jobs))], hosts); n >= minRun {
@@ -170,7 +210,7 @@ func (ins *inserter) next(s *Store, jobs []frontier.Job, hosts []int64) (int, *s
 		n, st = 1, s.st.insJob
 	}
 	for i := range n {
-		j := &jobs[i]
+		j := jobs[i]
 		var url any // NULL: same as key
 		if j.URL != j.Key {
 			url = j.URL
@@ -191,13 +231,12 @@ const (
 // hosts) insRun can add at once: jobs that are their own key, JSON-safe,
 // with no exit pin, header or meta, and the first job's method, host and
 // due.
-func plainRun(jobs []frontier.Job, hosts []int64) int {
+func plainRun(jobs []*frontier.Job, hosts []int64) int {
 	if len(jobs) == 0 {
 		return 0
 	}
-	first := &jobs[0]
-	for i := range jobs {
-		j := &jobs[i]
+	first := jobs[0]
+	for i, j := range jobs {
 		if j.URL != j.Key || j.Exit != "" || j.Header != nil || j.Meta != nil ||
 			j.Method != first.Method || hosts[i] != hosts[0] || !j.Due.Equal(first.Due) || !jsonSafe(j.Key) {
 			return i
@@ -218,9 +257,9 @@ func jsonSafe(s string) bool {
 
 // allPlain reports whether every job is its own key and has no exit pin,
 // header or meta: what insPlain writes.
-func allPlain(jobs []frontier.Job) bool {
-	for i := range jobs {
-		if j := &jobs[i]; j.URL != j.Key || j.Exit != "" || j.Header != nil || j.Meta != nil {
+func allPlain(jobs []*frontier.Job) bool {
+	for _, j := range jobs {
+		if j.URL != j.Key || j.Exit != "" || j.Header != nil || j.Meta != nil {
 			return false
 		}
 	}

@@ -1,5 +1,6 @@
 // Package sqlite is the embedded frontier: one SQLite file (pure Go
-// modernc.org/sqlite, WAL) owned by one process.
+// modernc.org/sqlite, WAL; a URL list is loaded under a rollback journal,
+// BulkLoad) owned by one process.
 //
 // Every change is one transaction on one connection, committed before the
 // call returns: with the default synchronous=NORMAL a committed change
@@ -452,6 +453,61 @@ func (s *Store) release() error {
 	}
 	errs = append(errs, s.db.Close())
 	return errors.Join(errs...)
+}
+
+// BulkLoad runs fn, a series of pushes with nothing else using the store,
+// under a rollback journal instead of the write-ahead log. In the log every
+// page a push writes is written twice, to the log and then by a checkpoint
+// to the file (each page as often again as later commits change it); a
+// rollback journal writes a page the file already held once to the journal
+// and once in place, and a page the load adds to the file once. With
+// SyncNormal the load does not fsync either: what SyncNormal promises is a
+// commit that survives the process being killed, and the operating system
+// has every write the process made when it dies. A kill mid-load leaves a
+// hot journal, which the next Open rolls back to the last commit, as it
+// would the log's uncommitted frames; that Open returns the file to the log
+// (the DSN's journal_mode), as BulkLoad does when fn returns.
+//
+// The page cache is held to bulkCacheMiB meanwhile: measured, not worked
+// out (BenchmarkPushFile, 1,000,000 URLs: 471k URLs/s of one host against
+// 430k with the usual 32 MiB, over 1,000 hosts the same 219k).
+func (s *Store) BulkLoad(ctx context.Context, fn func() error) error {
+	sync, loadSync := "NORMAL", "OFF"
+	if s.cfg.Sync == SyncFull {
+		sync, loadSync = "FULL", "FULL"
+	}
+	if err := s.setJournal(ctx, "TRUNCATE", loadSync, min(s.cfg.CacheMiB, bulkCacheMiB)); err != nil {
+		return err
+	}
+	err := fn()
+	// Back to the log even when fn failed or ctx ended: the crawl goes
+	// on (or the next run opens) in WAL mode.
+	return errors.Join(err, s.setJournal(context.WithoutCancel(ctx), "WAL", sync, s.cfg.CacheMiB))
+}
+
+// bulkCacheMiB is the page cache BulkLoad holds the store to.
+const bulkCacheMiB = 8
+
+// setJournal sets the file's journal mode, checking that it took, and the
+// connection's synchronous setting and page cache.
+func (s *Store) setJournal(ctx context.Context, mode, sync string, cacheMiB int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return frontier.ErrClosed
+	}
+	var got string
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = "+mode).Scan(&got); err != nil {
+		return fmt.Errorf("frontier/sqlite: journal mode %s: %w", mode, err)
+	}
+	if !strings.EqualFold(got, mode) {
+		return fmt.Errorf("frontier/sqlite: journal mode %s: the file stayed in %s", mode, got)
+	}
+	q := "PRAGMA synchronous = " + sync + "; PRAGMA cache_size = -" + strconv.Itoa(cacheMiB*1024)
+	if _, err := s.conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("frontier/sqlite: %s: %w", q, err)
+	}
+	return nil
 }
 
 // inTx runs fn in a write transaction. The caller holds s.mu. fn returns a

@@ -383,7 +383,8 @@ func TestRandomOps(t *testing.T) {
 // TestPushLargeBatches pushes batches big enough for the multi-row and
 // JSON-array inserts, mixing plain jobs with pinned ones, headers, other
 // methods, later due times and duplicates (within a batch and of earlier
-// batches): every new job is added once, in push order, and the in-memory
+// batches): every new job is added once, in push order within its host
+// (hosts grouped by their first job, byHost), and the in-memory
 // index matches the file.
 func TestPushLargeBatches(t *testing.T) {
 	s := openTemp(t, Config{})
@@ -428,12 +429,16 @@ func TestPushLargeBatches(t *testing.T) {
 			t.Fatalf("batch %d: Push added %d, queued %d; want %d queued", b, n, c.Queued, len(want))
 		}
 	}
-	// Plain jobs whose hosts alternate: no run, a plain multi-row insert.
+	// Plain jobs whose hosts alternate: grouped by host (byHost), the
+	// first host's first, each host's in push order.
 	var alt []frontier.NewJob
 	for i := range 300 {
-		u := fmt.Sprintf("http://alt%d.example/%d", i%2, i)
-		alt = append(alt, frontier.NewJob{URL: u})
-		want = append(want, u)
+		alt = append(alt, frontier.NewJob{URL: fmt.Sprintf("http://alt%d.example/%d", i%2, i)})
+	}
+	for h := range 2 {
+		for i := h; i < 300; i += 2 {
+			want = append(want, alt[i].URL)
+		}
 	}
 	if _, err := s.Push(ctx, alt); err != nil {
 		t.Fatal(err)
@@ -455,7 +460,7 @@ func TestPushLargeBatches(t *testing.T) {
 	}
 	for i := range want {
 		if fin[i] != want[i] {
-			t.Fatalf("job %d in ID order is %q, want %q (push order)", i, fin[i], want[i])
+			t.Fatalf("job %d in ID order is %q, want %q (push order within a host)", i, fin[i], want[i])
 		}
 	}
 }

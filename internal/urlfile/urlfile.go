@@ -106,13 +106,27 @@ const pushBatch = 50000
 // Push adds the URL file at path to fr in batches and returns how many
 // URLs were new. Bad lines are returned, not fatal. The file is read and
 // checked on one goroutine while the previous batch is pushed on another;
-// with a frontier.PreparedPusher, the jobs are prepared there too.
-func Push(ctx context.Context, fr frontier.Frontier, path string) (int, []*LineError, error) {
+// with a frontier.PreparedPusher, the jobs are prepared there too; with a
+// frontier.BulkLoader, the pushes go in one BulkLoad (Push is for a
+// frontier nothing else uses meanwhile: a crawl loading its list).
+func Push(ctx context.Context, fr frontier.Frontier, path string) (added int, bad []*LineError, err error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer file.Close()
+	if bl, ok := fr.(frontier.BulkLoader); ok {
+		err = bl.BulkLoad(ctx, func() error {
+			added, bad, err = push(ctx, fr, file, path)
+			return err
+		})
+		return added, bad, err
+	}
+	return push(ctx, fr, file, path)
+}
+
+// push is Push on an open file.
+func push(ctx context.Context, fr frontier.Frontier, file *os.File, path string) (int, []*LineError, error) {
 	pp, prepare := fr.(frontier.PreparedPusher)
 	var (
 		batches = make(chan batch, 2)
