@@ -298,6 +298,22 @@ func TestJournalLeftByKilledRun(t *testing.T) {
 	if err := r.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	// The run is started again once Redis serves: listening is not yet
+	// that (it answers LOADING while it reads its append-only file, and
+	// the client's first command may go out on a connection of the killed
+	// server), and a run that cannot reach Redis refuses to start, which
+	// is not what this test is for (it failed that way once in the suite).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := rdb.Get(ctx, "exitgate-test-serving").Err()
+		if err == nil || errors.Is(err, goredis.Nil) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis restarted but not serving after 10 s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	again, err := fr.New(rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
