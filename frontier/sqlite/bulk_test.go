@@ -62,8 +62,8 @@ func TestBulkLoad(t *testing.T) {
 		t.Fatalf("at open: %s, want %s", got, want)
 	}
 	err = s.BulkLoad(ctx, func() error {
-		// A rollback journal, no fsync (SyncNormal), a smaller cache.
-		if got, want := during(), "truncate sync=0 cache=-8192"; got != want {
+		// A rollback journal, the store's synchronous, a smaller cache.
+		if got, want := during(), "truncate sync=1 cache=-8192"; got != want {
 			t.Errorf("in BulkLoad: %s, want %s", got, want)
 		}
 		for b := range 3 {
