@@ -80,6 +80,10 @@ type entry struct {
 	// change: lost, its followers would hold the old one for good.
 	unsent   bool
 	unsentEv []limit.Evidence
+	// changes counts what marked the entry unsent, so that sendUnsent
+	// clears only what it sent: a Publish while it was sending (Redis back,
+	// the Share still down) was cleared with the older view, never sent.
+	changes int64
 }
 
 // Stats counts a Share's calls, for the round-trip figures.
@@ -216,6 +220,7 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	s.stats.Publishes++
 	if down {
 		e.unsent = true
+		e.changes++
 		e.unsentEv = append(e.unsentEv, v.Evidence...)
 		if n := len(e.unsentEv); n > maxEvidence {
 			e.unsentEv = slices.Delete(e.unsentEv, 0, n-maxEvidence)
@@ -231,6 +236,7 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 		s.setDown(err)
 		s.mu.Lock()
 		e.unsent = true
+		e.changes++
 		s.mu.Unlock()
 	}
 }
@@ -253,15 +259,16 @@ func (s *Share) publish(ctx context.Context, host string, v limit.HostView, evid
 // whole local view is safe: what another worker published since stands.
 func (s *Share) sendUnsent(ctx context.Context) error {
 	type pending struct {
-		host string
-		view limit.HostView
-		ev   []limit.Evidence
+		host    string
+		view    limit.HostView
+		ev      []limit.Evidence
+		changes int64
 	}
 	var todo []pending
 	s.mu.Lock()
 	for h, e := range s.views {
 		if e.unsent {
-			todo = append(todo, pending{h, e.view, e.unsentEv})
+			todo = append(todo, pending{h, e.view, slices.Clone(e.unsentEv), e.changes})
 		}
 	}
 	s.mu.Unlock()
@@ -271,7 +278,12 @@ func (s *Share) sendUnsent(ctx context.Context) error {
 		}
 		s.mu.Lock()
 		if e := s.views[p.host]; e != nil {
-			e.unsent, e.unsentEv = false, nil
+			if e.changes == p.changes {
+				e.unsent, e.unsentEv = false, nil
+			} else if len(e.unsentEv) >= len(p.ev) {
+				// Changed meanwhile: still unsent, less the evidence sent.
+				e.unsentEv = slices.Delete(e.unsentEv, 0, len(p.ev))
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -406,6 +418,7 @@ func (s *Share) refresh(ctx context.Context) {
 		}
 		if s.lostLocked(e, &v) {
 			e.unsent = true // sent again at the next refresh
+			e.changes++
 		}
 		e.view, e.has = v, len(m) > 0 || len(v.Evidence) > 0 || e.has
 	}

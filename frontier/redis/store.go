@@ -1086,6 +1086,11 @@ func (s *Store) journalOp(op string, l frontier.Lease, args []any) error {
 	if err := s.journal.Sync(); err != nil {
 		return err
 	}
+	// An entry is replayed only by a Store that is down: one written after
+	// recover found the journal empty (its caller saw the outage a moment
+	// before) or after a failed lookup of its host keeps it down until the
+	// next tick replays it.
+	s.down = true
 	s.countJournaled(op, args)
 	return nil
 }
@@ -1255,12 +1260,41 @@ func (s *Store) recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	s.mu.Lock()
-	s.down = false
-	s.claimFrom = time.Now().Add(backGrace(keepEvery(s.cfg.LeaseTTL)))
-	s.mu.Unlock()
-	return n, nil
+	// Settles made meanwhile were journaled behind the replay (the Store
+	// is down until here): replay them too, and leave the outage only with
+	// the journal empty, under the lock journalOp writes under. Left in
+	// the journal until the next outage, their leases no longer kept
+	// alive, their URLs were fetched again by other workers.
+	for range 8 {
+		s.mu.Lock()
+		empty := s.journal == nil
+		if !empty {
+			fi, err := s.journal.Stat()
+			if err != nil {
+				s.mu.Unlock()
+				return n, err
+			}
+			empty = fi.Size() == 0
+		}
+		if empty {
+			s.down = false
+			s.claimFrom = time.Now().Add(backGrace(keepEvery(s.cfg.LeaseTTL)))
+			s.mu.Unlock()
+			return n, nil
+		}
+		s.mu.Unlock()
+		k, err := s.Replay(ctx)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, errJournalGrowing
 }
+
+// errJournalGrowing: settles kept coming into the journal faster than it
+// was replayed; the Store stays down and the next tick replays again.
+var errJournalGrowing = errors.New("frontier/redis: the journal grew during each of 8 replays; still settling to it")
 
 // extendHeld moves every lease this Store holds to now+LeaseTTL, one script
 // per host.
