@@ -96,6 +96,9 @@ type Fleet struct {
 	owned    []string             // exits this worker uses
 	leaving  map[string]time.Time // exits dropped, released at the time
 	lastBeat time.Time
+	// rejoin: until then this worker keeps only the exits it holds (see
+	// Beat), back from an outage longer than a lease.
+	rejoin time.Time
 	// leader is the worker that searches every host's per-IP limit: the
 	// longest present that has exits (see Leads).
 	leader string
@@ -334,8 +337,18 @@ return held
 // Beat is one heartbeat at now: renew membership, recompute the share,
 // take free exits of it, release exits handed over. Run calls it every
 // TTL/3; an error leaves the owned set as it was (a worker keeps its lanes
-// while Redis is away: no one else can take them before their lease
-// expires, and their leases cannot expire while Redis is gone).
+// while Redis is away).
+//
+// Leases are times, and an outage longer than a lease (Redis killed and
+// restarted, or stopped) lets every membership and exit lease run out
+// meanwhile, though every worker kept sending through its exits. The first
+// worker back then saw itself alone, took every exit, and sent through
+// the others' while they still did, until their own next heartbeat (two
+// workers on one exit: 12-13 429s in 412 requests against 2-4 without the
+// outage, TestOutageNoTakeover). So a worker back from an outage longer
+// than a lease keeps only the exits it holds for one lease, the time every
+// live worker takes to beat again; then the shares are worked out anew and
+// exits move with their handover as usual (a dead worker's with them).
 func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	ks := keys(f.cfg.Crawl)
 	nowMs, ttlMs := now.UnixMilli(), f.cfg.TTL.Milliseconds()
@@ -346,6 +359,13 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	want := rendezvous.Share(f.cfg.Exits, members, f.cfg.ID)
 	f.mu.Lock()
 	prev := slices.Clone(f.owned)
+	if !f.lastBeat.IsZero() && now.Sub(f.lastBeat) > f.cfg.TTL {
+		f.rejoin = now.Add(f.cfg.TTL)
+		f.log.Info("fleet: back after an outage longer than a lease: keeping only this worker's exits while the others come back", "worker", f.cfg.ID, "for", f.cfg.TTL)
+	}
+	if now.Before(f.rejoin) {
+		want = slices.DeleteFunc(want, func(e string) bool { return !slices.Contains(prev, e) })
+	}
 	var args []any
 	args = append(args, f.cfg.ID, nowMs, ttlMs)
 	for _, e := range want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,5 +335,68 @@ func TestNextBeat(t *testing.T) {
 	f.waiting = true
 	if d := f.nextBeat(now); d != moveBeat {
 		t.Fatalf("waiting for exits: next beat in %v, want %v", d, moveBeat)
+	}
+}
+
+// TestOutageNoTakeover: Redis away for longer than a lease (every
+// membership and exit lease runs out meanwhile, while each worker keeps
+// sending through its exits). The first worker back keeps only its own
+// exits until the others are back too (a lease), rather than taking theirs
+// while they still use them; a worker that does not come back has its
+// exits taken after that.
+func TestOutageNoTakeover(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	all := exits(6)
+	ttl := time.Second
+	var fs []*Fleet
+	for _, id := range []string{"a", "b", "c"} {
+		f, err := Join(ctx, rdb, Config{Crawl: "outage", ID: id, Exits: all, TTL: ttl, Handover: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	a, b, c := fs[0], fs[1], fs[2]
+	t0 := time.Now()
+	for i := range 4 { // the handovers of the joins done
+		for _, f := range fs {
+			if err := f.Beat(ctx, t0.Add(time.Duration(i)*200*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t0 = t0.Add(600 * time.Millisecond)
+	if err := covered(fs, all); err != nil {
+		t.Fatalf("before the outage: %v", err)
+	}
+	before := map[string][]string{"a": a.Owned(), "b": b.Owned(), "c": c.Owned()}
+
+	back := t0.Add(5 * ttl) // Redis back after five leases; c died meanwhile
+	if err := a.Beat(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range a.Owned() {
+		if !slices.Contains(before["a"], e) {
+			t.Fatalf("the first worker back took %s, which it did not hold (owned %v, held %v before): b and c may still send through it", e, a.Owned(), before["a"])
+		}
+	}
+	if err := b.Beat(ctx, back.Add(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Owned(); !slices.Equal(got, before["b"]) {
+		t.Fatalf("the second worker back owns %v, want its own %v", got, before["b"])
+	}
+	// A lease later, c has not come back: a and b share its exits. (They
+	// beat every third of a lease, as Run does.)
+	for at := back.Add(300 * time.Millisecond); at.Before(back.Add(2 * ttl)); at = at.Add(ttl / 3) {
+		for _, f := range []*Fleet{a, b} {
+			if err := f.Beat(ctx, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := covered([]*Fleet{a, b}, all); err != nil {
+		t.Fatalf("a lease after the outage, c gone: %v (a %v, b %v)", err, a.Owned(), b.Owned())
 	}
 }
