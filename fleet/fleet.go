@@ -343,12 +343,12 @@ return held
 // restarted, or stopped) lets every membership and exit lease run out
 // meanwhile, though every worker kept sending through its exits. The first
 // worker back then saw itself alone, took every exit, and sent through
-// the others' while they still did, until their own next heartbeat (two
-// workers on one exit: 12-13 429s in 412 requests against 2-4 without the
-// outage, TestOutageNoTakeover). So a worker back from an outage longer
-// than a lease keeps only the exits it holds for one lease, the time every
-// live worker takes to beat again; then the shares are worked out anew and
-// exits move with their handover as usual (a dead worker's with them).
+// the others' while they still did, until their own next heartbeat: two
+// workers on one exit (TestOutageNoTakeover). So a worker back from an
+// outage longer than a lease keeps only the exits it holds for one lease,
+// the time every live worker takes to beat again; then the shares are
+// worked out anew and exits move with their handover as usual (a dead
+// worker's with them).
 func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	ks := keys(f.cfg.Crawl)
 	nowMs, ttlMs := now.UnixMilli(), f.cfg.TTL.Milliseconds()
