@@ -286,9 +286,10 @@ func keys(crawl string) []string {
 	return []string{p + "members", p + "owners", p + "until", p + "learned", p + "workers", p + "joined"}
 }
 
-// beatScript: ARGV = me, now ms, ttl ms. Renews me and drops the dead
-// (their exit leases run out on their own). Returns the live workers, the
-// longest present first. A worker's first heartbeat ranks it after every
+// beatScript: ARGV = me, now ms, ttl ms, rank kept ms. Renews me and
+// drops the dead (their exit leases run out on their own; their rank is
+// kept a while, rankKept). Returns the live workers, the longest present
+// first. A worker's first heartbeat ranks it after every
 // worker already there, even within the same millisecond: ties would rank
 // by name, and the lead (Leads) would go to a later worker named before
 // the first (8 workers started at once: w1 took the lead w6 had begun).
@@ -302,13 +303,22 @@ if not redis.call('ZSCORE', KEYS[6], ARGV[1]) then
 end
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 for _, w in ipairs(dead) do redis.call('HDEL', KEYS[5], w) end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[4]))
 local live = {}
 for _, w in ipairs(redis.call('ZRANGE', KEYS[6], 0, -1)) do
-  if redis.call('ZSCORE', KEYS[1], w) then live[#live+1] = w else redis.call('ZREM', KEYS[6], w) end
+  local lease = redis.call('ZSCORE', KEYS[1], w)
+  if not lease then redis.call('ZREM', KEYS[6], w) elseif tonumber(lease) > now then live[#live+1] = w end
 end
 return live
 `)
+
+// rankKept is how long a worker whose lease ran out keeps its rank among
+// the crawl's workers (its place in joined, which decides the lead), in
+// leases: after an outage longer than a lease every lease has run out,
+// and the first worker back dropped every other from the ranks, took the
+// lead, and restarted every host's search (3 429s more on the one host of
+// TestRedisFaults/KillDuringOutage). Dead longer, it is a newcomer again.
+const rankKept = 10
 
 // takeScript: ARGV = me, now ms, ttl ms, then "+exit" (want) or "-exit"
 // (release). Takes each wanted exit that is free or mine, renewing its
@@ -346,13 +356,14 @@ return held
 // the others' while they still did, until their own next heartbeat: two
 // workers on one exit (TestOutageNoTakeover). So a worker back from an
 // outage longer than a lease keeps only the exits it holds for one lease,
-// the time every live worker takes to beat again; then the shares are
-// worked out anew and exits move with their handover as usual (a dead
-// worker's with them).
+// the time every live worker takes to beat again, and the lead where it
+// was (every worker keeps its rank meanwhile: rankKept); then the shares
+// and the lead are worked out anew and exits move with their handover as
+// usual (a dead worker's with them).
 func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	ks := keys(f.cfg.Crawl)
 	nowMs, ttlMs := now.UnixMilli(), f.cfg.TTL.Milliseconds()
-	members, err := beatScript.Run(ctx, f.rdb, ks, f.cfg.ID, nowMs, ttlMs).StringSlice()
+	members, err := beatScript.Run(ctx, f.rdb, ks, f.cfg.ID, nowMs, ttlMs, rankKept*ttlMs).StringSlice()
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
 	}
@@ -413,7 +424,10 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	gained := slices.DeleteFunc(slices.Clone(owned), func(e string) bool { return slices.Contains(prev, e) })
 	changed := !slices.Equal(owned, f.owned)
 	f.members, f.owned, f.lastBeat = members, owned, now
-	f.leader = leaderOf(f.cfg.Exits, members)
+	if !now.Before(f.rejoin) {
+		// (While the others come back, the lead stays where it was.)
+		f.leader = leaderOf(f.cfg.Exits, members)
+	}
 	f.waiting = len(owned) < len(want)
 	f.mu.Unlock()
 	if len(gained) > 0 {

@@ -342,8 +342,9 @@ func TestNextBeat(t *testing.T) {
 // membership and exit lease runs out meanwhile, while each worker keeps
 // sending through its exits). The first worker back keeps only its own
 // exits until the others are back too (a lease), rather than taking theirs
-// while they still use them; a worker that does not come back has its
-// exits taken after that.
+// while they still use them, and does not take the lead; a worker that
+// does not come back has its exits taken after that, and the lead stays
+// with the worker that had it.
 func TestOutageNoTakeover(t *testing.T) {
 	rdb := redisClient(t)
 	ctx := context.Background()
@@ -370,27 +371,33 @@ func TestOutageNoTakeover(t *testing.T) {
 	if err := covered(fs, all); err != nil {
 		t.Fatalf("before the outage: %v", err)
 	}
+	if !a.Leads("h") || b.Leads("h") {
+		t.Fatalf("before the outage: a leads %v, b leads %v; want a, the first to join", a.Leads("h"), b.Leads("h"))
+	}
 	before := map[string][]string{"a": a.Owned(), "b": b.Owned(), "c": c.Owned()}
 
 	back := t0.Add(5 * ttl) // Redis back after five leases; c died meanwhile
-	if err := a.Beat(ctx, back); err != nil {
+	if err := b.Beat(ctx, back); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range a.Owned() {
-		if !slices.Contains(before["a"], e) {
-			t.Fatalf("the first worker back took %s, which it did not hold (owned %v, held %v before): b and c may still send through it", e, a.Owned(), before["a"])
+	for _, e := range b.Owned() {
+		if !slices.Contains(before["b"], e) {
+			t.Fatalf("the first worker back took %s, which it did not hold (owned %v, held %v before): a and c may still send through it", e, b.Owned(), before["b"])
 		}
 	}
-	if err := b.Beat(ctx, back.Add(300*time.Millisecond)); err != nil {
+	if b.Leads("h") {
+		t.Fatal("the first worker back took the lead: every host's search starts again on its exits")
+	}
+	if err := a.Beat(ctx, back.Add(300*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.Owned(); !slices.Equal(got, before["b"]) {
-		t.Fatalf("the second worker back owns %v, want its own %v", got, before["b"])
+	if got := a.Owned(); !slices.Equal(got, before["a"]) {
+		t.Fatalf("the second worker back owns %v, want its own %v", got, before["a"])
 	}
-	// A lease later, c has not come back: a and b share its exits. (They
-	// beat every third of a lease, as Run does.)
-	for at := back.Add(300 * time.Millisecond); at.Before(back.Add(2 * ttl)); at = at.Add(ttl / 3) {
-		for _, f := range []*Fleet{a, b} {
+	// A lease later, c has not come back: a and b share its exits, and a
+	// leads as before. (They beat every third of a lease, as Run does.)
+	for at := back.Add(600 * time.Millisecond); at.Before(back.Add(2 * ttl)); at = at.Add(ttl / 3) {
+		for _, f := range []*Fleet{b, a} {
 			if err := f.Beat(ctx, at); err != nil {
 				t.Fatal(err)
 			}
@@ -398,5 +405,8 @@ func TestOutageNoTakeover(t *testing.T) {
 	}
 	if err := covered([]*Fleet{a, b}, all); err != nil {
 		t.Fatalf("a lease after the outage, c gone: %v (a %v, b %v)", err, a.Owned(), b.Owned())
+	}
+	if !a.Leads("h") || b.Leads("h") {
+		t.Fatalf("a lease after the outage: a leads %v, b leads %v; want a, as before it", a.Leads("h"), b.Leads("h"))
 	}
 }
