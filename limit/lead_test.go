@@ -377,3 +377,63 @@ func TestSharedCutSameEpisode(t *testing.T) {
 		}
 	}
 }
+
+// downShare is a leadShare that can be down (Down), as redisstate's is
+// while Redis is away.
+type downShare struct {
+	leadShare
+	down bool
+}
+
+func (s *downShare) Down() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.down
+}
+
+// TestLedRaiseWhileDown: while the share is down, its view is a cache from
+// before the outage, and a raise of the leader's pace read from it may be
+// one the leader has taken back since: the led lanes do not take it until
+// the share is back. A fall they take at once.
+func TestLedRaiseWhileDown(t *testing.T) {
+	const host = "a.example"
+	sh := &downShare{leadShare: leadShare{view: limit.HostView{Follow: 0.5, FollowAt: t0}}}
+	l := newLimiter(t, limit.Config{Shared: sh}, 2)
+	now := t0
+	tk, ok, _ := acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if !ok {
+		t.Fatal("first request held back")
+	}
+	l.Done(tk, limit.Outcome{}, now)
+	rate := func() float64 {
+		ln, _ := laneOf(l.Snapshot(now), host, "x00")
+		return ln.Rate.Hz()
+	}
+	if r := rate(); math.Abs(r-0.5) > 1e-9 {
+		t.Fatalf("x00 at %v/s, want the leader's 0.5/s", r)
+	}
+	sh.mu.Lock()
+	sh.down = true
+	sh.view = limit.HostView{Follow: 7.5, FollowAt: t0.Add(time.Second)}
+	sh.mu.Unlock()
+	now = now.Add(2 * time.Second)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if r := rate(); math.Abs(r-0.5) > 1e-9 {
+		t.Fatalf("x00 at %v/s with the share down, want 0.5/s kept (no raise from a cache)", r)
+	}
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 0.25, FollowAt: t0.Add(2 * time.Second)} })
+	now = now.Add(time.Second)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if r := rate(); math.Abs(r-0.25) > 1e-9 {
+		t.Fatalf("x00 at %v/s after the leader's fall with the share down, want 0.25/s", r)
+	}
+	sh.mu.Lock()
+	sh.down = false
+	sh.view = limit.HostView{Follow: 2, FollowAt: t0.Add(3 * time.Second)}
+	sh.mu.Unlock()
+	now = now.Add(time.Second)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if r := rate(); math.Abs(r-2) > 1e-9 {
+		t.Fatalf("x00 at %v/s with the share back, want the leader's 2/s", r)
+	}
+}

@@ -46,6 +46,8 @@ type HostShare interface {
 	// pace its followers hold (HostView.Follow), so that a fleet spends a
 	// search's 429s once, not once per worker. It must not block.
 	Leads(host string) bool
+	// A HostShare may also have a method Down() bool reporting that it
+	// has lost its store (shareDown): its views are a cache then.
 }
 
 // HostView is the shared state of one host.
@@ -256,6 +258,14 @@ func (r *rules) othersPushedBack(h *host, now int64) {
 	}
 }
 
+// shareDown reports whether sh has lost its store: a HostShare may have a
+// method Down() bool saying so (redisstate's, while Redis is away), when
+// its views are a cache no newer than the outage.
+func shareDown(sh HostShare) bool {
+	d, ok := sh.(interface{ Down() bool })
+	return ok && d.Down()
+}
+
 // followLead applies the lead (HostShare.Leads) to h: a host another worker
 // leads has no explorer here, and its followers hold the pace the leader
 // published; a host this worker comes to lead starts its search from that
@@ -288,6 +298,17 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 		}
 	}
 	if h.led && v.Follow > 0 && v.FollowAt.UnixNano() > h.ledAt {
+		if v.Follow > h.ledPace && shareDown(l.share) {
+			// A raise read from a share that has lost its store is a
+			// cached one, as old as the outage or older: the leader may
+			// have taken it back since (Redis stopped 0.7 s after a
+			// leader's raise to 7.5/s, withdrawn 0.5 s after it: the
+			// other workers' lanes took it from the cache and held it
+			// through the 12-s outage, 13 429s on four exits of nginx's
+			// 5/s). A fall is taken at once; a raise once the share is
+			// back and the view read again (h.ledAt left as it was).
+			return
+		}
 		if v.Follow < h.ledPace {
 			// The leader slowed the host: the lanes here pushed back
 			// alone at the old pace were the host's limit moving, seen

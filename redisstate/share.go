@@ -446,6 +446,10 @@ func (s *Share) lostLocked(e *entry, v *limit.HostView) bool {
 	return lost
 }
 
+// Down reports that Redis is away and View returns what was read before
+// (the limiter then takes no raise of a leader's pace from it).
+func (s *Share) Down() bool { return s.isDown() }
+
 func (s *Share) isDown() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
