@@ -278,6 +278,8 @@ type hostState struct {
 	robotsHops int
 	robotsDown time.Time // first failure of the current robots.txt outage
 	crawlDelay time.Duration
+	// stallSaid: a request to the host timed out and the log said so.
+	stallSaid bool
 	// listed is whether the host is in the round-robin order (pruning
 	// drops idle hosts from it but keeps their state).
 	listed bool
@@ -766,6 +768,19 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		c.robotsLocked(a, h, v, r, now)
 		c.mu.Unlock()
 		return noExit
+	}
+	if r.Err != nil && !h.stallSaid && ErrorClass(r.Err) == "timeout" {
+		// Said at the first, once per host: a server that accepts and
+		// never answers, or trickles its body, held its URLs for the
+		// timeout an attempt, retries and all (minutes at the defaults),
+		// while the progress line counted them queued at "ETA ?".
+		h.stallSaid = true
+		stalled := "no response headers"
+		if !r.HeaderAt.IsZero() {
+			stalled = fmt.Sprintf("headers came, body still arriving (%d bytes)", r.Bytes)
+		}
+		c.cfg.Logger.Warn("host does not answer in time: its requests time out and are retried", "host", a.Host,
+			"url", frontier.Redact(a.URL), "after", now.Sub(a.SentAt).Round(time.Millisecond), "stalled", stalled)
 	}
 
 	// A redirect is followed as a new hop through the limiter of its host;

@@ -367,6 +367,13 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		return &exitError{code: exitUnfinished, err: fmt.Errorf(
 			"stopped by a signal while loading %s (%d URLs loaded): run the same command again to load the rest and crawl", setup.urlFile, added)}
 	}
+	if err != nil && setup.urlFile != "" {
+		// Each batch is its own commit: what went in stays, and the same
+		// command loads the rest. Said as a signal's stop says it: a full
+		// --out stopped the load with SQLite's word alone, naming neither
+		// the list nor what was kept.
+		return fmt.Errorf("loading %s stopped after %d new URLs (kept in the frontier): %w; run the same command again to load the rest, once there is room if the disk is full", setup.urlFile, added, err)
+	}
 	if err != nil {
 		return err
 	}

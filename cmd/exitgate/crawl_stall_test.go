@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -200,5 +201,65 @@ func TestProgressLineNotFound(t *testing.T) {
 	line := statusText(reading{c: c, s: metrics.NewTally(now).Snapshot(now)})
 	if !strings.Contains(line, "not found 1  abandoned 10 ") {
 		t.Errorf("progress line %q, want not found 1 and abandoned 10", line)
+	}
+}
+
+// TestCrawlStallingServers: beside a site that answers, one server accepts
+// and never answers, one sends its headers and then a byte a second, one
+// sends a body without end. The crawl finishes the answered URLs, gives up
+// the stalled ones as timeouts after their retries (--timeout 1s), keeps
+// the endless body cut at --max-body, says in the log which hosts stall and
+// how, and ends within seconds. The stalls were said nowhere: the progress
+// line counted their URLs queued at "ETA ?" for --timeout an attempt.
+func TestCrawlStallingServers(t *testing.T) {
+	_, site := newCountingSite(t, 0)
+	serve := func(h http.HandlerFunc) *httptest.Server {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	hang := serve(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	trickle := serve(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100000")
+		for {
+			w.Write([]byte("x"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second): // the trickle's pace, not a synchronisation
+			}
+		}
+	})
+	endless := serve(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("y", 32<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	urls := append(siteURLs(site.URL, 10), hang.URL+"/page", trickle.URL+"/page", endless.URL+"/page")
+	dir := t.TempDir()
+	out, crawl := crawlList(t, dir, urls, "--ignore-robots", "--progress", "0", "--timeout", "1s",
+		"--max-retries", "1", "--max-body", "256KiB", "--lane-rate", "100/s")
+	r := crawl()
+	if code := exitCode(r.err); code != exitAbandoned {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (the stalled URLs abandoned)\nstderr:\n%s", r.err, code, exitAbandoned, r.stderr)
+	}
+	if r.elapsed > 20*time.Second {
+		t.Errorf("the crawl took %v with --timeout 1s and one retry", r.elapsed)
+	}
+	res := checkOutcomes(t, readResults(t, out), append(siteURLs(site.URL, 10), endless.URL+"/page"), map[string]string{
+		hang.URL + "/page": "retries exhausted: retryable: timeout", trickle.URL + "/page": "retries exhausted: retryable: timeout",
+	})
+	if e := res[endless.URL+"/page"]; !e.Truncated || e.Bytes != 256<<10 {
+		t.Errorf("endless body: %d bytes, truncated %v; want cut at 256 KiB", e.Bytes, e.Truncated)
+	}
+	for srv, how := range map[*httptest.Server]string{hang: "no response headers", trickle: "body still arriving"} {
+		host := strings.TrimPrefix(srv.URL, "http://")
+		if !regexp.MustCompile(`level=WARN msg="host does not answer in time[^\n]*host=` + regexp.QuoteMeta(host) + `[^\n]*` + how).MatchString(r.stderr) {
+			t.Errorf("the log does not say %s stalls (%s):\n%s", host, how, r.stderr)
+		}
 	}
 }

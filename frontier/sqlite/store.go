@@ -500,7 +500,7 @@ func (s *Store) setJournal(ctx context.Context, mode, sync string, cacheMiB int)
 	}
 	var got string
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = "+mode).Scan(&got); err != nil {
-		return fmt.Errorf("frontier/sqlite: journal mode %s: %w", mode, err)
+		return fmt.Errorf("frontier/sqlite: journal mode %s: %w", mode, s.onDisk(err))
 	}
 	if !strings.EqualFold(got, mode) {
 		return fmt.Errorf("frontier/sqlite: journal mode %s: the file stayed in %s", mode, got)
@@ -530,12 +530,23 @@ func (s *Store) inTx(ctx context.Context, fn func() (func(), error)) error {
 	}
 	if err != nil {
 		s.st.rollback.ExecContext(context.WithoutCancel(ctx))
-		return err
+		return s.onDisk(err)
 	}
 	if apply != nil {
 		apply()
 	}
 	return nil
+}
+
+// onDisk names the file and the full disk in a SQLITE_FULL error: SQLite's
+// own text ("database or disk is full (13)") names neither, and a crawl
+// whose --out filled up read as a fault of the frontier, in no file.
+func (s *Store) onDisk(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL {
+		return fmt.Errorf("%s: no space left on device: %w", s.cfg.Path, err)
+	}
+	return err
 }
 
 const maxNanos = math.MaxInt64
