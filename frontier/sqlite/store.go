@@ -460,15 +460,23 @@ func (s *Store) release() error {
 // page a push writes is written twice, to the log and then by a checkpoint
 // to the file (each page as often again as later commits change it); a
 // rollback journal writes a page the file already held once to the journal
-// and once in place, and a page the load adds to the file once. The
-// synchronous setting stays the store's: NORMAL under a rollback journal
-// still syncs the journal before the file is written over, so that a
-// power loss mid-load does not corrupt a file that may hold a crawl's
-// progress (OFF measured about 5% faster, and was not kept for that). A
-// kill mid-load leaves a hot journal, which the next Open rolls back to the
-// last commit, as it would the log's uncommitted frames; that Open returns
-// the file to the log (the DSN's journal_mode), as BulkLoad does when fn
+// and once in place, and a page the load adds to the file once. A kill
+// mid-load leaves a hot journal, which the next Open rolls back to the last
+// commit, as it would the log's uncommitted frames; that Open returns the
+// file to the log (the DSN's journal_mode), as BulkLoad does when fn
 // returns.
+//
+// Into a store that holds no job yet, and with SyncNormal, the load does
+// not fsync: what SyncNormal promises is a commit that survives the process
+// being killed, and the operating system has every write a killed process
+// made. A power loss mid-load could then leave the file corrupt, but it
+// held nothing before the load, and the list is the user's: a new --out
+// loads it again. A store that holds jobs (a crawl resumed, or a list
+// appended) keeps synchronous=NORMAL, which under a rollback journal syncs
+// the journal before the file is written over, so that no power loss
+// corrupts a crawl's progress; it costs a fifth of the rate for one host
+// and a third over 1,000 (BenchmarkPushFile, 411k-418k and 156k-162k URLs/s
+// against 474k-497k and 222k-232k).
 //
 // The page cache is held to bulkCacheMiB meanwhile: measured, not worked
 // out (BenchmarkPushFile, 1,000,000 URLs: 471k URLs/s of one host against
@@ -478,7 +486,13 @@ func (s *Store) BulkLoad(ctx context.Context, fn func() error) error {
 	if s.cfg.Sync == SyncFull {
 		sync = "FULL"
 	}
-	if err := s.setJournal(ctx, "TRUNCATE", sync, min(s.cfg.CacheMiB, bulkCacheMiB)); err != nil {
+	loadSync := sync
+	s.mu.Lock()
+	if sync == "NORMAL" && s.countsLocked().Total() == 0 {
+		loadSync = "OFF"
+	}
+	s.mu.Unlock()
+	if err := s.setJournal(ctx, "TRUNCATE", loadSync, min(s.cfg.CacheMiB, bulkCacheMiB)); err != nil {
 		return err
 	}
 	err := fn()
