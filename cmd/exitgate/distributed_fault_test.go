@@ -70,6 +70,32 @@ func redisCLI(t *testing.T, addr string, args ...string) string {
 	return string(out)
 }
 
+// faultTTL: the short leases of TestRedisFaults' workers, so that an outage
+// of seconds outlasts them.
+var faultTTL = []string{"--lease-ttl", "6s", "--fleet-ttl", "3s"}
+
+// faultFleet starts the fleet of TestRedisFaults on Redis at redisURL: 3
+// workers with short leases over 6 exits (from 127.0.0.bind) and urls
+// URLs.
+func faultFleet(t *testing.T, redisURL string, urls, bind int) *fleetRun {
+	fr := newFleetRun(t, redisURL, 6, urls, bind)
+	for i := range 3 {
+		fr.start(i, faultTTL...)
+	}
+	return fr
+}
+
+// checkOnce checks that no URL was fetched twice and that the workers kept
+// the limits (check).
+func (fr *fleetRun) checkOnce(workers []int) {
+	twice, n := fr.fetchedTwice()
+	fr.t.Logf("%d URLs fetched, %d twice", n, twice)
+	fr.check(0.05, workers)
+	if twice > 0 {
+		fr.t.Errorf("%d URLs fetched twice", twice)
+	}
+}
+
 // TestRedisFaults runs a fleet of 3 workers (6 exits, 400 URLs, short
 // leases) through Redis faults the outage tests do not cover: Redis
 // frozen (SIGSTOP: connections hang, calls time out), its keys flushed,
@@ -92,11 +118,7 @@ func TestRedisFaults(t *testing.T) {
 // its lease no longer kept, and fetched again (1-2 of 400 URLs).
 func testFaultFreeze(t *testing.T) {
 	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-	fr := newFleetRun(t, r.URL(), 6, 400, 131)
-	ttl := []string{"--lease-ttl", "6s", "--fleet-ttl", "3s"}
-	for i := range 3 {
-		fr.start(i, ttl...)
-	}
+	fr := faultFleet(t, r.URL(), 400, 131)
 	pid := redisPid(t, r.Addr())
 	time.Sleep(5 * time.Second)
 	syscall.Kill(pid, syscall.SIGSTOP)
@@ -104,23 +126,14 @@ func testFaultFreeze(t *testing.T) {
 	time.Sleep(12 * time.Second)
 	syscall.Kill(pid, syscall.SIGCONT)
 	fr.wait(50 * time.Second)
-	twice, n := fr.fetchedTwice()
-	t.Logf("%d URLs fetched, %d twice", n, twice)
-	fr.check(0.05, []int{0, 1, 2})
-	if twice > 0 {
-		t.Errorf("%d URLs fetched twice", twice)
-	}
+	fr.checkOnce([]int{0, 1, 2})
 }
 
 // testFaultFlush: FLUSHALL mid-run. Every worker stops with exit 1 and
 // says the crawl's keys are gone.
 func testFaultFlush(t *testing.T) {
 	r := peertest.StartRedis(t)
-	fr := newFleetRun(t, r.URL(), 6, 400, 141)
-	ttl := []string{"--lease-ttl", "6s", "--fleet-ttl", "3s"}
-	for i := range 3 {
-		fr.start(i, ttl...)
-	}
+	fr := faultFleet(t, r.URL(), 400, 141)
 	time.Sleep(6 * time.Second)
 	redisCLI(t, r.Addr(), "FLUSHALL")
 	deadline := time.After(40 * time.Second)
@@ -143,22 +156,13 @@ func testFaultFlush(t *testing.T) {
 // every script's next call).
 func testFaultScriptFlush(t *testing.T) {
 	r := peertest.StartRedis(t)
-	fr := newFleetRun(t, r.URL(), 6, 400, 151)
-	ttl := []string{"--lease-ttl", "6s", "--fleet-ttl", "3s"}
-	for i := range 3 {
-		fr.start(i, ttl...)
-	}
+	fr := faultFleet(t, r.URL(), 400, 151)
 	for range 4 {
 		time.Sleep(3 * time.Second)
 		redisCLI(t, r.Addr(), "SCRIPT", "FLUSH")
 	}
 	fr.wait(50 * time.Second)
-	twice, n := fr.fetchedTwice()
-	t.Logf("%d URLs fetched, %d twice", n, twice)
-	fr.check(0.05, []int{0, 1, 2})
-	if twice > 0 {
-		t.Errorf("%d URLs fetched twice", twice)
-	}
+	fr.checkOnce([]int{0, 1, 2})
 }
 
 // testFaultSeedRace: three workers started at once on a new crawl, each
@@ -170,12 +174,7 @@ func testFaultSeedRace(t *testing.T) {
 		fr.start(i)
 	}
 	fr.wait(50 * time.Second)
-	twice, n := fr.fetchedTwice()
-	t.Logf("%d URLs fetched, %d twice", n, twice)
-	fr.check(0.05, []int{0, 1, 2})
-	if twice > 0 {
-		t.Errorf("%d URLs fetched twice", twice)
-	}
+	fr.checkOnce([]int{0, 1, 2})
 }
 
 // testFaultKillDuringOutage: Redis killed, the worker that journaled most
@@ -184,11 +183,7 @@ func testFaultSeedRace(t *testing.T) {
 // again.
 func testFaultKillDuringOutage(t *testing.T) {
 	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-	fr := newFleetRun(t, r.URL(), 6, 400, 171)
-	ttl := []string{"--lease-ttl", "6s", "--fleet-ttl", "3s"}
-	for i := range 3 {
-		fr.start(i, ttl...)
-	}
+	fr := faultFleet(t, r.URL(), 400, 171)
 	time.Sleep(5 * time.Second)
 	if err := r.Kill(); err != nil {
 		t.Fatal(err)
@@ -226,7 +221,7 @@ func testFaultKillDuringOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	fr.start(victim, ttl...)
+	fr.start(victim, faultTTL...)
 	again := len(fr.workers) - 1
 	fr.wait(50 * time.Second)
 	if !strings.Contains(fr.outs[again].String(), "400 in the frontier") {
