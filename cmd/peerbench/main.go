@@ -70,6 +70,7 @@ Flags:
 type flags struct {
 	targets, strategies []string
 	exits, parallel     int
+	workers             int
 	duration, progress  time.Duration
 	lead                time.Duration
 	out, crawlBinary    string
@@ -88,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.out, "out", "peerbench-out", "`DIR` for the report, the JSON, the SVGs and each run's files")
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the Markdown tables")
 	fs.StringVar(&f.crawlBinary, "crawl-binary", "", "`PATH` of an exitgate binary (go build -o exitgate ./cmd/exitgate): each run is exitgate crawl --proxies FILE --duration D --ignore-robots URLFILE --out DIR, with default flags otherwise (exitgate strategy only), read from its summary.json; empty: the engine runs in-process")
+	fs.IntVar(&f.workers, "workers", 1, "`N` exitgate crawl processes per run, with --crawl-binary only: above 1, each run starts its own redis-server and N workers at once (exitgate crawl --redis URL --crawl TARGET --proxies FILE --duration D --ignore-robots --out RUNDIR/wK URLFILE), sharing the exits and the URL file; the server's log measures them together, and the report counts URLs finished twice (by two workers, or twice in one results.jsonl); each worker's stderr is RUNDIR/exitgate-crawl-wK.stderr; 1: one crawl process, no Redis")
 	fs.IntVar(&f.parallel, "parallel", 1, "`N` runs at once, each with its own server instance and its own range of exit addresses")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the strategies' random choices (timing is real, so runs still vary)")
 	fs.DurationVar(&f.lead, "target-lead", 0, "how long each target runs before its crawl starts (at least: the exits start after it); a limiter whose windows start with its server (httprate) then meets the crawl at that point of its window; 0: as soon as the exits are up")
@@ -127,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rep := peerbench.Report{
 		Command: "go run ./cmd/peerbench " + strings.Join(args, " "), Started: started,
-		Exits: cfg.Exits, DurationSeconds: cfg.Duration.Seconds(), Parallel: cfg.Parallel, Mode: mode,
+		Exits: cfg.Exits, DurationSeconds: cfg.Duration.Seconds(), Parallel: cfg.Parallel, Workers: cfg.Workers, Mode: mode,
 		Targets: cfg.Targets, Strategies: peerbench.Infos(cfg.Strategies), Results: ran(results),
 	}
 	if err := write(f, rep, stdout); err != nil {
@@ -163,6 +165,10 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 	switch {
 	case f.exits < 1:
 		return peerbench.MatrixConfig{}, fmt.Errorf("--exits %d: want at least 1", f.exits)
+	case f.workers < 1:
+		return peerbench.MatrixConfig{}, fmt.Errorf("--workers %d: want at least 1", f.workers)
+	case f.workers > 1 && f.crawlBinary == "":
+		return peerbench.MatrixConfig{}, fmt.Errorf("--workers %d: needs --crawl-binary (the in-process engine is one process)", f.workers)
 	case f.parallel < 1:
 		return peerbench.MatrixConfig{}, fmt.Errorf("--parallel %d: want at least 1", f.parallel)
 	case f.duration < time.Second:
@@ -195,7 +201,7 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 	}
 	return peerbench.MatrixConfig{
 		Targets: targets, Strategies: specs, Exits: f.exits, Duration: f.duration, Parallel: f.parallel,
-		Dir: out, CrawlBinary: bin, Seed: f.seed, TargetLead: f.lead, ProgressEvery: f.progress,
+		Dir: out, CrawlBinary: bin, Workers: f.workers, Seed: f.seed, TargetLead: f.lead, ProgressEvery: f.progress,
 	}, nil
 }
 

@@ -20,7 +20,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	help := errOut.String()
 	for _, want := range []string{"--targets", "--strategies", "--exits", "(default 10)", "--duration", "(default 2m0s)",
-		"--out", "--json", "--crawl-binary", "--parallel", "(default 1)", "--seed", "--progress", "--calibrate", "nginx-1r-s", "flask-fixed-6-per-min", "express-30-per-min", "no-limiter"} {
+		"--out", "--json", "--crawl-binary", "--workers", "--parallel", "(default 1)", "--seed", "--progress", "--calibrate", "nginx-1r-s", "flask-fixed-6-per-min", "express-30-per-min", "no-limiter"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q:\n%s", want, help)
 		}
@@ -40,6 +40,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--strategies", "exitgate,magic"}, `unknown strategy "magic"`},
 		{[]string{"--exits", "0"}, "--exits 0"},
 		{[]string{"--parallel", "0"}, "--parallel 0"},
+		{[]string{"--workers", "0"}, "--workers 0"},
+		{[]string{"--workers", "2"}, "--workers 2: needs --crawl-binary"},
 		{[]string{"--duration", "10ms"}, "--duration 10ms"},
 		{[]string{"--target-lead", "-1s"}, "--target-lead -1s"},
 		{[]string{"--crawl-binary", "/nonexistent/exitgate"}, "not an executable file"},

@@ -37,6 +37,9 @@ type MatrixConfig struct {
 	// CrawlBinary runs `exitgate crawl` from this binary instead of the
 	// in-process engine (RunConfig.CrawlBinary).
 	CrawlBinary string
+	// Workers is every run's RunConfig.Workers: how many `exitgate crawl
+	// --redis` processes share each run. Default 1.
+	Workers int
 	// Seed is every run's seed. Default 1.
 	Seed uint64
 	// TargetLead is every run's RunConfig.TargetLead.
@@ -70,6 +73,12 @@ func Matrix(ctx context.Context, cfg MatrixConfig) ([]Result, error) {
 	addrs, err := ExitAddrs(cfg.FirstIP, cfg.Exits*cfg.Parallel)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Workers > 1 && cfg.CrawlBinary == "" {
+		return nil, fmt.Errorf("peerbench: %d workers need the crawl binary: the in-process engine is one process", cfg.Workers)
 	}
 	if cfg.CrawlBinary != "" {
 		for _, s := range cfg.Strategies {
@@ -116,7 +125,7 @@ func Matrix(ctx context.Context, cfg MatrixConfig) ([]Result, error) {
 				rc := RunConfig{
 					Target: j.t, Strategy: j.s, Exits: cfg.Exits, FirstIP: first, Duration: cfg.Duration,
 					Dir: filepath.Join(cfg.Dir, "runs", j.t.Name, j.s.Name), CrawlBinary: cfg.CrawlBinary,
-					Seed: cfg.Seed, TargetLead: cfg.TargetLead, ProgressEvery: cfg.ProgressEvery,
+					Workers: cfg.Workers, Seed: cfg.Seed, TargetLead: cfg.TargetLead, ProgressEvery: cfg.ProgressEvery,
 					Progress: func(p Progress) {
 						allowed := float64(cfg.Exits) * j.t.Rate * p.Elapsed.Seconds()
 						logf("peerbench: %s: %3.0fs/%.0fs, server: %d ok, %d 429, %d other (%.0f%% of allowed so far)",

@@ -15,15 +15,18 @@ import (
 // server-side timeline.
 type Report struct {
 	// Command is the command line that produced the report.
-	Command         string         `json:"command"`
-	Started         time.Time      `json:"started"`
-	Exits           int            `json:"exits"`
-	DurationSeconds float64        `json:"duration_seconds"`
-	Parallel        int            `json:"parallel"`
-	Mode            string         `json:"mode"`
-	Targets         []Target       `json:"targets"`
-	Strategies      []StrategyInfo `json:"strategies"`
-	Results         []Result       `json:"results"`
+	Command         string    `json:"command"`
+	Started         time.Time `json:"started"`
+	Exits           int       `json:"exits"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	Parallel        int       `json:"parallel"`
+	// Workers is how many `exitgate crawl --redis` processes shared each
+	// run (MatrixConfig.Workers); 0 or 1: one crawl process.
+	Workers    int            `json:"workers"`
+	Mode       string         `json:"mode"`
+	Targets    []Target       `json:"targets"`
+	Strategies []StrategyInfo `json:"strategies"`
+	Results    []Result       `json:"results"`
 }
 
 // StrategyInfo describes one strategy.
@@ -68,8 +71,12 @@ func (r Report) ResultsFor(target string) []Result {
 // whose client and server counts disagree, that ran dry or that failed.
 func Markdown(w io.Writer, r Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Command: `%s`\n\n%d exits, %s per run, %s; figures from each server's own access log (sim/measure).\n\n",
-		r.Command, r.Exits, time.Duration(r.DurationSeconds*float64(time.Second)), r.Mode)
+	workers := ""
+	if r.Workers > 1 {
+		workers = fmt.Sprintf(", %d workers per run sharing one crawl through the run's own redis-server", r.Workers)
+	}
+	fmt.Fprintf(&b, "Command: `%s`\n\n%d exits, %s per run, %s%s; figures from each server's own access log (sim/measure).\n\n",
+		r.Command, r.Exits, time.Duration(r.DurationSeconds*float64(time.Second)), r.Mode, workers)
 	overview(&b, r)
 	for _, t := range r.Targets {
 		rs := r.ResultsFor(t.Name)
@@ -96,6 +103,9 @@ func Markdown(w io.Writer, r Report) error {
 			if !x.Agree {
 				agree = "**no**"
 				notes = append(notes, fmt.Sprintf("%s: client and server disagree: %s", x.Strategy, strings.Join(x.Mismatches, "; ")))
+			}
+			if x.DuplicateURLs > 0 {
+				notes = append(notes, fmt.Sprintf("%s: **%d URLs finished twice** (result lines of a URL already in a results.jsonl of the run)", x.Strategy, x.DuplicateURLs))
 			}
 			if x.RanDry {
 				notes = append(notes, fmt.Sprintf("%s ran out of URLs before the end", x.Strategy))
@@ -182,9 +192,16 @@ func (r Result) Summary() string {
 	if !r.Agree {
 		check = fmt.Sprintf("client ≠ server (%d mismatches)", len(r.Mismatches))
 	}
-	return fmt.Sprintf("utilization %.1f%% (after 30 s %s, after 60 s %s), 429s %.2f%% of %d requests, %s",
+	s := fmt.Sprintf("utilization %.1f%% (after 30 s %s, after 60 s %s), 429s %.2f%% of %d requests, %s",
 		100*r.Server.Utilization, after(r.Server.UtilizationAfter30, r.Server.Seconds, 30), after(r.Server.UtilizationAfter60, r.Server.Seconds, 60),
 		100*r.Server.Ratio429, r.Server.Requests, check)
+	if r.Workers > 1 {
+		s += fmt.Sprintf(", %d workers (rows finished: %s)", r.Workers, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.WorkerRows)), "/"), "[]"))
+	}
+	if r.DuplicateURLs > 0 {
+		s += fmt.Sprintf(", %d URLs finished twice", r.DuplicateURLs)
+	}
+	return s
 }
 
 func ratio(a, b float64) float64 {

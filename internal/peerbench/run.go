@@ -53,6 +53,15 @@ type RunConfig struct {
 	// the exitgate strategy. Empty: the engine runs in-process with the
 	// strategy's limiter (sim/run.Live).
 	CrawlBinary string
+	// Workers is how many `exitgate crawl` processes share the run through
+	// Redis (the distributed mode; CrawlBinary only). Above 1, the run
+	// starts its own redis-server and N workers at once, each `exitgate
+	// crawl --redis URL --crawl <target> --proxies FILE --duration D
+	// --ignore-robots --out DIR/wK URLFILE` over the same exits and the
+	// same URL file (they dedupe it atomically); the server's log measures
+	// them together as it measures one. Default 1: one crawl process, no
+	// Redis.
+	Workers int
 	// Seed makes the strategies' random choices repeatable (timing is
 	// real, so runs are not). Default 1.
 	Seed uint64
@@ -91,7 +100,21 @@ type Result struct {
 	// line in the latter.
 	Mode    string   `json:"mode"`
 	Command []string `json:"command,omitempty"`
-	Exits   int      `json:"exits"`
+	// Workers is how many crawl processes shared the run (RunConfig.Workers;
+	// 1 in the engine and for one crawl binary). With more, Command is the
+	// first worker's; the others differ in --out alone.
+	Workers int `json:"workers"`
+	// DuplicateURLs counts URLs finished twice: lines of a results.jsonl
+	// that repeat a URL of the same file, and (workers) rows two workers
+	// each finished themselves for one URL (duplicateURLs says how rows are
+	// told apart). The frontier, with workers the shared one, hands a URL
+	// out once, so anything above 0 is a defect. Counted for the crawl
+	// binary only (the engine writes no results file).
+	DuplicateURLs int `json:"duplicate_urls"`
+	// WorkerRows is how many result rows each worker finished itself, in
+	// worker order (workers only): how the crawl was shared out.
+	WorkerRows []int `json:"worker_rows,omitempty"`
+	Exits      int   `json:"exits"`
 	// Rate is the target's sustained limit per exit, in requests per second.
 	Rate            float64 `json:"rate_per_exit"`
 	DurationSeconds float64 `json:"duration_seconds"`
@@ -182,6 +205,8 @@ type client struct {
 	reasons                         map[string]int
 	start                           time.Time // zero: from the server log
 	command                         []string
+	duplicates                      int   // result lines of a URL already finished (duplicateURLs)
+	workerRows                      []int // rows each worker finished itself (workers > 1)
 }
 
 // Run starts the target and the exits, crawls for the duration and
@@ -206,11 +231,17 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Workers > 1 && cfg.CrawlBinary == "" {
+		return Result{}, fmt.Errorf("peerbench: %d workers need the crawl binary: the in-process engine is one process", cfg.Workers)
+	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = 10 * time.Second
 	}
 	res := Result{Target: cfg.Target.Name, Strategy: cfg.Strategy.Name, Mode: ModeEngine, Exits: cfg.Exits,
-		Rate: cfg.Target.Rate, DurationSeconds: cfg.Duration.Seconds(), URLs: urlCount(cfg.Target, cfg.Strategy, cfg.Exits, cfg.Duration), Seed: cfg.Seed, Dir: cfg.Dir}
+		Rate: cfg.Target.Rate, DurationSeconds: cfg.Duration.Seconds(), URLs: urlCount(cfg.Target, cfg.Strategy, cfg.Exits, cfg.Duration), Seed: cfg.Seed, Dir: cfg.Dir, Workers: cfg.Workers}
 	if cfg.CrawlBinary != "" {
 		res.Mode = ModeCrawlBinary
 	}
@@ -262,6 +293,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		return res, fmt.Errorf("%s × %s: %w\n%s", cfg.Target.Name, cfg.Strategy.Name, err, srv.Tail())
 	}
 	res.Command = c.command
+	res.DuplicateURLs, res.WorkerRows = c.duplicates, c.workerRows
 	res.ClientCounts = c.counts
 	res.Done, res.Abandoned, res.Queued, res.Parked = c.done, c.abandoned, c.queued, c.parked
 	res.AbandonedByReason = c.reasons
@@ -375,14 +407,12 @@ func crawlEngine(ctx context.Context, cfg RunConfig, base string, exits *Exits, 
 // crawlBinary runs `exitgate crawl` exactly as the acceptance check does
 // and reads its summary.json.
 func crawlBinary(ctx context.Context, cfg RunConfig, base string, exits *Exits, urls int) (client, error) {
-	urlFile := filepath.Join(cfg.Dir, "urls.txt")
-	var b strings.Builder
-	for i := 1; i <= urls; i++ {
-		b.WriteString(simrun.PageURL(base, i, urls))
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(urlFile, []byte(b.String()), 0o644); err != nil {
+	urlFile, err := writeURLs(cfg.Dir, base, urls)
+	if err != nil {
 		return client{}, err
+	}
+	if cfg.Workers > 1 {
+		return crawlWorkers(ctx, cfg, urlFile, exits, urls)
 	}
 	out := filepath.Join(cfg.Dir, "crawl")
 	// --log-level debug only adds the limiter's change records to the
@@ -398,34 +428,64 @@ func crawlBinary(ctx context.Context, cfg RunConfig, base string, exits *Exits, 
 	if err := crawl.Run(rctx); err != nil {
 		return client{}, err
 	}
-	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	sum, err := readSummary(out, urls)
 	if err != nil {
 		return client{}, err
 	}
-	var sum report.Summary
-	if err := json.Unmarshal(data, &sum); err != nil {
-		return client{}, fmt.Errorf("%s: %w", filepath.Join(out, "summary.json"), err)
-	}
 	c := client{counts: newCounts(), command: append([]string{cfg.CrawlBinary}, args...),
 		done: sum.Done, abandoned: sum.Abandoned, queued: sum.Queued, parked: sum.Parked, reasons: sum.AbandonedByReason}
-	if sum.URLs != urls {
-		return c, fmt.Errorf("summary.json: %d URLs, the URL file has %d", sum.URLs, urls)
+	if err := c.addExits(sum, exits); err != nil {
+		return c, err
 	}
+	c.duplicates, _, err = duplicateURLs([]string{out})
+	return c, err
+}
+
+// writeURLs writes the run's URL set, one per line, to urls.txt in dir.
+func writeURLs(dir, base string, urls int) (string, error) {
+	urlFile := filepath.Join(dir, "urls.txt")
+	var b strings.Builder
+	for i := 1; i <= urls; i++ {
+		b.WriteString(simrun.PageURL(base, i, urls))
+		b.WriteByte('\n')
+	}
+	return urlFile, os.WriteFile(urlFile, []byte(b.String()), 0o644)
+}
+
+// readSummary reads the summary.json a crawl left in out.
+func readSummary(out string, urls int) (report.Summary, error) {
+	path := filepath.Join(out, "summary.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return report.Summary{}, err
+	}
+	var sum report.Summary
+	if err := json.Unmarshal(data, &sum); err != nil {
+		return sum, fmt.Errorf("%s: %w", path, err)
+	}
+	if sum.URLs != urls {
+		return sum, fmt.Errorf("%s: %d URLs, the URL file has %d", path, sum.URLs, urls)
+	}
+	return sum, nil
+}
+
+// addExits adds a summary's responses per exit to c's counts.
+func (c *client) addExits(sum report.Summary, exits *Exits) error {
 	for _, x := range sum.PerExit {
 		ip, ok := exits.Bind[x.Name]
 		if !ok {
-			return c, fmt.Errorf("summary.json: per_exit %q is not one of the exits", x.Name)
+			return fmt.Errorf("summary.json: per_exit %q is not one of the exits", x.Name)
 		}
 		for status, n := range x.ResponsesByStatus {
 			code, err := strconv.Atoi(status)
 			if err != nil {
-				return c, fmt.Errorf("summary.json: per_exit %s: status %q", x.Name, status)
+				return fmt.Errorf("summary.json: per_exit %s: status %q", x.Name, status)
 			}
 			c.counts.add(ip, code, int(n))
 		}
 		c.counts.add(ip, 0, int(x.TransportErrors))
 	}
-	return c, nil
+	return nil
 }
 
 // alive checks that the target still accepts connections after the run:
