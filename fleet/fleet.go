@@ -316,8 +316,9 @@ return live
 // the crawl's workers (its place in joined, which decides the lead), in
 // leases: after an outage longer than a lease every lease has run out,
 // and the first worker back dropped every other from the ranks, took the
-// lead, and restarted every host's search (3 429s more on the one host of
-// TestRedisFaults/KillDuringOutage). Dead longer, it is a newcomer again.
+// lead, and restarted every host's search (3 429s more on the one host in
+// a traced run of TestRedisFaults/KillDuringOutage). Dead longer, it is a
+// newcomer again.
 const rankKept = 10
 
 // takeScript: ARGV = me, now ms, ttl ms, then "+exit" (want) or "-exit"

@@ -86,6 +86,13 @@ type entry struct {
 	changes int64
 }
 
+// markUnsent marks e's view as not sent to Redis yet, counting the change
+// (sendUnsent clears only what it sent).
+func (e *entry) markUnsent() {
+	e.unsent = true
+	e.changes++
+}
+
 // Stats counts a Share's calls, for the round-trip figures.
 type Stats struct {
 	Admits, Publishes, Refreshes, Fallbacks int64
@@ -219,8 +226,7 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	down := s.down
 	s.stats.Publishes++
 	if down {
-		e.unsent = true
-		e.changes++
+		e.markUnsent()
 		e.unsentEv = append(e.unsentEv, v.Evidence...)
 		if n := len(e.unsentEv); n > maxEvidence {
 			e.unsentEv = slices.Delete(e.unsentEv, 0, n-maxEvidence)
@@ -235,8 +241,7 @@ func (s *Share) Publish(host string, v limit.HostView, now time.Time) {
 	if err := s.publish(ctx, host, v, v.Evidence); err != nil {
 		s.setDown(err)
 		s.mu.Lock()
-		e.unsent = true
-		e.changes++
+		e.markUnsent()
 		s.mu.Unlock()
 	}
 }
@@ -366,7 +371,7 @@ func (s *Share) refresh(ctx context.Context) {
 	s.stats.Refreshes++
 	s.mu.Unlock()
 	if len(hosts) == 0 {
-		if s.isDown() {
+		if s.Down() {
 			err := s.rdb.Ping(ctx).Err()
 			if err == nil {
 				err = s.sendUnsent(ctx)
@@ -417,8 +422,7 @@ func (s *Share) refresh(ctx context.Context) {
 			continue
 		}
 		if s.lostLocked(e, &v) {
-			e.unsent = true // sent again at the next refresh
-			e.changes++
+			e.markUnsent() // sent again at the next refresh
 		}
 		e.view, e.has = v, len(m) > 0 || len(v.Evidence) > 0 || e.has
 	}
@@ -448,9 +452,7 @@ func (s *Share) lostLocked(e *entry, v *limit.HostView) bool {
 
 // Down reports that Redis is away and View returns what was read before
 // (the limiter then takes no raise of a leader's pace from it).
-func (s *Share) Down() bool { return s.isDown() }
-
-func (s *Share) isDown() bool {
+func (s *Share) Down() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.down

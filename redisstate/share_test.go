@@ -236,7 +236,7 @@ func TestLeaderPaceSurvivesOutage(t *testing.T) {
 	if during <= before*1.001 {
 		t.Fatalf("followers' pace %.3g/s before the outage and %.3g/s after 4 s more of ramp, want it to climb", before, during)
 	}
-	if !sa.isDown() {
+	if !sa.Down() {
 		t.Fatal("the leader's Share did not notice Redis gone")
 	}
 	if err := r.Restart(); err != nil {
@@ -245,7 +245,7 @@ func TestLeaderPaceSurvivesOutage(t *testing.T) {
 	sb.View(host) // in use: the refresh reads it
 	sa.refresh(context.Background())
 	sb.refresh(context.Background())
-	if sa.isDown() || sb.isDown() {
+	if sa.Down() || sb.Down() {
 		t.Fatal("a Share still down after Redis answered a refresh")
 	}
 	sendOnEach(b, host, []string{"e3", "e4"}, at)

@@ -47,6 +47,14 @@ const (
 	SyncFull
 )
 
+// pragma is the synchronous setting that gives s.
+func (s Sync) pragma() string {
+	if s == SyncFull {
+		return "FULL"
+	}
+	return "NORMAL"
+}
+
 // Defaults for zero Config fields.
 const (
 	DefaultLease       = 5 * time.Minute
@@ -159,15 +167,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	syncMode := "NORMAL"
-	if cfg.Sync == SyncFull {
-		syncMode = "FULL"
-	}
 	// Exclusive locking: one process owns the file (the in-memory index
 	// would go stale if another wrote to it), and WAL needs no shared
 	// memory file then.
 	dsn := cfg.Path + "?_pragma=busy_timeout(" + strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10) + ")" +
-		"&_pragma=journal_mode(WAL)&_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(" + syncMode + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=locking_mode(EXCLUSIVE)&_pragma=synchronous(" + cfg.Sync.pragma() + ")" +
 		"&_pragma=cache_size(-" + strconv.Itoa(cfg.CacheMiB*1024) + ")&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(16384)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -476,19 +480,16 @@ func (s *Store) release() error {
 // the journal before the file is written over, so that no power loss
 // corrupts a crawl's progress; it costs a fifth of the rate for one host
 // and a third over 1,000 (BenchmarkPushFile, 411k-418k and 156k-162k URLs/s
-// against 474k-497k and 222k-232k).
+// against 469k-497k and 180k-232k).
 //
 // The page cache is held to bulkCacheMiB meanwhile: measured, not worked
 // out (BenchmarkPushFile, 1,000,000 URLs: 471k URLs/s of one host against
 // 430k with the usual 32 MiB, over 1,000 hosts the same 219k).
 func (s *Store) BulkLoad(ctx context.Context, fn func() error) error {
-	sync := "NORMAL"
-	if s.cfg.Sync == SyncFull {
-		sync = "FULL"
-	}
+	sync := s.cfg.Sync.pragma()
 	loadSync := sync
 	s.mu.Lock()
-	if sync == "NORMAL" && s.countsLocked().Total() == 0 {
+	if s.cfg.Sync == SyncNormal && s.countsLocked().Total() == 0 {
 		loadSync = "OFF"
 	}
 	s.mu.Unlock()

@@ -38,7 +38,8 @@ type MatrixConfig struct {
 	// in-process engine (RunConfig.CrawlBinary).
 	CrawlBinary string
 	// Workers is every run's RunConfig.Workers: how many `exitgate crawl
-	// --redis` processes share each run. Default 1.
+	// --redis` processes share each run (Run defaults it and refuses more
+	// than one without CrawlBinary). Default 1.
 	Workers int
 	// Seed is every run's seed. Default 1.
 	Seed uint64
@@ -73,12 +74,6 @@ func Matrix(ctx context.Context, cfg MatrixConfig) ([]Result, error) {
 	addrs, err := ExitAddrs(cfg.FirstIP, cfg.Exits*cfg.Parallel)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 1
-	}
-	if cfg.Workers > 1 && cfg.CrawlBinary == "" {
-		return nil, fmt.Errorf("peerbench: %d workers need the crawl binary: the in-process engine is one process", cfg.Workers)
 	}
 	if cfg.CrawlBinary != "" {
 		for _, s := range cfg.Strategies {
