@@ -121,7 +121,15 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 		h.q.take(now)
 		rec.hostQuota = true
 	}
-	if l.serAt == 0 || now-l.serAt > maxSeries {
+	if l.serAt == 0 || now-l.serAt > maxSeries || l.serSent == 0 && l.serOK == 0 && l.epAt == 0 {
+		// A lane's first series begins with its first request, not when
+		// the lane was made: a lane made as a worker joined a fleet sent
+		// nothing until the leader published a pace, a second or four
+		// later, and a series that began earlier spread too little of
+		// a fall's debt (haproxy's 10 per 30 s: each such lane sent its
+		// 11th request inside 30 s of its first), and stretched an
+		// explorer's first run (22 successes over 12.2 s read as 22 per
+		// 20 s where 8.2 s of requests were 20 per 10 s).
 		l.serAt, l.serSent, l.serOK = now, 0, 0
 	}
 	rec.first = l.eps > 0 && l.serSent == 0

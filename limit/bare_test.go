@@ -485,6 +485,61 @@ func TestHalfMinuteWindow(t *testing.T) {
 	}
 }
 
+// TestFollowerHead: haproxy's 20 per 10 s, three workers. A worker joining
+// the fleet took the first explorer's exit, and the lane that explores
+// instead had sent a request as a follower 4 s before its ramp, in the
+// series its first run counts from: 22 successes in 12.2 s, read as 22 per
+// 20 s (73% of the limit) where one worker reads 20 in 8.2 s as 20 per
+// 10 s. The ramp's first pass records what the lane passed as a follower,
+// and that is the run's head: the run and the retries are one worker's.
+func TestFollowerHead(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	f.serAt, f.serSent, f.serOK = sec(0), 1, 1 // a follower's request at 0 s
+	h.exp.exit = ""
+	r.adoptExplorer(h, f, sec(3.99))
+	for _, at := range []float64{3.99, 6.05} { // the ramp's first pace, 0.485/s
+		f.serSent++
+		f.serOK++
+		r.exploreOK(h, f, sec(at), sec(at+0.01))
+	}
+	if st := h.exp.steps; len(st) != 2 || !st[0].follower || st[0].n != 1 || st[0].d != sec(3.99)-at0 || st[1].n != 2 {
+		t.Fatalf("the ramp's first pass on a lane that followed: steps %+v; want the follower's 1 success over 3.99 s, then the ramp's 2", st)
+	}
+
+	ramp := []rampRunRec{{pace: 0.485, n: 2}, {pace: 0.97, n: 2}, {pace: 1.94, n: 3}, {pace: 3.88, n: 5}, {pace: 7.76, n: 8}}
+	type reading struct {
+		n1    int32
+		t1    int64
+		cools [3]int64
+	}
+	read := func(steps []rampRunRec, ok int32, t1 float64) reading {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.exp.steps, h.exp.rampExit = steps, "e"
+		r.endRamp(h, e, 15.52, series{at: sec(0), ok: ok, run: 1}, 0, sec(t1))
+		rd := reading{n1: h.exp.n1, t1: h.exp.t1}
+		r.cooldown(h, e, 15.52, 0, false, sec(t1), 0.5) // the first 429
+		for i := range rd.cools {
+			rd.cools[i] = e.cool - sec(t1)
+			r.cooldown(h, e, 15.52, 0, false, e.cool, 0.5) // each retry pushed back
+		}
+		return rd
+	}
+	one := read(ramp, 21, 8.19)
+	fleet := read(append([]rampRunRec{{n: 1, d: sec(3.99) - at0, follower: true}}, ramp...), 22, 12.18)
+	ms := func(a, b int64) bool { return a-b < 1e6 && b-a < 1e6 } // within a millisecond
+	same := fleet.n1 == one.n1 && ms(fleet.t1, one.t1)
+	for i := range one.cools {
+		same = same && ms(fleet.cools[i], one.cools[i])
+	}
+	if !same {
+		t.Errorf("with a follower's request before the ramp: run %d in %v, retries %v after the 429; want one worker's %d in %v, %v",
+			fleet.n1, time.Duration(fleet.t1), fleet.cools, one.n1, time.Duration(one.t1), one.cools)
+	}
+}
+
 // TestCountedSlack: how long after a window haproxy's count over two
 // periods lets a retry through: its estimate, (n1+pushed) weighted by what
 // is left of the previous period, plus the retry, must not pass n1.
@@ -521,7 +576,7 @@ func TestCountedSlack(t *testing.T) {
 // pushed back 22.4 s after the 429 reads a minute, not half a minute).
 func TestRampHead(t *testing.T) {
 	r := testRules(t, Config{})
-	ramp := []rampRunRec{{0.485, 2, 0}, {0.97, 2, 0}, {1.94, 3, 0}, {3.88, 5, 0}, {7.76, 9, 0}, {15.52, 17, 0}, {31.04, 32, 0}}
+	ramp := []rampRunRec{{pace: 0.485, n: 2}, {pace: 0.97, n: 2}, {pace: 1.94, n: 3}, {pace: 3.88, n: 5}, {pace: 7.76, n: 9}, {pace: 15.52, n: 17}, {pace: 31.04, n: 32}}
 	for _, tc := range []struct {
 		name      string
 		ok, run   int32

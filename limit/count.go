@@ -179,10 +179,14 @@ func (r *rules) count(h *host, l *lane, now int64) {
 }
 
 // rampRunRec is one run of the ramp that passed: n successes in d at pace.
+// A follower record (follower) is what the explorer's lane passed in the
+// same series before it came to explore, at the followers' paces (pace 0):
+// n successes in the d from its first request to the ramp's first success.
 type rampRunRec struct {
-	pace float64
-	n    int32
-	d    int64
+	pace     float64
+	n        int32
+	d        int64
+	follower bool
 }
 
 // maxRampSteps bounds the record: doubling from the slowest lane rate to

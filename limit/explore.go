@@ -563,6 +563,14 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	if e.phase == expRamp && len(e.steps) < maxRampSteps {
 		if e.rampExit != l.exit {
 			e.steps, e.rampExit = e.steps[:0], l.exit
+			if n := l.serOK - e.run.n; n > 0 && e.run.at > l.serAt {
+				// The lane followed before it came to explore, in the
+				// series its first run counts from (a worker joining
+				// a fleet took the first explorer's exit: one request
+				// at 0.25/s, 4 s before the ramp, stretched haproxy's
+				// 20 per 10 s to 22 per 12.2 s, read as 22 per 20 s).
+				e.steps = append(e.steps, rampRunRec{n: n, d: e.run.at - l.serAt, follower: true})
+			}
 		}
 		e.steps = append(e.steps, rampRunRec{pace: l.pace, n: e.run.n, d: el})
 	}

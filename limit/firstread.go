@@ -522,7 +522,9 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 // the run less its head, and the run's length read the window as half a
 // minute (34% of the limit). The head is the leading steps that together
 // hold at most headShare of the run, on a run as long as most of the
-// shortest common window; the steps must account for the whole run.
+// shortest common window; the steps must account for the whole run. What
+// the lane passed as a follower before it came to explore leads the steps
+// (a follower record) and is a head too.
 func (e *explorer) rampHead() (n int32, d int64, ok bool) {
 	if e.k1 < 0 || e.t1 < int64(shortestCommon)*9/10 || len(e.steps) == 0 {
 		return 0, 0, false
@@ -534,24 +536,31 @@ func (e *explorer) rampHead() (n int32, d int64, ok bool) {
 	if total != e.n1 {
 		return 0, 0, false
 	}
-	i := 0
+	i, first := 0, true // first: the next step's first success comes at d
 	for ; i < len(e.steps) && float64(n+e.steps[i].n) <= headShare*float64(e.n1); i++ {
 		st := e.steps[i]
-		k := st.n
-		if i == 0 {
-			k-- // the run's first success starts its time
-		}
 		n += st.n
+		if st.follower {
+			d += st.d // measured up to the ramp's first success
+			continue
+		}
+		k := st.n
+		if first {
+			k-- // the run's first success starts its time
+			first = false
+		}
 		d += int64(float64(k) * 1e9 / st.pace)
 	}
 	if i == 0 {
 		return 0, 0, false
 	}
-	next := e.x1 // the first success kept comes an interval of its pace later
-	if i < len(e.steps) {
-		next = e.steps[i].pace
+	if !first {
+		next := e.x1 // the first success kept comes an interval of its pace later
+		if i < len(e.steps) {
+			next = e.steps[i].pace
+		}
+		d += interval(next)
 	}
-	d += interval(next)
 	if d >= e.t1 {
 		return 0, 0, false
 	}

@@ -284,6 +284,46 @@ func TestLedLanes(t *testing.T) {
 	}
 }
 
+// TestLedSeriesFromFirstSend: a worker that joins a fleet gets exits
+// another worker used a moment ago (Exit.Since), and a lane made on one
+// sends nothing until an interval at its pace after Since. A lane's series
+// begins with its first request: a fall spreads what the lane sent since
+// then, not since the lane was made (haproxy's 10 per 30 s: lanes made a
+// second before their first request sent their 11th inside 30 s of it,
+// and the leader read their 429s as the host's limit moving).
+func TestLedSeriesFromFirstSend(t *testing.T) {
+	const host = "a.example"
+	sh := &leadShare{view: limit.HostView{Follow: 0.25, FollowAt: t0}}
+	l := newLimiter(t, limit.Config{Shared: sh}, 0)
+	l.SetExits([]limit.Exit{{ID: "x00", Since: t0}})
+	if _, ok, _ := acquire(t, l, host, limit.Want{Pin: "x00"}, t0); ok {
+		t.Fatal("a lane on an exit moved here at t0 sent at once; want it held an interval")
+	}
+	start := t0.Add(4 * time.Second) // its first request, an interval at 0.25/s on
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 1, FollowAt: start} })
+	now := start
+	for range 3 { // at 4, 5 and 6 s
+		tk, ok, next := acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+		for !ok {
+			now = next
+			tk, ok, next = acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+		}
+		if now.Sub(start) > 2100*time.Millisecond {
+			t.Fatalf("at 1/s: a request %v after the first, want three within 2 s", now.Sub(start))
+		}
+		l.Done(tk, limit.Outcome{}, now)
+	}
+	// The leader falls to a request per 3 s: the three sent from 4 s on
+	// hold the lane to 13 s, less the pace's tolerance.
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 1.0 / 3, FollowAt: now} })
+	now = now.Add(100 * time.Millisecond)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	ln, _ := laneOf(l.Snapshot(now), host, "x00")
+	if got := ln.ReadyAt.Sub(start); got < 7*time.Second {
+		t.Fatalf("after a fall to 1 per 3 s, ready %v after the first request; want about 9 s (its three requests spread from the first)", got)
+	}
+}
+
 // TestMovedExits: exits that came from another worker a moment ago
 // (Exit.Since) carry what it sent through them: a new lane on one goes
 // first one interval at its pace after Since, and the first 429s of such

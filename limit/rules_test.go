@@ -2010,7 +2010,7 @@ func TestRampBurst(t *testing.T) {
 	} {
 		h := hostWith(r, "e", "f")
 		e := &h.exp
-		e.rampExit, e.steps = "e", []rampRunRec{{3.88, 4, int64(time.Second)}, {7.76, 9, int64(1160 * time.Millisecond)}}
+		e.rampExit, e.steps = "e", []rampRunRec{{pace: 3.88, n: 4, d: int64(time.Second)}, {pace: 7.76, n: 9, d: int64(1160 * time.Millisecond)}}
 		e.n1, e.k1, e.x1 = 31, 10, 15.52
 		h.cap.extra, h.cap.lo, h.cap.windowed = 5, 4.9, tc.windowed
 		r.rampBurst(h, h.lanes[tc.lane], sec(10))
