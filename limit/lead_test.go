@@ -284,6 +284,46 @@ func TestLedLanes(t *testing.T) {
 	}
 }
 
+// TestLedOwnBeforeFirstWord: a lane of a led worker pushed back alone at
+// the followers' start pace, before the leader had published any, reads
+// its IP's own budget; the leader's first pace, under the start, says the
+// host's limit was under it everywhere, and the lane takes the leader's
+// paces again, down and back up (nginx's 12 per minute: two lanes held the
+// first 429's 0.108/s for the whole run while the others rose to 0.188/s).
+func TestLedOwnBeforeFirstWord(t *testing.T) {
+	const host = "a.example"
+	sh := &leadShare{}
+	l := newLimiter(t, limit.Config{Shared: sh}, 2)
+	now := t0
+	for i := range 2 {
+		tk, ok, next := acquire(t, l, host, limit.Want{Pin: "x01"}, now)
+		for !ok {
+			now = next
+			tk, ok, next = acquire(t, l, host, limit.Want{Pin: "x01"}, now)
+		}
+		o := limit.Outcome{}
+		if i == 1 {
+			o = limit.Outcome{Verdict: verdict.Throttled, RetryAfter: 5 * time.Second}
+		}
+		l.Done(tk, o, now)
+	}
+	if ln, _ := laneOf(l.Snapshot(now), host, "x01"); ln.Ceiling.Hz() == 0 {
+		t.Fatal("x01 pushed back alone at the start pace: no ceiling of its own")
+	}
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 0.108, FollowAt: now} })
+	now = now.Add(time.Second)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if ln, _ := laneOf(l.Snapshot(now), host, "x01"); ln.Ceiling.Hz() != 0 {
+		t.Fatalf("the leader's first pace is under the start: x01's ceiling %v, want none", ln.Ceiling)
+	}
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 0.188, FollowAt: now} })
+	now = now.Add(time.Second)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+	if ln, _ := laneOf(l.Snapshot(now), host, "x01"); math.Abs(ln.Rate.Hz()-0.188) > 1e-9 {
+		t.Errorf("x01 at %v after the leader's 0.188/s, want 0.188/s", ln.Rate)
+	}
+}
+
 // TestLedSeriesFromFirstSend: a worker that joins a fleet gets exits
 // another worker used a moment ago (Exit.Since), and a lane made on one
 // sends nothing until an interval at its pace after Since. A lane's series

@@ -309,11 +309,19 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 			// back and the view read again (h.ledAt left as it was).
 			return
 		}
-		if v.Follow < h.ledPace {
+		held := h.ledPace
+		if held == 0 {
+			held = h.followPace(r) // the followers' start: the leader had published nothing yet
+		}
+		if v.Follow < held {
 			// The leader slowed the host: the lanes here pushed back
 			// alone at the old pace were the host's limit moving, seen
 			// fleet-wide, not budgets of their own under it. They take
-			// the leader's paces again, down and back up.
+			// the leader's paces again, down and back up. (Before the
+			// leader's first word too: nginx's 12 per minute pushed two
+			// lanes of the other workers back at the start's 0.25/s,
+			// and each, read as its IP's own budget, held 0.108/s, the
+			// first 429's estimate, while the others rose to 0.188/s.)
 			for _, ln := range h.lanes {
 				if ln.own() > 0 && atLeast(ln.x.own, v.Follow) {
 					h.note(r, now, "lead", ln.exit, "ceiling", ln.x.own, 0, "the leader slowed the host: not this lane's own budget")
