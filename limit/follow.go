@@ -85,6 +85,16 @@ func (r *rules) follow429(h *host, l *lane, x float64, ser series, now int64) {
 	case many:
 		r.fallBack(h, l, x, now, fmt.Sprintf("followers pushed back at %.3g/s, several at once", x))
 		return
+	case f > 0 && !atLeast(f, x):
+		// Sent above the followers' pace: the host's pace fell after the
+		// request went (the explorer's first 429 a moment before it), and
+		// the 429 is that limit, read already, not a budget of this IP's
+		// own (nginx's 12 per minute: two lanes pushed back at the
+		// start's 0.25/s 2 ms after the explorer was, each read as its
+		// own budget, held the first 429's 0.108/s for the whole run
+		// while the others rose to 0.188/s).
+		h.note(r, now, "follow", l.exit, "pace", x, l.pace, "pushed back above the host's pace, which fell after it went: the host's limit, not this lane's own")
+		return
 	}
 	// This lane alone: its IP's own budget is under the host's pace. The
 	// lane searches its own, as the explorer does the host's: own is where

@@ -14,12 +14,21 @@ import (
 // followPace is the pace a follower lane gets now.
 func (h *host) followPace(r *rules) float64 {
 	switch c := &h.cap; {
-	case c.declared > 0:
+	case c.declared > 0 && !h.byLeader():
 		return max(r.minLane, min(r.maxLane, h.declaredPace(r)))
 	case c.follow > 0:
 		return c.follow
 	}
 	return max(r.minLane, min(r.maxLane, r.first*startShare))
+}
+
+// byLeader reports whether the followers hold the pace another worker that
+// leads the host published (followLead): unless this worker read a declared
+// quota and the leader's pace is no declared quota's. A declared quota's
+// pace, the leader's, stands over what this worker read of the quota
+// itself: the leader alone checks its headroom (roomDue).
+func (h *host) byLeader() bool {
+	return h.led && h.ledPace > 0 && (h.ledDeclared || h.cap.declared == 0)
 }
 
 // declaredPace is a lane's pace under a declared quota: Settle under it,
@@ -58,10 +67,10 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	c, e := &h.cap, &h.exp
 	var f float64
 	switch {
+	case h.byLeader():
+		f = h.ledPace
 	case c.declared > 0:
 		f = h.declaredPace(r)
-	case h.led && h.ledPace > 0:
-		f = h.ledPace // another worker leads the search (followLead)
 	case e.phase == expRamp:
 		// One step behind what the explorer passed: a ramp's run is a
 		// quick proof (a window's quota or a bucket's burst passes it),

@@ -180,12 +180,15 @@ type host struct {
 	// (HostShare.Leads); this Limiter has no explorer, and its followers
 	// hold ledPace, the pace the leading worker published (set at ledAt;
 	// 0: none yet, the followers' start pace).
-	led     bool
-	ledPace float64
-	ledAt   int64
+	// ledDeclared: ledPace is a declared quota's (HostView.Declared).
+	led         bool
+	ledDeclared bool
+	ledPace     float64
+	ledAt       int64
 	// pubFollow is the followers' pace this Limiter last published as the
-	// host's leader.
-	pubFollow float64
+	// host's leader, and pubDeclared whether it was a declared quota's.
+	pubFollow   float64
+	pubDeclared bool
 	// workers is how many Limiters share the host (HostShare.Workers; 0
 	// or 1: this one alone). Each sees 1/workers of its successes and of
 	// its lanes.

@@ -284,6 +284,57 @@ func TestLedLanes(t *testing.T) {
 	}
 }
 
+// TestSharedDeclared: the leader publishes a declared quota's pace as such
+// (HostView.Declared), and a led worker holds it over its own reading of
+// the quota: the leader alone checks the quota's headroom, and a worker
+// whose lanes are too slow to read the window has no reading at all
+// (go-limiter's 3 per second: a worker that joined after the leader read
+// it held the followers' start, 0.25/s, for the whole run). A leader's
+// pace that is no declared quota's does not replace the worker's reading.
+func TestSharedDeclared(t *testing.T) {
+	const host = "a.example"
+	declared := limit.Outcome{Quota: 3, Window: time.Second, Remaining: 2, HasRemaining: true, ResetIn: time.Second}
+
+	lead := &leadShare{leads: true}
+	a := newLimiter(t, limit.Config{Shared: lead}, 1)
+	tk, ok, _ := acquire(t, a, host, limit.Want{Pin: "x00"}, t0)
+	if !ok {
+		t.Fatal("leader's first Acquire not ok")
+	}
+	a.Done(tk, declared, t0)
+	pace := hostOf(a.Snapshot(t0), host).LaneRate.Hz()
+	var pub limit.HostView
+	for _, v := range lead.published {
+		if v.Follow > 0 {
+			pub = v
+		}
+	}
+	if !pub.Declared || math.Abs(pub.Follow-pace) > 1e-9 {
+		t.Fatalf("leader read a declared quota, its lanes at %.3g/s: published %+v; want that pace, declared", pace, pub)
+	}
+
+	sh := &leadShare{}
+	b := newLimiter(t, limit.Config{Shared: sh}, 1)
+	tk, ok, _ = acquire(t, b, host, limit.Want{Pin: "x00"}, t0)
+	if !ok {
+		t.Fatal("led worker's first Acquire not ok")
+	}
+	b.Done(tk, declared, t0)
+	own := hostOf(b.Snapshot(t0), host).LaneRate.Hz()
+	now := t0.Add(time.Second)
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: own * 1.5, FollowAt: now} })
+	acquire(t, b, host, limit.Want{Pin: "x00"}, now)
+	if got := hostOf(b.Snapshot(now), host).LaneRate.Hz(); math.Abs(got-own) > 1e-9 {
+		t.Fatalf("the leader's %.3g/s, no declared quota's: lanes at %.3g/s, want their own reading %.3g/s", own*1.5, got, own)
+	}
+	now = now.Add(time.Second)
+	sh.set(func(s *leadShare) { s.view = limit.HostView{Follow: 2.91, FollowAt: now, Declared: true} })
+	acquire(t, b, host, limit.Want{Pin: "x00"}, now)
+	if got := hostOf(b.Snapshot(now), host).LaneRate.Hz(); math.Abs(got-2.91) > 1e-9 {
+		t.Errorf("the leader's declared quota at 2.91/s (its headroom checked): lanes at %.3g/s, want 2.91/s", got)
+	}
+}
+
 // TestLedOwnBeforeFirstWord: a lane of a led worker pushed back alone at
 // the followers' start pace, before the leader had published any, reads
 // its IP's own budget; the leader's first pace, under the start, says the

@@ -67,8 +67,13 @@ type HostView struct {
 	Evidence []Evidence
 	// Follow is the pace the leading worker's followers hold (req/s, 0 =
 	// none published), set at FollowAt: the other workers' lanes hold it.
+	// Declared: it is the pace of a per-IP quota the server declared, which
+	// the other workers hold over their own reading of the quota (a lane
+	// sent slower than the quota's window cannot read its window, and only
+	// the leader checks a declared quota's headroom).
 	Follow   float64
 	FollowAt time.Time
+	Declared bool
 }
 
 // Merge returns w with what v says added: a later pause, a shared scope, a
@@ -85,7 +90,7 @@ func (w HostView) Merge(v HostView) HostView {
 		w.Rate, w.RateCeiling, w.RateFloor, w.Cut = v.Rate, v.RateCeiling, v.RateFloor, v.Cut
 	}
 	if v.FollowAt.After(w.FollowAt) {
-		w.Follow, w.FollowAt = v.Follow, v.FollowAt
+		w.Follow, w.FollowAt, w.Declared = v.Follow, v.FollowAt, v.Declared
 	}
 	w.Evidence = append(w.Evidence, v.Evidence...)
 	if n := len(w.Evidence); n > maxSharedEvidence {
@@ -139,7 +144,7 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 		pub = true
 	}
 	if f, ok := h.followChanged(now); ok {
-		v.Follow, v.FollowAt, pub = f.Follow, f.FollowAt, true
+		v.Follow, v.FollowAt, v.Declared, pub = f.Follow, f.FollowAt, f.Declared, true
 	}
 	if n := h.ev.n; n > m.evCount && len(h.ev.ring) > 0 {
 		for i := max(m.evCount, n-len(h.ev.ring)); i < n; i++ {
@@ -158,12 +163,19 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 // read in an Acquire waited for the leader's next answer; with its lanes
 // held back by that very fall, the others' followers held a pace 50% over
 // nginx's limit for 18 s after a Redis restart and drew 27 429s.)
+//
+// A declared quota's pace is published too (Declared): a worker that joined
+// after the leader read the quota had no pace from it at all, and its lanes,
+// sent at the followers' start of 0.25/s, too slow to read a window of a
+// second, held it for the whole run (go-limiter's 3 per second: 62% of the
+// limit); and the leader's headroom check (roomDue) is for every worker.
 func (h *host) followChanged(now int64) (HostView, bool) {
-	if h.cap.follow == h.pubFollow || h.led || !h.exploring() || h.cap.follow <= 0 {
+	decl := h.cap.declared > 0
+	if h.cap.follow == h.pubFollow && decl == h.pubDeclared || h.led || h.scope.shared() || h.cap.follow <= 0 {
 		return HostView{}, false
 	}
-	h.pubFollow = h.cap.follow
-	return HostView{Follow: h.cap.follow, FollowAt: time.Unix(0, now)}, true
+	h.pubFollow, h.pubDeclared = h.cap.follow, decl
+	return HostView{Follow: h.cap.follow, FollowAt: time.Unix(0, now), Declared: decl}, true
 }
 
 // othersNews reports whether another worker's 429 at pace p is news of the
@@ -272,8 +284,8 @@ func shareDown(sh HostShare) bool {
 // pace, which every lane has held, rather than from the first guess.
 func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 	r := l.rules
-	if !h.exploring() {
-		return
+	if h.scope.shared() {
+		return // the host's rate governs, shared as such
 	}
 	leads := l.share.Leads(name)
 	switch {
@@ -329,7 +341,7 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 				}
 			}
 		}
-		h.ledPace, h.ledAt = v.Follow, v.FollowAt.UnixNano()
+		h.ledPace, h.ledAt, h.ledDeclared = v.Follow, v.FollowAt.UnixNano(), v.Declared
 		r.updateFollow(h, now, "lead", fmt.Sprintf("the worker that leads the search holds its followers at %.3g/s", v.Follow))
 	}
 }

@@ -236,3 +236,23 @@ func TestHiccup(t *testing.T) {
 		t.Errorf("followers pushed back 0.5 s after settling: not read as the path's jitter (phase %s)", phaseNames[h.exp.phase])
 	}
 }
+
+// TestPushedBackAboveFall: a follower pushed back at a pace the host's has
+// fallen under since its request went (the explorer's first 429 a moment
+// before: nginx's 12 per minute, two lanes pushed back at the start's
+// 0.25/s 2 ms after the explorer) read no budget of their own, and hold
+// the host's pace as it climbs; one pushed back alone at the host's pace
+// still does.
+func TestPushedBackAboveFall(t *testing.T) {
+	r, h := settledHost(t, "e", "a", "b", "c", "d", "f")
+	follow := h.cap.follow
+	a, b := h.lanes["a"], h.lanes["b"]
+	r.follow429(h, a, 2.5*follow, series{}, sec(10))
+	if a.own() > 0 {
+		t.Errorf("pushed back at %.3g/s, the host's pace %.3g/s: own ceiling %v, want none", 2.5*follow, follow, a.own())
+	}
+	r.follow429(h, b, follow, series{}, sec(10))
+	if b.own() == 0 {
+		t.Error("pushed back alone at the host's pace: no own ceiling")
+	}
+}

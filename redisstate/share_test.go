@@ -209,6 +209,33 @@ func TestSharedLead(t *testing.T) {
 	}
 }
 
+// TestSharedDeclaredPace: a declared quota's pace the leader read goes
+// through Redis as one (the "fdecl" field), and a led worker whose lanes
+// have read nothing of the quota hold it.
+func TestSharedDeclaredPace(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	const host = "d.example"
+	a, _, b, sb := leaderAndLed(t, rdb, "declared")
+	tk, ok, _, _ := a.Acquire(host, limit.Want{Pin: "e1"}, t0)
+	if !ok {
+		t.Fatal("leader's first Acquire not ok")
+	}
+	a.Done(tk, limit.Outcome{Verdict: verdict.OK, Quota: 3, Window: time.Second, Remaining: 2, HasRemaining: true, ResetIn: time.Second}, t0)
+	want := lanePace(a, host, t0)
+	sb.View(host) // in use: the refresh reads it
+	sb.refresh(context.Background())
+	if v, _ := sb.View(host); !v.Declared || v.Follow != want {
+		t.Fatalf("led worker's view %+v, want the leader's %.3g/s, declared", v, want)
+	}
+	at := t0.Add(time.Second)
+	sendOnEach(b, host, []string{"e3"}, at)
+	if got := lanePace(b, host, at); got != want {
+		t.Fatalf("led worker's lanes at %.3g/s, want the leader's declared %.3g/s", got, want)
+	}
+}
+
 // TestLeaderPaceSurvivesOutage: a leader whose followers' pace changes while
 // Redis is away (killed with SIGKILL, restarted from its append-only file)
 // sends it when Redis is back. Without that, the restarted Redis holds the
