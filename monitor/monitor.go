@@ -97,8 +97,14 @@ type hostMon struct {
 	jumpBase time.Duration
 	jumpAt   time.Time
 
+	// peaks holds the learned capacity per lane (perLane), so that exits
+	// given to another worker of a fleet, or taken from it, are no fall:
+	// a worker that joined a distributed crawl took 7 of the first
+	// worker's 10 exits, and the first warned of a capacity down 68%.
+	// fallPeak is the peak per lane a fall was measured from.
 	peaks    peaks
 	capacity float64 // learned, at the last tick
+	lanes    int     // what capacity is the sum of: the host's lanes, or 1 for its own rate
 	sendRate float64
 	falling  bool
 	fallPeak float64
@@ -280,19 +286,27 @@ func (m *Monitor) Run(ctx context.Context) error {
 
 // capacity is a host's learned rate in requests per second: its own rate
 // when it governs (a site-wide limit), else the sum of its lanes', under
-// the politeness ceiling.
-func capacity(hs limit.HostSnapshot) float64 {
-	c := hs.Rate.Hz()
+// the politeness ceiling; and how many lanes it is the sum of (1 for its
+// own rate).
+func capacity(hs limit.HostSnapshot) (float64, int) {
+	c, n := hs.Rate.Hz(), 1
 	if c == 0 {
 		for _, l := range hs.Lanes {
 			c += l.Rate.Hz()
 		}
+		n = max(1, len(hs.Lanes))
 	}
 	if ceil := hs.Ceiling.Hz(); ceil > 0 {
 		c = min(c, ceil)
 	}
-	return c
+	return c, n
 }
+
+// perLane is h's capacity per lane at the last tick.
+func (h *hostMon) perLane() float64 { return h.capacity / float64(max(1, h.lanes)) }
+
+// fellFrom is the capacity h fell from, over the lanes it has now.
+func (h *hostMon) fellFrom() float64 { return h.fallPeak * float64(max(1, h.lanes)) }
 
 // hostsLocked runs the per-host rules: budget, alert, breaker, falling
 // equilibrium, and the dashboard's history.
@@ -301,7 +315,7 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 	for _, hs := range snap.Hosts {
 		h := m.hostLocked(hs.Host)
 		h.seen = now
-		h.capacity = capacity(hs)
+		h.capacity, h.lanes = capacity(hs)
 		h.sendRate = hs.SendRate.Hz()
 		m.fallingLocked(h, hs.Phase, now)
 	}
@@ -378,24 +392,25 @@ func (m *Monitor) fallingLocked(h *hostMon, phase string, now time.Time) {
 	if h.capacity <= 0 {
 		return
 	}
+	c := h.perLane()
 	switch phase {
 	case "settled", "declared", "shared":
-		h.peaks.add(now, h.capacity)
+		h.peaks.add(now, c)
 	}
 	peak, _ := h.peaks.peak(now)
 	switch {
-	case !h.falling && h.capacity <= (1-cfg.FallShare)*peak:
+	case !h.falling && c <= (1-cfg.FallShare)*peak:
 		h.falling, h.fallPeak = true, peak
 		m.emitLocked(Event{At: now, Kind: KindFalling, Level: "warn", Host: h.name, Value: h.capacity,
-			Message: fmt.Sprintf("falling equilibrium: learned capacity %s, down %.0f%% from %s within %v", perSecond(h.capacity), 100*(1-h.capacity/peak), perSecond(peak), cfg.FallSpan)})
-	case h.falling && h.capacity >= 0.9*h.fallPeak:
+			Message: fmt.Sprintf("falling equilibrium: learned capacity %s, down %.0f%% from %s within %v", perSecond(h.capacity), 100*(1-c/peak), perSecond(h.fellFrom()), cfg.FallSpan)})
+	case h.falling && c >= 0.9*h.fallPeak:
 		h.falling = false
 		m.emitLocked(Event{At: now, Kind: KindFallingOver, Level: "info", Host: h.name, Value: h.capacity,
-			Message: fmt.Sprintf("learned capacity back to %s (was %s before it fell)", perSecond(h.capacity), perSecond(h.fallPeak))})
-	case h.falling && h.capacity > (1-cfg.FallShare)*peak:
+			Message: fmt.Sprintf("learned capacity back to %s (was %s before it fell)", perSecond(h.capacity), perSecond(h.fellFrom()))})
+	case h.falling && c > (1-cfg.FallShare)*peak:
 		h.falling = false
 		m.emitLocked(Event{At: now, Kind: KindFallingOver, Level: "info", Host: h.name, Value: h.capacity,
-			Message: fmt.Sprintf("learned capacity steady at %s, lower than the %s before it fell", perSecond(h.capacity), perSecond(h.fallPeak))})
+			Message: fmt.Sprintf("learned capacity steady at %s, lower than the %s before it fell", perSecond(h.capacity), perSecond(h.fellFrom()))})
 	}
 }
 

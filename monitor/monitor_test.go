@@ -338,6 +338,15 @@ func TestFallingEquilibrium(t *testing.T) {
 	if n := len(eventsOf(m, KindFallingOver)); n != 1 {
 		t.Errorf("%d steady events after the capacity came back", n)
 	}
+
+	// A worker of a distributed crawl gives three of its four exits to
+	// workers that joined: its capacity falls by three quarters, each
+	// lane's not at all. No fall.
+	lim.snap.Hosts = []limit.HostSnapshot{{Host: "f.test", Phase: phase, Lanes: lanes(1)}}
+	run(time.Minute)
+	if n := len(eventsOf(m, KindFalling)); n != 1 {
+		t.Errorf("%d falling warnings after three exits of four went to other workers, want the one before", n)
+	}
 }
 
 // TestReputation: one exit of four drawing 429s at half its peers' pace,

@@ -260,7 +260,7 @@ func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fet
 			s.Parked = append(s.Parked, ParkedHost{Host: h.name, Until: h.br.until, Why: "circuit breaker open: " + h.br.why})
 		}
 		if h.falling {
-			hs.Warnings = append(hs.Warnings, "falling equilibrium: capacity "+perSecond(h.capacity)+" from "+perSecond(h.fallPeak))
+			hs.Warnings = append(hs.Warnings, "falling equilibrium: capacity "+perSecond(h.capacity)+" from "+perSecond(h.fellFrom()))
 		}
 		if h.jumped {
 			hs.Warnings = append(hs.Warnings, "Retry-After jumped from "+h.jumpBase.String())
