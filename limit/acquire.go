@@ -193,7 +193,18 @@ func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitRea
 			if _, ok := pool.idx[top.exit]; !ok || now-top.lastUse() > r.idleTTL {
 				// Gone from the pool, or idle past the TTL: forget it. A
 				// later pass of the cursor may bring the exit back fresh.
+				explorer := top.exit == h.exp.exit
 				h.dropLane(top)
+				if explorer && len(h.heap) > 0 {
+					// The search goes on at once, on the lane due
+					// first, at the explorer's pace, not when that
+					// lane's follower pace lets it: a worker that
+					// joined a fleet took the explorer's exit at
+					// nginx's 12 per minute, the search went on 2 s
+					// later with every follower's second request, and
+					// all four drew a 429.
+					r.adoptExplorer(h, h.heap[0], now)
+				}
 				continue
 			}
 		}

@@ -335,6 +335,38 @@ func TestSharedDeclared(t *testing.T) {
 	}
 }
 
+// TestExplorerExitGone: the explorer's exit leaves the pool (a worker that
+// joined the fleet took it) before its next request: the search goes on
+// at once on the lane due first, at the explorer's pace, not when that
+// lane's follower pace lets it go with every other follower.
+func TestExplorerExitGone(t *testing.T) {
+	const host = "a.example"
+	l := newLimiter(t, limit.Config{}, 4)
+	for _, x := range []string{"x00", "x01", "x02", "x03"} {
+		tk, ok, _ := acquire(t, l, host, limit.Want{Pin: x}, t0)
+		if !ok {
+			t.Fatalf("%s not ok at the start", x)
+		}
+		l.Done(tk, limit.Outcome{}, t0)
+	}
+	if e := hostOf(l.Snapshot(t0), host).Explorer; e != "x00" {
+		t.Fatalf("explorer %q, want x00", e)
+	}
+	var ex []limit.Exit
+	for _, x := range []string{"x01", "x02", "x03"} {
+		ex = append(ex, limit.Exit{ID: x})
+	}
+	l.SetExits(ex)
+	now := t0.Add(2100 * time.Millisecond) // the explorer's next, at 0.485/s, was due at 2.06 s
+	tk, ok, next := acquire(t, l, host, limit.Want{}, now)
+	if !ok {
+		t.Fatalf("the explorer's exit gone: nothing goes at 2.1 s (next %v after the start); want the search on another lane at once", next.Sub(t0))
+	}
+	if e := hostOf(l.Snapshot(now), host).Explorer; e != tk.Exit {
+		t.Errorf("sent on %s, explorer %q: want the request the search's", tk.Exit, e)
+	}
+}
+
 // TestLedOwnBeforeFirstWord: a lane of a led worker pushed back alone at
 // the followers' start pace, before the leader had published any, reads
 // its IP's own budget; the leader's first pace, under the start, says the
