@@ -113,8 +113,19 @@ func runAll(t *testing.T, runs []suiteRun) ([]Result, []error, []string) {
 			cfgs[i].CrawlBinary = buildExitgate(t)
 		}
 	}
-	results := make([]Result, len(runs))
-	errs := make([]error, len(runs))
+	results, errs := runSideBySide(cfgs)
+	dirs := make([]string, len(cfgs))
+	for i, cfg := range cfgs {
+		dirs[i] = cfg.Dir
+	}
+	return results, errs, dirs
+}
+
+// runSideBySide runs every cfg at once, each bounded by the suite's
+// duration and a few minutes, and returns their results in order.
+func runSideBySide(cfgs []RunConfig) ([]Result, []error) {
+	results := make([]Result, len(cfgs))
+	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
 		wg.Go(func() {
@@ -124,11 +135,7 @@ func runAll(t *testing.T, runs []suiteRun) ([]Result, []error, []string) {
 		})
 	}
 	wg.Wait()
-	dirs := make([]string, len(cfgs))
-	for i, cfg := range cfgs {
-		dirs[i] = cfg.Dir
-	}
-	return results, errs, dirs
+	return results, errs
 }
 
 // logLearner writes a failed run's learning decisions (the limit.log an
@@ -390,17 +397,7 @@ func TestRealWorkers(t *testing.T) {
 		cfgs[i] = RunConfig{Target: targets[0], Strategy: spec, Exits: 10, FirstIP: addrs[200+10*i], Duration: suiteDuration,
 			Dir: t.TempDir(), CrawlBinary: bin, Workers: 2}
 	}
-	results := make([]Result, len(cfgs))
-	errs := make([]error, len(cfgs))
-	var wg sync.WaitGroup
-	for i, cfg := range cfgs {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), suiteDuration+4*time.Minute)
-			defer cancel()
-			results[i], errs[i] = Run(ctx, cfg)
-		})
-	}
-	wg.Wait()
+	results, errs := runSideBySide(cfgs)
 	for i, fl := range workersFloors {
 		t.Run(fl.target, func(t *testing.T) {
 			res := results[i]
