@@ -335,6 +335,41 @@ func TestSharedDeclared(t *testing.T) {
 	}
 }
 
+// TestFreshLeaderFromFleetPace: a worker that leads a host new to it, on
+// which the fleet's lanes hold a published pace (it led the host in a
+// process that died, and was run again with its id), starts its search
+// from that pace, not from the first guess.
+func TestFreshLeaderFromFleetPace(t *testing.T) {
+	const host = "a.example"
+	sh := &leadShare{leads: true, view: limit.HostView{Follow: 4, FollowAt: t0.Add(-time.Minute)}}
+	l := newLimiter(t, limit.Config{Shared: sh}, 2)
+	tk, ok, _ := acquire(t, l, host, limit.Want{Pin: "x00"}, t0)
+	if !ok {
+		t.Fatal("first Acquire not ok")
+	}
+	l.Done(tk, limit.Outcome{}, t0)
+	hs := hostOf(l.Snapshot(t0), host)
+	var explorer float64
+	for _, ln := range hs.Lanes {
+		if ln.Exit == hs.Explorer {
+			explorer = ln.Rate.Hz()
+		}
+	}
+	if explorer < 4 {
+		t.Fatalf("explorer %q at %.3g/s, want the search above the fleet's 4/s", hs.Explorer, explorer)
+	}
+
+	// Declared, or nothing published: the first guess.
+	sh = &leadShare{leads: true, view: limit.HostView{Follow: 4, FollowAt: t0, Declared: true}}
+	l = newLimiter(t, limit.Config{Shared: sh}, 2)
+	acquire(t, l, host, limit.Want{Pin: "x00"}, t0)
+	for _, ln := range hostOf(l.Snapshot(t0), host).Lanes {
+		if ln.Rate.Hz() >= 4 {
+			t.Errorf("a declared pace published: lane %s at %v, want the first guess's", ln.Exit, ln.Rate)
+		}
+	}
+}
+
 // TestExplorerExitGone: the explorer's exit leaves the pool (a worker that
 // joined the fleet took it) before its next request: the search goes on
 // at once on the lane due first, at the explorer's pace, not when that

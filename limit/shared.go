@@ -298,6 +298,19 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 			e.pace = h.ledPace * rampStep
 		}
 		r.updateFollow(h, now, "lead", "this worker leads the search now")
+	case leads && h.c.Requests == 0 && h.exploring() && v.Follow > 0 && !v.Declared && h.cap.pass == 0 && h.exp.phase == expRamp:
+		// A host new to this Limiter that the fleet's lanes already
+		// hold a pace on: this worker led it in a process that died (a
+		// worker run again with its id keeps its rank) or took the lead
+		// before it asked. The search starts from that pace, as a
+		// worker that comes to lead does, not from the first guess: a
+		// worker killed while Redis was away and run again searched
+		// nginx's 5 r/s from 0.25/s and drew five 429s doing so.
+		c, e := &h.cap, &h.exp
+		h.note(r, now, "lead", "", "floor", c.pass, v.Follow, "this worker leads the search, from the pace the fleet's lanes hold")
+		c.pass, c.sent, c.at = v.Follow, v.Follow, now
+		e.pace = v.Follow * rampStep
+		r.updateFollow(h, now, "lead", "this worker leads the search")
 	case !leads && !h.led:
 		h.led, h.pubFollow = true, 0
 		if e := &h.exp; e.exit != "" {
