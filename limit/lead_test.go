@@ -406,8 +406,7 @@ func TestExplorerExitGone(t *testing.T) {
 // the followers' start pace, before the leader had published any, reads
 // its IP's own budget; the leader's first pace, under the start, says the
 // host's limit was under it everywhere, and the lane takes the leader's
-// paces again, down and back up (nginx's 12 per minute: two lanes held the
-// first 429's 0.108/s for the whole run while the others rose to 0.188/s).
+// paces again, down and back up.
 func TestLedOwnBeforeFirstWord(t *testing.T) {
 	const host = "a.example"
 	sh := &leadShare{}

@@ -342,11 +342,13 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 			// The leader slowed the host: the lanes here pushed back
 			// alone at the old pace were the host's limit moving, seen
 			// fleet-wide, not budgets of their own under it. They take
-			// the leader's paces again, down and back up. (Before the
-			// leader's first word too: nginx's 12 per minute pushed two
-			// lanes of the other workers back at the start's 0.25/s,
-			// and each, read as its IP's own budget, held 0.108/s, the
-			// first 429's estimate, while the others rose to 0.188/s.)
+			// the leader's paces again, down and back up. Before the
+			// leader's first word too: a lane pushed back at the
+			// followers' start pace, read as its IP's own budget, would
+			// hold under the leader's later paces for good. (Suspected
+			// first on nginx's 12 per minute, where the two lanes that
+			// held 0.108/s for the run turned out to be the leader's
+			// own: follow429 reads those now.)
 			for _, ln := range h.lanes {
 				if ln.own() > 0 && atLeast(ln.x.own, v.Follow) {
 					h.note(r, now, "lead", ln.exit, "ceiling", ln.x.own, 0, "the leader slowed the host: not this lane's own budget")
