@@ -175,6 +175,10 @@ type host struct {
 	// request was spent before it came, and is no evidence of a shared
 	// limit either.
 	restored bool
+	// resumed: the restored search was settled and trusted (fresh); the
+	// learning 429s it started with were spent where it was learned, so
+	// it earns them again before it searches on (canProbe).
+	resumed bool
 
 	// led: another worker of the crawl searches this host's per-IP limit
 	// (HostShare.Leads); this Limiter has no explorer, and its followers

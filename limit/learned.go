@@ -221,6 +221,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 			c.ceil(lh.Ceiling, now)
 			c.follow = lh.LaneRate
 			e.phase = expSettled
+			h.resumed = true
 		} else {
 			// Stale: a starting point under the old pace, to be proven again.
 			c.safe = staleMargin * lh.LaneRate

@@ -17,8 +17,17 @@ func (h *host) spare429s(start float64) float64 {
 }
 
 // canProbe reports whether the host may spend a 429 on learning, starting
-// with learnAllowance.
-func (h *host) canProbe() bool { return h.spare429s(learnAllowance) >= 1 }
+// with learnAllowance; a resumed search starts with none (its allowance was
+// spent where it was learned: a worker killed and run again took a search
+// handed over through Redis, settled for want of a 429, and searched on at
+// once with a fresh allowance, five 429s on nginx's 5 r/s).
+func (h *host) canProbe() bool {
+	start := float64(learnAllowance)
+	if h.resumed {
+		start = 0
+	}
+	return h.spare429s(start) >= 1
+}
 
 // reprobeDue starts a re-probe on a settled host after a long quiet, in case
 // the limit was raised: the explorer climbs above the settled pace.

@@ -1219,6 +1219,39 @@ func TestLearnedRoundTrip(t *testing.T) {
 	}
 }
 
+// TestResumedSearchEarnsItsProbe: a search restored settled short of its
+// ceiling (it settled there for want of a 429 to spend) does not search on
+// with a fresh allowance at its first successes: the allowance was spent
+// where it was learned. It searches on once it has earned a 429.
+func TestResumedSearchEarnsItsProbe(t *testing.T) {
+	r := testRules(t, Config{})
+	saved := Learned{Saved: time.Unix(0, sec(0)), Hosts: []LearnedHost{{
+		Host: "h", Phase: "settled", At: time.Unix(0, sec(0)),
+		LaneRate: 5.4, Pass: 5.68, Sent: 5.68, Ceiling: 7.76, Burst: 1,
+	}}}
+	dst := &Limiter{rules: r, tab: newTable()}
+	if n, err := dst.Restore(saved, time.Unix(0, sec(10))); n != 1 || err != nil {
+		t.Fatalf("Restore = %d, %v", n, err)
+	}
+	h := dst.tab.shard("h").hosts["h"]
+	h.newLane(r, "e", 0, sec(10))
+	e := h.lanes["e"]
+	h.exp.exit = "e"
+	now := 10.0
+	for i := 1; i <= earnEvery; i++ {
+		now += 0.2
+		h.c.OK++
+		r.reprobeDue(h, e, sec(now))
+		if h.exp.phase != expSettled {
+			if i < earnEvery {
+				t.Fatalf("resumed, %d successes: phase %s, want settled until a 429 is earned (%d)", i, phaseNames[h.exp.phase], earnEvery)
+			}
+			return
+		}
+	}
+	t.Errorf("resumed, %d successes: still settled, want the search to go on once a 429 is earned", earnEvery)
+}
+
 // TestHandOff: an explorer told to wait 30 s hands the search to another
 // lane that is sending, at the pace the search had reached, and paces with
 // the followers itself; a wait of a second is waited out in place.
