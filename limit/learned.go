@@ -169,8 +169,7 @@ func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
 			r.restore(h, lh, age, now.UnixNano())
 			sh.hosts[lh.Host] = h
 			n++
-		} else if age <= trustFresh && lh.Phase == phaseNames[expSettled] && h.exploring() &&
-			h.exp.phase == expRamp && h.cap.pass == 0 {
+		} else if age <= trustFresh && lh.Phase == phaseNames[expSettled] && h.exploring() && h.unsearched() {
 			// A host this Limiter knows only as another worker's follower
 			// (or not yet at all): a settled search handed over with the
 			// lead is taken whole, so the new leader does not search

@@ -291,14 +291,11 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 	switch {
 	case leads && h.led:
 		h.led = false
-		c, e := &h.cap, &h.exp
-		if h.ledPace > 0 && c.pass == 0 && e.phase == expRamp {
-			h.note(r, now, "lead", "", "floor", c.pass, h.ledPace, "this worker leads the search now, from the pace the lanes held")
-			c.pass, c.sent, c.at = h.ledPace, h.ledPace, now
-			e.pace = h.ledPace * rampStep
+		if h.ledPace > 0 && h.unsearched() {
+			r.searchFrom(h, h.ledPace, now, "this worker leads the search now, from the pace the lanes held")
 		}
 		r.updateFollow(h, now, "lead", "this worker leads the search now")
-	case leads && h.c.Requests == 0 && h.exploring() && v.Follow > 0 && !v.Declared && h.cap.pass == 0 && h.exp.phase == expRamp:
+	case leads && h.c.Requests == 0 && h.exploring() && v.Follow > 0 && !v.Declared && h.unsearched():
 		// A host new to this Limiter that the fleet's lanes already
 		// hold a pace on: this worker led it in a process that died (a
 		// worker run again with its id keeps its rank) or took the lead
@@ -306,10 +303,7 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 		// worker that comes to lead does, not from the first guess: a
 		// worker killed while Redis was away and run again searched
 		// nginx's 5 r/s from 0.25/s and drew five 429s doing so.
-		c, e := &h.cap, &h.exp
-		h.note(r, now, "lead", "", "floor", c.pass, v.Follow, "this worker leads the search, from the pace the fleet's lanes hold")
-		c.pass, c.sent, c.at = v.Follow, v.Follow, now
-		e.pace = v.Follow * rampStep
+		r.searchFrom(h, v.Follow, now, "this worker leads the search, from the pace the fleet's lanes hold")
 		r.updateFollow(h, now, "lead", "this worker leads the search")
 	case !leads && !h.led:
 		h.led, h.pubFollow = true, 0
@@ -359,6 +353,19 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 		h.ledPace, h.ledAt, h.ledDeclared = v.Follow, v.FollowAt.UnixNano(), v.Declared
 		r.updateFollow(h, now, "lead", fmt.Sprintf("the worker that leads the search holds its followers at %.3g/s", v.Follow))
 	}
+}
+
+// unsearched reports whether h's search has proven nothing yet: still in
+// its ramp, nothing passed.
+func (h *host) unsearched() bool { return h.cap.pass == 0 && h.exp.phase == expRamp }
+
+// searchFrom starts h's search from pace p, which the lanes have held: p
+// counts as passed, and the explorer ramps from there.
+func (r *rules) searchFrom(h *host, p float64, now int64, why string) {
+	c := &h.cap
+	h.note(r, now, "lead", "", "floor", c.pass, p, why)
+	c.pass, c.sent, c.at = p, p, now
+	h.exp.pace = p * rampStep
 }
 
 // sharedSeen is the time of the newest shared evidence adopted for host.

@@ -168,9 +168,9 @@ return {1, '0'}
 
 // publishScript: KEYS[1] share hash, KEYS[2] evidence list. ARGV = pause
 // µs, scope, rate, rate ceiling, rate floor, cut µs, follow, follow µs,
-// follow declared (0 or 1), then evidence JSON entries. A later pause wins; a newer cut wins; a
-// newer follow wins; a shared scope is kept; the evidence list keeps the
-// newest 32.
+// follow declared (0 or 1), then evidence JSON entries. A later pause
+// wins; a newer cut wins; a newer follow wins; a shared scope is kept; the
+// evidence list keeps the newest 32.
 var publishScript = goredis.NewScript(`
 local pause, scope, cut, fat = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[6]), tonumber(ARGV[8])
 local st = redis.call('HMGET', KEYS[1], 'pause', 'cut', 'fat')

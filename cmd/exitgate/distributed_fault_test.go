@@ -224,6 +224,10 @@ func testFaultKillDuringOutage(t *testing.T) {
 	fr.start(victim, faultTTL...)
 	again := len(fr.workers) - 1
 	fr.wait(50 * time.Second)
+	if fr.logs != "" {
+		time.Sleep(200 * time.Millisecond)
+		fr.keepLogs("kill-outage", fr.nginx.AccessLog(t, 0))
+	}
 	if !strings.Contains(fr.outs[again].String(), "400 in the frontier") {
 		t.Logf("worker %d again:\n%s", victim, fr.outs[again])
 	}
