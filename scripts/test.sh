@@ -2,10 +2,10 @@
 # The whole test suite, from a fresh Debian machine with Go: installs the real
 # peers the tests run against (when missing), checks formatting and vet, and
 # runs every test under the race detector. Tests start and stop their own
-# peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter and
-# express-rate-limit apps, and the gateway's clients curl, Python requests
-# and Scrapy; the Node targets' npm modules go to the user cache) in temporary
-# directories, so nothing is left running afterwards. The dashboard's
+# peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter,
+# express-rate-limit and Rack::Attack apps, and the gateway's clients curl,
+# Python requests and Scrapy; the Node targets' npm modules go to the user
+# cache) in temporary directories, so nothing is left running afterwards. The dashboard's
 # browser test writes its screenshot to $EXITGATE_SCREENSHOT (default:
 # exitgate-dashboard.png in the temporary directory).
 set -euo pipefail
@@ -26,6 +26,9 @@ done
 # The gateway's real clients (exitgate serve): Python requests and Scrapy.
 /usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || missing+=(python3-requests)
 /usr/bin/python3 -c 'import scrapy' >/dev/null 2>&1 || missing+=(python3-scrapy)
+# Ruby's Rack::Attack (a held-out limiter of peerbench), its cache and puma.
+ruby -e 'require "rack/attack"; require "active_support/cache"; require "rack/handler/puma"' >/dev/null 2>&1 ||
+	missing+=(ruby-rack-attack ruby-activesupport puma)
 if ((${#missing[@]})); then
 	echo "test.sh: installing ${missing[*]}" >&2
 	sudo=""

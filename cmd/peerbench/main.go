@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -74,6 +75,7 @@ type flags struct {
 	duration, progress  time.Duration
 	lead                time.Duration
 	out, crawlBinary    string
+	firstExit           string
 	json, calibrate     bool
 	seed                uint64
 }
@@ -90,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.json, "json", false, "print the JSON report instead of the Markdown tables")
 	fs.StringVar(&f.crawlBinary, "crawl-binary", "", "`PATH` of an exitgate binary (go build -o exitgate ./cmd/exitgate): each run is exitgate crawl --proxies FILE --duration D --ignore-robots URLFILE --out DIR, with default flags otherwise (exitgate strategy only), read from its summary.json; empty: the engine runs in-process")
 	fs.IntVar(&f.workers, "workers", 1, "`N` exitgate crawl processes per run, with --crawl-binary only: above 1, each run starts its own redis-server and N workers at once (exitgate crawl --redis URL --crawl TARGET --proxies FILE --duration D --ignore-robots --out RUNDIR/wK URLFILE), sharing the exits and the URL file; the server's log measures them together, and the report counts URLs finished twice (by two workers, or twice in one results.jsonl); each worker's stderr is RUNDIR/exitgate-crawl-wK.stderr; 1: one crawl process, no Redis")
+	fs.StringVar(&f.firstExit, "first-exit", peerbench.DefaultFirstIP.String(), "`ADDR` of the first run's first exit, in 127.0.0.0/8; the runs take --exits addresses each from it on (two peerbench runs at once need ranges apart)")
 	fs.IntVar(&f.parallel, "parallel", 1, "`N` runs at once, each with its own server instance and its own range of exit addresses")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the strategies' random choices (timing is real, so runs still vary)")
 	fs.DurationVar(&f.lead, "target-lead", 0, "how long each target runs before its crawl starts (at least: the exits start after it); a limiter whose windows start with its server (httprate) then meets the crawl at that point of its window; 0: as soon as the exits are up")
@@ -178,6 +181,13 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 	case f.progress <= 0:
 		return peerbench.MatrixConfig{}, fmt.Errorf("--progress %v: want above 0", f.progress)
 	}
+	first, err := netip.ParseAddr(f.firstExit)
+	if err != nil {
+		return peerbench.MatrixConfig{}, fmt.Errorf("--first-exit %q: %w", f.firstExit, err)
+	}
+	if _, err := peerbench.ExitAddrs(first, f.exits*f.parallel); err != nil {
+		return peerbench.MatrixConfig{}, fmt.Errorf("--first-exit: %w", err)
+	}
 	bin := ""
 	if f.crawlBinary != "" {
 		if bin, err = filepath.Abs(f.crawlBinary); err != nil {
@@ -201,7 +211,7 @@ func config(f flags) (peerbench.MatrixConfig, error) {
 	}
 	return peerbench.MatrixConfig{
 		Targets: targets, Strategies: specs, Exits: f.exits, Duration: f.duration, Parallel: f.parallel,
-		Dir: out, CrawlBinary: bin, Workers: f.workers, Seed: f.seed, TargetLead: f.lead, ProgressEvery: f.progress,
+		Dir: out, CrawlBinary: bin, Workers: f.workers, FirstIP: first, Seed: f.seed, TargetLead: f.lead, ProgressEvery: f.progress,
 	}, nil
 }
 

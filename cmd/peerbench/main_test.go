@@ -20,7 +20,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	help := errOut.String()
 	for _, want := range []string{"--targets", "--strategies", "--exits", "(default 10)", "--duration", "(default 2m0s)",
-		"--out", "--json", "--crawl-binary", "--workers", "--parallel", "(default 1)", "--seed", "--progress", "--calibrate", "nginx-1r-s", "flask-fixed-6-per-min", "express-30-per-min", "no-limiter"} {
+		"--out", "--json", "--crawl-binary", "--workers", "--parallel", "(default 1)", "--first-exit", "(default \"127.0.0.11\")", "--seed", "--progress", "--calibrate", "nginx-1r-s", "flask-fixed-6-per-min", "express-30-per-min", "no-limiter"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help lacks %q:\n%s", want, help)
 		}
@@ -44,6 +44,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--workers", "2"}, "--workers 2: needs --crawl-binary"},
 		{[]string{"--duration", "10ms"}, "--duration 10ms"},
 		{[]string{"--target-lead", "-1s"}, "--target-lead -1s"},
+		{[]string{"--first-exit", "127.0.0"}, `--first-exit "127.0.0"`},
+		{[]string{"--first-exit", "10.0.0.1"}, "do not fit in 127.0.0.0/8"},
+		{[]string{"--first-exit", "127.255.255.250"}, "do not fit in 127.0.0.0/8"},
 		{[]string{"--crawl-binary", "/nonexistent/exitgate"}, "not an executable file"},
 		{[]string{"--crawl-binary", exe, "--strategies", "exitgate,no-limiter"}, "exitgate strategy only, not no-limiter"},
 		{[]string{"stray"}, "unexpected arguments"},

@@ -113,12 +113,33 @@ func Holdouts() []Target {
 		haproxyTarget("haproxy-15-per-20s-bare", 15, 20*time.Second, ""),
 		nginxTarget("nginx-3r-s-burst2", 3, "3r/s", 2, false, ""),
 		nginx503Target("nginx-2r-s-503", 2, "2r/s"),
+
+		// Added on 2026-12-05's twenty-first session: Ruby's Rack::Attack,
+		// whose windows are whole periods of the epoch clock, the same for
+		// every client (every other fixed window here opens with the
+		// client's first request), at a limit and window unlike the
+		// targets', bare as its default and with its Retry-After.
+		countsDenied(holdoutTarget("rack-attack-15-per-10s-bare", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 15, 10*time.Second,
+			"none", "none (Rack::Attack's default)",
+			`throttle("req/ip", limit: 15, period: 10) { |req| req.ip }`,
+			func(dir string) (Server, error) {
+				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 15, Period: 10 * time.Second, Dir: dir})
+			})),
+		countsDenied(holdoutTarget("rack-attack-40-per-min", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 40, time.Minute,
+			"none", "seconds to the period's end (throttled_response_retry_after_header)",
+			`throttle("req/ip", limit: 40, period: 60) { |req| req.ip }; throttled_response_retry_after_header = true`,
+			func(dir string) (Server, error) {
+				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 40, Period: time.Minute, RetryAfter: true, Dir: dir})
+			})),
 	}
 }
 
 const (
 	fastifyServer  = "Node @fastify/rate-limit 11.2 (LocalStore) on fastify 5.12"
 	flexibleServer = "Node rate-limiter-flexible 11.4 (RateLimiterMemory) on express 5"
+	// rackAttackServer is Debian's ruby-rack-attack with ruby-activesupport's
+	// MemoryStore, as its README sets it up outside Rails.
+	rackAttackServer = "Ruby Rack::Attack 6.6 (ActiveSupport::Cache::MemoryStore) on puma 5.6"
 )
 
 // holdoutTarget is a held-out target without a twin, allowing limit per

@@ -641,6 +641,34 @@ func TestFlexible(t *testing.T) {
 	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.19", start)
 }
 
+// Rack::Attack's windows are whole periods of the clock, the same for every
+// client: a client pushed back is let through again at the period's end,
+// not a period after its first request; its Retry-After says the seconds to
+// that end, and it sees the exit's address (req.ip behind tinyproxy).
+func TestRackAttack(t *testing.T) {
+	f := peertest.StartRackAttack(t, peertest.RackAttackConfig{Limit: 2, Period: 2 * time.Second, RetryAfter: true})
+	c := viaProxy(t, "127.0.0.20")
+	// Start 1.2 s into a period of the clock, so a window opened by the
+	// first request would still hold it at the period's end.
+	const period = 2 * time.Second
+	time.Sleep(time.Until(time.Now().Truncate(period).Add(period + 1200*time.Millisecond)))
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, f.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if ra := hdr.Get("Retry-After"); ra != "1" {
+		t.Errorf("429 Retry-After = %q, want 1 (the seconds to the period's end)", ra)
+	}
+	time.Sleep(time.Until(start.Truncate(period).Add(period + 100*time.Millisecond)))
+	code, _, _ := get(t, c, f.URL()+"/p/1")
+	codes = append(codes, code)
+	if code != 200 {
+		t.Errorf("just after the period's end, %v after the first request: %d, want 200", time.Since(start).Round(time.Millisecond), code)
+	}
+	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.20", start)
+}
+
 // A command's exit code listed in Success is not a failure; any other is,
 // and the error carries the tail of its stderr.
 func TestCommandSuccessCodes(t *testing.T) {

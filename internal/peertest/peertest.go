@@ -28,22 +28,24 @@ const StartTimeout = peers.StartTimeout
 
 // The peers' types, so that tests need import only this package.
 type (
-	NginxConfig     = peers.NginxConfig
-	TinyproxyConfig = peers.TinyproxyConfig
-	HAProxyConfig   = peers.HAProxyConfig
-	FlaskConfig     = peers.FlaskConfig
-	ExpressConfig   = peers.ExpressConfig
-	FastifyConfig   = peers.FastifyConfig
-	FlexibleConfig  = peers.FlexibleConfig
-	NodeApp         = peers.NodeApp
-	GoServerConfig  = peers.GoServerConfig
-	AccessEntry     = peers.AccessEntry
-	Proxy           = peers.Proxy
-	Redis           = peers.Redis
-	HAProxy         = peers.HAProxy
-	Flask           = peers.Flask
-	Express         = peers.Express
-	GoServer        = peers.GoServer
+	NginxConfig      = peers.NginxConfig
+	TinyproxyConfig  = peers.TinyproxyConfig
+	HAProxyConfig    = peers.HAProxyConfig
+	FlaskConfig      = peers.FlaskConfig
+	ExpressConfig    = peers.ExpressConfig
+	FastifyConfig    = peers.FastifyConfig
+	FlexibleConfig   = peers.FlexibleConfig
+	RackAttackConfig = peers.RackAttackConfig
+	RackAttack       = peers.RackAttack
+	NodeApp          = peers.NodeApp
+	GoServerConfig   = peers.GoServerConfig
+	AccessEntry      = peers.AccessEntry
+	Proxy            = peers.Proxy
+	Redis            = peers.Redis
+	HAProxy          = peers.HAProxy
+	Flask            = peers.Flask
+	Express          = peers.Express
+	GoServer         = peers.GoServer
 )
 
 // Check ends the test for err: a missing peer program (peers.ErrNotInstalled)
@@ -167,6 +169,12 @@ func StartFastify(t testing.TB, cfg FastifyConfig) *NodeApp {
 func StartFlexible(t testing.TB, cfg FlexibleConfig) *NodeApp {
 	t.Helper()
 	return start(t, peers.StartFlexible, cfg)
+}
+
+// StartRackAttack starts a Ruby Rack::Attack target (peers.StartRackAttack).
+func StartRackAttack(t testing.TB, cfg RackAttackConfig) *RackAttack {
+	t.Helper()
+	return start(t, peers.StartRackAttack, cfg)
 }
 
 // StartRedisWith starts a redis-server with cfg (peers.StartRedis).
