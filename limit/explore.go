@@ -88,6 +88,8 @@ type capacity struct {
 	// p*(1-extra/(n-1)): a bucket with that burst lets any pace above its
 	// rate run about that long.
 	extra float64
+	// clock is the quota read as a window of the clock (clockwindow.go).
+	clock clockRead
 	// declared is what the server declared (quota per window, the window
 	// inferred from all lanes' resets when not declared); it overrides the
 	// rest.

@@ -70,6 +70,9 @@ type laneExtra struct {
 	// edgeAt is the sliding counter's edge (capacity.edgeAt) this lane's
 	// 429 was read as: each lane reaches an edge once (quotaEdge).
 	edgeAt int64
+	// sent counts what the lane sent per second once the host was pushed
+	// back (clockSend).
+	sent sendRing
 }
 
 // run is a run of successes at one pace: since at, n; last is when the
@@ -229,6 +232,9 @@ type ticketRec struct {
 	// over: a follower's request past the first run's count while the
 	// first 429's recovery is unknown (awaitCount): its answer is read.
 	over bool
+	// clk is the request's count in its lane's window of the clock
+	// (clockSend; 0: not counted).
+	clk int32
 }
 
 func newHost(name string) *host {
@@ -350,9 +356,11 @@ func (r *rules) setPace(h *host, l *lane, pace float64) {
 	}
 	if l.tat != 0 {
 		l.tat += interval(pace) - interval(l.pace)
-		if pace > l.pace && l.serSent > 0 {
+		if pace > l.pace && l.serAt != 0 {
 			// Faster: a hold-back computed for a slower pace is lifted to
-			// what the new one allows over the series.
+			// what the new one allows over the series, an empty one too
+			// (the lane was pushed back since: what it sent before counts
+			// no more).
 			l.tat = min(l.tat, max(l.serAt+int64(float64(l.serSent)*1e9/pace), h.last)+interval(pace))
 		}
 	}

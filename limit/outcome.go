@@ -76,6 +76,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 			h.prevOKAt = h.okAt
 		}
 		h.okAt, h.okExit = now, l.exit
+		r.clockTest(h, l, rec, sent, false, now)
 		r.okRules(h, l, sent, now)
 	case verdict.Throttled:
 		h.c.Throttled++
@@ -143,6 +144,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		if o.RetryAfter > 0 {
 			r.coolUntil(h, l, now+min(int64(o.RetryAfter), int64(maxRetryAfter)), now, "a longer Retry-After from a request already out")
 		}
+		return
+	}
+	if r.clockTest(h, l, rec, sent, true, now) {
 		return
 	}
 	// Rule echo: pushed back again at its first request since its last
@@ -273,6 +277,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		}
 	case h.exp.phase == expRamp:
 		r.endRamp(h, l, x, ser, o.RetryAfter, now)
+	case o.RetryAfter == 0 && r.clockEdge(h, l, rec, x, prevEp, now):
 	case l.exit == h.exp.exit && r.bareRetry(h, l, o, rec.first, now):
 	case l.exit == h.exp.exit && h.exp.phase != expSettled:
 		r.explore429(h, l, x, ser.run, now)
@@ -293,6 +298,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.cap.costly = true
 	}
 	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
+	if k := &h.cap.clock; k.lane == l.exit && k.stage == 1 && l.cool > k.end-int64(clockLead) {
+		l.cool = k.end - int64(clockLead) // the test's first request goes before the window's end, whatever the backoff
+	}
 	r.handOff(h, l, now)
 }
 

@@ -42,7 +42,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() && !c.pairDone() {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !c.clock.on && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() && !c.pairDone() {
 		// Settled short of the ceiling for want of a 429 to spend: the
 		// search goes on where it stopped.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
@@ -53,7 +53,16 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	// next one waits for (ProbeEvery: a fast host earns reprobeQuiet
 	// successes in seconds, so the time alone had paced its probes).
 	quiet := int64(reprobeQuiet) << e.fails
+	every := r.probeEvery << e.fails
 	switch {
+	case c.clock.on:
+		// A window of the clock proven: a probe above it pushes its lanes
+		// back until the window ends (Rack::Attack's 15 per 10 s: a
+		// minute after the proof, four steps each idled a lane for the
+		// rest of its window), so it comes at the costly quiet, and as
+		// seldom.
+		quiet *= costlyQuiet
+		every *= costlyQuiet
 	case c.costly && e.roundHeld:
 		// Settled at a round limit for the cost of a 429 alone: nothing
 		// but a probe finds a limit between it and where the ramp was
@@ -62,10 +71,15 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	case c.costly:
 		quiet *= costlyQuiet // a failed probe idles its lane for a long Retry-After too
 	}
-	if now-e.quietAt < r.probeEvery<<e.fails || int64(e.okSince) < quiet {
+	if now-e.quietAt < every || int64(e.okSince) < quiet {
 		return
 	}
 	h.reprobeFrom(c.follow)
+	if c.clock.on {
+		// The gate holds every lane to the quota a window: a probe above
+		// it is one only without it (read again if pushed back the same).
+		c.clock = clockRead{}
+	}
 	h.note(r, now, "reprobe", l.exit, "ceiling", e.savedHi, 0, fmt.Sprintf("%d successes in %.0fs without a 429: probe above the settled pace", e.okSince, secs(now-e.quietAt)))
 	// Another lane probes each time: if the explorer's IP has a smaller
 	// budget than others (a reputation tier), the host is not held to it.

@@ -723,6 +723,22 @@ func TestSetPaceDebt(t *testing.T) {
 	if f.tat > sec(10.25) {
 		t.Errorf("sped up to 4/s: next at %v, want the hold lifted (<= 10.25 s)", time.Duration(f.tat-at0))
 	}
+	// Held back by a slower pace, then pushed back: its series begins
+	// again, empty, and a faster pace lifts the hold all the same (nine
+	// followers of Rack::Attack's 15 per 10 s, held at the first 429's
+	// cautious 0.354/s for what they sent at the ramp's 3.88/s, each
+	// pushed back a moment later, sat 36 s past the explorer's recovery at
+	// 2.3/s).
+	r.setPace(h, f, 0.5)
+	if f.tat != sec(40) {
+		t.Fatalf("slowed to 0.5/s after 20 sent since 0: next at %v, want 40 s", time.Duration(f.tat-at0))
+	}
+	f.serAt, f.serSent, f.serOK = sec(11), 0, 0 // pushed back at 11 s
+	h.last = sec(21)
+	r.setPace(h, f, 2)
+	if f.tat > sec(21.5) {
+		t.Errorf("sped up to 2/s at 21 s, its series empty since its 429 at 11 s: next at %v, want the hold lifted (<= 21.5 s)", time.Duration(f.tat-at0))
+	}
 }
 
 // TestQuotaWindow: the window of an X-RateLimit-Limit without one is the
