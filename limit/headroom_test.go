@@ -48,25 +48,9 @@ func slidingCounter(n float64, w time.Duration) headroomServer {
 // so a client reads a reset up to a second before the window ends (0 once
 // that second has begun).
 func httprateCounter(n float64, w time.Duration, started time.Time, wholeSeconds bool) headroomServer {
-	type win struct {
-		idx       int64
-		prev, cur float64
-	}
-	ws := map[string]*win{}
+	ws := slidingWindows{w: w, started: started}
 	return func(exit string, now time.Time) limit.Outcome {
-		idx := int64(now.Sub(started) / w)
-		start := started.Add(time.Duration(idx) * w)
-		s := ws[exit]
-		switch {
-		case s == nil:
-			s = &win{idx: idx}
-			ws[exit] = s
-		case idx == s.idx+1:
-			s.idx, s.prev, s.cur = idx, s.cur, 0
-		case idx != s.idx:
-			s.idx, s.prev, s.cur = idx, 0, 0
-		}
-		end := start.Add(w)
+		s, end := ws.at(exit, now)
 		est := math.Round(s.prev*float64(end.Sub(now))/float64(w) + s.cur)
 		reset := end
 		if wholeSeconds {
@@ -81,6 +65,40 @@ func httprateCounter(n float64, w time.Duration, started time.Time, wholeSeconds
 		o.Remaining = n - est - 1
 		return o
 	}
+}
+
+// slidingWindows keeps a sliding-window counter's two counts per exit: of
+// the window of w (from started on) a request comes in, and of the one
+// before it.
+type slidingWindows struct {
+	w       time.Duration
+	started time.Time
+	ws      map[string]*slidingWin
+}
+
+type slidingWin struct {
+	idx       int64
+	prev, cur float64
+}
+
+// at returns exit's counts with now's window the current one, and that
+// window's end.
+func (sw *slidingWindows) at(exit string, now time.Time) (*slidingWin, time.Time) {
+	if sw.ws == nil {
+		sw.ws = map[string]*slidingWin{}
+	}
+	idx := int64(now.Sub(sw.started) / sw.w)
+	s := sw.ws[exit]
+	switch {
+	case s == nil:
+		s = &slidingWin{idx: idx}
+		sw.ws[exit] = s
+	case idx == s.idx+1:
+		s.idx, s.prev, s.cur = idx, s.cur, 0
+	case idx != s.idx:
+		s.idx, s.prev, s.cur = idx, 0, 0
+	}
+	return s, sw.started.Add(time.Duration(idx+1) * sw.w)
 }
 
 // runHeadroom crawls host h through exits lanes for d, each request
