@@ -59,25 +59,13 @@ func TestClockWindow(t *testing.T) {
 			start := time.Unix(1_800_000_000, 0).Add(c.start)
 			warm := start.Add(30 * time.Second)
 			end := start.Add(120 * time.Second)
-			now := start
-			n429, ok, okWarm := 0, 0, 0
-			for now.Before(end) {
-				tk, got, next := acquire(t, l, "h", limit.Want{}, now)
-				if !got {
-					now = next
-					continue
+			ok, okWarm := 0, 0
+			now, n429 := crawlHost(t, l, srv, start, end, func(at time.Time) {
+				ok++
+				if !at.Before(warm) {
+					okWarm++
 				}
-				o := srv(tk.Exit, now)
-				if o.Verdict == verdict.Throttled {
-					n429++
-				} else {
-					ok++
-					if !now.Before(warm) {
-						okWarm++
-					}
-				}
-				l.Done(tk, o, now.Add(5*time.Millisecond))
-			}
+			})
 			rate := float64(c.n) / c.w.Seconds() * lanes
 			util := float64(okWarm) / (rate * end.Sub(warm).Seconds())
 			ratio := float64(n429) / float64(n429+ok)
@@ -174,16 +162,8 @@ func TestClockWindowRefuted(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var tests, n int
 			l := newLimiter(t, limit.Config{Logger: slog.New(proofs{&tests, &n})}, 10)
-			now := time.Unix(1_800_000_005, 5e8) // half a second into a window of 15 s
-			end := now.Add(120 * time.Second)
-			for now.Before(end) {
-				tk, got, next := acquire(t, l, "h", limit.Want{}, now)
-				if !got {
-					now = next
-					continue
-				}
-				l.Done(tk, c.srv(tk.Exit, now), now.Add(5*time.Millisecond))
-			}
+			start := time.Unix(1_800_000_005, 5e8) // half a second into a window of 15 s
+			crawlHost(t, l, c.srv, start, start.Add(120*time.Second), func(time.Time) {})
 			if n > 0 || tests != c.tests {
 				t.Errorf("%d tests and %d proofs of a window of the clock, want %d and none", tests, n, c.tests)
 			}

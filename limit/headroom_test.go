@@ -108,9 +108,18 @@ func runHeadroom(t *testing.T, lanes int, srv headroomServer, d time.Duration) (
 	t.Helper()
 	l := newLimiter(t, limit.Config{}, lanes)
 	start := time.Unix(1000, 0)
-	now := start
-	n429, ok := 0, 0
-	for now.Sub(start) < d {
+	ok := 0
+	now, n429 := crawlHost(t, l, srv, start, start.Add(d), func(time.Time) { ok++ })
+	return l, now, n429, ok
+}
+
+// crawlHost crawls host h with l against srv from start until end, each
+// request answered 5 ms after it goes, calling ok at each success's time;
+// it returns when it stopped and the 429s.
+func crawlHost(t *testing.T, l *limit.Limiter, srv headroomServer, start, end time.Time, ok func(time.Time)) (time.Time, int) {
+	t.Helper()
+	now, n429 := start, 0
+	for now.Before(end) {
 		tk, got, next := acquire(t, l, "h", limit.Want{}, now)
 		if !got {
 			now = next
@@ -120,11 +129,11 @@ func runHeadroom(t *testing.T, lanes int, srv headroomServer, d time.Duration) (
 		if o.Verdict == verdict.Throttled {
 			n429++
 		} else {
-			ok++
+			ok(now)
 		}
 		l.Done(tk, o, now.Add(5*time.Millisecond))
 	}
-	return l, now, n429, ok
+	return now, n429
 }
 
 // TestHeadroomCheck is the headroom rule: a declared quota of unknown kind
