@@ -34,9 +34,15 @@ import (
 //                last 429, sent slower than that one, before the host's
 //                counted window could end, reads nothing either; the lane
 //                waits the rest of the window.
+//     clock      the answer to a test of a window of the clock: the
+//                request before the window's end pushed back, the one
+//                after it passed, proves it (clockwindow.go).
 //  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
 //                the host limits site-wide, its own rate governs (hostrate.go).
-//  6. follow, tier
+//  6. clock      on a host settled on a bare window's quota, a lane pushed
+//                back after fewer than it in its window of the clock reads
+//                that count and tests it (clockwindow.go).
+//     follow, tier
 //                a follower pushed back: alone, its own budget; several at
 //                once, everyone falls back (follow.go).
 //  7. cooldown   a 429 rests its lane: Retry-After, else backoff; an
