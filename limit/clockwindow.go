@@ -23,7 +23,7 @@ import (
 // second of the clock (sendRing, clockSend). On a host settled on a
 // window's quota read without a header, the first lane pushed back at the
 // quota's pace after n requests in the quota's window of the clock
-// (clockCand: ending within half a window, n under the quota and at least
+// (clockQuota: ending within half a window, n under the quota and at least
 // half of it, no more than a whole window passed on any lane) reads n as
 // that window's quota, and tests it (clockTest):
 // its next request, just before the window's end, must be pushed back, and
@@ -36,10 +36,9 @@ import (
 
 // clockRead is a window's quota read as a window of the clock.
 type clockRead struct {
-	// n is the quota a lane's count in one window of the clock of w read
-	// (0: none), x the pace it was pushed back at.
+	// n is the quota a lane's count in one of the quota's windows of the
+	// clock read (0: none), x the pace it was pushed back at.
 	n, x float64
-	w    int64
 	// end is the end of the window of the clock that read n, and lane the
 	// lane that tests it there (stage 1: its request before end must be
 	// pushed back; stage 2: its request after end must pass). Proven: lane
@@ -50,13 +49,6 @@ type clockRead struct {
 	on    bool
 	// refuted: a test failed; nothing is read again on this host.
 	refuted bool
-}
-
-// clockCand is a window of the clock of w in which a lane's count before
-// its 429 was n.
-type clockCand struct {
-	w int64
-	n float64
 }
 
 // sendRing counts what a lane sent in each second of the clock over the
@@ -86,9 +78,9 @@ func (g *sendRing) add(s int64) {
 }
 
 // sum is what was sent in seconds [a, b], and whether the ring counted all
-// of them.
+// of them (nil: a lane that counts nothing).
 func (g *sendRing) sum(a, b int64) (int32, bool) {
-	if g.start == 0 || a < g.start || b-a >= ringSecs || a <= g.last-ringSecs {
+	if g == nil || g.start == 0 || a < g.start || b-a >= ringSecs || a <= g.last-ringSecs {
 		return 0, false
 	}
 	var n int32
@@ -122,13 +114,17 @@ func (r *rules) clockSend(h *host, l *lane, now int64) int32 {
 	if h.c.Throttled == 0 || c.declared > 0 || h.led || c.clock.refuted {
 		return 0
 	}
-	g := &l.extra().sent
+	x := l.extra()
+	if x.sent == nil {
+		x.sent = new(sendRing) // only the lanes of a host pushed back count
+	}
+	g := x.sent
 	g.add(now / 1e9)
 	w := c.quotaW
 	if w <= 0 || c.quotaN <= 0 || w%int64(time.Second) != 0 {
 		return 0
 	}
-	if k := &c.clock; k.lane != "" && now > k.end+k.w {
+	if k := &c.clock; k.lane != "" && now > k.end+w {
 		// The lane testing it sent nothing since (it left the pool).
 		h.note(r, now, "clock", k.lane, "clock", k.n, 0, "the window of the clock went untested")
 		*k = clockRead{refuted: true}
@@ -139,25 +135,22 @@ func (r *rules) clockSend(h *host, l *lane, now int64) int32 {
 	if !ok {
 		return 0
 	}
-	if k := &c.clock; k.n > 0 {
-		at := now - now%k.w
-		if m, ok := g.sum(at/1e9, now/1e9); ok && float64(m) >= k.n {
-			next := at + k.w + int64(clockSlack)
-			switch {
-			case l.exit == k.lane && k.stage == 1 && at+k.w == k.end:
-				next = at + k.w - int64(clockLead) // the test's first request: the next past the quota, just before the end
-			case k.lane != "" && at+k.w >= k.end:
-				next = k.end + int64(clockHeld) // after the test's second request is answered
-			}
-			l.tat = max(l.tat, next)
+	if k := &c.clock; k.n > 0 && float64(n) >= k.n {
+		next := at + w + int64(clockSlack)
+		switch {
+		case l.exit == k.lane && k.stage == 1 && at+w == k.end:
+			next = at + w - int64(clockLead) // the test's first request: the next past the quota, just before the end
+		case k.lane != "" && at+w >= k.end:
+			next = k.end + int64(clockHeld) // after the test's second request is answered
 		}
+		l.tat = max(l.tat, next)
 	}
 	return n
 }
 
 // clockUnsend takes back a request that never reached the server.
 func (l *lane) clockUnsend(rec ticketRec) {
-	if g := &l.extra().sent; rec.clk > 0 {
+	if g := l.extra().sent; rec.clk > 0 && g != nil {
 		if s := rec.at / 1e9; s > g.last-ringSecs && s <= g.last && g.n[s%ringSecs] > 0 {
 			g.n[s%ringSecs]--
 		}
@@ -178,11 +171,11 @@ func (r *rules) clockEdge(h *host, l *lane, rec ticketRec, x float64, prevEp, no
 		return false
 	}
 	if k := &c.clock; k.n > 0 {
-		if rec.at < k.end && rec.at >= k.end-2*k.w {
+		if rec.at < k.end && rec.at >= k.end-2*w {
 			// Another lane at a window's end while the test runs: the
 			// edge read, nothing more; it waits for the window's end.
-			start := rec.at - rec.at%k.w
-			r.coolUntil(h, l, min(start+k.w, k.end)+int64(clockHeld), now, "a window of the clock being tested: wait for its end")
+			start := rec.at - rec.at%w
+			r.coolUntil(h, l, min(start+w, k.end)+int64(clockHeld), now, "a window of the clock being tested: wait for its end")
 			return true
 		}
 		return false
@@ -190,30 +183,30 @@ func (r *rules) clockEdge(h *host, l *lane, rec ticketRec, x float64, prevEp, no
 	if !atLeast(x, c.follow) {
 		return false
 	}
-	cand, ok := r.clockCand(h, l, rec, prevEp)
+	n, ok := r.clockQuota(h, l, rec, prevEp)
 	if !ok {
 		return false
 	}
 	k := &c.clock
-	*k = clockRead{n: cand.n, w: cand.w, x: x, lane: l.exit, stage: 1}
-	start := rec.at - rec.at%k.w
-	k.end = start + k.w
+	*k = clockRead{n: n, x: x, lane: l.exit, stage: 1}
+	start := rec.at - rec.at%w
+	k.end = start + w
 	if k.end-int64(clockLead) <= now+int64(clockSlack) {
 		// Too near the end for the test's first request: the lane tests
 		// the next window, its first request there past the quota.
-		k.end += k.w
+		k.end += w
 	} else {
 		r.coolUntil(h, l, k.end-int64(clockLead), now, "a window of the clock: its test goes just before the end")
 		l.tat = k.end - int64(clockLead) // then, whatever its pace: one request
 		r.rekey(h, l)
 	}
-	h.note(r, now, "clock", l.exit, "clock", 0, k.n, fmt.Sprintf("pushed back after %.0f in a window of the clock of %v: its quota if the window is the clock's; tested at the end of one", k.n, time.Duration(k.w)))
+	h.note(r, now, "clock", l.exit, "clock", 0, k.n, fmt.Sprintf("pushed back after %.0f in a window of the clock of %v: its quota if the window is the clock's; tested at the end of one", k.n, time.Duration(w)))
 	for _, o := range h.lanes {
 		if o == l || o.x == nil {
 			continue
 		}
 		if m, ok := o.x.sent.sum(start/1e9, now/1e9); ok && float64(m) >= k.n {
-			o.tat = max(o.tat, min(start+k.w, k.end)+int64(clockHeld))
+			o.tat = max(o.tat, min(start+w, k.end)+int64(clockHeld))
 			r.rekey(h, o)
 		}
 	}
@@ -229,14 +222,14 @@ func (r *rules) clockHold(h *host, l *lane, now int64) {
 		if o == l || o.x == nil {
 			continue
 		}
-		if m, ok := o.x.sent.sum((k.end-k.w)/1e9, now/1e9); ok && float64(m) >= k.n {
+		if m, ok := o.x.sent.sum((k.end-h.cap.quotaW)/1e9, now/1e9); ok && float64(m) >= k.n {
 			o.tat = max(o.tat, k.end+int64(clockHeld))
 			r.rekey(h, o)
 		}
 	}
 }
 
-// clockCand is the quota lane l's 429 on rec reads in the quota's window of
+// clockQuota is the quota lane l's 429 on rec reads in the quota's window of
 // the clock: what the lane sent there before it, fewer than the quota read
 // and at least half of it, the window's end no more than half a window on
 // (the lane and those held with it idle until then, for nothing if the
@@ -250,16 +243,16 @@ func (r *rules) clockHold(h *host, l *lane, now int64) {
 // limiter that lets a lane through after a long enough wait (a sliding
 // counter that counts what it refuses read as 9 per 20 s of its 10 per 10
 // s).
-func (r *rules) clockCand(h *host, l *lane, rec ticketRec, prevEp int64) (clockCand, bool) {
+func (r *rules) clockQuota(h *host, l *lane, rec ticketRec, prevEp int64) (float64, bool) {
 	c := &h.cap
 	w := c.quotaW
 	st := rec.at - rec.at%w
 	n := float64(rec.clk - 1) // before the 429's request, in the window
 	if prevEp >= st || n < 2 || n < c.quotaN/2 || n > c.quotaN-1 || st+w-rec.at > w/2 ||
 		r.clockPassedMore(h, l, st, w, n, prevEp) {
-		return clockCand{}, false
+		return 0, false
 	}
-	return clockCand{w: w, n: n}, true
+	return n, true
 }
 
 // clockPassedMore reports whether a lane passed more than n in the whole
@@ -293,13 +286,8 @@ func (r *rules) clockTest(h *host, l *lane, rec ticketRec, sent int64, throttled
 	if k.lane == "" || k.lane != l.exit || sent < k.end-int64(clockLead)-int64(clockSlack) {
 		return false
 	}
-	w := time.Duration(k.w)
+	w := time.Duration(c.quotaW)
 	past := float64(rec.clk) > k.n // past the quota in its window
-	if k.w != c.quotaW {
-		st := rec.at - rec.at%k.w
-		m, ok := l.extra().sent.sum(st/1e9, sent/1e9)
-		past = ok && float64(m) > k.n
-	}
 	var why string
 	switch {
 	case k.stage == 1 && sent < k.end && throttled && past:

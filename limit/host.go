@@ -72,7 +72,7 @@ type laneExtra struct {
 	edgeAt int64
 	// sent counts what the lane sent per second once the host was pushed
 	// back (clockSend).
-	sent sendRing
+	sent *sendRing
 }
 
 // run is a run of successes at one pace: since at, n; last is when the
