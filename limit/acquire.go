@@ -134,7 +134,7 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	}
 	rec.first = l.eps > 0 && l.serSent == 0
 	l.serSent++
-	rec.clk = r.clockSend(h, l, now)
+	r.clockSend(h, l, &rec, now)
 	rec.over = r.awaitCount(h, l, now)
 	l.inFlight++
 	h.inFlight++
@@ -252,7 +252,7 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 		// Never reached the server: give back exactly what was taken.
 		l.tat -= rec.laneIv
 		l.serSent--
-		if rec.clk > 0 {
+		if rec.ring {
 			l.clockUnsend(rec)
 		}
 		if rec.quota {

@@ -14,8 +14,10 @@ import (
 // clockWindow is Ruby Rack::Attack's throttle per exit: n requests per
 // window of w, the windows whole periods of the Unix clock (Time.now.to_i /
 // period), the same for every client, every request counted (the refused
-// ones too), bare 429s.
-func clockWindow(n int, w time.Duration) headroomServer {
+// ones too); its 429s bare, or with told on Rack::Attack's Retry-After: the
+// whole seconds from the request's Unix second to the window's end
+// (period - now.to_i % period).
+func clockWindow(n int, w time.Duration, told bool) headroomServer {
 	type win struct{ idx, count int64 }
 	ws := map[string]*win{}
 	return func(exit string, now time.Time) limit.Outcome {
@@ -27,7 +29,12 @@ func clockWindow(n int, w time.Duration) headroomServer {
 		}
 		s.count++
 		if s.count > int64(n) {
-			return limit.Outcome{Verdict: verdict.Throttled}
+			o := limit.Outcome{Verdict: verdict.Throttled}
+			if told {
+				p := int64(w / time.Second)
+				o.RetryAfter = time.Duration(p-now.Unix()%p) * time.Second
+			}
+			return o
 		}
 		return limit.Outcome{}
 	}
@@ -47,14 +54,19 @@ func TestClockWindow(t *testing.T) {
 		n     int
 		w     time.Duration
 		start time.Duration // into a window of the clock
+		told  bool          // Retry-After on its 429s
 	}{
-		{"15 per 10 s, 6.07 s into a window", 15, 10 * time.Second, 6070 * time.Millisecond},
-		{"15 per 10 s, 3.5 s into a window", 15, 10 * time.Second, 3500 * time.Millisecond},
-		{"20 per 10 s, 8 s into a window", 20, 10 * time.Second, 8 * time.Second},
+		{"15 per 10 s, 6.07 s into a window", 15, 10 * time.Second, 6070 * time.Millisecond, false},
+		{"15 per 10 s, 3.5 s into a window", 15, 10 * time.Second, 3500 * time.Millisecond, false},
+		{"20 per 10 s, 8 s into a window", 20, 10 * time.Second, 8 * time.Second, false},
+		{"40 per min told, 39 s into a window", 40, time.Minute, 39 * time.Second, true},
+		{"40 per min told, 10 s into a window", 40, time.Minute, 10 * time.Second, true},
+		{"15 per 10 s told, 6.07 s into a window", 15, 10 * time.Second, 6070 * time.Millisecond, true},
+		{"20 per 30 s told, 12 s into a window", 20, 30 * time.Second, 12 * time.Second, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const lanes = 10
-			srv := clockWindow(c.n, c.w)
+			srv := clockWindow(c.n, c.w, c.told)
 			l := newLimiter(t, limit.Config{}, lanes)
 			start := time.Unix(1_800_000_000, 0).Add(c.start)
 			warm := start.Add(30 * time.Second)
@@ -86,8 +98,9 @@ func TestClockWindow(t *testing.T) {
 
 // openedWindow is a fixed window per exit opened by the exit's first
 // request (flask-limiter's fixed window, express-rate-limit's): n per w,
-// every request counted, bare 429s.
-func openedWindow(n int, w time.Duration) headroomServer {
+// every request counted; its 429s bare, or with told on a Retry-After of
+// the whole seconds to the window's end, rounded up.
+func openedWindow(n int, w time.Duration, told bool) headroomServer {
 	type win struct {
 		end   time.Time
 		count int
@@ -101,7 +114,14 @@ func openedWindow(n int, w time.Duration) headroomServer {
 		}
 		s.count++
 		if s.count > n {
-			return limit.Outcome{Verdict: verdict.Throttled}
+			o := limit.Outcome{Verdict: verdict.Throttled}
+			if told {
+				o.RetryAfter = s.end.Sub(now).Round(time.Second)
+				if o.RetryAfter < s.end.Sub(now) {
+					o.RetryAfter += time.Second
+				}
+			}
+			return o
 		}
 		return limit.Outcome{}
 	}
@@ -134,7 +154,7 @@ func (p proofs) Handle(_ context.Context, r slog.Record) error {
 	switch {
 	case strings.Contains(r.Message, "a window of the clock, "):
 		*p.n++
-	case strings.Contains(r.Message, "tested at the end of one"):
+	case strings.Contains(r.Message, "tested at the end of one"), strings.Contains(r.Message, "its first request after the end must pass"):
 		*p.tests++
 	}
 	return nil
@@ -148,25 +168,46 @@ func (p proofs) WithGroup(string) slog.Handler      { return p }
 // httprate's sliding 5 per 10 s on the clock's grid (its edge comes early in
 // a window: no test), and a sliding counter that counts what it refuses,
 // whose test's first request, before the window's end, is pushed back, and
-// so is the second, after it.
+// so is the second, after it. Told by Retry-After: a window opened by each
+// lane's first request, its ends told in whole seconds, met 0.3 s and 0.9 s
+// into a window of the clock of its length (its resets fall on the clock's
+// grid, within the second a Retry-After rounds to: its test's request,
+// just after the grid's end, is pushed back), and nginx's fixed
+// Retry-After on a sliding counter (a fixed one tells no window).
 func TestClockWindowRefuted(t *testing.T) {
+	halfInto15 := time.Unix(1_800_000_005, 5e8) // half a second into a window of 15 s
 	for _, c := range []struct {
 		name  string
 		srv   headroomServer
+		start time.Time
 		tests int // the tests the run starts
 	}{
-		{"40 per 15 s opened by the first request", openedWindow(40, 15*time.Second), 0},
-		{"a sliding counter of 5 per 10 s", httprateCounter(5, 10*time.Second, time.Unix(0, 0), false), 0},
-		{"a sliding counter of 10 per 10 s that counts what it refuses", penalising(10, 10*time.Second), 1},
+		{"40 per 15 s opened by the first request", openedWindow(40, 15*time.Second, false), halfInto15, 0},
+		{"a sliding counter of 5 per 10 s", httprateCounter(5, 10*time.Second, time.Unix(0, 0), false), halfInto15, 0},
+		{"a sliding counter of 10 per 10 s that counts what it refuses", penalising(10, 10*time.Second), halfInto15, 1},
+		{"15 per 10 s opened by the first request, told, 0.3 s into a window of the clock", openedWindow(15, 10*time.Second, true), time.Unix(1_800_000_000, 3e8), 0},
+		{"40 per min opened by the first request, told, 0.9 s into a window of the clock", openedWindow(40, time.Minute, true), time.Unix(1_800_000_000, 9e8), 0},
+		{"a sliding counter of 5 per 10 s, Retry-After: 10", fixedRetryAfter(httprateCounter(5, 10*time.Second, time.Unix(0, 0), false), 10*time.Second), halfInto15, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var tests, n int
 			l := newLimiter(t, limit.Config{Logger: slog.New(proofs{&tests, &n})}, 10)
-			start := time.Unix(1_800_000_005, 5e8) // half a second into a window of 15 s
-			crawlHost(t, l, c.srv, start, start.Add(120*time.Second), func(time.Time) {})
+			crawlHost(t, l, c.srv, c.start, c.start.Add(120*time.Second), func(time.Time) {})
 			if n > 0 || tests != c.tests {
 				t.Errorf("%d tests and %d proofs of a window of the clock, want %d and none", tests, n, c.tests)
 			}
 		})
+	}
+}
+
+// fixedRetryAfter adds a fixed Retry-After of d to srv's 429s (nginx's
+// limit_req with one set in its configuration).
+func fixedRetryAfter(srv headroomServer, d time.Duration) headroomServer {
+	return func(exit string, now time.Time) limit.Outcome {
+		o := srv(exit, now)
+		if o.Verdict == verdict.Throttled {
+			o.RetryAfter = d
+		}
+		return o
 	}
 }

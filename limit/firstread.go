@@ -407,27 +407,33 @@ func (e *explorer) runStart() int64 { return e.awaitAt - e.t1 - e.headD }
 // span per step of a slow window and a 429 and a lane's recovery per
 // failed one; a re-probe after a quiet spell finds a raised limit.
 func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
+	r.settleQuota(h, float64(h.exp.quotaN(w)), w, now, "explore", why)
+}
+
+// settleQuota settles host h on a window's quota of n per w, read without a
+// header (by rule, in a change record saying why).
+func (r *rules) settleQuota(h *host, n float64, w time.Duration, now int64, rule, why string) {
 	e, c := &h.exp, &h.cap
-	q := max(r.minLane, e.quota(w))
+	q := max(r.minLane, n/w.Seconds())
 	ex := h.lanes[e.exit]
 	lane := ""
 	if ex != nil {
 		lane = ex.exit
 	}
-	h.note(r, now, "explore", lane, "estimate", c.safe, q, why)
+	h.note(r, now, rule, lane, "estimate", c.safe, q, why)
 	c.safe, c.pass, c.sent, c.at = q, q, q, now
 	c.careful, c.windowed = true, true
-	c.setQuota(float64(e.quotaN(w)), int64(w))
+	c.setQuota(n, int64(w))
 	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
 	if c.hi > 0 {
-		h.note(r, now, "explore", lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
+		h.note(r, now, rule, lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
 		c.hi = 0
 	}
 	if ex == nil {
-		r.updateFollow(h, now, "explore", "a window's quota")
+		r.updateFollow(h, now, rule, "a window's quota")
 		return
 	}
-	r.settleHere(h, ex, now, fmt.Sprintf("%d per %v", e.quotaN(w), w))
+	r.settleHere(h, ex, now, fmt.Sprintf("%.0f per %v", n, w))
 }
 
 // endRamp ends the slow start: the first 429 on the host, drawn by lane l at

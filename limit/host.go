@@ -162,6 +162,9 @@ type host struct {
 	okExit         string
 	pause          int64 // shared not-before (busy, host-scoped Retry-After)
 	ceilTat        int64
+	// thrAt is when the host's first 429 came (its lanes' send rings count
+	// from then: clockSend).
+	thrAt int64
 
 	send sendMeter
 	cap  capacity
@@ -233,8 +236,11 @@ type ticketRec struct {
 	// first 429's recovery is unknown (awaitCount): its answer is read.
 	over bool
 	// clk is the request's count in its lane's window of the clock
-	// (clockSend; 0: not counted).
-	clk int32
+	// (clockSend; 0: not counted); sec what the lane sent before it in its
+	// second of the clock, ring whether its send ring counted it.
+	clk  int32
+	sec  uint8
+	ring bool
 }
 
 func newHost(name string) *host {

@@ -41,7 +41,9 @@ import (
 //                the host limits site-wide, its own rate governs (hostrate.go).
 //  6. clock      on a host settled on a bare window's quota, a lane pushed
 //                back after fewer than it in its window of the clock reads
-//                that count and tests it (clockwindow.go).
+//                that count and tests it; on any host, resets told by
+//                Retry-After a window apart on the clock's grid read that
+//                window, and the lane's count in it (clockwindow.go).
 //     follow, tier
 //                a follower pushed back: alone, its own budget; several at
 //                once, everyone falls back (follow.go).
@@ -85,13 +87,11 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		r.clockTest(h, l, rec, sent, false, now)
 		r.okRules(h, l, sent, now)
 	case verdict.Throttled:
-		h.c.Throttled++
-		l.c.thr++
+		h.count429(l, now)
 		r.throttled(h, l, rec, o, sent, now, u)
 	case verdict.Busy:
 		if r.laneBusy(h, l, o, now) {
-			h.c.Throttled++
-			l.c.thr++
+			h.count429(l, now)
 			r.throttled(h, l, rec, o, sent, now, u)
 			break
 		}
@@ -116,6 +116,15 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		r.overAnswered(h, l, o.Verdict, now)
 	}
 	r.declared(h, l, o, now)
+}
+
+// count429 counts a 429 (or a busy answer read as one) on lane l.
+func (h *host) count429(l *lane, now int64) {
+	if h.c.Throttled == 0 {
+		h.thrAt = now
+	}
+	h.c.Throttled++
+	l.c.thr++
 }
 
 // okRules runs the rules that learn from a success.
@@ -207,6 +216,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		r.handOff(h, l, now)
 		return
 	}
+	told := o.RetryAfter > 0 && !echo && r.clockTold(h, l, rec, o.RetryAfter, x, prevEp, now)
 	checked := r.room429(h, l, now)
 	if h.cap.exact && !spent {
 		// Paced exactly at a fixed window's rate and still pushed back:
@@ -260,6 +270,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.scope = ScopeExit
 	}
 	switch {
+	case told:
+		// A window of the clock read from the Retry-Afters: nothing else
+		// to read in it (clockTold).
 	case echo:
 		// (A note needs a change to record: from no wait to the wait told.)
 		h.note(r, now, "echo", l.exit, "cooldown", 0, secs(int64(o.RetryAfter)), fmt.Sprintf("pushed back again after waiting the Retry-After of %v: the server remembers longer; nothing read", o.RetryAfter))
@@ -306,6 +319,11 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
 	if k := &h.cap.clock; k.lane == l.exit && k.stage == 1 && l.cool > k.end-int64(clockLead) {
 		l.cool = k.end - int64(clockLead) // the test's first request goes before the window's end, whatever the backoff
+	} else if k.lane == l.exit && k.w > 0 && l.cool > k.end+int64(clockSlack) {
+		// A window told: its test's request goes just after the end, up
+		// to a second before the Retry-After in whole seconds runs out
+		// (clockTold).
+		l.cool = k.end + int64(clockSlack)
 	}
 	r.handOff(h, l, now)
 }
