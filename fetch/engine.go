@@ -45,6 +45,12 @@ type EngineConfig struct {
 	// within this span and returns if the rest are due later. Default: the
 	// retry policy's MaxWait.
 	HorizonWait time.Duration
+	// Recheck is the longest Run sleeps while the frontier holds
+	// unfinished work, whenever it says its next job falls due: a frontier
+	// shared with other workers (Redis) can have work come due that it
+	// did not announce (a schedule repaired after an outage, a lease given
+	// back), and an engine told nothing was due slept an hour. Default 5 s.
+	Recheck time.Duration
 }
 
 // Engine fetches the frontier's jobs through the exits, as the Core decides.
@@ -70,6 +76,9 @@ func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
 	}
 	if cfg.HorizonWait <= 0 {
 		cfg.HorizonWait = core.cfg.Retry.MaxWait
+	}
+	if cfg.Recheck <= 0 {
+		cfg.Recheck = 5 * time.Second
 	}
 	if core.cfg.Exits == nil {
 		core.cfg.Exits = cfg.Exits.Keys
@@ -177,9 +186,9 @@ func (e *Engine) Run(ctx context.Context) error {
 					return errs.get()
 				}
 			}
-			d := time.Hour
+			d := e.cfg.Recheck
 			if !wake.IsZero() {
-				d = max(time.Until(wake), time.Millisecond)
+				d = min(d, max(time.Until(wake), time.Millisecond))
 			}
 			mainWake.Store(time.Now().Add(d).UnixNano())
 			timer.Reset(d)
