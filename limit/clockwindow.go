@@ -33,6 +33,10 @@ import (
 // end. Proven, the host's quota is n per window and no lane sends more than
 // n in one (the gate); refuted, nothing is read again on the host, and the
 // pushback the test held is read as the other rules would have read it.
+//
+// A Retry-After tells more: the window's end, the same for every lane and on
+// the clock's grid; two ends a window apart read the window and its quota
+// on any host without a declared quota (clockTold).
 
 // clockRead is a window's quota read as a window of the clock.
 type clockRead struct {
@@ -66,8 +70,9 @@ func (c *capacity) clockW() int64 {
 
 // sendRing counts what a lane sent in each second of the clock over the
 // last ringSecs seconds, whole from start on (the second after the host's
-// first 429: a window of the clock read later began after it). A window of the clock of whole seconds
-// then has its count, from any moment the quota's window is known.
+// first 429: a window of the clock read later began after it). A window of
+// the clock of whole seconds then has its count, from any moment its length
+// is known.
 type sendRing struct {
 	start, last int64 // Unix seconds: the first counted, the latest written
 	n           [ringSecs]uint8

@@ -47,7 +47,8 @@ func clockWindow(n int, w time.Duration, told bool) headroomServer {
 // window's end at once, then a careful search: 83.7% over 120 s, 85.9%
 // after 30 s, 1.05% of 429s). The lanes' count in the window of the clock
 // their 429 came in reads the quota, and a lane held to it until the
-// window's end proves it.
+// window's end proves it. With Rack::Attack's Retry-After (told), two ends
+// told a window apart read the window, whatever the quota read before.
 func TestClockWindow(t *testing.T) {
 	for _, c := range []struct {
 		name  string
