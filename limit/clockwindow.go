@@ -165,7 +165,8 @@ func (r *rules) clockSend(h *host, l *lane, rec *ticketRec, now int64) {
 	}
 	rec.clk = n
 	k := &c.clock
-	if k.on && k.w > 0 && float64(n) < k.n {
+	q := k.laneQuota(l)
+	if k.on && k.w > 0 && float64(n) < q {
 		// A window told by Retry-After, proven: the lane front-loads
 		// its quota, at twice its pace until it is spent, then the gate
 		// holds it to the window's end. It sends as much a window as
@@ -177,7 +178,7 @@ func (r *rules) clockSend(h *host, l *lane, rec *ticketRec, now int64) {
 		// drew 27 429s where it drew 4 (96% → 83% after 30 s).
 		l.tat -= rec.laneIv / clockFront
 	}
-	if k.n > 0 && float64(n) >= k.n {
+	if k.n > 0 && float64(n) >= q {
 		next := at + w + int64(clockSlack)
 		switch {
 		case l.exit == k.lane && k.stage == 1 && at+w == k.end:
@@ -298,6 +299,9 @@ const (
 func (r *rules) clockTold(h *host, l *lane, rec ticketRec, ra time.Duration, x float64, prevEp, now int64) bool {
 	c := &h.cap
 	k := &c.clock
+	if k.on && k.w > 0 {
+		return r.clockOwn(h, l, rec, now)
+	}
 	if c.declared > 0 || h.led || k.on || k.refuted || k.n > 0 {
 		return false
 	}
@@ -329,6 +333,34 @@ func (r *rules) clockTold(h *host, l *lane, rec ticketRec, ra time.Duration, x f
 	h.note(r, now, "clock", l.exit, "clock", 0, n, fmt.Sprintf("pushed back after %.0f in a window of the clock of %v: Retry-Afters told resets %v apart, both on its grid; its first request after the end must pass", n, time.Duration(w), time.Duration(w)))
 	r.coolUntil(h, l, end+int64(clockSlack), now, "a window of the clock: its test's request goes just after the end")
 	r.clockHold(h, l, start, now)
+	return true
+}
+
+// laneQuota is what lane l may send in a window of the clock read: the
+// host's quota, or the lane's own where it was pushed back under it.
+func (k *clockRead) laneQuota(l *lane) float64 {
+	if x := l.x; x != nil && x.clockN > 0 && float64(x.clockN) < k.n {
+		return float64(x.clockN)
+	}
+	return k.n
+}
+
+// clockOwn reads a 429 on lane l in a window of the clock told and proven,
+// after m sends in it, fewer than the lane may send there (and at least
+// half of it): the lane's own quota is m, for another client behind its
+// address spends the rest (a proxy pool's exits are shared), or the quota
+// read was one too many. The lane is held to m a window from then on, the
+// others keep theirs; without it such a lane drew a 429 every window. It
+// reports whether it read one.
+func (r *rules) clockOwn(h *host, l *lane, rec ticketRec, now int64) bool {
+	k := &h.cap.clock
+	q := k.laneQuota(l)
+	m := float64(rec.clk - 1)
+	if rec.clk == 0 || m >= q || m < 2 || m < q/2 {
+		return false
+	}
+	h.note(r, now, "clock", l.exit, "quota", q, m, fmt.Sprintf("pushed back after %.0f in a window of the clock of %v: the lane's own quota (another client behind its address spends the rest)", m, time.Duration(k.w)))
+	l.extra().clockN = int32(m)
 	return true
 }
 
@@ -428,6 +460,9 @@ func (r *rules) clockTest(h *host, l *lane, rec ticketRec, sent int64, throttled
 			// a minute into the next one.
 			if o != l {
 				o.serAt, o.serSent, o.serOK = now, 0, 0
+			}
+			if o.x != nil {
+				o.x.clockN = 0 // a quota of its own belonged to the window read before
 			}
 		}
 		if k.w > 0 {

@@ -18,6 +18,13 @@ import (
 // whole seconds from the request's Unix second to the window's end
 // (period - now.to_i % period).
 func clockWindow(n int, w time.Duration, told bool) headroomServer {
+	return sharedClockWindow(n, w, told, "", 0)
+}
+
+// sharedClockWindow is clockWindow with exit shared's address shared with
+// another client, which spends other requests of every window of it at its
+// start.
+func sharedClockWindow(n int, w time.Duration, told bool, shared string, other int64) headroomServer {
 	type win struct{ idx, count int64 }
 	ws := map[string]*win{}
 	return func(exit string, now time.Time) limit.Outcome {
@@ -25,6 +32,9 @@ func clockWindow(n int, w time.Duration, told bool) headroomServer {
 		s := ws[exit]
 		if s == nil || s.idx != idx {
 			s = &win{idx: idx}
+			if exit == shared {
+				s.count = other
+			}
 			ws[exit] = s
 		}
 		s.count++
@@ -94,6 +104,32 @@ func TestClockWindow(t *testing.T) {
 				t.Logf("  %+v", ch)
 			}
 		})
+	}
+}
+
+// TestClockWindowSharedExit: a window of the clock told and proven, one
+// exit's address shared with another client that spends 2 of its 20 a
+// window: that lane's quota is its own 18, the others keep 20. Held to the
+// host's 20, the lane drew a 429 every window.
+func TestClockWindowSharedExit(t *testing.T) {
+	const lanes = 10
+	srv := sharedClockWindow(20, 30*time.Second, true, "x03", 2)
+	l := newLimiter(t, limit.Config{}, lanes)
+	start := time.Unix(1_800_000_000, 0).Add(12 * time.Second)
+	ok := 0
+	now, n429 := crawlHost(t, l, srv, start, start.Add(5*time.Minute), func(time.Time) { ok++ })
+	var own int
+	for _, ch := range hostOf(l.Snapshot(now), "h").Changes {
+		if strings.Contains(ch.Why, "the lane's own quota") {
+			own++
+			if ch.Lane != "x03" || ch.To != 18 {
+				t.Errorf("own quota read on %s: %g, want x03's 18", ch.Lane, ch.To)
+			}
+		}
+	}
+	t.Logf("%d 429s in %d requests, %d own quotas read", n429, n429+ok, own)
+	if n429 > 6 || own != 1 {
+		t.Errorf("%d 429s in %d requests (want at most 6), %d own quotas read (want 1)", n429, n429+ok, own)
 	}
 }
 

@@ -73,6 +73,9 @@ type laneExtra struct {
 	// sent counts what the lane sent per second once the host was pushed
 	// back (clockSend).
 	sent *sendRing
+	// clockN is the lane's own quota in a window of the clock told and
+	// proven, under the host's (clockOwn; 0: the host's).
+	clockN int32
 }
 
 // run is a run of successes at one pace: since at, n; last is when the
