@@ -228,22 +228,24 @@ type ticketRec struct {
 	l                    *lane
 	at                   int64
 	laneIv, ceilIv, rtIv int64
-	quota, hostQuota     bool
-	// first: the lane's first request since its last 429 (an echo, if
-	// pushed back again with Retry-After).
-	first bool
 	// hold: the explorer's retry while it measures a recovery holds the
 	// lane this much longer, until its answer (probeHold).
 	hold int64
+	// clk is the request's count in its lane's window of the clock
+	// (clockSend; 0: not counted); sec what the lane sent before it in its
+	// second of the clock, ring whether its send ring counted it. (The
+	// small fields last: the record is 64 bytes, copied in and out of the
+	// host's map once a request.)
+	clk              int32
+	sec              uint8
+	ring             bool
+	quota, hostQuota bool
+	// first: the lane's first request since its last 429 (an echo, if
+	// pushed back again with Retry-After).
+	first bool
 	// over: a follower's request past the first run's count while the
 	// first 429's recovery is unknown (awaitCount): its answer is read.
 	over bool
-	// clk is the request's count in its lane's window of the clock
-	// (clockSend; 0: not counted); sec what the lane sent before it in its
-	// second of the clock, ring whether its send ring counted it.
-	clk  int32
-	sec  uint8
-	ring bool
 }
 
 func newHost(name string) *host {
