@@ -36,7 +36,8 @@ import (
 //                waits the rest of the window.
 //     clock      the answer to a test of a window of the clock: the
 //                request before the window's end pushed back, the one
-//                after it passed, proves it (clockwindow.go).
+//                after it passed, proves it; a window told by Retry-After,
+//                three passed at once after its end (clockwindow.go).
 //  5. scope      429s on ScopeLanes lanes under their pace within ScopeSpan:
 //                the host limits site-wide, its own rate governs (hostrate.go).
 //  6. clock      on a host settled on a bare window's quota, a lane pushed
@@ -320,7 +321,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if k := &h.cap.clock; k.lane == l.exit && k.stage == 1 && l.cool > k.end-int64(clockLead) {
 		l.cool = k.end - int64(clockLead) // the test's first request goes before the window's end, whatever the backoff
 	} else if k.lane == l.exit && k.w > 0 && l.cool > k.end+int64(clockSlack) {
-		// A window told: its test's request goes just after the end, up
+		// A window told: its test's requests go just after the end, up
 		// to a second before the Retry-After in whole seconds runs out
 		// (clockTold).
 		l.cool = k.end + int64(clockSlack)
