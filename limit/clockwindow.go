@@ -328,13 +328,11 @@ func (r *rules) clockTold(h *host, l *lane, rec ticketRec, ra time.Duration, x f
 		return false // the same reset told again
 	}
 	k.told, k.toldRA = reset, d
-	sec := int64(time.Second)
-	w := (reset - prev + sec/2) / sec * sec
-	if prev == 0 || w < 2*sec || w > int64(toldMaxW) || max(d, prevD) > w+sec || d-prevD < 2*sec && prevD-d < 2*sec {
+	if prev == 0 || d-prevD < int64(2*time.Second) && prevD-d < int64(2*time.Second) {
 		return false
 	}
-	end, ok := onGrid(reset, w)
-	if _, ok2 := onGrid(prev, w); !ok || !ok2 {
+	w, end, ok := toldWindow(prev, reset)
+	if !ok || max(d, prevD) > w+int64(time.Second) {
 		return false
 	}
 	start := end - w
@@ -379,6 +377,27 @@ func (r *rules) clockOwn(h *host, l *lane, rec ticketRec, now int64) bool {
 	h.note(r, now, "clock", l.exit, "quota", q, m, fmt.Sprintf("pushed back after %.0f in a window of the clock of %v: the lane's own quota (another client behind its address spends the rest)", m, time.Duration(k.w)))
 	l.extra().clockN = int32(m)
 	return true
+}
+
+// toldWindow is the window of whole seconds (2 s to toldMaxW) whose grid
+// both ends told, prev and then reset, fall on, a whole window apart, and
+// reset's end on it. Each end is told up to toldLate late, so their
+// difference rounded may be a second off the window's length (Rack::Attack's
+// ends of a minute told 0.16 s and 0.9 s late read 61 s): the lengths a
+// second either side of it are tried too.
+func toldWindow(prev, reset int64) (w, end int64, ok bool) {
+	sec := int64(time.Second)
+	near := (reset - prev + sec/2) / sec * sec
+	for _, w := range []int64{near, near - sec, near + sec} {
+		if w < 2*sec || w > int64(toldMaxW) {
+			continue
+		}
+		end, ok := onGrid(reset, w)
+		if _, ok2 := onGrid(prev, w); ok && ok2 && end-w <= prev+int64(toldEarly) {
+			return w, end, true
+		}
+	}
+	return 0, 0, false
 }
 
 // onGrid is the multiple of w that t falls on, within toldEarly before it

@@ -71,6 +71,8 @@ func TestClockWindow(t *testing.T) {
 		{"20 per 10 s, 8 s into a window", 20, 10 * time.Second, 8 * time.Second, false},
 		{"40 per min told, 39 s into a window", 40, time.Minute, 39 * time.Second, true},
 		{"40 per min told, 10 s into a window", 40, time.Minute, 10 * time.Second, true},
+		// Its two ends told 0.37 s and 0.87 s late: 60.5 s apart.
+		{"40 per min told, 33.37 s into a window", 40, time.Minute, 33370 * time.Millisecond, true},
 		{"15 per 10 s told, 6.07 s into a window", 15, 10 * time.Second, 6070 * time.Millisecond, true},
 		{"20 per 30 s told, 12 s into a window", 20, 30 * time.Second, 12 * time.Second, true},
 	} {
