@@ -51,6 +51,11 @@ type EngineConfig struct {
 	// did not announce (a schedule repaired after an outage, a lease given
 	// back), and an engine told nothing was due slept an hour. Default 5 s.
 	Recheck time.Duration
+	// StallAfter: when nothing has been sent for this long with URLs left,
+	// the log says what holds them (a warning when nothing known does,
+	// stall.go), then again after twice as long each time. Default 30 s;
+	// negative: never.
+	StallAfter time.Duration
 }
 
 // Engine fetches the frontier's jobs through the exits, as the Core decides.
@@ -79,6 +84,9 @@ func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
 	}
 	if cfg.Recheck <= 0 {
 		cfg.Recheck = 5 * time.Second
+	}
+	if cfg.StallAfter == 0 {
+		cfg.StallAfter = 30 * time.Second
 	}
 	if core.cfg.Exits == nil {
 		core.cfg.Exits = cfg.Exits.Keys
@@ -120,7 +128,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		stopped  = false
 		bg       = context.WithoutCancel(ctx)
 		mainWake atomic.Int64 // unix nanoseconds the loop's timer is set for
+		// active: unix nanoseconds a request last started or ended.
+		active atomic.Int64
+		stall  = stallWatch{after: e.cfg.StallAfter}
 	)
+	active.Store(time.Now().UnixNano())
 	defer timer.Stop()
 	defer wg.Wait()
 	poke := func() {
@@ -155,7 +167,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			var wake time.Time
 			var err error
 			clear(atts) // let the last attempts' jobs go
-			atts, wake, err = e.core.dispatch(ctx, time.Now(), atts[:0])
+			now := time.Now()
+			active.Store(now.UnixNano())
+			atts, wake, err = e.core.dispatch(ctx, now, atts[:0])
 			if err != nil {
 				errs.set(err)
 				e.Stop()
@@ -173,18 +187,23 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	for {
 		if !stopped {
-			atts, wake, err := e.core.Dispatch(ctx, time.Now())
+			now := time.Now()
+			atts, wake, err := e.core.Dispatch(ctx, now)
 			if err != nil {
 				errs.set(err)
 				e.Stop()
 			}
 			start(atts)
-			if len(atts) == 0 {
+			if len(atts) > 0 {
+				active.Store(now.UnixNano())
+				stall.active(e.core, now)
+			} else {
 				finished, err := e.finished(ctx, wake)
 				errs.set(err)
 				if finished || err != nil {
 					return errs.get()
 				}
+				stall.check(ctx, e.core, now, time.Unix(0, active.Load()))
 			}
 			d := e.cfg.Recheck
 			if !wake.IsZero() {

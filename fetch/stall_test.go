@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,5 +139,131 @@ func TestEngineRechecksUnannouncedWork(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("the unannounced work was found after %v, want within the 200ms recheck of its coming due", d)
+	}
+}
+
+// TestEngineSaysStall: a crawl that sends nothing while URLs are left says
+// why. Work the frontier hides (it says nothing falls due while its counts
+// hold two queued jobs) is a stall nothing known explains: a warning with
+// the counts, then, when the work shows, a line that requests go again. A
+// host held by a 429's Retry-After is a wait: said at info level, with the
+// host and why.
+func TestEngineSaysStall(t *testing.T) {
+	run := func(t *testing.T, h http.HandlerFunc, hide time.Duration, held bool) string {
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		ctx := context.Background()
+		inner := sqliteFrontier(t, t.TempDir(), frontier.NewJob{URL: srv.URL + "/1"}, frontier.NewJob{URL: srv.URL + "/2"})
+		var fr frontier.Frontier = &hiding{Frontier: inner, from: time.Now().Add(hide)}
+		if held {
+			fr = holdingHiding{fr.(*hiding)}
+		}
+		lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
+		var log syncbuf.Buffer
+		core := NewCore(CoreConfig{Concurrency: 2, Logger: slog.New(slog.NewTextHandler(&log, nil))}, fr, lim, nil)
+		eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()}),
+			Recheck: 50 * time.Millisecond, StallAfter: 200 * time.Millisecond}, core)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := eng.Run(runCtx); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := inner.Counts(ctx); c.Done != 2 {
+			t.Fatalf("%d of 2 done\nlog:\n%s", c.Done, log.String())
+		}
+		return log.String()
+	}
+	lines := func(log, level, text string) []string {
+		var out []string
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "level="+level) && strings.Contains(l, text) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	ok := func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }
+
+	t.Run("Unexplained", func(t *testing.T) {
+		log := run(t, ok, 700*time.Millisecond, false)
+		warn := lines(log, "WARN", "engine: nothing sent for")
+		if len(warn) == 0 || !strings.Contains(warn[0], "2 URLs unfinished (2 queued, 0 leased, 0 parked; 0 claimed here)") ||
+			!strings.Contains(warn[0], "the frontier says nothing falls due") {
+			t.Errorf("warnings %q, want one saying 2 queued and nothing due\nlog:\n%s", warn, log)
+		}
+		if len(warn) > 2 {
+			t.Errorf("%d warnings in a stall of 0.7 s said from 0.2 s, doubling: %q", len(warn), warn)
+		}
+		if again := lines(log, "INFO", "engine: sending again after"); len(again) != 1 {
+			t.Errorf("lines saying requests go again: %q, want one\nlog:\n%s", again, log)
+		}
+	})
+	t.Run("Wait", func(t *testing.T) {
+		var n atomic.Int32
+		log := run(t, func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			ok(w, r)
+		}, 0, false)
+		if warn := lines(log, "WARN", "engine: nothing sent"); len(warn) != 0 {
+			t.Errorf("a host held by its Retry-After said as a stall: %q", warn)
+		}
+		info := lines(log, "INFO", "engine: nothing sent for")
+		if len(info) == 0 || !strings.Contains(info[0], " waits until ") || !strings.Contains(info[0], "429") {
+			t.Errorf("info lines %q, want one saying the host waits after its 429\nlog:\n%s", info, log)
+		}
+	})
+	t.Run("Held", func(t *testing.T) {
+		log := run(t, ok, 700*time.Millisecond, true)
+		if warn := lines(log, "WARN", "engine: nothing sent"); len(warn) != 0 {
+			t.Errorf("work a frontier holds on purpose said as a stall: %q", warn)
+		}
+		info := lines(log, "INFO", "engine: nothing sent for")
+		if len(info) == 0 || !strings.Contains(info[0], "; held on purpose") {
+			t.Errorf("info lines %q, want one with the frontier's reason\nlog:\n%s", info, log)
+		}
+	})
+}
+
+// holdingHiding is hiding that says why it holds its work (Holder), as a
+// distributed worker with no exit does.
+type holdingHiding struct{ *hiding }
+
+func (h holdingHiding) Holding() string {
+	if time.Now().Before(h.from) {
+		return "held on purpose"
+	}
+	return ""
+}
+
+// TestStallExplained: which stalls are waits a known thing explains and
+// which are said as warnings.
+func TestStallExplained(t *testing.T) {
+	at := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	queued := frontier.Counts{Queued: 5}
+	for _, c := range []struct {
+		name string
+		s    Stall
+		want bool
+	}{
+		{"work due now, none claimed", Stall{Counts: queued, Due: []string{"a.example"}}, false},
+		{"nothing due, no time given", Stall{Counts: queued}, false},
+		{"due within a second all along (a distributed worker's frontier)", Stall{Counts: queued, Next: at.Add(time.Second)}, false},
+		{"due later", Stall{Counts: queued, Next: at.Add(time.Minute)}, true},
+		{"a host of this worker waits", Stall{Counts: queued, Due: []string{"a.example"}, Waits: []HostWait{{Host: "a.example", Until: at.Add(time.Minute)}}}, true},
+		{"a host held with no time given", Stall{Counts: queued, Waits: []HostWait{{Host: "a.example"}}}, false},
+		{"every URL left leased", Stall{Counts: frontier.Counts{Leased: 3}}, true},
+		{"the frontier holds it on purpose", Stall{Counts: queued, Due: []string{"a.example"}, Held: "stand by"}, true},
+	} {
+		c.s.At = at
+		if got := c.s.Explained(); got != c.want {
+			t.Errorf("%s: Explained() = %v, want %v (%s)", c.name, got, c.want, c.s)
+		}
 	}
 }

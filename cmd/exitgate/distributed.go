@@ -327,6 +327,15 @@ func (g gated) ClaimHost(ctx context.Context, host string, now time.Time, max in
 	return g.Frontier.ClaimHost(ctx, host, now, max)
 }
 
+// Holding says why a worker that owns no exit claims nothing
+// (fetch.Holder): the engine's stall line names it.
+func (g gated) Holding() string {
+	if len(*g.d.owned.Load()) == 0 {
+		return "this worker owns no exit: it stands by until one comes its way"
+	}
+	return ""
+}
+
 // Ready says to look again within a second when nothing is due later, or
 // while this worker stands by: other workers change the frontier (their
 // jobs finish, or fail and come back), and exits may come this way,

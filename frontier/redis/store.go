@@ -1038,6 +1038,20 @@ func (s *Store) claimPaused() bool {
 	return s.down || time.Now().Before(s.claimFrom)
 }
 
+// Holding says why claims wait, "" when they do not (fetch.Holder): Redis
+// is away, or came back a moment ago.
+func (s *Store) Holding() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.down:
+		return "Redis is unreachable: nothing is claimed until it returns (finished URLs go to the journal)"
+	case time.Now().Before(s.claimFrom):
+		return "Redis came back a moment ago: claims wait for the other workers' journals"
+	}
+	return ""
+}
+
 func (s *Store) setDown(err error) {
 	s.mu.Lock()
 	was := s.down
