@@ -91,9 +91,14 @@ func (fr *fleetRun) start(i int, extra ...string) {
 	if fr.laneRate != "" {
 		args = append(args, "--lane-rate", fr.laneRate)
 	}
+	// At info level the output a failing test prints says what each
+	// worker's fleet did and, in a stall, what held its work (the engine's
+	// stall line is info when a wait explains it).
+	level := "info"
 	if fr.logs != "" {
-		args = append(args, "--log-level", "debug")
+		level = "debug"
 	}
+	args = append(args, "--log-level", level)
 	args = append(args, extra...)
 	args = append(args, fr.urls)
 	cmd := exec.Command(fr.bin, args...)
