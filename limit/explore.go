@@ -798,30 +798,14 @@ func (r *rules) quotaConfirmed(h *host) bool {
 }
 
 // nextBisect tries the middle of [pass, hi] in log space, or settles when
-// the two are within bisectDone.
+// the two are within bisectDone (settlesAt).
 func (r *rules) nextBisect(h *host, l *lane, now int64) {
+	if why := r.settlesAt(h, now); why != "" {
+		r.settleHere(h, l, now, why)
+		return
+	}
 	c := &h.cap
 	base := max(c.pass, c.lo)
-	if c.hi > 0 && base >= c.safe && max(base, c.sent)*c.done() >= c.hi {
-		r.settleHere(h, l, now, "passed and pushed back within 4%: settled")
-		return
-	}
-	if c.hi > 0 && h.exp.exactAt == now && base >= c.safe && !c.windowed {
-		// The count this 429 closed is the rate within 5% (preciseCount):
-		// a bisection between it and the ceiling would only find the
-		// rate's last few percent, at a 429 a step. (Not on a window,
-		// whose count is its quota's, not a pace's.)
-		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s counted over %d successes between two 429s: the rate within 5%%: settled", c.lo, h.exp.exactN))
-		return
-	}
-	if r.quotaConfirmed(h) {
-		r.settleHere(h, l, now, fmt.Sprintf("%d per %v passed, pushed back within a request a window above it: settled", h.exp.n1, h.exp.quotaW))
-		return
-	}
-	if lim := r.atRoundLimit(h); lim != "" && base >= c.safe {
-		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s passed, Settle under %s, and was pushed back within a step above: settled", c.sent, lim))
-		return
-	}
 	if base < c.safe {
 		// Nothing proven at the estimate: try the middle above it (the
 		// followers hold the estimate meanwhile); pushed back there and
@@ -837,16 +821,9 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		r.setExplorerPace(h, l, m, now, "bisect", "at or above the estimate, which is not proven yet")
 		return
 	}
-	if c.pairDone() {
-		r.settleHere(h, l, now, "a step of a pace limit pushed back: each costs a 429 of few; settled under what passed")
-		return
-	}
 	m := base * probeStep
 	if c.pair && c.hi > 0 {
-		if m = r.pairRung(base, c.hi); m == 0 {
-			r.settleHere(h, l, now, fmt.Sprintf("no round limit between %.3g/s passed and %.3g/s pushed back: settled", base, c.hi))
-			return
-		}
+		m = r.pairRung(base, c.hi) // a rung is left: settlesAt
 	} else if c.hi > 0 {
 		m = math.Sqrt(base * c.hi)
 		if h.exp.tight {
@@ -868,6 +845,43 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 		h.exp.phase = expBisect
 	}
 	r.setExplorerPace(h, l, m, now, "bisect", why)
+}
+
+// settlesAt is why the search settles where it is at now, with no step
+// left to take between what passed and what was pushed back, or "" when a
+// step is left (nextBisect takes it). reprobeDue asks it too: a settled
+// search taken up again where nextBisect settles at once only settled
+// again, two change records a success and the re-probe's quiet started
+// over each time (nginx 2r/s with a burst of 4, delayed: 193 times in 120 s,
+// the base's lower bound above the 4% mark reprobeDue read from what passed
+// alone; nginx 6 per minute with no round limit left between its bounds, 11).
+func (r *rules) settlesAt(h *host, now int64) string {
+	c := &h.cap
+	base := max(c.pass, c.lo)
+	switch {
+	case c.hi > 0 && base >= c.safe && max(base, c.sent)*c.done() >= c.hi:
+		return "passed and pushed back within 4%: settled"
+	case c.hi > 0 && h.exp.exactAt == now && base >= c.safe && !c.windowed:
+		// The count this 429 closed is the rate within 5% (preciseCount):
+		// a bisection between it and the ceiling would only find the
+		// rate's last few percent, at a 429 a step. (Not on a window,
+		// whose count is its quota's, not a pace's.)
+		return fmt.Sprintf("%.3g/s counted over %d successes between two 429s: the rate within 5%%: settled", c.lo, h.exp.exactN)
+	case r.quotaConfirmed(h):
+		return fmt.Sprintf("%d per %v passed, pushed back within a request a window above it: settled", h.exp.n1, h.exp.quotaW)
+	}
+	if lim := r.atRoundLimit(h); lim != "" && base >= c.safe {
+		return fmt.Sprintf("%.3g/s passed, Settle under %s, and was pushed back within a step above: settled", c.sent, lim)
+	}
+	switch {
+	case base < c.safe:
+		return "" // the estimate is tried first
+	case c.pairDone():
+		return "a step of a pace limit pushed back: each costs a 429 of few; settled under what passed"
+	case c.pair && c.hi > 0 && r.pairRung(base, c.hi) == 0:
+		return fmt.Sprintf("no round limit between %.3g/s passed and %.3g/s pushed back: settled", base, c.hi)
+	}
+	return ""
 }
 
 // settleHere ends the search: every lane paces at Settle under what passed.

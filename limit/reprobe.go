@@ -42,9 +42,9 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if !h.canProbe() {
 		return
 	}
-	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !c.clock.on && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() && !c.pairDone() {
+	if c.hi > 0 && max(c.pass, c.sent)*c.done() < c.hi && !c.clock.on && !r.quotaConfirmed(h) && r.atRoundLimit(h) == "" && !e.roundHeld && !e.settledOnCount() && !c.pairDone() && r.settlesAt(h, now) == "" {
 		// Settled short of the ceiling for want of a 429 to spend: the
-		// search goes on where it stopped.
+		// search goes on where it stopped, if a step is left there.
 		r.setPhase(h, l, expBisect, now, "a 429 to spend again: the search goes on")
 		r.nextBisect(h, l, now)
 		return

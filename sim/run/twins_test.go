@@ -2,8 +2,12 @@ package run
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/internal/syncbuf"
 
 	"github.com/exitgate/exitgate/sim/server"
 	"github.com/exitgate/exitgate/sim/strategy"
@@ -130,5 +134,35 @@ func TestTwinFloors(t *testing.T) {
 					100*r.Utilization, 100*tc.whole, 100*r.UtilizationSteady, 100*tc.after, 100*r.Ratio429, 100*tc.ratio, r.Learning429s, tc.learning429s)
 			}
 		})
+	}
+}
+
+// TestSettledStaysSettled: a settled search is taken up again only where a
+// step is left to try. nginx's 6 per minute told 10 s settles between what
+// passed (0.097/s) and what was pushed back (0.161/s) with no round limit
+// between, and nginx's 2r/s with a burst of 4, delayed, with what passed
+// within 4% of the ceiling by its lower bound; every success after it took
+// the search up ("a 429 to spend again") and settled it at once, 11 and 193
+// times in 120 s, two change records each: they filled the host's last
+// changes in the summary, and each restarted the quiet a re-probe waits.
+func TestSettledStaysSettled(t *testing.T) {
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	for _, twin := range []string{"twin-nginx-6r-m", "twin-nginx-2r-s-burst4-delay"} {
+		sc, ok := server.ScenarioByName(twin)
+		if !ok {
+			t.Fatalf("no %s", twin)
+		}
+		var log syncbuf.Buffer
+		res, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 10, Seed: 1,
+			Warmup: 30 * time.Second, Duration: 120 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := strings.Count(log.String(), ": settled\"")
+		again := strings.Count(log.String(), "a 429 to spend again")
+		if settled == 0 || again > 0 {
+			t.Errorf("%s: the search settled %d times and was taken up again %d times; want settled, and not taken up again with no step left (utilization %.3f)", twin, settled, again, res.Utilization)
+		}
 	}
 }
