@@ -547,8 +547,9 @@ func (c *Core) parkHostLocked(ctx context.Context, host string, h *hostState, no
 	return fin
 }
 
-// HostWait is a host whose URLs are parked because it must wait beyond the
-// retry policy's MaxWait.
+// HostWait is a host that may not send before Until, and why: one whose
+// URLs are parked because it must wait beyond the retry policy's MaxWait
+// (Waiting), or one a stall line names (Stall.Waits).
 type HostWait struct {
 	Host  string
 	Until time.Time

@@ -154,6 +154,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		var atts []Attempt
 		for {
 			r := e.do(ctx, a)
+			// Before Complete lowers the count in flight: the main loop
+			// must not see none in flight and the time this request
+			// started (a stall said after a long request).
+			active.Store(time.Now().UnixNano())
 			if err := e.core.Complete(bg, a, r); err != nil {
 				// A fate that could not be recorded, or a body that
 				// could not be stored: going on would lose work.
@@ -167,9 +171,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			var wake time.Time
 			var err error
 			clear(atts) // let the last attempts' jobs go
-			now := time.Now()
-			active.Store(now.UnixNano())
-			atts, wake, err = e.core.dispatch(ctx, now, atts[:0])
+			atts, wake, err = e.core.dispatch(ctx, time.Now(), atts[:0])
 			if err != nil {
 				errs.set(err)
 				e.Stop()

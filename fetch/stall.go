@@ -66,27 +66,46 @@ func holding(fr frontier.Frontier) string {
 }
 
 // Explained reports whether something known holds the work back: the
-// frontier says why it holds it, a host of this worker waits until a known
-// time, every URL left is leased (here or by other workers), or the
-// queued ones fall due later. A frontier that says work is due now, or due
-// within a second after all this time (a distributed worker's frontier
-// says so when it knows of nothing due), while none is claimed, is a stall.
+// frontier says why it holds it; or every host of this worker with work
+// waits until a known time, and every host the frontier says has work due
+// is one of them (its jobs go back to the frontier while it waits longer
+// than half a lease); or nothing is claimed here and every URL left is
+// leased (other workers'), or the queued ones fall due later. A frontier
+// that says work is due now for a host nobody holds, or due within a
+// second after all this time (a distributed worker's frontier says so when
+// it knows of nothing due), while none is claimed, is a stall; so is a
+// host held here with no time given while nothing is in flight.
 func (s Stall) Explained() bool {
 	if s.Held != "" {
 		return true
 	}
 	for _, w := range s.Waits {
-		if !w.Until.IsZero() {
-			return true
+		if w.Until.IsZero() {
+			return false
 		}
 	}
-	if len(s.Due) > 0 {
+	if len(s.unclaimed()) > 0 {
 		return false
+	}
+	if len(s.Waits) > 0 {
+		return true
 	}
 	if s.Counts.Queued+s.Counts.Parked == 0 {
 		return true
 	}
 	return s.Next.After(s.At.Add(time.Second))
+}
+
+// unclaimed are the hosts the frontier says have work due that no host of
+// this worker waits for.
+func (s Stall) unclaimed() []string {
+	var out []string
+	for _, h := range s.Due {
+		if !slices.ContainsFunc(s.Waits, func(w HostWait) bool { return w.Host == h && !w.Until.IsZero() }) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // String is the log line's text: what is left, what is held, and why.
@@ -109,15 +128,19 @@ func (s Stall) String() string {
 	switch {
 	case s.Held != "":
 		fmt.Fprintf(&b, "; %s", s.Held)
-	case len(s.Due) > 0:
-		fmt.Fprintf(&b, "; the frontier says %s has work due now, and none could be claimed", strings.Join(s.Due, ", "))
+	case len(s.unclaimed()) > 0:
+		fmt.Fprintf(&b, "; the frontier says %s has work due now, and none could be claimed", strings.Join(s.unclaimed(), ", "))
 	case c.Queued+c.Parked == 0 && c.Leased <= s.Buffered:
 		// All that is left is claimed here: the frontier's next time is
 		// only these leases' end.
-	case !s.Next.IsZero():
-		fmt.Fprintf(&b, "; the frontier's next work falls due at %s", s.Next.Format("15:04:05"))
 	case c.Queued+c.Parked == 0:
 		b.WriteString("; the leased URLs are other workers' (or their leases run out)")
+	case len(s.Waits) > 0:
+		// The hosts' waits say it.
+	case !s.Next.IsZero() && !s.Next.After(s.At.Add(time.Second)):
+		b.WriteString("; the frontier says work falls due within a second, and none has been claimed")
+	case !s.Next.IsZero():
+		fmt.Fprintf(&b, "; the frontier's next work falls due at %s", s.Next.Format("15:04:05"))
 	default:
 		b.WriteString("; the frontier says nothing falls due")
 	}
@@ -130,8 +153,8 @@ func (c *Core) stall(ctx context.Context, now time.Time, idle time.Duration) (St
 	c.mu.Lock()
 	s.Buffered = c.buffered
 	for host, h := range c.hosts {
-		if len(h.queue) == 0 {
-			continue
+		if len(h.queue) == 0 && !h.notBefore.After(now) {
+			continue // (a host held long gives its jobs back: it waits with none)
 		}
 		w := HostWait{Host: host}
 		if h.notBefore.After(now) {
@@ -193,7 +216,11 @@ func (w *stallWatch) check(ctx context.Context, c *Core, now, active time.Time) 
 	}
 	s, err := c.stall(ctx, now, idle)
 	if err != nil {
-		c.cfg.Logger.Warn(fmt.Sprintf("engine: nothing sent for %s; the frontier could not be read", roundIdle(idle)), "err", err)
+		if why := holding(c.fr); why != "" {
+			c.cfg.Logger.Info(fmt.Sprintf("engine: nothing sent for %s; %s", roundIdle(idle), why))
+		} else {
+			c.cfg.Logger.Warn(fmt.Sprintf("engine: nothing sent for %s; the frontier could not be read", roundIdle(idle)), "err", err)
+		}
 	} else if s.Counts.Queued+s.Counts.Leased+s.Counts.Parked == 0 {
 		return // finishing: nothing left
 	} else if s.Explained() {

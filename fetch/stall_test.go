@@ -149,7 +149,7 @@ func TestEngineRechecksUnannouncedWork(t *testing.T) {
 // host held by a 429's Retry-After is a wait: said at info level, with the
 // host and why.
 func TestEngineSaysStall(t *testing.T) {
-	run := func(t *testing.T, h http.HandlerFunc, hide time.Duration, held bool) string {
+	run := func(t *testing.T, h http.HandlerFunc, hide time.Duration, held bool, lease time.Duration) string {
 		srv := httptest.NewServer(h)
 		defer srv.Close()
 		ctx := context.Background()
@@ -160,7 +160,7 @@ func TestEngineSaysStall(t *testing.T) {
 		}
 		lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
 		var log syncbuf.Buffer
-		core := NewCore(CoreConfig{Concurrency: 2, Logger: slog.New(slog.NewTextHandler(&log, nil))}, fr, lim, nil)
+		core := NewCore(CoreConfig{Concurrency: 2, LeaseTTL: lease, Logger: slog.New(slog.NewTextHandler(&log, nil))}, fr, lim, nil)
 		eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()}),
 			Recheck: 50 * time.Millisecond, StallAfter: 200 * time.Millisecond}, core)
 		if err != nil {
@@ -188,14 +188,23 @@ func TestEngineSaysStall(t *testing.T) {
 	ok := func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }
 
 	t.Run("Unexplained", func(t *testing.T) {
-		log := run(t, ok, 700*time.Millisecond, false)
+		log := run(t, ok, 700*time.Millisecond, false, 0)
 		warn := lines(log, "WARN", "engine: nothing sent for")
 		if len(warn) == 0 || !strings.Contains(warn[0], "2 URLs unfinished (2 queued, 0 leased, 0 parked; 0 claimed here)") ||
 			!strings.Contains(warn[0], "the frontier says nothing falls due") {
 			t.Errorf("warnings %q, want one saying 2 queued and nothing due\nlog:\n%s", warn, log)
 		}
-		if len(warn) > 2 {
-			t.Errorf("%d warnings in a stall of 0.7 s said from 0.2 s, doubling: %q", len(warn), warn)
+		// Said at 0.2 s idle, then after twice as long each time.
+		var last time.Duration
+		for _, w := range warn {
+			var d time.Duration
+			if _, after, ok := strings.Cut(w, "nothing sent for "); ok {
+				d, _ = time.ParseDuration(strings.Fields(after)[0])
+			}
+			if d < 2*last-100*time.Millisecond {
+				t.Errorf("said at %v idle after %v, want twice as long each time: %q", d, last, warn)
+			}
+			last = d
 		}
 		if again := lines(log, "INFO", "engine: sending again after"); len(again) != 1 {
 			t.Errorf("lines saying requests go again: %q, want one\nlog:\n%s", again, log)
@@ -210,7 +219,7 @@ func TestEngineSaysStall(t *testing.T) {
 				return
 			}
 			ok(w, r)
-		}, 0, false)
+		}, 0, false, 0)
 		if warn := lines(log, "WARN", "engine: nothing sent"); len(warn) != 0 {
 			t.Errorf("a host held by its Retry-After said as a stall: %q", warn)
 		}
@@ -219,8 +228,29 @@ func TestEngineSaysStall(t *testing.T) {
 			t.Errorf("info lines %q, want one saying the host waits after its 429\nlog:\n%s", info, log)
 		}
 	})
+	t.Run("HandedBack", func(t *testing.T) {
+		// A host held longer than half a lease gives its jobs back to
+		// the frontier, which says they are due: still this worker's
+		// wait, not a stall.
+		var n atomic.Int32
+		log := run(t, func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				w.Header().Set("Retry-After", "2")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			ok(w, r)
+		}, 0, false, time.Second)
+		if warn := lines(log, "WARN", "engine: nothing sent"); len(warn) != 0 {
+			t.Errorf("a host waiting with its jobs given back said as a stall: %q", warn)
+		}
+		info := lines(log, "INFO", "engine: nothing sent for")
+		if len(info) == 0 || !strings.Contains(info[0], "0 claimed here") || !strings.Contains(info[0], " waits until ") {
+			t.Errorf("info lines %q, want one saying the host waits with nothing claimed here\nlog:\n%s", info, log)
+		}
+	})
 	t.Run("Held", func(t *testing.T) {
-		log := run(t, ok, 700*time.Millisecond, true)
+		log := run(t, ok, 700*time.Millisecond, true, 0)
 		if warn := lines(log, "WARN", "engine: nothing sent"); len(warn) != 0 {
 			t.Errorf("work a frontier holds on purpose said as a stall: %q", warn)
 		}
@@ -260,6 +290,9 @@ func TestStallExplained(t *testing.T) {
 		{"a host held with no time given", Stall{Counts: queued, Waits: []HostWait{{Host: "a.example"}}}, false},
 		{"every URL left leased", Stall{Counts: frontier.Counts{Leased: 3}}, true},
 		{"the frontier holds it on purpose", Stall{Counts: queued, Due: []string{"a.example"}, Held: "stand by"}, true},
+		{"due, and held here with its jobs given back", Stall{Counts: queued, Due: []string{"a.example"}, Waits: []HostWait{{Host: "a.example", Until: at.Add(3 * time.Minute)}}}, true},
+		{"one host waits, another due and unclaimed", Stall{Counts: queued, Due: []string{"b.example"}, Waits: []HostWait{{Host: "a.example", Until: at.Add(time.Minute)}}}, false},
+		{"all claimed here, held with no time given", Stall{Counts: frontier.Counts{Leased: 2}, Buffered: 2, Waits: []HostWait{{Host: "a.example"}}}, false},
 	} {
 		c.s.At = at
 		if got := c.s.Explained(); got != c.want {
