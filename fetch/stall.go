@@ -50,19 +50,48 @@ type Holder interface {
 // holding is the first reason a frontier or one it wraps gives for holding
 // work back.
 func holding(fr frontier.Frontier) string {
-	for fr != nil {
-		if h, ok := fr.(Holder); ok {
-			if why := h.Holding(); why != "" {
-				return why
-			}
+	var why string
+	eachWrapped(fr, func(f frontier.Frontier) bool {
+		if h, ok := f.(Holder); ok {
+			why = h.Holding()
 		}
+		return why != ""
+	})
+	return why
+}
+
+// Repairer is a frontier that keeps something derived from its jobs that
+// can go wrong and be rebuilt: a Redis frontier's schedule of which hosts
+// have work due, which a worker killed between a host's change and the
+// schedule's update leaves without the host. The engine asks it to rebuild
+// at each stall line nothing known explains.
+type Repairer interface {
+	Repair(ctx context.Context) error
+}
+
+// repair asks the first Repairer among fr and the frontiers it wraps to
+// rebuild; false if there is none.
+func repair(ctx context.Context, fr frontier.Frontier) (found bool, err error) {
+	eachWrapped(fr, func(f frontier.Frontier) bool {
+		r, ok := f.(Repairer)
+		if ok {
+			found, err = true, r.Repair(ctx)
+		}
+		return ok
+	})
+	return found, err
+}
+
+// eachWrapped calls f with fr, then with each frontier it wraps in turn, until
+// f returns true.
+func eachWrapped(fr frontier.Frontier, f func(frontier.Frontier) bool) {
+	for fr != nil && !f(fr) {
 		u, ok := fr.(frontier.Wrapper)
 		if !ok {
-			return ""
+			return
 		}
 		fr = u.Unwrap()
 	}
-	return ""
 }
 
 // Explained reports whether something known holds the work back: the
@@ -227,6 +256,12 @@ func (w *stallWatch) check(ctx context.Context, c *Core, now, active time.Time) 
 		c.cfg.Logger.Info("engine: " + s.String())
 	} else {
 		c.cfg.Logger.Warn("engine: " + s.String())
+		if found, err := repair(ctx, c.fr); found {
+			c.mu.Lock()
+			c.frDirty = true // claim again at once
+			c.mu.Unlock()
+			c.cfg.Logger.Info("engine: asked the frontier to rebuild its schedule", "err", err)
+		}
 	}
 	w.said, w.saidAt = idle, now
 }

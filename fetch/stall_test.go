@@ -300,3 +300,47 @@ func TestStallExplained(t *testing.T) {
 		}
 	}
 }
+
+// repairable is hiding whose schedule a Repair mends (Repairer), as a Redis
+// frontier's schedule missing a host is rebuilt from the hosts' own state.
+type repairable struct {
+	*hiding
+	repairs atomic.Int32
+}
+
+func (r *repairable) Repair(ctx context.Context) error {
+	r.repairs.Add(1)
+	r.from = time.Now()
+	return nil
+}
+
+// TestEngineRepairsOnStall: at a stall nothing known explains, the engine
+// asks the frontier to rebuild its schedule (Repairer), and work the
+// schedule had lost goes on at once instead of never.
+func TestEngineRepairsOnStall(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	ctx := context.Background()
+	inner := sqliteFrontier(t, t.TempDir(), frontier.NewJob{URL: srv.URL + "/1"}, frontier.NewJob{URL: srv.URL + "/2"})
+	fr := &repairable{hiding: &hiding{Frontier: inner, from: time.Now().Add(time.Hour)}}
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
+	var log syncbuf.Buffer
+	core := NewCore(CoreConfig{Concurrency: 2, Logger: slog.New(slog.NewTextHandler(&log, nil))}, fr, lim, nil)
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()}),
+		Recheck: 50 * time.Millisecond, StallAfter: 200 * time.Millisecond}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := eng.Run(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := inner.Counts(ctx); c.Done != 2 || time.Since(start) > 3*time.Second {
+		t.Fatalf("%d of 2 done after %v, want both soon after the 200ms stall line\nlog:\n%s", c.Done, time.Since(start).Round(time.Millisecond), log.String())
+	}
+	if n := fr.repairs.Load(); n != 1 || !strings.Contains(log.String(), "engine: asked the frontier to rebuild its schedule") {
+		t.Errorf("%d repairs, want one, said in the log:\n%s", n, log.String())
+	}
+}
