@@ -156,8 +156,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			r := e.do(ctx, a)
 			// Before Complete lowers the count in flight: the main loop
 			// must not see none in flight and the time this request
-			// started (a stall said after a long request).
-			active.Store(time.Now().UnixNano())
+			// started (a stall said after a long request). r.At is when
+			// it ended.
+			active.Store(r.At.UnixNano())
 			if err := e.core.Complete(bg, a, r); err != nil {
 				// A fate that could not be recorded, or a body that
 				// could not be stored: going on would lose work.

@@ -51,7 +51,7 @@ type Holder interface {
 // work back.
 func holding(fr frontier.Frontier) string {
 	var why string
-	eachWrapped(fr, func(f frontier.Frontier) bool {
+	frontier.Walk(fr, func(f frontier.Frontier) bool {
 		if h, ok := f.(Holder); ok {
 			why = h.Holding()
 		}
@@ -72,7 +72,7 @@ type Repairer interface {
 // repair asks the first Repairer among fr and the frontiers it wraps to
 // rebuild; false if there is none.
 func repair(ctx context.Context, fr frontier.Frontier) (found bool, err error) {
-	eachWrapped(fr, func(f frontier.Frontier) bool {
+	frontier.Walk(fr, func(f frontier.Frontier) bool {
 		r, ok := f.(Repairer)
 		if ok {
 			found, err = true, r.Repair(ctx)
@@ -80,18 +80,6 @@ func repair(ctx context.Context, fr frontier.Frontier) (found bool, err error) {
 		return ok
 	})
 	return found, err
-}
-
-// eachWrapped calls f with fr, then with each frontier it wraps in turn, until
-// f returns true.
-func eachWrapped(fr frontier.Frontier, f func(frontier.Frontier) bool) {
-	for fr != nil && !f(fr) {
-		u, ok := fr.(frontier.Wrapper)
-		if !ok {
-			return
-		}
-		fr = u.Unwrap()
-	}
 }
 
 // Explained reports whether something known holds the work back: the
@@ -154,11 +142,11 @@ func (s Stall) String() string {
 		}
 		fmt.Fprintf(&b, "; %s waits until %s (%s)", w.Host, w.Until.Format("15:04:05"), w.Why)
 	}
-	switch {
+	switch unclaimed := s.unclaimed(); {
 	case s.Held != "":
 		fmt.Fprintf(&b, "; %s", s.Held)
-	case len(s.unclaimed()) > 0:
-		fmt.Fprintf(&b, "; the frontier says %s has work due now, and none could be claimed", strings.Join(s.unclaimed(), ", "))
+	case len(unclaimed) > 0:
+		fmt.Fprintf(&b, "; the frontier says %s has work due now, and none could be claimed", strings.Join(unclaimed, ", "))
 	case c.Queued+c.Parked == 0 && c.Leased <= s.Buffered:
 		// All that is left is claimed here: the frontier's next time is
 		// only these leases' end.

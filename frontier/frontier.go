@@ -263,17 +263,24 @@ type Wrapper interface {
 // AsLeaseWatcher returns fr, or the first Frontier it wraps (Wrapper) that
 // is a LeaseWatcher; nil if none is.
 func AsLeaseWatcher(fr Frontier) LeaseWatcher {
-	for fr != nil {
-		if w, ok := fr.(LeaseWatcher); ok {
-			return w
-		}
+	var w LeaseWatcher
+	Walk(fr, func(f Frontier) bool {
+		w, _ = f.(LeaseWatcher)
+		return w != nil
+	})
+	return w
+}
+
+// Walk calls f with fr, then with each Frontier it wraps (Wrapper) in turn,
+// until f returns true: how optional interfaces are found through wrappers.
+func Walk(fr Frontier, f func(Frontier) bool) {
+	for fr != nil && !f(fr) {
 		u, ok := fr.(Wrapper)
 		if !ok {
-			return nil
+			return
 		}
 		fr = u.Unwrap()
 	}
-	return nil
 }
 
 // Errors stores return; test with errors.Is.

@@ -852,7 +852,7 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 // step is left (nextBisect takes it). reprobeDue asks it too: a settled
 // search taken up again where nextBisect settles at once only settled
 // again, two change records a success and the re-probe's quiet started
-// over each time (nginx 2r/s with a burst of 4, delayed: 193 times in 120 s,
+// over each time (nginx 2r/s with a burst of 4, delayed: 192 times in 120 s,
 // the base's lower bound above the 4% mark reprobeDue read from what passed
 // alone; nginx 6 per minute with no round limit left between its bounds, 11).
 func (r *rules) settlesAt(h *host, now int64) string {

@@ -142,7 +142,7 @@ func TestTwinFloors(t *testing.T) {
 // passed (0.097/s) and what was pushed back (0.161/s) with no round limit
 // between, and nginx's 2r/s with a burst of 4, delayed, with what passed
 // within 4% of the ceiling by its lower bound; every success after it took
-// the search up ("a 429 to spend again") and settled it at once, 11 and 193
+// the search up ("a 429 to spend again") and settled it at once, 11 and 192
 // times in 120 s, two change records each: they filled the host's last
 // changes in the summary, and each restarted the quiet a re-probe waits.
 func TestSettledStaysSettled(t *testing.T) {
