@@ -109,6 +109,11 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 		l.q.take(now)
 		rec.quota = true
 	}
+	if l.x != nil {
+		for _, q := range l.x.qo {
+			q.take(now)
+		}
+	}
 	if r.ceiling > 0 {
 		rec.ceilIv = int64(1e9 / r.ceiling)
 		h.ceilTat = max(h.ceilTat, now) + rec.ceilIv

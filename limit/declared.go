@@ -107,6 +107,9 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	if l.q == nil {
 		l.q = &quota{}
 	}
+	if o.Quota > 0 && l.q.limit > 0 && o.Quota != l.q.limit {
+		l.switchPolicy(o.Quota, now)
+	}
 	l.q.update(o, now, int32(l.inFlight))
 	if h.cap.bucket {
 		l.q.bucket = true // every lane's quota is the same bucket's
@@ -118,9 +121,9 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	}
 	// Every lane sees the same window: what one lane inferred about it
 	// holds for all (the longest reset, the smallest move).
-	hq := &h.cap.win
+	hq := h.cap.policy(l.q.limit)
 	wasKnown := hq.step > 0 || hq.sliding || hq.fixed
-	hq.limit, hq.window = l.q.limit, l.q.window
+	hq.limit, hq.window, hq.seen = l.q.limit, l.q.window, now
 	hq.wMax = max(hq.wMax, l.q.wMax)
 	if l.q.step > 0 && (hq.step == 0 || l.q.step < hq.step) {
 		hq.step = l.q.step
@@ -130,6 +133,8 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	hq.fixed = (hq.fixed || l.q.fixed) && !hq.sliding
 	l.q.known = hq.step > 0 || hq.sliding || hq.fixed
 	r.rollProbe(h, l, wasKnown)
+	h.cap.bind(now)
+	hq = &h.cap.win
 	exact := hq.fixed && hq.grid() && !h.cap.inexact
 	d := r.declaredRate(hq, exact)
 	if d <= 0 || d == h.cap.declared && exact == h.cap.exact {

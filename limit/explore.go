@@ -95,6 +95,9 @@ type capacity struct {
 	// rest.
 	declared float64
 	win      quota
+	// others are the other limits the server holds a client to at once
+	// (policies.go); win is the one whose rate is lowest.
+	others []quota
 	// roll is the lane chosen to go at the first roll's reset (rollProbe),
 	// rollAt that reset; "" = none yet.
 	roll   string

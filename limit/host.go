@@ -76,6 +76,9 @@ type laneExtra struct {
 	// clockN is the lane's own quota in a window of the clock told and
 	// proven, under the host's (clockOwn; 0: the host's).
 	clockN int32
+	// qo are the lane's quotas of the server's other limits (policies.go):
+	// q is the one the last answer stated.
+	qo []*quota
 }
 
 // run is a run of successes at one pace: since at, n; last is when the
@@ -306,6 +309,11 @@ func (r *rules) laneReady(l *lane) int64 {
 	t := max(l.tat-r.tau(l.pace), l.cool, l.ban)
 	if l.q != nil {
 		t = max(t, l.q.readyAt())
+	}
+	if l.x != nil {
+		for _, q := range l.x.qo {
+			t = max(t, q.readyAt()) // what remains of every limit stops the lane
+		}
 	}
 	return t
 }

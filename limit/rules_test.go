@@ -2261,3 +2261,55 @@ func TestFirstRollProbe(t *testing.T) {
 		t.Errorf("site-wide quota ready at %v, want its reset (10 s)", secs(got-at0))
 	}
 }
+
+// TestDeclaredPolicies: a server holding a client to two limits at once
+// (flask-limiter's "5 per second;30 per minute", moving windows) states in
+// each answer the one with the fewest remaining: the second's while the
+// minute has room, the minute's once it runs low. Each limit is a quota of
+// its own: the host's declared rate is the minute's (read as one quota, the
+// minute's reset with the second's limit said 5 per minute, a tenth of it),
+// and a lane whose minute ran out waits for it whatever the second's
+// answers say.
+func TestDeclaredPolicies(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	var hits []float64
+	answer := func(at float64) {
+		n1, n60 := 1, 1
+		for _, h := range hits {
+			if h > at-1 {
+				n1++
+			}
+			if h > at-60 {
+				n60++
+			}
+		}
+		hits = append(hits, at)
+		o := &Outcome{Quota: 5, Remaining: float64(max(0, 5-n1)), HasRemaining: true, ResetIn: time.Second}
+		if 30-n60 < 5-n1 {
+			o = &Outcome{Quota: 30, Remaining: float64(max(0, 30-n60)), HasRemaining: true, ResetIn: time.Minute}
+		}
+		r.declared(h, f, o, sec(at))
+	}
+	// A burst at 4 per second spends the minute in 7.5 s.
+	for i := range 30 {
+		answer(float64(i) / 4)
+	}
+	if got, want := h.cap.declared, 30.0/60; !near(got, want) {
+		t.Errorf("after the minute ran out: declared rate %.4f/s, want the minute's %.4f/s", got, want)
+	}
+	// The second's quota has room (its answers come on in-flight requests'
+	// answers too): the lane still waits for the minute's slots.
+	r.declared(h, f, &Outcome{Quota: 5, Remaining: 4, HasRemaining: true, ResetIn: time.Second}, sec(7.6))
+	if got := r.laneReady(f); got < sec(9) {
+		t.Errorf("the minute spent, an answer of the second's quota let the lane go at %.2fs", float64(got)/1e9)
+	}
+	// At the minute's pace from its first slot on, answers of both.
+	for i := range 30 {
+		answer(60 + 2.1*float64(i))
+	}
+	if got, want := h.cap.declared, 30.0/60; !near(got, want) {
+		t.Errorf("at the minute's pace: declared rate %.4f/s, want %.4f/s", got, want)
+	}
+}

@@ -3,9 +3,11 @@ package peerbench
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/exitgate/exitgate/internal/peers"
+	"github.com/exitgate/exitgate/sim/server"
 )
 
 // Holdouts are real limiters the learner is checked against but was not
@@ -114,6 +116,12 @@ func Holdouts() []Target {
 		nginxTarget("nginx-3r-s-burst2", 3, "3r/s", 2, false, ""),
 		nginx503Target("nginx-2r-s-503", 2, "2r/s"),
 
+		// Added on 2026-12-05's twenty-fourth session: two limits at once,
+		// as APIs layer them (a second's burst under a minute's quota): the
+		// minute's is the one a steady pace meets.
+		layeredFlask("flask-layered-5-per-s-30-per-min", "5 per second;30 per minute", 30, time.Minute, true),
+		layeredFlask("flask-layered-3-per-s-40-per-min-bare", "3 per second;40 per minute", 40, time.Minute, false),
+
 		// Added on 2026-12-05's twenty-first session: Ruby's Rack::Attack,
 		// whose windows are whole periods of the epoch clock, the same for
 		// every client (every other fixed window here opens with the
@@ -179,4 +187,26 @@ func countsDenied(t Target) Target {
 // errNoTwin is a held-out target asked to calibrate.
 func errNoTwin(t Target) error {
 	return fmt.Errorf("target %s is held out: it has no simulated twin to calibrate", t.Name)
+}
+
+// layeredFlask is flask-limiter holding a client to every limit of spec at
+// once (moving windows), of which limit per window is the one a steady
+// pace meets.
+func layeredFlask(name, spec string, limit int, window time.Duration, headers bool) Target {
+	hdrs, ra, mode := "X-RateLimit-Limit, -Remaining, -Reset of the limit nearest its end, and Retry-After, on every response", "seconds until X-RateLimit-Reset", server.HeadersXRateLimit
+	if !headers {
+		hdrs, ra, mode = "none (headers_enabled=False, flask-limiter's default)", "none", server.HeadersNone
+	}
+	return Target{
+		Name: name, Server: "Python flask-limiter 3.3 (limits 2.8, Debian python3-flask-limiter), werkzeug threaded server",
+		Algorithm: "moving windows, every limit of " + strconv.Quote(spec) + " at once",
+		Limit:     limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
+		RetryAfter: ra, Headers: hdrs,
+		Config: fmt.Sprintf("Limiter(get_remote_address, default_limits=[%q], strategy=\"moving-window\", headers_enabled=%s, storage_uri=\"memory://\")",
+			spec, map[bool]string{true: "True", false: "False"}[headers]),
+		algo: server.LimitsMoving, twinBurst: limit, headers: mode, retryAfterAlways: headers,
+		start: func(dir string) (Server, error) {
+			return peers.StartFlask(peers.FlaskConfig{Limit: spec, Strategy: "moving-window", NoHeaders: !headers, Dir: dir})
+		},
+	}
 }
