@@ -54,6 +54,81 @@ func benchOrigin(tb testing.TB, size int, think time.Duration) *url.URL {
 	return &url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/page"}
 }
 
+// bareProxy is the least a plain-HTTP forward proxy in Go does: each
+// request sent on with net/http's Transport and its answer copied back, no
+// limiter, no checks, no retries. The benchmark runs it beside the gateway
+// so that what the gateway's extra hop costs flat out is told apart from
+// what the gateway adds to such a hop.
+func bareProxy(tb testing.TB, conns int) *url.URL {
+	tb.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: conns, DisableCompression: true}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		out.Header.Del("Proxy-Connection")
+		resp, err := tr.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	})}
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Close(); tr.CloseIdleConnections() })
+	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+// tcpRelay listens on loopback and splices each connection to origin byte
+// for byte, both ways, parsing nothing: the bound on any proxy's extra hop
+// (one more connection a client's, each byte read and written once more),
+// with none of HTTP's work. Clients reach origin by its address.
+func tcpRelay(tb testing.TB, origin *url.URL) *url.URL {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				o, err := net.Dial("tcp", origin.Host)
+				if err != nil {
+					return
+				}
+				defer o.Close()
+				done := make(chan struct{})
+				go func() {
+					io.Copy(o, c)
+					o.(*net.TCPConn).CloseWrite()
+					close(done)
+				}()
+				io.Copy(c, o)
+				c.(*net.TCPConn).CloseWrite()
+				<-done
+			})
+		}
+	}()
+	tb.Cleanup(func() { ln.Close(); wg.Wait() })
+	u := *origin
+	u.Host = ln.Addr().String()
+	return &u
+}
+
 // load is one run of a load generator: clients concurrent keep-alive
 // clients send n requests in all.
 type load struct {
@@ -67,6 +142,15 @@ type load struct {
 }
 
 func (l load) rate() float64 { return float64(l.reqs) / l.elapsed.Seconds() }
+
+// add counts the run m into l (unsorted).
+func (l *load) add(m load) {
+	l.reqs += m.reqs
+	l.elapsed += m.elapsed
+	l.lat = append(l.lat, m.lat...)
+	l.warm = append(l.warm, m.warm...)
+	l.errs += m.errs
+}
 
 func (l load) pct(p float64) time.Duration { return pct(l.lat, p) }
 
@@ -128,10 +212,12 @@ func generate(target *url.URL, proxy *url.URL, clients, n int) load {
 }
 
 // BenchmarkGatewayVsDirect measures, side by side in one run, the same
-// load sent to a loopback origin directly and through the gateway: each
-// b.Loop round runs both, alternately, and the figures are over all rounds.
-// Reported: req/s direct and through the gateway, their ratio, p50 and p99
-// latency of each and what the gateway adds.
+// load sent to a loopback origin directly, through the gateway, through a
+// bare net/http forward proxy (bareProxy) and through a TCP relay that
+// parses nothing (tcpRelay): each b.Loop round runs the four in turn, and
+// the figures are over all rounds. Reported: req/s of each, their ratios,
+// p50 and p99 latency direct and through the gateway and what the gateway
+// adds.
 //
 //	go test -run '^$' -bench GatewayVsDirect -benchtime 3x ./gateway
 func BenchmarkGatewayVsDirect(b *testing.B) {
@@ -155,33 +241,33 @@ func BenchmarkGatewayVsDirect(b *testing.B) {
 				b.Fatal(err)
 			}
 			proxy := serve(b, g)
-			generate(origin, nil, sc.clients, sc.clients*2) // warm both paths
+			bare := bareProxy(b, 1024)
+			relayed := tcpRelay(b, origin)
+			generate(origin, nil, sc.clients, sc.clients*2) // warm every path
 			generate(origin, proxy, sc.clients, sc.clients*2)
-			var direct, gw load
+			generate(origin, bare, sc.clients, sc.clients*2)
+			generate(relayed, nil, sc.clients, sc.clients*2)
+			var direct, gw, bp, relay load
 			for b.Loop() {
-				d := generate(origin, nil, sc.clients, sc.n)
-				p := generate(origin, proxy, sc.clients, sc.n)
-				direct.reqs += d.reqs
-				direct.elapsed += d.elapsed
-				direct.lat = append(direct.lat, d.lat...)
-				direct.warm = append(direct.warm, d.warm...)
-				direct.errs += d.errs
-				gw.reqs += p.reqs
-				gw.elapsed += p.elapsed
-				gw.lat = append(gw.lat, p.lat...)
-				gw.warm = append(gw.warm, p.warm...)
-				gw.errs += p.errs
+				direct.add(generate(origin, nil, sc.clients, sc.n))
+				gw.add(generate(origin, proxy, sc.clients, sc.n))
+				bp.add(generate(origin, bare, sc.clients, sc.n))
+				relay.add(generate(relayed, nil, sc.clients, sc.n))
 			}
-			slices.Sort(direct.lat)
-			slices.Sort(gw.lat)
-			slices.Sort(direct.warm)
-			slices.Sort(gw.warm)
-			if direct.errs+gw.errs > 0 {
-				b.Errorf("errors: %d direct, %d through the gateway", direct.errs, gw.errs)
+			for _, l := range []*load{&direct, &gw, &bp, &relay} {
+				slices.Sort(l.lat)
+				slices.Sort(l.warm)
 			}
+			if direct.errs+gw.errs+bp.errs+relay.errs > 0 {
+				b.Errorf("errors: %d direct, %d through the gateway, %d through the bare proxy, %d through the relay", direct.errs, gw.errs, bp.errs, relay.errs)
+			}
+			b.ReportMetric(100*relay.rate()/direct.rate(), "tcp-relay-%-of-direct")
 			b.ReportMetric(direct.rate(), "direct-req/s")
 			b.ReportMetric(gw.rate(), "gateway-req/s")
+			b.ReportMetric(bp.rate(), "bare-proxy-req/s")
 			b.ReportMetric(100*gw.rate()/direct.rate(), "%-of-direct")
+			b.ReportMetric(100*bp.rate()/direct.rate(), "bare-proxy-%-of-direct")
+			b.ReportMetric(100*gw.rate()/bp.rate(), "%-of-bare-proxy")
 			b.ReportMetric(ms(direct.pct(0.5)), "direct-p50-ms")
 			b.ReportMetric(ms(gw.pct(0.5)), "gateway-p50-ms")
 			b.ReportMetric(ms(direct.pct(0.99)), "direct-p99-ms")
