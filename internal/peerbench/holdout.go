@@ -118,7 +118,10 @@ func Holdouts() []Target {
 
 		// Added on 2026-12-05's twenty-fourth session: two limits at once,
 		// as APIs layer them (a second's burst under a minute's quota): the
-		// minute's is the one a steady pace meets.
+		// minute's is the one a steady pace meets. Both failed on first
+		// run; the quota per declared limit (limit/policies.go) was built
+		// on the first, so it is held out from the twins only (the
+		// simulator has one policy a site).
 		layeredFlask("flask-layered-5-per-s-30-per-min", "5 per second;30 per minute", 30, time.Minute, true),
 		layeredFlask("flask-layered-3-per-s-40-per-min-bare", "3 per second;40 per minute", 40, time.Minute, false),
 
