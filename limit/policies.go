@@ -21,6 +21,12 @@ import "time"
 // lanes back for long.
 const policyIdle = time.Minute
 
+// maxPolicies bounds the limits a lane or host keeps at once: real servers
+// layer two or three; a server stating a new limit on every answer must
+// not grow a list every acquire walks. Past it the one stated longest ago
+// goes.
+const maxPolicies = 4
+
 // stale reports whether no answer stated q's limit for policyIdle and three
 // of its windows.
 func (q *quota) stale(now int64) bool {
@@ -46,6 +52,15 @@ func (l *lane) switchPolicy(limit float64, now int64) {
 	if next == nil {
 		next = &quota{}
 	}
+	if len(kept) >= maxPolicies-1 {
+		oldest := 0
+		for i, q := range kept {
+			if q.seen < kept[oldest].seen {
+				oldest = i
+			}
+		}
+		kept = append(kept[:oldest], kept[oldest+1:]...)
+	}
 	x.qo = append(kept, l.q)
 	l.q = next
 }
@@ -60,6 +75,15 @@ func (c *capacity) policy(limit float64) *quota {
 		if c.others[i].limit == limit {
 			return &c.others[i]
 		}
+	}
+	if len(c.others) >= maxPolicies-1 {
+		oldest := 0
+		for i := range c.others {
+			if c.others[i].seen < c.others[oldest].seen {
+				oldest = i
+			}
+		}
+		c.others = append(c.others[:oldest], c.others[oldest+1:]...)
 	}
 	c.others = append(c.others, quota{})
 	return &c.others[len(c.others)-1]

@@ -2313,3 +2313,26 @@ func TestDeclaredPolicies(t *testing.T) {
 		t.Errorf("at the minute's pace: declared rate %.4f/s, want %.4f/s", got, want)
 	}
 }
+
+// TestDeclaredPoliciesBounded: a server stating another limit on every
+// answer leaves each lane and the host a few quotas, never a list that
+// grows with the answers.
+func TestDeclaredPoliciesBounded(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	for i := range 200 {
+		o := &Outcome{Quota: float64(10 + i), Remaining: 5, HasRemaining: true, ResetIn: time.Second}
+		r.declared(h, f, o, sec(float64(i)/10))
+	}
+	const few = 4 // maxPolicies, written out: the test must not follow it anywhere
+	if n := len(f.x.qo) + 1; n > few {
+		t.Errorf("lane keeps %d quotas, want at most %d", n, few)
+	}
+	if n := len(h.cap.others) + 1; n > few {
+		t.Errorf("host keeps %d quotas, want at most %d", n, few)
+	}
+	if f.q.limit != 209 {
+		t.Errorf("lane's quota is of limit %v, want the last stated, 209", f.q.limit)
+	}
+}
