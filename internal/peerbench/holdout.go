@@ -124,6 +124,7 @@ func Holdouts() []Target {
 		// simulator has one policy a site).
 		layeredFlask("flask-layered-5-per-s-30-per-min", "5 per second;30 per minute", 30, time.Minute, true),
 		layeredFlask("flask-layered-3-per-s-40-per-min-bare", "3 per second;40 per minute", 40, time.Minute, false),
+		nginxLayered("nginx-5r-s-burst5-and-60r-m-burst20", "5r/s", 5, "60r/m", 20, 1),
 
 		// Added on 2026-12-05's twenty-first session: Ruby's Rack::Attack,
 		// whose windows are whole periods of the epoch clock, the same for
@@ -212,4 +213,16 @@ func layeredFlask(name, spec string, limit int, window time.Duration, headers bo
 			return peers.StartFlask(peers.FlaskConfig{Limit: spec, Strategy: "moving-window", NoHeaders: !headers, Dir: dir})
 		},
 	}
+}
+
+// nginxLayered is nginx holding each client address to two limit_req zones
+// at once, a short one (rate, burst) and a long one (longRate, longBurst),
+// both nodelay, bare 429s; perSecond is the long one's rate, the one a
+// steady pace meets.
+func nginxLayered(name, rate string, burst int, longRate string, longBurst int, perSecond float64) Target {
+	t := nginxTarget(name, perSecond, longRate, longBurst, false, "")
+	t.Algorithm = fmt.Sprintf("two leaky buckets per client address at once: %s with a burst of %d, and %s with a burst of %d (nodelay both)", rate, burst, longRate, longBurst)
+	t.Config = fmt.Sprintf("limit_req_zone $binary_remote_addr zone=perip:1m rate=%s; limit_req_zone $binary_remote_addr zone=long:1m rate=%s; limit_req zone=perip burst=%d nodelay; limit_req zone=long burst=%d nodelay; limit_req_status 429;", rate, longRate, burst, longBurst)
+	t.start = nginxStart(peers.NginxConfig{Rate: rate, Burst: burst, LongRate: longRate, LongBurst: longBurst, NoRetryAfter: true})
+	return t
 }

@@ -28,6 +28,11 @@ type NginxConfig struct {
 	// status). Empty means "1"; NoRetryAfter sends none.
 	RetryAfter   string
 	NoRetryAfter bool
+	// LongRate and LongBurst, when LongRate is set, are a second zone per
+	// client address that every request passes too (a long-term limit
+	// under a burst's, as sites layer them), with nodelay.
+	LongRate  string
+	LongBurst int
 	// Status is what a request the limit rejects is answered with
 	// (limit_req_status). Zero means 429; nginx's own default, when the
 	// directive is left out, is 503, which a client cannot tell from an
@@ -95,6 +100,7 @@ http {
     }
     limit_req_zone $slow_key zone=slow:1m rate={{slowrate}};
     limit_req_zone $half_key zone=half:1m rate={{halfrate}};
+    limit_req_zone $long_key zone=long:1m rate={{longrate}};
     limit_req_status {{status}};
     map $status $retry_after { 429 "{{retry}}";{{statusretry}} default ""; }
     server {
@@ -118,6 +124,7 @@ http {
         if (-f {{dir}}/turn-slow) {
             set $slow_key $slow_addr;
         }
+        set $long_key "{{longkey}}";
         set $half_key "";
         if (-f {{dir}}/turn-half) {
             set $half_key $binary_remote_addr;
@@ -126,6 +133,7 @@ http {
             limit_req zone=perip{{burst}};
             limit_req zone=slow{{burst}};
             limit_req zone=half{{burst}};
+            limit_req zone=long{{longburst}};
             add_header Retry-After $retry_after always;
             ssi on; ssi_types text/plain;
             index index.html;{{tryfiles}}
@@ -163,6 +171,14 @@ func StartNginx(cfg NginxConfig) (*Nginx, error) {
 	}
 	if err := checkConf("nginx", "Rate", cfg.Rate, "Listen", cfg.Listen); err != nil {
 		return nil, err
+	}
+	if cfg.LongBurst < 0 {
+		return nil, fmt.Errorf("nginx: negative LongBurst %d", cfg.LongBurst)
+	}
+	if cfg.LongRate != "" {
+		if err := checkConf("nginx", "LongRate", cfg.LongRate); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkHostile(cfg); err != nil {
 		return nil, err
@@ -247,6 +263,14 @@ func writeNginxConf(dir workDir, cfg NginxConfig, tryFiles string) error {
 	}
 	// A zone keyed on nothing limits nothing: rates for turns not used.
 	slowRate, halfRate := cmp.Or(cfg.SlowRate, "1r/s"), cmp.Or(cfg.HalfRate, "1r/s")
+	longRate, longKey, longBurst := cmp.Or(cfg.LongRate, "1r/s"), "", ""
+	if cfg.LongRate != "" {
+		longKey = "$binary_remote_addr"
+		longBurst = " nodelay"
+		if cfg.LongBurst > 0 {
+			longBurst = fmt.Sprintf(" burst=%d nodelay", cfg.LongBurst)
+		}
+	}
 	status, statusRetry := cmp.Or(cfg.Status, 429), ""
 	if status != 429 {
 		// The lockout turn still answers 429 with Retry-After; a map
@@ -258,6 +282,7 @@ func writeNginxConf(dir workDir, cfg NginxConfig, tryFiles string) error {
 		"{{listen}}", cfg.Listen, "{{burst}}", burst, "{{tryfiles}}", tryFiles,
 		"{{block}}", block.String(), "{{slow}}", slow.String(), "{{slowrate}}", slowRate, "{{halfrate}}", halfRate,
 		"{{blockpage}}", blockPage, "{{status}}", fmt.Sprint(status), "{{statusretry}}", statusRetry,
+		"{{longrate}}", longRate, "{{longkey}}", longKey, "{{longburst}}", longBurst,
 	).Replace(nginxConf)
 	if err := writeFile(dir.join("nginx.conf"), conf, 0o644); err != nil {
 		return fmt.Errorf("nginx: %w", err)

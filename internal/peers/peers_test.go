@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -731,5 +732,27 @@ func TestPortTaken(t *testing.T) {
 	defer n.Close()
 	if calls != 2 || n.Addr() == taken {
 		t.Errorf("StartRetry: %d calls, on %s; want a second call on a new port", calls, n.Addr())
+	}
+}
+
+// TestNginxLongZone: a second zone per address that every request passes
+// too: with a generous first one (100r/s, burst 100) the long one, 6r/m
+// with a burst of 2, lets three through at once and refuses the fourth.
+func TestNginxLongZone(t *testing.T) {
+	n := peertest.StartNginx(t, peertest.NginxConfig{Rate: "100r/s", Burst: 100, LongRate: "6r/m", LongBurst: 2,
+		NoRetryAfter: true, Files: map[string]string{"page.txt": "page\n"}, Fallback: "page.txt"})
+	c := &http.Client{Timeout: 10 * time.Second}
+	var codes []int
+	for i := range 4 {
+		resp, err := c.Get(fmt.Sprintf("%s/p/%d", n.URL(), i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if !slices.Equal(codes, []int{200, 200, 200, 429}) {
+		t.Errorf("statuses = %v, want three 200s, then the long zone's 429", codes)
 	}
 }
