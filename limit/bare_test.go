@@ -1238,3 +1238,54 @@ func TestAwaitCount(t *testing.T) {
 		t.Errorf("a first run of %d: g held %v, over %q; want nobody held", awaitMin-1, held(g), h.exp.over)
 	}
 }
+
+// TestWall: a host settled at a pace, its lanes pushed back after long
+// runs (40 successes in 27 s) without a Retry-After, reads a window's quota
+// spent when the lane with the longest run is through again only much
+// later: 40 per minute (flask-limiter's "3 per second;40 per minute",
+// bare); the wall's lane retries at least every wallEvery meanwhile, and
+// the lanes backed off into the wall go again once it is read. Through
+// again quickly, nothing is read.
+func TestWall(t *testing.T) {
+	r := testRules(t, Config{})
+	setup := func() (*host, *lane, *lane) {
+		h := hostWith(r, "e", "f", "g")
+		c := &h.cap
+		c.safe, c.pass, c.sent, c.follow = 1.94, 1.94, 1.94, 1.94
+		h.exp.phase, h.exp.exit = expSettled, "e"
+		for _, l := range h.lanes {
+			r.setPace(h, l, 1.94)
+			l.hot = true
+			l.serAt, l.serOK = sec(0), 40
+		}
+		f, g := h.lanes["f"], h.lanes["g"]
+		g.serOK = 38
+		r.throttled(h, f, ticketRec{at: sec(27), laneIv: interval(1.94)}, &Outcome{}, sec(27), sec(27), 0.5)
+		r.throttled(h, g, ticketRec{at: sec(27.5), laneIv: interval(1.94)}, &Outcome{}, sec(27.5), sec(27.5), 0.5)
+		return h, f, g
+	}
+	h, f, g := setup()
+	if h.cap.wall.exit != "f" || h.cap.wall.n != 40 {
+		t.Fatalf("wall %+v, want lane f's run of 40", h.cap.wall)
+	}
+	at := f.cool
+	r.throttled(h, f, ticketRec{at: at, laneIv: interval(1.94), first: true}, &Outcome{}, at, at, 0.5)
+	if f.cool > at+wallEvery {
+		t.Errorf("the wall's lane, pushed back again, waits %v, want at most %v", time.Duration(f.cool-at), time.Duration(wallEvery))
+	}
+	g.cool = sec(100) // backed off further with each retry into the wall
+	r.wallOK(h, f, sec(62), sec(62.2)) // through 35 s after its 429
+	if c := &h.cap; c.quotaN != 40 || c.quotaW != int64(time.Minute) {
+		t.Errorf("through again 35 s on: quota %v per %v, want 40 per minute", c.quotaN, time.Duration(c.quotaW))
+	}
+	if g.cool > sec(62.2)+int64(heldStagger) {
+		t.Errorf("the other lane pushed back into the wall still waits until %v once the window is read", time.Duration(g.cool-at0))
+	}
+
+	h, f, _ = setup()
+	safe := h.cap.safe
+	r.wallOK(h, f, sec(28.5), sec(28.6)) // through 1.5 s on: a bucket's refill
+	if c := &h.cap; c.quotaN != 0 || c.safe != safe {
+		t.Errorf("through again 1.5 s on: quota %v, safe %v, want nothing read", c.quotaN, c.safe)
+	}
+}
