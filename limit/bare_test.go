@@ -1273,7 +1273,7 @@ func TestWall(t *testing.T) {
 	if f.cool > at+wallEvery {
 		t.Errorf("the wall's lane, pushed back again, waits %v, want at most %v", time.Duration(f.cool-at), time.Duration(wallEvery))
 	}
-	g.cool = sec(100)                  // backed off further with each retry into the wall
+	g.cool = sec(100) // backed off further with each retry into the wall
 	r.wallOK(h, f, sec(62), sec(62.2)) // through 35 s after its 429
 	if c := &h.cap; c.quotaN != 40 || c.quotaW != int64(time.Minute) {
 		t.Errorf("through again 35 s on: quota %v per %v, want 40 per minute", c.quotaN, time.Duration(c.quotaW))
