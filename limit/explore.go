@@ -90,9 +90,6 @@ type capacity struct {
 	extra float64
 	// clock is the quota read as a window of the clock (clockwindow.go).
 	clock clockRead
-	// wall is a window's quota spent on a host that read no window
-	// (wall.go).
-	wall wallRead
 	// declared is what the server declared (quota per window, the window
 	// inferred from all lanes' resets when not declared); it overrides the
 	// rest.

@@ -86,7 +86,6 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		}
 		h.okAt, h.okExit = now, l.exit
 		r.clockTest(h, l, rec, sent, false, now)
-		r.wallOK(h, l, sent, now)
 		r.okRules(h, l, sent, now)
 	case verdict.Throttled:
 		h.count429(l, now)
@@ -264,9 +263,6 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.exp.runEnded(l.exit, now)
 	}
 	l.serAt, l.serSent, l.serOK = now, 0, 0
-	if o.RetryAfter == 0 && !echo && !spent && !told {
-		r.wallHit(h, l, ser, now)
-	}
 	if r.inferScope(h, now) {
 		r.hostThrottled(h, o, sent, now, u)
 		return
@@ -322,7 +318,6 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.cap.costly = true
 	}
 	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
-	r.wallProbe(h, l, now)
 	if k := &h.cap.clock; k.lane == l.exit && k.stage == 1 && l.cool > k.end-int64(clockLead) {
 		l.cool = k.end - int64(clockLead) // the test's first request goes before the window's end, whatever the backoff
 	} else if k.lane == l.exit && k.w > 0 && l.cool > k.end+int64(clockSlack) {
