@@ -248,7 +248,11 @@ func (w *stallWatch) check(ctx context.Context, c *Core, now, active time.Time) 
 			c.mu.Lock()
 			c.frDirty = true // claim again at once
 			c.mu.Unlock()
-			c.cfg.Logger.Info("engine: asked the frontier to rebuild its schedule", "err", err)
+			if err != nil {
+				c.cfg.Logger.Warn("engine: asked the frontier to rebuild its schedule", "err", err)
+			} else {
+				c.cfg.Logger.Info("engine: asked the frontier to rebuild its schedule")
+			}
 		}
 	}
 	w.said, w.saidAt = idle, now

@@ -1,6 +1,9 @@
 package limit
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // A server may hold a client to several limits at once: a second's burst
 // under a minute's quota (flask-limiter's "5 per second;30 per minute"),
@@ -39,29 +42,18 @@ func (q *quota) stale(now int64) bool {
 func (l *lane) switchPolicy(limit float64, now int64) {
 	x := l.extra()
 	var next *quota
-	kept := x.qo[:0]
-	for _, q := range x.qo {
-		switch {
-		case q.limit == limit:
-			next = q
-		case !q.stale(now):
-			kept = append(kept, q)
-		}
-	}
-	clear(x.qo[len(kept):])
-	if next == nil {
+	if i := slices.IndexFunc(x.qo, func(q *quota) bool { return q.limit == limit }); i >= 0 {
+		next = x.qo[i]
+		x.qo = slices.Delete(x.qo, i, i+1)
+	} else {
 		next = &quota{}
 	}
-	if len(kept) >= maxPolicies-1 {
-		oldest := 0
-		for i, q := range kept {
-			if q.seen < kept[oldest].seen {
-				oldest = i
-			}
-		}
-		kept = append(kept[:oldest], kept[oldest+1:]...)
+	x.qo = slices.DeleteFunc(x.qo, func(q *quota) bool { return q.stale(now) })
+	if len(x.qo) >= maxPolicies-1 {
+		i := oldest(len(x.qo), func(i int) int64 { return x.qo[i].seen })
+		x.qo = slices.Delete(x.qo, i, i+1)
 	}
-	x.qo = append(kept, l.q)
+	x.qo = append(x.qo, l.q)
 	l.q = next
 }
 
@@ -71,35 +63,34 @@ func (c *capacity) policy(limit float64) *quota {
 	if c.win.limit <= 0 || limit <= 0 || c.win.limit == limit {
 		return &c.win
 	}
-	for i := range c.others {
-		if c.others[i].limit == limit {
-			return &c.others[i]
-		}
+	if i := slices.IndexFunc(c.others, func(q quota) bool { return q.limit == limit }); i >= 0 {
+		return &c.others[i]
 	}
 	if len(c.others) >= maxPolicies-1 {
-		oldest := 0
-		for i := range c.others {
-			if c.others[i].seen < c.others[oldest].seen {
-				oldest = i
-			}
-		}
-		c.others = append(c.others[:oldest], c.others[oldest+1:]...)
+		i := oldest(len(c.others), func(i int) int64 { return c.others[i].seen })
+		c.others = slices.Delete(c.others, i, i+1)
 	}
 	c.others = append(c.others, quota{})
 	return &c.others[len(c.others)-1]
+}
+
+// oldest is the index, of n quotas, of the one stated longest ago (seen(i)
+// is when quota i last was).
+func oldest(n int, seen func(int) int64) int {
+	o := 0
+	for i := 1; i < n; i++ {
+		if seen(i) < seen(o) {
+			o = i
+		}
+	}
+	return o
 }
 
 // bind drops stale policies and makes win the one whose rate is lowest: the
 // one a steady pace meets first. A policy whose window is not known yet
 // binds nothing.
 func (c *capacity) bind(now int64) {
-	kept := c.others[:0]
-	for _, q := range c.others {
-		if !q.stale(now) {
-			kept = append(kept, q)
-		}
-	}
-	c.others = kept
+	c.others = slices.DeleteFunc(c.others, func(q quota) bool { return q.stale(now) })
 	for i := range c.others {
 		if r := c.others[i].rate(); r > 0 && (c.win.rate() <= 0 || r < c.win.rate() || c.win.stale(now)) {
 			c.win, c.others[i] = c.others[i], c.win

@@ -2325,7 +2325,7 @@ func TestDeclaredPoliciesBounded(t *testing.T) {
 		o := &Outcome{Quota: float64(10 + i), Remaining: 5, HasRemaining: true, ResetIn: time.Second}
 		r.declared(h, f, o, sec(float64(i)/10))
 	}
-	const few = 4 // maxPolicies, written out: the test must not follow it anywhere
+	const few = 4 // maxPolicies written out: a larger bound must fail here
 	if n := len(f.x.qo) + 1; n > few {
 		t.Errorf("lane keeps %d quotas, want at most %d", n, few)
 	}

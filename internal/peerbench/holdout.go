@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/internal/peers"
-	"github.com/exitgate/exitgate/sim/server"
 )
 
 // Holdouts are real limiters the learner is checked against but was not
@@ -197,22 +196,13 @@ func errNoTwin(t Target) error {
 // once (moving windows), of which limit per window is the one a steady
 // pace meets.
 func layeredFlask(name, spec string, limit int, window time.Duration, headers bool) Target {
-	hdrs, ra, mode := "X-RateLimit-Limit, -Remaining, -Reset of the limit nearest its end, and Retry-After, on every response", "seconds until X-RateLimit-Reset", server.HeadersXRateLimit
-	if !headers {
-		hdrs, ra, mode = "none (headers_enabled=False, flask-limiter's default)", "none", server.HeadersNone
+	t := flaskLimits(name, spec, limit, window, false, headers)
+	t.Algorithm = "moving windows, every limit of " + strconv.Quote(spec) + " at once"
+	if headers {
+		t.Headers = "X-RateLimit-Limit, -Remaining, -Reset of the limit nearest its end, and Retry-After, on every response"
+		t.RetryAfter = "seconds until X-RateLimit-Reset"
 	}
-	return Target{
-		Name: name, Server: "Python flask-limiter 3.3 (limits 2.8, Debian python3-flask-limiter), werkzeug threaded server",
-		Algorithm: "moving windows, every limit of " + strconv.Quote(spec) + " at once",
-		Limit:     limit, Window: window.Seconds(), Rate: float64(limit) / window.Seconds(),
-		RetryAfter: ra, Headers: hdrs,
-		Config: fmt.Sprintf("Limiter(get_remote_address, default_limits=[%q], strategy=\"moving-window\", headers_enabled=%s, storage_uri=\"memory://\")",
-			spec, map[bool]string{true: "True", false: "False"}[headers]),
-		algo: server.LimitsMoving, twinBurst: limit, headers: mode, retryAfterAlways: headers,
-		start: func(dir string) (Server, error) {
-			return peers.StartFlask(peers.FlaskConfig{Limit: spec, Strategy: "moving-window", NoHeaders: !headers, Dir: dir})
-		},
-	}
+	return t
 }
 
 // nginxLayered is nginx holding each client address to two limit_req zones

@@ -247,8 +247,14 @@ func httprateTarget(name string, limit int, window time.Duration, strip bool) Ta
 
 func flaskTarget(name string, limit int, window time.Duration, fixed, headers bool) Target {
 	unit := map[time.Duration]string{time.Second: "second", 10 * time.Second: "10 seconds", 15 * time.Second: "15 seconds", 30 * time.Second: "30 seconds", time.Minute: "minute", 2 * time.Minute: "2 minutes"}[window]
+	return flaskLimits(name, fmt.Sprintf("%d per %s", limit, unit), limit, window, fixed, headers)
+}
+
+// flaskLimits is flask-limiter holding each client to the limits of spec
+// (one, or several separated by ";"), of which limit per window is the one
+// a steady pace meets and utilization is measured against.
+func flaskLimits(name, spec string, limit int, window time.Duration, fixed, headers bool) Target {
 	span := map[time.Duration]string{time.Second: "a second", 10 * time.Second: "10 seconds", 15 * time.Second: "15 seconds", 30 * time.Second: "30 seconds", time.Minute: "a minute", 2 * time.Minute: "2 minutes"}[window]
-	spec := fmt.Sprintf("%d per %s", limit, unit)
 	strategy, algo := "moving-window", server.LimitsMoving
 	algorithm := fmt.Sprintf("moving window (a log of the accepted requests of the last %s)", span)
 	ra := "seconds until X-RateLimit-Reset (a window after the newest request, +1 s), on every response"
