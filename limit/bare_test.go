@@ -1238,3 +1238,88 @@ func TestAwaitCount(t *testing.T) {
 		t.Errorf("a first run of %d: g held %v, over %q; want nobody held", awaitMin-1, held(g), h.exp.over)
 	}
 }
+
+// TestWall: a host settled at a pace without a window, its lanes pushed
+// back together after long runs (40 successes in 27 s, flask-limiter's
+// "3 per second;40 per minute", bare) and again a second on with nothing
+// between, reads a window's quota spent: the lanes wait, the one with the
+// longest run retries alone without cutting the pace, and its recovery
+// reads 40 per minute and lets the others go. Lanes through again within
+// the second, or whose retries pass (a bucket, a sliding counter's edge),
+// open nothing.
+func TestWall(t *testing.T) {
+	r := testRules(t, Config{})
+	setup := func() (*host, *lane, *lane) {
+		h := hostWith(r, "e", "f", "g")
+		c := &h.cap
+		c.safe, c.pass, c.sent, c.follow = 1.94, 1.94, 1.94, 1.94
+		h.exp.phase = expSettled
+		for _, l := range h.lanes {
+			r.setPace(h, l, 1.94)
+			l.hot = true
+			l.serAt, l.serOK, l.c.ok = sec(0), 40, 40
+		}
+		h.lanes["g"].serOK = 38
+		return h, h.lanes["f"], h.lanes["g"]
+	}
+	push := func(h *host, l *lane, at float64) {
+		r.throttled(h, l, ticketRec{at: sec(at), laneIv: interval(l.pace), first: l.eps > 0}, &Outcome{}, sec(at), sec(at), 0.5)
+	}
+	stands := func(h *host) bool { return h.wall != nil && h.wall.stands }
+
+	h, f, g := setup()
+	push(h, f, 27)
+	push(h, g, 27.5)
+	if stands(h) {
+		t.Fatal("a wall stands on the first 429s")
+	}
+	push(h, f, 28.1)
+	push(h, g, 28.6)
+	if !stands(h) || h.wall.exit != "f" || h.wall.n != 40 {
+		t.Fatalf("pushed back again a second on: wall %+v, want standing on lane f's run of 40", h.wall)
+	}
+	if _, ok := lastChange(h, "wall"); !ok {
+		t.Error("no wall Change recorded")
+	}
+	if f.cool > sec(28.6)+wallFirst {
+		t.Errorf("the wall's lane retries at %v, want within %v", time.Duration(f.cool-sec(28.6)), time.Duration(wallFirst))
+	}
+	if g.cool < f.cool+maxRecovery {
+		t.Errorf("the other lane goes at %v, before the wall's lane's answer", time.Duration(g.cool-at0))
+	}
+	follow, safe := h.cap.follow, h.cap.safe
+	at := secs(f.cool - at0)
+	push(h, f, at)
+	if h.cap.follow != follow || h.cap.safe != safe {
+		t.Errorf("the probe pushed back cut the host: follow %v -> %v, safe %v -> %v", follow, h.cap.follow, safe, h.cap.safe)
+	}
+	if f.cool > sec(at)+wallEvery || g.cool < f.cool+maxRecovery {
+		t.Errorf("after the probe's 429 at %.1fs: it retries at %v, the other goes at %v", at, time.Duration(f.cool-at0), time.Duration(g.cool-at0))
+	}
+	r.wallOK(h, f, sec(62), sec(62.2)) // through 35 s after its 429
+	if c := &h.cap; c.quotaN != 40 || c.quotaW != int64(time.Minute) {
+		t.Errorf("through again 35 s on: quota %v per %v, want 40 per minute", c.quotaN, time.Duration(c.quotaW))
+	}
+	if h.wall != nil || g.cool > sec(62.2)+int64(heldStagger) {
+		t.Errorf("once the window is read the wall is %+v and the other lane waits until %v", h.wall, time.Duration(g.cool-at0))
+	}
+
+	// Retries within the second: a bucket's or a leaky bucket's refill.
+	h, f, g = setup()
+	push(h, f, 27)
+	push(h, g, 27.5)
+	push(h, f, 27.6)
+	push(h, g, 28.1)
+	if stands(h) {
+		t.Error("retries pushed back within a second raised a wall")
+	}
+	// One lane through again: the other alone is no wall.
+	h, f, g = setup()
+	push(h, f, 27)
+	push(h, g, 27.5)
+	r.wallOK(h, f, sec(28.2), sec(28.3))
+	push(h, g, 28.6)
+	if stands(h) {
+		t.Error("a lane through again and one stuck raised a wall")
+	}
+}

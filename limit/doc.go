@@ -139,7 +139,12 @@
 // after 10 s or more without one (20 successes per lane in it), one per
 // lane, which are a hiccup (a
 // server or proxy stalling a moment, then passing requests on back to
-// back): the pace holds. A settled host that falls starts its search a cut
+// back): the pace holds. Lanes pushed back together after long runs on a
+// host that read no window, and pushed back again a second or more on with
+// nothing between, have spent a window's quota (a minute's limit under a
+// second's, bare): the pace is not cut; they wait while the lane with the
+// longest run retries alone, ever more sparsely, and its recovery reads the
+// quota over the common window it fits (wall.go). A settled host that falls starts its search a cut
 // under the pace it held. One follower pushed back alone
 // has a smaller budget of its own (a reputation tier): it searches its own
 // while the others go on (follow.go). A lane whose pace drops is held back

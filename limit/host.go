@@ -178,6 +178,9 @@ type host struct {
 	ev   evidence
 	rate hostRate
 	q    *quota // declared quota when the scope is shared
+	// wall is a window's quota spent on a host that read no window
+	// (wall.go; nil: none).
+	wall *wallRead
 
 	scope   Scope
 	hinted  bool  // scope came from headers

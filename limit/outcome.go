@@ -34,6 +34,11 @@ import (
 //                last 429, sent slower than that one, before the host's
 //                counted window could end, reads nothing either; the lane
 //                waits the rest of the window.
+//     wall       lanes pushed back together after long runs, on a host
+//                that read no window, and again a second or more on with
+//                nothing between: a window's quota spent; the lanes wait
+//                while the one with the longest run retries, and its
+//                recovery reads the window (wall.go).
 //     clock      the answer to a test of a window of the clock: the
 //                request before the window's end pushed back, the one
 //                after it passed, proves it; a window told by Retry-After,
@@ -86,6 +91,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		}
 		h.okAt, h.okExit = now, l.exit
 		r.clockTest(h, l, rec, sent, false, now)
+		r.wallOK(h, l, sent, now)
 		r.okRules(h, l, sent, now)
 	case verdict.Throttled:
 		h.count429(l, now)
@@ -204,6 +210,20 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	l.epAt = now
 	if h.cap.windowed && o.RetryAfter == 0 {
 		l.extra().epPace = x
+	}
+	if o.RetryAfter == 0 && !echo && !spent && r.wallThrottled(h, l, series{at: l.serAt, ok: l.serOK}, sent, now) {
+		// Rule wall: a window's quota spent; the lane waits for the
+		// wall's probe, or is it (wall.go). Nothing read of its pace.
+		h.hostPushedBack(now)
+		l.serAt, l.serSent, l.serOK = now, 0, 0
+		if l.exit == h.exp.exit {
+			h.exp.run, h.exp.chain = run{}, chain{}
+			h.exp.runEnded(l.exit, now)
+		}
+		if l.eps < 255 {
+			l.eps++
+		}
+		return
 	}
 	if again {
 		h.hostPushedBack(now)
@@ -733,17 +753,22 @@ func (r *rules) releaseLanes(h *host, now int64, counted bool) {
 			continue
 		}
 		l.x.held, l.x.counted = false, false
-		at := now + i*int64(heldStagger)
+		r.releaseAt(h, l, now+i*int64(heldStagger))
 		i++
-		if l.cool <= at {
-			continue
-		}
-		d := l.cool - at
-		h.c.ThrottledNs -= min(d, h.c.ThrottledNs)
-		l.c.coolMs -= uint32(min(d/1e6, int64(l.c.coolMs)))
-		l.cool = at
-		r.rekey(h, l)
 	}
+}
+
+// releaseAt lets lane l, cooling, go at at: the time it was held beyond that
+// is no longer counted as throttled.
+func (r *rules) releaseAt(h *host, l *lane, at int64) {
+	if l.cool <= at {
+		return
+	}
+	d := l.cool - at
+	h.c.ThrottledNs -= min(d, h.c.ThrottledNs)
+	l.c.coolMs -= uint32(min(d/1e6, int64(l.c.coolMs)))
+	l.cool = at
+	r.rekey(h, l)
 }
 
 // heldLanes returns the lanes awaitHold holds, in their exits' order (a
