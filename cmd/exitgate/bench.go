@@ -61,7 +61,7 @@ each run is capped by --duration (30 s when unset).
 twins (simulated twins of the real limiters of go run ./cmd/peerbench, each
 named twin-<target>: nginx, HAProxy, x/time/rate, go-chi/httprate,
 flask-limiter, express-rate-limit) and wide (a short crawl, reputation tiers,
-100 hosts at once).
+two limits at once, 100 hosts at once).
 
 Scenarios:
 ` + scenarioHelp() + `

@@ -245,6 +245,54 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 	return alg, nil
 }
 
+// ---- several limits at once ----
+
+// layered holds each key to every part at once (Config.Also), checked in
+// turn: a request one part refuses was charged by the parts before it.
+type layered struct{ parts []Algorithm }
+
+// Decide returns the refusing part's decision, or, when every part allows,
+// the one with the fewest remaining (what flask-limiter's headers state).
+func (l *layered) Decide(key string, now time.Time) Decision {
+	var d Decision
+	for i, a := range l.parts {
+		x := a.Decide(key, now)
+		if !x.Allowed {
+			return x
+		}
+		if i == 0 || x.Remaining < d.Remaining {
+			d = x
+		}
+	}
+	return d
+}
+
+// SetPolicy replaces the first part's policy (New refuses a schedule with
+// further limits, so only a caller of the site's algorithm gets here).
+func (l *layered) SetPolicy(p Policy) error { return l.parts[0].SetPolicy(p) }
+
+// Policy returns the part with the lowest rate: the one a steady pace
+// meets.
+func (l *layered) Policy() Policy {
+	p := l.parts[0].Policy()
+	for _, a := range l.parts[1:] {
+		if q := a.Policy(); q.Rate() < p.Rate() {
+			p = q
+		}
+	}
+	return p
+}
+
+func (l *layered) Keys() int { return l.parts[0].Keys() }
+
+func (l *layered) setUptime(d time.Duration) {
+	for _, a := range l.parts {
+		if u, ok := a.(interface{ setUptime(time.Duration) }); ok {
+			u.setUptime(d)
+		}
+	}
+}
+
 // ceilDiv returns ceil(a/b) for a >= 0, b > 0.
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 

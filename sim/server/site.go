@@ -80,6 +80,13 @@ type Config struct {
 	// the n-th distinct key the site sees is held to Tiers[n % len(Tiers)]
 	// with its own state, Policy applying to none. Not with Schedule.
 	Tiers []Policy
+	// Also holds each key to further limits at once, of the same
+	// algorithm, checked after Policy in turn: a request one refuses was
+	// charged by those before it (flask-limiter's "3 per second;40 per
+	// minute": the limits library hits each limit in turn). The policy in
+	// force (Site.Policy, the measure's allowed rate) is the one with the
+	// lowest rate. Not with Tiers, Schedule or Turns.
+	Also []Policy
 	// Schedule changes the policy mid-run; entries are applied in order of
 	// At (a copy is sorted).
 	Schedule []Change
@@ -277,6 +284,17 @@ func New(cfg Config) (*Site, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	if len(cfg.Also) > 0 {
+		l := &layered{parts: []Algorithm{alg}}
+		for i, p := range cfg.Also {
+			a, err := NewAlgorithm(cfg.Algorithm, p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: also[%d]: %v", ErrConfig, i, err)
+			}
+			l.parts = append(l.parts, a)
+		}
+		alg = l
+	}
 	for _, a := range append(tiers, alg) {
 		if u, ok := a.(interface{ setUptime(time.Duration) }); ok {
 			u.setUptime(cfg.Uptime)
@@ -352,6 +370,8 @@ func validate(c *Config) error {
 		return fmt.Errorf("unknown header mode %d", c.Headers)
 	case len(c.Tiers) > 0 && len(c.Schedule) > 0:
 		return errors.New("tiers and a schedule cannot be combined")
+	case len(c.Also) > 0 && (len(c.Tiers) > 0 || len(c.Schedule) > 0 || len(c.Turns) > 0):
+		return errors.New("further limits (Also) cannot be combined with tiers, a schedule or turns")
 	case c.RetryAfter < 0:
 		return fmt.Errorf("retry-after %v is negative", c.RetryAfter)
 	case c.Uptime < 0:
@@ -638,6 +658,11 @@ func (s *Site) AllowedRequests(keys int, d time.Duration) float64 {
 
 func (s *Site) policyAt(elapsed time.Duration) Policy {
 	p := s.cfg.Policy.withDefaults()
+	for _, q := range s.cfg.Also {
+		if q.Rate() < p.Rate() {
+			p = q.withDefaults() // the limit a steady pace meets (layered.Policy)
+		}
+	}
 	for _, ch := range s.sched {
 		if ch.At > elapsed {
 			break

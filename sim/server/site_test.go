@@ -261,6 +261,41 @@ func TestLimitChange(t *testing.T) {
 	}
 }
 
+// TestLayered: flask-limiter's "3 per second;40 per minute" as moving
+// windows: each second lets 3 through until the minute has 40, then
+// nothing until the minute's first request is a minute old; a request the
+// minute refuses was charged by the second (the limits library hits each
+// limit in turn), and the measure's allowed rate is the minute's.
+func TestLayered(t *testing.T) {
+	s := newSite(t, Config{Algorithm: LimitsMoving, Policy: Policy{Quota: 3, Window: time.Second},
+		Also: []Policy{{Quota: 40, Window: time.Minute}}})
+	ok := 0
+	for i := range 100 { // 5 a second for 20 s
+		if get(s, "a", time.Duration(i)*ms(200)).Status == 200 {
+			ok++
+		}
+	}
+	if ok != 40 {
+		t.Errorf("5 a second for 20 s: %d through, want 40 (3 a second until the minute's 40)", ok)
+	}
+	if got := get(s, "a", sec(59)).Status; got != 429 {
+		t.Errorf("at 59 s, the minute still spent: %d, want 429", got)
+	}
+	// Three requests at 60.0–60.15 s charge the second, though the minute
+	// refuses all or all but one of them (its oldest requests, at 0, 0.2
+	// and 0.4 s, are a minute old only from 60, 60.2 and 60.4 s); at 60.9 s
+	// the minute has room again, and only the second's charges refuse.
+	for _, at := range []time.Duration{sec(60), sec(60) + ms(100), sec(60) + ms(150)} {
+		get(s, "a", at)
+	}
+	if got := get(s, "a", sec(60)+ms(900)).Status; got != 429 {
+		t.Errorf("a fourth request within the second after three charged it: %d, want 429", got)
+	}
+	if got := s.AllowedRate(10); math.Abs(got-10*40/60.0) > 1e-9 {
+		t.Errorf("AllowedRate(10) = %v, want the minute's %v", got, 10*40/60.0)
+	}
+}
+
 func TestAllowedRate(t *testing.T) {
 	perIP := Policy{Quota: 1, Window: time.Second, Burst: 2}
 	for _, tc := range []struct {
@@ -364,6 +399,9 @@ func TestConfigValidation(t *testing.T) {
 		{Ban: Ban{After: -1}},
 		{Schedule: []Change{{At: -1}}},
 		{Schedule: []Change{{Policy: Policy{Burst: -2}}}},
+		{Also: []Policy{{Quota: -1}}},
+		{Also: []Policy{{Quota: 40, Window: time.Minute}}, Schedule: []Change{{At: sec(1)}}},
+		{Also: []Policy{{Quota: 40, Window: time.Minute}}, Tiers: []Policy{{Quota: 1}}},
 	} {
 		if _, err := New(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("New(%+v) error = %v, want ErrConfig", c, err)

@@ -222,7 +222,8 @@ func TwinVariant(spec string) (Scenario, error) {
 
 // Wide returns the scenarios that widen the matrix beyond one site at
 // about 1 r/s per exit: a short crawl, exits of different reputation on
-// one host, and a hundred hosts with different limits at once.
+// one host, two limits at once on one host, and a hundred hosts with
+// different limits at once.
 func Wide() []Scenario {
 	short, _ := TwinByName("nginx-1r-s")
 	short.Name, short.Description, short.Config.Name = "short-crawl-200", "one host of 200 URLs behind nginx limit_req 1r/s (twin-nginx-1r-s): the learning is the whole crawl", "short-crawl-200"
@@ -234,6 +235,12 @@ func Wide() []Scenario {
 			{Quota: 1, Window: time.Second, Burst: 1}, {Quota: 6, Window: time.Minute, Burst: 1},
 		}})
 
+	// Two limits at once, bare: the held-out real target
+	// flask-layered-3-per-s-40-per-min-bare, which the learner's wall was
+	// built on (limit/wall.go), simulated beside it.
+	layered := twin("layered-moving-bare", "flask-limiter 3.3 / limits 2.8 moving windows \"3 per second;40 per minute\" at once, headers off (flask-limiter's default): bare 429s; a request the minute refuses was charged by the second",
+		Config{Algorithm: LimitsMoving, Policy: Policy{Quota: 3, Window: time.Second}, Also: []Policy{{Quota: 40, Window: time.Minute}}})
+
 	// 100 hosts cycling through the twins' limiters, each at its own
 	// limit, each a short crawl of 200 URLs.
 	tw := Twins()
@@ -243,7 +250,7 @@ func Wide() []Scenario {
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
 		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
-	return []Scenario{short, tiers, {
+	return []Scenario{short, tiers, layered, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
