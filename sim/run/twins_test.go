@@ -115,6 +115,12 @@ func TestTwinFloors(t *testing.T) {
 		// A 10-s sliding counter without headers lets the second's
 		// retry through: one learning 429 more, no more.
 		{"twin-httprate-30-per-10s-bare", 0.87, 0.95, 0.003, 3},
+		// Two limits at once, bare (wide's, not a twin: the held-out real
+		// target it simulates agreed to the tenth): every lane spends the
+		// minute at the second's pace and is pushed back together; read
+		// as the limit falling, each retry into the spent minute cut the
+		// pace (51.9% over the run, 2.5% after 30 s, before the wall).
+		{"layered-moving-bare", 0.93, 0.85, 0.04, 30},
 	} {
 		t.Run(tc.twin, func(t *testing.T) {
 			sc, ok := server.ScenarioByName(tc.twin)
