@@ -1300,8 +1300,21 @@ func TestWall(t *testing.T) {
 	if c := &h.cap; c.quotaN != 40 || c.quotaW != int64(time.Minute) {
 		t.Errorf("through again 35 s on: quota %v per %v, want 40 per minute", c.quotaN, time.Duration(c.quotaW))
 	}
-	if h.wall != nil || g.cool > sec(62.2)+int64(heldStagger) {
-		t.Errorf("once the window is read the wall is %+v and the other lane waits until %v", h.wall, time.Duration(g.cool-at0))
+	if g.cool > sec(62.2)+int64(heldStagger) {
+		t.Errorf("once the window is read the other lane waits until %v", time.Duration(g.cool-at0))
+	}
+	// Until the window its run filled ends (a minute from lane f's 429),
+	// a lane pushed back meets what is left of that run: it waits for
+	// the window's end, and the quota read holds.
+	g.serAt, g.serOK = sec(62.2), 3
+	follow = h.cap.follow
+	push(h, g, 64)
+	if g.cool != sec(87) || h.cap.follow != follow || h.cap.quotaN != 40 {
+		t.Errorf("pushed back at 64 s, within the window the runs filled: waits until %v (want 87 s), follow %v -> %v, quota %v",
+			time.Duration(g.cool-at0), follow, h.cap.follow, h.cap.quotaN)
+	}
+	if push(h, g, 90); h.wall != nil {
+		t.Errorf("after the window the runs filled the wall is still %+v", h.wall)
 	}
 
 	// Retries within the second: a bucket's or a leaky bucket's refill.

@@ -38,9 +38,15 @@ import (
 // lane with the longest run (n successes over t, pushed back at at), which
 // probes, and lo is how long after at it was last pushed back again (0:
 // not yet).
+//
+// Once read, the wall stays until grace, the end of the window the lanes'
+// runs into it filled: a moving window frees their requests only as fast
+// as they were sent, the ramp's head slowly, and a lane that meets what is
+// left of its run before then reads nothing (wallGrace).
 type wallRead struct {
 	start, last int64
 	at, t, lo   int64
+	grace       int64
 	exit        string
 	n           int32
 	stands      bool
@@ -97,6 +103,9 @@ func (r *rules) wallLong(h *host, ser series, now int64) bool {
 // probe (held) or probes on.
 func (r *rules) wallThrottled(h *host, l *lane, ser series, sent, now int64) bool {
 	w := h.wall
+	if w != nil && w.grace > 0 {
+		return r.wallGrace(h, l, now)
+	}
 	if w != nil && (now-w.start > wallKeep || w.stands && h.lanes[w.exit] == nil) {
 		h.wall, w = nil, nil
 	}
@@ -208,7 +217,7 @@ func (r *rules) wallHold(h *host, now int64) {
 // wall's lane through again reads the window and lets the others go.
 func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 	w := h.wall
-	if w == nil {
+	if w == nil || w.grace > 0 {
 		return
 	}
 	i := slices.IndexFunc(w.lanes, func(x wallLane) bool { return x.exit == l.exit })
@@ -231,6 +240,7 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 	if read {
 		r.settleQuota(h, float64(w.n), win, now, "wall", fmt.Sprintf(
 			"%d successes in %.1fs, pushed back, and through again %.1fs later: a window's quota spent, %d per %v", w.n, secs(w.t), secs(rec), w.n, win))
+		h.wall = &wallRead{grace: w.at + int64(win), n: w.n, t: int64(win)}
 	} else {
 		h.note(r, now, "wall", l.exit, "wall", 1, 0, fmt.Sprintf("through again %.1fs after the wall: no common window fits; nothing read", secs(rec)))
 	}
@@ -254,4 +264,22 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 			}
 		}
 	}
+}
+
+// wallGrace applies a 429 on lane l, until the end of the window the lanes'
+// runs into h's wall filled, to the quota the wall read: it is what is left
+// of the lane's run (a moving window frees it as fast as it was sent), not
+// the quota read; the lane waits for the window's end, nothing read. (Read
+// as a fall, flask-limiter's "5 per second;100 per minute" moving windows
+// drew the lanes released at 100 per minute down to a sixth of it.) It
+// reports whether the 429 was the wall's.
+func (r *rules) wallGrace(h *host, l *lane, now int64) bool {
+	w, c := h.wall, &h.cap
+	if now >= w.grace || !c.windowed || c.quotaN != float64(w.n) || c.quotaW != w.t {
+		h.wall = nil // over, or the quota read since is another
+		return false
+	}
+	h.note(r, now, "wall", l.exit, "cooldown", 0, secs(w.grace-now), "pushed back while the window still holds its run before the wall: wait for its end; nothing read")
+	r.coolUntil(h, l, w.grace, now, "the window still holds the run before the wall")
+	return true
 }
