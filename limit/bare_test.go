@@ -841,6 +841,37 @@ func TestRereadWindow(t *testing.T) {
 	}
 }
 
+// TestRereadWindowHistory: flask-limiter's "3 per second;40 per minute"
+// without headers on three exits. The explorer's ramp was pushed back by
+// the second's limit after 9 (recovered a second on), its next run by the
+// minute's after 31 more; its retry 2 s on is pushed back again and the
+// host is read as a window. Read from the last run alone, 31 per minute
+// held the lanes at 77% of the limit; the window holds the run before it
+// too: 40 per minute.
+func TestRereadWindowHistory(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f", "g")
+	e := h.lanes["e"]
+	h.exp.exit, h.exp.phase = "e", expBisect
+	c := &h.cap
+	c.lo, c.pass, c.sent, c.safe, c.extra = 1.82, 1.82, 1.82, 1.82, 2
+	h.exp.okN, h.exp.okFirst, h.exp.okExit = 9, sec(0.5), "e"
+	h.exp.runEnded("e", sec(6.4)) // the ramp's run, cut by the second's limit
+	h.exp.okN, h.exp.okFirst = 31, sec(7.4)
+	h.exp.cAt = sec(6.4)
+	r.setPace(h, e, 1.94)
+	r.throttled(h, e, ticketRec{at: sec(22.4), laneIv: interval(1.94)}, &Outcome{}, sec(22.4), sec(22.4), 0.5)
+	r.throttled(h, e, ticketRec{at: sec(24.5), laneIv: interval(e.pace), first: true}, &Outcome{}, sec(24.5), sec(24.5), 0.5)
+	if h.exp.awaitAt != sec(22.4) || h.exp.n1 != 31 || h.exp.headN != 9 {
+		t.Fatalf("pushed back 2.1 s after the run's 429: await %v, n1 %d, head %d; want the run of 31 read as a first run, the 9 before it as its head",
+			time.Duration(h.exp.awaitAt-at0), h.exp.n1, h.exp.headN)
+	}
+	r.exploreOK(h, e, sec(61), sec(61.01)) // the ramp's first request a minute old
+	if c.quotaN != 40 || c.quotaW != int64(time.Minute) {
+		t.Errorf("recovered 38.6 s after the run's 429: quota %v per %v, want 40 per minute", c.quotaN, time.Duration(c.quotaW))
+	}
+}
+
 // TestAwaitPushed: flask-limiter's fixed 80 per 10 s without headers. The
 // ramp's run crossed a window's end without a 429 (134 at up to 50/s), and
 // the followers held the ramp's 25/s while the explorer measured its

@@ -251,6 +251,13 @@ type explorer struct {
 	okN, lastN            int32
 	okFirst, lastT, endAt int64
 	okExit, lastExit      string
+	// histN successes are the runs of lane lastExit before lastN's, back
+	// to one that began at histAt, each pushed back and the next begun
+	// within maxRecovery: a window longer than the last run holds them
+	// too (rereadWindow reads them as its head). A minute's quota under a
+	// second's limit, bare, is spent over runs the second's 429s cut.
+	histN  int32
+	histAt int64
 	// Since cAt (the explorer's last 429) cN successes, the latest sent at
 	// cLast; the interval before it had prevN successes in prevT.
 	cAt, cLast, prevT int64
@@ -736,6 +743,14 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 // ended, if it had one (rereadWindow).
 func (e *explorer) runEnded(exit string, now int64) {
 	if e.okN > 0 && e.okExit == exit {
+		if e.lastExit == exit && e.lastN > 0 && e.okFirst-e.endAt <= maxRecovery {
+			if e.histN == 0 {
+				e.histAt = e.endAt - e.lastT
+			}
+			e.histN = min(e.histN+e.lastN, math.MaxInt32/2)
+		} else {
+			e.histN, e.histAt = 0, 0
+		}
 		e.lastN, e.lastT, e.endAt, e.lastExit = e.okN, now-e.okFirst, now, exit
 	}
 	e.okN = 0
@@ -783,6 +798,11 @@ func (r *rules) rereadWindow(h *host, l *lane, since, now int64) {
 	e.awaitAt, e.recLo, e.tries, e.pushed, e.secTry, e.secAt, e.thirdTry = e.endAt, since, 1, 2, false, 0, false
 	e.awaitBroke, e.overOn = false, false
 	e.n1, e.t1, e.headN, e.headD, e.k1, e.x1, e.ramped = e.lastN, e.lastT, 0, 0, -1, 0, 0
+	if e.histN > 0 {
+		// The runs before it, cut by 429s it recovered from quickly: a
+		// window as long as all of them holds them too (quotaN).
+		e.headN, e.headD = e.histN, e.endAt-e.lastT-e.histAt
+	}
 	e.quotaW, e.tight, e.wtest, e.qtry, e.chain = 0, false, 0, false, chain{}
 	c.careful, c.extra, c.lo, c.pass, c.sent, c.hi = false, 0, 0, 0, 0, 0
 	r.setPhase(h, l, expRefine, now, "a window: its recovery is measured again")
