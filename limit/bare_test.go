@@ -1366,4 +1366,27 @@ func TestWall(t *testing.T) {
 	if stands(h) {
 		t.Error("a lane through again and one stuck raised a wall")
 	}
+
+	// A direct crawl: one lane, pushed back after its long run and again
+	// twice a second or more on, nothing between. Once is no proof (a
+	// counter that counts refused requests turns a retry away too).
+	h = hostWith(r, "e")
+	e := h.lanes["e"]
+	h.cap.safe, h.cap.pass, h.cap.sent, h.cap.follow, h.cap.lo = 1.94, 1.94, 1.94, 1.94, 1.82
+	h.exp.phase = expSettled
+	r.setPace(h, e, 1.94)
+	e.hot, e.serAt, e.serOK, e.c.ok = true, sec(0), 40, 40
+	push(h, e, 27)
+	push(h, e, 28.1)
+	if stands(h) {
+		t.Fatal("one lane stuck once raised a wall")
+	}
+	push(h, e, 29.5)
+	if !stands(h) || h.wall.exit != "e" {
+		t.Fatalf("one lane stuck twice: wall %+v, want standing on it", h.wall)
+	}
+	r.wallOK(h, e, sec(62), sec(62.2))
+	if c := &h.cap; c.quotaN != 40 || c.quotaW != int64(time.Minute) || c.lo != 0 || h.cap.follow > 0.7 {
+		t.Errorf("through again 35 s on: quota %v per %v, lo %v, follow %v; want 40 per minute paced under it", c.quotaN, time.Duration(c.quotaW), c.lo, h.cap.follow)
+	}
 }

@@ -60,6 +60,7 @@ type wallLane struct {
 	exit           string
 	at, t          int64
 	n              int32
+	stuckN         uint8
 	through, stuck bool
 }
 
@@ -118,8 +119,8 @@ func (r *rules) wallThrottled(h *host, l *lane, ser series, sent, now int64) boo
 	if in != nil && !in.through {
 		w.last = now // still pushed back: lanes meeting it now meet the same wall
 		if !w.stands {
-			if !in.stuck && now-in.at >= wallStuck && now-w.start <= wallStands {
-				in.stuck = true
+			if now-in.at >= wallStuck && now-w.start <= wallStands {
+				in.stuck, in.stuckN = true, min(in.stuckN+1, 255)
 				r.wallStuck(h, now)
 			}
 			return w.stands
@@ -154,8 +155,9 @@ func (r *rules) wallThrottled(h *host, l *lane, ser series, sent, now int64) boo
 }
 
 // wallStuck makes h's wall stand once manyLanes of its lanes (at least
-// two) are stuck: the stuck lane with the longest run probes, and the
-// others wait for it.
+// two) are stuck, or, on a host of one lane (a direct crawl, one exit),
+// once that lane is stuck twice: the stuck lane with the longest run
+// probes, and the others wait for it.
 func (r *rules) wallStuck(h *host, now int64) {
 	w := h.wall
 	stuck := 0
@@ -168,7 +170,8 @@ func (r *rules) wallStuck(h *host, now int64) {
 			}
 		}
 	}
-	if stuck < max(2, h.manyLanes()) {
+	alone := len(h.lanes) == 1 && h.sharedBy() <= 1 && p != nil && p.stuckN >= 2
+	if stuck < max(2, h.manyLanes()) && !alone {
 		return
 	}
 	w.stands = true
@@ -230,17 +233,32 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 	}
 	h.wall = nil
 	rec := sent - w.at
-	win, fits := windowFit(w.t, 0, rec)
+	// The explorer's runs before the one the wall pushed back, each cut
+	// by a 429 it recovered from quickly (a second's limit), count too
+	// when the window holds them (rereadWindow's head).
+	var headN int32
+	var headD int64
+	if e := &h.exp; e.lastExit == w.exit && e.endAt == w.at && e.histN > 0 {
+		headN, headD = e.histN, w.at-w.t-e.histAt
+	}
+	win, fits := windowFit(w.t, headD, rec)
 	if !fits && w.lo > 0 {
-		win, fits = shortestWindow(w.t, 0, w.lo, rec, false)
+		win, fits = shortestWindow(w.t, headD, w.lo, rec, false)
+	}
+	n := w.n
+	if int64(win) >= w.t+headD {
+		n += headN
 	}
 	c := &h.cap
-	read := fits && win >= shortestCommon && float64(w.n)/win.Seconds() < float64(w.n)/secs(w.t) &&
+	read := fits && win >= shortestCommon && float64(n)/win.Seconds() < float64(w.n)/secs(w.t) &&
 		c.declared == 0 && !c.windowed && c.quotaN == 0
 	if read {
-		r.settleQuota(h, float64(w.n), win, now, "wall", fmt.Sprintf(
-			"%d successes in %.1fs, pushed back, and through again %.1fs later: a window's quota spent, %d per %v", w.n, secs(w.t), secs(rec), w.n, win))
-		h.wall = &wallRead{grace: w.at + int64(win), n: w.n, t: int64(win)}
+		// A rate counted from runs before the wall (lo) bounds nothing:
+		// the window's quota is what holds.
+		c.lo = 0
+		r.settleQuota(h, float64(n), win, now, "wall", fmt.Sprintf(
+			"%d successes in %.1fs, pushed back, and through again %.1fs later: a window's quota spent, %d per %v", n, secs(w.t+headD), secs(rec), n, win))
+		h.wall = &wallRead{grace: w.at + int64(win), n: n, t: int64(win)}
 	} else {
 		h.note(r, now, "wall", l.exit, "wall", 1, 0, fmt.Sprintf("through again %.1fs after the wall: no common window fits; nothing read", secs(rec)))
 	}

@@ -121,9 +121,13 @@ func Holdouts() []Target {
 		// run; the quota per declared limit (limit/policies.go) was built
 		// on the first, so it is held out from the twins only (the
 		// simulator has one policy a site).
-		layeredFlask("flask-layered-5-per-s-30-per-min", "5 per second;30 per minute", 30, time.Minute, true),
-		layeredFlask("flask-layered-3-per-s-40-per-min-bare", "3 per second;40 per minute", 40, time.Minute, false),
+		layeredFlask("flask-layered-5-per-s-30-per-min", "5 per second;30 per minute", 30, time.Minute, false, true),
+		layeredFlask("flask-layered-3-per-s-40-per-min-bare", "3 per second;40 per minute", 40, time.Minute, false, false),
 		nginxLayered("nginx-5r-s-burst5-and-60r-m-burst20", "5r/s", 5, "60r/m", 20, 1),
+		// Added on 2026-12-05's twenty-fifth session, after the wall
+		// (limit/wall.go) was built on the bare one above: flask-limiter's
+		// default strategy, fixed windows, with its default of no headers.
+		layeredFlask("flask-layered-fixed-3-per-s-40-per-min-bare", "3 per second;40 per minute", 40, time.Minute, true, false),
 
 		// Added on 2026-12-05's twenty-first session: Ruby's Rack::Attack,
 		// whose windows are whole periods of the epoch clock, the same for
@@ -193,11 +197,14 @@ func errNoTwin(t Target) error {
 }
 
 // layeredFlask is flask-limiter holding a client to every limit of spec at
-// once (moving windows), of which limit per window is the one a steady
-// pace meets.
-func layeredFlask(name, spec string, limit int, window time.Duration, headers bool) Target {
-	t := flaskLimits(name, spec, limit, window, false, headers)
+// once (moving windows, or fixed ones), of which limit per window is the
+// one a steady pace meets.
+func layeredFlask(name, spec string, limit int, window time.Duration, fixed, headers bool) Target {
+	t := flaskLimits(name, spec, limit, window, fixed, headers)
 	t.Algorithm = "moving windows, every limit of " + strconv.Quote(spec) + " at once"
+	if fixed {
+		t.Algorithm = "fixed windows per client (each opened by the client's first request under it; rejected requests count), every limit of " + strconv.Quote(spec) + " at once"
+	}
 	if headers {
 		t.Headers = "X-RateLimit-Limit, -Remaining, -Reset of the limit nearest its end, and Retry-After, on every response"
 		t.RetryAfter = "seconds until X-RateLimit-Reset"
