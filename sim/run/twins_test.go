@@ -206,6 +206,10 @@ func TestLayeredFloors(t *testing.T) {
 		// read again counted the last (92 per minute, 46.4%).
 		{"10/s;200/min fixed", server.LimitsFixed, server.Policy{Quota: 10, Window: sec}, server.Policy{Quota: 200, Window: minute}, 10, 0.82, 0.80, 0.01},
 		{"1/s;20/min moving", server.LimitsMoving, server.Policy{Quota: 1, Window: sec}, server.Policy{Quota: 20, Window: minute}, 10, 0.95, 0.85, 0.055},
+		// A direct crawl, one lane: fixed windows 77.5% before the wall
+		// stood on one lane stuck twice; moving ones 95.0% at 6.2%.
+		{"3/s;40/min fixed, one exit", server.LimitsFixed, server.Policy{Quota: 3, Window: sec}, server.Policy{Quota: 40, Window: minute}, 1, 0.93, 0.85, 0.12},
+		{"3/s;40/min moving, one exit", server.LimitsMoving, server.Policy{Quota: 3, Window: sec}, server.Policy{Quota: 40, Window: minute}, 1, 0.93, 0.85, 0.12},
 		// Half a minute's quota, three exits: 57.8% before the history.
 		{"2/s;30 per 30 s moving, 3 exits", server.LimitsMoving, server.Policy{Quota: 2, Window: sec}, server.Policy{Quota: 30, Window: 30 * sec}, 3, 0.89, 0.90, 0.02},
 	} {
