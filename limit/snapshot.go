@@ -51,13 +51,17 @@ type HostSnapshot struct {
 	// Explorer is the lane that explores for the host.
 	Explorer string `json:"explorer,omitempty"`
 	// Rate is the host's own rate; zero while lanes govern.
-	Rate        Rate           `json:"rate"`
-	Ceiling     Rate           `json:"ceiling"`
-	SendRate    Rate           `json:"send_rate"` // measured over the last ~10s span
-	PausedUntil time.Time      `json:"paused_until,omitzero"`
-	InFlight    int            `json:"in_flight"`
-	Counters    Counters       `json:"counters"`
-	Lanes       []LaneSnapshot `json:"lanes"`
+	Rate        Rate      `json:"rate"`
+	Ceiling     Rate      `json:"ceiling"`
+	SendRate    Rate      `json:"send_rate"` // measured over the last ~10s span
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Wall is when the host's lanes met a window's quota spent together
+	// (they wait while one of them retries, limit/wall.go); zero: none
+	// stands.
+	Wall     time.Time      `json:"wall,omitzero"`
+	InFlight int            `json:"in_flight"`
+	Counters Counters       `json:"counters"`
+	Lanes    []LaneSnapshot `json:"lanes"`
 	// Changes are the host's last learning decisions, oldest first.
 	Changes []Change `json:"changes,omitempty"`
 }
@@ -196,6 +200,9 @@ func (r *rules) snapshotHost(h *host, now time.Time) HostSnapshot {
 	}
 	if h.pause > n {
 		hs.PausedUntil = time.Unix(0, h.pause).UTC()
+	}
+	if w := h.wall; w != nil && w.stands {
+		hs.Wall = time.Unix(0, w.start).UTC()
 	}
 	paces := make([]float64, 0, len(h.lanes))
 	for _, l := range h.lanes {

@@ -95,6 +95,12 @@ func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarant
 		if hs.Scope == limit.ScopeHost || hs.Scope == limit.ScopeCredential {
 			continue // one budget for all exits: no exit's own reputation shows
 		}
+		if !hs.Wall.IsZero() {
+			// Every lane's window is spent and one retries for all: its
+			// 429s are the host's, not its exit's (a lockout read as a
+			// wall flagged the probing exit).
+			continue
+		}
 		// Each lane's pace and 429 ratio over the window as its peers
 		// read it (peerRatioLocked), to compare it with its peers' medians.
 		var paces, ratios []float64
