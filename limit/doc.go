@@ -144,8 +144,9 @@
 // nothing between, have spent a window's quota (a minute's limit under a
 // second's, bare): the pace is not cut; they wait while the lane with the
 // longest run retries alone, ever more sparsely, and its recovery reads the
-// quota over the common window it fits (wall.go). A settled host that falls starts its search a cut
-// under the pace it held. One follower pushed back alone
+// quota over the common window it fits (wall.go); through one lane, once it
+// is pushed back so twice. A settled host that falls starts its search a
+// cut under the pace it held. One follower pushed back alone
 // has a smaller budget of its own (a reputation tier): it searches its own
 // while the others go on (follow.go). A lane whose pace drops is held back
 // by what it sent ahead of the new pace since its last 429, so a slowdown
