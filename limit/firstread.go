@@ -390,11 +390,16 @@ func (e *explorer) quota(w time.Duration) float64 { return float64(e.quotaN(w)) 
 
 // quotaN is how many of the first run's successes a window w that ended
 // it held: the ramp's head too if the whole run fits in w.
-func (e *explorer) quotaN(w time.Duration) int32 {
-	if int64(w) >= e.t1+e.headD {
-		return e.n1 + e.headN
+func (e *explorer) quotaN(w time.Duration) int32 { return runHeld(w, e.n1, e.t1, e.headN, e.headD) }
+
+// runHeld is how many of a run of n successes over t, after a head of
+// headN over headD before it, a window w that ended the run held: the
+// head too if all of it fits in w.
+func runHeld(w time.Duration, n int32, t int64, headN int32, headD int64) int32 {
+	if int64(w) >= t+headD {
+		return n + headN
 	}
-	return e.n1
+	return n
 }
 
 // runStart is when the first run's first request went (the head's too).

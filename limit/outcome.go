@@ -214,26 +214,14 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if o.RetryAfter == 0 && !echo && !spent && r.wallThrottled(h, l, series{at: l.serAt, ok: l.serOK}, sent, now) {
 		// Rule wall: a window's quota spent; the lane waits for the
 		// wall's probe, or is it (wall.go). Nothing read of its pace.
-		h.hostPushedBack(now)
-		l.serAt, l.serSent, l.serOK = now, 0, 0
-		if l.exit == h.exp.exit {
-			h.exp.run, h.exp.chain = run{}, chain{}
-			h.exp.runEnded(l.exit, now)
-		}
-		if l.eps < 255 {
-			l.eps++
-		}
+		h.readsNothing(l, now)
 		return
 	}
 	if again {
-		h.hostPushedBack(now)
-		l.serAt, l.serSent, l.serOK = now, 0, 0 // the budget is empty now, as after any 429
+		h.readsNothing(l, now)
 		d := max(prevEp+h.countedWindow()-now, int64(r.backoffBase))
 		h.note(r, now, "again", l.exit, "cooldown", 0, secs(d), "pushed back again before the window could end: it still holds what the lane sent before; nothing read")
 		r.coolUntil(h, l, now+d, now, "pushed back again before the window could end: wait the rest of it")
-		if l.eps < 255 {
-			l.eps++
-		}
 		r.handOff(h, l, now)
 		return
 	}
@@ -347,6 +335,22 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		l.cool = k.end + int64(clockSlack)
 	}
 	r.handOff(h, l, now)
+}
+
+// readsNothing counts a 429 on lane l at now that reads nothing of its
+// pace (rules again and wall): the host's quiet ends, the lane's budget is
+// empty as after any 429 (and the explorer's run with it), and its
+// episode counts.
+func (h *host) readsNothing(l *lane, now int64) {
+	h.hostPushedBack(now)
+	l.serAt, l.serSent, l.serOK = now, 0, 0
+	if l.exit == h.exp.exit {
+		h.exp.run, h.exp.chain = run{}, chain{}
+		h.exp.runEnded(l.exit, now)
+	}
+	if l.eps < 255 {
+		l.eps++
+	}
 }
 
 // series is what a lane sent since its last 429 (or first request): since at,

@@ -39,14 +39,15 @@ import (
 // probes, and lo is how long after at it was last pushed back again (0:
 // not yet).
 //
-// Once read, the wall stays until grace, the end of the window the lanes'
-// runs into it filled: a moving window frees their requests only as fast
-// as they were sent, the ramp's head slowly, and a lane that meets what is
-// left of its run before then reads nothing (wallGrace).
+// Once read as n per win, the wall stays until grace, the end of the
+// window the lanes' runs into it filled: a moving window frees their
+// requests only as fast as they were sent, the ramp's head slowly, and a
+// lane that meets what is left of its run before then reads nothing
+// (wallGrace).
 type wallRead struct {
 	start, last int64
 	at, t, lo   int64
-	grace       int64
+	grace, win  int64
 	exit        string
 	n           int32
 	stands      bool
@@ -54,14 +55,14 @@ type wallRead struct {
 }
 
 // wallLane is a lane pushed back into a wall at at after a run of n
-// successes over t: through (a success since), or stuck (pushed back
-// again wallStuck or more on, nothing between).
+// successes over t: through (a success since), or stuck stuckN times
+// (pushed back again wallStuck or more on, nothing between).
 type wallLane struct {
-	exit           string
-	at, t          int64
-	n              int32
-	stuckN         uint8
-	through, stuck bool
+	exit    string
+	at, t   int64
+	n       int32
+	stuckN  uint8
+	through bool
 }
 
 const (
@@ -120,7 +121,7 @@ func (r *rules) wallThrottled(h *host, l *lane, ser series, sent, now int64) boo
 		w.last = now // still pushed back: lanes meeting it now meet the same wall
 		if !w.stands {
 			if now-in.at >= wallStuck && now-w.start <= wallStands {
-				in.stuck, in.stuckN = true, min(in.stuckN+1, 255)
+				in.stuckN = min(in.stuckN+1, 255)
 				r.wallStuck(h, now)
 			}
 			return w.stands
@@ -163,7 +164,7 @@ func (r *rules) wallStuck(h *host, now int64) {
 	stuck := 0
 	var p *wallLane
 	for i := range w.lanes {
-		if x := &w.lanes[i]; x.stuck && h.lanes[x.exit] != nil {
+		if x := &w.lanes[i]; x.stuckN > 0 && h.lanes[x.exit] != nil {
 			stuck++
 			if p == nil || x.n > p.n {
 				p = x
@@ -245,10 +246,7 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 	if !fits && w.lo > 0 {
 		win, fits = shortestWindow(w.t, headD, w.lo, rec, false)
 	}
-	n := w.n
-	if int64(win) >= w.t+headD {
-		n += headN
-	}
+	n := runHeld(win, w.n, w.t, headN, headD)
 	c := &h.cap
 	read := fits && win >= shortestCommon && float64(n)/win.Seconds() < float64(w.n)/secs(w.t) &&
 		c.declared == 0 && !c.windowed && c.quotaN == 0
@@ -258,7 +256,7 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 		c.lo = 0
 		r.settleQuota(h, float64(n), win, now, "wall", fmt.Sprintf(
 			"%d successes in %.1fs, pushed back, and through again %.1fs later: a window's quota spent, %d per %v", n, secs(w.t+headD), secs(rec), n, win))
-		h.wall = &wallRead{grace: w.at + int64(win), n: n, t: int64(win)}
+		h.wall = &wallRead{grace: w.at + int64(win), n: n, win: int64(win)}
 	} else {
 		h.note(r, now, "wall", l.exit, "wall", 1, 0, fmt.Sprintf("through again %.1fs after the wall: no common window fits; nothing read", secs(rec)))
 	}
@@ -271,7 +269,7 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 			held = append(held, o)
 		}
 	}
-	slices.SortFunc(held, func(a, b *lane) int { return strings.Compare(a.exit, b.exit) }) // a virtual run repeats exactly
+	slices.SortFunc(held, func(a, b *lane) int { return strings.Compare(a.exit, b.exit) }) // in their exits' order, as releaseLanes
 	for i, o := range held {
 		r.releaseAt(h, o, now+int64(i)*int64(heldStagger))
 		if xo := o.x; read && xo != nil && xo.own > 0 && xo.ownAt >= w.start {
@@ -293,7 +291,7 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 // reports whether the 429 was the wall's.
 func (r *rules) wallGrace(h *host, l *lane, now int64) bool {
 	w, c := h.wall, &h.cap
-	if now >= w.grace || !c.windowed || c.quotaN != float64(w.n) || c.quotaW != w.t {
+	if now >= w.grace || !c.windowed || c.quotaN != float64(w.n) || c.quotaW != w.win {
 		h.wall = nil // over, or the quota read since is another
 		return false
 	}

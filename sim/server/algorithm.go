@@ -274,10 +274,20 @@ func (l *layered) SetPolicy(p Policy) error { return l.parts[0].SetPolicy(p) }
 // Policy returns the part with the lowest rate: the one a steady pace
 // meets.
 func (l *layered) Policy() Policy {
-	p := l.parts[0].Policy()
-	for _, a := range l.parts[1:] {
-		if q := a.Policy(); q.Rate() < p.Rate() {
-			p = q
+	ps := make([]Policy, len(l.parts))
+	for i, a := range l.parts {
+		ps[i] = a.Policy()
+	}
+	return binding(ps[0], ps[1:])
+}
+
+// binding is the policy with the lowest rate of p and also, defaults
+// applied: the one a steady pace meets.
+func binding(p Policy, also []Policy) Policy {
+	p = p.withDefaults()
+	for _, q := range also {
+		if q.Rate() < p.Rate() {
+			p = q.withDefaults()
 		}
 	}
 	return p

@@ -657,12 +657,7 @@ func (s *Site) AllowedRequests(keys int, d time.Duration) float64 {
 }
 
 func (s *Site) policyAt(elapsed time.Duration) Policy {
-	p := s.cfg.Policy.withDefaults()
-	for _, q := range s.cfg.Also {
-		if q.Rate() < p.Rate() {
-			p = q.withDefaults() // the limit a steady pace meets (layered.Policy)
-		}
-	}
+	p := binding(s.cfg.Policy, s.cfg.Also)
 	for _, ch := range s.sched {
 		if ch.At > elapsed {
 			break
