@@ -1070,7 +1070,7 @@ func (h *host) hostPushedBack(now int64) {
 // read as a fall, the host searched again from 66% of it. It reports
 // whether it applied.
 func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
-	e, c := &h.exp, &h.cap
+	c := &h.cap
 	if c.edgeAt != 0 && now-c.edgeAt <= max(sympathySpan, 2*c.quotaW) && atLeast(x, c.follow) {
 		if xl := l.extra(); xl.edgeAt != c.edgeAt {
 			// Another lane at the same edge: the lanes that went in step
@@ -1083,6 +1083,18 @@ func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 			return true
 		}
 	}
+	if !r.newEdge(h, l, x, now) {
+		return false
+	}
+	l.extra().edgeAt = now
+	return true
+}
+
+// newEdge reads a new edge of a sliding-window counter (quotaEdge) at pace
+// x, met by lane l or, nil, by other workers' lanes (othersPushedBack): the
+// quota's headroom for every lane. It reports whether it applied.
+func (r *rules) newEdge(h *host, l *lane, x float64, now int64) bool {
+	e, c := &h.exp, &h.cap
 	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edges >= maxEdges || c.declared > 0 || !atLeast(x, c.follow) {
 		return false
 	}
@@ -1097,10 +1109,13 @@ func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 		return false // a large quota: Settle's margin covers the half request
 	}
 	c.edgeAt, c.edges = now, c.edges+1
-	l.extra().edgeAt = now
 	q := c.quotaN / secs(c.quotaW)
 	p := room * q / r.settle // held at Settle under it (heldPace)
-	h.note(r, now, "follow", l.exit, "ceiling", c.hi, x, fmt.Sprintf("pushed back at the pace of %.0f per %v: a sliding-window counter's edge; keep %.0f%% of the quota", c.quotaN, time.Duration(c.quotaW), 100*room))
+	exit := ""
+	if l != nil {
+		exit = l.exit
+	}
+	h.note(r, now, "follow", exit, "ceiling", c.hi, x, fmt.Sprintf("pushed back at the pace of %.0f per %v: a sliding-window counter's edge; keep %.0f%% of the quota", c.quotaN, time.Duration(c.quotaW), 100*room))
 	c.ceil(x, now)
 	c.safe, c.pass, c.sent = min(c.safe, p), min(c.pass, p), min(c.sent, p)
 	h.sameFall(r, x, now)
@@ -1108,18 +1123,24 @@ func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 	if ex := h.lanes[e.exit]; ex != nil {
 		r.setExplorerPace(h, ex, c.follow, now, "settled", "the explorer paces with the others")
 	}
-	// Every other lane's counter still holds what it sent at the pace
-	// just pushed back, for up to two windows: each skips one request,
-	// as the pushed-back lane's 429 spent one of its own. Sent on at the
-	// headroom, the lanes in step met the same edge one after another
-	// (six 429s in 10 s on gofiber's bare sliding 10 per 10 s).
+	r.skipOne(h, l)
+	return true
+}
+
+// skipOne makes every lane of h but l skip one request at a sliding-window
+// counter's edge: its counter still holds what it sent at the pace just
+// pushed back, for up to two windows, as the pushed-back lane's 429 spent
+// one of its own. Sent on at the headroom, the lanes in step met the same
+// edge one after another (six 429s in 10 s on gofiber's bare sliding 10
+// per 10 s). The lanes of a worker led by another skip one too when the
+// leader reads an edge (HostView.Edge).
+func (r *rules) skipOne(h *host, l *lane) {
 	for _, o := range h.lanes {
 		if o != l && o.tat != 0 {
 			o.tat += interval(o.pace)
 			r.rekey(h, o)
 		}
 	}
-	return true
 }
 
 // hiccup reports whether a fall on the settled host h is a hiccup: the

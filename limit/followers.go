@@ -165,9 +165,33 @@ func (r *rules) paceFollowers(h *host) {
 // small is most likely a minute's, whose budget a follower would only
 // spend sooner (flask-limiter's bare 6 per minute: the same 100% over the
 // run, 96.7% → 86.7% from 30 s on).
+//
+// On a host another worker leads, the count is the leader's (ledAwait): a
+// fleet's lanes hold as one Limiter's do.
 func (h *host) awaitHolds(l *lane) bool {
+	if h.led {
+		return h.ledAwait >= awaitMin && l.serSent < h.ledAwait-2
+	}
 	e := &h.exp
-	return e.awaitAt != 0 && !e.awaitBroke && e.n1 >= awaitMin && l.exit != e.exit && l.serSent < e.n1-2
+	return h.awaitN() > 0 && l.exit != e.exit && l.serSent < e.n1-2
+}
+
+// awaitN is the first run's count the followers hold to while its
+// recovery is measured (awaitHolds), 0 when they hold none.
+func (h *host) awaitN() int32 {
+	if e := &h.exp; e.awaitAt != 0 && !e.awaitBroke && e.n1 >= awaitMin {
+		return e.n1
+	}
+	return 0
+}
+
+// awaiting reports whether some follower may hold its pace by the first
+// run's count (awaitHolds): this Limiter's search, or the leader's.
+func (h *host) awaiting() bool {
+	if h.led {
+		return h.ledAwait > 0
+	}
+	return h.exp.awaitAt != 0
 }
 
 // awaitPushed handles a follower l pushed back at pace x while the
@@ -180,7 +204,18 @@ func (h *host) awaitHolds(l *lane) bool {
 // own first requests, each read as that lane's smaller budget, searched
 // down to a tenth of the limit for the rest of the run. It reports whether
 // it applied.
+//
+// A lane of a host another worker leads, pushed back while it held the
+// leader's count, does the same here: the lanes take the leader's pace
+// (its cautious reading). The leader hears of it as evidence
+// (othersPushedBack's adoptLocked) and stops its own.
 func (r *rules) awaitPushed(h *host, l *lane, x float64, now int64) bool {
+	if h.led && h.ledAwait > 0 {
+		h.note(r, now, "follow", l.exit, "count", float64(h.ledAwait), 0, "pushed back while the leader measures its first 429's recovery: the lanes hold its cautious reading")
+		h.ledAwait = 0
+		r.paceFollowers(h)
+		return true
+	}
 	e := &h.exp
 	if e.awaitAt == 0 || l.exit == e.exit || h.led {
 		return false
@@ -202,7 +237,7 @@ const awaitMin = 10
 // It runs on every take (where the count grows), so it asks whether a
 // recovery is awaited at all first.
 func (r *rules) awaitSpent(h *host, l *lane) {
-	if h.exp.awaitAt == 0 || l.exit == h.exp.exit || l.own() > 0 || h.awaitHolds(l) {
+	if !h.awaiting() || l.exit == h.exp.exit || l.own() > 0 || h.awaitHolds(l) {
 		return
 	}
 	if f := h.followPace(r); l.pace > f {

@@ -200,14 +200,23 @@ type host struct {
 	// hold ledPace, the pace the leading worker published (set at ledAt;
 	// 0: none yet, the followers' start pace).
 	// ledDeclared: ledPace is a declared quota's (HostView.Declared).
+	// ledAwait: the leader's first run's count while its recovery is
+	// measured (HostView.Await; 0: none, or a lane here was pushed back
+	// meanwhile).
 	led         bool
 	ledDeclared bool
 	ledPace     float64
 	ledAt       int64
+	ledAwait    int32
+	// ledEdge: the newest sliding-window edge the leader read
+	// (HostView.Edge), at which this worker's lanes skipped one request.
+	ledEdge int64
 	// pubFollow is the followers' pace this Limiter last published as the
-	// host's leader, and pubDeclared whether it was a declared quota's.
+	// host's leader, pubDeclared whether it was a declared quota's, and
+	// pubAwait the first run's count published with it (awaitN).
 	pubFollow   float64
 	pubDeclared bool
+	pubAwait    int32
 	// workers is how many Limiters share the host (HostShare.Workers; 0
 	// or 1: this one alone). Each sees 1/workers of its successes and of
 	// its lanes.

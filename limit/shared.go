@@ -74,6 +74,17 @@ type HostView struct {
 	Follow   float64
 	FollowAt time.Time
 	Declared bool
+	// Await is, while the leader measures its first 429's recovery, the
+	// count of the run before it (0 = none): the leader's followers hold
+	// their pace until they have sent nearly as many, since a window held
+	// that many (awaitHolds), and so do the other workers' lanes.
+	Await int32
+	// Edge is when the leader read a sliding-window counter's edge at
+	// the followers' pace (quotaEdge; zero: none), published with the
+	// pace it slowed to: every lane, the other workers' too, skips one
+	// request, since its counter still holds what it sent at the pace
+	// pushed back.
+	Edge time.Time
 }
 
 // Merge returns w with what v says added: a later pause, a shared scope, a
@@ -90,7 +101,7 @@ func (w HostView) Merge(v HostView) HostView {
 		w.Rate, w.RateCeiling, w.RateFloor, w.Cut = v.Rate, v.RateCeiling, v.RateFloor, v.Cut
 	}
 	if v.FollowAt.After(w.FollowAt) {
-		w.Follow, w.FollowAt, w.Declared = v.Follow, v.FollowAt, v.Declared
+		w.Follow, w.FollowAt, w.Declared, w.Await, w.Edge = v.Follow, v.FollowAt, v.Declared, v.Await, v.Edge
 	}
 	w.Evidence = append(w.Evidence, v.Evidence...)
 	if n := len(w.Evidence); n > maxSharedEvidence {
@@ -144,7 +155,7 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 		pub = true
 	}
 	if f, ok := h.followChanged(now); ok {
-		v.Follow, v.FollowAt, v.Declared, pub = f.Follow, f.FollowAt, f.Declared, true
+		v.Follow, v.FollowAt, v.Declared, v.Await, v.Edge, pub = f.Follow, f.FollowAt, f.Declared, f.Await, f.Edge, true
 	}
 	if n := h.ev.n; n > m.evCount && len(h.ev.ring) > 0 {
 		for i := max(m.evCount, n-len(h.ev.ring)); i < n; i++ {
@@ -169,13 +180,22 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 // sent at the followers' start of 0.25/s, too slow to read a window of a
 // second, held it for the whole run (go-limiter's 3 per second: 62% of the
 // limit); and the leader's headroom check (roomDue) is for every worker.
+//
+// So is the first run's count while its recovery is measured (Await): the
+// other workers' lanes held the cautious reading at once while the
+// leader's own went on to that count, and sat out 9 s of haproxy's 20 per
+// 10 s (84% of the limit over the run with three workers, 90% with one).
 func (h *host) followChanged(now int64) (HostView, bool) {
-	decl := h.cap.declared > 0
-	if h.cap.follow == h.pubFollow && decl == h.pubDeclared || h.led || h.scope.shared() || h.cap.follow <= 0 {
+	decl, aw := h.cap.declared > 0, h.awaitN()
+	if h.cap.follow == h.pubFollow && decl == h.pubDeclared && aw == h.pubAwait || h.led || h.scope.shared() || h.cap.follow <= 0 {
 		return HostView{}, false
 	}
-	h.pubFollow, h.pubDeclared = h.cap.follow, decl
-	return HostView{Follow: h.cap.follow, FollowAt: time.Unix(0, now), Declared: decl}, true
+	h.pubFollow, h.pubDeclared, h.pubAwait = h.cap.follow, decl, aw
+	v := HostView{Follow: h.cap.follow, FollowAt: time.Unix(0, now), Declared: decl, Await: aw}
+	if e := h.cap.edgeAt; e != 0 {
+		v.Edge = time.Unix(0, e)
+	}
+	return v, true
 }
 
 // othersNews reports whether another worker's 429 at pace p is news of the
@@ -229,7 +249,7 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		h.rate.cumAt, h.rate.cumN = c, 0
 	}
 	seen := l.sharedSeen(name)
-	newest, added, atFollow := *seen, false, false
+	newest, added, atFollow, inAwait := *seen, false, false, ""
 	for _, e := range v.Evidence {
 		at := e.At.UnixNano()
 		if at <= *seen || now-at > r.scopeSpan || l.pool.Load().lookup(e.Exit) {
@@ -239,8 +259,19 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 		h.addEvidence(r, evEntry{exit: e.Exit, at: at, pace: e.Pace, under: e.Under})
 		added = true
 		atFollow = atFollow || h.othersNews(e.Pace)
+		if a := h.exp.awaitAt; a != 0 && at >= a && inAwait == "" {
+			inAwait = e.Exit
+		}
 	}
 	*seen = newest
+	if inAwait != "" && h.awaitN() > 0 && !h.led {
+		// Another worker's lane pushed back while the recovery is
+		// measured: as one of this Limiter's own (awaitPushed), no
+		// lane holds the first run's count any longer.
+		h.exp.awaitBroke = true
+		h.note(r, now, "follow", inAwait, "count", float64(h.exp.n1), 0, "another worker's lane pushed back while the first 429's recovery is measured: the followers hold the cautious reading")
+		r.paceFollowers(h)
+	}
 	if added && !h.scope.shared() {
 		r.inferScope(h, now) // a 429 seen by any worker counts
 	}
@@ -265,9 +296,31 @@ func (r *rules) othersPushedBack(h *host, now int64) {
 	if ex == nil {
 		return
 	}
-	if f := h.cap.follow; h.manyAtFollow(now) {
-		r.fallBack(h, ex, f, now, fmt.Sprintf("followers of other workers pushed back at %.3g/s, several at once", f))
+	f := h.cap.follow
+	if !h.manyAtFollow(now) {
+		return
 	}
+	if c := &h.cap; c.edgeAt != 0 && now-c.edgeAt <= max(sympathySpan, 2*c.quotaW) {
+		// Within the edge's span (a sliding counter weighs the last
+		// window too): the lanes in step with them meet the same edge
+		// a moment later, having sent before they heard of it
+		// (quotaEdge's "another lane at the same edge"). Read each
+		// lane once, as quotaEdge does, a second 429 under the
+		// headroom fell back, and one run in four of the twin of a
+		// sliding 10 per 10 s read 77% instead of 88%; a limit that
+		// moved pushes this worker's own lanes back as well.
+		return
+	}
+	if r.newEdge(h, nil, f, now) {
+		// A sliding-window counter's edge, met first by lanes of other
+		// workers, as this worker's own followers meet it (quotaEdge):
+		// they went in step with the others since they hold the count
+		// of a first run as they do (Await), and read as a fall the
+		// host searched again from a third of the limit (the twin of a
+		// sliding 10 per 10 s, 88% → 42% over the run).
+		return
+	}
+	r.fallBack(h, ex, f, now, fmt.Sprintf("followers of other workers pushed back at %.3g/s, several at once", f))
 }
 
 // shareDown reports whether sh has lost its store: a HostShare may have a
@@ -350,7 +403,11 @@ func (l *Limiter) followLead(h *host, name string, v HostView, now int64) {
 				}
 			}
 		}
-		h.ledPace, h.ledAt, h.ledDeclared = v.Follow, v.FollowAt.UnixNano(), v.Declared
+		h.ledPace, h.ledAt, h.ledDeclared, h.ledAwait = v.Follow, v.FollowAt.UnixNano(), v.Declared, v.Await
+		if e := v.Edge.UnixNano(); !v.Edge.IsZero() && e > h.ledEdge {
+			h.ledEdge = e
+			r.skipOne(h, nil)
+		}
 		r.updateFollow(h, now, "lead", fmt.Sprintf("the worker that leads the search holds its followers at %.3g/s", v.Follow))
 	}
 }

@@ -236,6 +236,32 @@ func TestSharedDeclaredPace(t *testing.T) {
 	}
 }
 
+// TestSharedAwait: the first run's count the leader's followers hold to
+// while it measures its first 429's recovery goes through Redis with the
+// cautious pace (the "fawait" field), and goes when a newer pace comes
+// without it.
+func TestSharedAwait(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	const host = "w.example"
+	_, sa, _, sb := leaderAndLed(t, rdb, "await")
+	sb.View(host) // in use: the refresh reads it
+	for _, c := range []struct {
+		v    limit.HostView
+		want int32
+	}{
+		{limit.HostView{Follow: 0.29, FollowAt: t0, Await: 20}, 20},
+		{limit.HostView{Follow: 0.75, FollowAt: t0.Add(9 * time.Second)}, 0},
+	} {
+		sa.Publish(host, c.v, c.v.FollowAt)
+		sb.refresh(context.Background())
+		if v, _ := sb.View(host); v.Await != c.want || v.Follow != c.v.Follow {
+			t.Fatalf("published %.3g/s with a count of %d: the led worker reads %.3g/s and %d", c.v.Follow, c.v.Await, v.Follow, v.Await)
+		}
+	}
+}
+
 // TestLeaderPaceSurvivesOutage: a leader whose followers' pace changes while
 // Redis is away (killed with SIGKILL, restarted from its append-only file)
 // sends it when Redis is back. Without that, the restarted Redis holds the
