@@ -634,3 +634,38 @@ func TestLedRaiseWhileDown(t *testing.T) {
 		t.Fatalf("x00 at %v/s with the share back, want the leader's 2/s", r)
 	}
 }
+
+// TestLedEdge: the leader reads a sliding-window counter's edge and
+// publishes it with the pace it slowed to (HostView.Edge): a led worker's
+// lanes skip one request, as the leader's own do, since their counters
+// still hold what they sent at the pace pushed back. Without an edge the
+// same slower pace moves the lane by the pace alone.
+func TestLedEdge(t *testing.T) {
+	const host = "a.example"
+	ready := func(edge bool) time.Duration {
+		sh := &leadShare{view: limit.HostView{Follow: 1, FollowAt: t0}}
+		l := newLimiter(t, limit.Config{Shared: sh}, 1)
+		now := t0
+		for range 3 {
+			tk, ok, next := acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+			for !ok {
+				now = next
+				tk, ok, next = acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+			}
+			l.Done(tk, limit.Outcome{}, now)
+		}
+		v := limit.HostView{Follow: 0.94, FollowAt: now}
+		if edge {
+			v.Edge = now
+		}
+		sh.set(func(s *leadShare) { s.view = v })
+		now = now.Add(10 * time.Millisecond)
+		acquire(t, l, host, limit.Want{Pin: "x00"}, now)
+		ln, _ := laneOf(l.Snapshot(now), host, "x00")
+		return ln.ReadyAt.Sub(t0)
+	}
+	plain, skip := ready(false), ready(true)
+	if skip-plain < 800*time.Millisecond {
+		t.Errorf("led lane ready %v after the leader's edge, %v after the same pace without one; want about a request (1 s) later", skip, plain)
+	}
+}
