@@ -211,12 +211,16 @@ type host struct {
 	// ledEdge: the newest sliding-window edge the leader read
 	// (HostView.Edge), at which this worker's lanes skipped one request.
 	ledEdge int64
+	// ledWindow: the window the leader read the host counting over
+	// (HostView.Window; 0: none).
+	ledWindow int64
 	// pubFollow is the followers' pace this Limiter last published as the
 	// host's leader, pubDeclared whether it was a declared quota's, and
 	// pubAwait the first run's count published with it (awaitN).
 	pubFollow   float64
 	pubDeclared bool
 	pubAwait    int32
+	pubWindow   int64
 	// workers is how many Limiters share the host (HostShare.Workers; 0
 	// or 1: this one alone). Each sees 1/workers of its successes and of
 	// its lanes.

@@ -122,3 +122,28 @@ func TestOthersAtEdge(t *testing.T) {
 		t.Errorf("other workers' lanes pushed back past every edge the quota allows: no fall read")
 	}
 }
+
+// TestLedAgain: a lane of a worker that another leads, pushed back again
+// before the window the leader read could end, sent slower than at its last
+// 429 (rule again): its window still holds what it sent before; nothing is
+// read, no budget of its own, and it waits the rest of the window. Without
+// the leader's window each such 429 was the lane's own smaller budget,
+// published, and the leader fell on them.
+func TestLedAgain(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "a", "b")
+	h.exp.exit, h.led, h.ledPace, h.ledWindow = "", true, 3.88, int64(15*time.Second)
+	r.updateFollow(h, sec(27), "lead", "test")
+	a := h.lanes["a"]
+	a.hot = true
+	r.throttled(h, a, ticketRec{at: sec(28), laneIv: interval(3.88)}, &Outcome{Verdict: verdict.Throttled}, sec(28), sec(28), 0.5)
+	own := a.own()
+	at := a.cool
+	r.throttled(h, a, ticketRec{at: at, laneIv: interval(2.6), first: true}, &Outcome{Verdict: verdict.Throttled}, at, at, 0.5)
+	if a.own() != own {
+		t.Errorf("led lane pushed back again, slower, inside the leader's window: own budget %v → %v, want nothing read", own, a.own())
+	}
+	if want := sec(28) + int64(15*time.Second); a.cool != want {
+		t.Errorf("waits until %v, want the window's end from its last 429 (%v)", time.Duration(a.cool-at0), time.Duration(want-at0))
+	}
+}

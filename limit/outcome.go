@@ -201,14 +201,14 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// seconds (7% of the limit for the rest of the run).
 	x := float64(1e9) / float64(max(rec.laneIv, 1)) // the pace it was sent at
 	again := o.RetryAfter == 0 && !echo && !spent && rec.first && l.eps > 0 && l.epAt != 0 &&
-		now-l.epAt < h.countedWindow() && h.exp.phase != expRamp && l.exit != h.exp.exit &&
+		now-l.epAt < h.countedWindow() && (h.led || h.exp.phase != expRamp) && l.exit != h.exp.exit &&
 		l.x != nil && l.x.epPace > x*(1+tolerance)
 	if now-h.exp.quietAt <= burstGap && l.epAt >= h.exp.burstAt {
 		h.exp.repeat = true // pushed back twice in one burst of the host's
 	}
 	prevEp := l.epAt
 	l.epAt = now
-	if h.cap.windowed && o.RetryAfter == 0 {
+	if h.countedWindow() > 0 && o.RetryAfter == 0 {
 		l.extra().epPace = x
 	}
 	if o.RetryAfter == 0 && !echo && !spent && r.wallThrottled(h, l, series{at: l.serAt, ok: l.serOK}, sent, now) {
@@ -684,8 +684,14 @@ func countedSlack(w time.Duration, n1 int32, pushed uint8) int64 {
 // countedWindow is the window a host that counts over one (capacity's
 // windowed) counts a lane's requests over: its quota's window when read,
 // else the recovery the careful span was made of; 0 when it counts none.
+//
+// On a host another worker leads it is the leader's (HostView.Window): a led
+// lane pushed back again inside its spent window reads nothing either.
 func (h *host) countedWindow() int64 {
 	c := &h.cap
+	if h.led {
+		return h.ledWindow
+	}
 	if !c.windowed {
 		return 0
 	}

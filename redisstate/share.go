@@ -169,8 +169,8 @@ return {1, '0'}
 // publishScript: KEYS[1] share hash, KEYS[2] evidence list. ARGV = pause
 // µs, scope, rate, rate ceiling, rate floor, cut µs, follow, follow µs,
 // follow declared (0 or 1), the first run's count awaited with it, the
-// sliding counter's edge read with it (µs, 0 = none), then evidence JSON
-// entries. A later pause
+// sliding counter's edge read with it (µs, 0 = none), the window its
+// lanes count over (µs, 0 = none), then evidence JSON entries. A later pause
 // wins; a newer cut wins; a newer follow wins; a shared scope is kept; the
 // evidence list keeps the newest 32.
 var publishScript = goredis.NewScript(`
@@ -181,9 +181,9 @@ if scope > 0 then redis.call('HSET', KEYS[1], 'scope', ARGV[2]) end
 if cut > (tonumber(st[2]) or 0) then
   redis.call('HSET', KEYS[1], 'cut', ARGV[6], 'rate', ARGV[3], 'hi', ARGV[4], 'lo', ARGV[5])
 end
-if fat > (tonumber(st[3]) or 0) then redis.call('HSET', KEYS[1], 'fat', ARGV[8], 'follow', ARGV[7], 'fdecl', ARGV[9], 'fawait', ARGV[10], 'fedge', ARGV[11]) end
-for k = 12, #ARGV do redis.call('LPUSH', KEYS[2], ARGV[k]) end
-if #ARGV >= 12 then
+if fat > (tonumber(st[3]) or 0) then redis.call('HSET', KEYS[1], 'fat', ARGV[8], 'follow', ARGV[7], 'fdecl', ARGV[9], 'fawait', ARGV[10], 'fedge', ARGV[11], 'fwin', ARGV[12]) end
+for k = 13, #ARGV do redis.call('LPUSH', KEYS[2], ARGV[k]) end
+if #ARGV >= 13 then
   redis.call('LTRIM', KEYS[2], 0, 31)
   redis.call('PEXPIRE', KEYS[2], 3600000)
 end
@@ -257,7 +257,7 @@ func (s *Share) publish(ctx context.Context, host string, v limit.HostView, evid
 	if v.Declared {
 		decl = 1
 	}
-	args := []any{us(v.Pause), int(v.Scope), v.Rate, v.RateCeiling, v.RateFloor, us(v.Cut), v.Follow, us(v.FollowAt), decl, v.Await, us(v.Edge)}
+	args := []any{us(v.Pause), int(v.Scope), v.Rate, v.RateCeiling, v.RateFloor, us(v.Cut), v.Follow, us(v.FollowAt), decl, v.Await, us(v.Edge), v.Window.Microseconds()}
 	for _, ev := range evidence {
 		b, _ := json.Marshal(ev)
 		args = append(args, string(b))
@@ -416,7 +416,7 @@ func (s *Share) refresh(ctx context.Context) {
 			Pause: fromUs(int64(num("pause"))), Scope: limit.Scope(num("scope")),
 			Rate: num("rate"), RateCeiling: num("hi"), RateFloor: num("lo"), Cut: fromUs(int64(num("cut"))),
 			Follow: num("follow"), FollowAt: fromUs(int64(num("fat"))), Declared: num("fdecl") == 1,
-			Await: int32(num("fawait")), Edge: fromUs(int64(num("fedge"))),
+			Await: int32(num("fawait")), Edge: fromUs(int64(num("fedge"))), Window: time.Duration(num("fwin")) * time.Microsecond,
 		}
 		for _, raw := range ls[i].Val() {
 			var ev limit.Evidence
@@ -452,7 +452,7 @@ func (s *Share) lostLocked(e *entry, v *limit.HostView) bool {
 		v.Rate, v.RateCeiling, v.RateFloor, v.Cut, lost = l.Rate, l.RateCeiling, l.RateFloor, l.Cut, true
 	}
 	if l := e.view; l.FollowAt.After(v.FollowAt) {
-		v.Follow, v.FollowAt, v.Declared, v.Await, v.Edge, lost = l.Follow, l.FollowAt, l.Declared, l.Await, l.Edge, true
+		v.Follow, v.FollowAt, v.Declared, v.Await, v.Edge, v.Window, lost = l.Follow, l.FollowAt, l.Declared, l.Await, l.Edge, l.Window, true
 	}
 	return lost
 }

@@ -239,7 +239,8 @@ func TestSharedDeclaredPace(t *testing.T) {
 // TestSharedAwait: the first run's count the leader's followers hold to
 // while it measures its first 429's recovery goes through Redis with the
 // cautious pace (the "fawait" field), and goes when a newer pace comes
-// without it; so does a sliding counter's edge ("fedge").
+// without it; so do a sliding counter's edge ("fedge") and the window the
+// lanes count over ("fwin").
 func TestSharedAwait(t *testing.T) {
 	r := peertest.StartRedis(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
@@ -253,12 +254,12 @@ func TestSharedAwait(t *testing.T) {
 	}{
 		{limit.HostView{Follow: 0.29, FollowAt: t0, Await: 20}, 20},
 		{limit.HostView{Follow: 0.75, FollowAt: t0.Add(9 * time.Second)}, 0},
-		{limit.HostView{Follow: 0.7, FollowAt: t0.Add(30 * time.Second), Edge: t0.Add(30 * time.Second)}, 0},
+		{limit.HostView{Follow: 0.7, FollowAt: t0.Add(30 * time.Second), Edge: t0.Add(30 * time.Second), Window: 15 * time.Second}, 0},
 	} {
 		sa.Publish(host, c.v, c.v.FollowAt)
 		sb.refresh(context.Background())
-		if v, _ := sb.View(host); v.Await != c.want || v.Follow != c.v.Follow || !v.Edge.Equal(c.v.Edge) {
-			t.Fatalf("published %.3g/s with a count of %d and edge %v: the led worker reads %.3g/s, %d and %v", c.v.Follow, c.v.Await, c.v.Edge, v.Follow, v.Await, v.Edge)
+		if v, _ := sb.View(host); v.Await != c.want || v.Follow != c.v.Follow || !v.Edge.Equal(c.v.Edge) || v.Window != c.v.Window {
+			t.Fatalf("published %.3g/s with a count of %d, edge %v, window %v: the led worker reads %.3g/s, %d, %v, %v", c.v.Follow, c.v.Await, c.v.Edge, c.v.Window, v.Follow, v.Await, v.Edge, v.Window)
 		}
 	}
 }

@@ -345,10 +345,16 @@ func TestFleetAsOneLimiter(t *testing.T) {
 // minutes as one limiter does. They took the cautious reading at once
 // before, and sat out most of the recovery: haproxy's 20 per 10 s 85.7%
 // against one limiter's 89.9%, its bare 15 per 20 s 83.3% against 88.3%
-// (the real fleet of three on haproxy: 84.3% and 83.3%).
+// (the real fleet of three on haproxy: 84.3% and 83.3%). And a fixed
+// window read shorter than it is (flask-limiter's bare 40 per 15 s, read
+// as 40 per 10 s): a led lane pushed back again inside its spent window
+// reads nothing (rule again, with the window the leader published,
+// HostView.Window); each such 429 was read as the lane's own smaller
+// budget, published, and the leader fell on them: 31-35% over four seeds
+// against one limiter's 82%.
 func TestFleetBareAwait(t *testing.T) {
 	var scs []server.Scenario
-	for _, spec := range []string{"twin-haproxy-20-per-10s", "twin-haproxy-20-per-10s:quota=15:window=20s"} {
+	for _, spec := range []string{"twin-haproxy-20-per-10s", "twin-haproxy-20-per-10s:quota=15:window=20s", "twin-flask-fixed-40-per-15s-bare"} {
 		sc, err := server.TwinVariant(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -366,9 +372,9 @@ func TestFleetBareAwait(t *testing.T) {
 		eg, fl := s.Results[0], s.Results[1]
 		t.Logf("%-45s exitgate %5.1f%% %5.2f%% 429s; fleet %5.1f%% %5.2f%% 429s", s.Name,
 			100*eg.Utilization, 100*eg.Ratio429, 100*fl.Utilization, 100*fl.Ratio429)
-		if fl.Utilization < eg.Utilization-0.02 || fl.Ratio429 > 0.01 {
-			t.Errorf("%s: fleet %.1f%% of the limit over the run at %.2f%% 429s, want within 2 points of one limiter's %.1f%%, at most 1%%",
-				s.Name, 100*fl.Utilization, 100*fl.Ratio429, 100*eg.Utilization)
+		if fl.Utilization < eg.Utilization-0.02 || fl.Ratio429 > max(0.01, eg.Ratio429+0.015) {
+			t.Errorf("%s: fleet %.1f%% of the limit over the run at %.2f%% 429s, want within 2 points of one limiter's %.1f%%, 429s at most 1%% or 1.5 points over its %.2f%%",
+				s.Name, 100*fl.Utilization, 100*fl.Ratio429, 100*eg.Utilization, 100*eg.Ratio429)
 		}
 	}
 }
