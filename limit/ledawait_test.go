@@ -147,3 +147,25 @@ func TestLedAgain(t *testing.T) {
 		t.Errorf("waits until %v, want the window's end from its last 429 (%v)", time.Duration(a.cool-at0), time.Duration(want-at0))
 	}
 }
+
+// TestLedBucket: a worker that another leads reads a declared quota as a
+// bucket's capacity (Remaining stays high): it does not explore above it,
+// the leader does; its lanes hold the leader's pace. Each led worker that
+// read it explored on its own, above the bucket's rate for the whole run
+// (throttled's 5/s with a burst of 3, three workers: 146 429s, 2.66%).
+func TestLedBucket(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "a", "b")
+	h.exp.exit, h.led, h.ledPace = "", true, 3.4
+	h.cap.declared = 4
+	r.updateFollow(h, sec(1), "lead", "test")
+	r.bucketQuota(h, h.lanes["a"], sec(3))
+	if h.exp.exit != "" || h.exploring() && h.exp.phase != expRamp {
+		t.Errorf("led worker read a bucket: explorer %q, phase %d; want none, the leader explores", h.exp.exit, h.exp.phase)
+	}
+	for _, l := range h.lanes {
+		if l.pace != 3.4 {
+			t.Errorf("lane %s at %.3g/s, want the leader's 3.4/s", l.exit, l.pace)
+		}
+	}
+}
