@@ -318,16 +318,8 @@ func TestFleetAsOneLimiter(t *testing.T) {
 		}
 		scs = append(scs, sc)
 	}
-	one, _ := strategy.ByName(strategy.Exitgate)
-	fleet, _ := strategy.ByName(strategy.ExitgateFleet)
-	rs, err := Matrix(context.Background(), MatrixConfig{Scenarios: scs, Strategies: []strategy.Spec{one, fleet}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range rs {
+	for _, s := range fleetBesideOne(t, scs, Config{}) {
 		eg, fl := s.Results[0], s.Results[1]
-		t.Logf("%-20s exitgate %5.1f%% %5.2f%% 429s; fleet %5.1f%% %5.2f%% 429s", s.Name,
-			100*eg.Utilization, 100*eg.Ratio429, 100*fl.Utilization, 100*fl.Ratio429)
 		if fl.Utilization < eg.Utilization-0.05 || fl.Ratio429 > 0.01 {
 			t.Errorf("%s: fleet %.1f%% utilization at %.2f%% 429s, want within 5 points of one limiter's %.1f%%, at most 1%%",
 				s.Name, 100*fl.Utilization, 100*fl.Ratio429, 100*eg.Utilization)
@@ -336,6 +328,24 @@ func TestFleetAsOneLimiter(t *testing.T) {
 			t.Errorf("%s: fleet finished %v with %d of %d URLs done", s.Name, fl.Finished, fl.Done, fl.URLs)
 		}
 	}
+}
+
+// fleetBesideOne runs scs with exitgate (Results[0]) and its simulated
+// fleet (Results[1]) on base, and logs the two side by side.
+func fleetBesideOne(t *testing.T, scs []server.Scenario, base Config) []ScenarioResult {
+	t.Helper()
+	one, _ := strategy.ByName(strategy.Exitgate)
+	fleet, _ := strategy.ByName(strategy.ExitgateFleet)
+	rs, err := Matrix(context.Background(), MatrixConfig{Scenarios: scs, Strategies: []strategy.Spec{one, fleet}, Base: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rs {
+		eg, fl := s.Results[0], s.Results[1]
+		t.Logf("%-45s exitgate %5.1f%% %5.2f%% 429s; fleet %5.1f%% %5.2f%% 429s", s.Name,
+			100*eg.Utilization, 100*eg.Ratio429, 100*fl.Utilization, 100*fl.Ratio429)
+	}
+	return rs
 }
 
 // TestFleetBareAwait: a fleet on a window without any header, where the
@@ -361,17 +371,8 @@ func TestFleetBareAwait(t *testing.T) {
 		}
 		scs = append(scs, sc)
 	}
-	one, _ := strategy.ByName(strategy.Exitgate)
-	fleet, _ := strategy.ByName(strategy.ExitgateFleet)
-	rs, err := Matrix(context.Background(), MatrixConfig{Scenarios: scs, Strategies: []strategy.Spec{one, fleet},
-		Base: Config{Exits: 10, Duration: 2 * time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range rs {
+	for _, s := range fleetBesideOne(t, scs, Config{Exits: 10, Duration: 2 * time.Minute}) {
 		eg, fl := s.Results[0], s.Results[1]
-		t.Logf("%-45s exitgate %5.1f%% %5.2f%% 429s; fleet %5.1f%% %5.2f%% 429s", s.Name,
-			100*eg.Utilization, 100*eg.Ratio429, 100*fl.Utilization, 100*fl.Ratio429)
 		if fl.Utilization < eg.Utilization-0.02 || fl.Ratio429 > max(0.01, eg.Ratio429+0.015) {
 			t.Errorf("%s: fleet %.1f%% of the limit over the run at %.2f%% 429s, want within 2 points of one limiter's %.1f%%, 429s at most 1%% or 1.5 points over its %.2f%%",
 				s.Name, 100*fl.Utilization, 100*fl.Ratio429, 100*eg.Utilization, 100*eg.Ratio429)
