@@ -169,16 +169,18 @@ func (r *rules) paceFollowers(h *host) {
 // On a host another worker leads, the count is the leader's (ledAwait): a
 // fleet's lanes hold as one Limiter's do.
 func (h *host) awaitHolds(l *lane) bool {
-	if h.led {
-		return h.ledAwait >= awaitMin && l.serSent < h.ledAwait-2
-	}
-	e := &h.exp
-	return h.awaitN() > 0 && l.exit != e.exit && l.serSent < e.n1-2
+	n := h.awaitN()
+	return n > 0 && l.exit != h.exp.exit && l.serSent < n-2
 }
 
 // awaitN is the first run's count the followers hold to while its
-// recovery is measured (awaitHolds), 0 when they hold none.
+// recovery is measured (awaitHolds), 0 when they hold none: this
+// Limiter's, or on a host another worker leads, the leader's (which it
+// publishes only at awaitMin or more).
 func (h *host) awaitN() int32 {
+	if h.led {
+		return h.ledAwait
+	}
 	if e := &h.exp; e.awaitAt != 0 && !e.awaitBroke && e.n1 >= awaitMin {
 		return e.n1
 	}

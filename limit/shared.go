@@ -190,8 +190,11 @@ func (h *host) changed(m sharedMark, now int64) (HostView, bool) {
 // leader's own went on to that count, and sat out 9 s of haproxy's 20 per
 // 10 s (84% of the limit over the run with three workers, 90% with one).
 func (h *host) followChanged(now int64) (HostView, bool) {
+	if h.led || h.scope.shared() || h.cap.follow <= 0 {
+		return HostView{}, false
+	}
 	decl, aw, win := h.cap.declared > 0, h.awaitN(), h.pubWindowNow()
-	if h.cap.follow == h.pubFollow && decl == h.pubDeclared && aw == h.pubAwait && win == h.pubWindow || h.led || h.scope.shared() || h.cap.follow <= 0 {
+	if h.cap.follow == h.pubFollow && decl == h.pubDeclared && aw == h.pubAwait && win == h.pubWindow {
 		return HostView{}, false
 	}
 	h.pubFollow, h.pubDeclared, h.pubAwait, h.pubWindow = h.cap.follow, decl, aw, win
