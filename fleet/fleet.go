@@ -459,8 +459,10 @@ func (f *Fleet) Leads(host string) bool {
 }
 
 // leaderOf is the first of members (the longest present first) whose share
-// of exits is not empty: with more workers than exits the longest present
-// may stand by.
+// of exits is not empty: the first itself whenever the pool has exits
+// (rendezvous.Share rounds its share up, so that its search has a second
+// lane where the workers have fewer than two exits each, and it never
+// stands by where they outnumber the exits).
 func leaderOf(exits, members []string) string {
 	for _, m := range members {
 		if len(rendezvous.Share(exits, members, m)) > 0 {

@@ -112,8 +112,10 @@ type capacity struct {
 	// span is the careful proof span: twice the time the first 429 took to
 	// recover from when that reads as a window, within [minSpan, maxSpan].
 	span int64
-	// follow is the pace of the lanes that follow the explorer.
-	follow float64
+	// follow is the pace of the lanes that follow the explorer, set at
+	// followAt.
+	follow   float64
+	followAt int64
 	// at is when pass or hi last changed: the age of the knowledge.
 	at int64
 }
@@ -625,7 +627,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 	if e.phase == expRamp || !h.exploring() || (atLeast(x, c.follow) && !settled) || h.manyAtFollow(now) {
 		return false
 	}
-	hot := 0
+	hot := h.othersHolding(now)
 	for _, o := range h.lanes {
 		if o != l && o.hot && o.own() == 0 && atLeast(o.pace, c.follow) {
 			hot++

@@ -113,7 +113,7 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 		return
 	}
 	h.note(r, now, rule, "", "follow", c.follow, f, why)
-	c.follow = f
+	c.follow, c.followAt = f, now
 	r.paceFollowers(h)
 }
 

@@ -306,6 +306,34 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 // sharedBy is how many Limiters share the host (HostShare.Workers).
 func (h *host) sharedBy() float64 { return float64(max(1, h.workers)) }
 
+// othersHolding is, on the worker that leads a fleet's search, how many of
+// the other workers' lanes hold the followers' pace: the fleet's lanes as
+// manyLanes counts them (this worker's times the workers), less this
+// worker's, less those pushed back at that pace or above within
+// sympathySpan (their 429s reach the leader as evidence; the lanes that
+// hold send no word), once they have held it that long: a 429 of theirs
+// reaches the leader up to a view's refresh after its own (a real fleet of
+// 8 on flask-limiter's bare 50 per 10 s, its first reading 67 per 10 s
+// over a window's edge, read the explorer's 429 7.5 s after the pace was
+// published as its own budget, until the others' came 0.16 s later).
+// explorerOutlier counts them with its own followers:
+// the leader's explorer pushed back at the settled pace while the fleet's
+// lanes hold it has the smaller budget, as one limiter reads it. Counting
+// only its own one or two followers, the leader read every such 429 as the
+// host's limit and cut every worker's pace (simulated flask-limiter's bare
+// 50 per 10 s, 8 workers on 10 exits: a re-probe at 82 s pushed back, then
+// pushed back again at the settled pace, and the fleet sat out 25 s of
+// the debt the cut left its lanes: 67.8% over two minutes, one limiter
+// 87.5%).
+func (h *host) othersHolding(now int64) int {
+	if h.led || h.workers <= 1 || now-h.cap.followAt < sympathySpan {
+		return 0
+	}
+	f := h.cap.follow
+	pushed := h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return h.lanes[e.exit] == nil && atLeast(e.pace, f) })
+	return max(0, len(h.lanes)*(int(h.sharedBy())-1)-pushed)
+}
+
 // othersPushedBack is follow429's rule for the followers of other workers,
 // on the worker that leads the host's search: several lanes pushed back at
 // the pace the followers hold, within the sympathy span, fleet-wide, and

@@ -102,6 +102,50 @@ func TestSettledExplorerOutlier(t *testing.T) {
 	}
 }
 
+// TestLeaderExplorerOutlier: on the worker that leads a fleet's search, the
+// settled explorer pushed back at the pace every worker's lanes hold has
+// the smaller budget, as on one limiter: the other workers' lanes count as
+// holding it while none of them was pushed back (their 429s reach the
+// leader as evidence). Counting only its own follower, the leader read such
+// a 429 as the host's limit and cut the whole fleet. Many of the others
+// pushed back at that pace is the limit moving: the host falls back.
+func TestLeaderExplorerOutlier(t *testing.T) {
+	setup := func(workers int) (*rules, *host) {
+		r, h := settledHost(t, "e", "a")
+		h.workers = workers
+		r.setExplorerPace(h, h.lanes["e"], h.cap.follow, sec(0), "test", "")
+		h.lanes["a"].hot = true
+		return r, h
+	}
+	push := func(r *rules, h *host) {
+		e := h.lanes["e"]
+		r.throttled(h, e, ticketRec{l: e, at: sec(10), laneIv: interval(h.cap.follow)}, &Outcome{}, sec(10), sec(10.1), 0.5)
+	}
+	r, h := setup(8)
+	f := h.cap.follow
+	push(r, h)
+	if h.lanes["e"].own() == 0 || h.exp.exit != "a" || h.exp.phase != expSettled || h.cap.follow != f {
+		t.Fatalf("leader of 8 workers, explorer pushed back alone at the settled pace: own %v explorer %q phase %s follow %v; want its own ceiling, a the explorer, the host settled at %v",
+			h.lanes["e"].own(), h.exp.exit, phaseNames[h.exp.phase], h.cap.follow, f)
+	}
+
+	r, h = setup(8)
+	h.exp.quietAt = sec(5)
+	for i := range h.manyLanes() {
+		h.addEvidence(r, evEntry{exit: fmt.Sprintf("other%d", i), at: sec(9 + float64(i)/20), pace: f})
+	}
+	push(r, h)
+	if h.lanes["e"].own() != 0 || h.exp.phase == expSettled {
+		t.Errorf("%d of the other workers' lanes pushed back too: explorer's own %v phase %s; want the host to fall back", h.manyLanes(), h.lanes["e"].own(), phaseNames[h.exp.phase])
+	}
+
+	r, h = setup(1)
+	push(r, h)
+	if h.lanes["e"].own() != 0 {
+		t.Errorf("alone with one follower: the explorer took its own ceiling %v; want the host's reading (one follower is no evidence)", h.lanes["e"].own())
+	}
+}
+
 // TestEvidenceHoldsManyLanes: on a pool of 20 lanes, half of them pushed back
 // at the host's pace within a second is the host's limit moving; the ring
 // that keeps the evidence must hold that many (sized from ScopeLanes

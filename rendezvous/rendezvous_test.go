@@ -37,7 +37,8 @@ func workers(prefix string, n int) []string {
 }
 
 // TestShare: every exit goes to exactly one worker, every share is the fair
-// one or one less, and a join moves few exits: over many pools and fleets,
+// one or one less, the first member's (the leader's) rounded up, and a join
+// moves few exits: over many pools and fleets,
 // on average at most 1.5 times the newcomer's share (plain rendezvous
 // hashing moves exactly that share, but leaves workers idle: 6 exits over 3
 // workers left one with none in a quarter of the runs).
@@ -57,6 +58,9 @@ func TestShare(t *testing.T) {
 					if n != ne/nw && n != ne/nw+1 {
 						t.Fatalf("%d exits, %d workers: %s owns %d, want %d or %d", ne, nw, m, n, ne/nw, ne/nw+1)
 					}
+				}
+				if n, up := len(Share(all, members, members[0])), (ne+nw-1)/nw; n != up {
+					t.Fatalf("%d exits, %d workers: the first, the leader, owns %d, want the share rounded up, %d", ne, nw, n, up)
 				}
 				more := append(slices.Clone(members), fmt.Sprintf("w%d-new", seed))
 				after := owners(all, more)

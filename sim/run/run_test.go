@@ -380,6 +380,34 @@ func TestFleetBareAwait(t *testing.T) {
 	}
 }
 
+// TestFleetLeaderLanes: 8 workers on 10 exits, where most workers own one
+// exit. The leader owns two (rendezvous.Share rounds the first member's
+// share up), so its search passes to its second lane while the first waits
+// out a long Retry-After: on nginx's 30 per minute with Retry-After: 60 the
+// search stalled a minute with every worker's lanes at the cautious pace
+// (43.8% against one limiter's 87.8%). And the leader's explorer pushed
+// back at the settled pace while the other workers' lanes hold it takes
+// its own budget, as one limiter's does (othersHolding): read as the
+// host's limit, it cut every worker's pace and the fleet sat out the debt
+// (flask-limiter's bare 50 per 10 s: 67.8% against 87.5%).
+func TestFleetLeaderLanes(t *testing.T) {
+	var scs []server.Scenario
+	for _, name := range []string{"twin-nginx-30r-m", "twin-flask-fixed-50-per-10s-bare"} {
+		sc, ok := server.ScenarioByName(name)
+		if !ok {
+			t.Fatalf("no scenario %s", name)
+		}
+		scs = append(scs, sc)
+	}
+	for _, s := range fleetBesideOne(t, scs, Config{Exits: 10, Duration: 2 * time.Minute}) {
+		eg, fl := s.Results[0], s.Results[1]
+		if fl.Utilization < eg.Utilization-0.02 || fl.Ratio429 > max(0.01, eg.Ratio429+0.005) {
+			t.Errorf("%s: fleet %.1f%% of the limit over the run at %.2f%% 429s, want within 2 points of one limiter's %.1f%%, 429s at most 1%% or half a point over its %.2f%%",
+				s.Name, 100*fl.Utilization, 100*fl.Ratio429, 100*eg.Utilization, 100*eg.Ratio429)
+		}
+	}
+}
+
 // TestVirtualRepeatsManyHosts: a virtual run repeats for a seed on many
 // hosts too (bench's --seed says so). hosts-100 did not: lanes' paces set
 // for every lane of a host in a map's order left equal lanes in the heap in
