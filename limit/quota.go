@@ -52,7 +52,11 @@ type quota struct {
 	fixed          bool
 	used, prevUsed float64
 	answered       int64 // the reset the last answer said (take may move reset on)
-	first          int64 // when the first answer with a reset came
+	// ansLow is the lowest Remaining answered for the window whose reset
+	// is answered: the server's own count of how busy it was, whatever the
+	// lane's clock (moved).
+	ansLow float64
+	first  int64 // when the first answer with a reset came
 	// known: the host saw the window roll on another lane (a lane that
 	// joins later keeps no reserve).
 	known bool
@@ -384,14 +388,29 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 	}
 	reset := now + int64(o.ResetIn)
 	if o.ResetIn <= 0 {
-		if o.ResetIn > -time.Second && q.answered != 0 && q.moved(o, reset) {
+		// The stated reset has passed. Told in whole seconds of the clock
+		// (as the last one was), it is the second this answer came in:
+		// the first answer that states it is its window's first hit, as
+		// it is before the reset, and what remains tells the window's
+		// kind. Otherwise it is some instant before now: the move is
+		// seen, maybe at a later hit (go-limiter's 3 per second, windows
+		// opened 0.8 s into a second: a lane's third hit of a window,
+		// with one remaining, read it a sliding counter's), and tells
+		// nothing of the kind.
+		at, kind := reset, false
+		if wholeSecond(q.answered) && now >= q.answered {
+			// (Whole seconds on from the last, which carries the few
+			// milliseconds between receipt and outcome.)
+			at, kind = q.answered+(now-q.answered)/int64(time.Second)*int64(time.Second), true
+		}
+		if o.ResetIn > -time.Second && q.answered != 0 && q.moved(o, at, kind) {
 			// A reset told in whole seconds rounded down, on a window of a
 			// second: most answers state a second already begun, and
 			// their moves are the windows' (httprate's 10 per second,
 			// whose windows start with the server: read as a guess of a
 			// window for good, each lane held a second for the guess's
 			// reserve, 10% of the limit at most start phases).
-			q.answered = reset
+			q.answered, q.ansLow = at, o.Remaining
 		}
 		q.early(o, now, inFlight)
 		return
@@ -399,8 +418,10 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 	if q.first == 0 {
 		q.first = now
 	}
-	if q.answered != 0 {
-		q.moved(o, reset)
+	if q.answered == 0 || q.moved(o, reset, true) {
+		q.ansLow = o.Remaining
+	} else {
+		q.ansLow = min(q.ansLow, o.Remaining)
 	}
 	if o.Window <= 0 {
 		q.wMax = max(q.wMax, int64(o.ResetIn))
@@ -414,10 +435,25 @@ func (q *quota) update(o *Outcome, now int64, inFlight int32) {
 	q.spread(now)
 }
 
+// wholeSecond reports whether the instant t (ns since the epoch) is a whole
+// second of the clock, within the few milliseconds between a response's
+// receipt and its outcome's.
+func wholeSecond(t int64) bool {
+	r := t % int64(time.Second)
+	return r < int64(10*time.Millisecond) || r > int64(990*time.Millisecond)
+}
+
 // moved reports whether an answer's reset moved from the last answer's by a
-// new window's, and reads what the move tells (the window's step, and its
-// kind from what remains).
-func (q *quota) moved(o *Outcome, reset int64) bool {
+// new window's, and reads what the move tells: the window's step, and, when
+// kind (the answer's reset is still to come), its kind from what remains.
+// An answer whose stated reset has passed (told in whole seconds rounded
+// down) came anywhere up to a second before its window's real end: on a
+// window of a second, late in it, where little remains of a fixed window
+// too (go-limiter's 3 per second, windows opened 0.8 s into a second: a
+// lane's third request of a window, after its stated reset, read the
+// window as a sliding counter's, and the lanes lost the exact pace for the
+// headroom check's 12 s).
+func (q *quota) moved(o *Outcome, reset int64, kind bool) bool {
 	d := reset - q.answered
 	if d < q.newWindowMove() {
 		return false
@@ -425,12 +461,28 @@ func (q *quota) moved(o *Outcome, reset int64) bool {
 	if o.Window <= 0 && (q.step == 0 || d < q.step) {
 		q.step = d // keep the smallest move seen: a skipped window shows a multiple
 	}
+	// Busy: the window that ended held most of the limit, by the lane's
+	// own count of the window just before or by the server's (the lowest
+	// Remaining it answered for the window that ended, one window back: an
+	// idle one between tells nothing). The lane's clock rolls at the
+	// stated reset, up to a second early on resets told in whole seconds
+	// rounded down: go-limiter's 3 per second, windows opened 0.3 s into a
+	// second, had each lane's third request of a window go after the
+	// stated reset, counted in the lane's next window, where the server's
+	// 0 remaining then held the lane until the second after; its own count
+	// of the window before was one request, the window never read as
+	// fixed, and the lanes sent two a window for good (66.7%, no 429).
+	busy := q.prevUsed >= q.limit/2 || q.ansLow <= q.limit/2 && d < q.span()*3/2
 	switch {
 	case q.limit <= 0:
-	case o.Remaining < q.limit/2:
+	case kind && o.Remaining < q.limit/2:
 		q.sliding, q.fixed = true, false // and little remains of it: the last one still counts
-	case !q.sliding && q.prevUsed >= q.limit/2:
-		q.fixed = true // a busy window ended and freed all of it
+	case !q.sliding && busy && (kind || o.Remaining >= q.limit-1):
+		// A busy window ended and freed all of it. Past its stated reset,
+		// only a first hit tells it (all of the limit but itself remains:
+		// nothing of the last window weighs in); a later hit may have
+		// spent it.
+		q.fixed = true
 	}
 	return true
 }
@@ -452,6 +504,7 @@ func (q *quota) early(o *Outcome, now int64, inFlight int32) {
 		// an hour to go took a fresh window a second later).
 		return
 	}
+	q.ansLow = min(q.ansLow, o.Remaining) // the window answered last, still counting
 	q.rem = math.Max(0, math.Floor(o.Remaining)-float64(inFlight))
 	if end := now + int64(time.Second); q.reset <= now || q.reset > end {
 		q.reset = end // not a guessed window later (take moved it on)
