@@ -27,7 +27,11 @@ type hostRate struct {
 	cumAt int64 // start of the current pushback series
 	cumN  int32 // successes since cumAt
 	epAt  int64 // host-level pushback episode start
-	eps   int16 // consecutive host-level episodes, for backoff
+	// epStart is when the overload episode this Limiter counts began: the
+	// first cut, its own or adopted, of cuts each within sameEpisode of
+	// it (epAt is the latest).
+	epStart int64
+	eps     int16 // consecutive host-level episodes, for backoff
 	// overloaded: 503s put the host under the rate, whatever its scope.
 	overloaded bool
 }
@@ -123,6 +127,9 @@ func (r *rules) hostDecrease(h *host, sent, now int64, why string) bool {
 		return false
 	}
 	hr.epAt = now
+	if now-hr.epStart >= sameEpisode {
+		hr.epStart = now
+	}
 	hr.eps = min(hr.eps+1, 30)
 	x := hr.now
 	sendRate := h.sendAll(now)
@@ -140,7 +147,13 @@ func (r *rules) hostDecrease(h *host, sent, now int64, why string) bool {
 	if hr.lo >= x {
 		hr.lo = 0 // pushed back below what was proven: the limit moved
 	}
-	if b := counted(hr.cumN, hr.cumAt, now) * h.sharedBy(); b > 0 && b < x { // this Limiter's successes, of all
+	// This Limiter's successes stand for the fleet's: its workers'
+	// together, counted as one count (n successes of each of k workers
+	// are kn, not k(n-1): a worker of eight with five successes between
+	// two cuts read 1.2/s of a credential's 2/s, and the fleet climbed
+	// back from a cut to half in slow steps for a minute), once it has
+	// two of its own (one success of eight workers' is no count).
+	if b := counted(int32(min(float64(hr.cumN)*h.sharedBy(), math.MaxInt32)), hr.cumAt, now); hr.cumN > 1 && b > 0 && b < x {
 		hr.lo = max(hr.lo, b)
 	}
 	hr.cumAt, hr.cumN = now, 0

@@ -408,6 +408,32 @@ func TestFleetLeaderLanes(t *testing.T) {
 	}
 }
 
+// TestFleetSharedRate: 8 workers on 10 exits whose one proxy credential
+// the server limits (2/s for the pool, whatever the exit): the workers
+// share the host's rate as one limiter holds it, within 8 points over the
+// steady part of the run, seeds 1-3. Two workers' cuts within 2 s of each
+// other are one overload, but counted from the last cut adopted every cut
+// that came within 2 s of the one before was the same episode, none was
+// adopted, and the workers' rates drifted from 0.6/s to 4.8/s until the
+// lowest ceiling held the fleet; and one worker's successes between two
+// cuts, an eighth of the fleet's, counted k(n-1) for the fleet's kn
+// (57.5%, 75.0% and 83.3% against one limiter's 98.3%, 93.3% and 96.7%).
+func TestFleetSharedRate(t *testing.T) {
+	sc, ok := server.ScenarioByName("per-credential")
+	if !ok {
+		t.Fatal("no scenario per-credential")
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		for _, s := range fleetBesideOne(t, []server.Scenario{sc}, Config{Exits: 10, Duration: 2 * time.Minute, Seed: seed}) {
+			eg, fl := s.Results[0], s.Results[1]
+			if fl.UtilizationSteady < eg.UtilizationSteady-0.08 || fl.Ratio429 > eg.Ratio429+0.02 {
+				t.Errorf("seed %d: fleet %.1f%% of the limit after the first minute, %.2f%% 429s over the run; want within 8 points of one limiter's %.1f%%, 429s at most 2 points over its %.2f%%",
+					seed, 100*fl.UtilizationSteady, 100*fl.Ratio429, 100*eg.UtilizationSteady, 100*eg.Ratio429)
+			}
+		}
+	}
+}
+
 // TestVirtualRepeatsManyHosts: a virtual run repeats for a seed on many
 // hosts too (bench's --seed says so). hosts-100 did not: lanes' paces set
 // for every lane of a host in a map's order left equal lanes in the heap in

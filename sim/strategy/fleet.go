@@ -59,7 +59,11 @@ func newFleet(env Env) (*fleetLimiter, error) {
 		}
 		i := len(f.workers)
 		leads := func(string) bool { return i == 0 } // the longest present with exits, as fleet.Leads
-		l, err := exitgateLimiter(env, own, share.Member(leads))
+		wenv := env
+		if env.Logger != nil {
+			wenv.Logger = env.Logger.With("worker", m) // whose change record
+		}
+		l, err := exitgateLimiter(wenv, own, share.Member(leads))
 		if err != nil {
 			return nil, err
 		}
