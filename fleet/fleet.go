@@ -460,9 +460,10 @@ func (f *Fleet) Leads(host string) bool {
 
 // leaderOf is the first of members (the longest present first) whose share
 // of exits is not empty: the first itself whenever the pool has exits
-// (rendezvous.Share rounds its share up, so that its search has a second
-// lane where the workers have fewer than two exits each, and it never
-// stands by where they outnumber the exits).
+// (rendezvous.Share gives it its share rounded up, or three exits while
+// every other worker can still hold one, so that its search has lanes to
+// pass to while others wait out long Retry-Afters, and it never stands by
+// where the workers outnumber the exits).
 func leaderOf(exits, members []string) string {
 	for _, m := range members {
 		if len(rendezvous.Share(exits, members, m)) > 0 {
@@ -546,6 +547,9 @@ func (f *Fleet) Owned() []string {
 	defer f.mu.Unlock()
 	return slices.Clone(f.owned)
 }
+
+// Exits returns the size of the pool the workers share out.
+func (f *Fleet) Exits() int { return len(f.cfg.Exits) }
 
 // Workers returns the number of live workers at the last heartbeat (at
 // least 1).

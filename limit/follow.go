@@ -156,7 +156,7 @@ func (h *host) manyAtFollow(now int64) bool {
 func (h *host) manyLanes() int {
 	// The evidence is the fleet's (HostShare): so are the lanes. Past
 	// manyMax lanes at once, no pool is that many smaller budgets.
-	return min(manyMax, max(2, (len(h.lanes)*int(h.sharedBy())+1)/2))
+	return min(manyMax, max(2, (len(h.lanes)+h.othersLanes()+1)/2))
 }
 
 // manyMax caps manyLanes: 32 lanes pushed back at the host's pace within

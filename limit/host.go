@@ -225,6 +225,9 @@ type host struct {
 	// or 1: this one alone). Each sees 1/workers of its successes and of
 	// its lanes.
 	workers int
+	// othersExits is how many exits the other Limiters hold (the pool less
+	// this one's, HostShare.Exits), -1 when the share does not say.
+	othersExits int
 
 	log changeLog
 	c   Counters
@@ -268,7 +271,7 @@ type ticketRec struct {
 }
 
 func newHost(name string) *host {
-	return &host{name: name, lanes: make(map[string]*lane), tickets: make(map[uint64]ticketRec)}
+	return &host{name: name, lanes: make(map[string]*lane), tickets: make(map[uint64]ticketRec), othersExits: -1}
 }
 
 // idle reports whether h has nothing in flight and has not been used since

@@ -13,6 +13,7 @@ type LocalShare struct {
 	mu      sync.Mutex
 	hosts   map[string]*localHost
 	members int
+	exits   int // the pool of every member (SetExits), 0 = unknown
 }
 
 type localHost struct {
@@ -22,6 +23,14 @@ type localHost struct {
 
 // NewLocalShare returns an empty LocalShare.
 func NewLocalShare() *LocalShare { return &LocalShare{hosts: map[string]*localHost{}} }
+
+// SetExits records how many exits the members hold together (the fleet's
+// pool): their HostShares report it (Exits).
+func (s *LocalShare) SetExits(n int) {
+	s.mu.Lock()
+	s.exits = n
+	s.mu.Unlock()
+}
 
 // Member returns the HostShare of one Limiter: leads reports whether it
 // leads a host's search (HostShare.Leads); nil: it leads every host.
@@ -68,6 +77,13 @@ func (m *localMember) View(host string) (HostView, bool) {
 		return HostView{}, false
 	}
 	return h.view, true
+}
+
+// Exits is the members' pool (SetExits), 0 when not set.
+func (m *localMember) Exits() int {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	return m.s.exits
 }
 
 // Workers is the number of members.

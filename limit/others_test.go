@@ -90,3 +90,51 @@ func TestOthersFollowersFall(t *testing.T) {
 		t.Fatalf("two followers pushed back at the new %.3g/s: the followers at %.3g/s, want a fall", fell, h.cap.follow)
 	}
 }
+
+// sizedShare is othersShare that knows the fleet's pool (HostShare.Exits).
+type sizedShare struct {
+	othersShare
+	exits int
+}
+
+func (s *sizedShare) Exits() int { return s.exits }
+
+// TestOthersLanes: the other workers' lanes are the pool less this
+// Limiter's exits where the HostShare knows the pool, whatever this one
+// holds (the leader holds three of ten in a fleet of eight, rendezvous.Share:
+// counted as a fair share each, 3 x 8 = 24 lanes made manyLanes 12 of the
+// ten there are, every lane pushed back read as its own budget, and the
+// simulated fleet drew 11.7% 429s after nginx-like limits halved, where
+// one limiter drew 3.8%); and this one's lanes times the others' number
+// where it does not.
+func TestOthersLanes(t *testing.T) {
+	for _, c := range []struct {
+		pool, many, others int
+	}{{0, 5, 6}, {6, 3, 3}} {
+		var sh HostShare = &othersShare{}
+		if c.pool > 0 {
+			sh = &sizedShare{exits: c.pool}
+		}
+		l, err := New(Config{Shared: sh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetExits([]Exit{{ID: "x0"}, {ID: "x1"}, {ID: "x2"}})
+		for i := range 3 {
+			if _, _, _, err := l.Acquire("h", Want{}, time.Unix(0, sec(float64(i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := l.tab.shard("h").hosts["h"]
+		if len(h.lanes) != 3 {
+			t.Fatalf("pool %d: %d lanes, want 3", c.pool, len(h.lanes))
+		}
+		// A fleet of three (othersShare.Workers).
+		if got := h.othersLanes(); got != c.others {
+			t.Errorf("pool %d: othersLanes %d, want %d", c.pool, got, c.others)
+		}
+		if got := h.manyLanes(); got != c.many {
+			t.Errorf("pool %d: manyLanes %d, want %d", c.pool, got, c.many)
+		}
+	}
+}

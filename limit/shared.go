@@ -47,8 +47,15 @@ type HostShare interface {
 	// search's 429s once, not once per worker. It must not block.
 	Leads(host string) bool
 	// A HostShare may also have a method Down() bool reporting that it
-	// has lost its store (shareDown): its views are a cache then.
+	// has lost its store (shareDown): its views are a cache then; and a
+	// method Exits() int, the exits of every Limiter sharing the hosts
+	// (the fleet's pool), which counts the others' lanes (othersLanes)
+	// where Workers alone, times this Limiter's, would not: the fleet's
+	// leader holds more than its fair share.
 }
+
+// poolSized is a HostShare that knows the fleet's pool (HostShare).
+type poolSized interface{ Exits() int }
 
 // HostView is the shared state of one host.
 type HostView struct {
@@ -241,6 +248,12 @@ func (h *host) pubWindowNow() int64 {
 func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 	v, ok := l.share.View(name)
 	h.workers = max(1, l.share.Workers())
+	h.othersExits = -1
+	if ps, sized := l.share.(poolSized); sized && h.workers > 1 {
+		if n := ps.Exits(); n > 0 {
+			h.othersExits = max(0, n-l.pool.Load().Len())
+		}
+	}
 	l.followLead(h, name, v, now) // before anything is shared too: one explorer from the start
 	if !ok {
 		return
@@ -316,10 +329,22 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 // sharedBy is how many Limiters share the host (HostShare.Workers).
 func (h *host) sharedBy() float64 { return float64(max(1, h.workers)) }
 
+// othersLanes is how many lanes the other Limiters sharing the host have on
+// it at most: their exits, where the HostShare knows the pool, else this
+// Limiter's lanes times their number (a fair share each).
+func (h *host) othersLanes() int {
+	if h.workers <= 1 {
+		return 0
+	}
+	if h.othersExits >= 0 {
+		return h.othersExits
+	}
+	return len(h.lanes) * (h.workers - 1)
+}
+
 // othersHolding is, on the worker that leads a fleet's search, how many of
-// the other workers' lanes hold the followers' pace: the fleet's lanes as
-// manyLanes counts them (this worker's times the workers), less this
-// worker's, less those pushed back at that pace or above within
+// the other workers' lanes hold the followers' pace: theirs
+// (othersLanes), less those pushed back at that pace or above within
 // sympathySpan (their 429s reach the leader as evidence; the lanes that
 // hold send no word), once they have held it that long: a 429 of theirs
 // reaches the leader up to a view's refresh after its own (a real fleet of
@@ -341,7 +366,7 @@ func (h *host) othersHolding(now int64) int {
 	}
 	f := h.cap.follow
 	pushed := h.ev.lanes(now-sympathySpan, func(e evEntry) bool { return h.lanes[e.exit] == nil && atLeast(e.pace, f) })
-	return max(0, len(h.lanes)*(int(h.sharedBy())-1)-pushed)
+	return max(0, h.othersLanes()-pushed)
 }
 
 // othersPushedBack is follow429's rule for the followers of other workers,

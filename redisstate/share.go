@@ -40,6 +40,10 @@ type Config struct {
 	// Workers reports the number of live workers, for the share of a
 	// ceiling each takes while Redis is unreachable. nil: 1.
 	Workers func() int
+	// Exits reports how many exits the workers hold together (the
+	// crawl's pool; limit.HostShare's Exits), 0 when not known. nil: not
+	// known.
+	Exits func() int
 	// Refresh is how often Run reads the shared views of the hosts in
 	// use. Default 500ms.
 	Refresh time.Duration
@@ -307,6 +311,15 @@ func (s *Share) Workers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return max(1, s.workers)
+}
+
+// Exits reports the workers' pool (Config.Exits), 0 when not known: the
+// Limiter counts the other workers' lanes from it (limit.HostShare).
+func (s *Share) Exits() int {
+	if s.cfg.Exits == nil {
+		return 0
+	}
+	return s.cfg.Exits()
 }
 
 // Leads implements limit.HostShare: Config.Leads, or true without one.

@@ -23,18 +23,27 @@ import (
 //
 // The first of members (the caller lists the longest present first: the
 // fleet's leader, who searches every host's limit for all) holds a share
-// rounded up. With fewer than two exits a worker (8 workers on 10 exits),
-// the leader then has a second lane to pass its search to while the first
-// waits out a long Retry-After; with one lane its search stalled there,
-// and every other worker's lanes held the cautious pace meanwhile
-// (simulated nginx 30r/m with Retry-After: 60, 8 workers on 10 exits:
-// 43.8% of the limit over two minutes, one limiter 87.8%). And with more
-// workers than exits, the leader is never the one left without.
+// rounded up, and at least leadLanes exits while every other member can
+// still hold one. The leader's search passes from a lane that must wait out
+// a long Retry-After to another of its own: with one lane (8 workers on 10
+// exits) its search stalled there while every other worker's lanes held
+// the cautious pace (simulated nginx 30r/m with Retry-After: 60: 43.8% of
+// the limit over two minutes, one limiter 87.8%); with two, it stalled
+// when both waited (haproxy's 2 per 10 s with Retry-After: 30, its
+// explorer and the lane the search passed to each pushed back once: 64.2%,
+// one limiter 86.7%, which passes it to a third). The others share the
+// rest as above. And with more workers than exits, the leader is never the
+// one left without.
 func Share(exits, members []string, me string) []string {
 	if len(members) == 0 {
 		return nil
 	}
-	floor, over := len(exits)/len(members), len(exits)%len(members) // over members may hold floor+1
+	n, k := len(exits), len(members)
+	lead := max((n+k-1)/k, min(leadLanes, n-(k-1)))
+	floor, over := 0, 0 // the others: over of them may hold floor+1
+	if k > 1 {
+		floor, over = (n-lead)/(k-1), (n-lead)%(k-1)
+	}
 	order := slices.Clone(exits)
 	slices.SortFunc(order, func(a, b string) int {
 		if c := cmpU64(pairHash(a, ""), pairHash(b, "")); c != 0 {
@@ -47,17 +56,14 @@ func Share(exits, members []string, me string) []string {
 	for _, e := range order {
 		best, bestH := -1, uint64(0)
 		for i, m := range members {
-			if load[i] > floor || (load[i] == floor && over == 0) {
+			if i == 0 && load[0] >= lead || i > 0 && (load[i] > floor || load[i] == floor && over == 0) {
 				continue
-			}
-			if i > 0 && load[i] == floor && over == 1 && load[0] <= floor {
-				continue // the last exit over the floor is the first member's
 			}
 			if v := pairHash(e, m); best < 0 || v > bestH || (v == bestH && m < members[best]) {
 				best, bestH = i, v
 			}
 		}
-		if load[best]++; load[best] > floor {
+		if load[best]++; best > 0 && load[best] > floor {
 			over--
 		}
 		if members[best] == me {
@@ -67,6 +73,10 @@ func Share(exits, members []string, me string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// leadLanes is the fewest exits the leader holds where the pool allows
+// (Share): its search's lane and two to pass it to.
+const leadLanes = 3
 
 // pairHash is the rendezvous score of exit e on member m.
 func pairHash(e, m string) uint64 {

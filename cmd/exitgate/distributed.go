@@ -137,6 +137,11 @@ func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*d
 			return 1
 		}
 		return d.fleet.Workers()
+	}, Exits: func() int {
+		if d.fleet == nil {
+			return 0
+		}
+		return d.fleet.Exits()
 	}, Leads: func(host string) bool {
 		return d.fleet == nil || d.fleet.Leads(host)
 	}})

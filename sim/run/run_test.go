@@ -381,18 +381,19 @@ func TestFleetBareAwait(t *testing.T) {
 }
 
 // TestFleetLeaderLanes: 8 workers on 10 exits, where most workers own one
-// exit. The leader owns two (rendezvous.Share rounds the first member's
-// share up), so its search passes to its second lane while the first waits
-// out a long Retry-After: on nginx's 30 per minute with Retry-After: 60 the
-// search stalled a minute with every worker's lanes at the cautious pace
-// (43.8% against one limiter's 87.8%). And the leader's explorer pushed
+// exit. The leader owns three (rendezvous.Share), so its search passes to
+// another lane while one or two wait out long Retry-Afters: on nginx's 30
+// per minute with Retry-After: 60 the search stalled a minute with every
+// worker's lanes at the cautious pace (43.8% against one limiter's 87.8%,
+// one lane), and on haproxy's 2 per 10 s with Retry-After: 30 both lanes of
+// a leader of two waited it out (64.2% against 86.7%). And the leader's explorer pushed
 // back at the settled pace while the other workers' lanes hold it takes
 // its own budget, as one limiter's does (othersHolding): read as the
 // host's limit, it cut every worker's pace and the fleet sat out the debt
 // (flask-limiter's bare 50 per 10 s: 67.8% against 87.5%).
 func TestFleetLeaderLanes(t *testing.T) {
 	var scs []server.Scenario
-	for _, name := range []string{"twin-nginx-30r-m", "twin-flask-fixed-50-per-10s-bare"} {
+	for _, name := range []string{"twin-nginx-30r-m", "twin-flask-fixed-50-per-10s-bare", "twin-haproxy-2-per-10s"} {
 		sc, ok := server.ScenarioByName(name)
 		if !ok {
 			t.Fatalf("no scenario %s", name)

@@ -51,6 +51,7 @@ func newFleet(env Env) (*fleetLimiter, error) {
 		members = append(members, fmt.Sprintf("w%d", i))
 	}
 	share := limit.NewLocalShare()
+	share.SetExits(len(env.Exits))
 	f := &fleetLimiter{owner: map[string]int{}}
 	for _, m := range members {
 		own := rendezvous.Share(env.Exits, members, m)
