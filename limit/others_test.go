@@ -104,9 +104,9 @@ func (s *sizedShare) Exits() int { return s.exits }
 // holds (the leader holds three of ten in a fleet of eight, rendezvous.Share:
 // counted as a fair share each, 3 x 8 = 24 lanes made manyLanes 12 of the
 // ten there are, every lane pushed back read as its own budget, and the
-// simulated fleet drew 11.7% 429s after nginx-like limits halved, where
-// one limiter drew 3.8%); and this one's lanes times the others' number
-// where it does not.
+// simulated fleet drew 4.6% 429s over a run whose limit halves at 60 s,
+// where one limiter draws 1.9%); and this one's lanes times the others'
+// number where it does not.
 func TestOthersLanes(t *testing.T) {
 	for _, c := range []struct {
 		pool, many, others int
