@@ -445,14 +445,14 @@ func wholeSecond(t int64) bool {
 
 // moved reports whether an answer's reset moved from the last answer's by a
 // new window's, and reads what the move tells: the window's step, and, when
-// kind (the answer's reset is still to come), its kind from what remains.
-// An answer whose stated reset has passed (told in whole seconds rounded
-// down) came anywhere up to a second before its window's real end: on a
-// window of a second, late in it, where little remains of a fixed window
-// too (go-limiter's 3 per second, windows opened 0.8 s into a second: a
-// lane's third request of a window, after its stated reset, read the
-// window as a sliding counter's, and the lanes lost the exact pace for the
-// headroom check's 12 s).
+// kind (the move is seen at the window's first hit: its reset still to
+// come, or passed and told in whole seconds, update), its kind from what
+// remains. Otherwise the answer, its stated reset passed, came anywhere up
+// to a second before its window's real end: on a window of a second, late
+// in it, where little remains of a fixed window too (go-limiter's 3 per
+// second, windows opened 0.8 s into a second: a lane's third request of a
+// window, after its stated reset, read the window as a sliding counter's,
+// and the lanes lost the exact pace for the headroom check's 12 s).
 func (q *quota) moved(o *Outcome, reset int64, kind bool) bool {
 	d := reset - q.answered
 	if d < q.newWindowMove() {
