@@ -282,8 +282,7 @@ func (l *Limiter) adoptLocked(h *host, name string, now int64) {
 			// apart from 0.6/s to 4.8/s, the lowest ceiling holding the
 			// fleet at 58% of the limit for the rest of the run).
 			rate, why = max(h.rate.now, v.Rate), "another worker cut the host rate for the same episode"
-		}
-		if c-h.rate.epStart >= sameEpisode {
+		} else {
 			h.rate.epStart = c
 		}
 		h.note(r, now, "host-rate", "", "host-rate", h.rate.now, rate, why)
