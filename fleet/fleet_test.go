@@ -113,8 +113,9 @@ func TestLeaderStays(t *testing.T) {
 		t.Helper()
 		// Three rounds: an exit handed over is released at its giver's
 		// beat and taken at its taker's next, which comes a round later
-		// when the taker beats first (the leader, whose share is rounded
-		// up, takes one from a later worker at a join).
+		// when the taker beats first (the leader, whose share is above the
+		// others', rendezvous.Share, takes one from a later worker at a
+		// join).
 		for range 3 {
 			for _, f := range fs {
 				if err := f.Beat(ctx, time.Now()); err != nil {

@@ -14,11 +14,11 @@ import (
 // hashing with bounded loads. Each exit goes to the member with the highest
 // hash of the pair that still has room, a member holding at most
 // its fair share (exits/members, rounded up for as many members as the
-// remainder, down for the others); exits are placed in an order of their
-// own hashes, which the members do not change. Plain rendezvous hashing
-// leaves shares uneven on a small pool (6 exits over 3 workers: one worker
-// in four runs owned none, another four); bounded, shares differ by one
-// exit at most. A join still moves mostly the exits the newcomer takes:
+// remainder, down for the others; the first member's is below); exits are
+// placed in an order of their own hashes, which the members do not change.
+// Plain rendezvous hashing leaves shares uneven on a small pool (6 exits
+// over 3 workers: one worker in four runs owned none, another four);
+// bounded, the other members' shares differ by one exit at most. A join still moves mostly the exits the newcomer takes:
 // an exit moves between the others only where a share's bound shrank.
 //
 // The first of members (the caller lists the longest present first: the

@@ -39,11 +39,10 @@ func workers(prefix string, n int) []string {
 // TestShare: every exit goes to exactly one worker, the first member's (the
 // leader's) share is the fair one rounded up, or three exits while every
 // other member can still hold one, the others' the fair share of the rest or
-// one less, and a join
-// moves few exits: over many pools and fleets,
-// on average at most 1.5 times the newcomer's share (plain rendezvous
-// hashing moves exactly that share, but leaves workers idle: 6 exits over 3
-// workers left one with none in a quarter of the runs).
+// one less, and a join moves few exits: over many pools and fleets, on
+// average at most 1.5 times the newcomer's share (plain rendezvous hashing
+// moves exactly that share, but leaves workers idle: 6 exits over 3 workers
+// left one with none in a quarter of the runs).
 func TestShare(t *testing.T) {
 	moved, taken := 0, 0
 	for _, ne := range []int{2, 6, 10, 20, 50} {

@@ -395,11 +395,11 @@ func fleetWithinTwoPoints(t *testing.T, scs []server.Scenario, over429 float64) 
 // per minute with Retry-After: 60 the search stalled a minute with every
 // worker's lanes at the cautious pace (43.8% against one limiter's 87.8%,
 // one lane), and on haproxy's 2 per 10 s with Retry-After: 30 both lanes of
-// a leader of two waited it out (64.2% against 86.7%). And the leader's explorer pushed
-// back at the settled pace while the other workers' lanes hold it takes
-// its own budget, as one limiter's does (othersHolding): read as the
-// host's limit, it cut every worker's pace and the fleet sat out the debt
-// (flask-limiter's bare 50 per 10 s: 67.8% against 87.5%).
+// a leader of two waited it out (64.2% against 86.7%). And the leader's
+// explorer pushed back at the settled pace while the other workers' lanes
+// hold it takes its own budget, as one limiter's does (othersHolding): read
+// as the host's limit, it cut every worker's pace and the fleet sat out the
+// debt (flask-limiter's bare 50 per 10 s: 67.8% against 87.5%).
 func TestFleetLeaderLanes(t *testing.T) {
 	var scs []server.Scenario
 	for _, name := range []string{"twin-nginx-30r-m", "twin-flask-fixed-50-per-10s-bare", "twin-haproxy-2-per-10s"} {
