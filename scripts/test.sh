@@ -29,6 +29,9 @@ done
 # Ruby's Rack::Attack (a held-out limiter of peerbench), its cache and puma.
 ruby -e 'require "rack/attack"; require "active_support/cache"; require "rack/handler/puma"' >/dev/null 2>&1 ||
 	missing+=(ruby-rack-attack ruby-activesupport puma)
+# Varnish Cache with varnish-modules' vsthrottle (a held-out limiter of peerbench).
+command -v varnishd >/dev/null 2>&1 || [[ -x /usr/sbin/varnishd ]] || missing+=(varnish)
+compgen -G '/usr/lib/*/varnish/vmods/libvmod_vsthrottle.so' >/dev/null || missing+=(varnish-modules)
 if ((${#missing[@]})); then
 	echo "test.sh: installing ${missing[*]}" >&2
 	sudo=""

@@ -146,7 +146,34 @@ func Holdouts() []Target {
 			func(dir string) (Server, error) {
 				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 40, Period: time.Minute, RetryAfter: true, Dir: dir})
 			})),
+
+		// Added on 2026-12-05's twenty-ninth session: Varnish Cache's
+		// vsthrottle (varnish-modules), a token bucket that adds whole
+		// tokens only (a request that passes drops the fraction of a token
+		// its bucket had earned), as its README writes the rules: bare, with
+		// a block after running out, and with its Remaining header alone.
+		varnishTarget("varnish-10-per-s", peers.VarnishConfig{Limit: 10, Period: time.Second}, "none", "none"),
+		varnishTarget("varnish-15-per-10s-block30", peers.VarnishConfig{Limit: 15, Period: 10 * time.Second, Block: 30 * time.Second},
+			"none", "none (a client that ran out is refused everything for 30 s; its requests meanwhile still take tokens)"),
+		varnishTarget("varnish-30-per-min-remaining", peers.VarnishConfig{Limit: 30, Period: time.Minute, Remaining: true},
+			"X-RateLimit-Remaining (the bucket's whole tokens) on every response, nothing else", "none"),
+		varnishTarget("varnish-4-per-s-block10-retry-after", peers.VarnishConfig{Limit: 4, Period: time.Second, Block: 10 * time.Second, RetryAfter: true},
+			"none", "the block's remaining seconds, rounded up (vsthrottle.blocked; 429s only)"),
 	}
+}
+
+// varnishTarget is Varnish Cache 7.1 limiting each client address with
+// vsthrottle as cfg sets it.
+func varnishTarget(name string, cfg peers.VarnishConfig, headers, retryAfter string) Target {
+	rule := fmt.Sprintf("vsthrottle.is_denied(client.identity, %d, %v, %v)", cfg.Limit, cfg.Period, cfg.Block)
+	t := holdoutTarget(name, "Varnish Cache 7.1 with varnish-modules 0.20 vsthrottle", "token bucket of whole tokens (a bucket of the limit, refilled at the limit per period)",
+		cfg.Limit, cfg.Period, headers, retryAfter, "if ("+rule+") { return (synth(429)); }",
+		func(dir string) (Server, error) {
+			cfg.Dir = dir
+			return peers.StartVarnish(cfg)
+		})
+	t.CountsDenied = cfg.Block > 0
+	return t
 }
 
 const (

@@ -670,6 +670,40 @@ func TestRackAttack(t *testing.T) {
 	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.20", start)
 }
 
+// TestVarnish: Varnish's vsthrottle lets a client's bucket of Limit through
+// and denies the next; blocked, it denies everything for the block and says
+// so in Retry-After (whole seconds, rounded up), and X-RateLimit-Remaining
+// tells the tokens left. Each request is logged with the exit's address.
+func TestVarnish(t *testing.T) {
+	v := peertest.StartVarnish(t, peertest.VarnishConfig{Limit: 3, Period: 10 * time.Second, Block: 2 * time.Second, RetryAfter: true, Remaining: true})
+	c := viaProxy(t, "127.0.0.21")
+	start := time.Now()
+	var remaining []string
+	var codes []int
+	for range 4 {
+		code, h, _ := get(t, c, v.URL()+"/p/1")
+		codes = append(codes, code)
+		remaining = append(remaining, h.Get("X-RateLimit-Remaining"))
+		if code == 429 && h.Get("Retry-After") != "2" {
+			t.Errorf("429 Retry-After = %q, want 2 (the block's seconds, rounded up)", h.Get("Retry-After"))
+		}
+	}
+	if want := []int{200, 200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if want := "[2 1 0 0]"; fmt.Sprint(remaining) != want {
+		t.Errorf("X-RateLimit-Remaining = %v, want %v", remaining, want)
+	}
+	// 3.4 s on, the bucket has a token again (one per 3.3 s) and the
+	// block of 2 s is over.
+	time.Sleep(time.Until(start.Add(3400 * time.Millisecond)))
+	code, _, _ := get(t, c, v.URL()+"/p/2")
+	if codes = append(codes, code); code != 200 {
+		t.Errorf("after the block, a token refilled: %d, want 200", code)
+	}
+	checkLog(t, waitLog(t, v.AccessLog, len(codes)), codes, "127.0.0.21", start)
+}
+
 // A command's exit code listed in Success is not a failure; any other is,
 // and the error carries the tail of its stderr.
 func TestCommandSuccessCodes(t *testing.T) {

@@ -37,6 +37,8 @@ type (
 	FlexibleConfig   = peers.FlexibleConfig
 	RackAttackConfig = peers.RackAttackConfig
 	RackAttack       = peers.RackAttack
+	VarnishConfig    = peers.VarnishConfig
+	Varnish          = peers.Varnish
 	NodeApp          = peers.NodeApp
 	GoServerConfig   = peers.GoServerConfig
 	AccessEntry      = peers.AccessEntry
@@ -175,6 +177,13 @@ func StartFlexible(t testing.TB, cfg FlexibleConfig) *NodeApp {
 func StartRackAttack(t testing.TB, cfg RackAttackConfig) *RackAttack {
 	t.Helper()
 	return start(t, peers.StartRackAttack, cfg)
+}
+
+// StartVarnish starts a Varnish target limited by vsthrottle
+// (peers.StartVarnish).
+func StartVarnish(t testing.TB, cfg VarnishConfig) *Varnish {
+	t.Helper()
+	return start(t, peers.StartVarnish, cfg)
 }
 
 // StartRedisWith starts a redis-server with cfg (peers.StartRedis).
