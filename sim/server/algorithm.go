@@ -19,6 +19,9 @@ type Policy struct {
 	Quota  int
 	Window time.Duration
 	Burst  int
+	// Block is how long BlockBucket refuses a key everything after it
+	// ran out (0: never); the other algorithms ignore it.
+	Block time.Duration
 }
 
 func (p Policy) withDefaults() Policy {
@@ -46,6 +49,8 @@ func (p Policy) validate() error {
 		return fmt.Errorf("policy window %v is negative", p.Window)
 	case p.Burst < 0:
 		return fmt.Errorf("policy burst %d is negative", p.Burst)
+	case p.Block < 0:
+		return fmt.Errorf("policy block %v is negative", p.Block)
 	}
 	d := p.withDefaults()
 	if int64(d.Window)/int64(d.Quota) == 0 {
@@ -172,6 +177,13 @@ const (
 	// the limit it declares is the bucket's capacity (Burst), and its
 	// reset the time until the bucket is full again, not a window's end.
 	Throttled
+	// BlockBucket is Varnish's vsthrottle (varnish-modules 0.20): a bucket
+	// of Quota whole tokens refilled at Quota per Window, a refill adding
+	// only whole tokens and a passed request dropping the fraction earned;
+	// a key that runs out is refused everything for Policy.Block, and its
+	// requests meanwhile still take tokens and restart the refill (see
+	// blockBucket).
+	BlockBucket
 )
 
 var algoNames = [...]string{
@@ -190,6 +202,7 @@ var algoNames = [...]string{
 	XRate:         "xrate",
 	ExpressMemory: "express-memory",
 	Throttled:     "throttled",
+	BlockBucket:   "block-bucket",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -236,6 +249,8 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 		alg = &xRate{keys: make(map[string]*rate.Limiter)}
 	case ExpressMemory:
 		alg = &expressMemory{keys: make(map[string]*emClient)}
+	case BlockBucket:
+		alg = &blockBucket{keys: make(map[string]*bbState)}
 	default:
 		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
 	}
@@ -398,6 +413,74 @@ func (b *tokenBucket) Decide(key string, now time.Time) Decision {
 	}
 	if !d.Allowed {
 		d.RetryAfter = d.Reset
+	}
+	return d
+}
+
+// ---- vsthrottle's bucket of whole tokens, with a block ----
+
+// blockBucket follows vmod_vsthrottle.c's is_denied: tokens are a whole
+// number; a decision first adds (long)(elapsed/period*limit) since the
+// key's last use, capped at the limit; a blocked key's request marks a use
+// (so requests closer than a token's time apart refill nothing) and takes
+// a token if there is one, and is refused; an unblocked one passes on a
+// token and marks a use, and without one is refused, the block starting
+// (a refused request marks no use: its elapsed time keeps counting).
+type blockBucket struct {
+	p    Policy
+	keys map[string]*bbState
+}
+
+type bbState struct {
+	tokens          int64
+	lastUsed, block int64
+}
+
+func (b *blockBucket) Policy() Policy { return b.p }
+func (b *blockBucket) Keys() int      { return len(b.keys) }
+
+func (b *blockBucket) SetPolicy(p Policy) error {
+	p, err := p.checked()
+	if err != nil {
+		return err
+	}
+	b.p = p
+	return nil
+}
+
+func (b *blockBucket) Decide(key string, now time.Time) Decision {
+	t := now.UnixNano()
+	limit, period := int64(b.p.Quota), int64(b.p.Window)
+	s := b.keys[key]
+	if s == nil {
+		s = &bbState{tokens: limit, lastUsed: t}
+		b.keys[key] = s
+	}
+	if t < s.lastUsed {
+		t = s.lastUsed
+	}
+	s.tokens = min(limit, s.tokens+int64(float64(t-s.lastUsed)/float64(period)*float64(limit)))
+	blocked := b.p.Block > 0 && t < s.block
+	if blocked {
+		s.lastUsed = t
+	}
+	d := Decision{Limit: b.p.Quota, Window: b.p.Window}
+	switch {
+	case s.tokens > 0:
+		s.tokens--
+		s.lastUsed = t
+		d.Allowed = !blocked
+	case b.p.Block > 0 && !blocked:
+		s.block = t + int64(b.p.Block)
+	}
+	d.Remaining = int(s.tokens)
+	token := time.Duration(ceilDiv(period, limit)) // a whole token's time from the last use
+	d.Reset = time.Duration(s.lastUsed-t) + token
+	if !d.Allowed {
+		d.RetryAfter = d.Reset
+		if b.p.Block > 0 && t < s.block {
+			d.RetryAfter = time.Duration(s.block - t)
+		}
 	}
 	return d
 }

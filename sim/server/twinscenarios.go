@@ -241,6 +241,17 @@ func Wide() []Scenario {
 	layered := twin("layered-moving-bare", "flask-limiter 3.3 / limits 2.8 moving windows \"3 per second;40 per minute\" at once, headers off (flask-limiter's default): bare 429s; a request the minute refuses was charged by the second",
 		Config{Algorithm: LimitsMoving, Policy: Policy{Quota: 3, Window: time.Second}, Also: []Policy{{Quota: 40, Window: time.Minute}}})
 
+	// A bucket that blocks a client once it runs out (Varnish's
+	// vsthrottle with its block argument; Cloudflare's rate-limiting
+	// rules block for a mitigation timeout alike): the held-out real
+	// targets varnish-15-per-10s-block30 and
+	// varnish-4-per-s-block10-retry-after, simulated beside them (not
+	// twins: the model is vmod_vsthrottle.c's, not calibrated).
+	block30 := twin("block-bucket-15-per-10s-block30", "Varnish vsthrottle 15 per 10 s (a bucket of 15 whole tokens refilled at 1.5/s) blocking a client that ran out for 30 s, its requests meanwhile taking tokens: bare 429s",
+		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 15, Window: 10 * time.Second, Block: 30 * time.Second}})
+	block10 := twin("block-bucket-4-per-s-block10-ra", "Varnish vsthrottle 4/s (a bucket of 4 whole tokens) blocking a client that ran out for 10 s; Retry-After: the block's remaining seconds, rounded up",
+		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 4, Window: time.Second, Block: 10 * time.Second}, Headers: HeadersRetryAfter})
+
 	// 100 hosts cycling through the twins' limiters, each at its own
 	// limit, each a short crawl of 200 URLs.
 	tw := Twins()
@@ -250,7 +261,7 @@ func Wide() []Scenario {
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
 		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
-	return []Scenario{short, tiers, layered, {
+	return []Scenario{short, tiers, layered, block30, block10, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
