@@ -200,8 +200,22 @@ type explorer struct {
 	x1    float64 // that pace
 	// wtest is how many successes in a row at the ramp's pace refute a
 	// window reading of the first 429 (0: no such test running).
-	wtest  int32
-	ramped float64 // the last pace the ramp passed
+	wtest int32
+	// ptest: the window test is a penalty's (penaltyTest), twice the run
+	// and two more: its pass proves only what a burst as large as the run
+	// could not have let through.
+	ptest bool
+	// ptestW is the usual window the first recovery fitted, read if the
+	// penalty's test is pushed back (0: none fitted), and ptestU the
+	// usual window its careful reading is over, stepped above then.
+	ptestW time.Duration
+	ptestU int64
+	// ptestEnd is when the told recovery ended: a window that ends
+	// there (a window of the clock) lets a test that outlasts it through;
+	// ptestPre of the test's successes were sent before it.
+	ptestEnd int64
+	ptestPre int32
+	ramped   float64 // the last pace the ramp passed
 	// quotaW is the window a first 429 after a single success fit: the
 	// search refines from that quota, and settles once a step above it
 	// is pushed back within a request a window more.
@@ -476,7 +490,14 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		e.cLast = sent
 	}
 	if e.wtest > 0 {
-		if e.run.n >= e.wtest && saturated {
+		if e.ptest && sent <= e.ptestEnd {
+			e.ptestPre++
+		}
+		switch {
+		case e.run.n < e.wtest || !saturated:
+		case e.ptest && !e.ptestRefutes(l.serOK, e.run.n):
+			r.penaltyLate(h, l, now)
+		default:
 			r.noWindow(h, l, now)
 		}
 		return
@@ -641,7 +662,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 	h.note(r, now, "tier", l.exit, "ceiling", x2.own, x, fmt.Sprintf("the explorer pushed back at %.3g/s, at or under the %.3g/s that %d followers hold: its own budget", x, c.follow, hot))
 	x2.setOwn(x, now)
 	x2.tpass = 0
-	e.exit, e.run, e.chain, e.retest, e.wtest, e.qtry, e.proof, e.suspect = ch.exit, run{}, chain{}, false, 0, false, 0, false
+	e.exit, e.run, e.chain, e.retest, e.wtest, e.ptest, e.qtry, e.proof, e.suspect = ch.exit, run{}, chain{}, false, 0, false, false, 0, false
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
 	r.tierNext(h, l)
 	if settled {
@@ -659,6 +680,14 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 // explore429 applies a 429 on the explorer lane l (past its ramp), sent at
 // pace x, at now.
 func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
+	r.explore429Series(h, l, x, series{ok: k, run: k}, now)
+}
+
+// explore429Series is explore429 with the lane's whole series: ser.ok
+// successes since its last 429 (or its first request), ser.run of them in
+// the explorer's run at x.
+func (r *rules) explore429Series(h *host, l *lane, x float64, ser series, now int64) {
+	k := ser.run
 	e, c := &h.exp, &h.cap
 	if e.awaitAt != 0 {
 		return // still waiting to see the lane recover: its cooldown says when to try again
@@ -678,8 +707,8 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 	if r.explorerOutlier(h, l, x, now) {
 		return
 	}
-	wtest := e.wtest > 0
-	e.reprobe, e.wtest = false, 0
+	wtest, ptest := e.wtest > 0, e.ptest
+	e.reprobe, e.wtest, e.ptest = false, 0, false
 	r.count(h, l, now)
 	if e.qtry && e.longW > 0 {
 		// A shorter window's try pushed back: the window is the one read
@@ -699,6 +728,56 @@ func (r *rules) explore429(h *host, l *lane, x float64, k int32, now int64) {
 	// rolling estimate over two periods (haproxy's) lets one more through
 	// when the period before was idle, and a pace limit twice exceeded
 	// passes no more than one.
+	if wtest && ptest && e.ptestW > 0 {
+		// A penalty's test pushed back where the first recovery fitted a
+		// usual window: the window is read as it would have been (a
+		// bucket of 100 refilled at 100 a minute is read as well as 103
+		// per minute, and a bisection from the test's ceiling, with a
+		// minute's block on every lane pushed back, read 46% of it).
+		w := e.ptestW
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits, the penalty's test pushed back", e.quotaN(w), w))
+		return
+	}
+	if wtest && ptest && max(k, ser.ok) > e.n1+1 && !e.ptestRefutes(max(k, ser.ok), k) {
+		r.penaltyLate(h, l, now)
+		return
+	}
+	if wtest && ptest && max(k, ser.ok) > e.n1+1 {
+		// A penalty's test pushed back past the run's count, the lane's
+		// successes before it counted (a follower that took the test
+		// spent part of its budget: vsthrottle's 15 per 10 s with a
+		// 30-s block, 22% of its rate read as a window): no window of
+		// that quota let them through, a bucket ran out at x. What the
+		// test passed, less a burst as large as the run, proves a rate;
+		// the search bisects between that and x.
+		c.careful, c.windowed, c.span = false, false, 0
+		c.setQuota(0, 0)
+		if p := max(r.minLane, x*float64(k-e.n1)/float64(k)); p > c.pass {
+			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d passed at %.3g/s, the run's %d more than a window of it holds: a bucket's rate, at least %.3g/s", k, x, k-e.n1, p))
+			c.pass, c.sent = p, x
+		}
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "a penalty's test pushed back past the run's count: not a window")
+		c.ceil(x, now)
+		r.nextBisect(h, l, now)
+		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back past the run's count")
+		return
+	}
+	if wtest && ptest {
+		// A penalty's test pushed back within the run's count: a window
+		// of the run's quota, as read. Pushed back at that count, the
+		// test was the step above it (windowStep) too: settled at it
+		// (haproxy's 10 per 30 s with Retry-After: 15 spent the test's
+		// 429 and the step's, 1.33% of 429s over the run against 0.79%).
+		// Sooner (the follower that took it had spent part of its
+		// window, or a window of the clock ended), the step is taken.
+		if u := time.Duration(e.ptestU); u > 0 && max(k, ser.ok) >= e.n1 {
+			r.quotaKnown(h, u, now, fmt.Sprintf("%d per %v: the penalty's test pushed back at the run's count", e.quotaN(u), u))
+			return
+		}
+		r.windowStep(h, l, e.ptestU, true, now)
+		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back")
+		return
+	}
 	if wtest && (k <= e.n1 || e.n1 >= 2 && k == e.n1+1) && r.tryQuota(h, l, x, now) {
 		return
 	}

@@ -84,8 +84,11 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 			c.ceil(hi, now)
 		}
 	}
-	paceTest := windowed && e.k1 >= 0 && e.k1 <= 1 && e.n1 <= windowTestMax && e.ramped > safe*refineStep
+	paceTest := windowed && e.k1 >= 0 && e.ramped > safe*refineStep && e.k1 <= 1 && e.n1 <= windowTestMax
 	w, fits := windowFit(e.t1, e.headD, rec)
+	penalty := windowed && e.k1 >= 0 && e.ramped > safe*refineStep && !paceTest && !fits && r.penaltyTest(h, told, rec, now)
+	paceTest = paceTest || penalty
+	fitted := fits
 	how := "the window its recovery fits"
 	bracket := false
 	if !fits && e.recLo > 0 {
@@ -130,22 +133,20 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 				// more than the first run fitted in, tells: a window of
 				// that quota cannot pass them.
 				e.wtest = e.n1 + 2
-				r.setExplorerPace(h, ex, e.ramped, now, "explore", fmt.Sprintf("pushed back at the first request at %.3g/s: %d more at %.3g/s tell a window from a pace", e.x1, e.wtest, e.ramped))
-			} else if step := (float64(e.n1) + 1) / secs(usual) * (1 - tolerance); usual > 0 && told && !e.tight && c.hi > 0 && step < math.Sqrt(c.pass*c.hi) {
-				// The reading is the first run's quota over a usual
-				// window that a Retry-After completed, most likely the
-				// limit itself: the first step above it is one request
-				// more a window, not the middle up to what the run
-				// fitted into it. Pushed back there, it is the quota
-				// (quotaConfirmed): haproxy's 10 per 30 s with
-				// Retry-After: 15 spent four 429s, each idling a lane
-				// 15 s, bisecting down from 0.70/s. (A recovery seen,
-				// not told, may be far longer than the window: httprate's
-				// 30 per 10 s recovered 11 s after 32 in 10.8 s.)
-				e.quotaW = time.Duration(usual)
-				r.setExplorerPace(h, ex, step, now, "bisect", fmt.Sprintf("%d per %v read: try one request more a window", e.n1, time.Duration(usual)))
+				why := fmt.Sprintf("pushed back at the first request at %.3g/s: %d more at %.3g/s tell a window from a pace", e.x1, e.wtest, e.ramped)
+				if penalty {
+					// Twice the run and two more: passed, a bucket as
+					// large as the whole run could hide no more than
+					// half of them (penaltyTest).
+					e.wtest, e.ptest, e.ptestW, e.ptestU, e.ptestEnd, e.ptestPre = 2*e.n1+2, true, 0, usual, now+rec, 0
+					if fitted {
+						e.ptestW = w
+					}
+					why = fmt.Sprintf("a window, or a penalty %v long: %d at %.3g/s, twice the run and two more, tell", time.Duration(rec).Round(time.Second), e.wtest, e.ramped)
+				}
+				r.setExplorerPace(h, ex, e.ramped, now, "explore", why)
 			} else {
-				r.nextBisect(h, ex, now)
+				r.windowStep(h, ex, usual, told, now)
 			}
 		}
 	} else if c.extra >= burstMin && safe < e.ramped {
@@ -304,6 +305,86 @@ func runFor(w, t1, head int64) int64 {
 	}
 	return t1
 }
+
+// windowStep starts the bisection from a window's careful reading, the
+// first run's quota over the usual window usual (0: none) that its
+// recovery completed.
+func (r *rules) windowStep(h *host, ex *lane, usual int64, told bool, now int64) {
+	e, c := &h.exp, &h.cap
+	if step := (float64(e.n1) + 1) / secs(usual) * (1 - tolerance); usual > 0 && told && !e.tight && c.hi > 0 && step < math.Sqrt(c.pass*c.hi) {
+		// The reading is the first run's quota over a usual window that
+		// a Retry-After completed, most likely the limit itself: the
+		// first step above it is one request more a window, not the
+		// middle up to what the run fitted into it. Pushed back there,
+		// it is the quota (quotaConfirmed): haproxy's 10 per 30 s with
+		// Retry-After: 15 spent four 429s, each idling a lane 15 s,
+		// bisecting down from 0.70/s. (A recovery seen, not told, may be
+		// far longer than the window: httprate's 30 per 10 s recovered
+		// 11 s after 32 in 10.8 s.)
+		e.quotaW = time.Duration(usual)
+		r.setExplorerPace(h, ex, step, now, "bisect", fmt.Sprintf("%d per %v read: try one request more a window", e.n1, time.Duration(usual)))
+		return
+	}
+	r.nextBisect(h, ex, now)
+}
+
+// penaltyTest reports whether a first 429's long recovery, told by
+// Retry-After, is worth testing as a penalty rather than read as a
+// window's end: a server that blocks a client for a while once it ran out
+// (Varnish's vsthrottle with a block, Cloudflare's rate-limiting rules with
+// a mitigation timeout) tells a block's length, and the first run's quota
+// over a window that long holds the lanes to a fraction of the rate
+// (vsthrottle's 4/s with a 10-s block: 15 in 7.5 s, read as 15 per 20 s,
+// a fifth of it; the bisection up from there took the run; with a block of
+// a minute, read as 20 per minute, a fifteenth). The test, the ramp's pace
+// held for twice the run and two more, costs a window's server a 429 and
+// nothing of its quota (the lane spends it sooner); pushed back, the window
+// is read as it would have been. So it is run when the host has a 429 to
+// spare, after a run of at least fewRun: on a quota of a few a window
+// (haproxy's 6 per minute with Retry-After: 60, 120 requests in two
+// minutes) the one 429 more is 0.8% of them, and its lane, counted over,
+// waited two minutes.
+func (r *rules) penaltyTest(h *host, told bool, rec, now int64) bool {
+	if _, clock := onGrid(now+rec, int64(penaltyGrid)); clock {
+		return false
+	}
+	return told && rec%int64(penaltyRound) == 0 && h.exp.n1 >= fewRun && h.canProbe()
+}
+
+// ptestRefutes reports whether a penalty's test refutes the window read,
+// its lane's series having had ok successes, run of them in the test: more
+// than the run's count and one passed before the told recovery ended (a
+// window that ends there, a window of the clock, lets what comes after it
+// through afresh).
+func (e *explorer) ptestRefutes(ok, run int32) bool {
+	return ok-(run-e.ptestPre) > e.n1+1
+}
+
+// penaltyLate ends a penalty's test that passed the run's count only after
+// the told recovery ended: a window that ends there (Rack::Attack's minute
+// of the clock, its Retry-After round by chance) let it through afresh, so
+// it refutes nothing, and the window's reading stands (windowStep).
+func (r *rules) penaltyLate(h *host, l *lane, now int64) {
+	e := &h.exp
+	e.wtest, e.ptest, e.run = 0, false, run{}
+	h.note(r, now, phaseNames[e.phase], l.exit, "estimate", h.cap.safe, h.cap.safe, "the penalty's test outlasted the told recovery: a window ending there lets it through; the reading stands")
+	r.windowStep(h, l, e.ptestU, true, now)
+	r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test outlasted the told recovery")
+}
+
+// penaltyRound: a block's length is configured, a round number of seconds,
+// and told whole at its first 429; a window's end told by Retry-After is
+// wherever the window stands (Rack::Attack's minute of the clock told 42 s
+// at the first 429: tested as a penalty, its window was read late, 1.23% of
+// 429s and 80% after 30 s).
+const penaltyRound = 5 * time.Second
+
+// penaltyGrid: a told recovery that ends on the clock's grid of 10 s (the
+// common windows' ends) may be a window of the clock's (Rack::Attack's 40
+// per minute, its Retry-After round at one start in five: tested as a
+// penalty, its window was read late, 1.0-1.4% of 429s at those starts). A
+// block's end falls there by chance at one first 429 in five.
+const penaltyGrid = 10 * time.Second
 
 // tryQuota follows a window test pushed back within the first run's count
 // (n1 successes at the ramp's pace, then a 429, twice): a window of n1
@@ -631,11 +712,19 @@ func (r *rules) pairLimit(h *host, l *lane, rec int64, now int64) bool {
 func (r *rules) noWindow(h *host, l *lane, now int64) {
 	h.exp.chain = chain{}
 	e, c := &h.exp, &h.cap
+	n := e.wtest
 	e.wtest, e.run = 0, run{}
 	c.careful, c.windowed, c.span = false, false, 0
 	c.setQuota(0, 0)
 	c.pass, c.sent, c.at = l.pace, l.pace, now
-	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", e.n1+2, l.pace))
+	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", n, l.pace))
+	if e.ptest {
+		// A penalty's test: the run's count may have been a bucket's
+		// burst, which held at most the run; the rest came at the rate.
+		e.ptest = false
+		c.pass = max(r.minLane, l.pace*float64(n-e.n1)/float64(n))
+		h.note(r, now, "explore", l.exit, "floor", l.pace, c.pass, fmt.Sprintf("a bucket as large as the run's %d would have let %d of them through: at least %.3g/s", e.n1, e.n1, c.pass))
+	}
 	c.ceil(e.x1, now)
 	r.setPhase(h, l, expRefine, now, "a pace limit: refine above what the ramp passed")
 	r.updateFollow(h, now, "explore", "the ramp's pace holds")

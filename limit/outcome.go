@@ -308,7 +308,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	case o.RetryAfter == 0 && r.clockEdge(h, l, rec, x, prevEp, now):
 	case l.exit == h.exp.exit && r.bareRetry(h, l, o, rec.first, now):
 	case l.exit == h.exp.exit && h.exp.phase != expSettled:
-		r.explore429(h, l, x, ser.run, now)
+		r.explore429Series(h, l, x, ser, now)
 	case l.exit == h.exp.exit && (h.exp.proof > 0 || h.exp.suspect):
 		r.proofPushed(h, l, x, now)
 	case l.exit == h.exp.exit && atLeast(x, h.cap.follow):

@@ -184,11 +184,27 @@ func TestEndRamp(t *testing.T) {
 // a usual window a Retry-After completed (haproxy's 10 per 30 s with
 // Retry-After: 15) is tried one request a window above, and pushed back
 // there the host settles at it: one 429, not a bisection from the middle.
+// A Retry-After of round seconds may be a penalty's block: the ramp's pace
+// is tested first (penaltyTest), and pushed back within the run's count
+// the step comes as before.
 func TestUsualWindowStep(t *testing.T) {
 	r := testRules(t, Config{})
 	h := hostWith(r, "e", "f")
 	h.cap.pass = 1.94
 	e := h.lanes["e"]
+	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 10}, 15*time.Second, sec(6.7))
+	if !h.exp.ptest || h.exp.wtest != 22 || !near(e.pace, 1.94) {
+		t.Fatalf("Retry-After: 15: explorer at %v, test of %d (penalty's %v); want 22 at the ramp's 1.94/s, a penalty's", e.pace, h.exp.wtest, h.exp.ptest)
+	}
+	r.explore429(h, e, e.pace, 10, sec(6.7+15+5.2))
+	if h.exp.phase != expSettled || !near(h.lanes["f"].pace, r.settle*10/30) {
+		t.Errorf("the penalty's test pushed back within the run's count: phase %v, follower at %v; want settled at %v", phaseNames[h.exp.phase], h.lanes["f"].pace, r.settle*10/30)
+	}
+	// Without the test (no 429 to spare), the step above the reading.
+	h = hostWith(r, "e", "f")
+	h.cap.pass = 1.94
+	h.c.Throttled = 3 // the host's 429s so far: learnAllowance spent
+	e = h.lanes["e"]
 	r.endRamp(h, e, 3.88, series{at: sec(0), ok: 10}, 15*time.Second, sec(6.7))
 	if want := 11.0 / 30 * (1 - tolerance); !near(e.pace, want) || h.exp.quotaW != 30*time.Second {
 		t.Fatalf("explorer at %v (window %v), want %v: one request more per 30 s", e.pace, h.exp.quotaW, want)

@@ -3,7 +3,7 @@
 # peers the tests run against (when missing), checks formatting and vet, and
 # runs every test under the race detector. Tests start and stop their own
 # peers (nginx, haproxy, tinyproxy, redis-server, flask-limiter,
-# express-rate-limit and Rack::Attack apps, and the gateway's clients curl,
+# express-rate-limit and Rack::Attack apps, Varnish with vsthrottle, and the gateway's clients curl,
 # Python requests and Scrapy; the Node targets' npm modules go to the user
 # cache) in temporary directories, so nothing is left running afterwards. The dashboard's
 # browser test writes its screenshot to $EXITGATE_SCREENSHOT (default:

@@ -63,6 +63,39 @@ func TestTokenBucket(t *testing.T) {
 	})
 }
 
+// TestBlockBucket follows vmod_vsthrottle.c: 2 per second is a bucket of
+// 2 whole tokens, one per 500 ms since the last use; running out blocks
+// the key for 3 s, and a request while blocked takes a token and marks a
+// use (Reset is a token's time from the last use; RetryAfter the block's
+// rest while it stands).
+func TestBlockBucket(t *testing.T) {
+	runSteps(t, BlockBucket, Policy{Quota: 2, Window: time.Second, Block: sec(3)}, []step{
+		{0, true, 1, ms(500), 0},
+		{ms(100), true, 0, ms(500), 0},
+		{ms(200), false, 0, ms(400), sec(3)},    // out: blocked until 3.2 s, no use marked
+		{ms(700), false, 0, ms(500), ms(2500)},  // 1 token earned since 100 ms, taken while blocked
+		{ms(1300), false, 0, ms(500), ms(1900)}, // 600 ms: one more, taken
+		{ms(3300), true, 1, ms(500), 0},         // the block over, 2 s: 4 earned, 2 kept, 1 taken
+	})
+	// Whole tokens: a bucket of 3 refilled one per 100 ms, asked every
+	// 60 ms, passes its 3, then every other request (120 ms since the
+	// last use earn one token; the 20 ms over are dropped), not 6 in
+	// every 600 ms: 3 + 8 of 20.
+	alg, err := NewAlgorithm(BlockBucket, Policy{Quota: 3, Window: ms(300)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := 0
+	for i := range 20 {
+		if alg.Decide("k", t0.Add(time.Duration(i)*ms(60))).Allowed {
+			passed++
+		}
+	}
+	if passed != 11 {
+		t.Errorf("every 60 ms on a bucket of 3 refilled one per 100 ms: %d passed, want 11", passed)
+	}
+}
+
 func TestGCRA(t *testing.T) {
 	runSteps(t, GCRA, Policy{Quota: 1, Window: time.Second, Burst: 2}, []step{
 		{0, true, 1, sec(1), 0},
@@ -260,7 +293,7 @@ func TestSetPolicyCarriesState(t *testing.T) {
 		if err := alg.SetPolicy(Policy{Quota: 4, Window: time.Second}); err != nil {
 			t.Fatalf("%v: SetPolicy error %v", a, err)
 		}
-		if got := alg.Policy(); got != (Policy{4, time.Second, 4}) {
+		if got := alg.Policy(); got != (Policy{Quota: 4, Window: time.Second, Burst: 4}) {
 			t.Errorf("%v: Policy() = %+v after SetPolicy", a, got)
 		}
 		// Raising the limit must not hand out more than the new quota
@@ -311,7 +344,7 @@ func TestPolicyValidate(t *testing.T) {
 	if _, err := NewAlgorithm(Algo(99), Policy{}); err == nil {
 		t.Errorf("NewAlgorithm(99) = nil error, want ErrUnknownAlgo")
 	}
-	if got := (Policy{}).withDefaults(); got != (Policy{1, time.Second, 1}) {
+	if got := (Policy{}).withDefaults(); got != (Policy{Quota: 1, Window: time.Second, Burst: 1}) {
 		t.Errorf("Policy{}.withDefaults() = %+v", got)
 	}
 	if got := (Policy{Quota: 30, Window: time.Minute}).Rate(); got != 0.5 {
