@@ -179,7 +179,6 @@ func TestSettledStaysSettled(t *testing.T) {
 // learner before the wall and the history of a window read again read
 // the figure in the comment.
 func TestLayeredFloors(t *testing.T) {
-	eg, _ := strategy.ByName(strategy.Exitgate)
 	base, ok := server.ScenarioByName("layered-moving-bare")
 	if !ok {
 		t.Fatal("no scenario layered-moving-bare")
@@ -217,15 +216,7 @@ func TestLayeredFloors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := base
 			sc.Config.Algorithm, sc.Config.Policy, sc.Config.Also = tc.algo, tc.short, []server.Policy{tc.long}
-			r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: tc.exits, Seed: 1, Duration: 120 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%.1f%% over the run, %.1f%% after warmup, %.2f%% 429s, %d learning", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, r.Learning429s)
-			if r.Utilization < tc.whole || r.UtilizationSteady < tc.after || r.Ratio429 > tc.ratio {
-				t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after warmup (floor %.0f%%), %.2f%% 429s (cap %.1f%%)",
-					100*r.Utilization, 100*tc.whole, 100*r.UtilizationSteady, 100*tc.after, 100*r.Ratio429, 100*tc.ratio)
-			}
+			holdsFloors(t, sc, tc.exits, tc.whole, tc.after, tc.ratio)
 		})
 	}
 }
@@ -246,7 +237,6 @@ func TestLayeredFloors(t *testing.T) {
 // (vmod_vsthrottle.c drops the fraction at each request let through), so
 // the test at the ramp's pace passes no more than a window would.
 func TestPenaltyFloors(t *testing.T) {
-	eg, _ := strategy.ByName(strategy.Exitgate)
 	base, ok := server.ScenarioByName("block-bucket-4-per-s-block10-ra")
 	if !ok {
 		t.Fatal("no scenario block-bucket-4-per-s-block10-ra")
@@ -267,15 +257,24 @@ func TestPenaltyFloors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := base
 			sc.Config.Policy = tc.policy
-			r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 10, Seed: 1, Duration: 120 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%.1f%% over the run, %.1f%% after warmup, %.2f%% 429s, %d learning", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, r.Learning429s)
-			if r.Utilization < tc.whole || r.UtilizationSteady < tc.after || r.Ratio429 > tc.ratio {
-				t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after warmup (floor %.0f%%), %.2f%% 429s (cap %.1f%%)",
-					100*r.Utilization, 100*tc.whole, 100*r.UtilizationSteady, 100*tc.after, 100*r.Ratio429, 100*tc.ratio)
-			}
+			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
 		})
+	}
+}
+
+// holdsFloors runs exitgate on sc through exits for 120 s (seed 1) and fails
+// t where its utilization over the run or after warmup falls under whole or
+// after, or its 429 ratio passes ratio.
+func holdsFloors(t *testing.T, sc server.Scenario, exits int, whole, after, ratio float64) {
+	t.Helper()
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: exits, Seed: 1, Duration: 120 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.1f%% over the run, %.1f%% after warmup, %.2f%% 429s, %d learning", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, r.Learning429s)
+	if r.Utilization < whole || r.UtilizationSteady < after || r.Ratio429 > ratio {
+		t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after warmup (floor %.0f%%), %.2f%% 429s (cap %.1f%%)",
+			100*r.Utilization, 100*whole, 100*r.UtilizationSteady, 100*after, 100*r.Ratio429, 100*ratio)
 	}
 }
