@@ -86,7 +86,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 	}
 	paceTest := windowed && e.k1 >= 0 && e.ramped > safe*refineStep && e.k1 <= 1 && e.n1 <= windowTestMax
 	w, fits := windowFit(e.t1, e.headD, rec)
-	penalty := windowed && e.k1 >= 0 && e.ramped > safe*refineStep && !paceTest && !fits && r.penaltyTest(h, told, rec, now)
+	penalty := windowed && e.k1 >= 0 && e.ramped > safe*refineStep && !paceTest && r.penaltyTest(h, told, rec, now)
 	paceTest = paceTest || penalty
 	fitted := fits
 	how := "the window its recovery fits"

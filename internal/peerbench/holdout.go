@@ -159,6 +159,10 @@ func Holdouts() []Target {
 			"X-RateLimit-Remaining (the bucket's whole tokens) on every response, nothing else", "none"),
 		varnishTarget("varnish-4-per-s-block10-retry-after", peers.VarnishConfig{Limit: 4, Period: time.Second, Block: 10 * time.Second, RetryAfter: true},
 			"none", "the block's remaining seconds, rounded up (vsthrottle.blocked; 429s only)"),
+		// Added after the penalty's test was built on the one above: a
+		// block of a minute, which with the first run fits a usual window.
+		varnishTarget("varnish-5-per-s-block60-retry-after", peers.VarnishConfig{Limit: 5, Period: time.Second, Block: time.Minute, RetryAfter: true},
+			"none", "as varnish-4-per-s-block10-retry-after"),
 	}
 }
 

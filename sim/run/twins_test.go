@@ -225,17 +225,13 @@ func TestLayeredFloors(t *testing.T) {
 // Retry-After (wide's block-bucket-4-per-s-block10-ra: Varnish's vsthrottle,
 // Cloudflare's rules alike), at other limits and blocks: the first run's
 // quota over the block read as a window held the lanes to a fraction of
-// the rate until the penalty's test (penaltyTest). Where the run and its
-// block fit a usual window no test is spent, and the window is read as
-// before: right for a bucket of 100 refilled at 100 a minute, a fifteenth
-// of 5/s blocked for a minute (5.3%, not met; tested, 62.7%, but a minute
-// of the clock told by Rack::Attack's Retry-After was read late); nor on a
-// quota of a few a window (haproxy's 6 per minute, twin-haproxy-6-per-min
-// in TestTwinFloors: 2.80% of 429s with it). Not met either: 15 per 10 s
-// with a 30-s block (22% of its rate, before and after), whose whole tokens
-// refill nothing while a lane goes faster than a token's time
-// (vmod_vsthrottle.c drops the fraction at each request let through), so
-// the test at the ramp's pace passes no more than a window would.
+// the rate until the penalty's test (penaltyTest). On a quota of a few a
+// window no test is spent (haproxy's 6 per minute, twin-haproxy-6-per-min
+// in TestTwinFloors: 2.80% of 429s with it). Not met: 15 per 10 s with a
+// 30-s block (22% of its rate, before and after), whose whole tokens refill
+// nothing while a lane goes faster than a token's time (vmod_vsthrottle.c
+// drops the fraction at each request let through), so the test at the
+// ramp's pace passes no more than a window would.
 func TestPenaltyFloors(t *testing.T) {
 	base, ok := server.ScenarioByName("block-bucket-4-per-s-block10-ra")
 	if !ok {
@@ -252,6 +248,12 @@ func TestPenaltyFloors(t *testing.T) {
 		{"4/s, block 10 s", server.Policy{Quota: 4, Window: sec, Block: 10 * sec}, 0.84, 0.94, 0.002},
 		// 38.5 / 50.2% before.
 		{"10/s, block 5 s", server.Policy{Quota: 10, Window: sec, Block: 5 * sec}, 0.70, 0.84, 0.002},
+		// A block of a minute fits a usual window with the run: 5.3% before
+		// (read as 20 per minute); real Varnish the same, 5.3 -> 62.6%.
+		{"5/s, block 1 min", server.Policy{Quota: 5, Window: sec, Block: minute}, 0.60, 0.68, 0.003},
+		{"10/s, block 1 min", server.Policy{Quota: 10, Window: sec, Block: minute}, 0.64, 0.78, 0.002},
+		// A bucket of 100 refilled at 100 a minute: the test is pushed back
+		// and the window fitted is read, as before.
 		{"100 per min, block 1 min", server.Policy{Quota: 100, Window: minute, Block: minute}, 0.96, 0.94, 0.002},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
