@@ -2352,3 +2352,26 @@ func TestDeclaredPoliciesBounded(t *testing.T) {
 		t.Errorf("lane's quota is of limit %v, want the last stated, 209", f.q.limit)
 	}
 }
+
+// TestEchoOthers: a lane pushed back again after waiting a Retry-After out
+// (an echo: the server counts what it refused) lengthens the waits of the
+// other lanes told the same Retry-After, which would meet the same echo
+// (haproxy's 10 per 30 s with Retry-After: 15, a 429 more in 378 requests);
+// a lane told another one, or not waiting, keeps its own.
+func TestEchoOthers(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f", "g", "k")
+	e, f, g, k := h.lanes["e"], h.lanes["f"], h.lanes["g"], h.lanes["k"]
+	ra := 15 * time.Second
+	r.cooldown(h, e, 1, ra, false, sec(0), 0.5)
+	r.cooldown(h, f, 1, ra, false, sec(4), 0.5)
+	r.cooldown(h, g, 1, 5*time.Second, false, sec(12), 0.5)
+	fCool, gCool, kCool := f.cool, g.cool, k.cool
+	r.cooldown(h, e, 1, ra, true, sec(15.5), 0.5)
+	if f.cool != fCool+int64(ra) {
+		t.Errorf("f told the same %v: wait until %v, want %v (one more)", ra, time.Duration(f.cool), time.Duration(fCool+int64(ra)))
+	}
+	if g.cool != gCool || k.cool != kCool {
+		t.Errorf("g told 5 s, k not waiting: waits %v and %v changed (from %v and %v)", time.Duration(g.cool), time.Duration(k.cool), time.Duration(gCool), time.Duration(kCool))
+	}
+}
