@@ -724,62 +724,14 @@ func (r *rules) explore429Series(h *host, l *lane, x float64, ser series, now in
 		// shortest it could be. The search bisects under it.
 		e.qtry, e.quotaW = false, 0
 	}
+	if wtest && ptest {
+		r.penaltyPushed(h, l, x, k, max(k, ser.ok), now)
+		return
+	}
 	// Within the first run's count, or one more after a run of a few: a
 	// rolling estimate over two periods (haproxy's) lets one more through
 	// when the period before was idle, and a pace limit twice exceeded
 	// passes no more than one.
-	if wtest && ptest && e.ptestW > 0 {
-		// A penalty's test pushed back where the first recovery fitted a
-		// usual window: the window is read as it would have been (a
-		// bucket of 100 refilled at 100 a minute is read as well as 103
-		// per minute, and a bisection from the test's ceiling, with a
-		// minute's block on every lane pushed back, read 46% of it).
-		w := e.ptestW
-		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits, the penalty's test pushed back", e.quotaN(w), w))
-		return
-	}
-	if wtest && ptest && max(k, ser.ok) > e.n1+1 && !e.ptestRefutes(max(k, ser.ok), k) {
-		r.penaltyLate(h, l, now)
-		return
-	}
-	if wtest && ptest && max(k, ser.ok) > e.n1+1 {
-		// A penalty's test pushed back past the run's count, the lane's
-		// successes before it counted (a follower that took the test
-		// spent part of its budget: vsthrottle's 15 per 10 s with a
-		// 30-s block, 22% of its rate read as a window): no window of
-		// that quota let them through, a bucket ran out at x. What the
-		// test passed, less a burst as large as the run, proves a rate;
-		// the search bisects between that and x.
-		c.careful, c.windowed, c.span = false, false, 0
-		c.setQuota(0, 0)
-		if p := max(r.minLane, x*float64(k-e.n1)/float64(k)); p > c.pass {
-			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d passed at %.3g/s, the run's %d more than a window of it holds: a bucket's rate, at least %.3g/s", k, x, k-e.n1, p))
-			c.pass, c.sent = p, x
-		}
-		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "a penalty's test pushed back past the run's count: not a window")
-		c.ceil(x, now)
-		r.nextBisect(h, l, now)
-		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back past the run's count")
-		return
-	}
-	if wtest && ptest {
-		// A penalty's test pushed back within the run's count: a window
-		// of the run's quota, as read. Pushed back at that count in the
-		// test itself, the test was the step above it (windowStep) too:
-		// settled at it. Sooner (the follower that took it had spent
-		// part of its window), the step is taken: read as the window at
-		// its count with the lane's earlier successes, a usual window
-		// shorter than the server's (haproxy's 10 per 30 s told 10 s,
-		// read 10 per 20 s) pushed every lane back, again and again
-		// (10.8% of 429s, 4.5% before the test).
-		if u := time.Duration(e.ptestU); u > 0 && k >= e.n1 {
-			r.quotaKnown(h, u, now, fmt.Sprintf("%d per %v: the penalty's test pushed back at the run's count", e.quotaN(u), u))
-			return
-		}
-		r.windowStep(h, l, e.ptestU, true, now)
-		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back")
-		return
-	}
 	if wtest && (k <= e.n1 || e.n1 >= 2 && k == e.n1+1) && r.tryQuota(h, l, x, now) {
 		return
 	}
@@ -820,6 +772,58 @@ func (r *rules) explore429Series(h *host, l *lane, x float64, ser series, now in
 	}
 	r.nextBisect(h, l, now)
 	r.updateFollow(h, now, phaseNames[e.phase], "the explorer was pushed back")
+}
+
+// penaltyPushed applies a 429 on the explorer l during a penalty's test,
+// at pace x after k successes in the test and ok in the lane's series
+// (a follower that took the test counts what it sent before).
+func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, now int64) {
+	e, c := &h.exp, &h.cap
+	switch {
+	case e.ptestW > 0:
+		// Where the first recovery fitted a usual window, the window is
+		// read as it would have been (a bucket of 100 refilled at 100 a
+		// minute is read as well as 103 per minute, and a bisection from
+		// the test's ceiling, with a minute's block on every lane pushed
+		// back, read 46% of it).
+		w := e.ptestW
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits, the penalty's test pushed back", e.quotaN(w), w))
+	case ok > e.n1+1 && !e.ptestRefutes(ok, k):
+		r.penaltyLate(h, l, now)
+	case ok > e.n1+1:
+		// Past the run's count, the lane's successes before the test
+		// counted (a follower that took the test spent part of its
+		// budget: vsthrottle's 15 per 10 s with a 30-s block, 22% of its
+		// rate read as a window): no window of that quota let them
+		// through, a bucket ran out at x. What the test passed, less a
+		// burst as large as the run, proves a rate; the search bisects
+		// between that and x.
+		c.careful, c.windowed, c.span = false, false, 0
+		c.setQuota(0, 0)
+		if p := max(r.minLane, x*float64(k-e.n1)/float64(k)); p > c.pass {
+			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d passed at %.3g/s, the run's %d more than a window of it holds: a bucket's rate, at least %.3g/s", k, x, k-e.n1, p))
+			c.pass, c.sent = p, x
+		}
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "a penalty's test pushed back past the run's count: not a window")
+		c.ceil(x, now)
+		r.nextBisect(h, l, now)
+		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back past the run's count")
+	case e.ptestU > 0 && k >= e.n1:
+		// Within the run's count, a window of the run's quota, as read.
+		// Pushed back at that count in the test itself, the test was the
+		// step above it (windowStep) too: settled at it.
+		u := time.Duration(e.ptestU)
+		r.quotaKnown(h, u, now, fmt.Sprintf("%d per %v: the penalty's test pushed back at the run's count", e.quotaN(u), u))
+	default:
+		// Sooner (the follower that took it had spent part of its
+		// window), the step is taken: read as the window at its count
+		// with the lane's earlier successes, a usual window shorter than
+		// the server's (haproxy's 10 per 30 s told 10 s, read 10 per
+		// 20 s) pushed every lane back, again and again (10.8% of 429s,
+		// 4.5% before the test).
+		r.windowStep(h, l, e.ptestU, true, now)
+		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back")
+	}
 }
 
 // runEnded records the explorer's run of successes that its 429 at now

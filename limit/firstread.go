@@ -84,11 +84,14 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 			c.ceil(hi, now)
 		}
 	}
-	paceTest := windowed && e.k1 >= 0 && e.ramped > safe*refineStep && e.k1 <= 1 && e.n1 <= windowTestMax
-	w, fits := windowFit(e.t1, e.headD, rec)
-	penalty := windowed && e.k1 >= 0 && e.ramped > safe*refineStep && !paceTest && r.penaltyTest(h, told, rec, now)
+	// A test at the ramp's pace: of a pace limit (one or two at a faster
+	// pace after a handful), or of a penalty (penaltyTest).
+	testable := windowed && e.k1 >= 0 && e.ramped > safe*refineStep
+	paceTest := testable && e.k1 <= 1 && e.n1 <= windowTestMax
+	penalty := testable && !paceTest && r.penaltyTest(h, told, rec, now)
 	paceTest = paceTest || penalty
-	fitted := fits
+	w, fits := windowFit(e.t1, e.headD, rec)
+	fitted := fits // (fits comes to mean "read at once" below)
 	how := "the window its recovery fits"
 	bracket := false
 	if !fits && e.recLo > 0 {

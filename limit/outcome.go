@@ -368,29 +368,6 @@ type series struct {
 // comes after two intervals at the rate its successes came (a bucket has
 // refilled by then), and if it is pushed back again it waits for the longest
 // usual window instead of doubling its way there one 429 at a time.
-// echoOthers lengthens by more the waits of the other lanes of h waiting
-// out the same Retry-After told as lane l, whose wait was not enough: a
-// server that counts the requests it refuses (haproxy tracking before its
-// deny) still holds each of them over its limit when that Retry-After ends
-// (haproxy's 10 per 30 s with Retry-After: 15: a second lane pushed back
-// the same way met the same echo 6 s later, a 429 more in 378 requests).
-func (r *rules) echoOthers(h *host, l *lane, told, more int64, now int64) {
-	n := 0
-	for _, o := range h.lanes {
-		if o == l || o.x == nil || o.x.ra != told || o.cool <= now || o.cool-now > told+told/2 {
-			continue
-		}
-		h.c.ThrottledNs += more
-		o.c.cooled(more)
-		o.cool += more
-		r.rekey(h, o)
-		n++
-	}
-	if n > 0 {
-		h.note(r, now, "echo", "", "cooldown", secs(told), secs(told+more), fmt.Sprintf("%d lanes waiting out the same Retry-After of %v wait %v more", n, time.Duration(told), time.Duration(more)))
-	}
-}
-
 func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo bool, now int64, u float64) {
 	if l.eps < 255 {
 		l.eps++
@@ -479,6 +456,29 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 		}
 	}
 	r.coolUntil(h, l, now+d, now, why)
+}
+
+// echoOthers lengthens by more the waits of the other lanes of h waiting
+// out the same Retry-After told as lane l, whose wait was not enough: a
+// server that counts the requests it refuses (haproxy tracking before its
+// deny) still holds each of them over its limit when that Retry-After ends
+// (haproxy's 10 per 30 s with Retry-After: 15: a second lane pushed back
+// the same way met the same echo 6 s later, a 429 more in 378 requests).
+func (r *rules) echoOthers(h *host, l *lane, told, more int64, now int64) {
+	n := 0
+	for _, o := range h.lanes {
+		if o == l || o.x == nil || o.x.ra != told || o.cool <= now || o.cool-now > told+told/2 {
+			continue
+		}
+		h.c.ThrottledNs += more
+		o.c.cooled(more)
+		o.cool += more
+		r.rekey(h, o)
+		n++
+	}
+	if n > 0 {
+		h.note(r, now, "echo", "", "cooldown", secs(told), secs(told+more), fmt.Sprintf("%d lanes waiting out the same Retry-After of %v wait %v more", n, time.Duration(told), time.Duration(more)))
+	}
 }
 
 // awaitRetry is when the explorer measuring its first 429's recovery (awaitAt)
