@@ -79,6 +79,9 @@ type laneExtra struct {
 	// qo are the lane's quotas of the server's other limits (policies.go):
 	// q is the one the last answer stated.
 	qo []*quota
+	// rem is what the lane's last X-RateLimit-Remaining alone said
+	// (remaining.go).
+	rem remState
 }
 
 // run is a run of successes at one pace: since at, n; last is when the

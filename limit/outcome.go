@@ -61,6 +61,8 @@ import (
 //                Retry-After while another lane succeeds is this lane's 429
 //                (laneBusy).
 //  9. ban        a block page quarantines the lane.
+//     remaining  a success whose X-RateLimit-Remaining alone fell to 0 is
+//                read as the 429 its next request would draw (remaining.go).
 // 10. declared   a declared quota sets every lane's pace (declared.go).
 // 11. spacing    every answer: a lane whose answer came late is held back
 //                by as much (acquire.go, spaceAfter).
@@ -118,6 +120,9 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		}
 	default:
 		h.c.Fatal++
+	}
+	if l.remainingSpent(o) {
+		r.remainingRun(h, l, rec, sent, now, u)
 	}
 	if rec.over {
 		r.overAnswered(h, l, o.Verdict, now)

@@ -271,6 +271,42 @@ func TestPenaltyFloors(t *testing.T) {
 	}
 }
 
+// X-RateLimit-Remaining alone (wide's block-bucket-30-per-min-remaining:
+// Varnish's vsthrottle.remaining, no limit, no reset) on buckets and
+// windows: its fall to 0 is read as the 429 the next request would draw
+// (limit/remaining.go). Before, each lane that spent its budget at the
+// followers' pace drew that 429 (2.75% on vsthrottle's 30 per minute, real
+// Varnish the same: 2.75%).
+func TestRemainingFloors(t *testing.T) {
+	base, ok := server.ScenarioByName("block-bucket-30-per-min-remaining")
+	if !ok {
+		t.Fatal("no scenario block-bucket-30-per-min-remaining")
+	}
+	minute := time.Minute
+	for _, tc := range []struct {
+		name         string
+		algo         server.Algo
+		policy       server.Policy
+		whole, after float64 // utilization floors
+		ratio        float64 // 429 ratio cap, whole run
+	}{
+		// 117.8 / 84.0 / 2.75% before; 117.7 / 86.0 / 0.84% with it.
+		{"vsthrottle 30 per min", server.BlockBucket, server.Policy{Quota: 30, Window: minute}, 1.10, 0.84, 0.010},
+		// 133.3 / 87.7 / 2.44%; 130.5 / 98.7 / 0.76%.
+		{"token bucket 30 per min", server.TokenBucket, server.Policy{Quota: 30, Window: minute}, 1.25, 0.96, 0.009},
+		// 95.8 / 94.5 / 0.65%; 96.0 / 96.1 / 0.04%.
+		{"GCRA 20 per 10 s", server.GCRA, server.Policy{Quota: 20, Window: 10 * time.Second}, 0.94, 0.94, 0.002},
+		// 92.0 / 90.0 / 1.08%; 92.0 / 90.0 / 0.90%.
+		{"fixed window 30 per min", server.FixedWindow, server.Policy{Quota: 30, Window: minute}, 0.90, 0.88, 0.0095},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := base
+			sc.Config.Algorithm, sc.Config.Policy = tc.algo, tc.policy
+			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
+		})
+	}
+}
+
 // holdsFloors runs exitgate on sc through exits for 120 s (seed 1) and fails
 // t where its utilization over the run or after warmup falls under whole or
 // after, or its 429 ratio passes ratio.

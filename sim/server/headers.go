@@ -40,9 +40,14 @@ const (
 	// t is ceil(seconds to the reset), 0 at the least. Retry-After, on 429
 	// only unless Config.NoRetryAfter, is the same t (setRetryAfterHeader).
 	HeadersIETFDraft8
+	// HeadersRemaining sends X-RateLimit-Remaining alone on every
+	// limited-path response, as Varnish's vsthrottle.remaining is sent
+	// in its README's example (no limit, no reset), and Retry-After on
+	// 429 unless Config.NoRetryAfter.
+	HeadersRemaining
 )
 
-var headerModeNames = [...]string{HeadersNone: "none", HeadersRetryAfter: "retry-after", HeadersXRateLimit: "x-ratelimit", HeadersIETF: "ietf", HeadersIETFDraft8: "ietf-draft8"}
+var headerModeNames = [...]string{HeadersNone: "none", HeadersRetryAfter: "retry-after", HeadersXRateLimit: "x-ratelimit", HeadersIETF: "ietf", HeadersIETFDraft8: "ietf-draft8", HeadersRemaining: "remaining"}
 
 // String returns the kebab-case name.
 func (m HeaderMode) String() string {
@@ -156,6 +161,8 @@ func (s *Site) headerLocked(d Decision, now int64, key string, ks *keyState) htt
 		k.limit, k.remaining = d.Limit, d.Remaining
 		k.reset = ceilSeconds(d.Reset)
 		k.window = max(ceilSeconds(d.Window), 1)
+	case HeadersRemaining:
+		k.remaining = d.Remaining
 	case HeadersIETFDraft8:
 		k.limit, k.remaining = d.Limit, d.Remaining
 		k.reset = ceilSeconds(d.Reset)
@@ -190,6 +197,8 @@ func (s *Site) renderHeader(k hdrKey) http.Header {
 		h[hXRLLimit] = itoa(int64(k.limit))
 		h[hXRLRemain] = itoa(int64(k.remaining))
 		h[hXRLReset] = itoa(k.reset)
+	case HeadersRemaining:
+		h[hXRLRemain] = itoa(int64(k.remaining))
 	case HeadersIETF:
 		name := `"` + s.cfg.PolicyName + `"`
 		h[hRLPolicy] = []string{name + ";q=" + strconv.Itoa(k.limit) + ";w=" + strconv.FormatInt(k.window, 10)}

@@ -251,6 +251,11 @@ func Wide() []Scenario {
 		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 15, Window: 10 * time.Second, Block: 30 * time.Second}})
 	block10 := twin("block-bucket-4-per-s-block10-ra", "Varnish vsthrottle 4/s (a bucket of 4 whole tokens) blocking a client that ran out for 10 s; Retry-After: the block's remaining seconds, rounded up",
 		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 4, Window: time.Second, Block: 10 * time.Second}, Headers: HeadersRetryAfter})
+	// The same bucket without a block, telling its whole tokens left in
+	// X-RateLimit-Remaining alone: the held-out
+	// varnish-30-per-min-remaining.
+	remaining := twin("block-bucket-30-per-min-remaining", "Varnish vsthrottle 30 per minute (a bucket of 30 whole tokens refilled at 0.5/s); X-RateLimit-Remaining alone (its whole tokens) on every response, no Retry-After",
+		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 30, Window: time.Minute}, Headers: HeadersRemaining, NoRetryAfter: true})
 
 	// 100 hosts cycling through the twins' limiters, each at its own
 	// limit, each a short crawl of 200 URLs.
@@ -261,7 +266,7 @@ func Wide() []Scenario {
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
 		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
-	return []Scenario{short, tiers, layered, block30, block10, {
+	return []Scenario{short, tiers, layered, block30, block10, remaining, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
