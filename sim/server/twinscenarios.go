@@ -241,6 +241,13 @@ func Wide() []Scenario {
 	layered := twin("layered-moving-bare", "flask-limiter 3.3 / limits 2.8 moving windows \"3 per second;40 per minute\" at once, headers off (flask-limiter's default): bare 429s; a request the minute refuses was charged by the second",
 		Config{Algorithm: LimitsMoving, Policy: Policy{Quota: 3, Window: time.Second}, Also: []Policy{{Quota: 40, Window: time.Minute}}})
 
+	// nginx holding each client to two limit_req zones at once, bare (the
+	// held-out real target nginx-5r-s-burst5-and-60r-m-burst20, simulated
+	// beside it: not a twin, the layered model charges the short zone for
+	// a request the long one refuses, where nginx charges neither).
+	nginx2 := twin("layered-nginx-5r-s-60r-m-bare", "nginx limit_req, two zones per address at once: 5r/s with a burst of 5 and 60r/m with a burst of 20, nodelay both; bare 429s",
+		Config{Algorithm: Nginx, Policy: Policy{Quota: 5, Window: time.Second, Burst: 6}, Also: []Policy{{Quota: 60, Window: time.Minute, Burst: 21}}})
+
 	// A bucket that blocks a client once it runs out (Varnish's
 	// vsthrottle with its block argument; Cloudflare's rate-limiting
 	// rules block for a mitigation timeout alike): the held-out real
@@ -266,7 +273,7 @@ func Wide() []Scenario {
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
 		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
-	return []Scenario{short, tiers, layered, block30, block10, remaining, {
+	return []Scenario{short, tiers, layered, nginx2, block30, block10, remaining, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
