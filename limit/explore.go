@@ -69,6 +69,10 @@ type capacity struct {
 	// at a pace prove it, and each failed step costs a 429 of few (pair).
 	pair   bool
 	pairHi float64 // the ceiling the pair's search began under
+	// refill: the first recovery read as a bucket's refill from
+	// X-RateLimit-Remaining alone (refillTold): a run's Remaining at its
+	// start and end proves it (remPassed).
+	refill bool
 	// windowed: the first 429's recovery was long against the pace, as a
 	// window's is: even pacing sustained over one window (span) proves its
 	// pace, whatever the window let through at first.
@@ -161,6 +165,10 @@ type explorer struct {
 	exit  string // "" = none yet: the next lane taken becomes the explorer
 	phase uint8
 	pace  float64
+	// runRem is the X-RateLimit-Remaining alone the run's first answer
+	// told (runRemOK: it told one): a run's proof (remaining.go).
+	runRem   float64
+	runRemOK bool
 	// awaitAt is the time of a 429 without Retry-After that ended the ramp:
 	// until the lane is seen to recover, the recovery time is unknown.
 	// recLo is how long after it a retry was last pushed back (0: none).
@@ -472,6 +480,9 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	}
 	last := e.run.last
 	el, saturated, idle := e.run.add(sent, now, l.pace)
+	if e.run.n == 1 {
+		e.runRem, e.runRemOK = l.remNow(now)
+	}
 	if idle {
 		// The lane went idle: a burst refilled meanwhile, so the runs in a
 		// row before it do not add up with this one, and the count under
@@ -526,6 +537,8 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 	switch {
 	case e.phase == expRamp, atLeast(c.pass, l.pace):
 		// The ramp's quick runs; or a pace already proven.
+	case c.refill && e.runRemOK && l.remTold(now):
+		passed = e.remPassed(l, el, now)
 	case c.careful:
 		// A window, or a pace passed and then pushed back (a memory the
 		// server keeps longer than a burst): what a careful run proves is

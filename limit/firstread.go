@@ -49,6 +49,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		r.updateFollow(h, now, "explore", "the first 429, read cautiously until the lane recovers")
 		return
 	}
+	if !told && r.refillTold(h, l, rec, now) {
+		return
+	}
 	// A recovery of a second or two is what a whole-second Retry-After or
 	// a first backoff reads as, whatever the limit: only a longer one, and
 	// long against the pace, tells a window.

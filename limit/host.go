@@ -80,8 +80,10 @@ type laneExtra struct {
 	// q is the one the last answer stated.
 	qo []*quota
 	// rem is what the lane's last X-RateLimit-Remaining alone said
-	// (remaining.go).
-	rem remState
+	// (remaining.go): its state, the number (remN) and when (remAt).
+	rem   remState
+	remN  float32
+	remAt int64
 }
 
 // run is a run of successes at one pace: since at, n; last is when the
@@ -412,7 +414,9 @@ func (r *rules) setPace(h *host, l *lane, pace float64) {
 	if l.x != nil {
 		l.x.run = run{}
 	}
-	if l.serSent > 0 {
+	if l.serSent > 0 && !l.remLeft() {
+		// (A lane told by Remaining alone that its budget holds more
+		// owes nothing: it goes until told 0, read as its 429.)
 		l.tat = max(l.tat, l.serAt+int64(float64(l.serSent)*1e9/pace))
 	}
 	r.rekey(h, l)

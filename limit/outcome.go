@@ -81,6 +81,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		h.hinted = true
 		r.setScope(h, o.Scope, now, "the response's headers say where the limit applies")
 	}
+	spent := l.remainingSpent(o, now) // (before the rules: the recovery's reading reads it)
 	switch o.Verdict {
 	case verdict.OK:
 		h.c.OK++
@@ -121,7 +122,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 	default:
 		h.c.Fatal++
 	}
-	if l.remainingSpent(o) {
+	if spent {
 		r.remainingRun(h, l, rec, sent, now, u)
 	}
 	if rec.over {

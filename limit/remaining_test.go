@@ -31,7 +31,7 @@ func TestRemainingSpent(t *testing.T) {
 	} {
 		l := &lane{}
 		for i, o := range tc.seq {
-			if got := l.remainingSpent(&o); got != tc.want[i] {
+			if got := l.remainingSpent(&o, 0); got != tc.want[i] {
 				t.Errorf("%s: answer %d (%+v) read as spent %v, want %v", tc.name, i, o, got, tc.want[i])
 			}
 		}
@@ -60,5 +60,110 @@ func TestRemainingRun(t *testing.T) {
 	}
 	if h.c.Throttled != 0 || e.c.thr != 0 || h.c.OK != 20 {
 		t.Errorf("counted %d 429s (lane %d), %d successes; want none and 20", h.c.Throttled, e.c.thr, h.c.OK)
+	}
+}
+
+// TestWindowGivesBack: a common window the run opened that ended before the
+// recovery gives some of the run back as it slides on or ages out; where it
+// could give back as few as were told left, the recovery is no bucket's
+// refill.
+func TestWindowGivesBack(t *testing.T) {
+	s := func(x float64) int64 { return int64(x * 1e9) }
+	for _, tc := range []struct {
+		name   string
+		n      int32
+		t, rec float64
+		got    float64
+		want   time.Duration
+	}{
+		// vsthrottle 30 per minute: 31 in 8.8 s, 4 back 9.8 s on. A 10-s
+		// window ended 8.6 s before: it gives back 27 or more.
+		{"a bucket's refill", 31, 8.8, 9.8, 4, 0},
+		// gofiber's sliding 30 per minute: 30 in 8.7 s, 1 back 53.8 s on,
+		// 2.5 s past the minute.
+		{"a sliding minute just ended", 30, 8.7, 53.8, 1, time.Minute},
+		// No common window between the run and its recovery.
+		{"no window in reach", 30, 3, 5, 2, 0},
+	} {
+		if got := windowGivesBack(tc.n, s(tc.t), s(tc.rec), tc.got); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRefillTold: the explorer's first 429 recovered with Remaining alone
+// told: a few back is a bucket's refill, its rate bracketed by them; the
+// run's count back (or near it) is a window's reset, and as few back as a
+// window just ended gives is not read.
+func TestRefillTold(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		left   float32
+		t1     float64
+		rec    float64
+		recLo  float64
+		read   bool
+		lo, hi float64
+	}{
+		{"vsthrottle 30 per minute", 3, 8.8, 9.8, 1.05, true, 4 / 9.8, 5 / 9.8},
+		{"a window's reset", 29, 8.8, 9.8, 1.05, false, 0, 0},
+		{"a sliding minute just ended", 0, 8.7, 53.8, 26.4, false, 0, 0},
+		{"capped by the retry pushed back", 3, 8.8, 9.8, 2.2, true, 4 / 9.8, 1 / 2.2},
+		// No whole token by 2.5 s, yet four by 9.8 s: no bucket.
+		{"the retry pushed back contradicts it", 3, 8.8, 9.8, 2.5, false, 0, 0},
+	} {
+		r := testRules(t, Config{})
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.exp.phase, h.exp.n1, h.exp.t1, h.exp.ramped = expRefine, 31, int64(tc.t1*1e9), 7.76
+		h.exp.recLo = int64(tc.recLo * 1e9)
+		now := sec(tc.t1 + tc.rec)
+		e.extra().rem, e.x.remN, e.x.remAt = remLeft, tc.left, now
+		got := r.refillTold(h, e, int64(tc.rec*1e9), now)
+		if got != tc.read {
+			t.Errorf("%s: read as a bucket %v, want %v", tc.name, got, tc.read)
+			continue
+		}
+		if !got {
+			if h.cap.refill {
+				t.Errorf("%s: not read, yet runs are to be proven by Remaining", tc.name)
+			}
+			continue
+		}
+		if !h.cap.refill {
+			t.Errorf("%s: read, yet runs are not to be proven by Remaining", tc.name)
+		}
+		if !near(h.cap.safe, tc.lo) || !near(h.cap.hi, tc.hi) {
+			t.Errorf("%s: rate between %.4g and %.4g, want %.4g and %.4g", tc.name, h.cap.safe, h.cap.hi, tc.lo, tc.hi)
+		}
+		if h.exp.phase != expBisect || h.exp.pace <= tc.lo || h.exp.pace >= tc.hi {
+			t.Errorf("%s: phase %s, explorer at %.4g/s; want the search between the bounds", tc.name, phaseNames[h.exp.phase], h.exp.pace)
+		}
+		if f := h.cap.follow; f > tc.lo {
+			t.Errorf("%s: followers at %.4g/s, above the lower bound %.4g", tc.name, f, tc.lo)
+		}
+	}
+}
+
+// TestRemPassed: a run proven by Remaining alone at its start and end: held
+// (a 0 held too), the pace passes whatever burst was seen; fallen, the
+// refill is the pace less the fall over the run.
+func TestRemPassed(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e")
+	e := h.lanes["e"]
+	r.setPace(h, e, 0.5)
+	now := sec(20)
+	for _, tc := range []struct {
+		start, end float32
+		want       float64
+	}{
+		{3, 5, 0.5}, {0, 0, 0.5}, {10, 6, 0.5 - 4.0/20},
+	} {
+		h.exp.runRem, h.exp.runRemOK = float64(tc.start), true
+		e.extra().rem, e.x.remN, e.x.remAt = remLeft, tc.end, now
+		if got := h.exp.remPassed(e, sec(20)-at0, now); !near(got, tc.want) {
+			t.Errorf("Remaining %v then %v over 20 s at 0.5/s: passed %.4g, want %.4g", tc.start, tc.end, got, tc.want)
+		}
 	}
 }
