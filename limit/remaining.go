@@ -7,22 +7,28 @@ import (
 	"github.com/exitgate/exitgate/verdict"
 )
 
-// Rule remaining: X-RateLimit-Remaining alone (no limit, no reset:
-// Varnish's vsthrottle.remaining sent as its README writes it) says how many
-// more requests the lane's budget lets through now, never when it refills,
-// so it sets no pace (declared.go needs a reset or a limit). But its fall to
-// 0 is the run's end told one request early: the next request on the lane
-// would draw the 429 that ends the run. The learner reads that 429 there
-// (the run's successes, this one with them, then the push-back), and the
-// lane rests as after one, without the 429 being paid. A 0 after a 0 (a
-// refill's token taken as soon as it came, as a bucket's steady rate gives
-// them) or after a 429 reads nothing: only the fall ends a run. Read as a
-// pace instead, whole tokens mislead: vsthrottle drops the fraction of a
-// token a request lets through, so a lane faster than the refill counts
-// none of it.
+// X-RateLimit-Remaining alone (no limit, no reset: Varnish's
+// vsthrottle.remaining sent as its README writes it) says how many more
+// requests a lane's budget lets through now, never when it refills, so it
+// sets no pace by itself (declared.go needs a reset or a limit). Four
+// things are read from it here:
 //
-// Before this rule, vsthrottle's bucket of 30 refilled once per 2 s drew 20
-// 429s in 120 s, one per lane that spent its bucket at the followers' pace.
+//   - rule remaining: its fall to 0 on a success is the run's end told one
+//     request early, read as the 429 the next request would draw, which is
+//     never sent (remainingSpent, remainingRun). A 0 after a 0 (a refill's
+//     token taken as soon as it came) or after a 429 reads nothing.
+//   - the first recovery's count: a bucket's refill, its rate bracketed,
+//     unless a window explains it (refillTold, windowGivesBack).
+//   - a run's proof, on a host read so: the bucket's level at the run's
+//     start and end (remPassed).
+//   - no debt for a lane told its budget holds more (remLeft, setPace).
+//
+// Read as a pace from one answer to the next, whole tokens mislead:
+// vsthrottle drops the fraction of a token a request lets through, so a
+// lane faster than the refill counts none of it. Before these, vsthrottle's
+// bucket of 30 refilled once per 2 s, read from its 429s as 31 per 10 s,
+// drew 20 429s in 120 s (one per lane that spent its bucket at the
+// followers' pace) and held 81% of its rate after 30 s.
 
 // remainingAlone reports whether o carries X-RateLimit-Remaining with
 // nothing that says when it refills.
@@ -162,8 +168,9 @@ func (e *explorer) remPassed(l *lane, el, now int64) float64 {
 // (a moving window's, the run's hits older than T−W: n·(T−W)/t if evenly
 // spread, and fewer where a ramp's first steps were slow), within a factor
 // of two of got; 0 for none. A fixed window gives back all of the run.
-// gofiber's sliding 30 per minute, its retry passed 54 s after the 429,
-// told 0 left: a bucket of that would refill one request a minute.
+// A sliding counter of 30 per minute (simulated), its retry passed 54 s
+// after the 429, just past the minute, told 0 left: a bucket of that would
+// refill one request a minute.
 func windowGivesBack(n int32, t, rec int64, got float64) time.Duration {
 	end := t + rec
 	for _, w := range commonWindows {
