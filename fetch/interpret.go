@@ -48,7 +48,7 @@ func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time, url str
 	if sig.HasRemaining {
 		o.Remaining, o.HasRemaining = float64(sig.Remaining), true
 		if sig.HasReset {
-			o.ResetIn = sig.Reset
+			o.ResetIn, o.HasReset = sig.Reset, true
 		}
 	}
 	switch sig.Scope {

@@ -20,7 +20,7 @@ func BenchmarkAcquireDoneOutcomes(b *testing.B) {
 	}{
 		{"ok", func(int) limit.Outcome { return limit.Outcome{Verdict: verdict.OK} }},
 		{"declared", func(i int) limit.Outcome {
-			return limit.Outcome{Verdict: verdict.OK, Quota: 1000, Window: time.Second, Remaining: float64(999 - i%1000), HasRemaining: true, ResetIn: time.Second}
+			return limit.Outcome{Verdict: verdict.OK, Quota: 1000, Window: time.Second, Remaining: float64(999 - i%1000), HasRemaining: true, HasReset: true, ResetIn: time.Second}
 		}},
 		{"throttled-1pct", func(i int) limit.Outcome {
 			if i%100 == 99 {

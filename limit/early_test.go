@@ -155,7 +155,7 @@ func goLimiter(n float64, w time.Duration) headroomServer {
 			b.tick, b.left = tick, n
 		}
 		end := b.start.Add(time.Duration(b.tick+1) * w)
-		o := limit.Outcome{Quota: n, HasRemaining: true, ResetIn: max(0, time.Unix(end.Unix(), 0).Sub(now))}
+		o := limit.Outcome{Quota: n, HasRemaining: true, HasReset: true, ResetIn: max(0, time.Unix(end.Unix(), 0).Sub(now))}
 		if b.left < 1 {
 			o.Verdict, o.RetryAfter = verdict.Throttled, max(o.ResetIn, 0)
 			return o

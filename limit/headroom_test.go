@@ -21,7 +21,7 @@ func tokenBucket(rate, limit_ float64, reset time.Duration) headroomServer {
 	iv := time.Duration(float64(time.Second) / rate)
 	tat := map[string]time.Time{}
 	return func(exit string, now time.Time) limit.Outcome {
-		o := limit.Outcome{Quota: limit_, HasRemaining: true, ResetIn: reset}
+		o := limit.Outcome{Quota: limit_, HasRemaining: true, HasReset: true, ResetIn: reset}
 		if now.Before(tat[exit]) {
 			o.Verdict = verdict.Throttled
 			return o
@@ -56,7 +56,7 @@ func httprateCounter(n float64, w time.Duration, started time.Time, wholeSeconds
 		if wholeSeconds {
 			reset = time.Unix(end.Unix(), 0)
 		}
-		o := limit.Outcome{Quota: n, HasRemaining: true, ResetIn: max(0, reset.Sub(now))}
+		o := limit.Outcome{Quota: n, HasRemaining: true, HasReset: true, ResetIn: max(0, reset.Sub(now))}
 		if est+1 > n {
 			o.Verdict, o.RetryAfter, o.Remaining = verdict.Throttled, w, max(0, n-est)
 			return o
@@ -239,7 +239,7 @@ func TestFixedWindowWholeSeconds(t *testing.T) {
 		jitter := time.Duration(2*(flip%2)-1) * time.Millisecond // -1, +1 ms: each lane in turn
 		left := w.end.Sub(now) + jitter
 		o := limit.Outcome{Quota: n, Window: time.Minute, HasRemaining: true,
-			ResetIn: time.Duration(math.Ceil(left.Seconds())) * time.Second}
+			HasReset: true, ResetIn: time.Duration(math.Ceil(left.Seconds())) * time.Second}
 		if w.hits >= n {
 			o.Verdict, o.RetryAfter = verdict.Throttled, o.ResetIn
 			return o

@@ -293,7 +293,7 @@ func TestLedLanes(t *testing.T) {
 // pace that is no declared quota's does not replace the worker's reading.
 func TestSharedDeclared(t *testing.T) {
 	const host = "a.example"
-	declared := limit.Outcome{Quota: 3, Window: time.Second, Remaining: 2, HasRemaining: true, ResetIn: time.Second}
+	declared := limit.Outcome{Quota: 3, Window: time.Second, Remaining: 2, HasRemaining: true, HasReset: true, ResetIn: time.Second}
 
 	lead := &leadShare{leads: true}
 	a := newLimiter(t, limit.Config{Shared: lead}, 1)

@@ -31,9 +31,12 @@ import (
 // followers' pace) and held 81% of its rate after 30 s.
 
 // remainingAlone reports whether o carries X-RateLimit-Remaining with
-// nothing that says when it refills.
+// nothing that says when it refills: no reset, no window. A limit may come
+// with it, a bucket's size or a window's quota (X-RateLimit-Limit, or
+// Shopify's X-Shopify-Shop-Api-Call-Limit: used/size): it sets no pace
+// without a window either.
 func remainingAlone(o *Outcome) bool {
-	return o.HasRemaining && o.Quota <= 0 && o.ResetIn <= 0
+	return o.HasRemaining && !o.HasReset && o.ResetIn == 0 && o.Window <= 0
 }
 
 // remainingSpent records the lane's Remaining reading from o, answered at

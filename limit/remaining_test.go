@@ -25,8 +25,12 @@ func TestRemainingSpent(t *testing.T) {
 		{"0 after a bare 429", []Outcome{ok(3), {Verdict: verdict.Throttled}, ok(0)}, []bool{false, false, false}},
 		{"a bare 429 before any reading", []Outcome{{Verdict: verdict.Throttled}, ok(0)}, []bool{false, true}},
 		{"refilled, then spent again", []Outcome{ok(0), ok(5), ok(0)}, []bool{true, false, true}},
-		{"with a limit", []Outcome{{Verdict: verdict.OK, Quota: 10, Remaining: 0, HasRemaining: true}}, []bool{false}},
-		{"with a reset", []Outcome{{Verdict: verdict.OK, Remaining: 0, HasRemaining: true, ResetIn: time.Second}}, []bool{false}},
+		// A bucket's size told with it (Shopify's used/size): still
+		// nothing of when it refills.
+		{"with a limit", []Outcome{{Verdict: verdict.OK, Quota: 10, Remaining: 0, HasRemaining: true}}, []bool{true}},
+		{"with a limit and a window", []Outcome{{Verdict: verdict.OK, Quota: 10, Window: time.Minute, Remaining: 0, HasRemaining: true}}, []bool{false}},
+		{"with a reset told as now", []Outcome{{Verdict: verdict.OK, Remaining: 0, HasRemaining: true, HasReset: true}}, []bool{false}},
+		{"with a reset", []Outcome{{Verdict: verdict.OK, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: time.Second}}, []bool{false}},
 		{"none", []Outcome{{Verdict: verdict.OK}}, []bool{false}},
 	} {
 		l := &lane{}

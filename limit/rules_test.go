@@ -762,7 +762,7 @@ func TestSetPaceDebt(t *testing.T) {
 // move of a reset on a grid.
 func TestQuotaWindow(t *testing.T) {
 	q := &quota{}
-	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 40 * time.Second}, sec(0), 0)
+	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, HasReset: true, ResetIn: 40 * time.Second}, sec(0), 0)
 	if q.span() != int64(60*time.Second) || q.grid() {
 		t.Errorf("after one answer: span %v grid %v, want 1m (the window holds 40 s at least), not yet", time.Duration(q.span()), q.grid())
 	}
@@ -778,14 +778,14 @@ func TestQuotaWindow(t *testing.T) {
 			t.Errorf("usualWindow(%v) = %v, want %v", tc.w, time.Duration(got), tc.want)
 		}
 	}
-	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, ResetIn: 59 * time.Second}, sec(41), 0)
+	q.update(&Outcome{Quota: 10, Remaining: 9, HasRemaining: true, HasReset: true, ResetIn: 59 * time.Second}, sec(41), 0)
 	if q.span() != int64(60*time.Second) || !q.grid() {
 		t.Errorf("reset moved a minute: span %v grid %v, want 1m on a grid", time.Duration(q.span()), q.grid())
 	}
 	// A moving window (flask-limiter): the reset moves with each hit.
 	m := &quota{}
 	for i := range 5 {
-		m.update(&Outcome{Quota: 20, Remaining: float64(19 - i), HasRemaining: true, ResetIn: 61 * time.Second}, sec(float64(3*i)), 0)
+		m.update(&Outcome{Quota: 20, Remaining: float64(19 - i), HasRemaining: true, HasReset: true, ResetIn: 61 * time.Second}, sec(float64(3*i)), 0)
 	}
 	if m.grid() || m.span() != int64(60*time.Second) {
 		t.Errorf("moving window: grid %v span %v, want no grid and 1m (resets 61 s away: the newest hit's expiry plus one)", m.grid(), time.Duration(m.span()))
@@ -811,7 +811,7 @@ func TestFixedWindowLateReset(t *testing.T) {
 	// (int(11.02)+1), 1.98 s from the first answer.
 	for i := range 10 {
 		now := sec(10.02 + 0.09*float64(i))
-		q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: float64(9 - i), HasRemaining: true, ResetIn: time.Duration(sec(12) - now)}, now, 0)
+		q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: float64(9 - i), HasRemaining: true, HasReset: true, ResetIn: time.Duration(sec(12) - now)}, now, 0)
 	}
 	want := sec(10.02) + int64(time.Second) + int64(time.Second)/50
 	if got := q.readyAt(); got != want {
@@ -819,7 +819,7 @@ func TestFixedWindowLateReset(t *testing.T) {
 	}
 	// An answer to the first hit of an earlier window says nothing of
 	// this one: the stated reset holds.
-	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 6, HasRemaining: true, ResetIn: time.Duration(sec(14) - sec(12.5))}, sec(12.5), 0)
+	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 6, HasRemaining: true, HasReset: true, ResetIn: time.Duration(sec(14) - sec(12.5))}, sec(12.5), 0)
 	q.rem = 0
 	if got := q.readyAt(); got != q.reset {
 		t.Errorf("a new window without its first answer: ready at %.3fs, want its reset %.3fs", secs(got-at0), secs(q.reset-at0))
@@ -828,8 +828,8 @@ func TestFixedWindowLateReset(t *testing.T) {
 	// the lane that probes the first roll, a second after it for the
 	// others (TestFirstRollProbe).
 	q = &quota{}
-	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 9, HasRemaining: true, ResetIn: 1980 * time.Millisecond}, sec(10.02), 0)
-	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 0, HasRemaining: true, ResetIn: 1100 * time.Millisecond}, sec(10.9), 0)
+	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 9, HasRemaining: true, HasReset: true, ResetIn: 1980 * time.Millisecond}, sec(10.02), 0)
+	q.update(&Outcome{Quota: 10, Window: time.Second, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: 1100 * time.Millisecond}, sec(10.9), 0)
 	if got, want := q.readyAt(), q.reset+int64(time.Second); got != want {
 		t.Errorf("window of unknown kind: ready at %.3fs, want a second after its reset %.3fs", secs(got-at0), secs(want-at0))
 	}
@@ -855,7 +855,7 @@ func TestDeclaredPace(t *testing.T) {
 		{1, 3, time.Second, 0.97}, // tollbooth: 1/s, 3 tokens left of its burst
 	} {
 		h := hostWith(r, "e", "f")
-		r.declared(h, h.lanes["f"], &Outcome{Quota: tc.quota, Window: tc.window, Remaining: tc.remaining, HasRemaining: true, ResetIn: tc.window}, sec(0))
+		r.declared(h, h.lanes["f"], &Outcome{Quota: tc.quota, Window: tc.window, Remaining: tc.remaining, HasRemaining: true, HasReset: true, ResetIn: tc.window}, sec(0))
 		for _, l := range h.lanes {
 			if !near(l.pace, tc.want) {
 				t.Errorf("%v per %v, %v remaining: lane %s at %v, want %v", tc.quota, tc.window, tc.remaining, l.exit, l.pace, tc.want)
@@ -891,7 +891,7 @@ func TestDeclaredMoving(t *testing.T) {
 				}
 			}
 			hits = append(hits, at)
-			o := &Outcome{Quota: quota, Remaining: quota - float64(n) - 1, HasRemaining: true, ResetIn: time.Duration((tc.reset(at) - at) * 1e9)}
+			o := &Outcome{Quota: quota, Remaining: quota - float64(n) - 1, HasRemaining: true, HasReset: true, ResetIn: time.Duration((tc.reset(at) - at) * 1e9)}
 			r.declared(h, h.lanes["f"], o, sec(at))
 		}
 		if got := h.cap.declared; !near(got, tc.want) {
@@ -987,12 +987,12 @@ func TestFixedWindowExact(t *testing.T) {
 	r := testRules(t, Config{})
 	window := func(h *host, l *lane, nextAt, nextRem float64) {
 		l.q = &quota{}
-		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, ResetIn: time.Minute}, sec(0))
+		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, HasReset: true, ResetIn: time.Minute}, sec(0))
 		for i := range 6 {
 			l.q.take(sec(float64(10 * i)))
 		}
 		l.q.take(sec(nextAt)) // the request the next answer is for
-		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: nextRem, HasRemaining: true, ResetIn: time.Minute}, sec(nextAt))
+		r.declared(h, l, &Outcome{Quota: 6, Window: time.Minute, Remaining: nextRem, HasRemaining: true, HasReset: true, ResetIn: time.Minute}, sec(nextAt))
 	}
 	busyWindow := func(h *host, l *lane, nextRem float64) { window(h, l, 61, nextRem) }
 	// Back under Settle's margin, without a sliding counter's headroom: the
@@ -1009,7 +1009,7 @@ func TestFixedWindowExact(t *testing.T) {
 	if h.cap.exact || !h.cap.inexact || !near(h.lanes["e"].pace, margin) {
 		t.Errorf("after a 429: exact %v inexact %v, lane at %v; want the margin back (%v)", h.cap.exact, h.cap.inexact, h.lanes["e"].pace, margin)
 	}
-	r.declared(h, f, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, ResetIn: time.Minute}, sec(130))
+	r.declared(h, f, &Outcome{Quota: 6, Window: time.Minute, Remaining: 5, HasRemaining: true, HasReset: true, ResetIn: time.Minute}, sec(130))
 	if h.cap.exact {
 		t.Error("exact again after a 429, want the margin for good")
 	}
@@ -1036,16 +1036,16 @@ func TestFixedWindowExact(t *testing.T) {
 // the usual one, not the move (8 per 9.47 s drew a 429 every window).
 func TestWholeSecondResetStep(t *testing.T) {
 	q := &quota{}
-	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 10 * time.Second}, sec(0), 0)
-	q.update(&Outcome{Quota: 8, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9.5), 0) // 0.5 s to go, told as 1
-	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 10 * time.Second}, sec(10.2), 0)
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, HasReset: true, ResetIn: 10 * time.Second}, sec(0), 0)
+	q.update(&Outcome{Quota: 8, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(9.5), 0) // 0.5 s to go, told as 1
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, HasReset: true, ResetIn: 10 * time.Second}, sec(10.2), 0)
 	if !q.grid() || q.span() != int64(10*time.Second) {
 		t.Errorf("reset moved %v: grid %v, span %v; want a grid of 10 s", time.Duration(q.step), q.grid(), time.Duration(q.span()))
 	}
 	// A move more than a second short of the usual window is the window.
 	q = &quota{}
-	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 12 * time.Second}, sec(0), 0)
-	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, ResetIn: 12 * time.Second}, sec(12), 0)
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, HasReset: true, ResetIn: 12 * time.Second}, sec(0), 0)
+	q.update(&Outcome{Quota: 8, Remaining: 7, HasRemaining: true, HasReset: true, ResetIn: 12 * time.Second}, sec(12), 0)
 	if q.span() != int64(12*time.Second) {
 		t.Errorf("a window of 12 s: span %v, want 12s (not 15s)", time.Duration(q.span()))
 	}
@@ -1072,7 +1072,7 @@ func TestPastResetMoves(t *testing.T) {
 		{2.2, 0.4, -200 * time.Millisecond}, // rolled at 1.9 (stated 2), little left: the last one still counts
 		{2.6, 0, -600 * time.Millisecond},
 	} {
-		q.update(&Outcome{Quota: 10, Remaining: tc.rem, HasRemaining: true, ResetIn: tc.resetIn}, sec(tc.at), 0)
+		q.update(&Outcome{Quota: 10, Remaining: tc.rem, HasRemaining: true, HasReset: true, ResetIn: tc.resetIn}, sec(tc.at), 0)
 	}
 	if q.step != int64(time.Second) || !q.sliding {
 		t.Errorf("resets told a second early: step %v, sliding %v; want a step of a second, and a sliding counter", time.Duration(q.step), q.sliding)
@@ -1735,7 +1735,7 @@ func TestBucketQuota(t *testing.T) {
 			if l.q != nil {
 				l.q.take(now)
 			}
-			r.declared(h, l, &Outcome{Quota: 4, Remaining: rem(i), HasRemaining: true, ResetIn: time.Second}, now)
+			r.declared(h, l, &Outcome{Quota: 4, Remaining: rem(i), HasRemaining: true, HasReset: true, ResetIn: time.Second}, now)
 		}
 	}
 
@@ -1786,7 +1786,7 @@ func TestHeadroomCheckEnds(t *testing.T) {
 	h := hostWith(r, "e", "f")
 	f := h.lanes["f"]
 	for i := range 3 {
-		r.declared(h, f, &Outcome{Quota: 4, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(float64(i)*0.3))
+		r.declared(h, f, &Outcome{Quota: 4, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(float64(i)*0.3))
 	}
 	if !r.roomDue(h) {
 		t.Fatalf("4 per second, of unknown kind: no headroom check due (declared %v)", h.cap.declared)
@@ -1811,7 +1811,7 @@ func TestHeadroomCheckEnds(t *testing.T) {
 	h = hostWith(r, "e", "f")
 	f = h.lanes["f"]
 	for i := range 3 {
-		r.declared(h, f, &Outcome{Quota: 4, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(float64(i)*0.3))
+		r.declared(h, f, &Outcome{Quota: 4, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(float64(i)*0.3))
 	}
 	f.hot = true
 	r.roomOK(h, f, sec(5))
@@ -1828,7 +1828,7 @@ func TestHeadroomCheckEnds(t *testing.T) {
 	if !r.roomHeld(h, f) {
 		t.Fatal("no check started again")
 	}
-	r.declared(h, f, &Outcome{Quota: 2, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9.1))
+	r.declared(h, f, &Outcome{Quota: 2, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(9.1))
 	if r.roomHeld(h, f) || f.pace != h.followPace(r) {
 		t.Errorf("the limit changed to 2 mid-check: checked %v at %v, want the host's %v", r.roomHeld(h, f), f.pace, h.followPace(r))
 	}
@@ -2163,7 +2163,7 @@ func TestOwnBudget429s(t *testing.T) {
 func TestQuotaReserve(t *testing.T) {
 	guess := func(limit float64, resetIn time.Duration) *quota {
 		q := &quota{}
-		q.update(&Outcome{Quota: limit, Remaining: limit - 1, HasRemaining: true, ResetIn: resetIn}, sec(0), 0)
+		q.update(&Outcome{Quota: limit, Remaining: limit - 1, HasRemaining: true, HasReset: true, ResetIn: resetIn}, sec(0), 0)
 		return q
 	}
 	sent := func(limit float64) float64 { return limit - (guess(limit, 1200*time.Millisecond).reserve() - 1) }
@@ -2176,13 +2176,13 @@ func TestQuotaReserve(t *testing.T) {
 		t.Errorf("a window guessed 10 s: reserve %g, want 1", r)
 	}
 	q := guess(30, 1200*time.Millisecond)
-	q.update(&Outcome{Quota: 30, Remaining: 20, HasRemaining: true, ResetIn: 800 * time.Millisecond}, sec(0.4), 0)
+	q.update(&Outcome{Quota: 30, Remaining: 20, HasRemaining: true, HasReset: true, ResetIn: 800 * time.Millisecond}, sec(0.4), 0)
 	if r := q.reserve(); r != 3 {
 		t.Fatalf("within the guessed window: reserve %g, want 3", r)
 	}
 	// A moving window: its resets move by less than a second, never roll.
 	for i := 1; i <= 40; i++ {
-		q.update(&Outcome{Quota: 30, Remaining: 2, HasRemaining: true, ResetIn: 1200 * time.Millisecond}, sec(0.4+0.1*float64(i)), 0)
+		q.update(&Outcome{Quota: 30, Remaining: 2, HasRemaining: true, HasReset: true, ResetIn: 1200 * time.Millisecond}, sec(0.4+0.1*float64(i)), 0)
 	}
 	if r := q.reserve(); r != 1 || q.step != 0 {
 		t.Errorf("3.2 s of resets 1.2 s away, none rolled: reserve %g (step %v), want 1", r, q.step)
@@ -2197,7 +2197,7 @@ func TestQuotaReserve(t *testing.T) {
 	// An answer without a Reset (ResetIn zero) half an hour before the
 	// stated one: nothing changes.
 	h := guess(100, 30*time.Minute)
-	h.update(&Outcome{Quota: 100, Remaining: 50, HasRemaining: true, ResetIn: 29 * time.Minute}, sec(60), 0)
+	h.update(&Outcome{Quota: 100, Remaining: 50, HasRemaining: true, HasReset: true, ResetIn: 29 * time.Minute}, sec(60), 0)
 	h.update(&Outcome{Quota: 100, Remaining: 0, HasRemaining: true}, sec(61), 0)
 	if h.rem != 50 || h.reset != sec(60)+int64(29*time.Minute) {
 		t.Errorf("an answer without a Reset: rem %g, reset in %v; want 50 and the stated reset", h.rem, time.Duration(h.reset-sec(61)))
@@ -2220,11 +2220,11 @@ func TestFirstRollProbe(t *testing.T) {
 	r := testRules(t, Config{})
 	spend := func(h *host, name string) *lane {
 		l := h.lanes[name]
-		r.declared(h, l, &Outcome{Quota: 12, Remaining: 11, HasRemaining: true, ResetIn: 10 * time.Second}, sec(0))
+		r.declared(h, l, &Outcome{Quota: 12, Remaining: 11, HasRemaining: true, HasReset: true, ResetIn: 10 * time.Second}, sec(0))
 		for i := range 12 {
 			l.q.take(sec(0.8 * float64(i)))
 		}
-		r.declared(h, l, &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9))
+		r.declared(h, l, &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(9))
 		return l
 	}
 	for _, tc := range []struct {
@@ -2248,7 +2248,7 @@ func TestFirstRollProbe(t *testing.T) {
 		}
 		e.q.take(sec(10))
 		h.raised = false
-		r.declared(h, e, &Outcome{Quota: 12, Remaining: tc.rem, HasRemaining: true, ResetIn: 10 * time.Second}, sec(10))
+		r.declared(h, e, &Outcome{Quota: 12, Remaining: tc.rem, HasRemaining: true, HasReset: true, ResetIn: 10 * time.Second}, sec(10))
 		if !h.raised || !f.q.known || !g.q.known {
 			t.Errorf("%s: after the probe's answer raised %v, f known %v, g known %v; want the others told", tc.name, h.raised, f.q.known, g.q.known)
 		}
@@ -2260,8 +2260,8 @@ func TestFirstRollProbe(t *testing.T) {
 	// The lane whose reset comes first probes, whichever ran out first.
 	h := hostWith(r, "e", "f")
 	e, f := spend(h, "e"), h.lanes["f"]
-	r.declared(h, f, &Outcome{Quota: 12, Remaining: 11, HasRemaining: true, ResetIn: 9 * time.Second}, sec(0.5))
-	r.declared(h, f, &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, ResetIn: 500 * time.Millisecond}, sec(9))
+	r.declared(h, f, &Outcome{Quota: 12, Remaining: 11, HasRemaining: true, HasReset: true, ResetIn: 9 * time.Second}, sec(0.5))
+	r.declared(h, f, &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: 500 * time.Millisecond}, sec(9))
 	if e.q.probe || !f.q.probe {
 		t.Errorf("a lane resetting at 9.5 s after one resetting at 10 s: probes e %v f %v, want f alone", e.q.probe, f.q.probe)
 	}
@@ -2272,7 +2272,7 @@ func TestFirstRollProbe(t *testing.T) {
 	// One quota for the whole site: no lanes to keep out of lock step.
 	h = hostWith(r, "e", "f")
 	h.scope = ScopeHost
-	r.declared(h, h.lanes["e"], &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, ResetIn: time.Second}, sec(9))
+	r.declared(h, h.lanes["e"], &Outcome{Quota: 12, Remaining: 0, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(9))
 	if got := h.q.readyAt(); got != sec(10) {
 		t.Errorf("site-wide quota ready at %v, want its reset (10 s)", secs(got-at0))
 	}
@@ -2302,9 +2302,9 @@ func TestDeclaredPolicies(t *testing.T) {
 			}
 		}
 		hits = append(hits, at)
-		o := &Outcome{Quota: 5, Remaining: float64(max(0, 5-n1)), HasRemaining: true, ResetIn: time.Second}
+		o := &Outcome{Quota: 5, Remaining: float64(max(0, 5-n1)), HasRemaining: true, HasReset: true, ResetIn: time.Second}
 		if 30-n60 < 5-n1 {
-			o = &Outcome{Quota: 30, Remaining: float64(max(0, 30-n60)), HasRemaining: true, ResetIn: time.Minute}
+			o = &Outcome{Quota: 30, Remaining: float64(max(0, 30-n60)), HasRemaining: true, HasReset: true, ResetIn: time.Minute}
 		}
 		r.declared(h, f, o, sec(at))
 	}
@@ -2317,7 +2317,7 @@ func TestDeclaredPolicies(t *testing.T) {
 	}
 	// The second's quota has room (its answers come on in-flight requests'
 	// answers too): the lane still waits for the minute's slots.
-	r.declared(h, f, &Outcome{Quota: 5, Remaining: 4, HasRemaining: true, ResetIn: time.Second}, sec(7.6))
+	r.declared(h, f, &Outcome{Quota: 5, Remaining: 4, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(7.6))
 	if got := r.laneReady(f); got < sec(9) {
 		t.Errorf("the minute spent, an answer of the second's quota let the lane go at %.2fs", float64(got)/1e9)
 	}
@@ -2338,7 +2338,7 @@ func TestDeclaredPoliciesBounded(t *testing.T) {
 	h := hostWith(r, "e", "f")
 	f := h.lanes["f"]
 	for i := range 200 {
-		o := &Outcome{Quota: float64(10 + i), Remaining: 5, HasRemaining: true, ResetIn: time.Second}
+		o := &Outcome{Quota: float64(10 + i), Remaining: 5, HasRemaining: true, HasReset: true, ResetIn: time.Second}
 		r.declared(h, f, o, sec(float64(i)/10))
 	}
 	const few = 4 // maxPolicies written out: a larger bound must fail here

@@ -104,6 +104,11 @@ type Outcome struct {
 	Remaining    float64
 	HasRemaining bool
 	ResetIn      time.Duration
+	// HasReset says a reset was told, ResetIn 0 included (a reset told as
+	// now, or passed). A Remaining with no reset and no Window says
+	// nothing of when it refills (remaining.go). A ResetIn other than 0
+	// counts as told without it.
+	HasReset bool
 	// Scope is the headers' hint about where the limit is enforced.
 	Scope Scope
 	// SentAt is when the request went out; zero = the ticket's At.

@@ -222,7 +222,7 @@ func TestSharedDeclaredPace(t *testing.T) {
 	if !ok {
 		t.Fatal("leader's first Acquire not ok")
 	}
-	a.Done(tk, limit.Outcome{Verdict: verdict.OK, Quota: 3, Window: time.Second, Remaining: 2, HasRemaining: true, ResetIn: time.Second}, t0)
+	a.Done(tk, limit.Outcome{Verdict: verdict.OK, Quota: 3, Window: time.Second, Remaining: 2, HasRemaining: true, HasReset: true, ResetIn: time.Second}, t0)
 	want := lanePace(a, host, t0)
 	sb.View(host) // in use: the refresh reads it
 	sb.refresh(context.Background())

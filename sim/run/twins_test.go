@@ -319,6 +319,15 @@ func TestRemainingFloors(t *testing.T) {
 			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
 		})
 	}
+	// The bucket's size told with its level (X-RateLimit-Limit and
+	// -Remaining, no reset: Shopify's bucket of 40 leaking 2/s tells
+	// used/size): read as Remaining alone. Before, the limit with no
+	// window read nothing: 105.5 / 110.7 / 0.59% with 15 learning 429s.
+	t.Run("token bucket 40 per 20 s, its size told", func(t *testing.T) {
+		sc := base
+		sc.Config.Algorithm, sc.Config.Policy, sc.Config.Headers = server.TokenBucket, server.Policy{Quota: 40, Window: 20 * time.Second}, server.HeadersLimitRemaining
+		holdsFloors(t, sc, 10, 0.95, 0.92, 0.002)
+	})
 }
 
 // holdsFloors runs exitgate on sc through exits for 120 s (seed 1) and fails

@@ -45,9 +45,14 @@ const (
 	// in its README's example (no limit, no reset), and Retry-After on
 	// 429 unless Config.NoRetryAfter.
 	HeadersRemaining
+	// HeadersLimitRemaining sends X-RateLimit-Limit and -Remaining with no
+	// reset on every limited-path response, as a bucket's size and level
+	// are told (Shopify's X-Shopify-Shop-Api-Call-Limit: used/size, parsed
+	// to the same), and Retry-After on 429 unless Config.NoRetryAfter.
+	HeadersLimitRemaining
 )
 
-var headerModeNames = [...]string{HeadersNone: "none", HeadersRetryAfter: "retry-after", HeadersXRateLimit: "x-ratelimit", HeadersIETF: "ietf", HeadersIETFDraft8: "ietf-draft8", HeadersRemaining: "remaining"}
+var headerModeNames = [...]string{HeadersNone: "none", HeadersRetryAfter: "retry-after", HeadersXRateLimit: "x-ratelimit", HeadersIETF: "ietf", HeadersIETFDraft8: "ietf-draft8", HeadersRemaining: "remaining", HeadersLimitRemaining: "limit-remaining"}
 
 // String returns the kebab-case name.
 func (m HeaderMode) String() string {
@@ -163,6 +168,8 @@ func (s *Site) headerLocked(d Decision, now int64, key string, ks *keyState) htt
 		k.window = max(ceilSeconds(d.Window), 1)
 	case HeadersRemaining:
 		k.remaining = d.Remaining
+	case HeadersLimitRemaining:
+		k.limit, k.remaining = d.Limit, d.Remaining
 	case HeadersIETFDraft8:
 		k.limit, k.remaining = d.Limit, d.Remaining
 		k.reset = ceilSeconds(d.Reset)
@@ -198,6 +205,9 @@ func (s *Site) renderHeader(k hdrKey) http.Header {
 		h[hXRLRemain] = itoa(int64(k.remaining))
 		h[hXRLReset] = itoa(k.reset)
 	case HeadersRemaining:
+		h[hXRLRemain] = itoa(int64(k.remaining))
+	case HeadersLimitRemaining:
+		h[hXRLLimit] = itoa(int64(k.limit))
 		h[hXRLRemain] = itoa(int64(k.remaining))
 	case HeadersIETF:
 		name := `"` + s.cfg.PolicyName + `"`

@@ -366,7 +366,7 @@ func validate(c *Config) error {
 		return fmt.Errorf("%w %d", ErrUnknownAlgo, c.Algorithm)
 	case c.Key.By > KeySite:
 		return fmt.Errorf("unknown key kind %d", c.Key.By)
-	case c.Headers > HeadersRemaining:
+	case c.Headers > HeadersLimitRemaining:
 		return fmt.Errorf("unknown header mode %d", c.Headers)
 	case len(c.Tiers) > 0 && len(c.Schedule) > 0:
 		return errors.New("tiers and a schedule cannot be combined")
