@@ -173,6 +173,11 @@ type explorer struct {
 	// until the lane is seen to recover, the recovery time is unknown.
 	// recLo is how long after it a retry was last pushed back (0: none).
 	awaitAt, recLo int64
+	// recLast is how long after it any retry was last pushed back (recLo
+	// leaves the second's window's try out): a bucket that refills from a
+	// client's last request, refused ones too, refilled since then
+	// (refillTold).
+	recLast int64
 	// awaitBroke: a follower was pushed back since awaitAt (awaitPushed).
 	awaitBroke bool
 	// over is the follower that sends past the first run's count while
@@ -461,7 +466,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		second := e.secTry
 		e.awaitAt, e.tries, e.secAt, e.secTry, e.pushed = 0, 0, 0, false, 0 // (thirdTry stays for firstEstimate)
 		r.firstEstimate(h, l, rec, false, now, fmt.Sprintf("recovered %.1fs after its 429", secs(rec)))
-		e.recLo = 0
+		e.recLo, e.recLast = 0, 0
 		if second && !c.windowed {
 			// A window of a second: nothing carries a pace above the
 			// limit past a second, so a step held over secondConfirm
@@ -895,7 +900,7 @@ func (r *rules) rereadWindow(h *host, l *lane, since, now int64) {
 	e, c := &h.exp, &h.cap
 	h.note(r, now, "explore", l.exit, "count", c.lo, 0, fmt.Sprintf(
 		"pushed back %.1fs after its last 429 without a success between: a bucket of the %.3g/s counted would have refilled; %d in %.1fs before that 429 read as a window's", secs(since), c.lo, e.lastN, secs(e.lastT)))
-	e.awaitAt, e.recLo, e.tries, e.pushed, e.secTry, e.secAt, e.thirdTry = e.endAt, since, 1, 2, false, 0, false
+	e.awaitAt, e.recLo, e.recLast, e.tries, e.pushed, e.secTry, e.secAt, e.thirdTry = e.endAt, since, since, 1, 2, false, 0, false
 	e.awaitBroke, e.overOn = false, false
 	e.n1, e.t1, e.headN, e.headD, e.k1, e.x1, e.ramped = e.lastN, e.lastT, 0, 0, -1, 0, 0
 	if e.histN > 0 {

@@ -604,7 +604,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// seen to recover; meanwhile assume the slowest usual window. A
 		// quick retry that succeeds reads as a bucket (the wait is only an
 		// upper bound on the recovery); one pushed back again, as a window.
-		e.awaitAt, e.awaitBroke, e.thirdTry = now, false, false
+		e.awaitAt, e.awaitBroke, e.thirdTry, e.recLast = now, false, false, 0
 		e.overOn, e.over, e.overAt, e.overRead = true, "", 0, false
 		rec, told = maxRecovery, false
 	}

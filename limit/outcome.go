@@ -493,6 +493,9 @@ func (r *rules) echoOthers(h *host, l *lane, told, more int64, now int64) {
 func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
 	e := &h.exp
 	why := "a 429 without Retry-After: backoff"
+	if e.tries > 0 {
+		e.recLast = max(now-e.awaitAt, 0)
+	}
 	if e.tries > 0 && !e.secTry {
 		// A retry pushed back: not recovered by then. (Not the
 		// one a second's window on, nor the pace held after it:

@@ -88,7 +88,8 @@ func (r *rules) remainingRun(h *host, l *lane, rec ticketRec, sent, now int64, u
 // told X-RateLimit-Remaining alone: R left. A window's reset gives back
 // its whole quota, what the first run took or near it; a bucket gives back
 // what it refilled in rec, R+1 whole tokens and fewer than R+2, so its rate
-// lies between (R+1)/rec and (R+2)/rec. The followers take the lower bound
+// lies between (R+1)/rec and (R+2)/rec, or (R+2)/(rec-recLast) where a
+// retry was pushed back recLast after the 429. The followers take the lower bound
 // and the explorer searches up to the upper one; a pace above the rate
 // shows as Remaining falling to 0, read as a 429 not sent (rule
 // remaining). It reports whether it read the recovery so.
@@ -111,10 +112,11 @@ func (r *rules) refillTold(h *host, l *lane, rec, now int64) bool {
 			"X-RateLimit-Remaining told %g left %.1fs after the 429: a window of %v the run opened gives back as few by then; not read as a bucket's refill", left, secs(rec), w))
 		return false
 	}
-	lo, hi := (left+1)/secs(rec), (left+2)/secs(rec)
-	if e.recLo > 0 {
-		hi = min(hi, 1/secs(e.recLo)) // a retry pushed back then: not a whole token by then
-	}
+	// Some buckets refill from their last request, refused ones too
+	// (Varnish's vsthrottle, which drops the fraction of a token at each):
+	// the R+1 came over rec at most, and over rec less the last retry
+	// pushed back at least.
+	lo, hi := (left+1)/secs(rec), (left+2)/secs(rec-e.recLast)
 	if (e.ramped > 0 && lo >= e.ramped) || hi <= lo {
 		return false
 	}

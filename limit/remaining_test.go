@@ -109,18 +109,18 @@ func TestRefillTold(t *testing.T) {
 		read   bool
 		lo, hi float64
 	}{
-		{"vsthrottle 30 per minute", 3, 8.8, 9.8, 1.05, true, 4 / 9.8, 5 / 9.8},
+		// The upper bound counts from the last retry pushed back: vsthrottle
+		// refills from a client's last request, refused ones too.
+		{"vsthrottle 30 per minute", 3, 8.8, 9.8, 1.05, true, 4 / 9.8, 5 / (9.8 - 1.05)},
+		{"no retry pushed back", 3, 8.8, 9.8, 0, true, 4 / 9.8, 5 / 9.8},
 		{"a window's reset", 29, 8.8, 9.8, 1.05, false, 0, 0},
 		{"a sliding minute just ended", 0, 8.7, 53.8, 26.4, false, 0, 0},
-		{"capped by the retry pushed back", 3, 8.8, 9.8, 2.2, true, 4 / 9.8, 1 / 2.2},
-		// No whole token by 2.5 s, yet four by 9.8 s: no bucket.
-		{"the retry pushed back contradicts it", 3, 8.8, 9.8, 2.5, false, 0, 0},
 	} {
 		r := testRules(t, Config{})
 		h := hostWith(r, "e", "f")
 		e := h.lanes["e"]
 		h.exp.phase, h.exp.n1, h.exp.t1, h.exp.ramped = expRefine, 31, int64(tc.t1*1e9), 7.76
-		h.exp.recLo = int64(tc.recLo * 1e9)
+		h.exp.recLast = int64(tc.recLo * 1e9)
 		now := sec(tc.t1 + tc.rec)
 		e.extra().rem, e.x.remN, e.x.remAt = remLeft, tc.left, now
 		got := r.refillTold(h, e, int64(tc.rec*1e9), now)

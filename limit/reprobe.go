@@ -185,7 +185,7 @@ func (r *rules) explorerLost(h *host, l *lane, now int64) {
 		return
 	}
 	if e.awaitAt != 0 {
-		e.awaitAt, e.tries, e.recLo, e.pushed = 0, 0, 0, 0
+		e.awaitAt, e.tries, e.recLo, e.recLast, e.pushed = 0, 0, 0, 0, 0
 		r.releaseHeld(h, now)
 		r.updateFollow(h, now, "explore", "the explorer's recovery will not be seen: the first 429's careful reading stands")
 	}

@@ -163,6 +163,12 @@ func Holdouts() []Target {
 		// block of a minute, which with the first run fits a usual window.
 		varnishTarget("varnish-5-per-s-block60-retry-after", peers.VarnishConfig{Limit: 5, Period: time.Second, Block: time.Minute, RetryAfter: true},
 			"none", "as varnish-4-per-s-block10-retry-after"),
+		// Added on 2026-12-06 after the rules for Remaining alone were
+		// built on varnish-30-per-min-remaining: the bucket's size told
+		// beside its level, no reset, as Shopify tells its bucket of 40
+		// leaking 2/s.
+		varnishTarget("varnish-40-per-20s-limit-remaining", peers.VarnishConfig{Limit: 40, Period: 20 * time.Second, Remaining: true, LimitHeader: true},
+			"X-RateLimit-Limit (the bucket's size) and X-RateLimit-Remaining (its whole tokens) on every response, no reset", "none"),
 	}
 }
 

@@ -672,10 +672,11 @@ func TestRackAttack(t *testing.T) {
 
 // TestVarnish: Varnish's vsthrottle lets a client's bucket of Limit through
 // and denies the next; blocked, it denies everything for the block and says
-// so in Retry-After (whole seconds, rounded up), and X-RateLimit-Remaining
-// tells the tokens left. Each request is logged with the exit's address.
+// so in Retry-After (whole seconds, rounded up), X-RateLimit-Remaining
+// tells the tokens left and X-RateLimit-Limit the bucket's size. Each
+// request is logged with the exit's address.
 func TestVarnish(t *testing.T) {
-	v := peertest.StartVarnish(t, peertest.VarnishConfig{Limit: 3, Period: 10 * time.Second, Block: 2 * time.Second, RetryAfter: true, Remaining: true})
+	v := peertest.StartVarnish(t, peertest.VarnishConfig{Limit: 3, Period: 10 * time.Second, Block: 2 * time.Second, RetryAfter: true, Remaining: true, LimitHeader: true})
 	c := viaProxy(t, "127.0.0.21")
 	start := time.Now()
 	var remaining []string
@@ -684,6 +685,9 @@ func TestVarnish(t *testing.T) {
 		code, h, _ := get(t, c, v.URL()+"/p/1")
 		codes = append(codes, code)
 		remaining = append(remaining, h.Get("X-RateLimit-Remaining"))
+		if l := h.Get("X-RateLimit-Limit"); l != "3" {
+			t.Errorf("X-RateLimit-Limit = %q, want 3", l)
+		}
 		if code == 429 && h.Get("Retry-After") != "2" {
 			t.Errorf("429 Retry-After = %q, want 2 (the block's seconds, rounded up)", h.Get("Retry-After"))
 		}

@@ -35,6 +35,11 @@ type VarnishConfig struct {
 	// bucket's tokens (vsthrottle.remaining, as the vmod's README shows
 	// it), and nothing else.
 	Remaining bool
+	// LimitHeader sets X-RateLimit-Limit to Limit beside Remaining: a
+	// bucket's size and level told, with nothing of when it refills, as
+	// Shopify tells them (X-Shopify-Shop-Api-Call-Limit: used/size).
+	// Only with Remaining.
+	LimitHeader bool
 	// Listen is the address to listen on. Empty means 127.0.0.1 on a free
 	// port.
 	Listen string
@@ -115,6 +120,9 @@ func StartVarnish(cfg VarnishConfig) (*Varnish, error) {
 	}
 	if cfg.Remaining {
 		synth += fmt.Sprintf("    set resp.http.X-RateLimit-Remaining = vsthrottle.remaining(%s);\n", rule)
+		if cfg.LimitHeader {
+			synth += fmt.Sprintf("    set resp.http.X-RateLimit-Limit = \"%d\";\n", cfg.Limit)
+		}
 	}
 	vcl := strings.NewReplacer("{{ready}}", varnishReady, "{{limit}}", strconv.Itoa(cfg.Limit),
 		"{{period}}", ms(cfg.Period), "{{block}}", block, "{{synth}}", synth).Replace(varnishVCL)
