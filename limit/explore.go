@@ -174,9 +174,8 @@ type explorer struct {
 	// recLo is how long after it a retry was last pushed back (0: none).
 	awaitAt, recLo int64
 	// recLast is how long after it any retry was last pushed back (recLo
-	// leaves the second's window's try out): a bucket that refills from a
-	// client's last request, refused ones too, refilled since then
-	// (refillTold).
+	// leaves the second's window's try out): a bucket's refill read at
+	// the recovery may have counted from no sooner (refillTold).
 	recLast int64
 	// awaitBroke: a follower was pushed back since awaitAt (awaitPushed).
 	awaitBroke bool

@@ -112,10 +112,11 @@ func (r *rules) refillTold(h *host, l *lane, rec, now int64) bool {
 			"X-RateLimit-Remaining told %g left %.1fs after the 429: a window of %v the run opened gives back as few by then; not read as a bucket's refill", left, secs(rec), w))
 		return false
 	}
-	// Some buckets refill from their last request, refused ones too
-	// (Varnish's vsthrottle, which drops the fraction of a token at each):
-	// the R+1 came over rec at most, and over rec less the last retry
-	// pushed back at least.
+	// The R+1 came over rec at most, and over rec less the last retry
+	// pushed back at least: the refill the reading sees may have started
+	// after the 429 (vsthrottle's 40 per 20 s gave back 12 tokens 7.5 s
+	// after it, where 2/s refills 15, as from the last retry, 1.1 s on;
+	// counted from the 429 the bounds, 1.60-1.73/s, held the lanes at 83%).
 	lo, hi := (left+1)/secs(rec), (left+2)/secs(rec-e.recLast)
 	if (e.ramped > 0 && lo >= e.ramped) || hi <= lo {
 		return false

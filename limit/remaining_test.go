@@ -109,8 +109,8 @@ func TestRefillTold(t *testing.T) {
 		read   bool
 		lo, hi float64
 	}{
-		// The upper bound counts from the last retry pushed back: vsthrottle
-		// refills from a client's last request, refused ones too.
+		// The upper bound counts from the last retry pushed back: the
+		// refill read may have started no sooner.
 		{"vsthrottle 30 per minute", 3, 8.8, 9.8, 1.05, true, 4 / 9.8, 5 / (9.8 - 1.05)},
 		{"no retry pushed back", 3, 8.8, 9.8, 0, true, 4 / 9.8, 5 / 9.8},
 		{"a window's reset", 29, 8.8, 9.8, 1.05, false, 0, 0},
