@@ -173,6 +173,13 @@
 // fewer), one lane goes without it for ten windows first: pushed back, it
 // stays; not, it goes (headroom.go).
 //
+// A Remaining told with no window and no reset (Varnish's vsthrottle sends
+// X-RateLimit-Remaining alone; Shopify a bucket's size and level) sets no
+// pace, but its fall to 0 is read as the 429 the next request would draw,
+// never sent; the first recovery's count brackets a bucket's refill unless
+// a window explains it; a run's Remaining at its start and end proves it;
+// and a lane told its budget holds more owes no debt (remaining.go).
+//
 // When lanes that were under their pace are pushed back from ScopeLanes
 // distinct exits within ScopeSpan, the server limits site-wide (or per
 // credential): control moves to the host's own AIMD rate, which settles
