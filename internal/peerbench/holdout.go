@@ -152,29 +152,31 @@ func Holdouts() []Target {
 		// tokens only (a request that passes drops the fraction of a token
 		// its bucket had earned), as its README writes the rules: bare, with
 		// a block after running out, and with its Remaining header alone.
-		varnishTarget("varnish-10-per-s", peers.VarnishConfig{Limit: 10, Period: time.Second}, "none", "none"),
-		varnishTarget("varnish-15-per-10s-block30", peers.VarnishConfig{Limit: 15, Period: 10 * time.Second, Block: 30 * time.Second},
+		varnishTarget("varnish-10-per-s", "block-bucket-10-per-s", peers.VarnishConfig{Limit: 10, Period: time.Second}, "none", "none"),
+		varnishTarget("varnish-15-per-10s-block30", "block-bucket-15-per-10s-block30", peers.VarnishConfig{Limit: 15, Period: 10 * time.Second, Block: 30 * time.Second},
 			"none", "none (a client that ran out is refused everything for 30 s; its requests meanwhile still take tokens)"),
-		varnishTarget("varnish-30-per-min-remaining", peers.VarnishConfig{Limit: 30, Period: time.Minute, Remaining: true},
+		varnishTarget("varnish-30-per-min-remaining", "block-bucket-30-per-min-remaining", peers.VarnishConfig{Limit: 30, Period: time.Minute, Remaining: true},
 			"X-RateLimit-Remaining (the bucket's whole tokens) on every response, nothing else", "none"),
-		varnishTarget("varnish-4-per-s-block10-retry-after", peers.VarnishConfig{Limit: 4, Period: time.Second, Block: 10 * time.Second, RetryAfter: true},
+		varnishTarget("varnish-4-per-s-block10-retry-after", "block-bucket-4-per-s-block10-ra", peers.VarnishConfig{Limit: 4, Period: time.Second, Block: 10 * time.Second, RetryAfter: true},
 			"none", "the block's remaining seconds, rounded up (vsthrottle.blocked; 429s only)"),
 		// Added after the penalty's test was built on the one above: a
 		// block of a minute, which with the first run fits a usual window.
-		varnishTarget("varnish-5-per-s-block60-retry-after", peers.VarnishConfig{Limit: 5, Period: time.Second, Block: time.Minute, RetryAfter: true},
+		varnishTarget("varnish-5-per-s-block60-retry-after", "block-bucket-5-per-s-block60-ra", peers.VarnishConfig{Limit: 5, Period: time.Second, Block: time.Minute, RetryAfter: true},
 			"none", "as varnish-4-per-s-block10-retry-after"),
 		// Added on 2026-12-06 after the rules for Remaining alone were
 		// built on varnish-30-per-min-remaining: the bucket's size told
 		// beside its level, no reset, as Shopify tells its bucket of 40
 		// leaking 2/s.
-		varnishTarget("varnish-40-per-20s-limit-remaining", peers.VarnishConfig{Limit: 40, Period: 20 * time.Second, Remaining: true, LimitHeader: true},
+		varnishTarget("varnish-40-per-20s-limit-remaining", "block-bucket-40-per-20s-limit-remaining", peers.VarnishConfig{Limit: 40, Period: 20 * time.Second, Remaining: true, LimitHeader: true},
 			"X-RateLimit-Limit (the bucket's size) and X-RateLimit-Remaining (its whole tokens) on every response, no reset", "none"),
 	}
 }
 
 // varnishTarget is Varnish Cache 7.1 limiting each client address with
-// vsthrottle as cfg sets it.
-func varnishTarget(name string, cfg peers.VarnishConfig, headers, retryAfter string) Target {
+// vsthrottle as cfg sets it, simulated by the wide scenario sim
+// (server.BlockBucket, vmod_vsthrottle.c's arithmetic): held out from the
+// learner's making, not from calibration (`peerbench --calibrate`).
+func varnishTarget(name, sim string, cfg peers.VarnishConfig, headers, retryAfter string) Target {
 	rule := fmt.Sprintf("vsthrottle.is_denied(client.identity, %d, %v, %v)", cfg.Limit, cfg.Period, cfg.Block)
 	t := holdoutTarget(name, "Varnish Cache 7.1 with varnish-modules 0.20 vsthrottle", "token bucket of whole tokens (a bucket of the limit, refilled at the limit per period)",
 		cfg.Limit, cfg.Period, headers, retryAfter, "if ("+rule+") { return (synth(429)); }",
@@ -183,6 +185,7 @@ func varnishTarget(name string, cfg peers.VarnishConfig, headers, retryAfter str
 			return peers.StartVarnish(cfg)
 		})
 	t.CountsDenied = cfg.Block > 0
+	t.Twin = sim
 	return t
 }
 

@@ -56,6 +56,10 @@ func TestTwinSide(t *testing.T) {
 	if _, err := Twin(context.Background(), Run{Scenario: "per-ip-token-bucket"}); err == nil {
 		t.Error("Twin(per-ip-token-bucket) = nil error, want ErrNotTwin")
 	}
+	// Built as a twin beside a held-out real target (Varnish's vsthrottle).
+	if _, err := Twin(context.Background(), Run{Scenario: "block-bucket-30-per-min-remaining"}); err != nil {
+		t.Errorf("Twin(block-bucket-30-per-min-remaining): %v, want a run", err)
+	}
 	if got := RealTarget("twin-haproxy-2-per-10s"); got != "haproxy-2-per-10s" {
 		t.Errorf("RealTarget = %q", got)
 	}

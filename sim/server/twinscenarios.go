@@ -261,6 +261,12 @@ func Wide() []Scenario {
 	// The same bucket without a block, telling its whole tokens left in
 	// X-RateLimit-Remaining alone: the held-out
 	// varnish-30-per-min-remaining.
+	bare10 := twin("block-bucket-10-per-s", "Varnish vsthrottle 10/s (a bucket of 10 whole tokens), bare 429s",
+		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 10, Window: time.Second}})
+	block60 := twin("block-bucket-5-per-s-block60-ra", "Varnish vsthrottle 5/s (a bucket of 5 whole tokens) blocking a client that ran out for a minute; Retry-After: the block's remaining seconds, rounded up",
+		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 5, Window: time.Second, Block: time.Minute}, Headers: HeadersRetryAfter})
+	sized := twin("block-bucket-40-per-20s-limit-remaining", "Varnish vsthrottle 40 per 20 s (a bucket of 40 whole tokens refilled at 2/s); X-RateLimit-Limit (its size) and X-RateLimit-Remaining (its whole tokens) on every response, no reset, no Retry-After",
+		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 40, Window: 20 * time.Second}, Headers: HeadersLimitRemaining, NoRetryAfter: true})
 	remaining := twin("block-bucket-30-per-min-remaining", "Varnish vsthrottle 30 per minute (a bucket of 30 whole tokens refilled at 0.5/s); X-RateLimit-Remaining alone (its whole tokens) on every response, no Retry-After",
 		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 30, Window: time.Minute}, Headers: HeadersRemaining, NoRetryAfter: true})
 
@@ -273,7 +279,7 @@ func Wide() []Scenario {
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
 		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
-	return []Scenario{short, tiers, layered, nginx2, block30, block10, remaining, {
+	return []Scenario{short, tiers, layered, nginx2, bare10, block30, block10, block60, remaining, sized, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
