@@ -476,9 +476,7 @@ func (r *rules) echoOthers(h *host, l *lane, told, more int64, now int64) {
 		if o == l || o.x == nil || o.x.ra != told || o.cool <= now || o.cool-now > told+told/2 {
 			continue
 		}
-		h.c.ThrottledNs += more
-		o.c.cooled(more)
-		o.cool += more
+		h.lengthenCool(o, o.cool+more, now)
 		r.rekey(h, o)
 		n++
 	}
@@ -653,14 +651,24 @@ func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
 }
 
 func (r *rules) coolUntil(h *host, l *lane, until, now int64, why string) {
-	if until <= l.cool {
+	was := l.cool
+	if h.lengthenCool(l, until, now) == 0 {
 		return
+	}
+	h.note(r, now, "cooldown", l.exit, "cooldown", secs(max(was-now, 0)), secs(until-now), why)
+}
+
+// lengthenCool moves lane l's cooldown on to until, if that is later, and
+// counts the wait it adds as time throttled; it returns the wait added.
+func (h *host) lengthenCool(l *lane, until, now int64) int64 {
+	if until <= l.cool {
+		return 0
 	}
 	d := until - max(l.cool, now)
 	h.c.ThrottledNs += d
 	l.c.cooled(d)
-	h.note(r, now, "cooldown", l.exit, "cooldown", secs(max(l.cool-now, 0)), secs(until-now), why)
 	l.cool = until
+	return d
 }
 
 // inferScope is the scope rule: once ScopeLanes distinct lanes were pushed
