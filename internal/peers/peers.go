@@ -25,12 +25,14 @@ package peers
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -104,14 +106,47 @@ func debianPackage(bin string) string {
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. There
 // is a small window in which another process may take it; a peer that loses
-// it fails to start, loudly.
+// it fails to start, loudly, with ErrPortTaken (StartRetry starts it again).
+//
+// The port is drawn at random below the kernel's ephemeral range, which the
+// kernel hands out to every outgoing connection and to every listener asking
+// for port 0: a crawl beside opens thousands of connections, and two callers
+// asking the kernel at once can be handed the same port in turn. When the
+// range cannot be read the kernel picks.
 func FreePort() (int, error) {
+	if lo, ok := ephemeralLow(); ok && lo > freePortSpan+1024 {
+		for range 64 {
+			port := lo - 1 - rand.IntN(freePortSpan)
+			if l, err := net.Listen("tcp", hostPort("127.0.0.1", port)); err == nil {
+				l.Close()
+				return port, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePortSpan is how many ports under the ephemeral range FreePort draws
+// from.
+const freePortSpan = 10000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range.
+func ephemeralLow() (int, bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, false
+	}
+	lo, err := strconv.Atoi(f[0])
+	return lo, err == nil
 }
 
 // freeAddr returns listen when set, else 127.0.0.1 on a free port.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -770,6 +771,86 @@ func TestPortTaken(t *testing.T) {
 	defer n.Close()
 	if calls != 2 || n.Addr() == taken {
 		t.Errorf("StartRetry: %d calls, on %s; want a second call on a new port", calls, n.Addr())
+	}
+}
+
+// TestPortTakenAtBind: a peer whose bind fails on a port another process
+// holds only as the peer binds (FreePort beside it holds each port it tries
+// for an instant) exits with no one answering there, and that too is
+// ErrPortTaken, so StartRetry starts it again: CI met tinyproxy's "Could not
+// create listening sockets" this way. A socket bound but not listening, its
+// address not reusable, refuses the bind and answers nothing.
+func TestPortTakenAtBind(t *testing.T) {
+	peertest.Require(t, "tinyproxy")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	p, err := peers.StartTinyproxy(peers.TinyproxyConfig{Port: port})
+	if err == nil {
+		p.Close()
+		t.Fatalf("tinyproxy started on %d, which another socket holds", port)
+	}
+	if !errors.Is(err, peers.ErrPortTaken) {
+		t.Fatalf("err = %v, want ErrPortTaken", err)
+	}
+	calls := 0
+	p, err = peers.StartRetry(func() (*peers.Proxy, error) {
+		calls++
+		cfg := peers.TinyproxyConfig{}
+		if calls == 1 {
+			cfg.Port = port
+		}
+		return peers.StartTinyproxy(cfg)
+	})
+	if err != nil {
+		t.Fatalf("StartRetry: %v", err)
+	}
+	defer p.Close()
+	if calls != 2 {
+		t.Errorf("StartRetry: %d calls, want a second on a new port", calls)
+	}
+}
+
+// TestFreePort: the ports found free lie below the kernel's ephemeral range,
+// which every outgoing connection draws from, and are free.
+func TestFreePort(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral range to compare with: %v", err)
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for range 20 {
+		port, err := peers.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port >= lo && port <= hi {
+			t.Errorf("port %d lies in the ephemeral range %d-%d", port, lo, hi)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Errorf("port %d not free: %v", port, err)
+			continue
+		}
+		l.Close()
+		seen[port] = true
+	}
+	if len(seen) < 15 {
+		t.Errorf("20 calls gave %d ports; want them drawn at random", len(seen))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -77,6 +78,13 @@ func launch(spec procSpec) (*process, error) {
 		close(p.exited)
 	}()
 	err = WaitListening(spec.addr, StartTimeout, p.exited)
+	if err != nil && !p.Running() && bindFailed(p.Tail()) {
+		// Another process held the port as the peer bound it, and let it go
+		// before the readiness check (FreePort beside it holds each port it
+		// tries for an instant): no one answers, and the peer exited saying
+		// so. CI met it with tinyproxy's "Could not create listening sockets".
+		err = fmt.Errorf("%w: %v", ErrPortTaken, err)
+	}
 	if err == nil && !p.Running() {
 		err = fmt.Errorf("%w: exited after %s answered", ErrPortTaken, spec.addr)
 	}
@@ -91,6 +99,21 @@ func launch(spec procSpec) (*process, error) {
 		return nil, fmt.Errorf("%s: %w\n%s", spec.name, err, tail)
 	}
 	return p, nil
+}
+
+// bindMarkers are what the peers print when their listening socket cannot
+// be bound: nginx, flask, redis and puma "Address already in use", node
+// EADDRINUSE, tinyproxy and haproxy their own words.
+var bindMarkers = []string{"Address already in use", "EADDRINUSE", "Could not create listening sockets", "cannot bind socket"}
+
+// bindFailed reports whether a peer's output says it could not bind.
+func bindFailed(output string) bool {
+	for _, m := range bindMarkers {
+		if strings.Contains(output, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close sends SIGKILL to the process group (nginx may fork, flask starts

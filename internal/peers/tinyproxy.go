@@ -22,6 +22,8 @@ type TinyproxyConfig struct {
 	// ConnectPorts, when set, are the only ports CONNECT may reach
 	// (tinyproxy answers 403 to others); empty allows every port.
 	ConnectPorts []int
+	// Port is where it listens on 127.0.0.1; 0 picks a free one.
+	Port int
 	// Allow is the client address tinyproxy serves (it answers 403 to
 	// every other). Empty means 127.0.0.1, where the tests connect from.
 	Allow string
@@ -58,9 +60,11 @@ func StartTinyproxy(cfg TinyproxyConfig) (*Proxy, error) {
 	if strings.ContainsAny(cfg.User+cfg.Password, " \t\r\n\"") {
 		return nil, fmt.Errorf("%s: credentials with spaces or quotes are not supported", name)
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	port := cfg.Port
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	dir, err := newWorkDir(cfg.Dir, "tinyproxy")
 	if err != nil {
