@@ -235,6 +235,10 @@ type explorer struct {
 	// rec1 is the first 429's recovery (Retry-After, or the measured
 	// retry), ns.
 	rec1 int64
+	// readW is the usual window as long as the first run and its told
+	// recovery, the window the host reads n1 per (0: none read so;
+	// seriesWindow).
+	readW int64
 	// longW is the window read before a shorter one's try (tryShorter):
 	// the try pushed back, it is the window (0: no such try).
 	longW time.Duration
@@ -817,6 +821,7 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, now int6
 		// between that and x.
 		c.careful, c.windowed, c.span = false, false, 0
 		c.setQuota(0, 0)
+		r.releaseSeries(h, now)
 		if p := max(r.minLane, x*float64(k-e.n1)/float64(k)); p > c.pass {
 			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d passed at %.3g/s, the run's %d more than a window of it holds: a bucket's rate, at least %.3g/s", k, x, k-e.n1, p))
 			c.pass, c.sent = p, x

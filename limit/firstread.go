@@ -37,7 +37,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		safe = min(safe, e.ramped)
 	}
 	safe = max(r.minLane, safe)
-	e.rec1 = rec
+	e.rec1, e.readW = rec, 0
 	h.note(r, now, "explore", l.exit, "estimate", c.safe, safe, fmt.Sprintf("%d successes in %.1fs before the first 429, %s", e.n1, secs(e.t1), why))
 	c.safe = safe
 	if r.pairLimit(h, l, rec, now) {
@@ -75,6 +75,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 				h.note(r, now, "explore", l.exit, "estimate", c.safe, w, fmt.Sprintf("%d per %v: the first usual window as long as the run and its recovery", e.n1, time.Duration(u)))
 				safe, c.safe = w, w
 				usual = u
+				if told {
+					e.readW = u
+				}
 			}
 		}
 	}
@@ -702,6 +705,7 @@ func (r *rules) pairLimit(h *host, l *lane, rec int64, now int64) bool {
 		hi = lo * costlyDone // jitter: the two spacings a step apart
 	}
 	c.pair, c.careful, c.windowed, c.span = true, false, false, 0
+	r.releaseSeries(h, now)
 	h.note(r, now, "explore", l.exit, "floor", c.pass, lo, fmt.Sprintf("one success, a 429 %.1fs after it, a retry %.1fs after it passed: a pace limit with no burst, one request per %.1f-%.1fs", secs(e.t1), secs(e.t1+rec), 1/hi, 1/lo))
 	c.pass, c.sent, c.safe, c.at = lo, lo, lo, now
 	c.ceil(hi, now)
@@ -722,6 +726,7 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	e.wtest, e.run = 0, run{}
 	c.careful, c.windowed, c.span = false, false, 0
 	c.setQuota(0, 0)
+	r.releaseSeries(h, now)
 	c.pass, c.sent, c.at = l.pace, l.pace, now
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", n, l.pace))
 	if e.ptest {

@@ -64,6 +64,10 @@ type laneExtra struct {
 	// counted: held at the first run's count (awaitCount), released too
 	// once another follower is let through past it.
 	held, counted bool
+	// toldEnd is where the wait a Retry-After told ended, when
+	// seriesWindow held the lane past it on a window's reading (0: not
+	// held); a reading withdrawn gives the rest back (releaseSeries).
+	toldEnd int64
 	// ra is the last Retry-After the lane was told (ns): an echo of it,
 	// or of a shorter one, doubles the wait; a longer one is waited as said.
 	ra int64

@@ -269,7 +269,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	}
 	// A new series: the server's budget for this lane is empty now, so what
 	// it sent before no longer counts against a slower pace.
-	ser := series{at: l.serAt, ok: l.serOK}
+	ser := series{at: l.serAt, ok: l.serOK, sent: l.serSent}
 	if l.exit == h.exp.exit {
 		ser.run = h.exp.run.n
 		h.exp.run = run{}
@@ -331,7 +331,13 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.note(r, now, "explore", l.exit, "ceiling", h.cap.hi, h.cap.hi, fmt.Sprintf("a 429 costs a lane %v: the search stops within %.0f%%", o.RetryAfter, 100*(costlyDone-1)))
 		h.cap.costly = true
 	}
+	if l.x != nil {
+		l.x.toldEnd = 0 // a hold on the series before is over
+	}
 	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
+	if o.RetryAfter > 0 && !echo && !told {
+		r.seriesWindow(h, l, ser, now)
+	}
 	if k := &h.cap.clock; k.lane == l.exit && k.stage == 1 && l.cool > k.end-int64(clockLead) {
 		l.cool = k.end - int64(clockLead) // the test's first request goes before the window's end, whatever the backoff
 	} else if k.lane == l.exit && k.w > 0 && l.cool > k.end+int64(clockSlack) {
@@ -362,8 +368,8 @@ func (h *host) readsNothing(l *lane, now int64) {
 // series is what a lane sent since its last 429 (or first request): since at,
 // ok successes, the last run of them at its latest pace.
 type series struct {
-	at      int64
-	ok, run int32
+	at            int64
+	ok, run, sent int32
 }
 
 // cooldown rests lane l, pushed back at pace x, after the first 429 of an
@@ -837,3 +843,66 @@ func (h *host) heldLanes() []*lane {
 
 // heldStagger spaces the held followers' first tries after their release.
 const heldStagger = 50 * time.Millisecond
+
+// seriesWindow holds lane l, pushed back with a Retry-After on a host that
+// reads a window, until the series the 429 ended is spent at the window's
+// pace, when that comes after the Retry-After: a window's budget, once
+// empty, stays empty until the window that held the series ends, whatever
+// the server tells (haproxy with a fixed Retry-After: 15 on 10 per 30 s,
+// whose rate estimate weighs the period before and counts the refused
+// requests: the lane's retry at the told end was pushed back again, and
+// the whole series and one more at 10 per 30 s was when it passed). Only
+// where the told wait ends a second or more before the window that began
+// with the series (a Retry-After that tells the window's end is waited as
+// told). The series counts what the lane sent, refused requests too (a server that
+// counts them holds the lane that much longer), and one more, the retry
+// itself. Not on a window of the clock, which ends for every series at
+// once (the gate, clock.go).
+func (r *rules) seriesWindow(h *host, l *lane, ser series, now int64) {
+	c, e := &h.cap, &h.exp
+	if !c.windowed || c.clock.on || ser.at == 0 || ser.sent <= 0 {
+		return
+	}
+	n, w := c.quotaN, c.quotaW
+	if n <= 0 || w <= 0 {
+		n, w = float64(e.n1), e.readW
+	}
+	if n < fewRun || w <= 0 {
+		// (A quota of a few read from a long Retry-After is as often a
+		// penalty longer than the window, haproxy's 2 per 10 s with
+		// Retry-After: 30 read as 2 per minute, and a request of the
+		// series is a long wait there: 30 s each.)
+		return
+	}
+	if l.cool+int64(time.Second) >= ser.at+w {
+		// The Retry-After tells the window's end, as most that tell one
+		// do (flask-limiter's, fastify's): it is waited as told.
+		return
+	}
+	end := ser.at + int64(float64(ser.sent+1)*float64(w)/n)
+	if end <= l.cool {
+		return
+	}
+	l.extra().toldEnd = l.cool
+	r.coolUntil(h, l, end, now, fmt.Sprintf("the Retry-After ends inside the window the lane spent: %d sent since %.1fs ago, at %.3g per %v", ser.sent, secs(now-ser.at), n, time.Duration(w)))
+}
+
+// releaseSeries gives back the waits seriesWindow added past a told
+// Retry-After once the host's window reading is withdrawn (a test passed
+// more than a window of it holds: vsthrottle's 5/s blocking a minute, read
+// as 16 per 2 minutes and then refuted, held its explorer the whole run).
+func (r *rules) releaseSeries(h *host, now int64) {
+	for _, l := range slices.Clone(h.heap) {
+		if l.x == nil || l.x.toldEnd == 0 {
+			continue
+		}
+		end := max(l.x.toldEnd, now)
+		l.x.toldEnd = 0
+		if l.cool <= end {
+			continue
+		}
+		h.note(r, now, "cooldown", l.exit, "cooldown", secs(l.cool-now), secs(end-now), "the window read is withdrawn: the Retry-After's wait alone")
+		l.cool = end
+		r.rekey(h, l)
+	}
+}

@@ -105,6 +105,7 @@ func (r *rules) refillRead(h *host, l *lane, x float64, now int64) {
 	c.ceil(min(x, hi), now)
 	c.setQuota(0, 0)
 	c.windowed = false
+	r.releaseSeries(h, now)
 	// The estimate is the middle: the followers, who paced under the
 	// rate until now, hold their burst in reserve, and the explorer, its
 	// bucket just emptied, is pushed back within seconds where the middle

@@ -2375,3 +2375,57 @@ func TestEchoOthers(t *testing.T) {
 		t.Errorf("g told 5 s, k not waiting: waits %v and %v changed (from %v and %v)", time.Duration(g.cool), time.Duration(k.cool), time.Duration(gCool), time.Duration(kCool))
 	}
 }
+
+// TestSeriesWindow: a lane pushed back with a Retry-After that ends inside
+// the window the host reads, the window that began with the lane's series,
+// waits until the series and its retry are spent at the window's pace
+// (haproxy's 10 per 30 s told 15 s: 11 sent since 0.5 s, a 429 at 7.2 s,
+// the retry at 22.2 s pushed back again); a Retry-After that tells the
+// window's end, a quota of few, a window of the clock or no window read is
+// waited as told; a reading withdrawn gives the added wait back.
+func TestSeriesWindow(t *testing.T) {
+	const ra = 15.0
+	for _, tc := range []struct {
+		name     string
+		n1       int32
+		readW    time.Duration // the window read from the first 429
+		quota    float64       // a quota known per quotaW
+		quotaW   time.Duration
+		windowed bool
+		clock    bool
+		toldAt   float64 // where the told wait ends (s)
+		want     float64 // where the lane's wait ends (s)
+	}{
+		{name: "read from the first 429", n1: 10, readW: 30 * time.Second, windowed: true, toldAt: 7.2 + ra, want: 0.5 + 12*3},
+		{name: "a quota known", quota: 10, quotaW: 30 * time.Second, windowed: true, toldAt: 7.2 + ra, want: 0.5 + 12*3},
+		{name: "told the window's end", n1: 10, readW: 30 * time.Second, windowed: true, toldAt: 30, want: 30},
+		{name: "a quota of few", n1: 2, readW: time.Minute, windowed: true, toldAt: 7.2 + ra, want: 7.2 + ra},
+		{name: "a window of the clock", n1: 10, readW: 30 * time.Second, windowed: true, clock: true, toldAt: 7.2 + ra, want: 7.2 + ra},
+		{name: "no window read", n1: 10, readW: 30 * time.Second, toldAt: 7.2 + ra, want: 7.2 + ra},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testRules(t, Config{})
+			h := hostWith(r, "e", "f")
+			f := h.lanes["f"]
+			h.exp.n1, h.exp.readW = tc.n1, int64(tc.readW)
+			h.cap.windowed, h.cap.clock.on = tc.windowed, tc.clock
+			h.cap.setQuota(tc.quota, int64(tc.quotaW))
+			f.cool = sec(tc.toldAt)
+			r.seriesWindow(h, f, series{at: sec(0.5), ok: 10, sent: 11}, sec(7.2))
+			if !near(float64(f.cool-at0)/1e9, tc.want) {
+				t.Fatalf("wait until %v, want %.1fs", time.Duration(f.cool-at0), tc.want)
+			}
+			if tc.want == tc.toldAt {
+				return
+			}
+			if c, ok := lastChange(h, "cooldown"); !ok || c.Lane != "f" {
+				t.Errorf("no change recorded for the hold: %+v", c)
+			}
+			h.cap.windowed = false
+			r.releaseSeries(h, sec(10))
+			if f.cool != sec(tc.toldAt) {
+				t.Errorf("reading withdrawn: wait until %v, want the told %.1fs", time.Duration(f.cool-at0), tc.toldAt)
+			}
+		})
+	}
+}
