@@ -126,6 +126,7 @@ func (r *rules) count(h *host, l *lane, now int64) {
 		// Nothing counted on this lane yet (a new explorer): the count
 		// starts at this 429, when its budget is known to be empty.
 		e.prevN, e.prevT = 0, 0
+		e.fallN, e.fallT, e.fallK = 0, 0, 0
 		e.startCount(now)
 		return
 	}
@@ -168,9 +169,13 @@ func (r *rules) count(h *host, l *lane, now int64) {
 			b, exact = b2, false // over two intervals: the steps of the first are gone
 		}
 	}
+	if b <= c.lo {
+		r.countFell(h, l, n, t, now)
+	}
 	if b > c.lo {
 		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
 		c.lo = b
+		e.fallN, e.fallT, e.fallK = 0, 0, 0
 		r.rampBurst(h, l, now)
 		if exact && slack <= c.extra-1 {
 			e.exactAt, e.exactN = now, n
@@ -221,3 +226,48 @@ func (r *rules) rampBurst(h *host, l *lane, now int64) {
 // settledOnCount reports whether the search settled on an exact count
 // (preciseCount): short of its ceiling, but not for want of a 429.
 func (e *explorer) settledOnCount() bool { return e.exactAt != 0 && e.exactAt == e.settledAt }
+
+// countFell lowers the count's bound once the explorer's counts since fall
+// well under it: over fallCounts intervals between its 429s it passed, one
+// more counted, less than fallShare of the bound, though a bucket of the
+// burst seen would have held what each interval's rate refilled. The budget
+// fell since: a second, longer limit's burst ran out under the short one
+// (nginx's two zones per address, 5r/s with a burst of 5 and 60r/m with a
+// burst of 20: 4 successes in 0.8 s, then 2 in 0.6 s, 1 in 0.7 s and none
+// in 0.4 s, and the search settled at the first count's 4.66/s, its
+// followers held there until every one was pushed back within a second),
+// or the limit was lowered. Not on a window (a reset gives a quota back at
+// once) nor a pace limit with no burst (pairLimit).
+func (r *rules) countFell(h *host, l *lane, n int32, t int64, now int64) {
+	e, c := &h.exp, &h.cap
+	if c.lo <= 0 || c.windowed || c.pair || t <= 0 {
+		return
+	}
+	e.fallN, e.fallT, e.fallK = e.fallN+n, e.fallT+t, e.fallK+1
+	if e.fallK < fallCounts {
+		return
+	}
+	iv := secs(e.fallT) / float64(e.fallK)
+	if c.extra < c.lo*iv {
+		return // a burst too small to hold an interval's refill: it overflowed, and the counts are short by that
+	}
+	if float64(e.fallN+1)/secs(e.fallT) >= c.lo*fallShare {
+		return
+	}
+	fell := max(r.minLane, float64(e.fallN)/secs(e.fallT)) // what they passed: a lower bound, as a count is
+	h.note(r, now, "count", l.exit, "count", c.lo, fell, fmt.Sprintf("%d successes in %.1fs over %d intervals between 429s since: the budget fell", e.fallN, secs(e.fallT), e.fallK))
+	c.lo = fell
+	c.pass = min(c.pass, fell)
+	c.safe = min(c.safe, fell)
+	e.fallN, e.fallT, e.fallK = 0, 0, 0
+	r.updateFollow(h, now, "count", "the counts fell")
+}
+
+// fallCounts and fallShare: three intervals between the explorer's 429s
+// whose counts together, one more counted, stay under three quarters of
+// the bound read before tell a budget that fell; fewer, or closer, are
+// the noise of a count of few.
+const (
+	fallCounts = 3
+	fallShare  = 0.75
+)

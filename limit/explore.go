@@ -294,6 +294,11 @@ type explorer struct {
 	// cLast; the interval before it had prevN successes in prevT.
 	cAt, cLast, prevT int64
 	cN, prevN         int32
+	// fallN successes in fallT over fallK intervals between 429s since the
+	// count last raised the lower bound, none of them raising it
+	// (countFell).
+	fallT        int64
+	fallN, fallK int32
 	// exactAt: the 429 at which the count closed over exactN >=
 	// preciseCount successes and raised the lower bound (count).
 	exactAt int64
@@ -685,6 +690,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 	x2.tpass = 0
 	e.exit, e.run, e.chain, e.retest, e.wtest, e.ptest, e.qtry, e.proof, e.suspect = ch.exit, run{}, chain{}, false, 0, false, false, 0, false
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
+	e.fallN, e.fallT, e.fallK = 0, 0, 0
 	r.tierNext(h, l)
 	if settled {
 		r.setExplorerPace(h, ch, c.follow, now, "settled", "the explorer's own budget is smaller: this lane paces for the host now")

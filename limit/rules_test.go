@@ -2429,3 +2429,53 @@ func TestSeriesWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestCountFell: the explorer's counts between its 429s, falling well under
+// the bound the count read before over three intervals, lower it (nginx's
+// two zones per address: 4 successes in 0.8 s read 4.66/s, then 2 in
+// 0.59 s, 1 in 0.67 s and none in 0.41 s as the long zone's burst ran
+// out); not on a window, not where the burst seen could not hold an
+// interval's refill, not on counts near the bound or on two intervals.
+func TestCountFell(t *testing.T) {
+	type iv struct {
+		n int32
+		t float64
+	}
+	nginx := []iv{{2, 0.59}, {1, 0.67}, {0, 0.41}}
+	for _, tc := range []struct {
+		name     string
+		ivs      []iv
+		extra    float64
+		windowed bool
+		want     float64 // the bound after; 4.662 unchanged
+	}{
+		{name: "a second limit ran out", ivs: nginx, extra: 5.75, want: 3 / 1.67},
+		{name: "a window", ivs: nginx, extra: 5.75, windowed: true, want: 4.662},
+		{name: "a burst too small to hold a refill", ivs: nginx, extra: 1, want: 4.662},
+		{name: "counts near the bound", ivs: []iv{{4, 0.9}, {3, 0.7}, {4, 0.85}}, extra: 5.75, want: 4.662},
+		{name: "two intervals", ivs: nginx[:2], extra: 5.75, want: 4.662},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, h, e := bisecting(t)
+			c := &h.cap
+			c.lo, c.pass, c.safe, c.extra, c.windowed = 4.662, 4.662, 4.662, tc.extra, tc.windowed
+			at := 10.0
+			for _, v := range tc.ivs {
+				at += v.t
+				r.countFell(h, e, v.n, int64(v.t*1e9), sec(at))
+			}
+			if math.Abs(c.lo-tc.want) > 1e-3 {
+				t.Fatalf("bound %.3f/s after %v, want %.3f/s", c.lo, tc.ivs, tc.want)
+			}
+			if tc.want == 4.662 {
+				return
+			}
+			if c.pass > c.lo || c.safe > c.lo {
+				t.Errorf("pass %.3f, estimate %.3f: want both at most the new bound %.3f", c.pass, c.safe, c.lo)
+			}
+			if ch, ok := lastChange(h, "count"); !ok || math.Abs(float64(ch.To)-c.lo) > 1e-3 {
+				t.Errorf("no count change recorded to %.3f: %+v", tc.want, ch)
+			}
+		})
+	}
+}
