@@ -68,6 +68,10 @@ type laneExtra struct {
 	// seriesWindow held the lane past it on a window's reading (0: not
 	// held); a reading withdrawn gives the rest back (releaseSeries).
 	toldEnd int64
+	// echoed: another lane's echo lengthened this lane's wait since its
+	// last 429; a later echo finds it waiting past the told end already
+	// (echoOthers).
+	echoed bool
 	// ra is the last Retry-After the lane was told (ns): an echo of it,
 	// or of a shorter one, doubles the wait; a longer one is waited as said.
 	ra int64

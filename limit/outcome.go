@@ -332,7 +332,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		h.cap.costly = true
 	}
 	if l.x != nil {
-		l.x.toldEnd = 0 // a hold on the series before is over
+		l.x.toldEnd, l.x.echoed = 0, false // the holds of the wait before are over
 	}
 	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
 	if o.RetryAfter > 0 && !echo && !told {
@@ -476,12 +476,18 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 // deny) still holds each of them over its limit when that Retry-After ends
 // (haproxy's 10 per 30 s with Retry-After: 15: a second lane pushed back
 // the same way met the same echo 6 s later, a 429 more in 378 requests).
+// Once per lane's wait: a lane lengthened by one echo waits past the told
+// end already, and the next echo says no more of it (haproxy's 30 per
+// minute told 20 s: nine lanes pushed back together, lengthened by one
+// echo to 40 s, were lengthened again by the next, 20 s later, and idled a
+// third of the run).
 func (r *rules) echoOthers(h *host, l *lane, told, more int64, now int64) {
 	n := 0
 	for _, o := range h.lanes {
-		if o == l || o.x == nil || o.x.ra != told || o.cool <= now || o.cool-now > told+told/2 {
+		if o == l || o.x == nil || o.x.ra != told || o.x.echoed || o.cool <= now || o.cool-now > told+told/2 {
 			continue
 		}
+		o.x.echoed = true
 		h.lengthenCool(o, o.cool+more, now)
 		r.rekey(h, o)
 		n++

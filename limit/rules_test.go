@@ -2374,6 +2374,15 @@ func TestEchoOthers(t *testing.T) {
 	if g.cool != gCool || k.cool != kCool {
 		t.Errorf("g told 5 s, k not waiting: waits %v and %v changed (from %v and %v)", time.Duration(g.cool), time.Duration(k.cool), time.Duration(gCool), time.Duration(kCool))
 	}
+	// Another echo later finds f waiting past the told end already: once
+	// per wait (haproxy's 30 per minute told 20 s: nine lanes lengthened
+	// twice idled a third of the run).
+	fCool = f.cool
+	r.cooldown(h, g, 1, ra, false, sec(16), 0.5)
+	r.cooldown(h, g, 1, ra, true, sec(31.5), 0.5)
+	if f.cool != fCool {
+		t.Errorf("a second echo lengthened f again: wait until %v, want %v", time.Duration(f.cool), time.Duration(fCool))
+	}
 }
 
 // TestSeriesWindow: a lane pushed back with a Retry-After that ends inside
