@@ -646,6 +646,14 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		c.hi, c.at, e.retest, e.fails = 0, now, false, 0
 	}
 	switch {
+	case c.hi == 0 && c.costly && e.phase != expRamp:
+		// A 429 idles a lane long here (a block of a minute told by
+		// Retry-After): past its first step, a search above what the
+		// host settled on climbs in steps it stops within, so that its
+		// first 429 ends it. Doubling, vsthrottle's 5/s blocking a
+		// minute, settled at 3.88/s, re-probed 4.85/s, then 9.2, 6.5
+		// and 5.5/s, each pushed back and its lane blocked a minute.
+		r.setExplorerPace(h, l, passed*costlyDone, now, phaseNames[e.phase], "nothing pushed back, and a 429 is costly here: a step the search stops within")
 	case e.phase == expRamp || c.hi == 0:
 		r.setExplorerPace(h, l, passed*rampStep, now, phaseNames[e.phase], "nothing pushed back over a run: double")
 	case r.holdRound(h, l, now):

@@ -2488,3 +2488,32 @@ func TestCountFell(t *testing.T) {
 		})
 	}
 }
+
+// TestCostlyClimb: with nothing pushed back above what the host settled on
+// (no ceiling), a search climbs by doubling, but where a 429 idles a lane
+// long (costly: vsthrottle's 5/s blocking a minute) in steps of costlyDone,
+// which its first 429 ends: doubling from 4.85/s went to 9.2, 6.5 and
+// 5.5/s, each pushed back and its lane blocked a minute.
+func TestCostlyClimb(t *testing.T) {
+	for _, costly := range []bool{false, true} {
+		r, h, e := bisecting(t)
+		c := &h.cap
+		c.costly, c.pass, c.sent, c.safe = costly, 3.88, 3.88, 3.88
+		r.setPace(h, e, 4.85)
+		h.exp.pace = 4.85
+		at := 10.0
+		for i := 0; i < 200 && e.pace == 4.85; i++ {
+			r.exploreOK(h, e, sec(at), sec(at))
+			at += 1 / 4.85
+		}
+		if e.pace == 4.85 {
+			t.Fatalf("costly %v: no step after %.0fs at 4.85/s", costly, at-10)
+		}
+		if want := c.pass * rampStep; !costly && !near(e.pace, want) {
+			t.Errorf("not costly: %.3g/s after passing %.3g/s, want %.3g/s (doubled)", e.pace, c.pass, want)
+		}
+		if want := c.pass * costlyDone; costly && !near(e.pace, want) {
+			t.Errorf("costly: %.3g/s after passing %.3g/s, want %.3g/s (a step of costlyDone)", e.pace, c.pass, want)
+		}
+	}
+}
