@@ -128,6 +128,20 @@ func TestTwinFloors(t *testing.T) {
 		// as the limit falling, each retry into the spent minute cut the
 		// pace (51.9% over the run, 2.5% after 30 s, before the wall).
 		{"layered-moving-bare", 0.93, 0.85, 0.04, 30},
+		// haproxy's fixed Retry-After shorter than the window the lane's
+		// series began: held until the series is spent at the window's
+		// pace (seriesWindow), its retry's echo gone (1.06% of 429s
+		// before, real and simulated alike).
+		{"twin-haproxy-20-per-10s:quota=10:window=30s:retry-after=15s", 0.95, 0.95, 0.009, 4},
+		// nginx's two zones per address: the counts between the
+		// explorer's 429s fall as the long zone's burst runs out
+		// (countFell; 90.3% over the run, 79.3% after warmup and 2.11%
+		// of 429s before, every lane pushed back within a second).
+		{"layered-nginx-5r-s-60r-m-bare", 0.97, 0.97, 0.01, 12},
+		// vsthrottle blocking a minute: a climb with no ceiling in steps
+		// of costlyDone, its first 429 ending it (62.7% and 71.5%
+		// before, three lanes blocked a minute by doubling).
+		{"block-bucket-5-per-s-block60-ra", 0.66, 0.80, 0.002, 4},
 	} {
 		t.Run(tc.twin, func(t *testing.T) {
 			sc, ok := server.ScenarioByName(tc.twin)
