@@ -366,7 +366,7 @@ func (h *host) readsNothing(l *lane, now int64) {
 }
 
 // series is what a lane sent since its last 429 (or first request): since at,
-// ok successes, the last run of them at its latest pace.
+// sent requests, ok successes, the last run of them at its latest pace.
 type series struct {
 	at            int64
 	ok, run, sent int32
@@ -860,10 +860,10 @@ const heldStagger = 50 * time.Millisecond
 // the whole series and one more at 10 per 30 s was when it passed). Only
 // where the told wait ends a second or more before the window that began
 // with the series (a Retry-After that tells the window's end is waited as
-// told). The series counts what the lane sent, refused requests too (a server that
-// counts them holds the lane that much longer), and one more, the retry
-// itself. Not on a window of the clock, which ends for every series at
-// once (the gate, clock.go).
+// told). The series counts what the lane sent, refused requests too (a
+// server that counts them holds the lane that much longer), and one more,
+// the retry itself. Not on a window of the clock, which ends for every
+// series at once (the gate, clockwindow.go).
 func (r *rules) seriesWindow(h *host, l *lane, ser series, now int64) {
 	c, e := &h.cap, &h.exp
 	if !c.windowed || c.clock.on || ser.at == 0 || ser.sent <= 0 {
