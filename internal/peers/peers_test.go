@@ -748,30 +748,45 @@ func TestPortTaken(t *testing.T) {
 		}
 	}()
 	taken := other.Addr().String()
-	n, err := peers.StartNginx(peers.NginxConfig{Listen: taken})
-	if err == nil {
-		n.Close()
-		t.Fatalf("nginx started on %s, which another process holds", taken)
-	}
-	if !errors.Is(err, peers.ErrPortTaken) {
-		t.Fatalf("err = %v, want ErrPortTaken", err)
-	}
-	calls := 0
-	n, err = peers.StartRetry(func() (*peers.Nginx, error) {
-		calls++
+	n := startedAgain(t, "nginx", func(first bool) (*peers.Nginx, error) {
 		cfg := peers.NginxConfig{}
-		if calls == 1 {
+		if first {
 			cfg.Listen = taken
 		}
 		return peers.StartNginx(cfg)
 	})
+	if n.Addr() == taken {
+		t.Errorf("started again on %s, the port another process holds", taken)
+	}
+}
+
+// startedAgain checks that start, told to use a port another process
+// holds (first), fails with ErrPortTaken, and that StartRetry then starts
+// the peer on a new port at its second call; the peer is closed when the
+// test ends.
+func startedAgain[P interface{ Close() error }](t *testing.T, name string, start func(first bool) (P, error)) P {
+	t.Helper()
+	p, err := start(true)
+	if err == nil {
+		p.Close()
+		t.Fatalf("%s started on a port another process holds", name)
+	}
+	if !errors.Is(err, peers.ErrPortTaken) {
+		t.Fatalf("%s: err = %v, want ErrPortTaken", name, err)
+	}
+	calls := 0
+	p, err = peers.StartRetry(func() (P, error) {
+		calls++
+		return start(calls == 1)
+	})
 	if err != nil {
 		t.Fatalf("StartRetry: %v", err)
 	}
-	defer n.Close()
-	if calls != 2 || n.Addr() == taken {
-		t.Errorf("StartRetry: %d calls, on %s; want a second call on a new port", calls, n.Addr())
+	t.Cleanup(func() { p.Close() })
+	if calls != 2 {
+		t.Errorf("StartRetry: %d calls, want a second on a new port", calls)
 	}
+	return p
 }
 
 // TestPortTakenAtBind: a peer whose bind fails on a port another process
@@ -795,30 +810,13 @@ func TestPortTakenAtBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := sa.(*syscall.SockaddrInet4).Port
-	p, err := peers.StartTinyproxy(peers.TinyproxyConfig{Port: port})
-	if err == nil {
-		p.Close()
-		t.Fatalf("tinyproxy started on %d, which another socket holds", port)
-	}
-	if !errors.Is(err, peers.ErrPortTaken) {
-		t.Fatalf("err = %v, want ErrPortTaken", err)
-	}
-	calls := 0
-	p, err = peers.StartRetry(func() (*peers.Proxy, error) {
-		calls++
+	startedAgain(t, "tinyproxy", func(first bool) (*peers.Proxy, error) {
 		cfg := peers.TinyproxyConfig{}
-		if calls == 1 {
+		if first {
 			cfg.Port = port
 		}
 		return peers.StartTinyproxy(cfg)
 	})
-	if err != nil {
-		t.Fatalf("StartRetry: %v", err)
-	}
-	defer p.Close()
-	if calls != 2 {
-		t.Errorf("StartRetry: %d calls, want a second on a new port", calls)
-	}
 }
 
 // TestFreePort: the ports found free lie below the kernel's ephemeral range,
