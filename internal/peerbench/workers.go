@@ -23,7 +23,9 @@ import (
 func crawlWorkers(ctx context.Context, cfg RunConfig, urlFile string, exits *Exits, urls int) (client, error) {
 	// The run's own redis-server, in the run's directory: no crawl of an
 	// earlier run (or of a run beside it) is there for the workers to join.
-	rdb, err := peers.StartRedis(peers.RedisConfig{Dir: filepath.Join(cfg.Dir, "redis")})
+	rdb, err := peers.StartRetry(func() (*peers.Redis, error) {
+		return peers.StartRedis(peers.RedisConfig{Dir: filepath.Join(cfg.Dir, "redis")})
+	})
 	if err != nil {
 		return client{}, err
 	}

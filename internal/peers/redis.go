@@ -2,7 +2,9 @@ package peers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -40,6 +42,30 @@ type Redis struct {
 	addr string
 }
 
+// redisPort is a free port for redis-server; a cluster node also binds
+// its cluster bus 10000 above it (so the port must be 55535 or less), and
+// that one must be free too.
+func redisPort(cluster bool) (int, error) {
+	for range 16 {
+		port, err := FreePort()
+		if err != nil || !cluster {
+			return port, err
+		}
+		if port > 65535-clusterBusOffset {
+			continue
+		}
+		if l, err := net.Listen("tcp", hostPort("127.0.0.1", port+clusterBusOffset)); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port with a free cluster bus port 10000 above it")
+}
+
+// clusterBusOffset is how far above its port a Redis Cluster node listens
+// for its peers.
+const clusterBusOffset = 10000
+
 // StartRedis starts redis-server on a free port, without RDB snapshots (and
 // without an append-only file unless cfg.AppendOnly), and returns once it
 // accepts connections.
@@ -48,7 +74,7 @@ func StartRedis(cfg RedisConfig) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	port, err := redisPort(cfg.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
