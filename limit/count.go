@@ -126,7 +126,7 @@ func (r *rules) count(h *host, l *lane, now int64) {
 		// Nothing counted on this lane yet (a new explorer): the count
 		// starts at this 429, when its budget is known to be empty.
 		e.prevN, e.prevT = 0, 0
-		e.fallN, e.fallT, e.fallK = 0, 0, 0
+		e.fall = fallCount{}
 		e.startCount(now)
 		return
 	}
@@ -171,15 +171,14 @@ func (r *rules) count(h *host, l *lane, now int64) {
 	}
 	if b <= c.lo {
 		r.countFell(h, l, n, t, now)
+		return
 	}
-	if b > c.lo {
-		h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
-		c.lo = b
-		e.fallN, e.fallT, e.fallK = 0, 0, 0
-		r.rampBurst(h, l, now)
-		if exact && slack <= c.extra-1 {
-			e.exactAt, e.exactN = now, n
-		}
+	h.note(r, now, "count", l.exit, "count", c.lo, b, fmt.Sprintf("%d successes in %.1fs between two 429s", n, secs(t)))
+	c.lo = b
+	e.fall = fallCount{}
+	r.rampBurst(h, l, now)
+	if exact && slack <= c.extra-1 {
+		e.exactAt, e.exactN = now, n
 	}
 }
 
@@ -243,24 +242,31 @@ func (r *rules) countFell(h *host, l *lane, n int32, t int64, now int64) {
 	if c.lo <= 0 || c.windowed || c.pair || t <= 0 {
 		return
 	}
-	e.fallN, e.fallT, e.fallK = e.fallN+n, e.fallT+t, e.fallK+1
-	if e.fallK < fallCounts {
+	f := &e.fall
+	f.n, f.t, f.k = f.n+n, f.t+t, f.k+1
+	if f.k < fallCounts {
 		return
 	}
-	iv := secs(e.fallT) / float64(e.fallK)
-	if c.extra < c.lo*iv {
+	if c.extra < c.lo*secs(f.t)/float64(f.k) {
 		return // a burst too small to hold an interval's refill: it overflowed, and the counts are short by that
 	}
-	if float64(e.fallN+1)/secs(e.fallT) >= c.lo*fallShare {
+	if float64(f.n+1)/secs(f.t) >= c.lo*fallShare {
 		return
 	}
-	fell := max(r.minLane, float64(e.fallN)/secs(e.fallT)) // what they passed: a lower bound, as a count is
-	h.note(r, now, "count", l.exit, "count", c.lo, fell, fmt.Sprintf("%d successes in %.1fs over %d intervals between 429s since: the budget fell", e.fallN, secs(e.fallT), e.fallK))
+	fell := max(r.minLane, float64(f.n)/secs(f.t)) // what they passed: a lower bound, as a count is
+	h.note(r, now, "count", l.exit, "count", c.lo, fell, fmt.Sprintf("%d successes in %.1fs over %d intervals between 429s since: the budget fell", f.n, secs(f.t), f.k))
 	c.lo = fell
 	c.pass = min(c.pass, fell)
 	c.safe = min(c.safe, fell)
-	e.fallN, e.fallT, e.fallK = 0, 0, 0
+	e.fall = fallCount{}
 	r.updateFollow(h, now, "count", "the counts fell")
+}
+
+// fallCount is n successes in t over k intervals between the explorer's
+// 429s (countFell).
+type fallCount struct {
+	t    int64
+	n, k int32
 }
 
 // fallCounts and fallShare: three intervals between the explorer's 429s

@@ -294,11 +294,9 @@ type explorer struct {
 	// cLast; the interval before it had prevN successes in prevT.
 	cAt, cLast, prevT int64
 	cN, prevN         int32
-	// fallN successes in fallT over fallK intervals between 429s since the
-	// count last raised the lower bound, none of them raising it
-	// (countFell).
-	fallT        int64
-	fallN, fallK int32
+	// fall: the intervals between 429s since the count last raised the
+	// lower bound, none of them raising it (countFell).
+	fall fallCount
 	// exactAt: the 429 at which the count closed over exactN >=
 	// preciseCount successes and raised the lower bound (count).
 	exactAt int64
@@ -698,7 +696,7 @@ func (r *rules) explorerOutlier(h *host, l *lane, x float64, now int64) bool {
 	x2.tpass = 0
 	e.exit, e.run, e.chain, e.retest, e.wtest, e.ptest, e.qtry, e.proof, e.suspect = ch.exit, run{}, chain{}, false, 0, false, false, 0, false
 	e.cAt, e.cN, e.prevN, e.prevT = 0, 0, 0, 0
-	e.fallN, e.fallT, e.fallK = 0, 0, 0
+	e.fall = fallCount{}
 	r.tierNext(h, l)
 	if settled {
 		r.setExplorerPace(h, ch, c.follow, now, "settled", "the explorer's own budget is smaller: this lane paces for the host now")
@@ -833,9 +831,9 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, now int6
 		// through, a bucket ran out at x. What the test passed, less a
 		// burst as large as the run, proves a rate; the search bisects
 		// between that and x.
-		c.careful, c.windowed, c.span = false, false, 0
+		c.careful, c.span = false, 0
 		c.setQuota(0, 0)
-		r.releaseSeries(h, now)
+		r.unwindow(h, now)
 		if p := max(r.minLane, x*float64(k-e.n1)/float64(k)); p > c.pass {
 			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d passed at %.3g/s, the run's %d more than a window of it holds: a bucket's rate, at least %.3g/s", k, x, k-e.n1, p))
 			c.pass, c.sent = p, x

@@ -704,8 +704,8 @@ func (r *rules) pairLimit(h *host, l *lane, rec int64, now int64) bool {
 	if lo*costlyDone >= hi {
 		hi = lo * costlyDone // jitter: the two spacings a step apart
 	}
-	c.pair, c.careful, c.windowed, c.span = true, false, false, 0
-	r.releaseSeries(h, now)
+	c.pair, c.careful, c.span = true, false, 0
+	r.unwindow(h, now)
 	h.note(r, now, "explore", l.exit, "floor", c.pass, lo, fmt.Sprintf("one success, a 429 %.1fs after it, a retry %.1fs after it passed: a pace limit with no burst, one request per %.1f-%.1fs", secs(e.t1), secs(e.t1+rec), 1/hi, 1/lo))
 	c.pass, c.sent, c.safe, c.at = lo, lo, lo, now
 	c.ceil(hi, now)
@@ -724,9 +724,9 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	e, c := &h.exp, &h.cap
 	n := e.wtest
 	e.wtest, e.run = 0, run{}
-	c.careful, c.windowed, c.span = false, false, 0
+	c.careful, c.span = false, 0
 	c.setQuota(0, 0)
-	r.releaseSeries(h, now)
+	r.unwindow(h, now)
 	c.pass, c.sent, c.at = l.pace, l.pace, now
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", n, l.pace))
 	if e.ptest {

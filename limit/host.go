@@ -66,7 +66,7 @@ type laneExtra struct {
 	held, counted bool
 	// toldEnd is where the wait a Retry-After told ended, when
 	// seriesWindow held the lane past it on a window's reading (0: not
-	// held); a reading withdrawn gives the rest back (releaseSeries).
+	// held); a reading withdrawn gives the rest back (unwindow).
 	toldEnd int64
 	// echoed: another lane's echo lengthened this lane's wait since its
 	// last 429; a later echo finds it waiting past the told end already

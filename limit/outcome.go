@@ -893,11 +893,13 @@ func (r *rules) seriesWindow(h *host, l *lane, ser series, now int64) {
 	r.coolUntil(h, l, end, now, fmt.Sprintf("the Retry-After ends inside the window the lane spent: %d sent since %.1fs ago, at %.3g per %v", ser.sent, secs(now-ser.at), n, time.Duration(w)))
 }
 
-// releaseSeries gives back the waits seriesWindow added past a told
-// Retry-After once the host's window reading is withdrawn (a test passed
-// more than a window of it holds: vsthrottle's 5/s blocking a minute, read
-// as 16 per 2 minutes and then refuted, held its explorer the whole run).
-func (r *rules) releaseSeries(h *host, now int64) {
+// unwindow withdraws the host's window reading (c.windowed), and with it
+// the waits seriesWindow added past a told Retry-After on that reading (a
+// test passed more than a window of it holds: vsthrottle's 5/s blocking a
+// minute, read as 16 per 2 minutes and then refuted, held its explorer the
+// whole run). The time given back is no longer counted as throttled.
+func (r *rules) unwindow(h *host, now int64) {
+	h.cap.windowed = false
 	for _, l := range slices.Clone(h.heap) {
 		if l.x == nil || l.x.toldEnd == 0 {
 			continue
@@ -908,6 +910,9 @@ func (r *rules) releaseSeries(h *host, now int64) {
 			continue
 		}
 		h.note(r, now, "cooldown", l.exit, "cooldown", secs(l.cool-now), secs(end-now), "the window read is withdrawn: the Retry-After's wait alone")
+		back := l.cool - end
+		h.c.ThrottledNs -= back
+		l.c.coolMs -= min(l.c.coolMs, uint32(min(back/1e6, math.MaxUint32)))
 		l.cool = end
 		r.rekey(h, l)
 	}

@@ -104,8 +104,7 @@ func (r *rules) refillRead(h *host, l *lane, x float64, now int64) {
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, min(x, hi), fmt.Sprintf("pushed back after %d since the 429: the recovery was a bucket's refill, about %.3g/s and under %.3g/s, not a window's end", e.proofN, lo, hi))
 	c.ceil(min(x, hi), now)
 	c.setQuota(0, 0)
-	c.windowed = false
-	r.releaseSeries(h, now)
+	r.unwindow(h, now)
 	// The estimate is the middle: the followers, who paced under the
 	// rate until now, hold their burst in reserve, and the explorer, its
 	// bucket just emptied, is pushed back within seconds where the middle

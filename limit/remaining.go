@@ -89,9 +89,9 @@ func (r *rules) remainingRun(h *host, l *lane, rec ticketRec, sent, now int64, u
 // its whole quota, what the first run took or near it; a bucket gives back
 // what it refilled in rec, R+1 whole tokens and fewer than R+2, so its rate
 // lies between (R+1)/rec and (R+2)/rec, or (R+2)/(rec-recLast) where a
-// retry was pushed back recLast after the 429. The followers take the lower bound
-// and the explorer searches up to the upper one; a pace above the rate
-// shows as Remaining falling to 0, read as a 429 not sent (rule
+// retry was pushed back recLast after the 429. The followers take the
+// lower bound and the explorer searches up to the upper one; a pace above
+// the rate shows as Remaining falling to 0, read as a 429 not sent (rule
 // remaining). It reports whether it read the recovery so.
 //
 // Read as a window, vsthrottle's bucket of 30 refilled at 0.5/s, 31
@@ -125,7 +125,8 @@ func (r *rules) refillTold(h *host, l *lane, rec, now int64) bool {
 		"X-RateLimit-Remaining told %g left %.1fs after the 429, the lane quiet: a bucket's refill of %g whole tokens, not a window's reset of %d; its rate between %.3g/s and %.3g/s",
 		left, secs(rec), left+1, e.n1, lo, hi))
 	c.safe, c.pass, c.sent = lo, lo, lo
-	c.careful, c.windowed, c.refill = false, false, true
+	c.careful, c.refill = false, true
+	r.unwindow(h, now)
 	c.extra = max(c.extra, float64(e.n1)-lo*secs(e.t1)) // the bucket's burst
 	if c.hi == 0 || hi < c.hi {
 		c.ceil(hi, now)

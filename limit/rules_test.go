@@ -2430,10 +2430,12 @@ func TestSeriesWindow(t *testing.T) {
 			if c, ok := lastChange(h, "cooldown"); !ok || c.Lane != "f" {
 				t.Errorf("no change recorded for the hold: %+v", c)
 			}
-			h.cap.windowed = false
-			r.releaseSeries(h, sec(10))
+			r.unwindow(h, sec(10))
 			if f.cool != sec(tc.toldAt) {
 				t.Errorf("reading withdrawn: wait until %v, want the told %.1fs", time.Duration(f.cool-at0), tc.toldAt)
+			}
+			if h.c.ThrottledNs != 0 {
+				t.Errorf("reading withdrawn: %v still counted as throttled, want the added wait given back", time.Duration(h.c.ThrottledNs))
 			}
 		})
 	}
