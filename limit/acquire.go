@@ -141,6 +141,7 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	l.serSent++
 	r.clockSend(h, l, &rec, now)
 	rec.over = r.awaitCount(h, l, now)
+	r.wallCount(h, l, now)
 	l.inFlight++
 	h.inFlight++
 	h.seq++

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -1388,5 +1389,123 @@ func TestWall(t *testing.T) {
 	r.wallOK(h, e, sec(62), sec(62.2))
 	if c := &h.cap; c.quotaN != 40 || c.quotaW != int64(time.Minute) || c.lo != 0 || h.cap.follow > 0.7 {
 		t.Errorf("through again 35 s on: quota %v per %v, lo %v, follow %v; want 40 per minute paced under it", c.quotaN, time.Duration(c.quotaW), c.lo, h.cap.follow)
+	}
+}
+
+// TestWallCount: a lane pushed back after its long run (40 successes since
+// 0 s, flask-limiter's bare "3 per second;40 per minute") and again a
+// second on, nothing between, holds the other lanes, whose series began
+// with its own, at its count: each goes once the wall's lane is through
+// again, as long after it was held as that lane took (their windows free
+// later), and with half the lanes held the wall stands without their
+// 429s. The wall's lane through on its retry (a bucket), or another lane
+// past the count already (a re-probe on GCRA), holds nobody.
+func TestWallCount(t *testing.T) {
+	r := testRules(t, Config{})
+	ready := func(string, int64) (int64, bool) { return 0, false }
+	pool := newPool([]Exit{{ID: "e"}, {ID: "f"}, {ID: "g"}, {ID: "k"}})
+	setup := func(others int32) *host {
+		h := hostWith(r, "e", "f", "g", "k")
+		c := &h.cap
+		c.safe, c.pass, c.sent, c.follow = 1.94, 1.94, 1.94, 1.94
+		h.exp.phase = expSettled
+		for _, l := range h.lanes {
+			r.setPace(h, l, 1.94)
+			l.hot = true
+			l.serAt, l.serOK, l.serSent, l.c.ok = sec(0.5), others, others, uint32(others)
+		}
+		e := h.lanes["e"]
+		e.serAt, e.serOK, e.serSent, e.c.ok = sec(0), 40, 40, 40
+		return h
+	}
+	push := func(h *host, l *lane, at float64) {
+		r.throttled(h, l, ticketRec{at: sec(at), laneIv: interval(l.pace), first: l.eps > 0}, &Outcome{}, sec(at), sec(at), 0.5)
+	}
+	take := func(h *host, name string, at float64) {
+		t.Helper()
+		l := h.lanes[name]
+		if res := r.acquire(h, pool, "h", Want{Pin: name}, max(sec(at), r.laneReady(l)), ready); !res.ok {
+			t.Fatalf("%s not let go at %vs", name, at)
+		}
+	}
+	capped := func(h *host, name string) bool {
+		if h.wall == nil {
+			return false
+		}
+		i := slices.IndexFunc(h.wall.lanes, func(x wallLane) bool { return x.exit == name })
+		return i >= 0 && h.wall.lanes[i].capped && !h.wall.lanes[i].through
+	}
+
+	h := setup(38)
+	e, f, g := h.lanes["e"], h.lanes["f"], h.lanes["g"]
+	push(h, e, 22.9)
+	if h.wall == nil || h.wall.capN != 40 {
+		t.Fatalf("pushed back after 40 successes: wall %+v, want a count of 40", h.wall)
+	}
+	take(h, "f", 23.5) // the 39th: under the count
+	if capped(h, "f") {
+		t.Fatal("f held under the count")
+	}
+	push(h, e, 24) // stuck once
+	take(h, "g", 25)
+	take(h, "g", 25) // the 40th
+	if capped(h, "f") || !capped(h, "g") {
+		t.Fatalf("at 40 sent, held: f (39) %v, g (40) %v; want g only", capped(h, "f"), capped(h, "g"))
+	}
+	if g.cool < e.cool {
+		t.Errorf("g held until %v, before the wall's lane retries at %v", time.Duration(g.cool-at0), time.Duration(e.cool-at0))
+	}
+	push(h, e, 25.5) // stuck twice, two of four lanes held: it stands
+	if !h.wall.stands || h.wall.exit != "e" {
+		t.Fatalf("stuck twice with a lane held at the count: wall %+v, want standing on e", h.wall)
+	}
+	// Its retries meet the end of a common window begun with its run.
+	push(h, e, secs(e.cool-at0))
+	if want := sec(30) + wallPast; e.cool != want {
+		t.Errorf("the wall's lane retries at %v, want at the end of half a minute from its run's start (%v)", time.Duration(e.cool-at0), time.Duration(want-at0))
+	}
+	take(h, "f", 26) // f's 40th, after it stood
+	take(h, "k", 26)
+	take(h, "k", 26)
+	if !capped(h, "f") || !capped(h, "k") || f.cool < e.cool+maxRecovery {
+		t.Fatalf("f and k at the count once it stands: held %v and %v, f until %v", capped(h, "f"), capped(h, "k"), time.Duration(f.cool-at0))
+	}
+	heldG := g.cool
+	gAt := h.wall.lanes[slices.IndexFunc(h.wall.lanes, func(x wallLane) bool { return x.exit == "g" })].at
+	r.wallOK(h, e, sec(61), sec(61.2)) // through 38.1 s after its 429
+	if c := &h.cap; c.quotaN != 40 || c.quotaW != int64(time.Minute) {
+		t.Fatalf("through again: quota %v per %v, want 40 per minute", c.quotaN, time.Duration(c.quotaW))
+	}
+	if want := gAt + (sec(61) - sec(22.9)); g.cool != want || g.cool >= heldG {
+		t.Errorf("g, held at its 40th, goes at %v, want %v (as long after as the wall's lane took)", time.Duration(g.cool-at0), time.Duration(want-at0))
+	}
+
+	// The wall's lane through on its retry: nobody stays held.
+	h = setup(38)
+	e, g = h.lanes["e"], h.lanes["g"]
+	push(h, e, 22.9)
+	push(h, e, 24)
+	take(h, "g", 25)
+	take(h, "g", 25)
+	if !capped(h, "g") {
+		t.Fatal("g not held at the count")
+	}
+	r.wallOK(h, e, sec(26), sec(26.1))
+	if capped(h, "g") || g.cool > sec(26.1) || h.wall.capN != 0 {
+		t.Errorf("the wall's lane through: g held %v until %v, count %d", capped(h, "g"), time.Duration(g.cool-at0), h.wall.capN)
+	}
+
+	// Not yet stuck: the count holds nobody (a bucket lets the retry through).
+	h = setup(39)
+	push(h, h.lanes["e"], 22.9)
+	take(h, "g", 23)
+	if capped(h, "g") {
+		t.Error("g held at the count before the wall's lane was stuck")
+	}
+	// Another lane past the count already: no count.
+	h = setup(40)
+	push(h, h.lanes["e"], 22.9)
+	if h.wall == nil || h.wall.capN != 0 {
+		t.Errorf("others at 40 already: wall %+v, want no count", h.wall)
 	}
 }

@@ -860,6 +860,19 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, now int6
 	}
 }
 
+// headOf returns the successes of lane exit's runs before its current one
+// that a window longer than them would still hold, and when the first began
+// (as runEnded would count them at the current run's 429; 0: none).
+func (e *explorer) headOf(exit string) (int32, int64) {
+	if e.lastExit != exit || e.lastN == 0 || e.okFirst-e.endAt > maxRecovery {
+		return 0, 0
+	}
+	if e.histN == 0 {
+		return e.lastN, e.endAt - e.lastT
+	}
+	return e.histN + e.lastN, e.histAt
+}
+
 // runEnded records the explorer's run of successes that its 429 at now
 // ended, if it had one (rereadWindow).
 func (e *explorer) runEnded(exit string, now int64) {
