@@ -1404,8 +1404,8 @@ func TestWallCount(t *testing.T) {
 	r := testRules(t, Config{})
 	ready := func(string, int64) (int64, bool) { return 0, false }
 	pool := newPool([]Exit{{ID: "e"}, {ID: "f"}, {ID: "g"}, {ID: "k"}})
-	setup := func(others int32) *host {
-		h := hostWith(r, "e", "f", "g", "k")
+	setup := func(others int32, more ...string) *host {
+		h := hostWith(r, append([]string{"e", "f", "g", "k"}, more...)...)
 		c := &h.cap
 		c.safe, c.pass, c.sent, c.follow = 1.94, 1.94, 1.94, 1.94
 		h.exp.phase = expSettled
@@ -1452,12 +1452,12 @@ func TestWallCount(t *testing.T) {
 	if capped(h, "f") || !capped(h, "g") {
 		t.Fatalf("at 40 sent, held: f (39) %v, g (40) %v; want g only", capped(h, "f"), capped(h, "g"))
 	}
-	if g.cool < e.cool {
-		t.Errorf("g held until %v, before the wall's lane retries at %v", time.Duration(g.cool-at0), time.Duration(e.cool-at0))
-	}
-	push(h, e, 25.5) // stuck twice, two of four lanes held: it stands
+	// Its lane stuck and one more of four held at its count: it stands.
 	if !h.wall.stands || h.wall.exit != "e" {
-		t.Fatalf("stuck twice with a lane held at the count: wall %+v, want standing on e", h.wall)
+		t.Fatalf("stuck with a lane held at the count: wall %+v, want standing on e", h.wall)
+	}
+	if g.cool < e.cool+maxRecovery {
+		t.Errorf("g held until %v, before the wall's lane's answer (%v)", time.Duration(g.cool-at0), time.Duration(e.cool-at0))
 	}
 	// Its retries meet the end of a common window begun with its run.
 	push(h, e, secs(e.cool-at0))
@@ -1480,15 +1480,30 @@ func TestWallCount(t *testing.T) {
 		t.Errorf("g, held at its 40th, goes at %v, want %v (as long after as the wall's lane took)", time.Duration(g.cool-at0), time.Duration(want-at0))
 	}
 
-	// The wall's lane through on its retry: nobody stays held.
-	h = setup(38)
+	// A lane pushed back before the ramp's head has left the window waits
+	// for that (headEnd); after it, for the window's end (grace).
+	h.wall.headEnd = sec(67)
+	g.serAt, g.serOK = g.cool, 1
+	push(h, g, 64)
+	if g.cool != sec(67) {
+		t.Errorf("pushed back at 64 s, before the head left the window at 67 s: waits until %v", time.Duration(g.cool-at0))
+	}
+	g.serAt, g.serOK = sec(67), 1
+	push(h, g, 70)
+	if want := h.wall.grace; g.cool != want {
+		t.Errorf("pushed back at 70 s, after the head left: waits until %v, want the grace's end %v", time.Duration(g.cool-at0), time.Duration(want-at0))
+	}
+
+	// The wall's lane through on its retry, before half the lanes reached
+	// its count: nobody stays held.
+	h = setup(38, "m", "n")
 	e, g = h.lanes["e"], h.lanes["g"]
 	push(h, e, 22.9)
 	push(h, e, 24)
 	take(h, "g", 25)
 	take(h, "g", 25)
-	if !capped(h, "g") {
-		t.Fatal("g not held at the count")
+	if !capped(h, "g") || h.wall.stands {
+		t.Fatalf("g held at the count %v, the wall stands %v; want held, not standing on six lanes", capped(h, "g"), h.wall.stands)
 	}
 	r.wallOK(h, e, sec(26), sec(26.1))
 	if capped(h, "g") || g.cool > sec(26.1) || h.wall.capN != 0 {
