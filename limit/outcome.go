@@ -38,7 +38,9 @@ import (
 //                that read no window, and again a second or more on with
 //                nothing between: a window's quota spent; the lanes wait
 //                while the one with the longest run retries, and its
-//                recovery reads the window (wall.go).
+//                recovery reads the window; lanes whose series began with
+//                the first one's wait at its count (wallCount, at each
+//                take) and stand in for their 429s (wall.go).
 //     clock      the answer to a test of a window of the clock: the
 //                request before the window's end pushed back, the one
 //                after it passed, proves it; a window told by Retry-After,
