@@ -1510,6 +1510,17 @@ func TestWallCount(t *testing.T) {
 		t.Errorf("the wall's lane through: g held %v until %v, count %d", capped(h, "g"), time.Duration(g.cool-at0), h.wall.capN)
 	}
 
+	// Stuck with the others ten requests short of the count: the wall's
+	// lane waits until one of them will have reached it (capWait), its
+	// retries before then proving nothing more.
+	h = setup(30)
+	e = h.lanes["e"]
+	push(h, e, 22.9)
+	push(h, e, 24)
+	if lo, hi := sec(24)+10*interval(1.94), sec(24)+11*interval(1.94)+wallPast; e.cool < lo || e.cool > hi {
+		t.Errorf("stuck, the others at 30 of 40: retries at %v, want when the first of them reaches 40 (%v to %v)", time.Duration(e.cool-at0), time.Duration(lo-at0), time.Duration(hi-at0))
+	}
+
 	// Not yet stuck: the count holds nobody (a bucket lets the retry through).
 	h = setup(39)
 	push(h, h.lanes["e"], 22.9)
