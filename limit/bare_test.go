@@ -1271,6 +1271,27 @@ func TestAwaitCount(t *testing.T) {
 	}
 }
 
+// wallHost is the wall tests' host: settled at 1.94/s with no window read,
+// each lane hot with ok successes, as many sent, since at seconds.
+func wallHost(r *rules, at float64, ok int32, names ...string) *host {
+	h := hostWith(r, names...)
+	c := &h.cap
+	c.safe, c.pass, c.sent, c.follow = 1.94, 1.94, 1.94, 1.94
+	h.exp.phase = expSettled
+	for _, l := range h.lanes {
+		r.setPace(h, l, 1.94)
+		l.hot = true
+		l.serAt, l.serOK, l.serSent, l.c.ok = sec(at), ok, ok, uint32(ok)
+	}
+	return h
+}
+
+// pushBare applies a 429 without Retry-After on lane l of h, sent and
+// answered at at seconds.
+func pushBare(r *rules, h *host, l *lane, at float64) {
+	r.throttled(h, l, ticketRec{at: sec(at), laneIv: interval(l.pace), first: l.eps > 0}, &Outcome{}, sec(at), sec(at), 0.5)
+}
+
 // TestWall: a host settled at a pace without a window, its lanes pushed
 // back together after long runs (40 successes in 27 s, flask-limiter's
 // "3 per second;40 per minute", bare) and again a second on with nothing
@@ -1282,21 +1303,11 @@ func TestAwaitCount(t *testing.T) {
 func TestWall(t *testing.T) {
 	r := testRules(t, Config{})
 	setup := func() (*host, *lane, *lane) {
-		h := hostWith(r, "e", "f", "g")
-		c := &h.cap
-		c.safe, c.pass, c.sent, c.follow = 1.94, 1.94, 1.94, 1.94
-		h.exp.phase = expSettled
-		for _, l := range h.lanes {
-			r.setPace(h, l, 1.94)
-			l.hot = true
-			l.serAt, l.serOK, l.c.ok = sec(0), 40, 40
-		}
+		h := wallHost(r, 0, 40, "e", "f", "g")
 		h.lanes["g"].serOK = 38
 		return h, h.lanes["f"], h.lanes["g"]
 	}
-	push := func(h *host, l *lane, at float64) {
-		r.throttled(h, l, ticketRec{at: sec(at), laneIv: interval(l.pace), first: l.eps > 0}, &Outcome{}, sec(at), sec(at), 0.5)
-	}
+	push := func(h *host, l *lane, at float64) { pushBare(r, h, l, at) }
 	stands := func(h *host) bool { return h.wall != nil && h.wall.stands }
 
 	h, f, g := setup()
@@ -1405,22 +1416,12 @@ func TestWallCount(t *testing.T) {
 	ready := func(string, int64) (int64, bool) { return 0, false }
 	pool := newPool([]Exit{{ID: "e"}, {ID: "f"}, {ID: "g"}, {ID: "k"}})
 	setup := func(others int32, more ...string) *host {
-		h := hostWith(r, append([]string{"e", "f", "g", "k"}, more...)...)
-		c := &h.cap
-		c.safe, c.pass, c.sent, c.follow = 1.94, 1.94, 1.94, 1.94
-		h.exp.phase = expSettled
-		for _, l := range h.lanes {
-			r.setPace(h, l, 1.94)
-			l.hot = true
-			l.serAt, l.serOK, l.serSent, l.c.ok = sec(0.5), others, others, uint32(others)
-		}
+		h := wallHost(r, 0.5, others, append([]string{"e", "f", "g", "k"}, more...)...)
 		e := h.lanes["e"]
 		e.serAt, e.serOK, e.serSent, e.c.ok = sec(0), 40, 40, 40
 		return h
 	}
-	push := func(h *host, l *lane, at float64) {
-		r.throttled(h, l, ticketRec{at: sec(at), laneIv: interval(l.pace), first: l.eps > 0}, &Outcome{}, sec(at), sec(at), 0.5)
-	}
+	push := func(h *host, l *lane, at float64) { pushBare(r, h, l, at) }
 	take := func(h *host, name string, at float64) {
 		t.Helper()
 		l := h.lanes[name]
