@@ -1447,7 +1447,13 @@ func TestWallCount(t *testing.T) {
 	if capped(h, "f") {
 		t.Fatal("f held under the count")
 	}
+	if h.wall.waiting() {
+		t.Error("the host waits on a wall its opener's first 429 opened")
+	}
 	push(h, e, 24) // stuck once
+	if !h.wall.waiting() || r.snapshotHost(h, time.Unix(0, sec(24))).Wall.IsZero() {
+		t.Error("its opener stuck with a count: the host's snapshot shows no wall (the monitor reads the opener's 429s as its exit's)")
+	}
 	take(h, "g", 25)
 	take(h, "g", 25) // the 40th
 	if capped(h, "f") || !capped(h, "g") {

@@ -56,8 +56,9 @@ type HostSnapshot struct {
 	SendRate    Rate      `json:"send_rate"` // measured over the last ~10s span
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 	// Wall is when the host's lanes met a window's quota spent together
-	// (they wait while one of them retries, limit/wall.go); zero: none
-	// stands.
+	// (they wait while one of them retries, limit/wall.go), or the lane
+	// that met it first is stuck and the others wait at its count; zero:
+	// none.
 	Wall     time.Time      `json:"wall,omitzero"`
 	InFlight int            `json:"in_flight"`
 	Counters Counters       `json:"counters"`
@@ -201,7 +202,7 @@ func (r *rules) snapshotHost(h *host, now time.Time) HostSnapshot {
 	if h.pause > n {
 		hs.PausedUntil = time.Unix(0, h.pause).UTC()
 	}
-	if w := h.wall; w != nil && w.stands {
+	if w := h.wall; w != nil && w.waiting() {
 		hs.Wall = time.Unix(0, w.start).UTC()
 	}
 	paces := make([]float64, 0, len(h.lanes))

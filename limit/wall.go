@@ -468,6 +468,23 @@ func (r *rules) capWait(h *host, l *lane, now int64) {
 	}
 }
 
+// waiting reports whether the host's lanes wait on wall w: it stands, or
+// its opener is stuck and the others wait at its count. The opener's 429s
+// there are the window's, not its exit's: read as its own, the monitor
+// flagged the explorer of flask-limiter's bare "3 per second;40 per
+// minute" as a bad exit (an early reputation warning) 2 s before the wall
+// stood.
+func (w *wallRead) waiting() bool {
+	if w.stands {
+		return true
+	}
+	if w.capN == 0 || w.grace > 0 {
+		return false
+	}
+	i := slices.IndexFunc(w.lanes, func(x wallLane) bool { return x.exit == w.capExit })
+	return i >= 0 && w.lanes[i].stuckN > 0 && !w.lanes[i].through
+}
+
 // capHold holds the lanes at h's wall's count past the next retry of the
 // lane that opened it, by as long as a retry proves it stuck: each of its
 // 429s holds them again, its success lets them go (capRelease).

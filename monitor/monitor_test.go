@@ -408,6 +408,35 @@ func TestReputation(t *testing.T) {
 	}
 }
 
+// TestReputationAtWall: at a wall (a window's quota spent, one lane
+// retrying for all) the retrying lane's 429s are the host's: it is not
+// flagged then, nor once the wall has read its window and every lane goes
+// on at the same pace (flask-limiter's bare minute: the probe's exit was
+// flagged at 21% of its answers).
+func TestReputationAtWall(t *testing.T) {
+	ctx := context.Background()
+	m, lim, _, _ := newMonitor(t, Config{})
+	wall := t0
+	lim.snap.Hosts = []limit.HostSnapshot{{Host: "w.test", Scope: limit.ScopeExit, Lanes: lanes(0.65, 0.65, 0.65, 0.65), Wall: wall}}
+	now := t0
+	for end := t0.Add(40 * time.Second); now.Before(end); now = now.Add(time.Second) {
+		if now.Sub(t0)%(8*time.Second) == 0 { // d probes; everyone else waits
+			m.Record(metrics.Event{Host: "w.test", Exit: "d", Status: 429, Verdict: verdict.Throttled, At: now})
+		}
+		m.Tick(ctx, now)
+	}
+	lim.snap.Hosts[0].Wall = time.Time{} // read: all go on at the quota's pace
+	for end := now.Add(2 * time.Minute); now.Before(end); now = now.Add(1500 * time.Millisecond) {
+		for _, x := range []string{"a", "b", "c", "d"} {
+			m.Record(metrics.Event{Host: "w.test", Exit: x, Status: 200, Verdict: verdict.OK, At: now})
+		}
+		m.Tick(ctx, now)
+	}
+	if fl := eventsOf(m, KindExitFlagged); len(fl) != 0 {
+		t.Fatalf("flags %+v, want none: the probe's 429s at the wall are the host's", fl)
+	}
+}
+
 // TestReputationPastBlip: every exit draws one 429 at the same moment (the
 // server stalled and answered a queue at once), and one exit turns bad just
 // then: it is flagged at once, not a window later. Peers that each drew

@@ -98,7 +98,10 @@ func (m *Monitor) reputationLocked(now time.Time, snap limit.Snapshot) []quarant
 		if !hs.Wall.IsZero() {
 			// Every lane's window is spent and one retries for all: its
 			// 429s are the host's, not its exit's (a lockout read as a
-			// wall flagged the probing exit).
+			// wall flagged the probing exit), then too: once the wall
+			// read its window, the probe's 429s in it flagged its exit
+			// (flask-limiter's bare minute: 21% of its answers).
+			m.forgetWallLocked(hs.Host)
 			continue
 		}
 		// Each lane's pace and 429 ratio over the window as its peers
@@ -215,6 +218,16 @@ func (m *Monitor) laneRatioLocked(host, exit string, now time.Time) float64 {
 	}
 	l.decay(now, m.cfg.Window)
 	return l.thr / max(l.req, 1)
+}
+
+// forgetWallLocked drops the 429s host's lanes drew so far from their
+// ratios: at a wall they are the host's.
+func (m *Monitor) forgetWallLocked(host string) {
+	for k, l := range m.lanes {
+		if k.host == host && l.state == repGood {
+			l.thr = 0
+		}
+	}
 }
 
 // peerRatioLocked is a lane's 429 ratio over the window as its peers'
