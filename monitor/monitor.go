@@ -317,6 +317,14 @@ func (m *Monitor) hostsLocked(now time.Time, snap limit.Snapshot) {
 		h.seen = now
 		h.capacity, h.lanes = capacity(hs)
 		h.sendRate = hs.SendRate.Hz()
+		if !hs.Wall.IsZero() {
+			// A window's quota found spent: the pace that ran into it
+			// was no equilibrium (flask-limiter's bare "3 per
+			// second;40 per minute" read 19.4/s, then 6.47/s once the
+			// minute was read: the server's limit had not moved).
+			h.peaks.reset()
+			continue
+		}
 		m.fallingLocked(h, hs.Phase, now)
 	}
 	held := m.heldLocked(now)

@@ -339,6 +339,25 @@ func TestFallingEquilibrium(t *testing.T) {
 		t.Errorf("%d steady events after the capacity came back", n)
 	}
 
+	// A wall: the settled pace ran into a window's quota, and the window
+	// read paces the lanes at a third of it. Not a fall: the pace before
+	// was no equilibrium.
+	phase = "settled"
+	set(1)
+	run(10 * time.Minute)
+	was := len(eventsOf(m, KindFalling))
+	lim.snap.Hosts[0].Wall = now
+	run(30 * time.Second)
+	lim.snap.Hosts[0].Wall = time.Time{}
+	set(0.33)
+	run(time.Minute)
+	if n := len(eventsOf(m, KindFalling)); n != was {
+		t.Errorf("%d falling warnings after a wall read its window, want %d", n, was)
+	}
+	set(1)
+	run(10 * time.Minute)
+	phase = "bisect"
+
 	// A worker of a distributed crawl gives three of its four exits to
 	// workers that joined: its capacity falls by three quarters, each
 	// lane's not at all. No fall.

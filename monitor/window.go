@@ -56,6 +56,9 @@ type peaks struct {
 
 func newPeaks(span time.Duration) peaks { return peaks{width: max(int64(span)/slots, 1)} }
 
+// reset forgets every value seen.
+func (p *peaks) reset() { p.at, p.max = [slots]int64{}, [slots]float64{} }
+
 func (p *peaks) add(t time.Time, v float64) {
 	b := t.UnixNano() / p.width
 	i := int(uint64(b) % slots)
