@@ -912,10 +912,6 @@ func (r *rules) unwindow(h *host, now int64) {
 			continue
 		}
 		h.note(r, now, "cooldown", l.exit, "cooldown", secs(l.cool-now), secs(end-now), "the window read is withdrawn: the Retry-After's wait alone")
-		back := l.cool - end
-		h.c.ThrottledNs -= back
-		l.c.coolMs -= min(l.c.coolMs, uint32(min(back/1e6, math.MaxUint32)))
-		l.cool = end
-		r.rekey(h, l)
+		r.releaseAt(h, l, end)
 	}
 }

@@ -126,12 +126,7 @@ func (r *rules) wallThrottled(h *host, l *lane, ser series, sent, now int64) boo
 	if w != nil && (now-w.start > wallKeep || w.stands && h.lanes[w.exit] == nil) {
 		h.wall, w = nil, nil
 	}
-	var in *wallLane
-	if w != nil {
-		if i := slices.IndexFunc(w.lanes, func(x wallLane) bool { return x.exit == l.exit }); i >= 0 {
-			in = &w.lanes[i]
-		}
-	}
+	in := w.lane(l.exit)
 	if in != nil && !in.through {
 		w.last = now // still pushed back: lanes meeting it now meet the same wall
 		if !w.stands {
@@ -162,7 +157,9 @@ func (r *rules) wallThrottled(h *host, l *lane, ser series, sent, now int64) boo
 				w.capN, w.capFrom = ser.ok+n, from
 			}
 		}
-		w.capN = h.uncounted(l, w.capN, w.capFrom)
+		if w.passed(h, l) {
+			w.capN = 0
+		}
 		h.wall = w
 	}
 	w.last = now
@@ -281,12 +278,12 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 	if w == nil || w.grace > 0 {
 		return
 	}
-	i := slices.IndexFunc(w.lanes, func(x wallLane) bool { return x.exit == l.exit })
-	if i < 0 || sent < w.lanes[i].at {
+	x := w.lane(l.exit)
+	if x == nil || sent < x.at {
 		return
 	}
 	if !w.stands || l.exit != w.exit {
-		w.lanes[i].through = true
+		x.through = true
 		if !w.stands && l.exit == w.capExit {
 			r.capRelease(h, now)
 		}
@@ -322,12 +319,13 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 			// Its head, the ramp's slow steps, frees slower than the
 			// quota's pace in a moving window: the lane goes on once the
 			// window has let it all go. Pushed back before, it waited
-			// for the grace (one exit: 81.2% of the limit against
-			// 95.0%); with the grace's headEnd alone it draws one 429
-			// more (1.04% against 0.91% of 429s on ten exits), while a
-			// fixed window, all free at once, loses the head's span
-			// (one exit: 95.0% against 98.8%).
-			r.holdUntil(h, l, w.at-w.t+int64(win), now)
+			// for the grace (simulated, one exit: 81.2% of the limit
+			// against 95.0%); with the grace's headEnd alone it draws
+			// one 429 more (simulated, ten exits: 1.04% against 0.91%
+			// of 429s), while a fixed window, all free at
+			// once, loses the head's span (simulated, one exit: 95.0%
+			// against 98.8%).
+			r.holdUntil(h, l, h.wall.headEnd, now)
 		}
 	} else {
 		h.note(r, now, "wall", l.exit, "wall", 1, 0, fmt.Sprintf("through again %.1fs after the wall: no common window fits; nothing read", secs(rec)))
@@ -338,21 +336,26 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 	// A lane held at the count spent it later than this lane met the wall,
 	// by as much as its window frees later: it goes as long after it was
 	// held as this lane took to be through again.
-	held := make([]*lane, 0, len(w.lanes))
-	from := make(map[string]int64, len(w.lanes))
+	type heldLane struct {
+		l    *lane
+		from int64 // not before
+	}
+	held := make([]heldLane, 0, len(w.lanes))
 	for _, x := range w.lanes {
 		if o := h.lanes[x.exit]; o != nil && o != l && !x.through {
-			held = append(held, o)
+			hl := heldLane{l: o}
 			if x.capped && read {
-				from[x.exit] = x.at + rec
+				hl.from = x.at + rec
 			}
+			held = append(held, hl)
 		}
 	}
-	slices.SortFunc(held, func(a, b *lane) int { return strings.Compare(a.exit, b.exit) }) // in their exits' order, as releaseLanes
-	for i, o := range held {
-		r.releaseAt(h, o, max(now+int64(i)*int64(heldStagger), from[o.exit]))
+	slices.SortFunc(held, func(a, b heldLane) int { return strings.Compare(a.l.exit, b.l.exit) }) // in their exits' order, as releaseLanes
+	for i, hl := range held {
+		r.releaseAt(h, hl.l, max(now+int64(i)*int64(heldStagger), hl.from))
 	}
-	for _, o := range append(held, l) {
+	for _, hl := range append(held, heldLane{l: l}) {
+		o := hl.l
 		if xo := o.x; read && xo != nil && xo.own > 0 && xo.ownAt >= w.start {
 			h.note(r, now, "wall", o.exit, "ceiling", xo.own, 0, "pushed back into the window's quota spent: no budget of its own")
 			xo.own, xo.tpass = 0, 0
@@ -397,14 +400,13 @@ func (r *rules) wallGrace(h *host, l *lane, now int64) bool {
 // count grew.
 func (r *rules) wallCount(h *host, l *lane, now int64) {
 	w := h.wall
-	if w == nil || w.grace > 0 || w.capN == 0 || l.serSent < w.capN || l.serAt < w.capFrom-wallSpan ||
-		slices.ContainsFunc(w.lanes, func(x wallLane) bool { return x.exit == l.exit }) {
+	if w == nil || w.grace > 0 || w.capN == 0 || l.serSent < w.capN || !w.beganWith(l) || w.lane(l.exit) != nil {
 		return
 	}
 	// Only once the lane that opened it is stuck: a bucket or a sliding
 	// count lets its retry through (a re-probe pushed back above the
 	// settled pace, on GCRA, its followers a request short of its count).
-	if i := slices.IndexFunc(w.lanes, func(x wallLane) bool { return x.exit == w.capExit }); i < 0 || w.lanes[i].stuckN == 0 {
+	if p := w.lane(w.capExit); p == nil || p.stuckN == 0 {
 		return
 	}
 	// (at is just after the request it takes now: that one's success is
@@ -422,17 +424,34 @@ func (r *rules) wallCount(h *host, l *lane, now int64) {
 	}
 }
 
-// uncounted returns the count n, spent by lane l since from, unless another
-// lane whose series began with it has passed as many already: no window's
-// quota of n turned that one away (a re-probe pushed back above the settled
-// pace, on a bucket, while the others held it), 0 then.
-func (h *host) uncounted(l *lane, n int32, from int64) int32 {
-	for _, o := range h.lanes {
-		if o != l && o.serOK >= n && o.serAt >= from-wallSpan {
-			return 0
+// lane is exit's entry in wall w (nil: none, or no wall).
+func (w *wallRead) lane(exit string) *wallLane {
+	if w == nil {
+		return nil
+	}
+	for i := range w.lanes {
+		if w.lanes[i].exit == exit {
+			return &w.lanes[i]
 		}
 	}
-	return n
+	return nil
+}
+
+// beganWith reports whether lane l's series began with the one whose count
+// w holds (within wallSpan before it): it has spent of the same window.
+func (w *wallRead) beganWith(l *lane) bool { return l.serAt >= w.capFrom-wallSpan }
+
+// passed reports whether a lane of h other than l, the opener, whose series
+// began with l's, has passed w's count already: no window's quota of that
+// count turned it away (a re-probe pushed back above the settled pace, on a
+// bucket, while the others held it).
+func (w *wallRead) passed(h *host, l *lane) bool {
+	for _, o := range h.lanes {
+		if o != l && o.serOK >= w.capN && w.beganWith(o) {
+			return true
+		}
+	}
+	return false
 }
 
 // capWait holds lane l, the stuck opener of h's wall, until enough lanes
@@ -442,17 +461,16 @@ func (h *host) uncounted(l *lane, n int32, from int64) int32 {
 // followers reached the count).
 func (r *rules) capWait(h *host, l *lane, now int64) {
 	w := h.wall
-	i := slices.IndexFunc(w.lanes, func(x wallLane) bool { return x.exit == l.exit })
-	if w.capN == 0 || l.exit != w.capExit || i < 0 || w.lanes[i].stuckN == 0 {
+	if p := w.lane(l.exit); w.capN == 0 || l.exit != w.capExit || p == nil || p.stuckN == 0 {
 		return
 	}
 	need := max(2, h.manyLanes()) - 1
 	due := make([]int64, 0, len(h.lanes))
 	for _, o := range h.lanes {
-		if o == l || o.serAt < w.capFrom-wallSpan || o.pace <= 0 {
+		if o == l || !w.beganWith(o) || o.pace <= 0 {
 			continue
 		}
-		if slices.ContainsFunc(w.lanes, func(x wallLane) bool { return x.exit == o.exit && x.capped }) {
+		if x := w.lane(o.exit); x != nil && x.capped {
 			need--
 			continue
 		}
@@ -481,8 +499,8 @@ func (w *wallRead) waiting() bool {
 	if w.capN == 0 || w.grace > 0 {
 		return false
 	}
-	i := slices.IndexFunc(w.lanes, func(x wallLane) bool { return x.exit == w.capExit })
-	return i >= 0 && w.lanes[i].stuckN > 0 && !w.lanes[i].through
+	p := w.lane(w.capExit)
+	return p != nil && p.stuckN > 0 && !p.through
 }
 
 // capHold holds the lanes at h's wall's count past the next retry of the
