@@ -1542,3 +1542,57 @@ func TestWallCount(t *testing.T) {
 		t.Errorf("others at 40 already: wall %+v, want no count", h.wall)
 	}
 }
+
+// TestBareBlock: vsthrottle's 15 per 10 s blocking a lane 30 s, no header.
+// The explorer ran 18 out in 8 s; the retry half a minute from the run's
+// start would come a moment before a block of half a minute from the 429
+// ends, so it waits for that end (blockTry), and passed there the recovery
+// fits both: a window of 18 per 30 s from the run's start, or a block. The
+// penalty's test, twice the run and two more at twice the window's pace,
+// tells them apart: passed, a block (every bare 429 then waits it out);
+// pushed back within the run's count, the window as read.
+func TestBareBlock(t *testing.T) {
+	r := testRules(t, Config{})
+	const t1 = 8.0
+	start := func() (*host, *lane) {
+		h, e := bareFirst429(r, 7.76, 18, 6, t1)
+		h.c.OK = 9 * 18 // nine followers' runs: the test's 429 to spend
+		h.exp.ramped = 3.88
+		for h.exp.blockTry == 0 && e.cool < sec(60) {
+			r.cooldown(h, e, 7.76, 0, false, e.cool, 0.5) // each retry pushed back
+		}
+		if want := sec(t1) + int64(halfWindow) + windowEndSlack; e.cool != want || h.exp.blockTry != halfWindow {
+			t.Fatalf("half-minute retry at %v (block %v), want half a minute from the 429 (%v)", time.Duration(e.cool-at0), h.exp.blockTry, time.Duration(want-at0))
+		}
+		r.exploreOK(h, e, e.cool, e.cool)
+		if !h.exp.ptest || h.exp.wtest != 2*18+2 || !near(e.pace, 2*18.0/30) {
+			t.Fatalf("recovered at the block's end: explorer at %.3g/s, test of %d (penalty's %v); want 38 at 1.2/s", e.pace, h.exp.wtest, h.exp.ptest)
+		}
+		if f := h.lanes["f"]; !atLeast(f.pace, r.settle*18/30) {
+			t.Errorf("the follower holds %.3g/s during the test, want the window's reading, %.3g/s", f.pace, r.settle*18/30)
+		}
+		return h, e
+	}
+
+	h, e := start()
+	at := e.cool
+	for range 2*18 + 2 {
+		at += interval(e.pace)
+		e.serOK++ // the lane's series since its recovery
+		r.exploreOK(h, e, at, at)
+	}
+	if c := &h.cap; c.block != int64(halfWindow) || c.windowed || c.quotaN != 0 || h.exp.phase != expRefine {
+		t.Fatalf("the test passed: block %v, windowed %v, quota %v, phase %s; want a block of 30 s, no window, refining", time.Duration(c.block), c.windowed, c.quotaN, phaseNames[h.exp.phase])
+	}
+	f := h.lanes["f"]
+	r.cooldown(h, f, f.pace, 0, false, at, 0.5)
+	if want := int64(halfWindow) + windowEndSlack; f.cool-at != want {
+		t.Errorf("a bare 429 on a blocking host: waits %v, want the block (%v)", time.Duration(f.cool-at), time.Duration(want))
+	}
+
+	h, e = start()
+	r.explore429(h, e, e.pace, 18, e.cool+sec(15)-at0)
+	if c := &h.cap; h.exp.phase != expSettled || c.quotaN != 18 || c.quotaW != int64(halfWindow) || c.block != 0 {
+		t.Errorf("the test pushed back at the run's count: phase %s, quota %v per %v, block %v; want settled at 18 per 30 s", phaseNames[h.exp.phase], c.quotaN, time.Duration(c.quotaW), time.Duration(c.block))
+	}
+}

@@ -73,6 +73,11 @@ type capacity struct {
 	// X-RateLimit-Remaining alone (refillTold): a run's Remaining at its
 	// start and end proves it (remPassed).
 	refill bool
+	// block is how long the server refuses a lane everything once it ran
+	// out, read without a Retry-After (a penalty's test refuted the
+	// window the recovery fitted; 0: none read): a lane pushed back waits
+	// it out at once, and no wall is read from lanes stuck in one.
+	block int64
 	// windowed: the first 429's recovery was long against the pace, as a
 	// window's is: even pacing sustained over one window (span) proves its
 	// pace, whatever the window let through at first.
@@ -197,6 +202,11 @@ type explorer struct {
 	// thirdTry: the retry a third of a minute from the first run's start
 	// is out (awaitRetry).
 	thirdTry bool
+	// blockTry is the usual length from awaitAt the retry under way was
+	// put off to (0: none): passed there, the recovery fits a block that
+	// long from the 429 as well as a window from the run's start
+	// (awaitRetry), and a penalty's test tells them apart.
+	blockTry time.Duration
 	tries    uint8 // tries since awaitAt
 	// okAt is when the explorer's latest success was sent (pairRun).
 	okAt   int64

@@ -110,6 +110,7 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		w, fits = shortestWindow(e.t1, e.headD, e.recLo, rec, e.thirdTry)
 		how = fmt.Sprintf("the shortest usual window between a retry pushed back %.1fs after the 429 and one passed %.1fs after it", secs(e.recLo), secs(rec))
 	}
+	readable := fits // the window read, if a penalty's test is pushed back
 	fits = fits && !paceTest && !c.careful
 	if fits && windowed && e.n1 >= minQuota {
 		if bracket && !told {
@@ -153,7 +154,12 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 					}
 					why = fmt.Sprintf("a window, or a penalty %v long: %d at %.3g/s, twice the run and two more, tell", time.Duration(rec).Round(time.Second), e.wtest, e.ramped)
 				}
-				r.setExplorerPace(h, ex, e.ramped, now, "explore", why)
+				pace := e.ramped
+				if penalty && !told && readable {
+					pace = r.bareBlockTest(h, w, rec, now)
+					why = fmt.Sprintf("a window of %d per %v from the run's start, or a block of %v from the 429: %d at %.3g/s, twice the window's pace, tell", e.quotaN(w), w, e.blockTry, e.wtest, pace)
+				}
+				r.setExplorerPace(h, ex, pace, now, "explore", why)
 			} else {
 				r.windowStep(h, ex, usual, told, now)
 			}
@@ -353,11 +359,47 @@ func (r *rules) windowStep(h *host, ex *lane, usual int64, told bool, now int64)
 // (haproxy's 6 per minute with Retry-After: 60, 120 requests in two
 // minutes) the one 429 more is 0.8% of them, and its lane, counted over,
 // waited two minutes.
+//
+// Without a Retry-After, the test is run where the retry that recovered came
+// where a block of a usual length from the 429 ends (blockTry), so that the
+// recovery fits that block as well as a window from the run's start
+// (bareBlockTest), whatever 429s are left to spend: the retries that
+// measured the recovery spent them (vsthrottle's 15 per 10 s blocking 30 s:
+// five 429s; blocking a minute, seven), and a block read as a window holds
+// the lanes to a fraction of the rate for good, where the test costs a
+// window one 429.
 func (r *rules) penaltyTest(h *host, told bool, rec, now int64) bool {
+	e := &h.exp
+	if !told {
+		return e.blockTry > 0 && rec >= int64(e.blockTry) && e.n1 >= fewRun
+	}
 	if _, clock := onGrid(now+rec, int64(penaltyGrid)); clock {
 		return false
 	}
-	return told && rec%int64(penaltyRound) == 0 && h.exp.n1 >= fewRun && h.canProbe()
+	return rec%int64(penaltyRound) == 0 && e.n1 >= fewRun && h.canProbe()
+}
+
+// bareBlockTest sets up the penalty's test of a bare recovery rec after the
+// 429 that fits a window w from the run's start and a block from the 429 alike, and returns
+// its pace: twice the window's quota, which a window holds to its count
+// within half of it (the test ends before the window the recovery opened
+// ends: a run quicker than half a window), where the ramp's pace would run
+// any bucket's burst out, whatever its rate, and a block would read as the
+// window again (vsthrottle adds a token only after a token's time: 3.88/s
+// refilled nothing of a bucket refilled at 1.5/s). The followers hold the
+// window's quota meanwhile, as they would once it is read; the test passes
+// its twice the run and two more only where it is not a window.
+func (r *rules) bareBlockTest(h *host, w time.Duration, rec, now int64) float64 {
+	e, c := &h.exp, &h.cap
+	start := now - rec - e.t1 - e.headD                    // the run's (awaitAt is cleared at the recovery)
+	e.ptestEnd = start + int64(w)*((now-start)/int64(w)+1) // the end of the window the recovery is in
+	e.ptestW = w                                           // pushed back, the window as read
+	q := e.quota(w)
+	if q > c.safe {
+		h.note(r, now, "explore", e.exit, "estimate", c.safe, q, fmt.Sprintf("%d per %v: the window's reading, held while the test runs", e.quotaN(w), w))
+		c.safe, c.pass, c.sent = q, q, q
+	}
+	return min(e.ramped, 2*q)
 }
 
 // ptestRefutes reports whether a penalty's test refutes the window read,
@@ -733,6 +775,10 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 		// A penalty's test: the run's count may have been a bucket's
 		// burst, which held at most the run; the rest came at the rate.
 		e.ptest = false
+		if e.blockTry > 0 {
+			c.block = int64(e.blockTry)
+			h.note(r, now, "explore", l.exit, "cooldown", 0, secs(c.block), fmt.Sprintf("a block of %v, not a window: a lane pushed back waits it out", e.blockTry))
+		}
 		c.pass = max(r.minLane, l.pace*float64(n-e.n1)/float64(n))
 		h.note(r, now, "explore", l.exit, "floor", l.pace, c.pass, fmt.Sprintf("a bucket as large as the run's %d would have let %d of them through: at least %.3g/s", e.n1, e.n1, c.pass))
 	}

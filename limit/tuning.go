@@ -356,3 +356,9 @@ const windowEndSlack = int64(time.Second / 4)
 // refilled one request at the recovery, pushes it back within them (three
 // cost the small 10-s windows 5 to 15 points on the twins).
 const proofRun = 2
+
+// blockPutOff is how far from where a block of a usual length from the 429
+// would end a window's retry may come and test the block too: put off to
+// its end from up to this much before it (a second a window's reading can
+// spare), or up to this much after it (awaitRetry).
+const blockPutOff = int64(time.Second)

@@ -110,7 +110,7 @@ const (
 // a wall turns away: long, on a host that read no window.
 func (r *rules) wallLong(h *host, ser series, now int64) bool {
 	c := &h.cap
-	return ser.ok >= wallRunN && now-ser.at >= wallRunT && c.declared == 0 && !c.windowed && c.quotaN == 0 &&
+	return ser.ok >= wallRunN && now-ser.at >= wallRunT && c.declared == 0 && !c.windowed && c.quotaN == 0 && c.block == 0 &&
 		h.exp.phase != expRamp && h.exp.awaitAt == 0 && !h.led
 }
 
