@@ -666,6 +666,16 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		r.setExplorerPace(h, l, passed*rampStep, now, phaseNames[e.phase], "nothing pushed back over a run: double")
 	case r.holdRound(h, l, now):
 	case e.phase == expRefine:
+		if c.block > 0 && passed*refineStep < l.pace {
+			// A bare block's bucket (noWindow): its burst may be as large
+			// as the first run, so a step's run proves little of its pace
+			// (vsthrottle's 15 per 10 s blocking 30 s: 1.44/s held 7.6 s
+			// proved 0.71/s), and a step up from that went back under
+			// the pace held, each step 30-40 s. The explorer holds the
+			// pace, whose runs in a row add up, and its proof nears it.
+			r.setExplorerPace(h, l, l.pace, now, "refine", "passed, short of the pace held: held on")
+			break
+		}
 		r.setExplorerPace(h, l, passed*refineStep, now, "refine", "passed: a step up")
 	default:
 		r.nextBisect(h, l, now)

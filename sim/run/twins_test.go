@@ -148,8 +148,10 @@ func TestTwinFloors(t *testing.T) {
 		// minute from the run's start waits for the block's end from the
 		// 429, and the penalty's test at twice the window's pace refutes
 		// the window (18.4% over the run and 1.78% of 429s before, read
-		// as 18 per minute; 34.1% with the retry alone, as 18 per 30 s).
-		{"block-bucket-15-per-10s-block30", 0.38, 0.44, 0.008, 5},
+		// as 18 per minute; 34.1% with the retry alone, as 18 per 30 s;
+		// 39.5% with the test, its refinement stepping back under the
+		// pace held).
+		{"block-bucket-15-per-10s-block30", 0.49, 0.66, 0.008, 6},
 	} {
 		t.Run(tc.twin, func(t *testing.T) {
 			sc, ok := server.ScenarioByName(tc.twin)
