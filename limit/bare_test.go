@@ -1549,15 +1549,18 @@ func TestWallCount(t *testing.T) {
 // ends, so it waits for that end (blockTry), and passed there the recovery
 // fits both: a window of 18 per 30 s from the run's start, or a block. The
 // penalty's test, twice the run and two more at twice the window's pace,
-// tells them apart: passed, a block (every bare 429 then waits it out);
-// pushed back within the run's count, the window as read.
+// tells them apart: passed, a block (every bare 429 then waits it out, and
+// the refinement holds a pace its run proves only in part); pushed back
+// within the run's count, the window as read.
 func TestBareBlock(t *testing.T) {
 	r := testRules(t, Config{})
 	const t1 = 8.0
 	start := func() (*host, *lane) {
 		h, e := bareFirst429(r, 7.76, 18, 6, t1)
-		h.c.OK = 9 * 18 // nine followers' runs: the test's 429 to spend
+		h.c.OK = 9 * 18 // nine followers' runs
 		h.exp.ramped = 3.88
+		h.exp.startCount(sec(t1)) // the explorer's count from its first 429, as explore429 starts it
+		h.cap.extra = 3           // the burst the ramp showed: 6 at 7.76/s before the 429, 3.88/s sustained
 		for h.exp.blockTry == 0 && e.cool < sec(60) {
 			r.cooldown(h, e, 7.76, 0, false, e.cool, 0.5) // each retry pushed back
 		}
@@ -1583,6 +1586,18 @@ func TestBareBlock(t *testing.T) {
 	}
 	if c := &h.cap; c.block != int64(halfWindow) || c.windowed || c.quotaN != 0 || h.exp.phase != expRefine {
 		t.Fatalf("the test passed: block %v, windowed %v, quota %v, phase %s; want a block of 30 s, no window, refining", time.Duration(c.block), c.windowed, c.quotaN, phaseNames[h.exp.phase])
+	}
+	// A step's run proves little of its pace past a burst as large as the
+	// first run: the explorer holds the pace, not a step up from what it
+	// proved (which went back under it).
+	held, pass := e.pace, h.cap.pass
+	for i := 0; h.cap.pass == pass && i < 200; i++ {
+		at += interval(e.pace)
+		e.serOK++
+		r.exploreOK(h, e, at, at)
+	}
+	if h.cap.pass == pass || h.cap.pass*refineStep >= held || e.pace != held {
+		t.Fatalf("a step of the block's bucket proved %.3g/s (from %.3g/s): explorer at %.3g/s, want the %.3g/s it held", h.cap.pass, pass, e.pace, held)
 	}
 	f := h.lanes["f"]
 	r.cooldown(h, f, f.pace, 0, false, at, 0.5)
