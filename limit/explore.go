@@ -202,10 +202,11 @@ type explorer struct {
 	// thirdTry: the retry a third of a minute from the first run's start
 	// is out (awaitRetry).
 	thirdTry bool
-	// blockTry is the usual length from awaitAt the retry under way was
-	// put off to (0: none): passed there, the recovery fits a block that
-	// long from the 429 as well as a window from the run's start
-	// (awaitRetry), and a penalty's test tells them apart.
+	// blockTry is the usual length from awaitAt at which a block would
+	// end where the retry under way comes (blockEnd; 0: none): passed
+	// there, the recovery fits a block that long from the 429 as well as
+	// a window from the run's start, and a penalty's test tells them
+	// apart.
 	blockTry time.Duration
 	tries    uint8 // tries since awaitAt
 	// okAt is when the explorer's latest success was sent (pairRun).

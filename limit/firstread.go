@@ -380,8 +380,9 @@ func (r *rules) penaltyTest(h *host, told bool, rec, now int64) bool {
 }
 
 // bareBlockTest sets up the penalty's test of a bare recovery rec after the
-// 429 that fits a window w from the run's start and a block from the 429 alike, and returns
-// its pace: twice the window's quota, which a window holds to its count
+// 429 that fits a window w from the run's start and a block from the 429
+// alike, and returns its pace: twice the window's quota, which a window
+// holds to its count
 // within half of it (the test ends before the window the recovery opened
 // ends: a run quicker than half a window), where the ramp's pace would run
 // any bucket's burst out, whatever its rate, and a block would read as the

@@ -52,6 +52,9 @@ type LearnedHost struct {
 	// intervals there.
 	Sent   float64 `json:"sent,omitempty"`
 	Costly bool    `json:"costly,omitempty"`
+	// BlockSeconds is how long the server refuses a lane everything once
+	// it ran out, read without a Retry-After (0: none read).
+	BlockSeconds float64 `json:"block_seconds,omitempty"`
 	// SpanSeconds is the careful proof span.
 	SpanSeconds float64 `json:"span_seconds,omitempty"`
 	// HostRate is the host's own rate while it limits site-wide or sheds
@@ -109,6 +112,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
 		Declared: c.declared, Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
 		Sent: c.sent, Costly: c.costly, DeclaredBucket: c.bucket, DeclaredStrict: c.win.strict,
+		BlockSeconds: secs(c.block),
 	}
 	switch {
 	case c.win.free:
@@ -190,7 +194,7 @@ func (lh LearnedHost) check() error {
 	switch {
 	case lh.Host == "":
 		return fmt.Errorf("empty host")
-	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate) || bad(lh.Burst) || bad(lh.Sent):
+	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate) || bad(lh.Burst) || bad(lh.Sent) || bad(lh.BlockSeconds):
 		return fmt.Errorf("host %q: a rate is negative, not a number or absurd", lh.Host)
 	case lh.Scope > ScopeCredential:
 		return fmt.Errorf("host %q: unknown scope %d", lh.Host, lh.Scope)
@@ -207,6 +211,7 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	c.win.strict = lh.DeclaredStrict
 	c.room.at = now // a check waits two windows at the restored pace, as on a fresh one
 	c.careful, c.windowed, c.extra = lh.Careful, lh.Windowed, lh.Burst
+	c.block = int64(min(lh.BlockSeconds, maxRetryAfter.Seconds()) * 1e9) // the server's way, however old the rate
 	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))
 	c.at = now
 	if lh.HostRate > 0 && lh.Scope.shared() {

@@ -1205,6 +1205,7 @@ func TestLearnedRoundTrip(t *testing.T) {
 	h.cap.pass, h.cap.hi, h.cap.at = 1.9, 2, sec(0)
 	h.cap.extra, h.cap.windowed, h.cap.bucket = 2.5, true, true
 	h.cap.win.free, h.cap.room.done, h.cap.win.strict = true, true, 1.5
+	h.cap.block = int64(30 * time.Second)
 	r.updateFollow(h, sec(0), "test", "")
 	g := h.lanes["g"]
 	g.extra().own, g.x.tpass = 0.5, 0.45
@@ -1239,9 +1240,9 @@ func TestLearnedRoundTrip(t *testing.T) {
 		if dh.phase() != tc.phase || !near(dh.followPace(r), tc.rate) {
 			t.Errorf("age %v: phase %s rate %v, want %s at %v", tc.age, dh.phase(), dh.followPace(r), tc.phase, tc.rate)
 		}
-		if dh.cap.extra != 2.5 || !dh.cap.windowed || !dh.cap.bucket || !dh.cap.win.free || !dh.cap.room.done || dh.cap.win.strict != 1.5 {
-			t.Errorf("age %v: burst %v windowed %v declared bucket %v, no headroom %v (checked %v), strict %v, want the measured 2.5, a window, a bucket, no headroom and 1.5 a window stricter",
-				tc.age, dh.cap.extra, dh.cap.windowed, dh.cap.bucket, dh.cap.win.free, dh.cap.room.done, dh.cap.win.strict)
+		if dh.cap.extra != 2.5 || !dh.cap.windowed || !dh.cap.bucket || !dh.cap.win.free || !dh.cap.room.done || dh.cap.win.strict != 1.5 || dh.cap.block != int64(30*time.Second) {
+			t.Errorf("age %v: burst %v windowed %v declared bucket %v, no headroom %v (checked %v), strict %v, block %v, want the measured 2.5, a window, a bucket, no headroom, 1.5 a window stricter and a block of 30 s",
+				tc.age, dh.cap.extra, dh.cap.windowed, dh.cap.bucket, dh.cap.win.free, dh.cap.room.done, dh.cap.win.strict, time.Duration(dh.cap.block))
 		}
 	}
 	bad := Learned{Saved: saved.Saved, Hosts: []LearnedHost{{Host: "", LaneRate: 1}, {Host: "x", LaneRate: math.NaN()}, saved.Hosts[0]}}
