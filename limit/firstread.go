@@ -373,7 +373,7 @@ func (r *rules) penaltyTest(h *host, told bool, rec, now int64) bool {
 	if !told {
 		return e.blockTry > 0 && rec >= int64(e.blockTry) && e.n1 >= fewRun
 	}
-	if _, clock := onGrid(now+rec, int64(penaltyGrid)); clock {
+	if _, clock := onGrid(now+rec, int64(clockGrid(e.t1+e.headD+rec))); clock {
 		return false
 	}
 	return rec%int64(penaltyRound) == 0 && e.n1 >= fewRun && h.canProbe()
@@ -431,12 +431,33 @@ func (r *rules) penaltyLate(h *host, l *lane, now int64) {
 // 429s and 80% after 30 s).
 const penaltyRound = 5 * time.Second
 
-// penaltyGrid: a told recovery that ends on the clock's grid of 10 s (the
-// common windows' ends) may be a window of the clock's (Rack::Attack's 40
-// per minute, its Retry-After round at one start in five: tested as a
-// penalty, its window was read late, 1.0-1.4% of 429s at those starts). A
-// block's end falls there by chance at one first 429 in five.
-const penaltyGrid = 10 * time.Second
+// clockGrid is the grid of the clock a told recovery that ends on it may be a
+// window of the clock's end on (Rack::Attack's 40 per minute, its
+// Retry-After round at one start in five: tested as a penalty, its window was
+// read late, 1.0-1.4% of 429s at those starts): such a window holds the run
+// and the recovery, d, so it is a common window at least d long, and every
+// one of them ends on the grid of their greatest common divisor. A block's
+// end falls there by chance: on the grid of 10 s (every common window's) at
+// one first 429 in five, which read vsthrottle's block of a minute as a
+// window (5.3% of the limit, 68% tested); a block of a minute and its run
+// fit only an hour's, on whose grid it falls at one first 429 in 1,800.
+func clockGrid(d int64) time.Duration {
+	var g time.Duration
+	for _, w := range commonWindows {
+		if int64(w) >= d {
+			g = gcd(g, w)
+		}
+	}
+	return max(g, shortestCommon)
+}
+
+// gcd is the greatest common divisor of a and b (gcd(0, b) = b).
+func gcd(a, b time.Duration) time.Duration {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
 
 // tryQuota follows a window test pushed back within the first run's count
 // (n1 successes at the ramp's pace, then a 429, twice): a window of n1

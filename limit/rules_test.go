@@ -1252,6 +1252,39 @@ func TestLearnedRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPenaltyClockGrid: a told recovery that ends on the clock's grid may be
+// a window of the clock's end, and no penalty's test is spent on it; the
+// grid is that of every common window long enough to hold the run and the
+// recovery. A block of 10 s after a run of 8 s ends on the grid of 10 s,
+// which a window of 20 s or 30 s of the clock ends on: no test. A block of
+// a minute after the same run fits an hour's window only: its end on the
+// grid of 10 s is chance (one first 429 in five read vsthrottle's block of
+// a minute as 16 per minute, 5.3% of its rate), and the test runs.
+func TestPenaltyClockGrid(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		ra   time.Duration
+		test bool
+	}{
+		{10 * time.Second, false},
+		{time.Minute, true},
+	} {
+		h := hostWith(r, "e", "f")
+		e := h.lanes["e"]
+		h.cap.pass = 3.88
+		r.endRamp(h, e, 7.76, series{at: sec(2), ok: 16}, tc.ra, sec(10)) // told end on the grid of 10 s
+		if h.exp.ptest != tc.test {
+			t.Errorf("Retry-After %v from a 429 at 10 s: penalty's test %v, want %v", tc.ra, h.exp.ptest, tc.test)
+		}
+	}
+	if g := clockGrid(int64(68 * time.Second)); g != time.Hour {
+		t.Errorf("clockGrid(68 s) = %v, want an hour", g)
+	}
+	if g := clockGrid(int64(25 * time.Second)); g != 30*time.Second {
+		t.Errorf("clockGrid(25 s) = %v, want 30 s (half a minute's and a minute's grid)", g)
+	}
+}
+
 // TestResumedSearchEarnsItsProbe: a search restored settled short of its
 // ceiling (it settled there for want of a 429 to spend) does not search on
 // with a fresh allowance at its first successes: the allowance was spent
