@@ -115,7 +115,9 @@ func TestClockWindow(t *testing.T) {
 // lets a quota through at the ramp's pace before the window is read. The
 // count is held where it stood before the penalty's test (penaltyTest),
 // whose told ends are round at one start in five here: tested as
-// penalties (without penaltyGrid), 33 missed.
+// penalties (without the check of the clock's grid, clockGrid), 33 missed;
+// with it, on the grid of 10 s or, since, of every common window that holds
+// the run and the recovery, 29.
 func TestClockWindowStarts(t *testing.T) {
 	const lanes, maxMisses = 10, 29
 	misses := 0
