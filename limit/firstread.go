@@ -382,14 +382,14 @@ func (r *rules) penaltyTest(h *host, told bool, rec, now int64) bool {
 // bareBlockTest sets up the penalty's test of a bare recovery rec after the
 // 429 that fits a window w from the run's start and a block from the 429
 // alike, and returns its pace: twice the window's quota, which a window
-// holds to its count
-// within half of it (the test ends before the window the recovery opened
-// ends: a run quicker than half a window), where the ramp's pace would run
-// any bucket's burst out, whatever its rate, and a block would read as the
-// window again (vsthrottle adds a token only after a token's time: 3.88/s
-// refilled nothing of a bucket refilled at 1.5/s). The followers hold the
-// window's quota meanwhile, as they would once it is read; the test passes
-// its twice the run and two more only where it is not a window.
+// holds to its count within half of it (the test ends before the window
+// the recovery opened ends: a run quicker than half a window), where the
+// ramp's pace would run any bucket's burst out, whatever its rate, and a
+// block would read as the window again (vsthrottle adds a token only after
+// a token's time: 3.88/s refilled nothing of a bucket refilled at 1.5/s).
+// The followers hold the window's quota meanwhile, as they would once it is
+// read; the test passes its twice the run and two more only where it is not
+// a window.
 func (r *rules) bareBlockTest(h *host, w time.Duration, rec, now int64) float64 {
 	e, c := &h.exp, &h.cap
 	start := now - rec - e.t1 - e.headD                    // the run's (awaitAt is cleared at the recovery)

@@ -322,9 +322,9 @@ func (r *rules) wallOK(h *host, l *lane, sent, now int64) {
 			// for the grace (simulated, one exit: 81.2% of the limit
 			// against 95.0%); with the grace's headEnd alone it draws
 			// one 429 more (simulated, ten exits: 1.04% against 0.91%
-			// of 429s), while a fixed window, all free at
-			// once, loses the head's span (simulated, one exit: 95.0%
-			// against 98.8%).
+			// of 429s), while a fixed window, all free at once, loses
+			// the head's span (simulated, one exit: 95.0% against
+			// 98.8%).
 			r.holdUntil(h, l, h.wall.headEnd, now)
 		}
 	} else {

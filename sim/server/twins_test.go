@@ -320,6 +320,10 @@ func TestTwinVariant(t *testing.T) {
 		sc.Config.Algorithm != base.Config.Algorithm || sc.Path != base.Path || sc.Name != "twin-nginx-30r-m:quota=20:retry-after=0s:burst=11" {
 		t.Errorf("variant %+v (%s), want nginx 20 per minute, burst 11, no Retry-After, on the twin's path", sc.Config.Policy, sc.Name)
 	}
+	if sc, err := TwinVariant("block-bucket-15-per-10s-block30:quota=10:window=1s:block=1m"); err != nil ||
+		sc.Config.Algorithm != BlockBucket || sc.Config.Policy != (Policy{Quota: 10, Window: time.Second, Block: time.Minute}) {
+		t.Errorf("a Varnish bucket's variant: %+v, %v; want 10/s blocking a minute", sc.Config.Policy, err)
+	}
 	if sc, err := TwinVariant("twin-nginx-30r-m"); err != nil || sc.Name != base.Name || sc.Config.Policy != base.Config.Policy {
 		t.Errorf("a twin without fields: %v, %v; want the twin itself", sc.Name, err)
 	}
@@ -330,6 +334,7 @@ func TestTwinVariant(t *testing.T) {
 		"twin-nginx-30r-m:window":        `field "window": want key=value`,
 		"twin-nginx-30r-m:rate=3":        "unknown field",
 		"twin-nginx-30r-m:retry-after=5": `field "retry-after=5"`,
+		"twin-nginx-30r-m:block=x":       `field "block=x"`,
 	} {
 		if _, err := TwinVariant(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("TwinVariant(%q) = %v, want an error with %q", spec, err, want)

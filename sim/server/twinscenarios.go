@@ -178,18 +178,20 @@ func TwinByName(target string) (Scenario, bool) {
 	return Scenario{}, false
 }
 
-// TwinVariant returns a twin at other parameters: spec is a twin's name and
-// fields, each key=value after a colon, of quota (requests a window),
+// TwinVariant returns a twin at other parameters: spec is a twin's name (or
+// one of the Varnish buckets', block-bucket-*, calibrated as the twins are)
+// and fields, each key=value after a colon, of quota (requests a window),
 // window (a duration), retry-after (a duration, 0s for none: the constant
-// Retry-After on 429s) and burst (the model's Burst: nginx's burst plus one,
-// x/time/rate's burst), e.g. "twin-nginx-30r-m:quota=20:retry-after=0s";
+// Retry-After on 429s), burst (the model's Burst: nginx's burst plus one,
+// x/time/rate's burst) and block (a duration: how long a bucket that blocks
+// refuses a client that ran out), e.g. "twin-nginx-30r-m:quota=20:retry-after=0s";
 // a twin's name alone is the twin itself.
 // The model is calibrated at its target's parameters only; a variant finds
 // where to look on a real server, it does not stand for one.
 func TwinVariant(spec string) (Scenario, error) {
 	name, fields, hasFields := strings.Cut(spec, ":")
 	sc, ok := ScenarioByName(name)
-	if !ok || !strings.HasPrefix(name, "twin-") {
+	if !ok || !strings.HasPrefix(name, "twin-") && !strings.HasPrefix(name, "block-bucket-") {
 		return Scenario{}, fmt.Errorf("twin variant %q: no twin %q", spec, name)
 	}
 	if !hasFields {
@@ -209,8 +211,10 @@ func TwinVariant(spec string) (Scenario, error) {
 			sc.Config.RetryAfter, err = time.ParseDuration(v)
 		case k == "burst":
 			sc.Config.Policy.Burst, err = strconv.Atoi(v)
+		case k == "block":
+			sc.Config.Policy.Block, err = time.ParseDuration(v)
 		default:
-			err = fmt.Errorf("unknown field (quota, window, retry-after, burst)")
+			err = fmt.Errorf("unknown field (quota, window, retry-after, burst, block)")
 		}
 		if err != nil {
 			return Scenario{}, fmt.Errorf("twin variant %q: field %q: %w", spec, f, err)
