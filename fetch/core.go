@@ -264,6 +264,10 @@ type hostState struct {
 	// heldTo is how far the host's held-back time is counted: a wait
 	// asked again before its end counts only what it adds.
 	heldTo time.Time
+	// waitFrom is when the limiter first held the host back since its
+	// last send, zero while it sends (a wait asked again and again, each
+	// time short, adds up here).
+	waitFrom time.Time
 	// pushback says what last made the host wait (a 429, a 503, a quota
 	// spent), for telling why its URLs are parked.
 	pushback string
@@ -470,6 +474,7 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 }
 
 func (c *Core) startLocked(h *hostState, a Attempt) Attempt {
+	h.waitFrom = time.Time{}
 	c.inflight++
 	h.inflight++
 	return a
@@ -503,7 +508,19 @@ func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now tim
 	if c.mustWaitLocked(h, now) {
 		return limit.Ticket{}, false // its caller parks the host's jobs
 	}
-	if !next.IsZero() && next.Sub(now) > c.cfg.LeaseTTL/2 {
+	if h.waitFrom.IsZero() {
+		h.waitFrom = now
+	}
+	// Jobs held past half a lease go back to the frontier, for another
+	// worker that may send them: a wait that long, or waits asked again
+	// and again that added up to it. A limiter that follows another
+	// worker's search answers a second at most each time, whatever the
+	// wait (it learns of a faster pace only when asked): three workers
+	// through Redis held every URL left, two for their lanes' long wait
+	// at a pace the leader set too low, and the leader, which would have
+	// searched higher, had none to send (TestRedisFaults/KillDuringOutage).
+	if !next.IsZero() && (next.Sub(now) > c.cfg.LeaseTTL/2 || now.Sub(h.waitFrom) > c.cfg.LeaseTTL/2) {
+		h.waitFrom = time.Time{}
 		if err := c.handBackLocked(context.Background(), h); err != nil {
 			c.cfg.Logger.Warn("hand back", "host", host, "err", err)
 		}
@@ -543,7 +560,7 @@ func (c *Core) parkHostLocked(ctx context.Context, host string, h *hostState, no
 		}
 	}
 	c.buffered -= len(h.queue)
-	h.queue = nil
+	h.queue, h.waitFrom = nil, time.Time{}
 	return fin
 }
 
@@ -554,6 +571,10 @@ type HostWait struct {
 	Host  string
 	Until time.Time
 	Why   string // what made it wait, e.g. "status 429, Retry-After 2h0m0s"
+	// Since is when the limiter first held the host back since its last
+	// send (a stall line's; zero: not known). Much before Until's wait
+	// began, the limiter put the host off again and again.
+	Since time.Time
 }
 
 // Waiting lists the hosts that, at now, must wait beyond MaxWait, soonest

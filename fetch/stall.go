@@ -140,7 +140,11 @@ func (s Stall) String() string {
 			fmt.Fprintf(&b, "; %s held with no time given", w.Host)
 			continue
 		}
-		fmt.Fprintf(&b, "; %s waits until %s (%s)", w.Host, w.Until.Format("15:04:05"), w.Why)
+		fmt.Fprintf(&b, "; %s waits until %s (%s", w.Host, w.Until.Format("15:04:05"), w.Why)
+		if !w.Since.IsZero() && s.At.Sub(w.Since) >= time.Second {
+			fmt.Fprintf(&b, "; held back since %s", w.Since.Format("15:04:05"))
+		}
+		b.WriteString(")")
 	}
 	switch unclaimed := s.unclaimed(); {
 	case s.Held != "":
@@ -173,7 +177,7 @@ func (c *Core) stall(ctx context.Context, now time.Time, idle time.Duration) (St
 		if len(h.queue) == 0 && !h.notBefore.After(now) {
 			continue // (a host held long gives its jobs back: it waits with none)
 		}
-		w := HostWait{Host: host}
+		w := HostWait{Host: host, Since: h.waitFrom}
 		if h.notBefore.After(now) {
 			w.Until, w.Why = h.notBefore, h.pushback
 			if w.Why == "" {

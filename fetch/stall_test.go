@@ -294,6 +294,21 @@ func TestStallExplained(t *testing.T) {
 	}
 }
 
+// TestStallSaysHeldSince: a host the limiter put off again and again says
+// since when, beside the wait it was last given; a wait given once does
+// not.
+func TestStallSaysHeldSince(t *testing.T) {
+	at := time.Date(2026, 12, 6, 11, 35, 47, 0, time.UTC)
+	s := Stall{At: at, For: 30 * time.Second, Counts: frontier.Counts{Leased: 96}, Buffered: 64, Waits: []HostWait{
+		{Host: "a.example", Until: at.Add(time.Second), Why: "its pace", Since: at.Add(-32 * time.Second)},
+		{Host: "b.example", Until: at.Add(time.Minute), Why: "status 429, Retry-After 1m0s", Since: at},
+	}}
+	want := "a.example waits until 11:35:48 (its pace; held back since 11:35:15); b.example waits until 11:36:47 (status 429, Retry-After 1m0s)"
+	if got := s.String(); !strings.Contains(got, want) {
+		t.Errorf("stall line %q, want it to say %q", got, want)
+	}
+}
+
 // repairable is hiding whose schedule a Repair mends (Repairer), as a Redis
 // frontier's schedule missing a host is rebuilt from the hosts' own state.
 type repairable struct {
@@ -321,5 +336,44 @@ func TestEngineRepairsOnStall(t *testing.T) {
 	}
 	if n := fr.repairs.Load(); n != 1 || !strings.Contains(log, "engine: asked the frontier to rebuild its schedule") {
 		t.Errorf("%d repairs, want one, said in the log:\n%s", n, log)
+	}
+}
+
+// receding is a Limiter that never lets a request go and each time says
+// to ask again a little later, as a limiter following another worker's
+// search answers however long its lanes' wait is.
+type receding struct{ noopLimiter }
+
+func (receding) Acquire(_ string, _ limit.Want, now time.Time) (limit.Ticket, bool, time.Time, error) {
+	return limit.Ticket{}, false, now.Add(100 * time.Millisecond), nil
+}
+
+// TestHeldWaitsAddUp: a host the limiter holds back again and again, each
+// time for a moment, gives its jobs back to the frontier once the waits add
+// up to half a lease, for another worker that may send them; until then
+// they stay claimed here.
+func TestHeldWaitsAddUp(t *testing.T) {
+	ctx := context.Background()
+	fr := sqliteFrontier(t, t.TempDir(), frontier.NewJob{URL: "http://a.example/1"}, frontier.NewJob{URL: "http://a.example/2"})
+	core := NewCore(CoreConfig{Concurrency: 2, LeaseTTL: time.Second}, fr, receding{}, nil)
+	t0 := time.Now()
+	for _, step := range []struct {
+		at     time.Duration
+		leased int
+	}{
+		{0, 2}, {200 * time.Millisecond, 2}, {450 * time.Millisecond, 2},
+		{550 * time.Millisecond, 0}, // waited since 0: past half a lease
+	} {
+		now := t0.Add(step.at)
+		if atts, _, err := core.Dispatch(ctx, now); err != nil || len(atts) != 0 {
+			t.Fatalf("at %v: Dispatch = %d attempts, %v; want none", step.at, len(atts), err)
+		}
+		c, err := fr.Counts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Leased != step.leased || c.Queued != 2-step.leased {
+			t.Errorf("at %v: %d leased, %d queued; want %d leased", step.at, c.Leased, c.Queued, step.leased)
+		}
 	}
 }

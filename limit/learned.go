@@ -129,9 +129,14 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		}
 	}
 	slices.SortFunc(lh.Lanes, func(a, b LearnedLane) int { return strings.Compare(a.Exit, b.Exit) })
-	if (e.phase == expRamp && c.declared == 0 && !h.rated()) || h.led {
-		// Nothing learned; or another worker leads the host's search and
-		// keeps its record (a follower's copy would overwrite a newer one).
+	if (e.phase == expRamp || e.awaitAt != 0) && c.declared == 0 && !h.rated() || h.led {
+		// Nothing learned: still in the first ramp, or its first 429's
+		// recovery not measured yet, the lanes holding a cautious reading
+		// (the run as a minute's window) that is no rate: kept, it was
+		// restored as settled, and a crawl killed in the first seconds
+		// of a recovery resumed at 0.28/s on nginx's 5 r/s, 6% of it. Or
+		// another worker leads the host's search and keeps its record (a
+		// follower's copy would overwrite a newer one).
 		return lh, false
 	}
 	return lh, true

@@ -1252,6 +1252,31 @@ func TestLearnedRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLearnedMidRecovery: a host saved while its first 429's recovery is
+// measured holds a cautious reading, no rate (17 in 2.2 s read as 17 per
+// minute, 0.27/s on a server of 5 r/s): it is not saved, and a resumed
+// crawl learns it again rather than settle there. Once the reading stands
+// (here: the explorer's exit failed, and nothing more will be measured) it
+// is saved.
+func TestLearnedMidRecovery(t *testing.T) {
+	r := testRules(t, Config{})
+	h, e := bareFirst429(r, 15.52, 17, 17, 2.2)
+	h.name = "h"
+	src := &Limiter{rules: r, tab: newTable()}
+	src.tab.shard("h").hosts["h"] = h
+	if h.exp.awaitAt == 0 || h.followPace(r) > 0.3 {
+		t.Fatalf("after the first 429: awaiting %v, followers at %v; want the recovery awaited at a cautious pace", h.exp.awaitAt != 0, h.followPace(r))
+	}
+	if saved := src.Learned(time.Unix(0, sec(3))); len(saved.Hosts) != 0 {
+		t.Errorf("saved while the recovery is measured: %+v, want nothing", saved.Hosts)
+	}
+	r.explorerLost(h, e, sec(4))
+	saved := src.Learned(time.Unix(0, sec(5)))
+	if len(saved.Hosts) != 1 || !near(saved.Hosts[0].LaneRate, h.followPace(r)) {
+		t.Errorf("saved once the careful reading stands: %+v, want the host at %v", saved.Hosts, h.followPace(r))
+	}
+}
+
 // TestPenaltyClockGrid: a told recovery that ends on the clock's grid may be
 // a window of the clock's end, and no penalty's test is spent on it; the
 // grid is that of every common window long enough to hold the run and the

@@ -142,6 +142,10 @@ func (fr *fleetRun) wait(timeout time.Duration, killed ...int) {
 				fr.t.Fatalf("worker %d: %v\n%s", i, err, fr.outs[i])
 			}
 		case <-deadline:
+			// What the fleet held, read before the workers go: a stall's
+			// cause is in Redis (whose leases, which hosts the schedule
+			// says are due, each host's shared pace and pause).
+			fr.t.Logf("the crawl's state in Redis at %s:\n%s", time.Now().Format("15:04:05.000"), fr.redisState())
 			for j, w := range fr.workers {
 				_ = w.Process.Signal(syscall.SIGQUIT) // a goroutine dump in its output
 				time.Sleep(500 * time.Millisecond)
@@ -151,6 +155,45 @@ func (fr *fleetRun) wait(timeout time.Duration, killed ...int) {
 			fr.t.Fatalf("workers still running after %v", timeout)
 		}
 	}
+}
+
+// redisState lists the crawl's keys in Redis and what each holds (a few
+// hundred jobs: every entry), for a failing run's log.
+func (fr *fleetRun) redisState() string {
+	opt, err := goredis.ParseURL(fr.redis)
+	if err != nil {
+		return err.Error()
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		return err.Error()
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		var v any
+		switch typ, _ := rdb.Type(ctx, k).Result(); typ {
+		case "hash":
+			v, err = rdb.HGetAll(ctx, k).Result()
+		case "zset":
+			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
+		case "list":
+			v, err = rdb.LRange(ctx, k, 0, -1).Result()
+		case "string":
+			v, err = rdb.Get(ctx, k).Result()
+		default:
+			v = typ
+		}
+		if err != nil {
+			v = err
+		}
+		fmt.Fprintf(&b, "%s: %v\n", k, v)
+	}
+	return b.String()
 }
 
 func contains(s []int, v int) bool {
