@@ -520,6 +520,10 @@ func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now tim
 	// at a pace the leader set too low, and the leader, which would have
 	// searched higher, had none to send (TestRedisFaults/KillDuringOutage).
 	if !next.IsZero() && (next.Sub(now) > c.cfg.LeaseTTL/2 || now.Sub(h.waitFrom) > c.cfg.LeaseTTL/2) {
+		if len(h.queue) > 0 {
+			c.cfg.Logger.Debug("host held back past half a lease: its buffered jobs go back to the frontier",
+				"host", host, "jobs", len(h.queue), "held_since", h.waitFrom.Format(time.RFC3339Nano), "until", next.Format(time.RFC3339Nano))
+		}
 		h.waitFrom = time.Time{}
 		if err := c.handBackLocked(context.Background(), h); err != nil {
 			c.cfg.Logger.Warn("hand back", "host", host, "err", err)
