@@ -115,9 +115,9 @@ func TestClockWindow(t *testing.T) {
 // lets a quota through at the ramp's pace before the window is read. The
 // count is held where it stood before the penalty's test (penaltyTest),
 // whose told ends are round at one start in five here: tested as
-// penalties (without the check of the clock's grid, clockGrid), 33 missed;
-// with it, on the grid of 10 s or, since, of every common window that holds
-// the run and the recovery, 29.
+// penalties (without the check of the clock, clockEnd), 33 missed; with it,
+// on the grid of 10 s or, since, where a common window that holds the run
+// and the recovery ends, 29.
 func TestClockWindowStarts(t *testing.T) {
 	const lanes, maxMisses = 10, 29
 	misses := 0
@@ -327,7 +327,7 @@ func toldBlock(n int64, block time.Duration) headroomServer {
 // one start in five: held to that grid, those starts ran no penalty's test
 // and read the block as 16 per minute, a twentieth of the rate (real, 5.3%
 // of it). A block of a minute and its run fit only an hour's window, whose
-// grid it falls on by chance once in 1,800 (clockGrid): every start tests.
+// grid it falls on by chance once in 1,800 (clockEnd): every start tests.
 func TestToldBlockStarts(t *testing.T) {
 	const lanes, rate = 10, 5
 	low := 0
@@ -345,5 +345,34 @@ func TestToldBlockStarts(t *testing.T) {
 	}
 	if low > 0 {
 		t.Errorf("%d of 10 starts under half the rate over the run, want none", low)
+	}
+}
+
+// TestToldShortBlockStarts sweeps vsthrottle's 4/s blocking 10 s, the block
+// told as Retry-After, over a minute of the clock in steps of 2 s: a first
+// 429 whose told end falls where a window of 20 s or 30 s would end (:00,
+// :20, :30, :40) may be that window and is not tested (clockEnd), and at
+// those starts the host is read as a window; at :10 and :50, which end
+// none of them, it is tested and read as the block it is (the grid of
+// 10 s, every common window's divisor, took them for windows' ends too).
+func TestToldShortBlockStarts(t *testing.T) {
+	const lanes, rate = 10, 4
+	low := 0
+	for ph := 0; ph < 60; ph += 2 {
+		l := newLimiter(t, limit.Config{}, lanes)
+		start := time.Unix(1_800_000_000, 0).Add(time.Duration(ph)*time.Second + 370*time.Millisecond)
+		end := start.Add(120 * time.Second)
+		ok := 0
+		_, n429 := crawlHost(t, l, toldBlock(rate, 10*time.Second), start, end, func(time.Time) { ok++ })
+		util := float64(ok) / (rate * lanes * end.Sub(start).Seconds())
+		if util < 0.5 {
+			low++
+			t.Logf("start %d s into the minute: %.1f%% over the run, %d 429s", ph, 100*util, n429)
+		}
+	}
+	// Four of the thirty: the starts whose told end falls on :00, :20,
+	// :30 or :40 (with the grid of 10 s, six: :10 and :50 too).
+	if low > 4 {
+		t.Errorf("%d of 30 starts under half the rate, want 4 at most", low)
 	}
 }

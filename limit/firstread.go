@@ -373,7 +373,7 @@ func (r *rules) penaltyTest(h *host, told bool, rec, now int64) bool {
 	if !told {
 		return e.blockTry > 0 && rec >= int64(e.blockTry) && e.n1 >= fewRun
 	}
-	if _, clock := onGrid(now+rec, int64(clockGrid(e.t1+e.headD+rec))); clock {
+	if clockEnd(now+rec, e.t1+e.headD+rec) {
 		return false
 	}
 	return rec%int64(penaltyRound) == 0 && e.n1 >= fewRun && h.canProbe()
@@ -431,32 +431,28 @@ func (r *rules) penaltyLate(h *host, l *lane, now int64) {
 // 429s and 80% after 30 s).
 const penaltyRound = 5 * time.Second
 
-// clockGrid is the grid of the clock a told recovery that ends on it may be a
-// window of the clock's end on (Rack::Attack's 40 per minute, its
-// Retry-After round at one start in five: tested as a penalty, its window was
-// read late, 1.0-1.4% of 429s at those starts): such a window holds the run
-// and the recovery, d, so it is a common window at least d long, and every
-// one of them ends on the grid of their greatest common divisor. A block's
-// end falls there by chance: on the grid of 10 s (every common window's) at
-// one first 429 in five, which read vsthrottle's block of a minute as a
-// window (5.3% of the limit, 68% tested); a block of a minute and its run
-// fit only an hour's, on whose grid it falls at one first 429 in 1,800.
-func clockGrid(d int64) time.Duration {
-	var g time.Duration
+// clockEnd reports whether a told recovery that ends at t may be a window
+// of the clock's end (Rack::Attack's 40 per minute, its Retry-After round
+// at one start in five: tested as a penalty, its window was read late,
+// 1.0-1.4% of 429s at those starts): such a window holds the run and the
+// recovery, d, so it is a common window at least d long, and t is on its
+// own grid. A block's end falls there by chance. On the grid of every
+// common window's greatest common divisor (10 s) it fell at one first 429
+// in five, which read vsthrottle's block of a minute as a window (5.3% of
+// the limit, 68% tested); a block of a minute and its run fit only an
+// hour's, whose ends it meets at one first 429 in 1,800. A block of 10 s
+// after a run of 8 s fits windows of 20 s and 30 s, whose ends are four
+// marks of a minute's six of the grid of 10 s (:10 and :50 end neither):
+// two first 429s in fifteen rather than one in five.
+func clockEnd(t, d int64) bool {
 	for _, w := range commonWindows {
 		if int64(w) >= d {
-			g = gcd(g, w)
+			if _, ok := onGrid(t, int64(w)); ok {
+				return true
+			}
 		}
 	}
-	return max(g, shortestCommon)
-}
-
-// gcd is the greatest common divisor of a and b (gcd(0, b) = b).
-func gcd(a, b time.Duration) time.Duration {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
+	return false
 }
 
 // tryQuota follows a window test pushed back within the first run's count

@@ -1277,36 +1277,36 @@ func TestLearnedMidRecovery(t *testing.T) {
 	}
 }
 
-// TestPenaltyClockGrid: a told recovery that ends on the clock's grid may be
-// a window of the clock's end, and no penalty's test is spent on it; the
-// grid is that of every common window long enough to hold the run and the
-// recovery. A block of 10 s after a run of 8 s ends on the grid of 10 s,
-// which a window of 20 s or 30 s of the clock ends on: no test. A block of
-// a minute after the same run fits an hour's window only: its end on the
-// grid of 10 s is chance (one first 429 in five read vsthrottle's block of
-// a minute as 16 per minute, 5.3% of its rate), and the test runs.
+// TestPenaltyClockGrid: a told recovery that ends where a common window
+// long enough to hold the run and the recovery ends on the clock may be
+// that window, and no penalty's test is spent on it; anywhere else it is
+// tested. A block of 10 s after a run of 8 s fits windows of 20 s and
+// 30 s: its end at :20 or :30 may be theirs, at :10 or :50 it is no
+// common window's (the grid of 10 s, every common window's divisor, took
+// them for ends too). A block of a minute after the same run fits an
+// hour's window only: its end at :20 is chance (one first 429 in five read
+// vsthrottle's block of a minute as 16 per minute, 5.3% of its rate), and
+// the test runs.
 func TestPenaltyClockGrid(t *testing.T) {
 	r := testRules(t, Config{})
 	for _, tc := range []struct {
 		ra   time.Duration
+		at   float64 // the first 429, seconds after a whole hour
 		test bool
 	}{
-		{10 * time.Second, false},
-		{time.Minute, true},
+		{10 * time.Second, 10, false}, // ends at :20
+		{10 * time.Second, 20, false}, // :30
+		{10 * time.Second, 40, true},  // :50
+		{10 * time.Second, 60, true},  // :10
+		{time.Minute, 10, true},       // :20 of the next minute
 	} {
 		h := hostWith(r, "e", "f")
 		e := h.lanes["e"]
 		h.cap.pass = 3.88
-		r.endRamp(h, e, 7.76, series{at: sec(2), ok: 16}, tc.ra, sec(10)) // told end on the grid of 10 s
+		r.endRamp(h, e, 7.76, series{at: sec(tc.at - 8), ok: 16}, tc.ra, sec(tc.at))
 		if h.exp.ptest != tc.test {
-			t.Errorf("Retry-After %v from a 429 at 10 s: penalty's test %v, want %v", tc.ra, h.exp.ptest, tc.test)
+			t.Errorf("Retry-After %v from a 429 at %vs: penalty's test %v, want %v", tc.ra, tc.at, h.exp.ptest, tc.test)
 		}
-	}
-	if g := clockGrid(int64(68 * time.Second)); g != time.Hour {
-		t.Errorf("clockGrid(68 s) = %v, want an hour", g)
-	}
-	if g := clockGrid(int64(25 * time.Second)); g != 30*time.Second {
-		t.Errorf("clockGrid(25 s) = %v, want 30 s (half a minute's and a minute's grid)", g)
 	}
 }
 
