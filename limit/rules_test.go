@@ -1695,6 +1695,15 @@ func TestExactCount(t *testing.T) {
 			if h.exp.phase != expSettled {
 				t.Errorf("a 429 to spend restarted the search (phase %v)", h.exp.phase)
 			}
+			// At the re-probe's time the search goes on between the
+			// count and the ceiling (a count is only a lower bound on a
+			// bucket of whole tokens; the ceiling, old by then, is tried
+			// again first), not a re-probe's step above the settled pace.
+			h.exp.okSince = reprobeQuiet
+			r.reprobeDue(h, e, sec(tc.secs+1)+r.probeEvery)
+			if hi := h.cap.hi; h.exp.phase != expBisect || e.pace <= lo || e.pace > hi {
+				t.Errorf("at the re-probe: phase %v, explorer at %v; want the search between the count %v and the ceiling %v", phaseNames[h.exp.phase], e.pace, lo, hi)
+			}
 		})
 	}
 }
