@@ -329,23 +329,29 @@ func toldBlock(n int64, block time.Duration) headroomServer {
 // of it). A block of a minute and its run fit only an hour's window, whose
 // grid it falls on by chance once in 1,800 (clockEnd): every start tests.
 func TestToldBlockStarts(t *testing.T) {
-	const lanes, rate = 10, 5
-	low := 0
-	for ph := range 10 {
-		l := newLimiter(t, limit.Config{}, lanes)
-		start := time.Unix(1_800_000_000, 0).Add(time.Duration(ph)*time.Second + 370*time.Millisecond)
-		end := start.Add(120 * time.Second)
-		ok := 0
-		_, n429 := crawlHost(t, l, toldBlock(rate, time.Minute), start, end, func(time.Time) { ok++ })
-		util := float64(ok) / (rate * lanes * end.Sub(start).Seconds())
-		if util < 0.5 {
-			low++
-			t.Logf("start %d s into the clock's 10: %.1f%% over the run, %d 429s", ph, 100*util, n429)
-		}
-	}
-	if low > 0 {
+	if low := toldBlockStarts(t, 5, time.Minute, 10, time.Second); low > 0 {
 		t.Errorf("%d of 10 starts under half the rate over the run, want none", low)
 	}
+}
+
+// toldBlockStarts crawls one host of 10 lanes for 120 s behind
+// vsthrottle's rate per second blocking block, told as Retry-After, from n
+// starts step apart (a third of a second after the clock's whole second),
+// and returns how many read under half the rate over the run.
+func toldBlockStarts(t *testing.T, rate int64, block time.Duration, n int, step time.Duration) (low int) {
+	const lanes = 10
+	for i := range n {
+		l := newLimiter(t, limit.Config{}, lanes)
+		start := time.Unix(1_800_000_000, 0).Add(time.Duration(i)*step + 370*time.Millisecond)
+		end := start.Add(120 * time.Second)
+		ok := 0
+		_, n429 := crawlHost(t, l, toldBlock(rate, block), start, end, func(time.Time) { ok++ })
+		if util := float64(ok) / (float64(rate*lanes) * end.Sub(start).Seconds()); util < 0.5 {
+			low++
+			t.Logf("start %v into the minute: %.1f%% over the run, %d 429s", time.Duration(i)*step, 100*util, n429)
+		}
+	}
+	return low
 }
 
 // TestToldShortBlockStarts sweeps vsthrottle's 4/s blocking 10 s, the block
@@ -356,23 +362,9 @@ func TestToldBlockStarts(t *testing.T) {
 // none of them, it is tested and read as the block it is (the grid of
 // 10 s, every common window's divisor, took them for windows' ends too).
 func TestToldShortBlockStarts(t *testing.T) {
-	const lanes, rate = 10, 4
-	low := 0
-	for ph := 0; ph < 60; ph += 2 {
-		l := newLimiter(t, limit.Config{}, lanes)
-		start := time.Unix(1_800_000_000, 0).Add(time.Duration(ph)*time.Second + 370*time.Millisecond)
-		end := start.Add(120 * time.Second)
-		ok := 0
-		_, n429 := crawlHost(t, l, toldBlock(rate, 10*time.Second), start, end, func(time.Time) { ok++ })
-		util := float64(ok) / (rate * lanes * end.Sub(start).Seconds())
-		if util < 0.5 {
-			low++
-			t.Logf("start %d s into the minute: %.1f%% over the run, %d 429s", ph, 100*util, n429)
-		}
-	}
 	// Four of the thirty: the starts whose told end falls on :00, :20,
 	// :30 or :40 (with the grid of 10 s, six: :10 and :50 too).
-	if low > 4 {
+	if low := toldBlockStarts(t, 4, 10*time.Second, 30, 2*time.Second); low > 4 {
 		t.Errorf("%d of 30 starts under half the rate, want 4 at most", low)
 	}
 }
