@@ -519,12 +519,11 @@ func (c *Core) acquireLocked(host string, h *hostState, want limit.Want, now tim
 	// through Redis held every URL left, two for their lanes' long wait
 	// at a pace the leader set too low, and the leader, which would have
 	// searched higher, had none to send (TestRedisFaults/KillDuringOutage).
-	if !next.IsZero() && (next.Sub(now) > c.cfg.LeaseTTL/2 || now.Sub(h.waitFrom) > c.cfg.LeaseTTL/2) {
+	if !next.IsZero() && max(next.Sub(now), now.Sub(h.waitFrom)) > c.cfg.LeaseTTL/2 {
 		if len(h.queue) > 0 {
 			c.cfg.Logger.Debug("host held back past half a lease: its buffered jobs go back to the frontier",
-				"host", host, "jobs", len(h.queue), "held_since", h.waitFrom.Format(time.RFC3339Nano), "until", next.Format(time.RFC3339Nano))
+				"host", host, "jobs", len(h.queue), "held_since", h.waitFrom, "until", next)
 		}
-		h.waitFrom = time.Time{}
 		if err := c.handBackLocked(context.Background(), h); err != nil {
 			c.cfg.Logger.Warn("hand back", "host", host, "err", err)
 		}
@@ -607,7 +606,7 @@ func (c *Core) handBackLocked(ctx context.Context, h *hostState) error {
 		}
 	}
 	c.buffered -= len(h.queue)
-	h.queue = nil
+	h.queue, h.waitFrom = nil, time.Time{}
 	c.frDirty = true
 	return first
 }

@@ -129,7 +129,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		}
 	}
 	slices.SortFunc(lh.Lanes, func(a, b LearnedLane) int { return strings.Compare(a.Exit, b.Exit) })
-	if (e.phase == expRamp || e.awaitAt != 0) && c.declared == 0 && !h.rated() || h.led {
+	if ((e.phase == expRamp || e.awaitAt != 0) && c.declared == 0 && !h.rated()) || h.led {
 		// Nothing learned: still in the first ramp, or its first 429's
 		// recovery not measured yet, the lanes holding a cautious reading
 		// (the run as a minute's window) that is no rate: kept, it was

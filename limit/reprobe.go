@@ -74,14 +74,16 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 	if now-e.quietAt < every || int64(e.okSince) < quiet {
 		return
 	}
-	if e.settledOnCount() && c.hi > 0 && max(c.pass, c.lo)*c.done() < c.hi {
+	if e.settledOnCount() && r.settlesAt(h, now) == "" {
 		// Settled on a count between two 429s short of the ceiling: an
 		// ordinary bucket's rate within 5%, but where a bucket adds only
 		// whole tokens since a key's last use (Varnish's vsthrottle) a
 		// lane paced under the rate gains one a request and the count
 		// is only the pace it sent (9.15/s of 10/s, the ceiling at
 		// 9.98/s). At the re-probe's time the search goes on between
-		// the two, for the 429 the re-probe above would spend.
+		// the two, for the 429 the re-probe above would spend, if a
+		// step is left there (else nextBisect would settle again at
+		// once and start the quiet over, and no re-probe would come).
 		r.setPhase(h, l, expBisect, now, "re-probe: a count is a lower bound; the search goes on under the ceiling")
 		r.nextBisect(h, l, now)
 		return
