@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/exitgate/exitgate/verdict"
 )
@@ -311,7 +310,7 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 // every answer counted as late, and lanes at 20/s went 3% under their
 // pace (x/time/rate at 20/s, burst 1: 57.8 ms apart at a pace of 56.1 ms).
 func (r *rules) spaceAfter(l *lane, rec ticketRec, answered int64) {
-	const unit = int64(100 * time.Microsecond)
+	const unit = rttUnit
 	rtt := min((answered-rec.at)/unit, math.MaxUint16)
 	if rtt < 0 {
 		return

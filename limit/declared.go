@@ -142,13 +142,30 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	}
 	why := fmt.Sprintf("the server declared %g per %v", hq.limit, time.Duration(hq.span()).Round(time.Millisecond))
 	if exact {
-		why += ", a fixed window: paced at its rate exactly"
+		why += ", a fixed window: paced at its rate"
+	}
+	if exact {
+		h.cap.exactSlack = h.arrivalSlack()
+		why += fmt.Sprintf(" (%v left for the arrivals' jitter a window)", time.Duration(h.cap.exactSlack).Round(time.Millisecond))
 	}
 	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, why)
 	h.cap.declared, h.cap.exact = d, exact
 	r.roomRestart(h, now) // a headroom check waits on the new pace
 	h.exp.exit = ""
 	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")
+}
+
+// arrivalSlack is how much a request's arrival at the server may vary
+// from its send, as far as host h's lanes tell: half their usual answer
+// time (the way there), at least exactMargin. Through a proxy pool
+// answers take a second, and a request's way there varies by hundreds of
+// milliseconds.
+func (h *host) arrivalSlack() int64 {
+	var rtt int64
+	for _, l := range h.lanes {
+		rtt = max(rtt, int64(l.rttMid)*rttUnit)
+	}
+	return max(int64(exactMargin), rtt/2)
 }
 
 // rollProbe chooses the lane that goes at the first roll's reset

@@ -116,6 +116,9 @@ type capacity struct {
 	// was, and the margin is back for good. bucket: the declared limit
 	// turned out a bucket's capacity (bucketQuota): never a ceiling again.
 	exact, inexact, bucket bool
+	// exactSlack is the time a window paced exactly leaves for its
+	// requests' arrivals to vary (exactPace), set with exact.
+	exactSlack int64
 	// room is the check of a declared quota's headroom (headroom.go).
 	room roomCheck
 	// span is the careful proof span: twice the time the first 429 took to

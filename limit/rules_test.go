@@ -1002,8 +1002,12 @@ func TestFixedWindowExact(t *testing.T) {
 	h := hostWith(r, "e", "f")
 	f := h.lanes["f"]
 	busyWindow(h, f, 5)
-	if !h.cap.exact || !near(f.pace, 0.1) || !near(h.lanes["e"].pace, 0.1) {
-		t.Errorf("fixed window: exact %v, lanes at %v and %v; want exactly 0.1/s", h.cap.exact, f.pace, h.lanes["e"].pace)
+	// The rate, less exactMargin a window for the arrivals' jitter: the
+	// seventh request goes 60.025 s after the first, not on the window's
+	// end.
+	exact := 0.1 * 60 / (60 + exactMargin.Seconds())
+	if !h.cap.exact || !near(f.pace, exact) || !near(h.lanes["e"].pace, exact) {
+		t.Errorf("fixed window: exact %v, lanes at %v and %v; want %v/s", h.cap.exact, f.pace, h.lanes["e"].pace, exact)
 	}
 	r.throttled(h, f, ticketRec{at: sec(62), laneIv: int64(10 * time.Second)}, &Outcome{RetryAfter: time.Second}, sec(62), sec(62), 0.5)
 	if h.cap.exact || !h.cap.inexact || !near(h.lanes["e"].pace, margin) {
@@ -1022,11 +1026,52 @@ func TestFixedWindowExact(t *testing.T) {
 		t.Error("a busy window, an idle one, then most of one remaining: read as fixed")
 	}
 
+	// Lanes that answer slower than twice exactMargin leave half their
+	// answer time (the way there): half a second a minute.
+	slow := hostWith(r, "e", "f")
+	slow.lanes["e"].rttMid = uint16(time.Second / time.Duration(rttUnit))
+	busyWindow(slow, slow.lanes["f"], 5)
+	if want := 0.1 * 60 / 60.5; !slow.cap.exact || !near(slow.lanes["f"].pace, want) {
+		t.Errorf("fixed window, answers in 1 s: exact %v, lane at %v; want %v", slow.cap.exact, slow.lanes["f"].pace, want)
+	}
+
 	s := hostWith(r, "e", "f")
 	busyWindow(s, s.lanes["f"], 1)
 	headroom := r.settle * min(1, (1-0.6/6)/r.settle) * 0.1
 	if s.cap.exact || !near(s.lanes["f"].pace, headroom) {
 		t.Errorf("little left after the reset (sliding): exact %v, lane at %v; want %v", s.cap.exact, s.lanes["f"].pace, headroom)
+	}
+}
+
+// TestFixedSecondMargin: a fixed window of a second paced at its rate
+// leaves a request due on the window's end, where a window opened by the
+// client's first request (ulule/limiter's 5 per second) refuses it at
+// every window the arrival comes a millisecond early: every lane is paced
+// so that the sixth request goes exactMargin after the window's end.
+func TestFixedSecondMargin(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	f := h.lanes["f"]
+	f.q = &quota{}
+	answer := func(rem float64, at float64) {
+		r.declared(h, f, &Outcome{Quota: 5, Window: time.Second, Remaining: rem, HasRemaining: true, HasReset: true, ResetIn: time.Second}, sec(at))
+	}
+	answer(4, 0)
+	for i := range 5 {
+		f.q.take(sec(0.2 * float64(i)))
+	}
+	f.q.take(sec(1.01))
+	answer(4, 1.01)
+	if want := 5 / (1 + exactMargin.Seconds()); !h.cap.exact || !near(f.pace, want) || !near(h.lanes["e"].pace, want) {
+		t.Errorf("fixed window of a second: exact %v, lanes at %v and %v; want %v", h.cap.exact, f.pace, h.lanes["e"].pace, want)
+	}
+	// Never under Settle's pace: a margin longer than Settle's (answers in
+	// 100 ms, 50 ms a way) gives Settle's.
+	f.rttMid = uint16(100 * time.Millisecond / time.Duration(rttUnit))
+	h.cap.exact = false
+	answer(4, 2.02)
+	if want := r.settle * 5; !h.cap.exact || !near(h.lanes["e"].pace, want) {
+		t.Errorf("fixed window of a second, answers in 100 ms: exact %v, lane at %v; want Settle under the rate, %v", h.cap.exact, h.lanes["e"].pace, want)
 	}
 }
 
