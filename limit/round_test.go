@@ -98,7 +98,7 @@ func TestRoundHold(t *testing.T) {
 // rather than step above a round limit, and does not resume its search at
 // the next success; only a re-probe goes above, after half the quiet a
 // costly host waits after a pushback (nothing was pushed back above this
-// pace yet).
+// pace yet) and a quarter of the usual time.
 func TestRoundCostly(t *testing.T) {
 	r := testRules(t, Config{})
 	h := hostWith(r, "e", "f")
@@ -121,9 +121,16 @@ func TestRoundCostly(t *testing.T) {
 	if h.exp.phase != expSettled || h.exp.reprobe {
 		t.Errorf("10 successes after settling: phase %s reprobe %v, want settled until a re-probe's quiet", phaseNames[h.exp.phase], h.exp.reprobe)
 	}
+	// The first re-probe comes a quarter of a minute after the round
+	// hold, once the host has the quiet's successes: the round limit is
+	// one guess of several between what passed and the ramp's 429.
 	h.exp.okSince = reprobeQuiet * costlyQuiet / 2
-	r.reprobeDue(h, e, sec(120))
+	r.reprobeDue(h, e, sec(29))
+	if h.exp.reprobe {
+		t.Error("re-probed 14 s after settling at a round limit, want 15 s")
+	}
+	r.reprobeDue(h, e, sec(31))
 	if !h.exp.reprobe {
-		t.Error("no re-probe after the usual quiet: a limit between 30 and 60 per minute would never be found")
+		t.Error("no re-probe 16 s after settling at a round limit with the quiet's successes: a limit between 30 and 60 per minute would wait a minute")
 	}
 }
