@@ -349,8 +349,9 @@ type explorer struct {
 	// held: the explorer holds a pace Settle under a round limit until
 	// the host can afford the 429 a step above it would likely cost;
 	// roundHeld: the search settled at such a pace where a 429 is costly,
-	// and only a re-probe goes above it.
-	held, roundHeld bool
+	// and only a re-probe goes above it; roundSoon: the search's first
+	// such hold, whose first re-probe comes sooner (reprobeDue).
+	held, roundHeld, roundSoon bool
 }
 
 // startPace is the explorer's pace when a host starts: Settle under the
@@ -658,6 +659,14 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		c.hi, c.at, e.retest, e.fails = 0, now, false, 0
 	}
 	switch {
+	case c.hi == 0 && c.costly && e.phase != expRamp && l.pace > c.follow*(1+tolerance) && r.roundUnder(l.pace) != "":
+		// Above what the host settled on, the climb passed a pace Settle
+		// under a round limit: as the search does (holdRound), it
+		// settles there rather than spend a blocked lane on a step above
+		// it (vsthrottle's 5/s blocking a minute: its re-probe passed
+		// 4.85/s, stepped to 5.06/s and idled a lane for a minute).
+		e.roundHeld = true
+		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is Settle under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, r.roundUnder(l.pace)))
 	case c.hi == 0 && c.costly && e.phase != expRamp:
 		// A 429 idles a lane long here (a block of a minute told by
 		// Retry-After): past its first step, a search above what the
@@ -665,6 +674,8 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// first 429 ends it. Doubling, vsthrottle's 5/s blocking a
 		// minute, settled at 3.88/s, re-probed 4.85/s, then 9.2, 6.5
 		// and 5.5/s, each pushed back and its lane blocked a minute.
+		// (Its steps are not stopped at every round limit on the way:
+		// counted per hour as well, one lies within nearly every step.)
 		r.setExplorerPace(h, l, passed*costlyDone, now, phaseNames[e.phase], "nothing pushed back, and a 429 is costly here: a step the search stops within")
 	case e.phase == expRamp || c.hi == 0:
 		r.setExplorerPace(h, l, passed*rampStep, now, phaseNames[e.phase], "nothing pushed back over a run: double")

@@ -67,13 +67,14 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 		// Settled at a round limit for the cost of a 429 alone: nothing
 		// but a probe finds a limit between it and where the ramp was
 		// pushed back, so it comes at half the costly quiet (800
-		// successes), and the first one a quarter of the usual time on
-		// (15 s) if it has them by then: the round limit is
+		// successes), and the first after the search's hold a quarter
+		// of the usual time on (15 s) if it has them by then: the
+		// round limit is
 		// a guess among several the gap holds (vsthrottle's 5/s blocking
 		// a minute, held at 3.88/s under 4 per second, went on at 78%
 		// of its limit for a minute before the probe that found 4.85/s).
 		quiet *= costlyQuiet / 2
-		if e.fails == 0 {
+		if e.fails == 0 && e.roundSoon {
 			every /= 4
 		}
 	case c.costly:
@@ -97,6 +98,7 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 		return
 	}
 	h.reprobeFrom(c.follow)
+	e.roundSoon = false // a hold the re-probe finds waits the usual time
 	if c.clock.on {
 		// The gate holds every lane to the quota a window: a probe above
 		// it is one only without it (read again if pushed back the same).

@@ -111,7 +111,7 @@ func (r *rules) holdRound(h *host, l *lane, now int64) bool {
 		return false
 	}
 	if h.cap.costly {
-		e.held, e.roundHeld = false, true
+		e.held, e.roundHeld, e.roundSoon = false, true, true
 		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is Settle under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, lim))
 		return true
 	}

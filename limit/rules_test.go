@@ -2610,19 +2610,20 @@ func TestCountFell(t *testing.T) {
 // which its first 429 ends: doubling from 4.85/s went to 9.2, 6.5 and
 // 5.5/s, each pushed back and its lane blocked a minute.
 func TestCostlyClimb(t *testing.T) {
+	// 4.5/s sits Settle under no round limit (4.64/s).
 	for _, costly := range []bool{false, true} {
 		r, h, e := bisecting(t)
 		c := &h.cap
-		c.costly, c.pass, c.sent, c.safe = costly, 3.88, 3.88, 3.88
-		r.setPace(h, e, 4.85)
-		h.exp.pace = 4.85
+		c.costly, c.pass, c.sent, c.safe = costly, 3.6, 3.6, 3.6
+		r.setPace(h, e, 4.5)
+		h.exp.pace = 4.5
 		at := 10.0
-		for i := 0; i < 200 && e.pace == 4.85; i++ {
+		for i := 0; i < 200 && e.pace == 4.5; i++ {
 			r.exploreOK(h, e, sec(at), sec(at))
-			at += 1 / 4.85
+			at += 1 / 4.5
 		}
-		if e.pace == 4.85 {
-			t.Fatalf("costly %v: no step after %.0fs at 4.85/s", costly, at-10)
+		if e.pace == 4.5 {
+			t.Fatalf("costly %v: no step after %.0fs at 4.5/s", costly, at-10)
 		}
 		if want := c.pass * rampStep; !costly && !near(e.pace, want) {
 			t.Errorf("not costly: %.3g/s after passing %.3g/s, want %.3g/s (doubled)", e.pace, c.pass, want)
@@ -2630,5 +2631,32 @@ func TestCostlyClimb(t *testing.T) {
 		if want := c.pass * costlyDone; costly && !near(e.pace, want) {
 			t.Errorf("costly: %.3g/s after passing %.3g/s, want %.3g/s (a step of costlyDone)", e.pace, c.pass, want)
 		}
+	}
+}
+
+// TestCostlyClimbRound: a costly host's climb above what it settled on
+// (vsthrottle's 5/s blocking a minute, re-probed from 3.88/s) settles
+// where it passed a pace Settle under a round limit: a step above 4.85/s,
+// Settle under 5 per second, idled a lane for a minute.
+func TestCostlyClimbRound(t *testing.T) {
+	climb := func(pace float64) (*host, *lane) {
+		r, h, e := bisecting(t)
+		c := &h.cap
+		c.costly, c.pass, c.sent, c.safe = true, 3.6, 3.6, 3.6
+		r.setPace(h, e, pace)
+		h.exp.pace = pace
+		at := 10.0
+		for i := 0; i < 200 && e.pace == pace && h.exp.phase != expSettled; i++ {
+			r.exploreOK(h, e, sec(at), sec(at))
+			at += 1 / pace
+		}
+		return h, e
+	}
+	h, e := climb(4.85)
+	if h.exp.phase != expSettled || !h.exp.roundHeld || h.exp.roundSoon {
+		t.Errorf("passed 4.85/s: phase %s roundHeld %v roundSoon %v, want settled there for a later re-probe", phaseNames[h.exp.phase], h.exp.roundHeld, h.exp.roundSoon)
+	}
+	if f := h.cap.follow; !near(f, 4.85) || !near(e.pace, 4.85) {
+		t.Errorf("passed 4.85/s: followers at %v, explorer at %v; want 4.85", f, e.pace)
 	}
 }
