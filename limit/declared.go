@@ -142,11 +142,8 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	}
 	why := fmt.Sprintf("the server declared %g per %v", hq.limit, time.Duration(hq.span()).Round(time.Millisecond))
 	if exact {
-		why += ", a fixed window: paced at its rate"
-	}
-	if exact {
 		h.cap.exactSlack = h.arrivalSlack()
-		why += fmt.Sprintf(" (%v left for the arrivals' jitter a window)", time.Duration(h.cap.exactSlack).Round(time.Millisecond))
+		why += fmt.Sprintf(", a fixed window: paced at its rate (%v left for the arrivals' jitter a window)", time.Duration(h.cap.exactSlack).Round(time.Millisecond))
 	}
 	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, why)
 	h.cap.declared, h.cap.exact = d, exact

@@ -69,10 +69,10 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 		// pushed back, so it comes at half the costly quiet (800
 		// successes), and the first after the search's hold a quarter
 		// of the usual time on (15 s) if it has them by then: the
-		// round limit is
-		// a guess among several the gap holds (vsthrottle's 5/s blocking
-		// a minute, held at 3.88/s under 4 per second, went on at 78%
-		// of its limit for a minute before the probe that found 4.85/s).
+		// round limit is a guess among several the gap holds
+		// (vsthrottle's 5/s blocking a minute, held at 3.88/s under 4
+		// per second, went on at 78% of its limit for a minute before
+		// the probe that found 4.85/s).
 		quiet *= costlyQuiet / 2
 		if e.fails == 0 && e.roundSoon {
 			every /= 4
