@@ -665,8 +665,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// settles there rather than spend a blocked lane on a step above
 		// it (vsthrottle's 5/s blocking a minute: its re-probe passed
 		// 4.85/s, stepped to 5.06/s and idled a lane for a minute).
-		e.roundHeld = true
-		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is Settle under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, r.roundUnder(l.pace)))
+		r.settleRound(h, l, r.roundUnder(l.pace), false, now)
 	case c.hi == 0 && c.costly && e.phase != expRamp:
 		// A 429 idles a lane long here (a block of a minute told by
 		// Retry-After): past its first step, a search above what the

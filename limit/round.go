@@ -70,6 +70,15 @@ func perName(per float64) string {
 	return fmt.Sprintf("%.0fs", per)
 }
 
+// settleRound settles host h's search at explorer l's pace, Settle under
+// the round limit lim, where a 429 above it idles a lane long (costly);
+// soon: the search's own hold, whose first re-probe comes sooner
+// (reprobeDue), not one a re-probe's climb came to.
+func (r *rules) settleRound(h *host, l *lane, lim string, soon bool, now int64) {
+	h.exp.roundHeld, h.exp.roundSoon = true, soon
+	r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is Settle under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, lim))
+}
+
 // roundUnder returns the round limit the pace sits Settle under, or "".
 func (r *rules) roundUnder(pace float64) string { return roundLimit(pace / r.settle) }
 
@@ -111,8 +120,8 @@ func (r *rules) holdRound(h *host, l *lane, now int64) bool {
 		return false
 	}
 	if h.cap.costly {
-		e.held, e.roundHeld, e.roundSoon = false, true, true
-		r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is Settle under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, lim))
+		e.held = false
+		r.settleRound(h, l, lim, true, now)
 		return true
 	}
 	if h.affords() {

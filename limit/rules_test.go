@@ -2612,18 +2612,10 @@ func TestCountFell(t *testing.T) {
 func TestCostlyClimb(t *testing.T) {
 	// 4.5/s sits Settle under no round limit (4.64/s).
 	for _, costly := range []bool{false, true} {
-		r, h, e := bisecting(t)
+		h, e := climbFrom(t, costly, 4.5)
 		c := &h.cap
-		c.costly, c.pass, c.sent, c.safe = costly, 3.6, 3.6, 3.6
-		r.setPace(h, e, 4.5)
-		h.exp.pace = 4.5
-		at := 10.0
-		for i := 0; i < 200 && e.pace == 4.5; i++ {
-			r.exploreOK(h, e, sec(at), sec(at))
-			at += 1 / 4.5
-		}
 		if e.pace == 4.5 {
-			t.Fatalf("costly %v: no step after %.0fs at 4.5/s", costly, at-10)
+			t.Fatalf("costly %v: no step after 200 successes at 4.5/s", costly)
 		}
 		if want := c.pass * rampStep; !costly && !near(e.pace, want) {
 			t.Errorf("not costly: %.3g/s after passing %.3g/s, want %.3g/s (doubled)", e.pace, c.pass, want)
@@ -2634,25 +2626,28 @@ func TestCostlyClimb(t *testing.T) {
 	}
 }
 
+// climbFrom runs a searching explorer, 3.6/s passed, at pace until it
+// steps or settles (at most 200 successes), on a host costly or not.
+func climbFrom(t *testing.T, costly bool, pace float64) (*host, *lane) {
+	r, h, e := bisecting(t)
+	c := &h.cap
+	c.costly, c.pass, c.sent, c.safe = costly, 3.6, 3.6, 3.6
+	r.setPace(h, e, pace)
+	h.exp.pace = pace
+	at := 10.0
+	for i := 0; i < 200 && e.pace == pace && h.exp.phase != expSettled; i++ {
+		r.exploreOK(h, e, sec(at), sec(at))
+		at += 1 / pace
+	}
+	return h, e
+}
+
 // TestCostlyClimbRound: a costly host's climb above what it settled on
 // (vsthrottle's 5/s blocking a minute, re-probed from 3.88/s) settles
 // where it passed a pace Settle under a round limit: a step above 4.85/s,
 // Settle under 5 per second, idled a lane for a minute.
 func TestCostlyClimbRound(t *testing.T) {
-	climb := func(pace float64) (*host, *lane) {
-		r, h, e := bisecting(t)
-		c := &h.cap
-		c.costly, c.pass, c.sent, c.safe = true, 3.6, 3.6, 3.6
-		r.setPace(h, e, pace)
-		h.exp.pace = pace
-		at := 10.0
-		for i := 0; i < 200 && e.pace == pace && h.exp.phase != expSettled; i++ {
-			r.exploreOK(h, e, sec(at), sec(at))
-			at += 1 / pace
-		}
-		return h, e
-	}
-	h, e := climb(4.85)
+	h, e := climbFrom(t, true, 4.85)
 	if h.exp.phase != expSettled || !h.exp.roundHeld || h.exp.roundSoon {
 		t.Errorf("passed 4.85/s: phase %s roundHeld %v roundSoon %v, want settled there for a later re-probe", phaseNames[h.exp.phase], h.exp.roundHeld, h.exp.roundSoon)
 	}

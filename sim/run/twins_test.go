@@ -290,8 +290,9 @@ func TestPenaltyFloors(t *testing.T) {
 		// A bucket of 100 refilled at 100 a minute: the test is pushed back
 		// and the window fitted is read, as before, at the cost of the
 		// test's lane blocked a minute (96 / 94% before 2026-12-06's
-		// check of the clock (clockEnd), when this start's told end fell on the grid of 10 s
-		// and no test ran, by chance, as at one start in five).
+		// check of the clock (clockEnd), when this start's told end fell
+		// on the grid of 10 s and no test ran, by chance, as at one
+		// start in five).
 		{"100 per min, block 1 min", server.Policy{Quota: 100, Window: minute, Block: minute}, 0.93, 0.87, 0.002},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
