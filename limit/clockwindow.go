@@ -142,7 +142,11 @@ const (
 // clock's (proven or being tested) waits for the window's end.
 func (r *rules) clockSend(h *host, l *lane, rec *ticketRec, now int64) {
 	c := &h.cap
-	if h.c.Throttled == 0 || c.declared > 0 || h.led || c.clock.refuted {
+	if c.declared > 0 || h.led || c.clock.refuted {
+		return
+	}
+	ramp := h.c.Throttled == 0 && h.exp.phase == expRamp && l.exit == h.exp.exit
+	if h.c.Throttled == 0 && !ramp && (l.x == nil || l.x.sent == nil) {
 		return
 	}
 	x := l.extra()
@@ -151,7 +155,13 @@ func (r *rules) clockSend(h *host, l *lane, rec *ticketRec, now int64) {
 		// first send since the first 429: it sent nothing between, so
 		// its count is whole from the second after that 429 on (a lane
 		// resting a minute's Retry-After counts the next minute whole).
+		// The ramp's explorer counts from its first request on: a
+		// window of the clock its first run straddled is read from
+		// what it sent in it (clockCut).
 		from := h.thrAt/1e9 + 1
+		if ramp {
+			from = now / 1e9
+		}
 		x.sent = &sendRing{start: from, last: from - 1}
 	}
 	g := x.sent
@@ -560,5 +570,60 @@ func (r *rules) clockRelease(h *host, l *lane, end, now int64) {
 	for i, o := range held {
 		o.tat = max(o.tat, now+int64(i+1)*step)
 		r.rekey(h, o)
+	}
+}
+
+// clockCut reads the first run from the start of the window whose end the
+// first 429's Retry-After told, rec on, on the grid of the common window
+// the run and the recovery fit, where the run began more than a second
+// before that window did: a window of the clock (Rack::Attack's, the same
+// for every client) that the crawl started part way into. The run's
+// requests before the window's start counted in the window before, and its
+// count over the whole run is more than a window holds (Rack::Attack's 40
+// per minute, the run begun 5.1 s before a minute's end, read 45 per
+// minute, and every lane, paced at that, was pushed back near the next
+// minute's end at once: 1.20% of 429s). The run is what the explorer's
+// send ring counted from the window's start to the request the 429
+// answered, over the window less the recovery (the told end's lateness,
+// up to a second of a Retry-After in whole seconds, taken off it): the
+// rest of the first 429's reading reads that, a window's quota. A window
+// opened by the run's first request (or a moving one) starts with the run,
+// and a fixed Retry-After tells an end on the grid only by chance; nothing
+// is cut there, nor to under half the run's count.
+func (r *rules) clockCut(h *host, rec, now int64) {
+	e := &h.exp
+	ex := h.lanes[e.exit]
+	if ex == nil || ex.x == nil || e.sent1At == 0 {
+		return
+	}
+	w, fits := windowFit(e.t1, e.headD, rec)
+	if !fits || w%time.Second != 0 {
+		return
+	}
+	g, ok := onGrid(now+rec, int64(w))
+	start, began := g-int64(w), now-e.t1-e.headD
+	if !ok || began >= start-int64(time.Second) || e.sent1At < start || g-rec <= start {
+		return
+	}
+	m, ok := ex.x.sent.sum(start/1e9, e.sent1At/1e9-1)
+	n := m + int32(e.sent1Sec)
+	q := e.n1 + e.headN
+	if !ok || n >= q || n < minQuota || 2*n < q {
+		return
+	}
+	h.note(r, now, "clock", e.exit, "run", float64(q), float64(n), fmt.Sprintf("the run began %.1fs before the window of %v whose end the Retry-After told on the clock's grid: the run is the %d it sent in that window", secs(start-began), w, n))
+	e.n1, e.t1, e.headN, e.headD = n, g-rec-start, 0, 0
+	// The followers straddled the window's start too: each one's series
+	// is counted from it, all of what it sent charged to this window
+	// (more than the server counts, never less), so a follower slowed to
+	// the quota's pace waits out what it spent here (setPace's debt) and
+	// sends no more than the quota before the window's end. Charged from
+	// the series' own start instead, each of Rack::Attack's followers sent
+	// the two requests it had sent before the minute again, and all nine
+	// were pushed back together a second before the minute's end.
+	for _, l := range h.lanes {
+		if l != ex && l.serAt != 0 && l.serAt < start {
+			l.serAt = start
+		}
 	}
 }

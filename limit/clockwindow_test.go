@@ -117,10 +117,15 @@ func TestClockWindow(t *testing.T) {
 // whose told ends are round at one start in five here: tested as
 // penalties (without the check of the clock, clockEnd), 33 missed; with it,
 // on the grid of 10 s or, since, where a common window that holds the run
-// and the recovery ends, 29.
+// and the recovery ends, 29, 11 of them over 1% of 429s. Since the first
+// run's count is cut at the start of the window whose end the first
+// Retry-After told (clockCut), 30, 4 of them over 1%: the seven starts
+// 51-57 s into a minute drew 1.2-1.3% and now 0.13%, and miss the bar's
+// 95% instead (86-93% after 30 s), the explorer waiting out the minute's
+// Retry-After past 30 s; the start 58 s in joins them (93.2%).
 func TestClockWindowStarts(t *testing.T) {
-	const lanes, maxMisses = 10, 29
-	misses := 0
+	const lanes, maxMisses, maxOver = 10, 30, 4
+	misses, over := 0, 0
 	for ph := range 60 {
 		for _, c := range []struct {
 			n int
@@ -141,14 +146,18 @@ func TestClockWindowStarts(t *testing.T) {
 				}
 			})
 			util := float64(okWarm) / (float64(c.n) / c.w.Seconds() * lanes * end.Sub(warm).Seconds())
-			if ratio := float64(n429) / float64(n429+ok); util < 0.95 || ratio > 0.01 {
+			ratio := float64(n429) / float64(n429+ok)
+			if ratio > 0.01 {
+				over++
+			}
+			if util < 0.95 || ratio > 0.01 {
 				misses++
 				t.Logf("%d per %v, %d s into a window: %.1f%% after 30 s, %.2f%% of 429s", c.n, c.w, ph, 100*util, 100*ratio)
 			}
 		}
 	}
-	if misses > maxMisses {
-		t.Errorf("%d of 100 starts under the bar, want at most %d", misses, maxMisses)
+	if misses > maxMisses || over > maxOver {
+		t.Errorf("%d of 100 starts under the bar, want at most %d; %d over 1%% of 429s, want at most %d", misses, maxMisses, over, maxOver)
 	}
 }
 
@@ -366,5 +375,36 @@ func TestToldShortBlockStarts(t *testing.T) {
 	// :30 or :40 (with the grid of 10 s, six: :10 and :50 too).
 	if low := toldBlockStarts(t, 4, 10*time.Second, 30, 2*time.Second); low > 4 {
 		t.Errorf("%d of 30 starts under half the rate, want 4 at most", low)
+	}
+}
+
+// TestClockWindowStraddled: a crawl that starts in the last seconds of a
+// window of the clock told by Retry-After (Rack::Attack's 40 per minute),
+// so the explorer's first run straddles the minute's start. Its count over
+// the whole run was read as the quota (45 per minute, 54.9 s in), every
+// lane paced at that, and all were pushed back a second before the next
+// minute's end (real: 102.8% over 120 s, 1.20% of 429s). What the run sent
+// from the start of the minute whose end the Retry-After told is the quota
+// (clockCut), and the followers' series count from that start too: one
+// 429 each, at 86-93% of the limit after 30 s (the explorer waits out the
+// minute's Retry-After past 30 s).
+func TestClockWindowStraddled(t *testing.T) {
+	const lanes, n, w = 10, 40, time.Minute
+	for ph := 51; ph < 60; ph++ {
+		srv := clockWindow(n, w, true)
+		l := newLimiter(t, limit.Config{}, lanes)
+		start := time.Unix(1_800_000_000, 0).Add(time.Duration(ph)*time.Second + 900*time.Millisecond)
+		warm := start.Add(30 * time.Second)
+		ok, okWarm := 0, 0
+		_, n429 := crawlHost(t, l, srv, start, start.Add(120*time.Second), func(at time.Time) {
+			ok++
+			if !at.Before(warm) {
+				okWarm++
+			}
+		})
+		util := float64(okWarm) / (float64(n) / w.Seconds() * lanes * 90)
+		if ratio := float64(n429) / float64(n429+ok); ratio > 0.01 || util < 0.85 {
+			t.Errorf("%d.9 s into a minute: %d 429s in %d requests (%.2f%%), want at most 1%%; %.1f%% after 30 s, want at least 85%%", ph, n429, n429+ok, 100*ratio, 100*util)
+		}
 	}
 }

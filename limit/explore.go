@@ -222,7 +222,12 @@ type explorer struct {
 	// as long as the whole run, counted them too.
 	headN int32
 	headD int64
-	k1    int32   // of them at the pace that drew it (-1: a follower drew it)
+	// sent1At and sent1Sec are when the request the first 429 answered
+	// went and what its lane sent before it in that second of the clock
+	// (clockCut; 0: its send ring did not count it).
+	sent1At  int64
+	sent1Sec uint8
+	k1       int32   // of them at the pace that drew it (-1: a follower drew it)
 	x1    float64 // that pace
 	// wtest is how many successes in a row at the ramp's pace refute a
 	// window reading of the first 429 (0: no such test running).

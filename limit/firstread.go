@@ -32,6 +32,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		r.updateFollow(h, now, "explore", "the followers keep their pace")
 		return
 	}
+	if told {
+		r.clockCut(h, rec, now)
+	}
 	safe := e.wholeRun(rec) // the whole run: the cautious reading
 	if e.ramped > 0 {
 		safe = min(safe, e.ramped)

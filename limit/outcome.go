@@ -312,6 +312,10 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 			r.endRamp(h, l, x, ser, o.RetryAfter, now)
 		}
 	case h.exp.phase == expRamp:
+		h.exp.sent1At, h.exp.sent1Sec = 0, 0
+		if rec.ring {
+			h.exp.sent1At, h.exp.sent1Sec = rec.at, rec.sec
+		}
 		r.endRamp(h, l, x, ser, o.RetryAfter, now)
 	case o.RetryAfter == 0 && r.clockEdge(h, l, rec, x, prevEp, now):
 	case l.exit == h.exp.exit && r.bareRetry(h, l, o, rec.first, now):

@@ -274,6 +274,16 @@ func Wide() []Scenario {
 	remaining := twin("block-bucket-30-per-min-remaining", "Varnish vsthrottle 30 per minute (a bucket of 30 whole tokens refilled at 0.5/s); X-RateLimit-Remaining alone (its whole tokens) on every response, no Retry-After",
 		Config{Algorithm: BlockBucket, Policy: Policy{Quota: 30, Window: time.Minute}, Headers: HeadersRemaining, NoRetryAfter: true})
 
+	// Windows of the clock, the same for every client, told by
+	// Retry-After (Rack::Attack's, held out as rack-attack-40-per-min,
+	// simulated beside it: not a twin, Rack::Attack also counts what it
+	// refuses): the crawl starts 5.1 s before a minute's end, so the
+	// explorer's first run straddles the minute and holds more than one
+	// minute's quota.
+	clock := twin("clock-40-per-min-ra-straddle", "a fixed window of the clock per IP (every client's minute the same, as Rack::Attack's), 40 per minute; Retry-After: the seconds to the minute's end; the run starts 5.1 s before a minute ends",
+		Config{Algorithm: FixedWindow, Policy: Policy{Quota: 40, Window: time.Minute}, Headers: HeadersRetryAfter})
+	clock.StartPhase = 114*time.Second + 900*time.Millisecond
+
 	// 100 hosts cycling through the twins' limiters, each at its own
 	// limit, each a short crawl of 200 URLs.
 	tw := Twins()
@@ -283,7 +293,7 @@ func Wide() []Scenario {
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
 		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
-	return []Scenario{short, tiers, layered, nginx2, bare10, block30, block10, block60, remaining, sized, {
+	return []Scenario{short, tiers, layered, nginx2, bare10, block30, block10, block60, remaining, sized, clock, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
