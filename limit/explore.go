@@ -228,7 +228,7 @@ type explorer struct {
 	sent1At  int64
 	sent1Sec uint8
 	k1       int32   // of them at the pace that drew it (-1: a follower drew it)
-	x1    float64 // that pace
+	x1       float64 // that pace
 	// wtest is how many successes in a row at the ramp's pace refute a
 	// window reading of the first 429 (0: no such test running).
 	wtest int32
