@@ -169,7 +169,58 @@ func Holdouts() []Target {
 		// leaking 2/s.
 		varnishTarget("varnish-40-per-20s-limit-remaining", "block-bucket-40-per-20s-limit-remaining", peers.VarnishConfig{Limit: 40, Period: 20 * time.Second, Remaining: true, LimitHeader: true},
 			"X-RateLimit-Limit (the bucket's size) and X-RateLimit-Remaining (its whole tokens) on every response, no reset", "none"),
+
+		// Added on 2026-12-06's thirty-sixth session and run once against
+		// that session's learner before any rule looked at them: the
+		// servers above at limits, windows and headers none of the
+		// targets has (a second's bucket with a small burst, a minute's
+		// pace with a fixed Retry-After of a minute, a delayed burst, a
+		// minute's and five seconds' rate estimates, windows of 30 s, 10
+		// s, 20 s and a minute, buckets of 6/s and of 8 per 2 s). The
+		// three that missed have a scenario beside them in the simulator.
+		nginxTarget("nginx-7r-s-burst3", 7, "7r/s", 3, false, ""),
+		withScenario(nginxTarget("nginx-40r-m-ra60", 40.0/60, "40r/m", 0, false, "60"), "nginx-40r-m-ra60"),
+		nginxTarget("nginx-4r-s-burst8-delay", 4, "4r/s", 8, true, ""),
+		withScenario(haproxyTarget("haproxy-50-per-min-bare", 50, time.Minute, ""), "haproxy-50-per-min-bare"),
+		withScenario(haproxyTarget("haproxy-4-per-5s-ra5", 4, 5*time.Second, "5"), "haproxy-4-per-5s-ra5"),
+		flaskTarget("flask-fixed-25-per-30s", 25, 30*time.Second, true, true),
+		flaskTarget("flask-moving-8-per-10s-bare", 8, 10*time.Second, false, false),
+		expressTarget("express-15-per-10s", 15, 10*time.Second),
+		countsDenied(holdoutTarget("fastify-50-per-min", fastifyServer, "fixed window opened by the client's first request", 50, time.Minute,
+			"as fastify-8-per-10s", "as fastify-8-per-10s",
+			"register(rateLimit, {max: 50, timeWindow: 60000})",
+			func(dir string) (Server, error) {
+				return peers.StartFastify(peers.FastifyConfig{Max: 50, Window: time.Minute, Dir: dir})
+			})),
+		countsDenied(holdoutTarget("flexible-3-per-s", flexibleServer, "fixed window opened by the client's first request (RateLimiterMemory)", 3, time.Second,
+			"as flexible-5-per-s", "as flexible-5-per-s",
+			"new RateLimiterMemory({points: 3, duration: 1})",
+			func(dir string) (Server, error) {
+				return peers.StartFlexible(peers.FlexibleConfig{Points: 3, Duration: time.Second, Dir: dir})
+			})),
+		countsDenied(holdoutTarget("rack-attack-25-per-20s", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 25, 20*time.Second,
+			"none", "seconds to the period's end (throttled_response_retry_after_header)",
+			`throttle("req/ip", limit: 25, period: 20) { |req| req.ip }; throttled_response_retry_after_header = true`,
+			func(dir string) (Server, error) {
+				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 25, Period: 20 * time.Second, RetryAfter: true, Dir: dir})
+			})),
+		varnishTarget("varnish-8-per-2s", "", peers.VarnishConfig{Limit: 8, Period: 2 * time.Second}, "none", "none"),
+		countsDenied(holdoutGo("fiber-fixed-20-per-10s", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "fixed window opened by the client's first request, a clock of whole seconds", 20, 10*time.Second, 0,
+			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
+			"limiter.New(limiter.Config{Max: 20, Expiration: 10 * time.Second})",
+			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(20, 10*time.Second, false), nil })),
+		holdoutGo("echo-6-s", "github.com/labstack/echo/v4 v4.16.0 middleware.RateLimiter", "token bucket (golang.org/x/time/rate)", 6, time.Second, 6,
+			"none", "none",
+			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(6)) (burst 6)",
+			func() (func(http.Handler) http.Handler, error) { return peers.Echo(6), nil }),
 	}
+}
+
+// withScenario names the simulator's scenario built beside held-out target
+// t (not its twin: sim/server.Wide).
+func withScenario(t Target, sim string) Target {
+	t.Twin = sim
+	return t
 }
 
 // varnishTarget is Varnish Cache 7.1 limiting each client address with

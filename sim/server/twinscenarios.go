@@ -284,6 +284,18 @@ func Wide() []Scenario {
 		Config{Algorithm: FixedWindow, Policy: Policy{Quota: 40, Window: time.Minute}, Headers: HeadersRetryAfter})
 	clock.StartPhase = 114*time.Second + 900*time.Millisecond
 
+	// Three met on 2026-12-06 at limits none of the twins has, nginx at
+	// 40 a minute with a fixed Retry-After of a minute, HAProxy at 50 a
+	// minute bare and at 4 per 5 s told 5 s, simulated beside the real
+	// ones (peerbench's nginx-40r-m-ra60, haproxy-50-per-min-bare and
+	// haproxy-4-per-5s-ra5).
+	nginx40 := twin("nginx-40r-m-ra60", "nginx limit_req 40r/m, no burst, 429 with Retry-After: 60 (add_header always)",
+		Config{Algorithm: Nginx, Policy: Policy{Quota: 40, Window: time.Minute, Burst: 1}, RetryAfter: time.Minute})
+	haproxy50 := twin("haproxy-50-per-min-bare", "HAProxy http_req_rate(1m) gt 50, denied requests count, bare 429",
+		Config{Algorithm: HAProxy, Policy: Policy{Quota: 50, Window: time.Minute}})
+	haproxy4 := twin("haproxy-4-per-5s-ra5", "HAProxy http_req_rate(5s) gt 4, denied requests count, 429 with Retry-After: 5",
+		Config{Algorithm: HAProxy, Policy: Policy{Quota: 4, Window: 5 * time.Second}, RetryAfter: 5 * time.Second})
+
 	// 100 hosts cycling through the twins' limiters, each at its own
 	// limit, each a short crawl of 200 URLs.
 	tw := Twins()
@@ -293,7 +305,7 @@ func Wide() []Scenario {
 		c.Name = fmt.Sprintf("h%03d.test", i+1)
 		hosts = append(hosts, Host{Name: c.Name, Config: c, URLs: 200})
 	}
-	return []Scenario{short, tiers, layered, nginx2, bare10, block30, block10, block60, remaining, sized, clock, {
+	return []Scenario{short, tiers, layered, nginx2, bare10, block30, block10, block60, remaining, sized, clock, nginx40, haproxy50, haproxy4, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
