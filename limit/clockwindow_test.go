@@ -83,13 +83,7 @@ func TestClockWindow(t *testing.T) {
 			start := time.Unix(1_800_000_000, 0).Add(c.start)
 			warm := start.Add(30 * time.Second)
 			end := start.Add(120 * time.Second)
-			ok, okWarm := 0, 0
-			now, n429 := crawlHost(t, l, srv, start, end, func(at time.Time) {
-				ok++
-				if !at.Before(warm) {
-					okWarm++
-				}
-			})
+			now, ok, okWarm, n429 := crawlWarm(t, l, srv, start, warm, end)
 			rate := float64(c.n) / c.w.Seconds() * lanes
 			util := float64(okWarm) / (rate * end.Sub(warm).Seconds())
 			ratio := float64(n429) / float64(n429+ok)
@@ -138,13 +132,7 @@ func TestClockWindowStarts(t *testing.T) {
 			l := newLimiter(t, limit.Config{}, lanes)
 			start := time.Unix(1_800_000_000, 0).Add(time.Duration(ph)*time.Second + 370*time.Millisecond)
 			warm, end := start.Add(30*time.Second), start.Add(120*time.Second)
-			ok, okWarm := 0, 0
-			_, n429 := crawlHost(t, l, srv, start, end, func(at time.Time) {
-				ok++
-				if !at.Before(warm) {
-					okWarm++
-				}
-			})
+			_, ok, okWarm, n429 := crawlWarm(t, l, srv, start, warm, end)
 			util := float64(okWarm) / (float64(c.n) / c.w.Seconds() * lanes * end.Sub(warm).Seconds())
 			ratio := float64(n429) / float64(n429+ok)
 			if ratio > 0.01 {
@@ -394,14 +382,7 @@ func TestClockWindowStraddled(t *testing.T) {
 		srv := clockWindow(n, w, true)
 		l := newLimiter(t, limit.Config{}, lanes)
 		start := time.Unix(1_800_000_000, 0).Add(time.Duration(ph)*time.Second + 900*time.Millisecond)
-		warm := start.Add(30 * time.Second)
-		ok, okWarm := 0, 0
-		_, n429 := crawlHost(t, l, srv, start, start.Add(120*time.Second), func(at time.Time) {
-			ok++
-			if !at.Before(warm) {
-				okWarm++
-			}
-		})
+		_, ok, okWarm, n429 := crawlWarm(t, l, srv, start, start.Add(30*time.Second), start.Add(120*time.Second))
 		util := float64(okWarm) / (float64(n) / w.Seconds() * lanes * 90)
 		if ratio := float64(n429) / float64(n429+ok); ratio > 0.01 || util < 0.85 {
 			t.Errorf("%d.9 s into a minute: %d 429s in %d requests (%.2f%%), want at most 1%%; %.1f%% after 30 s, want at least 85%%", ph, n429, n429+ok, 100*ratio, 100*util)

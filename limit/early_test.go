@@ -189,13 +189,7 @@ func TestFixedWindowStatedEarly(t *testing.T) {
 		l := newLimiter(t, limit.Config{}, lanes)
 		srv := goLimiter(limitN, time.Second)
 		warm := start.Add(20 * time.Second)
-		all, late := 0, 0
-		now, n429 := crawlHost(t, l, srv, start, start.Add(40*time.Second), func(at time.Time) {
-			all++
-			if !at.Before(warm) {
-				late++
-			}
-		})
+		now, all, late, n429 := crawlWarm(t, l, srv, start, warm, start.Add(40*time.Second))
 		use := float64(late) / (lanes * limitN * now.Sub(warm).Seconds())
 		whole := float64(all) / (lanes * limitN * now.Sub(start).Seconds())
 		if n429 == 0 && use >= 0.95 && whole >= 0.95 {

@@ -113,6 +113,19 @@ func runHeadroom(t *testing.T, lanes int, srv headroomServer, d time.Duration) (
 	return l, now, n429, ok
 }
 
+// crawlWarm runs crawlHost from start to end and counts the successes:
+// all of them, and those from warm on.
+func crawlWarm(t *testing.T, l *limit.Limiter, srv headroomServer, start, warm, end time.Time) (now time.Time, ok, okWarm, n429 int) {
+	t.Helper()
+	now, n429 = crawlHost(t, l, srv, start, end, func(at time.Time) {
+		ok++
+		if !at.Before(warm) {
+			okWarm++
+		}
+	})
+	return now, ok, okWarm, n429
+}
+
 // crawlHost crawls host h with l against srv from start until end, each
 // request answered 5 ms after it goes, calling ok at each success's time;
 // it returns when it stopped and the 429s.

@@ -80,30 +80,22 @@ func Holdouts() []Target {
 			"none", "none",
 			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(3)) (burst 3)",
 			func() (func(http.Handler) http.Handler, error) { return peers.Echo(3), nil }),
-		countsDenied(holdoutTarget("fastify-8-per-10s", fastifyServer, "fixed window opened by the client's first request", 8, 10*time.Second,
+		fastifyTarget("fastify-8-per-10s", "fixed window opened by the client's first request",
 			"x-ratelimit-limit, -remaining, -reset (seconds to the window's end, rounded up) on every response", "seconds to the window's end (429s only)",
 			"register(rateLimit, {max: 8, timeWindow: 10000})",
-			func(dir string) (Server, error) {
-				return peers.StartFastify(peers.FastifyConfig{Max: 8, Window: 10 * time.Second, Dir: dir})
-			})),
-		countsDenied(holdoutTarget("fastify-20-per-min-continue", fastifyServer, "fixed window opened by the client's first request and opened again by each request over the limit", 20, time.Minute,
+			peers.FastifyConfig{Max: 8, Window: 10 * time.Second}),
+		fastifyTarget("fastify-20-per-min-continue", "fixed window opened by the client's first request and opened again by each request over the limit",
 			"as fastify-8-per-10s", "as fastify-8-per-10s: a window from the refused request",
 			"register(rateLimit, {max: 20, timeWindow: 60000, continueExceeding: true})",
-			func(dir string) (Server, error) {
-				return peers.StartFastify(peers.FastifyConfig{Max: 20, Window: time.Minute, ContinueExceeding: true, Dir: dir})
-			})),
-		countsDenied(holdoutTarget("flexible-5-per-s", flexibleServer, "fixed window opened by the client's first request (RateLimiterMemory)", 5, time.Second,
+			peers.FastifyConfig{Max: 20, Window: time.Minute, ContinueExceeding: true}),
+		flexibleTarget("flexible-5-per-s", "fixed window opened by the client's first request (RateLimiterMemory)",
 			"X-RateLimit-Limit, -Remaining, -Reset (epoch seconds, rounded up) on every response, as the library's README sets them", "msBeforeNext / 1000: fractional seconds, e.g. 0.734 (429s only)",
 			"new RateLimiterMemory({points: 5, duration: 1})",
-			func(dir string) (Server, error) {
-				return peers.StartFlexible(peers.FlexibleConfig{Points: 5, Duration: time.Second, Dir: dir})
-			})),
-		countsDenied(holdoutTarget("flexible-30-per-min-block60", flexibleServer, "fixed window opened by the client's first request; a client over the limit is blocked for 60 s", 30, time.Minute,
+			peers.FlexibleConfig{Points: 5, Duration: time.Second}),
+		flexibleTarget("flexible-30-per-min-block60", "fixed window opened by the client's first request; a client over the limit is blocked for 60 s",
 			"as flexible-5-per-s", "as flexible-5-per-s: the block's remaining time",
 			"new RateLimiterMemory({points: 30, duration: 60, blockDuration: 60})",
-			func(dir string) (Server, error) {
-				return peers.StartFlexible(peers.FlexibleConfig{Points: 30, Duration: time.Minute, Block: time.Minute, Dir: dir})
-			})),
+			peers.FlexibleConfig{Points: 30, Duration: time.Minute, Block: time.Minute}),
 		// And three that say nothing but 429, at limits unlike the
 		// targets': a bucket of one at one per 2 s, a window of 20 s, a
 		// small burst.
@@ -186,18 +178,14 @@ func Holdouts() []Target {
 		flaskTarget("flask-fixed-25-per-30s", 25, 30*time.Second, true, true),
 		flaskTarget("flask-moving-8-per-10s-bare", 8, 10*time.Second, false, false),
 		expressTarget("express-15-per-10s", 15, 10*time.Second),
-		countsDenied(holdoutTarget("fastify-50-per-min", fastifyServer, "fixed window opened by the client's first request", 50, time.Minute,
+		fastifyTarget("fastify-50-per-min", "fixed window opened by the client's first request",
 			"as fastify-8-per-10s", "as fastify-8-per-10s",
 			"register(rateLimit, {max: 50, timeWindow: 60000})",
-			func(dir string) (Server, error) {
-				return peers.StartFastify(peers.FastifyConfig{Max: 50, Window: time.Minute, Dir: dir})
-			})),
-		countsDenied(holdoutTarget("flexible-3-per-s", flexibleServer, "fixed window opened by the client's first request (RateLimiterMemory)", 3, time.Second,
+			peers.FastifyConfig{Max: 50, Window: time.Minute}),
+		flexibleTarget("flexible-3-per-s", "fixed window opened by the client's first request (RateLimiterMemory)",
 			"as flexible-5-per-s", "as flexible-5-per-s",
 			"new RateLimiterMemory({points: 3, duration: 1})",
-			func(dir string) (Server, error) {
-				return peers.StartFlexible(peers.FlexibleConfig{Points: 3, Duration: time.Second, Dir: dir})
-			})),
+			peers.FlexibleConfig{Points: 3, Duration: time.Second}),
 		countsDenied(holdoutTarget("rack-attack-25-per-20s", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 25, 20*time.Second,
 			"none", "seconds to the period's end (throttled_response_retry_after_header)",
 			`throttle("req/ip", limit: 25, period: 20) { |req| req.ip }; throttled_response_retry_after_header = true`,
@@ -214,6 +202,29 @@ func Holdouts() []Target {
 			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(6)) (burst 6)",
 			func() (func(http.Handler) http.Handler, error) { return peers.Echo(6), nil }),
 	}
+}
+
+// fastifyTarget is @fastify/rate-limit as cfg sets it, described by
+// algorithm, headers, retryAfter and config: a window of cfg.Max per
+// cfg.Window per client address that counts what it refuses.
+func fastifyTarget(name, algorithm, headers, retryAfter, config string, cfg peers.FastifyConfig) Target {
+	return countsDenied(holdoutTarget(name, fastifyServer, algorithm, cfg.Max, cfg.Window, headers, retryAfter, config,
+		func(dir string) (Server, error) {
+			c := cfg
+			c.Dir = dir
+			return peers.StartFastify(c)
+		}))
+}
+
+// flexibleTarget is rate-limiter-flexible's RateLimiterMemory as cfg sets
+// it, described as fastifyTarget's are: cfg.Points per cfg.Duration.
+func flexibleTarget(name, algorithm, headers, retryAfter, config string, cfg peers.FlexibleConfig) Target {
+	return countsDenied(holdoutTarget(name, flexibleServer, algorithm, cfg.Points, cfg.Duration, headers, retryAfter, config,
+		func(dir string) (Server, error) {
+			c := cfg
+			c.Dir = dir
+			return peers.StartFlexible(c)
+		}))
 }
 
 // withScenario names the simulator's scenario built beside held-out target
