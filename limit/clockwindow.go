@@ -573,11 +573,12 @@ func (r *rules) clockRelease(h *host, l *lane, end, now int64) {
 	}
 }
 
-// clockCut reads the first run from the start of the window whose end the
-// first 429's Retry-After told, rec on, on the grid of the common window
-// the run and the recovery fit, where the run began more than a second
-// before that window did: a window of the clock (Rack::Attack's, the same
-// for every client) that the crawl started part way into. The run's
+// clockCut cuts the first run at the start of the window its 429 ended:
+// where the end the Retry-After told (rec on) falls on the grid of the
+// common window the run and the recovery fit, and the run began more than
+// a second before that window did, the window is one of the clock
+// (Rack::Attack's, the same for every client) that the crawl started part
+// way into. The run's
 // requests before the window's start counted in the window before, and its
 // count over the whole run is more than a window holds (Rack::Attack's 40
 // per minute, the run begun 5.1 s before a minute's end, read 45 per
