@@ -389,3 +389,16 @@ func TestClockWindowStraddled(t *testing.T) {
 		}
 	}
 }
+
+// TestToldBlockFewStarts sweeps vsthrottle's 3/s blocking 20 s, the block
+// told as Retry-After, over a minute of the clock in steps of 3 s: the
+// first run passes 8 or 9 before its 429, under fewRun, and was not tested
+// as a penalty (penaltyRun): read as 9 per 30 s, every start held the lanes
+// at a tenth of the rate (real: 12.5% over the run). Tested, a start whose
+// told end falls where a window of 30 s or a minute would end still reads
+// the window (clockEnd).
+func TestToldBlockFewStarts(t *testing.T) {
+	if low := toldBlockStarts(t, 3, 20*time.Second, 20, 3*time.Second); low > 4 {
+		t.Errorf("%d of 20 starts under half the rate, want 4 at most", low)
+	}
+}

@@ -358,7 +358,7 @@ func (r *rules) windowStep(h *host, ex *lane, usual int64, told bool, now int64)
 // held for twice the run and two more, costs a window's server a 429 and
 // nothing of its quota (the lane spends it sooner); pushed back, the window
 // is read as it would have been. So it is run when the host has a 429 to
-// spare, after a run of at least fewRun: on a quota of a few a window
+// spare, after a run of at least penaltyRun: on a quota of a few a window
 // (haproxy's 6 per minute with Retry-After: 60, 120 requests in two
 // minutes) the one 429 more is 0.8% of them, and its lane, counted over,
 // waited two minutes.
@@ -379,7 +379,7 @@ func (r *rules) penaltyTest(h *host, told bool, rec, now int64) bool {
 	if clockEnd(now+rec, e.t1+e.headD+rec) {
 		return false
 	}
-	return rec%int64(penaltyRound) == 0 && e.n1 >= fewRun && h.canProbe()
+	return rec%int64(penaltyRound) == 0 && e.n1 >= penaltyRun && h.canProbe()
 }
 
 // bareBlockTest sets up the penalty's test of a bare recovery rec after the

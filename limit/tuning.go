@@ -305,6 +305,14 @@ const staggerMax = int64(2500 * time.Millisecond)
 // shortest common window.
 const fewRun = 10
 
+// penaltyRun is the shortest first run after which a told recovery is
+// tested as a penalty (penaltyTest): under it, a quota of a few a window
+// (haproxy's 6 per minute told a minute) pays the test's 429 out of 120
+// requests in two minutes. Not fewRun: Varnish's bucket of 3/s blocking 20
+// s passed 9 before its first 429, was read as 9 per 30 s, and held the
+// lanes at a tenth of the rate for the run (12.5%; tested, 64.3%).
+const penaltyRun = 8
+
 // secondWindow is when a window of a second, the shortest usual one, has
 // surely ended after the 429 it drew: a second and a twentieth (the
 // server's clock and the way back).

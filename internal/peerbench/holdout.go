@@ -201,6 +201,46 @@ func Holdouts() []Target {
 			"none", "none",
 			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(6)) (burst 6)",
 			func() (func(http.Handler) http.Handler, error) { return peers.Echo(6), nil }),
+
+		// Added on 2026-12-06's thirty-sixth session after the fourteen
+		// above had been looked at, and run once against that session's
+		// final learner before anything looked at them: fourteen more
+		// limits, windows and headers none of the targets has.
+		nginxTarget("nginx-15r-s-burst10", 15, "15r/s", 10, false, ""),
+		nginxTarget("nginx-8r-m-ra30", 8.0/60, "8r/m", 0, false, "30"),
+		haproxyTarget("haproxy-30-per-10s-ra10", 30, 10*time.Second, "10"),
+		haproxyTarget("haproxy-12-per-min-ra60", 12, time.Minute, "60"),
+		flaskTarget("flask-moving-100-per-min", 100, time.Minute, false, true),
+		flaskTarget("flask-fixed-6-per-10s-bare", 6, 10*time.Second, true, false),
+		expressTarget("express-120-per-min", 120, time.Minute),
+		fastifyTarget("fastify-3-per-s", "fixed window opened by the client's first request",
+			"as fastify-8-per-10s", "as fastify-8-per-10s",
+			"register(rateLimit, {max: 3, timeWindow: 1000})",
+			peers.FastifyConfig{Max: 3, Window: time.Second}),
+		countsDenied(holdoutTarget("rack-attack-8-per-10s-bare", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 8, 10*time.Second,
+			"none", "none (Rack::Attack's default)",
+			`throttle("req/ip", limit: 8, period: 10) { |req| req.ip }`,
+			func(dir string) (Server, error) {
+				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 8, Period: 10 * time.Second, Dir: dir})
+			})),
+		varnishTarget("varnish-3-per-s-block20-retry-after", "block-bucket-3-per-s-block20-ra", peers.VarnishConfig{Limit: 3, Period: time.Second, Block: 20 * time.Second, RetryAfter: true},
+			"none", "the block's remaining seconds, rounded up (vsthrottle.blocked; 429s only)"),
+		countsDenied(holdoutGo("fiber-sliding-30-per-min", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "sliding window (the previous window weighted by its overlap), a clock of whole seconds", 30, time.Minute, 0,
+			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
+			"limiter.New(limiter.Config{Max: 30, Expiration: time.Minute, LimiterMiddleware: limiter.SlidingWindow{}})",
+			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(30, time.Minute, true), nil })),
+		holdoutGo("tollbooth-8-s", "github.com/didip/tollbooth/v7 v7.0.2", "token bucket (golang.org/x/time/rate)", 8, time.Second, 1,
+			"as tollbooth-4-s", "none",
+			"tollbooth.NewLimiter(8, nil).SetBurst(1)",
+			func() (func(http.Handler) http.Handler, error) { return peers.Tollbooth(8, 1), nil }),
+		holdoutGo("golimiter-20-per-30s", "github.com/sethvargo/go-limiter v0.7.1", "fixed window opened by the client's first request", 20, 30*time.Second, 0,
+			"as golimiter-10-per-10s", "as golimiter-10-per-10s",
+			"memorystore.Config{Tokens: 20, Interval: 30 * time.Second}",
+			func() (func(http.Handler) http.Handler, error) { return peers.GoLimiter(20, 30*time.Second) }),
+		countsDenied(holdoutGo("ulule-100-per-min", "github.com/ulule/limiter/v3 v3.11.2", "fixed window opened by the client's first request", 100, time.Minute, 0,
+			"as ulule-20-per-min", "none",
+			"limiter.Rate{Period: time.Minute, Limit: 100}",
+			func() (func(http.Handler) http.Handler, error) { return peers.Ulule(100, time.Minute), nil })),
 	}
 }
 
