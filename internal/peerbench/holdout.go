@@ -126,18 +126,8 @@ func Holdouts() []Target {
 		// every client (every other fixed window here opens with the
 		// client's first request), at a limit and window unlike the
 		// targets', bare as its default and with its Retry-After.
-		countsDenied(holdoutTarget("rack-attack-15-per-10s-bare", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 15, 10*time.Second,
-			"none", "none (Rack::Attack's default)",
-			`throttle("req/ip", limit: 15, period: 10) { |req| req.ip }`,
-			func(dir string) (Server, error) {
-				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 15, Period: 10 * time.Second, Dir: dir})
-			})),
-		countsDenied(holdoutTarget("rack-attack-40-per-min", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 40, time.Minute,
-			"none", "seconds to the period's end (throttled_response_retry_after_header)",
-			`throttle("req/ip", limit: 40, period: 60) { |req| req.ip }; throttled_response_retry_after_header = true`,
-			func(dir string) (Server, error) {
-				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 40, Period: time.Minute, RetryAfter: true, Dir: dir})
-			})),
+		rackAttackTarget("rack-attack-15-per-10s-bare", 15, 10*time.Second, false),
+		rackAttackTarget("rack-attack-40-per-min", 40, time.Minute, true),
 
 		// Added on 2026-12-05's twenty-ninth session: Varnish Cache's
 		// vsthrottle (varnish-modules), a token bucket that adds whole
@@ -186,12 +176,7 @@ func Holdouts() []Target {
 			"as flexible-5-per-s", "as flexible-5-per-s",
 			"new RateLimiterMemory({points: 3, duration: 1})",
 			peers.FlexibleConfig{Points: 3, Duration: time.Second}),
-		countsDenied(holdoutTarget("rack-attack-25-per-20s", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 25, 20*time.Second,
-			"none", "seconds to the period's end (throttled_response_retry_after_header)",
-			`throttle("req/ip", limit: 25, period: 20) { |req| req.ip }; throttled_response_retry_after_header = true`,
-			func(dir string) (Server, error) {
-				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 25, Period: 20 * time.Second, RetryAfter: true, Dir: dir})
-			})),
+		rackAttackTarget("rack-attack-25-per-20s", 25, 20*time.Second, true),
 		varnishTarget("varnish-8-per-2s", "", peers.VarnishConfig{Limit: 8, Period: 2 * time.Second}, "none", "none"),
 		countsDenied(holdoutGo("fiber-fixed-20-per-10s", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "fixed window opened by the client's first request, a clock of whole seconds", 20, 10*time.Second, 0,
 			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
@@ -217,12 +202,7 @@ func Holdouts() []Target {
 			"as fastify-8-per-10s", "as fastify-8-per-10s",
 			"register(rateLimit, {max: 3, timeWindow: 1000})",
 			peers.FastifyConfig{Max: 3, Window: time.Second}),
-		countsDenied(holdoutTarget("rack-attack-8-per-10s-bare", rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", 8, 10*time.Second,
-			"none", "none (Rack::Attack's default)",
-			`throttle("req/ip", limit: 8, period: 10) { |req| req.ip }`,
-			func(dir string) (Server, error) {
-				return peers.StartRackAttack(peers.RackAttackConfig{Limit: 8, Period: 10 * time.Second, Dir: dir})
-			})),
+		rackAttackTarget("rack-attack-8-per-10s-bare", 8, 10*time.Second, false),
 		varnishTarget("varnish-3-per-s-block20-retry-after", "block-bucket-3-per-s-block20-ra", peers.VarnishConfig{Limit: 3, Period: time.Second, Block: 20 * time.Second, RetryAfter: true},
 			"none", "the block's remaining seconds, rounded up (vsthrottle.blocked; 429s only)"),
 		countsDenied(holdoutGo("fiber-sliding-30-per-min", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "sliding window (the previous window weighted by its overlap), a clock of whole seconds", 30, time.Minute, 0,
@@ -264,6 +244,21 @@ func flexibleTarget(name, algorithm, headers, retryAfter, config string, cfg pee
 			c := cfg
 			c.Dir = dir
 			return peers.StartFlexible(c)
+		}))
+}
+
+// rackAttackTarget is Rack::Attack throttling each client address to limit
+// per period of the epoch clock, as its README sets it up, with its
+// Retry-After (throttled_response_retry_after_header) when told.
+func rackAttackTarget(name string, limit int, period time.Duration, told bool) Target {
+	ra, config := "none (Rack::Attack's default)", fmt.Sprintf(`throttle("req/ip", limit: %d, period: %d) { |req| req.ip }`, limit, int(period.Seconds()))
+	if told {
+		ra, config = "seconds to the period's end (throttled_response_retry_after_header)", config+"; throttled_response_retry_after_header = true"
+	}
+	return countsDenied(holdoutTarget(name, rackAttackServer, "fixed window of the epoch clock (Time.now.to_i / period), the same for every client", limit, period,
+		"none", ra, config,
+		func(dir string) (Server, error) {
+			return peers.StartRackAttack(peers.RackAttackConfig{Limit: limit, Period: period, RetryAfter: told, Dir: dir})
 		}))
 }
 
