@@ -578,19 +578,18 @@ func (r *rules) clockRelease(h *host, l *lane, end, now int64) {
 // common window the run and the recovery fit, and the run began more than
 // a second before that window did, the window is one of the clock
 // (Rack::Attack's, the same for every client) that the crawl started part
-// way into. The run's
-// requests before the window's start counted in the window before, and its
-// count over the whole run is more than a window holds (Rack::Attack's 40
-// per minute, the run begun 5.1 s before a minute's end, read 45 per
-// minute, and every lane, paced at that, was pushed back near the next
-// minute's end at once: 1.20% of 429s). The run is what the explorer's
-// send ring counted from the window's start to the request the 429
-// answered, over the window less the recovery (the told end's lateness,
-// up to a second of a Retry-After in whole seconds, taken off it): the
-// rest of the first 429's reading reads that, a window's quota. A window
-// opened by the run's first request (or a moving one) starts with the run,
-// and a fixed Retry-After tells an end on the grid only by chance; nothing
-// is cut there, nor to under half the run's count.
+// way into. The run's requests before the window's start counted in the
+// window before, and its count over the whole run is more than a window
+// holds (Rack::Attack's 40 per minute, the run begun 5.1 s before a
+// minute's end, read 45 per minute, and every lane, paced at that, was
+// pushed back near the next minute's end at once: 1.20% of 429s). The run
+// is what the explorer's send ring counted from the window's start to the
+// request the 429 answered, over the window less the recovery (the told
+// end's lateness, up to a second of a Retry-After in whole seconds, taken
+// off it): the rest of the first 429's reading reads that, a window's
+// quota. A window opened by the run's first request (or a moving one)
+// starts with the run, and a fixed Retry-After tells an end on the grid
+// only by chance; nothing is cut there, nor to under half the run's count.
 func (r *rules) clockCut(h *host, rec, now int64) {
 	e := &h.exp
 	ex := h.lanes[e.exit]

@@ -382,8 +382,9 @@ func TestClockWindowStraddled(t *testing.T) {
 		srv := clockWindow(n, w, true)
 		l := newLimiter(t, limit.Config{}, lanes)
 		start := time.Unix(1_800_000_000, 0).Add(time.Duration(ph)*time.Second + 900*time.Millisecond)
-		_, ok, okWarm, n429 := crawlWarm(t, l, srv, start, start.Add(30*time.Second), start.Add(120*time.Second))
-		util := float64(okWarm) / (float64(n) / w.Seconds() * lanes * 90)
+		warm, end := start.Add(30*time.Second), start.Add(120*time.Second)
+		_, ok, okWarm, n429 := crawlWarm(t, l, srv, start, warm, end)
+		util := float64(okWarm) / (float64(n) / w.Seconds() * lanes * end.Sub(warm).Seconds())
 		if ratio := float64(n429) / float64(n429+ok); ratio > 0.01 || util < 0.85 {
 			t.Errorf("%d.9 s into a minute: %d 429s in %d requests (%.2f%%), want at most 1%%; %.1f%% after 30 s, want at least 85%%", ph, n429, n429+ok, 100*ratio, 100*util)
 		}
@@ -392,11 +393,11 @@ func TestClockWindowStraddled(t *testing.T) {
 
 // TestToldBlockFewStarts sweeps vsthrottle's 3/s blocking 20 s, the block
 // told as Retry-After, over a minute of the clock in steps of 3 s: the
-// first run passes 8 or 9 before its 429, under fewRun, and was not tested
-// as a penalty (penaltyRun): read as 9 per 30 s, every start held the lanes
-// at a tenth of the rate (real: 12.5% over the run). Tested, a start whose
-// told end falls where a window of 30 s or a minute would end still reads
-// the window (clockEnd).
+// first run passes 8 or 9 before its 429, and the penalty's test waited for
+// 10 (fewRun; penaltyRun now): read as 9 per 30 s, all 20 starts held the
+// lanes at a tenth of the rate (real: 12.5% over the run). Tested, a start
+// whose told end falls where a window of 30 s or a minute would end still
+// reads the window (clockEnd).
 func TestToldBlockFewStarts(t *testing.T) {
 	if low := toldBlockStarts(t, 3, 20*time.Second, 20, 3*time.Second); low > 4 {
 		t.Errorf("%d of 20 starts under half the rate, want 4 at most", low)
