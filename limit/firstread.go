@@ -583,6 +583,7 @@ func (r *rules) settleQuota(h *host, n float64, w time.Duration, now int64, rule
 	c.careful, c.windowed = true, true
 	c.setQuota(n, int64(w))
 	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
+	r.rewindow(h, n, int64(w), now)
 	if c.hi > 0 {
 		h.note(r, now, rule, lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
 		c.hi = 0

@@ -68,6 +68,10 @@ type laneExtra struct {
 	// seriesWindow held the lane past it on a window's reading (0: not
 	// held); a reading withdrawn gives the rest back (unwindow).
 	toldEnd int64
+	// heldSer is the series seriesWindow held the lane for (when it
+	// began, what it sent): a quota read later holds it again at that
+	// quota's window instead (rewindow).
+	heldSer series
 	// echoed: another lane's echo lengthened this lane's wait since its
 	// last 429; a later echo finds it waiting past the told end already
 	// (echoOthers).

@@ -921,12 +921,47 @@ func (r *rules) seriesWindow(h *host, l *lane, ser series, now int64) {
 		// do (flask-limiter's, fastify's): it is waited as told.
 		return
 	}
-	end := ser.at + int64(float64(ser.sent+1)*float64(w)/n)
+	end := seriesEnd(ser, n, w)
 	if end <= l.cool {
 		return
 	}
-	l.extra().toldEnd = l.cool
+	l.extra().toldEnd, l.x.heldSer = l.cool, ser
 	r.coolUntil(h, l, end, now, fmt.Sprintf("the Retry-After ends inside the window the lane spent: %d sent since %.1fs ago, at %.3g per %v", ser.sent, secs(now-ser.at), n, time.Duration(w)))
+}
+
+// seriesEnd is when a window of n per w that began with series ser has
+// let through all it sent and one more, the retry.
+func seriesEnd(ser series, n float64, w int64) int64 {
+	return ser.at + int64(float64(ser.sent+1)*float64(w)/n)
+}
+
+// rewindow holds again, at the quota of n per w the host has read since,
+// the lanes seriesWindow held past a told Retry-After on an earlier
+// reading, and gives back what that reading held them beyond it (haproxy's
+// 12 per minute with a fixed Retry-After: 60: the first run and its
+// recovery read as 12 per 2 minutes held the first explorer to 133 s, and
+// the quota read 2 s later as 12 per minute left it idle there, a tenth of
+// the pool for a minute; 12 per minute ends its series at 70 s). A lane
+// the new reading holds longer keeps its wait: a Retry-After told is not
+// shortened, and a longer hold is for the next 429 to tell.
+func (r *rules) rewindow(h *host, n float64, w int64, now int64) {
+	if n < fewRun || w <= 0 {
+		return
+	}
+	for _, l := range slices.Clone(h.heap) {
+		if l.x == nil || l.x.toldEnd == 0 {
+			continue
+		}
+		end := max(seriesEnd(l.x.heldSer, n, w), l.x.toldEnd, now)
+		if end >= l.cool {
+			continue
+		}
+		if end == l.x.toldEnd {
+			l.x.toldEnd = 0 // no hold past the told end any more
+		}
+		h.note(r, now, "cooldown", l.exit, "cooldown", secs(l.cool-now), secs(end-now), fmt.Sprintf("the series of %d held again at %.3g per %v", l.x.heldSer.sent, n, time.Duration(w)))
+		r.releaseAt(h, l, end)
+	}
 }
 
 // unwindow withdraws the host's window reading (c.windowed), and with it

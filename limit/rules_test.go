@@ -2554,6 +2554,55 @@ func TestSeriesWindow(t *testing.T) {
 	}
 }
 
+// TestRewindow: a lane seriesWindow held past a told Retry-After on the
+// first 429's reading is held again when the host reads its window's quota
+// (haproxy's 12 per minute told 60 s: 12 in 7.1 s and the wait read 12 per
+// 2 minutes, the lane held to 130.5 s; the quota read 12 per minute at 9.9 s
+// ends its series of 13 at 70.5 s). A quota whose window ends the series
+// before the told end leaves the told wait; one that holds it longer, or a
+// quota of few, leaves the wait as it was.
+func TestRewindow(t *testing.T) {
+	const toldAt = 7.6 + 60
+	for _, tc := range []struct {
+		name string
+		n    float64
+		w    time.Duration
+		want float64 // where the lane's wait ends (s)
+		held bool    // still held past the told end (unwindow would give it back)
+	}{
+		{name: "a shorter window", n: 12, w: time.Minute, want: 0.5 + 14*5, held: true},
+		{name: "a window that ends before the told wait", n: 12, w: 30 * time.Second, want: toldAt},
+		{name: "a longer window", n: 12, w: 3 * time.Minute, want: 0.5 + 14*10, held: true},
+		{name: "a quota of few", n: 2, w: 10 * time.Second, want: 0.5 + 14*10, held: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testRules(t, Config{})
+			h := hostWith(r, "e", "f")
+			f := h.lanes["f"]
+			h.exp.n1, h.exp.readW = 12, int64(2*time.Minute)
+			h.cap.windowed = true
+			f.cool = sec(toldAt)
+			r.seriesWindow(h, f, series{at: sec(0.5), ok: 12, sent: 13}, sec(7.6))
+			if !near(float64(f.cool-at0)/1e9, 0.5+14*10) {
+				t.Fatalf("first reading: wait until %v, want 140.5s", time.Duration(f.cool-at0))
+			}
+			r.rewindow(h, tc.n, int64(tc.w), sec(9.9))
+			if !near(float64(f.cool-at0)/1e9, tc.want) {
+				t.Errorf("wait until %v, want %.1fs", time.Duration(f.cool-at0), tc.want)
+			}
+			if got := f.x.toldEnd != 0; got != tc.held {
+				t.Errorf("held past the told end: %v, want %v", got, tc.held)
+			}
+			// The test set the told wait itself: what is counted as
+			// throttled is the hold past it, and none of what was given
+			// back.
+			if want := max(0, sec(tc.want)-sec(toldAt)); !near(float64(h.c.ThrottledNs)/1e9, float64(want)/1e9) {
+				t.Errorf("throttled %v, want %v (the wait given back no longer counted)", time.Duration(h.c.ThrottledNs), time.Duration(want))
+			}
+		})
+	}
+}
+
 // TestCountFell: the explorer's counts between its 429s, falling well under
 // the bound the count read before over three intervals, lower it (nginx's
 // two zones per address: 4 successes in 0.8 s read 4.66/s, then 2 in
