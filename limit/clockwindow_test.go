@@ -1,7 +1,9 @@
 package limit_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -401,5 +403,83 @@ func TestClockWindowStraddled(t *testing.T) {
 func TestToldBlockFewStarts(t *testing.T) {
 	if low := toldBlockStarts(t, 3, 20*time.Second, 20, 3*time.Second); low > 4 {
 		t.Errorf("%d of 20 starts under half the rate, want 4 at most", low)
+	}
+}
+
+// haproxyRate is an HAProxy stick table's http_req_rate(w) per exit, denied
+// past n, the request judged counted first (as sim/server's twin,
+// haproxyRate): periods of w from the key's first request, the rate the
+// period before weighted by what of the current one is still to run, plus
+// the current one's count, truncated.
+func haproxyRate(n int64, w time.Duration) headroomServer {
+	type ctr struct{ tick, curr, prev int64 }
+	p := w.Milliseconds()
+	ks := map[string]*ctr{}
+	return func(exit string, now time.Time) limit.Outcome {
+		ms := now.UnixMilli()
+		c := ks[exit]
+		if c == nil {
+			c = &ctr{tick: ms - 2*p}
+			ks[exit] = c
+		}
+		if ms-c.tick < p {
+			c.curr++
+		} else {
+			c.prev, c.curr = c.curr, 1
+			c.tick += p
+			if ms-c.tick >= p {
+				c.prev, c.tick = 0, ms
+			}
+		}
+		rate := (c.prev*(c.tick+p-ms) + c.curr*p) / p
+		if rate > n {
+			return limit.Outcome{Verdict: verdict.Throttled}
+		}
+		return limit.Outcome{}
+	}
+}
+
+// fixedWait adds to srv's 429s a Retry-After of d, whatever the window
+// (HAProxy's `hdr Retry-After` on its deny: a configured constant).
+func fixedWait(srv headroomServer, d time.Duration) headroomServer {
+	return func(exit string, now time.Time) limit.Outcome {
+		o := srv(exit, now)
+		if o.Verdict == verdict.Throttled {
+			o.RetryAfter = d
+		}
+		return o
+	}
+}
+
+// TestFixedWaitShorterWindow: HAProxy's http_req_rate at 30 per 10 s
+// telling a fixed Retry-After: 10 (`hdr Retry-After 10` on its deny): the first run's 30 in about 9 s
+// and the told wait read as 30 per 20 s, the penalty's test on a follower
+// whose series outlasted 10 s passes more than 30 and no more than windows
+// of 10 s hold. It is that window (the lanes at 30 per 10 s), not a bucket
+// (read so, the search settled over the limit and every lane was pushed
+// back: 75.5% of the limit over 120 s, real and simulated).
+func TestFixedWaitShorterWindow(t *testing.T) {
+	const lanes, n, w = 10, 30, 10 * time.Second
+	// (Started 2.5 s into a window of 10 s of the clock, the told end
+	// falls within a second and a half of the grid of 20 s, where a window
+	// of the clock the run and its recovery fit may end: no penalty's
+	// test runs there (clockEnd), and the careful search from 30 per 20 s
+	// reads 84.2 / 93.0%.)
+	for _, off := range []float64{0, 4, 5, 7.5} {
+		t.Run(fmt.Sprintf("%.1fs into a window", off), func(t *testing.T) {
+			var lg bytes.Buffer
+			l := newLimiter(t, limit.Config{Logger: slog.New(slog.NewTextHandler(&lg, &slog.HandlerOptions{Level: slog.LevelDebug}))}, lanes)
+			start := time.Unix(1_800_000_000, 0).Add(time.Duration(off * float64(time.Second)))
+			_, ok, okWarm, n429 := crawlWarm(t, l, fixedWait(haproxyRate(n, w), w), start, start.Add(30*time.Second), start.Add(120*time.Second))
+			whole := float64(ok) / (lanes * n * 12)
+			warm := float64(okWarm) / (lanes * n * 9)
+			t.Logf("%.1f%% over the run, %.1f%% after 30 s, %d 429s", 100*whole, 100*warm, n429)
+			if whole < 0.85 || warm < 0.90 || n429 > 10 {
+				t.Errorf("%.1f%% over the run, %.1f%% after 30 s, %d 429s; want at least 85%% and 90%%, at most 10", 100*whole, 100*warm, n429)
+			}
+			if !strings.Contains(lg.String(), "30 per 10s") {
+				t.Errorf("the window of 10 s was never read:\n%s", lg.String())
+			}
+		})
 	}
 }

@@ -797,7 +797,7 @@ func (r *rules) explore429Series(h *host, l *lane, x float64, ser series, now in
 		e.qtry, e.quotaW = false, 0
 	}
 	if wtest && ptest {
-		r.penaltyPushed(h, l, x, k, max(k, ser.ok), now)
+		r.penaltyPushed(h, l, x, k, max(k, ser.ok), ser.at, now)
 		return
 	}
 	// Within the first run's count, or one more after a run of a few: a
@@ -848,8 +848,8 @@ func (r *rules) explore429Series(h *host, l *lane, x float64, ser series, now in
 
 // penaltyPushed applies a 429 on the explorer l during a penalty's test,
 // at pace x after k successes in the test and ok in the lane's series
-// (a follower that took the test counts what it sent before).
-func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, now int64) {
+// since serAt (a follower that took the test counts what it sent before).
+func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, now int64) {
 	e, c := &h.exp, &h.cap
 	switch {
 	case e.ptestW > 0:
@@ -862,6 +862,17 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, now int6
 		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits, the penalty's test pushed back", e.quotaN(w), w))
 	case ok > e.n1+1 && !e.ptestRefutes(ok, k):
 		r.penaltyLate(h, l, now)
+	case ok > e.n1+1 && e.shorterHolds(ok, serAt, now) > 0:
+		// Past the run's count, over a series longer than the shortest
+		// usual window the first run fits in, and no more than windows
+		// of the run's quota that long let through: the Retry-After told
+		// a fixed wait, not the window's end, and the window is that one
+		// (haproxy's 30 per 10 s told 10 s: 30 in 8.8 s and the wait read
+		// as 30 per 20 s; a follower's series of 12 s, 37 passed, read as
+		// a bucket's, settled at 3.26/s, and every lane was pushed back;
+		// 75.5% over 120 s).
+		w := time.Duration(e.shorterHolds(ok, serAt, now))
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the penalty's test passed %d in a series of %.1fs, more than a window of %v holds and no more than windows of %v", e.quotaN(w), w, ok, secs(now-serAt), time.Duration(e.ptestU), w))
 	case ok > e.n1+1:
 		// Past the run's count, the lane's successes before the test
 		// counted (a follower that took the test spent part of its
@@ -897,6 +908,23 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, now int6
 		r.windowStep(h, l, e.ptestU, true, now)
 		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back")
 	}
+}
+
+// shorterHolds returns the shortest usual window the first run fits in, if
+// it is shorter than the window read from the run and its told recovery
+// (ptestU) and a series of ok successes since serAt is what windows of the
+// run's quota that long let through: longer than one of them, and no more
+// than the quota in each it spans; else 0.
+func (e *explorer) shorterHolds(ok int32, serAt, now int64) int64 {
+	u := usualWindow(e.t1 + e.headD)
+	if u <= 0 || e.ptestU <= u || serAt <= 0 || e.n1 < fewRun {
+		return 0
+	}
+	d := now - serAt
+	if d <= u || int64(ok) > int64(e.quotaN(time.Duration(u)))*(d/u+1) {
+		return 0
+	}
+	return u
 }
 
 // headOf returns the successes of lane exit's runs before its current one

@@ -193,7 +193,7 @@ func Holdouts() []Target {
 		// limits, windows and headers none of the targets has.
 		nginxTarget("nginx-15r-s-burst10", 15, "15r/s", 10, false, ""),
 		nginxTarget("nginx-8r-m-ra30", 8.0/60, "8r/m", 0, false, "30"),
-		haproxyTarget("haproxy-30-per-10s-ra10", 30, 10*time.Second, "10"),
+		withScenario(haproxyTarget("haproxy-30-per-10s-ra10", 30, 10*time.Second, "10"), "haproxy-30-per-10s-ra10"),
 		withScenario(haproxyTarget("haproxy-12-per-min-ra60", 12, time.Minute, "60"), "haproxy-12-per-min-ra60"),
 		flaskTarget("flask-moving-100-per-min", 100, time.Minute, false, true),
 		flaskTarget("flask-fixed-6-per-10s-bare", 6, 10*time.Second, true, false),
