@@ -458,7 +458,9 @@ func fixedWait(srv headroomServer, d time.Duration) headroomServer {
 // on a follower whose series outlasted 10 s passes more than 30 and no more
 // than windows of 10 s hold: it is that window, not a bucket (read so, the
 // search settled over the limit and every lane was pushed back: 75.5% of
-// the limit over 120 s, real and simulated; shorterHolds). At 4 per 5 s told
+// the limit over 120 s, real and simulated; shorterHolds); at 10 per 10 s
+// the follower's series passes one more than the run (65.6% simulated,
+// read as the one more a rolling rate lets through). At 4 per 5 s told
 // 5 s: 4 in 4.6 s read as 4 per 10 s, the window test pushed back within 4
 // again, and the quota's try is over the shortest usual window between the
 // run and its recovery, 5 s, though no common one fits there (the careful
@@ -472,14 +474,17 @@ func TestFixedWaitShorterWindow(t *testing.T) {
 		read string // the change record's reading of the window
 	}{
 		{30, 10 * time.Second, "30 per 10s"},
+		{10, 10 * time.Second, "10 per 10s"},
 		{4, 5 * time.Second, "4 per 5s"},
 	} {
-		// (Started 2.5 s into a window of 10 s of the clock, the told end
-		// of 30 per 10 s falls within a second and a half of the grid of
-		// 20 s, where a window of the clock the run and its recovery fit
-		// may end: no penalty's test runs there (clockEnd), and the
-		// careful search from 30 per 20 s reads 84.2 / 93.0%.)
-		for _, off := range []float64{0, 4, 5, 7.5} {
+		// (A start whose told end falls up to a second and a half after,
+		// or half a second before, a multiple of 20 s or 30 s of the
+		// clock, where a window of the clock that the run and its
+		// recovery fit may end, runs no penalty's test there (clockEnd),
+		// and the careful search from the first reading takes the run:
+		// 84.2 / 93.0% at 30 per 10 s started 2.5 s in, 67.2 / 73.1% at
+		// 10 per 10 s started 4 s in.)
+		for _, off := range []float64{0, 5, 7.5, 9} {
 			t.Run(fmt.Sprintf("%d per %v, %.1fs into a window", c.n, c.w, off), func(t *testing.T) {
 				var lg bytes.Buffer
 				l := newLimiter(t, limit.Config{Logger: slog.New(slog.NewTextHandler(&lg, &slog.HandlerOptions{Level: slog.LevelDebug}))}, lanes)

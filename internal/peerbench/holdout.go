@@ -221,6 +221,12 @@ func Holdouts() []Target {
 			"as ulule-20-per-min", "none",
 			"limiter.Rate{Period: time.Minute, Limit: 100}",
 			func() (func(http.Handler) http.Handler, error) { return peers.Ulule(100, time.Minute), nil })),
+
+		// Added on 2026-12-06's thirty-seventh session, not blind: HAProxy
+		// at 10 per 10 s told a fixed 10 s read 65.6% in the simulator,
+		// among variants of the fixed-wait targets above, before it ever
+		// ran against a real HAProxy.
+		withScenario(haproxyTarget("haproxy-10-per-10s-ra10", 10, 10*time.Second, "10"), "haproxy-10-per-10s-ra10"),
 	}
 }
 
