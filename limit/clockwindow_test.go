@@ -503,3 +503,58 @@ func TestFixedWaitShorterWindow(t *testing.T) {
 		}
 	}
 }
+
+// nginxBucket is nginx's limit_req per exit at rate per second with a burst
+// and nodelay (as sim/server's twin, nginxLeaky): a new key's first request
+// passes with no excess; each later one adds one to the excess, which
+// drains at rate, and one that would take it past the burst is refused and
+// changes nothing.
+func nginxBucket(rate float64, burst int) headroomServer {
+	type key struct {
+		excess float64
+		last   time.Time
+	}
+	ks := map[string]*key{}
+	return func(exit string, now time.Time) limit.Outcome {
+		k := ks[exit]
+		if k == nil {
+			ks[exit] = &key{last: now}
+			return limit.Outcome{}
+		}
+		e := max(0, k.excess-rate*now.Sub(k.last).Seconds()) + 1
+		if e > float64(burst) {
+			return limit.Outcome{Verdict: verdict.Throttled}
+		}
+		k.excess, k.last = e, now
+		return limit.Outcome{}
+	}
+}
+
+// TestFixedWaitBucket: nginx's 5r/s with a burst of 10 telling a fixed
+// Retry-After: 10 (`add_header Retry-After 10 always`) passes the same
+// counts at the penalty's test as HAProxy's 30 per 10 s told 10 s (29 in
+// 8.7 s, then 34 in a follower's series of 12 s), and reads the same
+// shorter window, 29 per 10 s. Read as the quota, that held the host at 58%
+// of the bucket's rate, real and simulated; as a floor with a step a fifth
+// above it (shorterStep), the step passes and the search goes on to the
+// rate: the lanes end above 4/s, not at 2.9/s.
+func TestFixedWaitBucket(t *testing.T) {
+	const lanes, rate = 10, 5.0
+	for _, off := range []float64{0, 5, 7.5, 9} {
+		t.Run(fmt.Sprintf("%.1fs into a window", off), func(t *testing.T) {
+			var lg bytes.Buffer
+			l := newLimiter(t, limit.Config{Logger: slog.New(slog.NewTextHandler(&lg, &slog.HandlerOptions{Level: slog.LevelDebug}))}, lanes)
+			start := time.Unix(1_800_000_000, 0).Add(time.Duration(off * float64(time.Second)))
+			now, ok, okWarm, n429 := crawlWarm(t, l, fixedWait(nginxBucket(rate, 10), 10*time.Second), start, start.Add(30*time.Second), start.Add(120*time.Second))
+			whole, warm := float64(ok)/(lanes*rate*120), float64(okWarm)/(lanes*rate*90)
+			pace := l.Snapshot(now).Hosts[0].LaneRate.Hz()
+			t.Logf("%.1f%% over the run, %.1f%% after 30 s, %d 429s, the lanes at %.3g/s", 100*whole, 100*warm, n429, pace)
+			if pace < 0.8*rate || whole < 0.70 {
+				t.Errorf("the lanes at %.3g/s, %.1f%% over the run; want at least %.3g/s and 70%%", pace, 100*whole, 0.8*rate)
+			}
+			if !strings.Contains(lg.String(), "29 per 10s") {
+				t.Errorf("the shorter window was never read:\n%s", lg.String())
+			}
+		})
+	}
+}

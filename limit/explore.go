@@ -357,6 +357,10 @@ type explorer struct {
 	// and only a re-probe goes above it; roundSoon: the search's first
 	// such hold, whose first re-probe comes sooner (reprobeDue).
 	held, roundHeld, roundSoon bool
+	// stepW and stepHi: shorterStep's window and the step it tries above
+	// that window's quota; pushed back there, the quota is confirmed.
+	stepW  time.Duration
+	stepHi float64
 }
 
 // startPace is the explorer's pace when a host starts: Settle under the
@@ -636,6 +640,19 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, passed, fmt.Sprintf("sustained for %.1fs without a 429", secs(el)))
 		c.pass, c.sent, c.at = passed, l.pace, now
 	}
+	if e.stepW > 0 && atLeast(l.pace, e.stepHi) {
+		// shorterStep's step above the shorter window's quota passed: no
+		// window of that quota, a bucket whose burst the counts held
+		// (nginx's 5r/s with a burst of 10 told 10 s). Its search goes on
+		// with a bucket's proofs: a careful span lets a pace a few
+		// percent over its rate through on the burst (settled at 5.25/s,
+		// every lane pushed back again and again).
+		e.stepW, e.stepHi = 0, 0
+		h.note(r, now, phaseNames[e.phase], l.exit, "estimate", c.safe, c.pass, "a step above the shorter window's quota passed: a bucket, not a window")
+		c.careful, c.span = false, 0
+		c.setQuota(0, 0)
+		r.unwindow(h, now)
+	}
 	if atLeast(l.pace, c.safe) {
 		c.safe = min(c.safe, passed) // the estimate is proven (less its careful request)
 	}
@@ -876,9 +893,13 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		// ended inside the series (haproxy's 10 per 10 s told 10 s: 11
 		// in 10.8 s, taken for the one more and read as 10 per 20 s,
 		// and the careful search climbed from 11 per 20 s: 65.6%,
-		// simulated).
+		// simulated). A bucket whose burst the follower's slow start
+		// refilled passes the same counts (nginx's 5r/s with a burst of
+		// 10 told 10 s: 29 in 8.7 s, then 34 in a series of 12 s, as
+		// haproxy's 30 per 10 s), so the quota read is a floor, and a step
+		// above it tells the two apart (shorterStep).
 		w := time.Duration(e.shorterHolds(ok, serAt, now))
-		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the penalty's test passed %d in a series of %.1fs, more than a window of %v holds and no more than windows of %v", e.quotaN(w), w, ok, secs(now-serAt), time.Duration(e.ptestU), w))
+		r.shorterStep(h, l, w, x, now, fmt.Sprintf("%d per %v: the penalty's test passed %d in a series of %.1fs, more than a window of %v holds and no more than windows of %v", e.quotaN(w), w, ok, secs(now-serAt), time.Duration(e.ptestU), w))
 	case ok > e.n1+1:
 		// Past the run's count, the lane's successes before the test
 		// counted (a follower that took the test spent part of its
@@ -914,6 +935,37 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		r.windowStep(h, l, e.ptestU, true, now)
 		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back")
 	}
+}
+
+// shorterStep takes the first run's quota over the window w, shorter than
+// the one read, as what the host lets through at least: the followers go
+// there at once, and the lanes held on the longer reading are held again
+// on it. The explorer l, pushed back at x in the penalty's test, tries a
+// step shortStep above the quota: pushed back there, the quota is the
+// limit (quotaConfirmed; haproxy's rolling rate); passed, the search
+// bisects on up to x (a bucket: nginx's 5r/s with a burst of 10 told 10
+// s, held at the quota read, 29 per 10 s, used 58% of its rate, real and
+// simulated; 75% so). The ceiling is x, not the first run's count over its
+// time: that bounds a window's rate, not a bucket's.
+func (r *rules) shorterStep(h *host, l *lane, w time.Duration, x float64, now int64, why string) {
+	e, c := &h.exp, &h.cap
+	q := max(r.minLane, e.quota(w))
+	h.note(r, now, phaseNames[e.phase], l.exit, "estimate", c.safe, q, why)
+	c.safe, c.pass, c.sent, c.at = q, q, q, now
+	c.careful, c.windowed = true, true
+	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
+	r.rewindow(h, float64(e.quotaN(w)), int64(w), now)
+	h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "the penalty's test was pushed back")
+	c.ceil(x, now)
+	e.quotaW = w
+	step := q * shortStep
+	e.stepW, e.stepHi = w, step
+	if step >= c.hi {
+		r.nextBisect(h, l, now)
+	} else {
+		r.setExplorerPace(h, l, step, now, "bisect", fmt.Sprintf("%d per %v read: try a step above it, a bucket's rate or the window's", e.quotaN(w), w))
+	}
+	r.updateFollow(h, now, phaseNames[e.phase], "a shorter window's quota")
 }
 
 // shorterHolds returns the shortest usual window the first run fits in, if
@@ -1023,7 +1075,11 @@ func (r *rules) rereadWindow(h *host, l *lane, since, now int64) {
 func (r *rules) quotaConfirmed(h *host) bool {
 	c, e := &h.cap, &h.exp
 	w := e.quotaW
-	return w > 0 && c.hi > 0 && c.hi <= e.quota(w)+1/w.Seconds() &&
+	top := e.quota(w) + 1/w.Seconds()
+	if e.stepW == w {
+		top = max(top, e.stepHi) // shorterStep's step above the quota
+	}
+	return w > 0 && c.hi > 0 && c.hi <= top &&
 		atLeast(max(c.pass, c.lo, c.sent), r.settle*e.quota(w))
 }
 

@@ -379,3 +379,10 @@ const proofRun = 2
 // its end from up to this much before it (a second a window's reading can
 // spare), or up to this much after it (awaitRetry).
 const blockPutOff = int64(time.Second)
+
+// shortStep is how far above a shorter window's quota shorterStep tries:
+// far enough that HAProxy's rolling rate pushes it back within a careful
+// span of the window (one request more a window, 3% over 30 per 10 s,
+// passed for a while and the search went on above the quota), near
+// enough that a bucket of about that rate lets it through.
+const shortStep = 1.2

@@ -227,6 +227,10 @@ func Holdouts() []Target {
 		// among variants of the fixed-wait targets above, before it ever
 		// ran against a real HAProxy.
 		withScenario(haproxyTarget("haproxy-10-per-10s-ra10", 10, 10*time.Second, "10"), "haproxy-10-per-10s-ra10"),
+		// And its cost, seen in the simulator first too: nginx's 5r/s with
+		// a burst of 10 and the same fixed Retry-After: 10 fits the
+		// counts that read HAProxy's window (shorterHolds).
+		withScenario(nginxTarget("nginx-5r-s-burst10-ra10", 5, "5r/s", 10, false, "10"), "nginx-5r-s-burst10-ra10"),
 	}
 }
 
