@@ -943,10 +943,13 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 // on it. The explorer l, pushed back at x in the penalty's test, tries a
 // step shortStep above the quota: pushed back there, the quota is the
 // limit (quotaConfirmed; haproxy's rolling rate); passed, the search
-// bisects on up to x (a bucket: nginx's 5r/s with a burst of 10 told 10
-// s, held at the quota read, 29 per 10 s, used 58% of its rate, real and
-// simulated; 75% so). The ceiling is x, not the first run's count over its
-// time: that bounds a window's rate, not a bucket's.
+// bisects on up to x with a bucket's proofs (exploreOK; nginx's 5r/s with
+// a burst of 10 told 10 s, held at the quota read, 29 per 10 s, used 58%
+// of its rate simulated, 61.5% real; 83% and 86% so). The ceiling is x,
+// not the first run's count over its time: that bounds a window's rate,
+// not a bucket's. stepW stays set once the host settles: quotaConfirmed
+// reads it whenever it is asked, and a re-probe that passes the step later
+// finds a bucket (or a limit raised) there too.
 func (r *rules) shorterStep(h *host, l *lane, w time.Duration, x float64, now int64, why string) {
 	e, c := &h.exp, &h.cap
 	q := max(r.minLane, e.quota(w))
