@@ -649,9 +649,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// every lane pushed back again and again).
 		e.stepW, e.stepHi = 0, 0
 		h.note(r, now, phaseNames[e.phase], l.exit, "estimate", c.safe, c.pass, "a step above the shorter window's quota passed: a bucket, not a window")
-		c.careful, c.span = false, 0
-		c.setQuota(0, 0)
-		r.unwindow(h, now)
+		r.asBucket(h, now)
 	}
 	if atLeast(l.pace, c.safe) {
 		c.safe = min(c.safe, passed) // the estimate is proven (less its careful request)
@@ -868,6 +866,10 @@ func (r *rules) explore429Series(h *host, l *lane, x float64, ser series, now in
 // since serAt (a follower that took the test counts what it sent before).
 func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, now int64) {
 	e, c := &h.exp, &h.cap
+	short := time.Duration(0) // a shorter window the counts fit (shorterHolds)
+	if ok > e.n1 {
+		short = time.Duration(e.shorterHolds(ok, serAt, now))
+	}
 	switch {
 	case e.ptestW > 0:
 		// Where the first recovery fitted a usual window, the window is
@@ -879,7 +881,7 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over the window its recovery fits, the penalty's test pushed back", e.quotaN(w), w))
 	case ok > e.n1+1 && !e.ptestRefutes(ok, k):
 		r.penaltyLate(h, l, now)
-	case ok > e.n1 && e.shorterHolds(ok, serAt, now) > 0:
+	case short > 0:
 		// Past the run's count, over a series longer than the shortest
 		// usual window the first run fits in, and no more than windows
 		// of the run's quota that long let through: the Retry-After told
@@ -898,8 +900,7 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		// 10 told 10 s: 29 in 8.7 s, then 34 in a series of 12 s, as
 		// haproxy's 30 per 10 s), so the quota read is a floor, and a step
 		// above it tells the two apart (shorterStep).
-		w := time.Duration(e.shorterHolds(ok, serAt, now))
-		r.shorterStep(h, l, w, x, now, fmt.Sprintf("%d per %v: the penalty's test passed %d in a series of %.1fs, more than a window of %v holds and no more than windows of %v", e.quotaN(w), w, ok, secs(now-serAt), time.Duration(e.ptestU), w))
+		r.shorterStep(h, l, short, x, now, fmt.Sprintf("%d per %v: the penalty's test passed %d in a series of %.1fs, more than a window of %v holds and no more than windows of %v", e.quotaN(short), short, ok, secs(now-serAt), time.Duration(e.ptestU), short))
 	case ok > e.n1+1:
 		// Past the run's count, the lane's successes before the test
 		// counted (a follower that took the test spent part of its
@@ -908,9 +909,7 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		// through, a bucket ran out at x. What the test passed, less a
 		// burst as large as the run, proves a rate; the search bisects
 		// between that and x.
-		c.careful, c.span = false, 0
-		c.setQuota(0, 0)
-		r.unwindow(h, now)
+		r.asBucket(h, now)
 		if p := max(r.minLane, x*float64(k-e.n1)/float64(k)); p > c.pass {
 			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d passed at %.3g/s, the run's %d more than a window of it holds: a bucket's rate, at least %.3g/s", k, x, k-e.n1, p))
 			c.pass, c.sent = p, x
@@ -952,12 +951,8 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 // finds a bucket (or a limit raised) there too.
 func (r *rules) shorterStep(h *host, l *lane, w time.Duration, x float64, now int64, why string) {
 	e, c := &h.exp, &h.cap
-	q := max(r.minLane, e.quota(w))
-	h.note(r, now, phaseNames[e.phase], l.exit, "estimate", c.safe, q, why)
-	c.safe, c.pass, c.sent, c.at = q, q, q, now
-	c.careful, c.windowed = true, true
-	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
-	r.rewindow(h, float64(e.quotaN(w)), int64(w), now)
+	r.readWindow(h, float64(e.quotaN(w)), w, now, phaseNames[e.phase], l.exit, why)
+	q := c.pass
 	h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "the penalty's test was pushed back")
 	c.ceil(x, now)
 	e.quotaW = w

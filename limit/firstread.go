@@ -595,18 +595,13 @@ func (r *rules) quotaKnown(h *host, w time.Duration, now int64, why string) {
 // header (by rule, in a change record saying why).
 func (r *rules) settleQuota(h *host, n float64, w time.Duration, now int64, rule, why string) {
 	e, c := &h.exp, &h.cap
-	q := max(r.minLane, n/w.Seconds())
 	ex := h.lanes[e.exit]
 	lane := ""
 	if ex != nil {
 		lane = ex.exit
 	}
-	h.note(r, now, rule, lane, "estimate", c.safe, q, why)
-	c.safe, c.pass, c.sent, c.at = q, q, q, now
-	c.careful, c.windowed = true, true
 	c.setQuota(n, int64(w))
-	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
-	r.rewindow(h, n, int64(w), now)
+	r.readWindow(h, n, w, now, rule, lane, why)
 	if c.hi > 0 {
 		h.note(r, now, rule, lane, "ceiling", c.hi, 0, "a window's quota: nothing above it to search")
 		c.hi = 0
@@ -616,6 +611,31 @@ func (r *rules) settleQuota(h *host, n float64, w time.Duration, now int64, rule
 		return
 	}
 	r.settleHere(h, ex, now, fmt.Sprintf("%.0f per %v", n, w))
+}
+
+// readWindow takes n per w as what host h lets through (by rule, on lane,
+// in a change record saying why): the estimate, the pace passed and the
+// followers' at once, each step of a search from there proven over one of
+// its windows, and the lanes held on an earlier reading held again on it
+// (rewindow).
+func (r *rules) readWindow(h *host, n float64, w time.Duration, now int64, rule, lane, why string) {
+	c := &h.cap
+	q := max(r.minLane, n/w.Seconds())
+	h.note(r, now, rule, lane, "estimate", c.safe, q, why)
+	c.safe, c.pass, c.sent, c.at = q, q, q, now
+	c.careful, c.windowed = true, true
+	c.span = max(minSpan, min(maxSpan, int64(w)+int64(w)/4))
+	r.rewindow(h, n, int64(w), now)
+}
+
+// asBucket withdraws host h's window reading: a bucket's proofs from now
+// on (no careful span), no quota, and the waits held on the reading given
+// back (unwindow).
+func (r *rules) asBucket(h *host, now int64) {
+	c := &h.cap
+	c.careful, c.span = false, 0
+	c.setQuota(0, 0)
+	r.unwindow(h, now)
 }
 
 // endRamp ends the slow start: the first 429 on the host, drawn by lane l at
@@ -811,9 +831,7 @@ func (r *rules) noWindow(h *host, l *lane, now int64) {
 	e, c := &h.exp, &h.cap
 	n := e.wtest
 	e.wtest, e.run = 0, run{}
-	c.careful, c.span = false, 0
-	c.setQuota(0, 0)
-	r.unwindow(h, now)
+	r.asBucket(h, now)
 	c.pass, c.sent, c.at = l.pace, l.pace, now
 	h.note(r, now, "explore", l.exit, "ceiling", c.hi, e.x1, fmt.Sprintf("%d in a row at %.3g/s: not a window", n, l.pace))
 	if e.ptest {

@@ -939,9 +939,10 @@ func seriesEnd(ser series, n float64, w int64) int64 {
 // the lanes seriesWindow held past a told Retry-After on an earlier
 // reading, and gives back what that reading held them beyond it (haproxy's
 // 12 per minute with a fixed Retry-After: 60: the first run and its
-// recovery read as 12 per 2 minutes held the first explorer to 133 s, and
-// the quota read 2 s later as 12 per minute left it idle there, a tenth of
-// the pool for a minute; 12 per minute ends its series at 70 s). A lane
+// recovery read as 12 per 2 minutes held the first explorer 133 s, to
+// 140.5 s, and the quota read 2 s later as 12 per minute left it idle
+// there, a tenth of the pool for a minute; 12 per minute ends its series
+// at 70.5 s). A lane
 // the new reading holds longer keeps its wait: a Retry-After told is not
 // shortened, and a longer hold is for the next 429 to tell.
 func (r *rules) rewindow(h *host, n float64, w int64, now int64) {

@@ -57,25 +57,15 @@ func Holdouts() []Target {
 
 		// Added on 2026-12-03's ninth session: other frameworks' own
 		// limiters, each as its README shows it.
-		countsDenied(holdoutGo("fiber-sliding-12-per-10s", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "sliding window (the previous window weighted by its overlap), a clock of whole seconds", 12, 10*time.Second, 0,
-			"X-RateLimit-Limit, -Remaining, -Reset (seconds to the window's end) on requests let through", "seconds to the window's end (429s only)",
-			"limiter.New(limiter.Config{Max: 12, Expiration: 10 * time.Second, LimiterMiddleware: limiter.SlidingWindow{}})",
-			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(12, 10*time.Second, true), nil })),
+		fiberTarget("fiber-sliding-12-per-10s", 12, 10*time.Second, true, false,
+			"X-RateLimit-Limit, -Remaining, -Reset (seconds to the window's end) on requests let through", "seconds to the window's end (429s only)"),
 		// Added on 2026-12-04's seventeenth session, after the simulator's
 		// bare sliding window (a counter that counts the request itself in
 		// full, as fiber's does) showed the learner pushed back under the
 		// sliding edge's half request: the learner's second edge was
 		// measured on it, so it is held out from the twins only.
-		countsDenied(holdoutGo("fiber-sliding-10-per-10s-bare", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "sliding window (the previous window weighted by its overlap), a clock of whole seconds", 10, 10*time.Second, 0,
-			"none (stripped by a wrapper)", "none (stripped)",
-			"limiter.New(limiter.Config{Max: 10, Expiration: 10 * time.Second, LimiterMiddleware: limiter.SlidingWindow{}}) with X-RateLimit-* and Retry-After deleted",
-			func() (func(http.Handler) http.Handler, error) {
-				return peers.Strip(peers.Fiber(10, 10*time.Second, true)), nil
-			})),
-		countsDenied(holdoutGo("fiber-fixed-30-per-min", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "fixed window opened by the client's first request, a clock of whole seconds", 30, time.Minute, 0,
-			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
-			"limiter.New(limiter.Config{Max: 30, Expiration: time.Minute})",
-			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(30, time.Minute, false), nil })),
+		fiberTarget("fiber-sliding-10-per-10s-bare", 10, 10*time.Second, true, true, "none (stripped by a wrapper)", "none (stripped)"),
+		fiberTarget("fiber-fixed-30-per-min", 30, time.Minute, false, false, "as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s"),
 		holdoutGo("echo-3-s", "github.com/labstack/echo/v4 v4.16.0 middleware.RateLimiter", "token bucket (golang.org/x/time/rate)", 3, time.Second, 3,
 			"none", "none",
 			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(3)) (burst 3)",
@@ -178,10 +168,7 @@ func Holdouts() []Target {
 			peers.FlexibleConfig{Points: 3, Duration: time.Second}),
 		rackAttackTarget("rack-attack-25-per-20s", 25, 20*time.Second, true),
 		varnishTarget("varnish-8-per-2s", "", peers.VarnishConfig{Limit: 8, Period: 2 * time.Second}, "none", "none"),
-		countsDenied(holdoutGo("fiber-fixed-20-per-10s", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "fixed window opened by the client's first request, a clock of whole seconds", 20, 10*time.Second, 0,
-			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
-			"limiter.New(limiter.Config{Max: 20, Expiration: 10 * time.Second})",
-			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(20, 10*time.Second, false), nil })),
+		fiberTarget("fiber-fixed-20-per-10s", 20, 10*time.Second, false, false, "as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s"),
 		holdoutGo("echo-6-s", "github.com/labstack/echo/v4 v4.16.0 middleware.RateLimiter", "token bucket (golang.org/x/time/rate)", 6, time.Second, 6,
 			"none", "none",
 			"middleware.RateLimiter(middleware.NewRateLimiterMemoryStore(6)) (burst 6)",
@@ -205,10 +192,7 @@ func Holdouts() []Target {
 		rackAttackTarget("rack-attack-8-per-10s-bare", 8, 10*time.Second, false),
 		varnishTarget("varnish-3-per-s-block20-retry-after", "block-bucket-3-per-s-block20-ra", peers.VarnishConfig{Limit: 3, Period: time.Second, Block: 20 * time.Second, RetryAfter: true},
 			"none", "the block's remaining seconds, rounded up (vsthrottle.blocked; 429s only)"),
-		countsDenied(holdoutGo("fiber-sliding-30-per-min", "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", "sliding window (the previous window weighted by its overlap), a clock of whole seconds", 30, time.Minute, 0,
-			"as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s",
-			"limiter.New(limiter.Config{Max: 30, Expiration: time.Minute, LimiterMiddleware: limiter.SlidingWindow{}})",
-			func() (func(http.Handler) http.Handler, error) { return peers.Fiber(30, time.Minute, true), nil })),
+		fiberTarget("fiber-sliding-30-per-min", 30, time.Minute, true, false, "as fiber-sliding-12-per-10s", "as fiber-sliding-12-per-10s"),
 		holdoutGo("tollbooth-8-s", "github.com/didip/tollbooth/v7 v7.0.2", "token bucket (golang.org/x/time/rate)", 8, time.Second, 1,
 			"as tollbooth-4-s", "none",
 			"tollbooth.NewLimiter(8, nil).SetBurst(1)",
@@ -255,6 +239,38 @@ func flexibleTarget(name, algorithm, headers, retryAfter, config string, cfg pee
 			c.Dir = dir
 			return peers.StartFlexible(c)
 		}))
+}
+
+// fiberTarget is gofiber's limiter middleware holding each client address
+// to limit per window, its sliding window or its fixed one (opened by the
+// client's first request), on its clock of whole seconds; with strip, its
+// X-RateLimit-* headers and Retry-After deleted by a wrapper.
+func fiberTarget(name string, limit int, window time.Duration, sliding, strip bool, headers, retryAfter string) Target {
+	algorithm, mw := "fixed window opened by the client's first request, a clock of whole seconds", ""
+	if sliding {
+		algorithm, mw = "sliding window (the previous window weighted by its overlap), a clock of whole seconds", ", LimiterMiddleware: limiter.SlidingWindow{}"
+	}
+	config := fmt.Sprintf("limiter.New(limiter.Config{Max: %d, Expiration: %s%s})", limit, goDuration(window), mw)
+	if strip {
+		config += " with X-RateLimit-* and Retry-After deleted"
+	}
+	return countsDenied(holdoutGo(name, "github.com/gofiber/fiber/v2 v2.52.15 middleware/limiter", algorithm, limit, window, 0, headers, retryAfter, config,
+		func() (func(http.Handler) http.Handler, error) {
+			h := peers.Fiber(limit, window, sliding)
+			if strip {
+				h = peers.Strip(h)
+			}
+			return h, nil
+		}))
+}
+
+// goDuration is d as a Go expression (time.Minute, 10 * time.Second), as
+// a config written in Go shows it.
+func goDuration(d time.Duration) string {
+	if d == time.Minute {
+		return "time.Minute"
+	}
+	return fmt.Sprintf("%d * time.Second", d/time.Second)
 }
 
 // rackAttackTarget is Rack::Attack throttling each client address to limit
