@@ -55,8 +55,9 @@ tolerance.
 
 Needs Debian's nginx, haproxy, tinyproxy, python3-flask-limiter and nodejs
 with npm (the Node targets' modules, express-rate-limit, fastify with
-@fastify/rate-limit and rate-limiter-flexible, pinned, are installed into
-the user cache once).
+@fastify/rate-limit, rate-limiter-flexible, restify, hono with
+hono-rate-limiter, koa with koa-ratelimit and hapi with hapi-rate-limit,
+pinned, are installed into the user cache once).
 
 Usage:
   go run ./cmd/peerbench [flags]

@@ -117,7 +117,8 @@ func fmtWindow(sec float64) string {
 
 func fmtRate(r float64) string {
 	if r >= 1 {
-		return fmt.Sprintf("%g", r)
+		// 20 per minute on 10 exits is 3.333/s, not 3.333333333333333/s.
+		return fmt.Sprintf("%.4g", r)
 	}
 	return fmt.Sprintf("%.3g", r)
 }

@@ -22,6 +22,14 @@ var (
 	fastifyApp string
 	//go:embed flexible_app.js
 	flexibleApp string
+	//go:embed restify_app.js
+	restifyApp string
+	//go:embed hono_app.js
+	honoApp string
+	//go:embed koa_app.js
+	koaApp string
+	//go:embed hapi_app.js
+	hapiApp string
 	// peerCommon is what the apps share (flags, the access log), written
 	// beside them as peer_common.js.
 	//go:embed peer_common.js
@@ -34,6 +42,10 @@ var NodeModules = []string{
 	"express@5.3.0", "express-rate-limit@8.7.5",
 	"fastify@5.12.8", "@fastify/rate-limit@11.2.0",
 	"rate-limiter-flexible@11.4.0",
+	"restify@12.0.0",
+	"hono@4.13.19", "@hono/node-server@2.1.8", "hono-rate-limiter@0.5.4",
+	"koa@3.2.1", "koa-ratelimit@6.0.0",
+	"@hapi/hapi@21.4.10", "hapi-rate-limit@8.0.0",
 }
 
 // NodeApp is a running Node target: every path answers 200 "ok" or 429,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -707,6 +708,96 @@ func TestVarnish(t *testing.T) {
 		t.Errorf("after the block, a token refilled: %d, want 200", code)
 	}
 	checkLog(t, waitLog(t, v.AccessLog, len(codes)), codes, "127.0.0.21", start)
+}
+
+// restify's throttle plugin is a token bucket per client address: with
+// setHeaders it tells the burst as X-RateLimit-Limit, the whole tokens left
+// and its rate on every response; its 429s carry no Retry-After; a token
+// refills at the rate.
+func TestRestify(t *testing.T) {
+	r := peertest.StartRestify(t, peertest.RestifyConfig{Rate: 1, Burst: 2, Headers: true})
+	c := viaProxy(t, "127.0.0.22")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, r.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if hdr.Get("X-Ratelimit-Limit") != "2" || hdr.Get("X-Ratelimit-Remaining") != "0" || hdr.Get("X-Ratelimit-Rate") != "1" || hdr.Get("Retry-After") != "" {
+		t.Errorf("429 headers %v, want limit 2 (the burst), remaining 0, rate 1, no Retry-After", hdr)
+	}
+	time.Sleep(time.Until(start.Add(1200 * time.Millisecond)))
+	code, _, _ := get(t, c, r.URL()+"/p/2")
+	if codes = append(codes, code); code != 200 {
+		t.Errorf("a second on, a token refilled: %d, want 200", code)
+	}
+	checkLog(t, waitLog(t, r.AccessLog, len(codes)), codes, "127.0.0.22", start)
+}
+
+// hono-rate-limiter with draft-7 headers sends one RateLimit field and
+// RateLimit-Policy on every response and Retry-After (the seconds to the
+// window's end) on its 429s.
+func TestHono(t *testing.T) {
+	h := peertest.StartHono(t, peertest.HonoConfig{Limit: 2, Window: 3 * time.Second, Headers: "draft-7"})
+	c := viaProxy(t, "127.0.0.23")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, h.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if got := hdr.Get("RateLimit"); !strings.HasPrefix(got, "limit=2, remaining=0, reset=") {
+		t.Errorf("429 RateLimit = %q, want the draft-7 field", got)
+	}
+	if got := hdr.Get("RateLimit-Policy"); got != "2;w=3" {
+		t.Errorf("429 RateLimit-Policy = %q, want 2;w=3", got)
+	}
+	if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 1 || ra > 3 {
+		t.Errorf("429 Retry-After = %q, want the seconds to the window's end", hdr.Get("Retry-After"))
+	}
+	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.23", start)
+}
+
+// koa-ratelimit's memory driver tells the window's end in Unix seconds with
+// a fraction and Retry-After in whole seconds rounded down; the window,
+// opened by the client's first request, lets it through again at its end.
+func TestKoa(t *testing.T) {
+	k := peertest.StartKoa(t, peertest.WindowConfig{Limit: 2, Window: 3 * time.Second})
+	c := viaProxy(t, "127.0.0.24")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, k.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	reset, err := strconv.ParseFloat(hdr.Get("X-Ratelimit-Reset"), 64)
+	if end := float64(start.UnixMicro()) / 1e6; err != nil || reset == math.Trunc(reset) || reset < end+2.5 || reset > end+3.5 {
+		t.Errorf("429 X-RateLimit-Reset = %q, want the window's end in Unix seconds with a fraction", hdr.Get("X-Ratelimit-Reset"))
+	}
+	if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 0 || ra > 2 {
+		t.Errorf("429 Retry-After = %q, want the whole seconds to the window's end, rounded down", hdr.Get("Retry-After"))
+	}
+	time.Sleep(time.Until(start.Add(3200 * time.Millisecond)))
+	code, _, _ := get(t, c, k.URL()+"/p/2")
+	if codes = append(codes, code); code != 200 {
+		t.Errorf("past the window: %d, want 200", code)
+	}
+	checkLog(t, waitLog(t, k.AccessLog, len(codes)), codes, "127.0.0.24", start)
+}
+
+// hapi-rate-limit's userLimit answers bare 429s (Boom's, no Retry-After)
+// and names its headers its own way, the window's end in Unix
+// milliseconds.
+func TestHapi(t *testing.T) {
+	h := peertest.StartHapi(t, peertest.WindowConfig{Limit: 2, Window: 3 * time.Second})
+	c := viaProxy(t, "127.0.0.25")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, h.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	reset, err := strconv.ParseInt(hdr.Get("X-Ratelimit-Userreset"), 10, 64)
+	if end := start.UnixMilli(); err != nil || reset < end+2500 || reset > end+3500 || hdr.Get("X-Ratelimit-Userlimit") != "2" || hdr.Get("Retry-After") != "" {
+		t.Errorf("429 headers %v, want UserLimit 2, UserReset the window's end in Unix ms, no Retry-After", hdr)
+	}
+	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.25", start)
 }
 
 // A command's exit code listed in Success is not a failure; any other is,

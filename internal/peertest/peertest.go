@@ -35,6 +35,9 @@ type (
 	ExpressConfig    = peers.ExpressConfig
 	FastifyConfig    = peers.FastifyConfig
 	FlexibleConfig   = peers.FlexibleConfig
+	RestifyConfig    = peers.RestifyConfig
+	HonoConfig       = peers.HonoConfig
+	WindowConfig     = peers.WindowConfig
 	RackAttackConfig = peers.RackAttackConfig
 	RackAttack       = peers.RackAttack
 	VarnishConfig    = peers.VarnishConfig
@@ -171,6 +174,31 @@ func StartFastify(t testing.TB, cfg FastifyConfig) *NodeApp {
 func StartFlexible(t testing.TB, cfg FlexibleConfig) *NodeApp {
 	t.Helper()
 	return start(t, peers.StartFlexible, cfg)
+}
+
+// StartRestify starts a restify target throttled by its own plugin
+// (peers.StartRestify).
+func StartRestify(t testing.TB, cfg RestifyConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartRestify, cfg)
+}
+
+// StartHono starts a hono-rate-limiter target (peers.StartHono).
+func StartHono(t testing.TB, cfg HonoConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartHono, cfg)
+}
+
+// StartKoa starts a koa-ratelimit target (peers.StartKoa).
+func StartKoa(t testing.TB, cfg WindowConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartKoa, cfg)
+}
+
+// StartHapi starts a hapi-rate-limit target (peers.StartHapi).
+func StartHapi(t testing.TB, cfg WindowConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartHapi, cfg)
 }
 
 // StartRackAttack starts a Ruby Rack::Attack target (peers.StartRackAttack).

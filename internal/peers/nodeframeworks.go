@@ -1,0 +1,106 @@
+package peers
+
+// Four more Node targets, each a web framework with the limiter its own
+// ecosystem offers: restify's throttle plugin, hono-rate-limiter on hono,
+// koa-ratelimit on koa and hapi-rate-limit on hapi, each an embedded app run
+// by startNode (node.go) like the express, fastify and flexible ones.
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// RestifyConfig configures a restify server throttled by its own plugin.
+type RestifyConfig struct {
+	// Rate tokens a second refill a bucket of Burst per client address.
+	// Both required.
+	Rate  float64
+	Burst int
+	// Headers is the plugin's setHeaders: X-RateLimit-Limit (the burst),
+	// X-RateLimit-Remaining (whole tokens left) and X-RateLimit-Rate on
+	// every response. Off, its 429s are bare.
+	Headers bool
+	// Modules, Listen and Dir as in ExpressConfig.
+	Modules, Listen, Dir string
+}
+
+// StartRestify starts a restify 12 server limited by restify's throttle
+// plugin keyed on the client address (a token bucket with fractional
+// tokens; 429 without Retry-After).
+func StartRestify(cfg RestifyConfig) (*NodeApp, error) {
+	if cfg.Rate <= 0 || cfg.Burst <= 0 {
+		return nil, fmt.Errorf("restify throttle: rate %v, burst %d: want both above 0", cfg.Rate, cfg.Burst)
+	}
+	return startNode(nodeSpec{name: "restify-throttle", file: "restify_app.js", source: restifyApp,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
+		args: []string{"--rate", strconv.FormatFloat(cfg.Rate, 'g', -1, 64), "--burst", strconv.Itoa(cfg.Burst),
+			"--headers", strconv.FormatBool(cfg.Headers)}})
+}
+
+// HonoConfig configures a hono app behind hono-rate-limiter.
+type HonoConfig struct {
+	// Limit requests are allowed per Window per client address. Required.
+	Limit  int
+	Window time.Duration
+	// Headers is the limiter's standardHeaders: "draft-6" (RateLimit-Limit,
+	// -Remaining, -Reset and RateLimit-Policy, the default) or "draft-7"
+	// (one RateLimit field and RateLimit-Policy).
+	Headers string
+	// Modules, Listen and Dir as in ExpressConfig.
+	Modules, Listen, Dir string
+}
+
+// StartHono starts a hono 4 app on @hono/node-server limited by
+// hono-rate-limiter's MemoryStore (a fixed window per client, opened by its
+// first request; refused requests count), with Retry-After on its 429s.
+func StartHono(cfg HonoConfig) (*NodeApp, error) {
+	if cfg.Headers == "" {
+		cfg.Headers = "draft-6"
+	}
+	if cfg.Limit <= 0 || cfg.Window < time.Millisecond || cfg.Headers != "draft-6" && cfg.Headers != "draft-7" {
+		return nil, fmt.Errorf("hono-rate-limiter: %d per %v with %q headers: want a limit, a window and draft-6 or draft-7", cfg.Limit, cfg.Window, cfg.Headers)
+	}
+	return startNode(nodeSpec{name: "hono-rate-limiter", file: "hono_app.js", source: honoApp,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
+		args: []string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window), "--headers", cfg.Headers}})
+}
+
+// WindowConfig configures a target that allows Limit requests per Window per
+// client address in a fixed window opened by the client's first request
+// (koa-ratelimit, hapi-rate-limit).
+type WindowConfig struct {
+	// Limit and Window are required.
+	Limit  int
+	Window time.Duration
+	// Modules, Listen and Dir as in ExpressConfig.
+	Modules, Listen, Dir string
+}
+
+// StartKoa starts a koa 3 app limited by koa-ratelimit's memory driver
+// (refused requests do not count), with its default headers:
+// X-RateLimit-Limit, -Remaining and -Reset (the window's end in Unix seconds
+// with a fraction: 1796594209.110893) on every response and Retry-After (the
+// whole seconds to that end, rounded down) on 429s.
+func StartKoa(cfg WindowConfig) (*NodeApp, error) {
+	return startWindowApp("koa-ratelimit", "koa_app.js", koaApp, cfg)
+}
+
+// StartHapi starts a hapi 21 server limited by hapi-rate-limit's userLimit
+// (with no authentication, per client address; refused requests count),
+// its path limits off: bare 429s, and on every response the plugin's own
+// X-RateLimit-UserLimit, -UserRemaining and -UserReset (Unix milliseconds).
+func StartHapi(cfg WindowConfig) (*NodeApp, error) {
+	return startWindowApp("hapi-rate-limit", "hapi_app.js", hapiApp, cfg)
+}
+
+// startWindowApp starts the embedded app file (source), which takes --limit
+// and --window in milliseconds, as cfg sets them.
+func startWindowApp(name, file, source string, cfg WindowConfig) (*NodeApp, error) {
+	if cfg.Limit <= 0 || cfg.Window < time.Millisecond {
+		return nil, fmt.Errorf("%s: %d per %v, want a limit and a window", name, cfg.Limit, cfg.Window)
+	}
+	return startNode(nodeSpec{name: name, file: file, source: source,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
+		args: []string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window)}})
+}
