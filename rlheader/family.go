@@ -2,6 +2,7 @@ package rlheader
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,6 +22,8 @@ type fgroup struct {
 	srcReset, srcResetAfter   string
 	window                    time.Duration
 	srcWindow                 string
+	rate                      float64 // a bucket's refill a second (restify); 0: none
+	srcRate                   string
 	riders                    []ipol // policies riding in the limit ("100, 100;w=10")
 }
 
@@ -88,7 +91,7 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 	}
 	raw := strings.Join(e.vals, ", ")
 	switch field {
-	case "limit", "remaining", "used", "reset", "reset-after", "window", "interval", "resource":
+	case "limit", "remaining", "used", "reset", "reset-after", "window", "interval", "resource", "rate":
 	case "bucket":
 		v, err := single(e.vals)
 		if err != nil {
@@ -187,7 +190,37 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 			return
 		}
 		g.name = v
+	case "rate":
+		v, err := single(e.vals)
+		f, ok := 0.0, false
+		if err == nil {
+			f, ok, err = parseDecimal(v)
+		}
+		if err != nil || !ok || f <= 0 {
+			ps.ignore(e.name, raw, "rate: want a positive number of requests a second")
+			return
+		}
+		if !dup(g.srcRate != "", g.srcRate) {
+			g.rate, g.srcRate = f, e.name
+		}
 	}
+}
+
+// rateWindows are the windows a bucket's rate is written over as a whole
+// count per window (bucketQuota).
+var rateWindows = [...]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 10 * time.Second, time.Minute, time.Hour}
+
+// bucketQuota writes a bucket's refill of rate a second as a quota per
+// window: the shortest of rateWindows that holds a whole count (0.5/s is 1
+// per 2 s), else as many whole requests an hour as it refills.
+func bucketQuota(rate float64) (int64, time.Duration) {
+	for _, w := range rateWindows {
+		n := rate * w.Seconds()
+		if r := math.Round(n); r >= 1 && math.Abs(n-r) <= 1e-9*n {
+			return int64(r), w
+		}
+	}
+	return max(1, int64(rate*3600)), time.Hour
 }
 
 // limitField reads a limit, possibly with policies riding along
@@ -321,7 +354,7 @@ func (ps *parser) vendorWait(e *entry, millis bool) {
 
 // groupPolicies turns a group into policies.
 func (ps *parser) groupPolicies(g *fgroup) {
-	if g.hasLimit || g.hasRem || g.hasReset || g.hasResetAfter || g.hasUsed {
+	if g.hasLimit || g.hasRem || g.hasReset || g.hasResetAfter || g.hasUsed || g.rate > 0 {
 		p := ipol{tier: g.tier}
 		p.Name = g.name
 		if p.Name == "" {
@@ -329,6 +362,20 @@ func (ps *parser) groupPolicies(g *fgroup) {
 		}
 		if g.hasLimit {
 			p.Quota, p.HasQuota, p.srcQuota = g.limit, true, g.srcLimit
+		}
+		if g.rate > 0 {
+			// A token bucket that tells its refill (restify's throttle
+			// plugin: X-RateLimit-Rate beside X-RateLimit-Limit, the
+			// bucket's size, and -Remaining, its whole tokens): the rate
+			// is the quota a steady pace meets, and the size says
+			// nothing of a window. Read as a count per window, the size
+			// and the run a full bucket let through (16 in 7.5 s from a
+			// bucket of 10 refilled at 1/s) read as 16 per 10 s.
+			p.Quota, p.Window = bucketQuota(g.rate)
+			p.HasQuota, p.srcQuota, p.srcWindow = true, g.srcRate, g.srcRate
+			if g.hasLimit {
+				ps.ignore(g.srcLimit, strconv.FormatInt(g.limit, 10), "the bucket's size beside its rate ("+g.srcRate+"): not a quota per window")
+			}
 		}
 		switch {
 		case g.hasRem:
@@ -343,7 +390,9 @@ func (ps *parser) groupPolicies(g *fgroup) {
 		case g.hasReset:
 			p.Reset, p.HasReset, p.srcReset = g.reset, true, g.srcReset
 		}
-		p.Window, p.srcWindow = g.window, g.srcWindow
+		if g.rate == 0 {
+			p.Window, p.srcWindow = g.window, g.srcWindow
+		}
 		if p.Window == 0 {
 			if w := suffixWindow(g.suffix); w > 0 {
 				p.Window, p.srcWindow = w, firstNonEmpty(g.srcLimit, g.srcRem, g.srcReset, g.srcResetAfter)
@@ -358,7 +407,7 @@ func (ps *parser) groupPolicies(g *fgroup) {
 				p.Unit = g.suffix // some other unit or resource; not requests
 			}
 		}
-		p.Source = firstNonEmpty(g.srcLimit, g.srcRem, g.srcUsed, g.srcReset, g.srcResetAfter)
+		p.Source = firstNonEmpty(g.srcRate, g.srcLimit, g.srcRem, g.srcUsed, g.srcReset, g.srcResetAfter)
 		ps.addPolicy(p)
 	} else if g.srcWindow != "" {
 		ps.ignore(g.srcWindow, g.window.String(), "a window without a limit, remaining or reset")

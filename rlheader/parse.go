@@ -125,7 +125,7 @@ var commonNames = [...]string{
 	"ratelimit-limit", "ratelimit-remaining", "ratelimit-reset",
 	"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset",
 	"x-ratelimit-used", "x-ratelimit-resource", "x-ratelimit-reset-after",
-	"x-ratelimit-bucket", "x-ratelimit-scope", "x-ratelimit-global",
+	"x-ratelimit-bucket", "x-ratelimit-scope", "x-ratelimit-global", "x-ratelimit-rate",
 	"x-rate-limit-limit", "x-rate-limit-remaining", "x-rate-limit-reset",
 }
 

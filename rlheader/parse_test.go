@@ -180,6 +180,31 @@ var parseCases = []parseCase{
 		want: "ra=2s lim=40 rem=0 win=- reset=-",
 	},
 	{
+		// restify's throttle plugin with setHeaders: a bucket of 10
+		// refilled at 1/s; the limit is the bucket's size.
+		name:    "restify bucket rate",
+		h:       hdr("X-RateLimit-Remaining", "7", "X-RateLimit-Limit", "10", "X-RateLimit-Rate", "1"),
+		want:    "ra=- lim=1 rem=7 win=1s reset=-",
+		sources: "ra= lim=X-Ratelimit-Rate rem=X-Ratelimit-Remaining win=X-Ratelimit-Rate reset=",
+		ignored: []string{"X-Ratelimit-Limit"},
+	},
+	{
+		name: "bucket rate of half a request a second",
+		h:    hdr("X-RateLimit-Remaining", "3", "X-RateLimit-Rate", "0.5"),
+		want: "ra=- lim=1 rem=3 win=2s reset=-",
+	},
+	{
+		name: "bucket rate of 2.5 a second",
+		h:    hdr("X-RateLimit-Rate", "2.5"),
+		want: "ra=- lim=5 rem=- win=2s reset=-",
+	},
+	{
+		name:    "bucket rate malformed",
+		h:       hdr("X-RateLimit-Limit", "10", "X-RateLimit-Rate", "-1"),
+		want:    "ra=- lim=10 rem=- win=- reset=-",
+		ignored: []string{"X-Ratelimit-Rate"},
+	},
+	{
 		name:    "Shopify malformed",
 		h:       hdr("X-Shopify-Shop-Api-Call-Limit", "forty"),
 		want:    "ra=- lim=- rem=- win=- reset=-",
