@@ -57,7 +57,9 @@ Needs Debian's nginx, haproxy, tinyproxy, python3-flask-limiter and nodejs
 with npm (the Node targets' modules, express-rate-limit, fastify with
 @fastify/rate-limit, rate-limiter-flexible, restify, hono with
 hono-rate-limiter, koa with koa-ratelimit and hapi with hapi-rate-limit,
-pinned, are installed into the user cache once).
+pinned, are installed into the user cache once); the held-out targets need
+ruby-rack-attack, ruby-activesupport and puma, varnish and varnish-modules,
+and apache2 with libapache2-mod-qos.
 
 Usage:
   go run ./cmd/peerbench [flags]

@@ -800,6 +800,34 @@ func TestHapi(t *testing.T) {
 	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.25", start)
 }
 
+// Apache's mod_qos lets Count-1 requests of a client through per window,
+// opened by its first request: the request that brings the counter to
+// Count is refused (429, nothing said of when), so are the ones after it,
+// and the window's end lets the client through again.
+func TestApacheQoS(t *testing.T) {
+	a := peertest.StartApacheQoS(t, peertest.ApacheQoSConfig{Count: 3, Seconds: 3})
+	c := viaProxy(t, "127.0.0.26")
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, a.URL()+"/p/1", 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	if hdr.Get("Retry-After") != "" {
+		t.Errorf("429 Retry-After = %q, want none", hdr.Get("Retry-After"))
+	}
+	time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
+	mid, _, _ := get(t, c, a.URL()+"/p/2")
+	time.Sleep(time.Until(start.Add(3500 * time.Millisecond)))
+	last, _, body := get(t, c, a.URL()+"/p/3")
+	if codes = append(codes, mid, last); mid != 429 || last != 200 {
+		t.Errorf("at 1.5 s: %d, at 3.5 s: %d; want 429 within the window, 200 past it", mid, last)
+	}
+	if last == 200 && body != "ok\n" {
+		t.Errorf("200's body = %q, want ok", body)
+	}
+	checkLog(t, waitLog(t, a.AccessLog, len(codes)), codes, "127.0.0.26", start)
+}
+
 // A command's exit code listed in Success is not a failure; any other is,
 // and the error carries the tail of its stderr.
 func TestCommandSuccessCodes(t *testing.T) {

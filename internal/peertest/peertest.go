@@ -38,6 +38,8 @@ type (
 	RestifyConfig    = peers.RestifyConfig
 	HonoConfig       = peers.HonoConfig
 	WindowConfig     = peers.WindowConfig
+	ApacheQoSConfig  = peers.ApacheQoSConfig
+	ApacheQoS        = peers.ApacheQoS
 	RackAttackConfig = peers.RackAttackConfig
 	RackAttack       = peers.RackAttack
 	VarnishConfig    = peers.VarnishConfig
@@ -199,6 +201,13 @@ func StartKoa(t testing.TB, cfg WindowConfig) *NodeApp {
 func StartHapi(t testing.TB, cfg WindowConfig) *NodeApp {
 	t.Helper()
 	return start(t, peers.StartHapi, cfg)
+}
+
+// StartApacheQoS starts an Apache httpd target limited by mod_qos
+// (peers.StartApacheQoS).
+func StartApacheQoS(t testing.TB, cfg ApacheQoSConfig) *ApacheQoS {
+	t.Helper()
+	return start(t, peers.StartApacheQoS, cfg)
 }
 
 // StartRackAttack starts a Ruby Rack::Attack target (peers.StartRackAttack).

@@ -184,6 +184,14 @@ const (
 	// requests meanwhile still take tokens and restart the refill (see
 	// blockBucket).
 	BlockBucket
+	// QoSEvent is Apache mod_qos's QS_ClientEventLimitCount: a counter per
+	// key from the whole second of its first event, reset once the
+	// directive's seconds have passed after that second, every request
+	// counted and the one that brings it to the directive's count refused:
+	// Quota (the count less one) pass per window, and a steady client's
+	// windows are a second longer than the directive's, so Policy.Window is
+	// that longer window, the directive's seconds plus one (see qosEvent).
+	QoSEvent
 )
 
 var algoNames = [...]string{
@@ -203,6 +211,7 @@ var algoNames = [...]string{
 	ExpressMemory: "express-memory",
 	Throttled:     "throttled",
 	BlockBucket:   "block-bucket",
+	QoSEvent:      "qos-event",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -251,6 +260,8 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 		alg = &expressMemory{keys: make(map[string]*emClient)}
 	case BlockBucket:
 		alg = &blockBucket{keys: make(map[string]*bbState)}
+	case QoSEvent:
+		alg = &qosEvent{keys: make(map[string]*qosCounter)}
 	default:
 		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
 	}

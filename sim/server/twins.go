@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -538,4 +539,51 @@ func (e *expressMemory) Decide(key string, now time.Time) Decision {
 		d.RetryAfter = d.Reset
 	}
 	return d
+}
+
+// qosEvent is Apache mod_qos 11's QS_ClientEventLimitCount (mod_qos.c,
+// qos_hp_event_count): per key a counter and the time(NULL) second of its
+// first event; a request resets it first when that second plus the
+// directive's seconds is before now's second, then counts (every request,
+// refused ones too, starting the timer on the first), and is refused when
+// the counter reaches the directive's count. The directive's seconds are
+// Policy.Window less one second (QoSEvent), its count Policy.Quota plus
+// one. It answers no header.
+type qosEvent struct {
+	p       Policy
+	seconds int64 // the directive's
+	keys    map[string]*qosCounter
+}
+
+type qosCounter struct{ n, start int64 } // start: a Unix second
+
+func (q *qosEvent) Policy() Policy { return q.p }
+func (q *qosEvent) Keys() int      { return len(q.keys) }
+
+func (q *qosEvent) SetPolicy(p Policy) (err error) {
+	if q.p, err = p.checked(); err != nil {
+		return err
+	}
+	if p.Window < 2*time.Second || p.Window%time.Second != 0 {
+		return fmt.Errorf("qos-event: window %v: want whole seconds, 2 s or more (the directive's seconds plus one)", p.Window)
+	}
+	q.seconds = int64(p.Window/time.Second) - 1
+	return nil
+}
+
+func (q *qosEvent) Decide(key string, now time.Time) Decision {
+	sec := floorDiv(now.UnixNano(), int64(time.Second))
+	c := q.keys[key]
+	if c == nil {
+		c = &qosCounter{}
+		q.keys[key] = c
+	}
+	if c.n > 0 && c.start+q.seconds < sec {
+		c.n, c.start = 0, 0
+	}
+	c.n++
+	if c.n == 1 {
+		c.start = sec
+	}
+	return Decision{Limit: q.p.Quota, Window: q.p.Window, Allowed: c.n <= int64(q.p.Quota)}
 }

@@ -236,6 +236,37 @@ func TestExpressMemoryTwin(t *testing.T) {
 	}
 }
 
+// Apache mod_qos's QS_ClientEventLimitCount 3 5 (Quota 2 per a steady
+// window of 6 s): the third request in the window is refused and counted;
+// the counter from the second 0 is reset once 5 whole seconds have passed
+// after it (at 6 s, not 5 s), whatever was refused meanwhile. The real
+// server, QS_ClientEventLimitCount 5 1 at 4/s for 8 s, passed 16 of 32, as
+// the steady window of 2 s says.
+func TestQoSEventTwin(t *testing.T) {
+	runAllowed(t, "qos", QoSEvent, Policy{Quota: 2, Window: 6 * time.Second}, []at{
+		{ms(100), true}, {ms(130), true}, {ms(160), false},
+		{sec(3), false}, {sec(5) + ms(999), false},
+		{sec(6), true}, {sec(6) + ms(500), true}, {sec(11) + ms(999), false},
+		{sec(12), true},
+	})
+	alg, err := NewAlgorithm(QoSEvent, Policy{Quota: 4, Window: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := 0
+	for i := range 32 {
+		if alg.Decide("k", t0.Add(time.Duration(i)*250*time.Millisecond)).Allowed {
+			passed++
+		}
+	}
+	if passed != 16 {
+		t.Errorf("4/s for 8 s: %d passed, want 16", passed)
+	}
+	if _, err := NewAlgorithm(QoSEvent, Policy{Quota: 4, Window: 1500 * time.Millisecond}); err == nil {
+		t.Error("a window of 1.5 s accepted, want whole seconds of 2 or more")
+	}
+}
+
 // golang.org/x/time/rate: Every(2s), burst 5.
 func TestXRateTwin(t *testing.T) {
 	p := Policy{Quota: 1, Window: 2 * time.Second, Burst: 5}
