@@ -37,15 +37,11 @@ type Express = NodeApp
 // StartExpress starts the app with cfg and returns once it accepts
 // connections, installing its npm modules first if they are missing.
 func StartExpress(cfg ExpressConfig) (*Express, error) {
-	if cfg.Limit <= 0 || cfg.Window < time.Millisecond {
-		return nil, fmt.Errorf("express-rate-limit: Limit %d per %v, want a limit and a window", cfg.Limit, cfg.Window)
-	}
 	if cfg.Headers == "" {
 		cfg.Headers = "draft-8"
 	}
-	return startNode(nodeSpec{name: "express-rate-limit", file: "express_app.js", source: expressApp,
-		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
-		args: []string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window), "--headers", cfg.Headers}})
+	return startWindowApp("express-rate-limit", "express_app.js", expressApp,
+		WindowConfig{Limit: cfg.Limit, Window: cfg.Window, Modules: cfg.Modules, Listen: cfg.Listen, Dir: cfg.Dir}, "--headers", cfg.Headers)
 }
 
 // FastifyConfig configures a Node fastify target behind @fastify/rate-limit.

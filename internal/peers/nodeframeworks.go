@@ -58,17 +58,17 @@ func StartHono(cfg HonoConfig) (*NodeApp, error) {
 	if cfg.Headers == "" {
 		cfg.Headers = "draft-6"
 	}
-	if cfg.Limit <= 0 || cfg.Window < time.Millisecond || cfg.Headers != "draft-6" && cfg.Headers != "draft-7" {
-		return nil, fmt.Errorf("hono-rate-limiter: %d per %v with %q headers: want a limit, a window and draft-6 or draft-7", cfg.Limit, cfg.Window, cfg.Headers)
+	if cfg.Headers != "draft-6" && cfg.Headers != "draft-7" {
+		return nil, fmt.Errorf("hono-rate-limiter: %q headers: want draft-6 or draft-7", cfg.Headers)
 	}
-	return startNode(nodeSpec{name: "hono-rate-limiter", file: "hono_app.js", source: honoApp,
-		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
-		args: []string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window), "--headers", cfg.Headers}})
+	return startWindowApp("hono-rate-limiter", "hono_app.js", honoApp,
+		WindowConfig{Limit: cfg.Limit, Window: cfg.Window, Modules: cfg.Modules, Listen: cfg.Listen, Dir: cfg.Dir}, "--headers", cfg.Headers)
 }
 
 // WindowConfig configures a target that allows Limit requests per Window per
 // client address in a fixed window opened by the client's first request
-// (koa-ratelimit, hapi-rate-limit).
+// (koa-ratelimit, hapi-rate-limit; the express and hono apps start from it
+// with their header drafts).
 type WindowConfig struct {
 	// Limit and Window are required.
 	Limit  int
@@ -95,12 +95,13 @@ func StartHapi(cfg WindowConfig) (*NodeApp, error) {
 }
 
 // startWindowApp starts the embedded app file (source), which takes --limit
-// and --window in milliseconds, as cfg sets them.
-func startWindowApp(name, file, source string, cfg WindowConfig) (*NodeApp, error) {
+// and --window in milliseconds, as cfg sets them, and the flags of its own
+// in more.
+func startWindowApp(name, file, source string, cfg WindowConfig, more ...string) (*NodeApp, error) {
 	if cfg.Limit <= 0 || cfg.Window < time.Millisecond {
 		return nil, fmt.Errorf("%s: %d per %v, want a limit and a window", name, cfg.Limit, cfg.Window)
 	}
 	return startNode(nodeSpec{name: name, file: file, source: source,
 		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
-		args: []string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window)}})
+		args: append([]string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window)}, more...)})
 }

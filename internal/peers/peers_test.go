@@ -68,6 +68,34 @@ func untilLimited(t *testing.T, c *http.Client, u string, max int) ([]int, http.
 	return nil, nil
 }
 
+// twoThenLimited sends requests to u through a tinyproxy exit bound to
+// bind until one is refused, and checks that two passed before it, as every
+// target set to allow 2 per window does. It returns the client, when it
+// began, the statuses and the refusal's headers.
+func twoThenLimited(t *testing.T, bind, u string) (*http.Client, time.Time, []int, http.Header) {
+	t.Helper()
+	c := viaProxy(t, bind)
+	start := time.Now()
+	codes, hdr := untilLimited(t, c, u, 5)
+	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("statuses = %v, want %v", codes, want)
+	}
+	return c, start, codes, hdr
+}
+
+// passesAgain sends one request to u at start+after and checks that it
+// passes (the window ended, or the bucket refilled: why); it returns codes
+// with its status added.
+func passesAgain(t *testing.T, c *http.Client, u string, start time.Time, after time.Duration, codes []int, why string) []int {
+	t.Helper()
+	time.Sleep(time.Until(start.Add(after)))
+	code, _, _ := get(t, c, u)
+	if code != 200 {
+		t.Errorf("%s: %d, want 200", why, code)
+	}
+	return append(codes, code)
+}
+
 // waitLog returns the target's access log once it holds want lines.
 func waitLog(t *testing.T, read func() ([]peers.AccessEntry, error), want int) []peers.AccessEntry {
 	t.Helper()
@@ -288,12 +316,7 @@ func TestTinyproxyBasicAuth(t *testing.T) {
 // denied while the client keeps sending, with the configured Retry-After.
 func TestHAProxyCountsDenied(t *testing.T) {
 	h := peertest.StartHAProxy(t, peertest.HAProxyConfig{Limit: 2, Period: 10 * time.Second, RetryAfter: "30"})
-	c := viaProxy(t, "127.0.0.15")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, h.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.15", h.URL()+"/p/1")
 	if ra := hdr.Get("Retry-After"); ra != "30" {
 		t.Errorf("429 Retry-After = %q, want 30", ra)
 	}
@@ -564,12 +587,7 @@ func FuzzParseAccessLine(f *testing.F) {
 // 429s.
 func TestExpressDraft8(t *testing.T) {
 	e := peertest.StartExpress(t, peertest.ExpressConfig{Limit: 2, Window: time.Minute})
-	c := viaProxy(t, "127.0.0.17")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, e.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	_, start, codes, hdr := twoThenLimited(t, "127.0.0.17", e.URL()+"/p/1")
 	if got := hdr.Get("RateLimit-Policy"); !strings.HasPrefix(got, `"2-in-1min"; q=2; w=60; pk=:`) {
 		t.Errorf("429 RateLimit-Policy = %q, want the draft-8 policy", got)
 	}
@@ -623,12 +641,7 @@ func TestFastify(t *testing.T) {
 // window's end.
 func TestFlexible(t *testing.T) {
 	f := peertest.StartFlexible(t, peertest.FlexibleConfig{Points: 2, Duration: time.Second, Block: 3 * time.Second})
-	c := viaProxy(t, "127.0.0.19")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, f.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.19", f.URL()+"/p/1")
 	if ra, err := strconv.ParseFloat(hdr.Get("Retry-After"), 64); err != nil || ra <= 2 || ra > 3 {
 		t.Errorf("429 Retry-After = %q, want the block's seconds", hdr.Get("Retry-After"))
 	}
@@ -702,11 +715,7 @@ func TestVarnish(t *testing.T) {
 	}
 	// 3.4 s on, the bucket has a token again (one per 3.3 s) and the
 	// block of 2 s is over.
-	time.Sleep(time.Until(start.Add(3400 * time.Millisecond)))
-	code, _, _ := get(t, c, v.URL()+"/p/2")
-	if codes = append(codes, code); code != 200 {
-		t.Errorf("after the block, a token refilled: %d, want 200", code)
-	}
+	codes = passesAgain(t, c, v.URL()+"/p/2", start, 3400*time.Millisecond, codes, "after the block, a token refilled")
 	checkLog(t, waitLog(t, v.AccessLog, len(codes)), codes, "127.0.0.21", start)
 }
 
@@ -716,20 +725,11 @@ func TestVarnish(t *testing.T) {
 // refills at the rate.
 func TestRestify(t *testing.T) {
 	r := peertest.StartRestify(t, peertest.RestifyConfig{Rate: 1, Burst: 2, Headers: true})
-	c := viaProxy(t, "127.0.0.22")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, r.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.22", r.URL()+"/p/1")
 	if hdr.Get("X-Ratelimit-Limit") != "2" || hdr.Get("X-Ratelimit-Remaining") != "0" || hdr.Get("X-Ratelimit-Rate") != "1" || hdr.Get("Retry-After") != "" {
 		t.Errorf("429 headers %v, want limit 2 (the burst), remaining 0, rate 1, no Retry-After", hdr)
 	}
-	time.Sleep(time.Until(start.Add(1200 * time.Millisecond)))
-	code, _, _ := get(t, c, r.URL()+"/p/2")
-	if codes = append(codes, code); code != 200 {
-		t.Errorf("a second on, a token refilled: %d, want 200", code)
-	}
+	codes = passesAgain(t, c, r.URL()+"/p/2", start, 1200*time.Millisecond, codes, "a second on, a token refilled")
 	checkLog(t, waitLog(t, r.AccessLog, len(codes)), codes, "127.0.0.22", start)
 }
 
@@ -738,12 +738,7 @@ func TestRestify(t *testing.T) {
 // window's end) on its 429s.
 func TestHono(t *testing.T) {
 	h := peertest.StartHono(t, peertest.HonoConfig{Limit: 2, Window: 3 * time.Second, Headers: "draft-7"})
-	c := viaProxy(t, "127.0.0.23")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, h.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	_, start, codes, hdr := twoThenLimited(t, "127.0.0.23", h.URL()+"/p/1")
 	if got := hdr.Get("RateLimit"); !strings.HasPrefix(got, "limit=2, remaining=0, reset=") {
 		t.Errorf("429 RateLimit = %q, want the draft-7 field", got)
 	}
@@ -761,12 +756,7 @@ func TestHono(t *testing.T) {
 // opened by the client's first request, lets it through again at its end.
 func TestKoa(t *testing.T) {
 	k := peertest.StartKoa(t, peertest.WindowConfig{Limit: 2, Window: 3 * time.Second})
-	c := viaProxy(t, "127.0.0.24")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, k.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.24", k.URL()+"/p/1")
 	reset, err := strconv.ParseFloat(hdr.Get("X-Ratelimit-Reset"), 64)
 	if end := float64(start.UnixMicro()) / 1e6; err != nil || reset == math.Trunc(reset) || reset < end+2.5 || reset > end+3.5 {
 		t.Errorf("429 X-RateLimit-Reset = %q, want the window's end in Unix seconds with a fraction", hdr.Get("X-Ratelimit-Reset"))
@@ -774,11 +764,7 @@ func TestKoa(t *testing.T) {
 	if ra, err := strconv.Atoi(hdr.Get("Retry-After")); err != nil || ra < 0 || ra > 2 {
 		t.Errorf("429 Retry-After = %q, want the whole seconds to the window's end, rounded down", hdr.Get("Retry-After"))
 	}
-	time.Sleep(time.Until(start.Add(3200 * time.Millisecond)))
-	code, _, _ := get(t, c, k.URL()+"/p/2")
-	if codes = append(codes, code); code != 200 {
-		t.Errorf("past the window: %d, want 200", code)
-	}
+	codes = passesAgain(t, c, k.URL()+"/p/2", start, 3200*time.Millisecond, codes, "past the window")
 	checkLog(t, waitLog(t, k.AccessLog, len(codes)), codes, "127.0.0.24", start)
 }
 
@@ -787,12 +773,7 @@ func TestKoa(t *testing.T) {
 // milliseconds.
 func TestHapi(t *testing.T) {
 	h := peertest.StartHapi(t, peertest.WindowConfig{Limit: 2, Window: 3 * time.Second})
-	c := viaProxy(t, "127.0.0.25")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, h.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	_, start, codes, hdr := twoThenLimited(t, "127.0.0.25", h.URL()+"/p/1")
 	reset, err := strconv.ParseInt(hdr.Get("X-Ratelimit-Userreset"), 10, 64)
 	if end := start.UnixMilli(); err != nil || reset < end+2500 || reset > end+3500 || hdr.Get("X-Ratelimit-Userlimit") != "2" || hdr.Get("Retry-After") != "" {
 		t.Errorf("429 headers %v, want UserLimit 2, UserReset the window's end in Unix ms, no Retry-After", hdr)
@@ -806,12 +787,7 @@ func TestHapi(t *testing.T) {
 // and the window's end lets the client through again.
 func TestApacheQoS(t *testing.T) {
 	a := peertest.StartApacheQoS(t, peertest.ApacheQoSConfig{Count: 3, Seconds: 3})
-	c := viaProxy(t, "127.0.0.26")
-	start := time.Now()
-	codes, hdr := untilLimited(t, c, a.URL()+"/p/1", 5)
-	if want := []int{200, 200, 429}; fmt.Sprint(codes) != fmt.Sprint(want) {
-		t.Errorf("statuses = %v, want %v", codes, want)
-	}
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.26", a.URL()+"/p/1")
 	if hdr.Get("Retry-After") != "" {
 		t.Errorf("429 Retry-After = %q, want none", hdr.Get("Retry-After"))
 	}
