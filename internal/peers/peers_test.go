@@ -783,23 +783,25 @@ func TestHapi(t *testing.T) {
 
 // Apache's mod_qos lets Count-1 requests of a client through per window,
 // opened by its first request: the request that brings the counter to
-// Count is refused (429, nothing said of when), so are the ones after it,
-// and the window's end lets the client through again.
+// Count is refused (429, nothing said of when), so are the ones after it.
+// The window runs on whole seconds: it ends once Seconds whole seconds have
+// passed after the second its first request came in, up to a second later
+// than Seconds after that request.
 func TestApacheQoS(t *testing.T) {
 	a := peertest.StartApacheQoS(t, peertest.ApacheQoSConfig{Count: 3, Seconds: 3})
 	c, start, codes, hdr := twoThenLimited(t, "127.0.0.26", a.URL()+"/p/1")
 	if hdr.Get("Retry-After") != "" {
 		t.Errorf("429 Retry-After = %q, want none", hdr.Get("Retry-After"))
 	}
-	time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
-	mid, _, _ := get(t, c, a.URL()+"/p/2")
-	time.Sleep(time.Until(start.Add(3500 * time.Millisecond)))
-	last, _, body := get(t, c, a.URL()+"/p/3")
-	if codes = append(codes, mid, last); mid != 429 || last != 200 {
-		t.Errorf("at 1.5 s: %d, at 3.5 s: %d; want 429 within the window, 200 past it", mid, last)
-	}
-	if last == 200 && body != "ok\n" {
-		t.Errorf("200's body = %q, want ok", body)
+	first := waitLog(t, a.AccessLog, len(codes))[0].Time
+	end := first.Truncate(time.Second).Add(4 * time.Second) // the second 0 + 3 whole seconds passed
+	time.Sleep(time.Until(end.Add(-300 * time.Millisecond)))
+	before, _, _ := get(t, c, a.URL()+"/p/2")
+	time.Sleep(time.Until(end.Add(100 * time.Millisecond)))
+	after, _, body := get(t, c, a.URL()+"/p/3")
+	if codes = append(codes, before, after); before != 429 || after != 200 || body != "ok\n" {
+		t.Errorf("first request at %s: %d 0.3 s before %s, %d (%q) 0.1 s after; want 429, then 200 ok",
+			first.Format("15:04:05.000"), before, end.Format("15:04:05"), after, body)
 	}
 	checkLog(t, waitLog(t, a.AccessLog, len(codes)), codes, "127.0.0.26", start)
 }
