@@ -226,12 +226,12 @@ func Holdouts() []Target {
 		// named as no parser reads them).
 		restifyTarget("restify-3-per-s-burst5", peers.RestifyConfig{Rate: 3, Burst: 5}),
 		restifyTarget("restify-1-per-s-burst10-headers", peers.RestifyConfig{Rate: 1, Burst: 10, Headers: true}),
-		honoTarget("hono-20-per-min-draft7", peers.HonoConfig{Limit: 20, Window: time.Minute, Headers: "draft-7"}),
-		honoTarget("hono-8-per-10s", peers.HonoConfig{Limit: 8, Window: 10 * time.Second, Headers: "draft-6"}),
-		windowTarget("koa-10-per-10s", koaServer, peers.StartKoa, 10, 10*time.Second),
-		windowTarget("koa-60-per-min", koaServer, peers.StartKoa, 60, time.Minute),
-		windowTarget("hapi-30-per-min", hapiServer, peers.StartHapi, 30, time.Minute),
-		windowTarget("hapi-5-per-10s", hapiServer, peers.StartHapi, 5, 10*time.Second),
+		honoTarget("hono-20-per-min-draft7", "draft-7", peers.WindowConfig{Limit: 20, Window: time.Minute}),
+		honoTarget("hono-8-per-10s", "draft-6", peers.WindowConfig{Limit: 8, Window: 10 * time.Second}),
+		koaTarget("koa-10-per-10s", peers.WindowConfig{Limit: 10, Window: 10 * time.Second}),
+		koaTarget("koa-60-per-min", peers.WindowConfig{Limit: 60, Window: time.Minute}),
+		hapiTarget("hapi-30-per-min", peers.WindowConfig{Limit: 30, Window: time.Minute}),
+		hapiTarget("hapi-5-per-10s", peers.WindowConfig{Limit: 5, Window: 10 * time.Second}),
 
 		// Added on 2026-12-06's thirty-eighth session after the eight
 		// above, and run once against the learner of 763dd93 before
@@ -266,7 +266,8 @@ func apacheQoSTarget(name string, cfg peers.ApacheQoSConfig) Target {
 }
 
 // restifyTarget is restify's throttle plugin as cfg sets it: a token bucket
-// of cfg.Burst refilled at cfg.Rate a second per client address.
+// of cfg.Burst refilled at cfg.Rate a second per client address; cfg.Rate
+// whole, the target's limit per second (TestHoldouts checks the rate).
 func restifyTarget(name string, cfg peers.RestifyConfig) Target {
 	headers, config := "none", fmt.Sprintf("restify.plugins.throttle({rate: %g, burst: %d, ip: true})", cfg.Rate, cfg.Burst)
 	if cfg.Headers {
@@ -283,45 +284,51 @@ func restifyTarget(name string, cfg peers.RestifyConfig) Target {
 	return t
 }
 
-// honoTarget is hono-rate-limiter as cfg sets it: cfg.Limit per cfg.Window
-// per client address in a window opened by the client's first request, its
-// refusals counted.
-func honoTarget(name string, cfg peers.HonoConfig) Target {
-	headers := "RateLimit-Limit, -Remaining, -Reset (seconds) and RateLimit-Policy (draft-6) on every response"
-	if cfg.Headers == "draft-7" {
-		headers = "one RateLimit field (limit, remaining, reset in seconds) and RateLimit-Policy (draft-7) on every response"
+// honoTarget is hono-rate-limiter as cfg sets it, with the header draft
+// headers names: cfg.Limit per cfg.Window per client address in a window
+// opened by the client's first request, its refusals counted.
+func honoTarget(name, headers string, cfg peers.WindowConfig) Target {
+	told := "RateLimit-Limit, -Remaining, -Reset (seconds) and RateLimit-Policy (draft-6) on every response"
+	if headers == "draft-7" {
+		told = "one RateLimit field (limit, remaining, reset in seconds) and RateLimit-Policy (draft-7) on every response"
 	}
-	return countsDenied(holdoutTarget(name, "Node hono-rate-limiter 0.5 (MemoryStore) on hono 4.13", "fixed window opened by the client's first request",
-		cfg.Limit, cfg.Window, headers, "the seconds to the window's end, rounded up",
-		fmt.Sprintf("rateLimiter({windowMs: %d, limit: %d, standardHeaders: %q, keyGenerator: the socket's address})", cfg.Window.Milliseconds(), cfg.Limit, cfg.Headers),
-		func(dir string) (Server, error) {
-			c := cfg
-			c.Dir = dir
-			return peers.StartHono(c)
+	return countsDenied(windowTarget(name, "Node hono-rate-limiter 0.5 (MemoryStore) on hono 4.13", cfg, told, "the seconds to the window's end, rounded up",
+		fmt.Sprintf("rateLimiter({windowMs: %d, limit: %d, standardHeaders: %q, keyGenerator: the socket's address})", cfg.Window.Milliseconds(), cfg.Limit, headers),
+		func(c peers.WindowConfig) (*peers.NodeApp, error) {
+			return peers.StartHono(peers.HonoConfig{WindowConfig: c, Headers: headers})
 		}))
 }
 
-// windowTarget is koa-ratelimit or hapi-rate-limit (server, started by
-// start) allowing limit per window per client address in a window opened by
-// the client's first request.
-func windowTarget(name, server string, start func(peers.WindowConfig) (*peers.NodeApp, error), limit int, window time.Duration) Target {
-	cfg := peers.WindowConfig{Limit: limit, Window: window}
-	t := holdoutTarget(name, server, "fixed window opened by the client's first request", limit, window, "", "", "",
+// koaTarget is koa-ratelimit's memory driver as cfg sets it (refusals not
+// counted).
+func koaTarget(name string, cfg peers.WindowConfig) Target {
+	return windowTarget(name, "Node koa-ratelimit 6.0 (memory driver) on koa 3.2", cfg,
+		"X-RateLimit-Limit, -Remaining and -Reset (the window's end in Unix seconds with a fraction) on every response",
+		"the whole seconds to the window's end, rounded down (0 in its last second)",
+		fmt.Sprintf("ratelimit({driver: \"memory\", db: new Map(), duration: %d, max: %d})", cfg.Window.Milliseconds(), cfg.Limit),
+		peers.StartKoa)
+}
+
+// hapiTarget is hapi-rate-limit's userLimit as cfg sets it (refusals
+// counted).
+func hapiTarget(name string, cfg peers.WindowConfig) Target {
+	return countsDenied(windowTarget(name, "Node hapi-rate-limit 8.0 (userLimit) on hapi 21.4", cfg,
+		"X-RateLimit-UserLimit, -UserRemaining and -UserReset (Unix milliseconds) on every response: names no parser reads",
+		"none (Boom's tooManyRequests)",
+		fmt.Sprintf("{userLimit: %d, userCache: {expiresIn: %d}, pathLimit: false, userPathLimit: false}", cfg.Limit, cfg.Window.Milliseconds()),
+		peers.StartHapi))
+}
+
+// windowTarget is a Node app (server, started by start) allowing cfg.Limit
+// per cfg.Window per client address in a window opened by the client's
+// first request, described by headers, retryAfter and config.
+func windowTarget(name, server string, cfg peers.WindowConfig, headers, retryAfter, config string, start func(peers.WindowConfig) (*peers.NodeApp, error)) Target {
+	return holdoutTarget(name, server, "fixed window opened by the client's first request", cfg.Limit, cfg.Window, headers, retryAfter, config,
 		func(dir string) (Server, error) {
 			c := cfg
 			c.Dir = dir
 			return start(c)
 		})
-	if server == koaServer {
-		t.Headers = "X-RateLimit-Limit, -Remaining and -Reset (the window's end in Unix seconds with a fraction) on every response"
-		t.RetryAfter = "the whole seconds to the window's end, rounded down (0 in its last second)"
-		t.Config = fmt.Sprintf("ratelimit({driver: \"memory\", db: new Map(), duration: %d, max: %d})", window.Milliseconds(), limit)
-		return t
-	}
-	t.Headers = "X-RateLimit-UserLimit, -UserRemaining and -UserReset (Unix milliseconds) on every response: names no parser reads"
-	t.RetryAfter = "none (Boom's tooManyRequests)"
-	t.Config = fmt.Sprintf("{userLimit: %d, userCache: {expiresIn: %d}, pathLimit: false, userPathLimit: false}", limit, window.Milliseconds())
-	return countsDenied(t)
 }
 
 // fastifyTarget is @fastify/rate-limit as cfg sets it, described by
@@ -421,8 +428,6 @@ func varnishTarget(name, sim string, cfg peers.VarnishConfig, headers, retryAfte
 const (
 	fastifyServer  = "Node @fastify/rate-limit 11.2 (LocalStore) on fastify 5.12"
 	flexibleServer = "Node rate-limiter-flexible 11.4 (RateLimiterMemory) on express 5"
-	koaServer      = "Node koa-ratelimit 6.0 (memory driver) on koa 3.2"
-	hapiServer     = "Node hapi-rate-limit 8.0 (userLimit) on hapi 21.4"
 	// rackAttackServer is Debian's ruby-rack-attack with ruby-activesupport's
 	// MemoryStore, as its README sets it up outside Rails.
 	rackAttackServer = "Ruby Rack::Attack 6.6 (ActiveSupport::Cache::MemoryStore) on puma 5.6"

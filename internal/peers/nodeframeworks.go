@@ -38,17 +38,15 @@ func StartRestify(cfg RestifyConfig) (*NodeApp, error) {
 			"--headers", strconv.FormatBool(cfg.Headers)}})
 }
 
-// HonoConfig configures a hono app behind hono-rate-limiter.
+// HonoConfig configures a hono app behind hono-rate-limiter: Limit per
+// Window per client address (WindowConfig, required), with the header
+// draft Headers names.
 type HonoConfig struct {
-	// Limit requests are allowed per Window per client address. Required.
-	Limit  int
-	Window time.Duration
+	WindowConfig
 	// Headers is the limiter's standardHeaders: "draft-6" (RateLimit-Limit,
 	// -Remaining, -Reset and RateLimit-Policy, the default) or "draft-7"
 	// (one RateLimit field and RateLimit-Policy).
 	Headers string
-	// Modules, Listen and Dir as in ExpressConfig.
-	Modules, Listen, Dir string
 }
 
 // StartHono starts a hono 4 app on @hono/node-server limited by
@@ -61,14 +59,13 @@ func StartHono(cfg HonoConfig) (*NodeApp, error) {
 	if cfg.Headers != "draft-6" && cfg.Headers != "draft-7" {
 		return nil, fmt.Errorf("hono-rate-limiter: %q headers: want draft-6 or draft-7", cfg.Headers)
 	}
-	return startWindowApp("hono-rate-limiter", "hono_app.js", honoApp,
-		WindowConfig{Limit: cfg.Limit, Window: cfg.Window, Modules: cfg.Modules, Listen: cfg.Listen, Dir: cfg.Dir}, "--headers", cfg.Headers)
+	return startWindowApp("hono-rate-limiter", "hono_app.js", honoApp, cfg.WindowConfig, "--headers", cfg.Headers)
 }
 
 // WindowConfig configures a target that allows Limit requests per Window per
 // client address in a fixed window opened by the client's first request
-// (koa-ratelimit, hapi-rate-limit; the express and hono apps start from it
-// with their header drafts).
+// (koa-ratelimit, hapi-rate-limit, and hono-rate-limiter through
+// HonoConfig; the express app starts from it too).
 type WindowConfig struct {
 	// Limit and Window are required.
 	Limit  int

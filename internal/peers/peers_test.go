@@ -737,7 +737,7 @@ func TestRestify(t *testing.T) {
 // RateLimit-Policy on every response and Retry-After (the seconds to the
 // window's end) on its 429s.
 func TestHono(t *testing.T) {
-	h := peertest.StartHono(t, peertest.HonoConfig{Limit: 2, Window: 3 * time.Second, Headers: "draft-7"})
+	h := peertest.StartHono(t, peertest.HonoConfig{WindowConfig: peertest.WindowConfig{Limit: 2, Window: 3 * time.Second}, Headers: "draft-7"})
 	_, start, codes, hdr := twoThenLimited(t, "127.0.0.23", h.URL()+"/p/1")
 	if got := hdr.Get("RateLimit"); !strings.HasPrefix(got, "limit=2, remaining=0, reset=") {
 		t.Errorf("429 RateLimit = %q, want the draft-7 field", got)

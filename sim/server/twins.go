@@ -564,10 +564,10 @@ func (q *qosEvent) SetPolicy(p Policy) (err error) {
 	if q.p, err = p.checked(); err != nil {
 		return err
 	}
-	if p.Window < 2*time.Second || p.Window%time.Second != 0 {
-		return fmt.Errorf("qos-event: window %v: want whole seconds, 2 s or more (the directive's seconds plus one)", p.Window)
+	if w := q.p.Window; w < 2*time.Second || w%time.Second != 0 {
+		return fmt.Errorf("qos-event: window %v: want whole seconds, 2 s or more (the directive's seconds plus one)", w)
 	}
-	q.seconds = int64(p.Window/time.Second) - 1
+	q.seconds = int64(q.p.Window/time.Second) - 1
 	return nil
 }
 

@@ -240,8 +240,9 @@ func TestExpressMemoryTwin(t *testing.T) {
 // window of 6 s): the third request in the window is refused and counted;
 // the counter from the second 0 is reset once 5 whole seconds have passed
 // after it (at 6 s, not 5 s), whatever was refused meanwhile. The real
-// server, QS_ClientEventLimitCount 5 1 at 4/s for 8 s, passed 16 of 32, as
-// the steady window of 2 s says.
+// server, QS_ClientEventLimitCount 5 1 at 4/s for 8 s, passed 16 of 32 (a
+// steady client run by hand once, 2026-12-06; TestApacheQoS holds the
+// window's end on the real server), as the steady window of 2 s says.
 func TestQoSEventTwin(t *testing.T) {
 	runAllowed(t, "qos", QoSEvent, Policy{Quota: 2, Window: 6 * time.Second}, []at{
 		{ms(100), true}, {ms(130), true}, {ms(160), false},
