@@ -230,6 +230,44 @@ func TestQuotaEdge(t *testing.T) {
 	}
 }
 
+// TestLongEdge: a quota over 10 keeps slidingRoom more at each edge past
+// the second while its lanes keep longEdgeRoom of it: a window read as the
+// shortest usual one may be a second longer (mod_qos's 19 per 11 s read as
+// 19 per 10 s passes at 88%, fell to a careful search from 66% after 94%).
+// Under longEdgeRoom the host falls back as before.
+func TestLongEdge(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+	a := h.lanes["a"]
+	h.cap.pass = 1.94 // the ramp passed 1.94/s
+	r.endRamp(h, a, 3.88, series{at: sec(0), ok: 19, run: 1}, 0, sec(5.2))
+	r.cooldown(h, a, 3.88, 0, false, sec(5.2), 0.5)
+	r.cooldown(h, a, 3.88, 0, false, sec(7.3), 0.5)
+	r.exploreOK(h, a, sec(17.3), sec(17.3))
+	passProof(r, h, a, sec(17.3))
+	if h.exp.phase != expSettled || h.cap.quotaN != 19 || h.cap.quotaW != int64(10*time.Second) {
+		t.Fatalf("not settled on 19 per 10 s: phase %s, quota %v per %v", phaseNames[h.exp.phase], h.cap.quotaN, time.Duration(h.cap.quotaW))
+	}
+	at := 40.0
+	for k := 1; k <= 4; k++ {
+		r.follow429(h, h.lanes["b"], h.cap.follow, series{}, sec(at))
+		want := (1 - float64(k)*slidingRoom/19) * 1.9
+		if !near(h.cap.follow, want) || h.exp.phase != expSettled || int(h.cap.edges) != k {
+			t.Fatalf("edge %d: follow %v, phase %s, edges %d; want %v, settled, %d", k, h.cap.follow, phaseNames[h.exp.phase], h.cap.edges, want, k)
+		}
+		at += 21 // past two windows: a new edge, not the same one
+	}
+	x := h.cap.follow
+	for i, name := range []string{"c", "d", "e", "f", "g"} { // half the lanes at once
+		now := sec(at + 0.1*float64(i))
+		h.addEvidence(r, evEntry{exit: name, at: now, pace: x}) // as the outcome does
+		r.follow429(h, h.lanes[name], x, series{}, now)
+	}
+	if h.cap.edges != 4 || h.exp.phase == expSettled && near(h.cap.follow, x) {
+		t.Errorf("pushed back at %.0f%% of the quota: edges %d, still settled at %v; want a fall back (a fifth edge keeps under %v)", 100*x/1.9, h.cap.edges, h.cap.follow, longEdgeRoom)
+	}
+}
+
 // TestStagger: the lanes of a host settled on a window's quota that would
 // send together are spread over one interval at their pace, in the order
 // of their exits, and only held back; over an interval longer than

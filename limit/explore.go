@@ -86,7 +86,7 @@ type capacity struct {
 	// without a header (quotaKnown; 0: none); edgeAt is when a lane was
 	// pushed back at its pace, from when the sliding counter's headroom
 	// is kept (quotaEdge; 0: not yet), edges how many requests of it a
-	// window, in slidingRoom steps (at most maxEdges).
+	// window, in slidingRoom steps (at most maxEdges, more while longEdgeRoom allows).
 	quotaN float64
 	quotaW int64
 	edgeAt int64
@@ -1356,7 +1356,7 @@ func (r *rules) quotaEdge(h *host, l *lane, x float64, now int64) bool {
 // quota's headroom for every lane. It reports whether it applied.
 func (r *rules) newEdge(h *host, l *lane, x float64, now int64) bool {
 	e, c := &h.exp, &h.cap
-	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.edges >= maxEdges || c.declared > 0 || !atLeast(x, c.follow) {
+	if e.phase != expSettled || c.quotaN <= 0 || c.quotaW <= 0 || c.declared > 0 || !atLeast(x, c.follow) {
 		return false
 	}
 	if c.edgeAt != 0 && now-c.edgeAt <= 2*c.quotaW {
@@ -1368,6 +1368,9 @@ func (r *rules) newEdge(h *host, l *lane, x float64, now int64) bool {
 	room := 1 - float64(c.edges+1)*slidingRoom/c.quotaN
 	if room >= r.settle {
 		return false // a large quota: Settle's margin covers the half request
+	}
+	if c.edges >= maxEdges && room < longEdgeRoom {
+		return false // pushed back past every edge the quota allows: a fall
 	}
 	c.edgeAt, c.edges = now, c.edges+1
 	q := c.quotaN / secs(c.quotaW)
