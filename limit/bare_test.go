@@ -140,15 +140,23 @@ func settledOnQuota(t *testing.T, r *rules) *host {
 // (proveQuota): its recovering retry passed at 17.3 s.
 func readOnQuota(t *testing.T, r *rules) *host {
 	t.Helper()
+	return readQuota(t, r, 5, 1.94)
+}
+
+// readQuota is a host of ten lanes whose explorer a ran n successes in
+// 5.2 s at the ramp's pace x (half of it passed before), was pushed back,
+// and again 2.1 s later, and passed 12.1 s after its 429: n per 10 s read.
+func readQuota(t *testing.T, r *rules, n int32, x float64) *host {
+	t.Helper()
 	h := hostWith(r, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
 	a := h.lanes["a"]
-	h.cap.pass = 0.97 // the ramp passed 0.97/s
-	r.endRamp(h, a, 1.94, series{at: sec(0), ok: 5, run: 1}, 0, sec(5.2))
-	r.cooldown(h, a, 1.94, 0, false, sec(5.2), 0.5)
-	r.cooldown(h, a, 1.94, 0, false, sec(7.3), 0.5)
+	h.cap.pass = x / 2 // the ramp passed the step before
+	r.endRamp(h, a, x, series{at: sec(0), ok: n, run: 1}, 0, sec(5.2))
+	r.cooldown(h, a, x, 0, false, sec(5.2), 0.5)
+	r.cooldown(h, a, x, 0, false, sec(7.3), 0.5)
 	r.exploreOK(h, a, sec(17.3), sec(17.3))
-	if h.exp.phase != expSettled || h.cap.quotaN != 5 || h.cap.quotaW != int64(10*time.Second) {
-		t.Fatalf("not settled on 5 per 10 s: phase %s, quota %v per %v", phaseNames[h.exp.phase], h.cap.quotaN, time.Duration(h.cap.quotaW))
+	if h.exp.phase != expSettled || h.cap.quotaN != float64(n) || h.cap.quotaW != int64(10*time.Second) {
+		t.Fatalf("not settled on %d per 10 s: phase %s, quota %v per %v", n, phaseNames[h.exp.phase], h.cap.quotaN, time.Duration(h.cap.quotaW))
 	}
 	return h
 }
@@ -237,17 +245,8 @@ func TestQuotaEdge(t *testing.T) {
 // Under longEdgeRoom the host falls back as before.
 func TestLongEdge(t *testing.T) {
 	r := testRules(t, Config{})
-	h := hostWith(r, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
-	a := h.lanes["a"]
-	h.cap.pass = 1.94 // the ramp passed 1.94/s
-	r.endRamp(h, a, 3.88, series{at: sec(0), ok: 19, run: 1}, 0, sec(5.2))
-	r.cooldown(h, a, 3.88, 0, false, sec(5.2), 0.5)
-	r.cooldown(h, a, 3.88, 0, false, sec(7.3), 0.5)
-	r.exploreOK(h, a, sec(17.3), sec(17.3))
-	passProof(r, h, a, sec(17.3))
-	if h.exp.phase != expSettled || h.cap.quotaN != 19 || h.cap.quotaW != int64(10*time.Second) {
-		t.Fatalf("not settled on 19 per 10 s: phase %s, quota %v per %v", phaseNames[h.exp.phase], h.cap.quotaN, time.Duration(h.cap.quotaW))
-	}
+	h := readQuota(t, r, 19, 3.88)
+	passProof(r, h, h.lanes["a"], sec(17.3))
 	at := 40.0
 	for k := 1; k <= 4; k++ {
 		r.follow429(h, h.lanes["b"], h.cap.follow, series{}, sec(at))
