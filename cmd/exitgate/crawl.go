@@ -139,7 +139,7 @@ Exit codes:
 	fl.StringVar(&f.out, "out", "./exitgate-out", "output `DIR`ectory: results, summary, bodies and the frontier")
 	fl.IntVar(&f.maxRetries, "max-retries", 5, "retries per URL for errors and bans (429s have their own, larger budget; proxy failures are not charged); 0 or more")
 	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Minute, "park threshold: a Retry-After longer than this parks the URL durably until it is due")
-	fl.DurationVar(&f.duration, "duration", 0, "stop after this long and leave the rest queued (0: run until done)")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long and leave the rest queued: no request starts after it, and those in flight get 5s (or --timeout, if shorter) to finish before they are aborted and stay queued (0: run until done)")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of one request, body included")
 	fl.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or honour robots.txt (Disallow and Crawl-delay)")
 	fl.StringVar(&f.userAgent, "user-agent", fetch.DefaultUserAgent, "User-Agent header, also used to pick the robots.txt group; -H 'User-Agent: ...' is the same")
@@ -162,6 +162,10 @@ Exit codes:
 // request in flight holds a socket and a buffer, and the engine claims four
 // jobs ahead per slot.
 const maxConcurrency = 10000
+
+// durationGrace is how long requests in flight at --duration's end may
+// take to finish before they are aborted (and stay queued).
+const durationGrace = 5 * time.Second
 
 // crawlSetup is everything built from the flags before any work starts, so
 // that bad input is refused before a single request is sent.
@@ -512,9 +516,18 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 	}()
 	if f.duration > 0 {
+		// The duration is the run's deadline: no request starts after
+		// it, and those in flight get durationGrace to finish (a slow
+		// body could hold the run for all of --timeout, the progress
+		// line counting on), then are aborted and stay queued.
+		grace := min(durationGrace, f.timeout)
 		t := time.AfterFunc(f.duration, func() {
-			stoppedBy.CompareAndSwap(nil, "stopped after --duration "+f.duration.String())
+			if !stoppedBy.CompareAndSwap(nil, "stopped after --duration "+f.duration.String()) {
+				return // a signal stopped it first
+			}
+			fmt.Fprintf(logOut, "exitgate: --duration %s reached: stopping; requests in flight get %s to finish, then are aborted (nothing is lost: they stay queued)\n", f.duration, grace)
 			engine.Stop()
+			time.AfterFunc(grace, abort)
 		})
 		defer t.Stop()
 	}

@@ -593,6 +593,40 @@ func TestCrawlDurationThenResume(t *testing.T) {
 	}
 }
 
+// TestCrawlDurationAbortsSlowRequests: --duration is the run's deadline.
+// Requests in flight when it ends get durationGrace to finish, then are
+// aborted and stay queued, and the crawl says so: a server that takes a
+// minute to answer held a --duration 1s run for all of --timeout, its
+// progress line counting on.
+func TestCrawlDurationAbortsSlowRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // answers nothing for a minute
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 3)
+	out := filepath.Join(dir, "out")
+	start := time.Now()
+	r := runCrawlCmd(t, 60*time.Second, "crawl", "--out", out, "--lane-rate", "20/s", "--duration", "1s", "--timeout", "50s",
+		"--ignore-robots", "--progress", "0", writeLines(t, dir, "urls.txt", urls))
+	took := time.Since(start)
+	if exitCode(r.err) != exitUnfinished {
+		t.Fatalf("crawl: %v (exit %d), want exit %d\nstderr:\n%s", r.err, exitCode(r.err), exitUnfinished, r.stderr)
+	}
+	if took > 1*time.Second+durationGrace+5*time.Second {
+		t.Errorf("crawl took %v with --duration 1s, want about 1s and %v of grace, not --timeout's 50s", took.Round(time.Millisecond), durationGrace)
+	}
+	if !strings.Contains(r.stderr, "--duration 1s reached: stopping") {
+		t.Errorf("stderr does not say the duration ended the run:\n%s", r.stderr)
+	}
+	if sum := readSummary(t, out); sum.Queued != len(urls) || sum.Abandoned != 0 {
+		t.Errorf("summary: %d queued, %d abandoned; want all %d queued (aborted at the deadline, not charged)", sum.Queued, sum.Abandoned, len(urls))
+	}
+}
+
 // TestCrawlRetriesPerSuccessCountsRetriesOnly: a crawl in which every URL
 // succeeds at the first attempt made no retries, whatever else it fetched:
 // the robots.txt request is not a retry of any URL.
