@@ -8,6 +8,7 @@ package report
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -52,11 +53,8 @@ func ResultOf(j frontier.Job, dir string) Result {
 		r.Exit = j.Result.Exit
 		r.Bytes = j.Result.Bytes
 		r.ElapsedMS = j.Result.Elapsed.Milliseconds()
-		r.Body = j.Result.Body
+		r.Body = BodyPath(dir, j.Result.Body)
 		r.Truncated = j.Result.Truncated
-		if rel, err := filepath.Rel(dir, r.Body); err == nil && r.Body != "" {
-			r.Body = rel
-		}
 	} else {
 		r.Reason = j.Reason
 		if notFound(j.Status) && j.Reason == fmt.Sprintf("status %d", j.Status) {
@@ -65,6 +63,38 @@ func ResultOf(j frontier.Job, dir string) Result {
 	}
 	return r
 }
+
+// BodyPath is the results row's path of a stored body, relative to the
+// output directory dir when the body is in it: bodies/17. A path the
+// frontier recorded elsewhere (the directory moved since, or an older
+// exitgate recorded it relative to its working directory) whose file is in
+// dir's bodies/ under the same name is that file; another path (another
+// worker's --out) is given relative to dir when it can be, else as it was.
+func BodyPath(dir, body string) string {
+	if body == "" {
+		return ""
+	}
+	absDir, derr := filepath.Abs(dir)
+	absBody, berr := filepath.Abs(body)
+	rel, err := filepath.Rel(absDir, absBody)
+	if derr == nil && berr == nil && err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	own := filepath.Join(BodiesDir, filepath.Base(body))
+	if filepath.Base(filepath.Dir(body)) == BodiesDir {
+		if _, serr := os.Stat(filepath.Join(dir, own)); serr == nil {
+			return own
+		}
+	}
+	if derr == nil && berr == nil && err == nil {
+		return rel
+	}
+	return body
+}
+
+// BodiesDir is the directory, in the output directory, that holds the
+// bodies.
+const BodiesDir = "bodies"
 
 // NotFound is the outcome of a URL the server said does not exist (404,
 // 410): an answer about the URL, kept apart from the URLs given up on.

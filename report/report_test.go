@@ -126,3 +126,33 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyPath: a row names its body under the output directory whatever
+// path the frontier recorded: absolute, relative to another working
+// directory (an older exitgate), or in a directory since moved; a body in
+// another worker's directory is named relative to this one.
+func TestBodyPath(t *testing.T) {
+	root := t.TempDir()
+	out, other := filepath.Join(root, "out"), filepath.Join(root, "w2")
+	for _, d := range []string{filepath.Join(out, BodiesDir), filepath.Join(other, BodiesDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(out, BodiesDir, "7"), filepath.Join(other, BodiesDir, "9")} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, dir, body, want string }{
+		{"absolute, inside", out, filepath.Join(out, BodiesDir, "7"), "bodies/7"},
+		{"moved since", out, filepath.Join(root, "gone", BodiesDir, "7"), "bodies/7"},
+		{"relative to another working directory", out, "elsewhere/o30/bodies/7", "bodies/7"},
+		{"another worker's", out, filepath.Join(other, BodiesDir, "9"), "../w2/bodies/9"},
+		{"none", out, "", ""},
+	} {
+		if got := BodyPath(c.dir, c.body); got != c.want {
+			t.Errorf("%s: BodyPath(%q, %q) = %q, want %q", c.name, c.dir, c.body, got, c.want)
+		}
+	}
+}

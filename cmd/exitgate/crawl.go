@@ -471,10 +471,18 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		Limiter: lim, Tally: tally, Counts: fr.Counts, Waiting: core.Waiting,
 		Park: core.ParkHost, Quarantine: lim.Quarantine,
 	})
+	// Bodies go under an absolute path: the frontier records it with the
+	// job, and a results row rebuilt from the frontier by a later run,
+	// from another working directory or with --out spelt otherwise, must
+	// find it (report.ResultOf); relative, it named ../o30/bodies/1.
+	absOut, err := filepath.Abs(f.out)
+	if err != nil {
+		return err
+	}
 	engine, err := fetch.NewEngine(fetch.EngineConfig{
 		Exits:        exits,
 		Timeout:      f.timeout,
-		BodyDir:      filepath.Join(f.out, "bodies"),
+		BodyDir:      filepath.Join(absOut, report.BodiesDir),
 		MaxBodyBytes: setup.maxBody,
 		Header:       setup.header,
 	}, core)

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +115,79 @@ func TestCrawlResultRows(t *testing.T) {
 			t.Errorf("%s: row of the abandoned URL = %+v, want abandoned through exit direct", format, broken)
 		}
 	}
+}
+
+// TestCrawlRebuiltRowsFindBodies: a results row rebuilt from the frontier
+// names its body under --out, whatever the working directory or the
+// spelling of --out of the run that fetched it, and after the directory
+// moved: the frontier kept the body's path as the fetching run wrote it,
+// relative to its working directory, and rows rebuilt elsewhere named
+// ../o30/bodies/1.
+func TestCrawlRebuiltRowsFindBodies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "body of %s", r.URL.Path)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urls := siteURLs(srv.URL, 5)
+	urlFile := writeLines(t, dir, "urls.txt", urls)
+	t.Chdir(dir)
+	crawl := func(out string, more ...string) {
+		t.Helper()
+		args := append([]string{"crawl", "--out", out, "--lane-rate", "50/s", "--ignore-robots", "--progress", "0"}, more...)
+		if r := runCrawlCmd(t, 30*time.Second, append(args, urlFile)...); r.err != nil {
+			t.Fatalf("crawl --out %s %v: %v\nstderr:\n%s", out, more, r.err, r.stderr)
+		}
+	}
+	check := func(out, format, when string) {
+		t.Helper()
+		f, err := os.Open(filepath.Join(out, "results."+format))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var rows []report.Result
+		if format == "jsonl" {
+			rows = readResults(t, out)
+		} else {
+			recs, err := csv.NewReader(f).ReadAll()
+			if err != nil || len(recs) < 1 {
+				t.Fatalf("results.csv: %v", err)
+			}
+			for _, rec := range recs[1:] {
+				rows = append(rows, report.Result{URL: rec[slices.Index(report.CSVHeader, "url")], Body: rec[slices.Index(report.CSVHeader, "body")]})
+			}
+		}
+		if len(rows) != len(urls) {
+			t.Fatalf("%s: %d rows, want %d", when, len(rows), len(urls))
+		}
+		for _, r := range rows {
+			u, _ := url.Parse(r.URL)
+			got, err := os.ReadFile(filepath.Join(out, r.Body))
+			if want := "body of " + u.Path; err != nil || string(got) != want {
+				t.Errorf("%s: row of %s names body %q: %q, %v; want %q", when, r.URL, r.Body, got, err, want)
+			}
+		}
+	}
+	crawl("o1")
+	check("o1", "jsonl", "fetched")
+	// Moved, and its results file lost: rebuilt from the frontier.
+	if err := os.Rename("o1", "o2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join("o2", "results.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	crawl("o2")
+	check("o2", "jsonl", "moved, rows rebuilt")
+	// From another working directory, --out spelt otherwise, every row
+	// written afresh in the other format.
+	if err := os.Mkdir("sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(dir, "sub"))
+	crawl(filepath.Join("..", "o2"), "--format", "csv")
+	check(filepath.Join(dir, "o2"), "csv", "another working directory, csv")
 }
 
 // readResultRows reads out's results file in format.
