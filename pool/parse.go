@@ -108,7 +108,8 @@ func ParseFile(path string) ([]Exit, error) {
 //
 // Blank lines and lines starting with # are skipped; " # text" ends a line. Credentials
 // in URLs may be percent-encoded. Several exits on one proxy address are distinct when
-// their user names differ (gateways often encode a session or country in it).
+// their user names differ (gateways often encode a session or country in it), or their
+// passwords (some encode the session there).
 //
 // A list without any exit yields one direct exit. If some lines are bad, Parse returns
 // the good exits together with a LineErrors error listing every bad line, so the caller
@@ -171,18 +172,39 @@ func sortLineErrors(es LineErrors) {
 }
 
 // assignIDs makes IDs unique: exits that share a proxy address get a suffix derived from
-// their user name; true duplicates are dropped and reported.
+// their user name, and those that share the user name too the rank of their password
+// among that user's (some providers, IPRoyal's among them, carry the sticky session in
+// the password: user:pass_session-abc); true duplicates are dropped and reported.
 func assignIDs(exits []Exit, lines []int, name string) ([]Exit, LineErrors) {
 	perBase := make(map[string]int, len(exits))
+	passwords := make(map[string]map[string]int) // address and user -> password -> rank
 	for _, e := range exits {
 		perBase[e.id]++
+		if e.kind == Proxy && e.proxy.User != nil {
+			k := e.id + "\x00" + e.proxy.User.Username()
+			pw, _ := e.proxy.User.Password()
+			if passwords[k] == nil {
+				passwords[k] = make(map[string]int)
+			}
+			if _, ok := passwords[k][pw]; !ok {
+				passwords[k][pw] = len(passwords[k]) + 1
+			}
+		}
 	}
 	seen := make(map[string]int, len(exits)) // final ID -> line
 	out := exits[:0]
 	var dups LineErrors
 	for i, e := range exits {
 		if e.kind == Proxy && perBase[e.id] > 1 && e.proxy.User != nil {
-			e.id += "#u-" + userTag(e.proxy.User.Username())
+			user := e.proxy.User.Username()
+			ranks := passwords[e.id+"\x00"+user]
+			e.id += "#u-" + userTag(user)
+			if len(ranks) > 1 {
+				// The rank, not a hash: a short hash of a password
+				// would let a reader of the output test guesses.
+				pw, _ := e.proxy.User.Password()
+				e.id += "-p" + strconv.Itoa(ranks[pw])
+			}
 		}
 		id := e.ID()
 		if first, ok := seen[id]; ok {

@@ -178,10 +178,19 @@ func TestParseSharedGatewayUsers(t *testing.T) {
 			t.Errorf("ID %q contains the user name", e.ID())
 		}
 	}
-	// Same user twice is a duplicate even with another password.
-	_, err = Parse(strings.NewReader("gw:7777:u:a\ngw:7777:u:b\n"), "list")
-	if !errors.Is(err, ErrDuplicate) || strings.Contains(err.Error(), ":b") {
-		t.Errorf("Parse(same user twice) error = %v, want a redacted ErrDuplicate", err)
+	// The same user with other passwords: sessions carried in the password
+	// (IPRoyal's user:pass_session-abc), told apart by the password's rank
+	// among the user's, never by the password; the same password twice is a
+	// duplicate, redacted.
+	input = "gw:7777:u:pass_session-aaa\nhttp://u:pass_session-bbb@gw:7777\ngw:7777:u:pass_session-aaa\ngw:7777:v:x\n"
+	exits, err = Parse(strings.NewReader(input), "list")
+	if !errors.Is(err, ErrDuplicate) || !strings.Contains(err.Error(), "list:3: duplicate exit") || strings.Contains(err.Error(), "session") {
+		t.Errorf("Parse(%q) error = %v, want a redacted ErrDuplicate on line 3 only", input, err)
+	}
+	u := "gw:7777#u-" + userTag("u")
+	want = []string{u + "-p1", u + "-p2", "gw:7777#u-" + userTag("v")}
+	if got := ids(exits); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Parse(%q) IDs = %v, want %v", input, got, want)
 	}
 }
 
