@@ -42,6 +42,10 @@ type Result struct {
 	FetchedAt    time.Time `json:"fetched_at,omitzero"`
 	ETag         string    `json:"etag,omitempty"`
 	LastModified string    `json:"last_modified,omitempty"`
+	// ContentEncoding is the body's encoding as stored, when it is not
+	// decoded: a request header Accept-Encoding (-H) asks for the body
+	// as the server sends it, gzip and all, as curl without --compressed.
+	ContentEncoding string `json:"content_encoding,omitempty"`
 }
 
 // ResultOf describes a finished job as a results.jsonl line.

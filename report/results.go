@@ -52,7 +52,12 @@ func (f Format) File() string {
 // CSVHeader names the columns of results.csv, in order; they are the JSON
 // names of Result's fields.
 var CSVHeader = []string{"id", "url", "outcome", "status", "reason", "attempts", "exit", "bytes", "elapsed_ms",
-	"body", "truncated", "final_url", "content_type", "fetched_at", "etag", "last_modified"}
+	"body", "truncated", "final_url", "content_type", "fetched_at", "etag", "last_modified", "content_encoding"}
+
+// olderCSVHeaders are the headers of files an older exitgate wrote, each
+// CSVHeader's first columns: such a file is given the new columns, empty
+// in its rows, before rows are added (migrateCSV).
+var olderCSVHeaders = [][]string{CSVHeader[:16]}
 
 func (r Result) csvRecord() []string {
 	at := ""
@@ -61,12 +66,12 @@ func (r Result) csvRecord() []string {
 	}
 	return []string{strconv.FormatInt(r.ID, 10), r.URL, r.Outcome, strconv.Itoa(r.Status), r.Reason,
 		strconv.Itoa(r.Attempts), r.Exit, strconv.FormatInt(r.Bytes, 10), strconv.FormatInt(r.ElapsedMS, 10),
-		r.Body, strconv.FormatBool(r.Truncated), r.FinalURL, r.ContentType, at, r.ETag, r.LastModified}
+		r.Body, strconv.FormatBool(r.Truncated), r.FinalURL, r.ContentType, at, r.ETag, r.LastModified, r.ContentEncoding}
 }
 
 // AddResponse fills in what the answer that finished a URL said: the URL
 // that gave it (where redirects led), when it came, and the headers results
-// keep (Content-Type, ETag, Last-Modified).
+// keep (Content-Type, ETag, Last-Modified, Content-Encoding).
 func (r *Result) AddResponse(finalURL string, at time.Time, h http.Header) {
 	r.FinalURL = frontier.Redact(finalURL)
 	if !at.IsZero() {
@@ -75,6 +80,8 @@ func (r *Result) AddResponse(finalURL string, at time.Time, h http.Header) {
 	r.ContentType = h.Get("Content-Type")
 	r.ETag = h.Get("ETag")
 	r.LastModified = h.Get("Last-Modified")
+	// Go's transport removes the header where it decoded the body itself.
+	r.ContentEncoding = h.Get("Content-Encoding")
 }
 
 // Results is the results file of a crawl, written as URLs finish: `tail -f`
@@ -170,6 +177,11 @@ var errUnmatched = errors.New("a row without a job id")
 
 // reconcile makes the file hold exactly one row per finished job of fr.
 func (r *Results) reconcile(ctx context.Context, fr frontier.Frontier) error {
+	if r.format == CSV {
+		if err := migrateCSV(r.path); err != nil {
+			return err
+		}
+	}
 	seen, end, err := r.scan()
 	if errors.Is(err, os.ErrNotExist) {
 		return r.rebuild(ctx, fr)
@@ -290,6 +302,46 @@ func scanJSONL(f io.Reader) (*idSet, int64, error) {
 			return nil, 0, err
 		}
 	}
+}
+
+// migrateCSV gives a results.csv an older exitgate wrote (olderCSVHeaders)
+// CSVHeader's columns, empty in its rows, atomically; rebuilt from the
+// frontier instead, its rows would lose what the answers said (final URL,
+// content type, ...). Any other file is left as it is, for scan to judge.
+func migrateCSV(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cr := csv.NewReader(bufio.NewReaderSize(f, 64<<10))
+	cr.FieldsPerRecord = -1
+	head, err := cr.Read()
+	if err != nil || !slices.ContainsFunc(olderCSVHeaders, func(h []string) bool { return slices.Equal(head, h) }) {
+		return nil
+	}
+	var rows [][]string
+	for {
+		// Up to the end, or to a last row cut short by a kill: its job
+		// gets its row back from the frontier (reconcile).
+		rec, err := cr.Read()
+		if err != nil {
+			break
+		}
+		rows = append(rows, rec)
+	}
+	return writeAtomic(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write(CSVHeader)
+		for _, rec := range rows {
+			cw.Write(append(rec, make([]string, max(0, len(CSVHeader)-len(rec)))...))
+		}
+		cw.Flush()
+		return cw.Error()
+	})
 }
 
 func scanCSV(f io.ReadSeeker) (*idSet, int64, error) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +62,7 @@ func richRow(t *testing.T, fr *memory.Store, j frontier.Job, dir string) Result 
 		t.Fatal(err)
 	}
 	r := ResultOf(g, dir)
-	r.AddResponse(j.URL+"?final", t0, http.Header{"Content-Type": {"text/html"}, "Etag": {`"v1"`}})
+	r.AddResponse(j.URL+"?final", t0, http.Header{"Content-Type": {"text/html"}, "Etag": {`"v1"`}, "Content-Encoding": {"gzip"}})
 	return r
 }
 
@@ -107,12 +108,45 @@ func TestResultsReconcileAfterCrash(t *testing.T) {
 		if len(rows) != 6 || len(ids) != 6 {
 			t.Errorf("%s: %d rows for jobs %v, want one for each of the 6 finished jobs", format.File(), len(rows), ids)
 		}
-		if r := ids[5]; r.ContentType != "text/html" || r.FinalURL != jobs[4].URL+"?final" || r.ETag != `"v1"` || !r.FetchedAt.Equal(t0) {
+		if r := ids[5]; r.ContentType != "text/html" || r.FinalURL != jobs[4].URL+"?final" || r.ETag != `"v1"` || !r.FetchedAt.Equal(t0) || r.ContentEncoding != "gzip" {
 			t.Errorf("%s: row of job 5 = %+v, want the response's fields kept", format.File(), r)
 		}
 		if r := ids[6]; r.Outcome != "abandoned" || r.Reason != "retries exhausted: status 500" {
 			t.Errorf("%s: row of job 6 = %+v, want it rebuilt from the frontier", format.File(), r)
 		}
+	}
+}
+
+// TestResultsMigratesOlderCSV: a results.csv written by an older exitgate,
+// without the columns added since (content_encoding), gets them, empty in
+// its rows, which keep what the answers said; rebuilt from the frontier,
+// they lost the final URL, content type and the rest.
+func TestResultsMigratesOlderCSV(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fr, _ := finishJobs(t, 3, 3)
+	var b strings.Builder
+	cw := csv.NewWriter(&b)
+	cw.Write(olderCSVHeaders[0])
+	for id := 1; id <= 2; id++ { // job 3's row lost to a kill
+		cw.Write([]string{strconv.Itoa(id), "http://a.example/" + strconv.Itoa(id), "done", "200", "", "1", "e1", "1", "5",
+			"", "false", "http://a.example/final", "text/html", t0.Format(time.RFC3339Nano), `"v1"`, ""})
+	}
+	cw.Flush()
+	path := filepath.Join(dir, "results.csv")
+	if err := os.WriteFile(path, []byte(b.String()+`4,"http://a.ex`), 0o644); err != nil { // and a row cut short
+		t.Fatal(err)
+	}
+	res, err := OpenResults(ctx, fr, dir, CSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Close(ctx, fr); err != nil {
+		t.Fatal(err)
+	}
+	rows := readRows(t, path, CSV) // fails unless the header is CSVHeader
+	if len(rows) != 3 || rows[0].FinalURL != "http://a.example/final" || rows[1].ContentType != "text/html" || rows[2].ID != 3 {
+		t.Errorf("rows after the migration = %+v, want jobs 1 and 2 with their answers' fields, then job 3 rebuilt", rows)
 	}
 }
 
@@ -160,7 +194,7 @@ func readRows(t *testing.T, path string, format Format) []Result {
 		status, _ := strconv.Atoi(rec[3])
 		at, _ := time.Parse(time.RFC3339Nano, rec[13])
 		out = append(out, Result{ID: id, URL: rec[1], Outcome: rec[2], Status: status, Reason: rec[4],
-			FinalURL: rec[11], ContentType: rec[12], FetchedAt: at, ETag: rec[14], LastModified: rec[15]})
+			FinalURL: rec[11], ContentType: rec[12], FetchedAt: at, ETag: rec[14], LastModified: rec[15], ContentEncoding: rec[16]})
 	}
 	return out
 }

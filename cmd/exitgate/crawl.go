@@ -135,7 +135,7 @@ Exit codes:
 	}
 	fl := cmd.Flags()
 	f.exitFlags.register(fl)
-	fl.StringArrayVarP(&f.headers, "header", "H", nil, "request `HEADER` \"Name: value\" sent with every request, robots.txt included; repeatable. Authorization and Cookie are not sent on to another host a redirect leads to")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, "request `HEADER` \"Name: value\" sent with every request, robots.txt included; repeatable. Authorization and Cookie are not sent on to another host a redirect leads to. An Accept-Encoding of your own stores bodies as the server sends them, not decoded (content_encoding in the results)")
 	fl.StringVar(&f.out, "out", "./exitgate-out", "output `DIR`ectory: results, summary, bodies and the frontier")
 	fl.IntVar(&f.maxRetries, "max-retries", 5, "retries per URL for errors and bans (429s have their own, larger budget; proxy failures are not charged); 0 or more")
 	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Minute, "park threshold: a Retry-After longer than this parks the URL durably until it is due")

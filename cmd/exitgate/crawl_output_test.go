@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/csv"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -188,6 +191,56 @@ func TestCrawlRebuiltRowsFindBodies(t *testing.T) {
 	t.Chdir(filepath.Join(dir, "sub"))
 	crawl(filepath.Join("..", "o2"), "--format", "csv")
 	check(filepath.Join(dir, "o2"), "csv", "another working directory, csv")
+}
+
+// TestCrawlContentEncoding: a body is stored decoded, unless -H asks for an
+// encoding itself (as curl without --compressed); then it is stored as the
+// server sent it, and its row says how it is encoded: it said nothing,
+// gzip bytes stored as the page.
+func TestCrawlContentEncoding(t *testing.T) {
+	const page = "<p>the page</p>"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			fmt.Fprint(w, page)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		fmt.Fprint(zw, page)
+		zw.Close()
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", []string{srv.URL + "/p"})
+	for _, c := range []struct {
+		name     string
+		header   []string
+		encoding string
+	}{{"default", nil, ""}, {"-H Accept-Encoding", []string{"-H", "Accept-Encoding: gzip"}, "gzip"}} {
+		out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_"))
+		args := append([]string{"crawl", "--out", out, "--ignore-robots", "--progress", "0"}, c.header...)
+		if r := runCrawlCmd(t, 30*time.Second, append(args, urlFile)...); r.err != nil {
+			t.Fatalf("%s: %v\nstderr:\n%s", c.name, r.err, r.stderr)
+		}
+		rows := readResults(t, out)
+		if len(rows) != 1 || rows[0].ContentEncoding != c.encoding {
+			t.Fatalf("%s: rows %+v, want one with content_encoding %q", c.name, rows, c.encoding)
+		}
+		body, err := os.ReadFile(filepath.Join(out, rows[0].Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.encoding == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("%s: stored body is not gzip: %v", c.name, err)
+			}
+			body, _ = io.ReadAll(zr)
+		}
+		if string(body) != page {
+			t.Errorf("%s: body %q, want %q", c.name, body, page)
+		}
+	}
 }
 
 // readResultRows reads out's results file in format.
