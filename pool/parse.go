@@ -42,9 +42,24 @@ type LineError struct {
 	Line   int    // 1-based
 	Reason string // what is wrong, e.g. `port "99999" out of range`
 	Err    error  // one of the ErrXxx sentinels
+	// FirstLine is, for a duplicate, the line the exit was first given on,
+	// in FirstFile when that is not File (a list put together from a file
+	// and command-line values names each part).
+	FirstFile string
+	FirstLine int
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+func (e *LineError) Error() string {
+	s := fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason)
+	switch {
+	case e.FirstLine == 0:
+	case e.FirstFile == "" || e.FirstFile == e.File:
+		s += fmt.Sprintf(" (first on line %d)", e.FirstLine)
+	default:
+		s += fmt.Sprintf(" (first at %s:%d)", e.FirstFile, e.FirstLine)
+	}
+	return s
+}
 
 // Unwrap returns the sentinel.
 func (e *LineError) Unwrap() error { return e.Err }
@@ -209,7 +224,7 @@ func assignIDs(exits []Exit, lines []int, name string) ([]Exit, LineErrors) {
 		id := e.ID()
 		if first, ok := seen[id]; ok {
 			dups = append(dups, &LineError{File: name, Line: lines[i], Err: ErrDuplicate,
-				Reason: fmt.Sprintf("duplicate exit %s (first on line %d)", id, first)})
+				Reason: "duplicate exit " + id, FirstFile: name, FirstLine: first})
 			continue
 		}
 		seen[id] = lines[i]

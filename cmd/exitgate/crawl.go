@@ -163,6 +163,29 @@ Exit codes:
 // jobs ahead per slot.
 const maxConcurrency = 10000
 
+// durationFlag is a duration flag's value to check: never negative, and 0
+// only where it means none.
+type durationFlag struct {
+	name   string
+	d      time.Duration
+	zeroOK bool // 0 means none
+}
+
+// checkDurations refuses the first value of flags out of its range, saying
+// what the flag takes.
+func checkDurations(flags []durationFlag) error {
+	for _, d := range flags {
+		if d.d < 0 || d.d == 0 && !d.zeroOK {
+			want := "above 0"
+			if d.zeroOK {
+				want = "0 (none) or more"
+			}
+			return fmt.Errorf("%s %v: want %s", d.name, d.d, want)
+		}
+	}
+	return nil
+}
+
 // durationGrace is how long requests in flight at --duration's end may
 // take to finish before they are aborted (and stay queued).
 const durationGrace = 5 * time.Second
@@ -193,23 +216,13 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if f.maxRetries < 0 {
 		return s, fmt.Errorf("--max-retries %d: want 0 or more", f.maxRetries)
 	}
-	for _, d := range []struct {
-		name   string
-		d      time.Duration
-		zeroOK bool // 0 means none
-	}{
+	if err := checkDurations([]durationFlag{
 		{"--timeout", f.timeout, false},
 		{"--max-wait", f.maxWait, false},
 		{"--duration", f.duration, true},
 		{"--progress", f.progress, true},
-	} {
-		if d.d < 0 || d.d == 0 && !d.zeroOK {
-			want := "above 0"
-			if d.zeroOK {
-				want = "0 (none) or more"
-			}
-			return s, fmt.Errorf("%s %v: want %s", d.name, d.d, want)
-		}
+	}); err != nil {
+		return s, err
 	}
 	if s.format, err = report.ParseFormat(f.format); err != nil {
 		return s, fmt.Errorf("--format %w", err)
@@ -231,6 +244,10 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	}
 	s.userAgent = f.userAgent
 	switch {
+	case strings.TrimSpace(f.userAgent) == "":
+		// Go's transport sent its own in its place, and robots.txt's
+		// group was exitgate's: the flag did nothing it said.
+		return s, fmt.Errorf("--user-agent is empty: give the User-Agent to send (default %q)", fetch.DefaultUserAgent)
 	case ua != "" && f.userAgentSet && ua != f.userAgent:
 		return s, fmt.Errorf("-H 'User-Agent: %s' and --user-agent %q disagree: give one", ua, f.userAgent)
 	case ua != "":

@@ -130,6 +130,11 @@ func TestCrawlUserAgentConflict(t *testing.T) {
 	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "disagree") {
 		t.Errorf("crawl with two user agents: %v, want exit 2", r.err)
 	}
+	// An empty one did nothing it said: Go's transport sent its own.
+	r = runCmd(t, "crawl", "--out", dir+"/out", "--user-agent", " ", urlFile)
+	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "--user-agent is empty") {
+		t.Errorf("crawl --user-agent ' ': %v, want exit 2 saying it is empty", r.err)
+	}
 }
 
 // TestCrawlProxyFlag: -x URLs (repeatable, credentials in the URL) and a

@@ -186,6 +186,9 @@ func parseProxies(name string, data []byte, urls []string) ([]pool.Exit, error) 
 			if le.Line > fileLines {
 				le.File, le.Line = "--proxy", le.Line-fileLines
 			}
+			if le.FirstLine > fileLines {
+				le.FirstFile, le.FirstLine = "--proxy", le.FirstLine-fileLines
+			}
 		}
 	}
 	if err == nil && len(exits) == 1 && exits[0].Kind() == pool.Direct && !hasDirectLine(data) {

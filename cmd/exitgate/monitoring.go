@@ -68,14 +68,13 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 			c.Budgets[strings.ToLower(strings.TrimSpace(host))] = b
 		}
 	}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-		zero bool
-	}{{"--budget-window", f.budgetWindow, false}, {"--alert-after", f.alertAfter, false}, {"--breaker-after", f.breakerAfter, true}, {"--breaker-cooldown", f.breakerCooldown, false}} {
-		if d.d < 0 || d.d == 0 && !d.zero {
-			return c, fmt.Errorf("%s %v: want above 0", d.name, d.d)
-		}
+	if err := checkDurations([]durationFlag{
+		{"--budget-window", f.budgetWindow, false},
+		{"--alert-after", f.alertAfter, false},
+		{"--breaker-after", f.breakerAfter, true}, // 0: no breaker
+		{"--breaker-cooldown", f.breakerCooldown, false},
+	}); err != nil {
+		return c, err
 	}
 	c.Window, c.AlertAfter, c.BreakAfter, c.Cooldown = f.budgetWindow, f.alertAfter, f.breakerAfter, f.breakerCooldown
 	if f.breakerAfter == 0 {

@@ -37,6 +37,11 @@ func TestMonitorFlags(t *testing.T) {
 	if c, err := monitorConfig(f); err != nil || c.BreakAfter >= 0 {
 		t.Errorf("--breaker-after 0: %+v, %v; want no breaker", c.BreakAfter, err)
 	}
+	// A value under 0 is refused saying 0 is taken (it said "want above 0").
+	f, _ = parse("--breaker-after", "-1s")
+	if _, err := monitorConfig(f); err == nil || err.Error() != "--breaker-after -1s: want 0 (none) or more" {
+		t.Errorf("--breaker-after -1s: %v, want the range with 0 in it", err)
+	}
 	for _, bad := range [][]string{
 		{"--budget", "2"}, {"--budget", "0%"}, {"--budget", "lots"}, {"--host-budget", "nohost"}, {"--host-budget", "a.test=200%"},
 		{"--alert-after", "0s"}, {"--breaker-after", "1m"}, {"--metrics-exits", "-1"},

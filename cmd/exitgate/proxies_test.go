@@ -317,3 +317,18 @@ func TestBadOutAndIdentityRefused(t *testing.T) {
 		t.Errorf("a frontier was made in %s before the refusal", good)
 	}
 }
+
+// TestProxyFlagDuplicateNamesBothPlaces: an exit given in --proxies and
+// again with -x is refused naming the -x and the file's line it repeats;
+// the message named "--proxy:1" for both.
+func TestProxyFlagDuplicateNamesBothPlaces(t *testing.T) {
+	_, err := parseProxies("pxz.txt", []byte("# pool\n127.0.0.6:18892\n"), []string{"http://10.0.0.1:8080", "http://127.0.0.6:18892"})
+	want := "--proxy:2: duplicate exit 127.0.0.6:18892 (first at pxz.txt:2)"
+	if err == nil || err.Error() != want {
+		t.Errorf("parseProxies(file, -x, -x again) error = %v, want %q", err, want)
+	}
+	_, err = parseProxies("", nil, []string{"http://127.0.0.6:18892", "127.0.0.6:18892"})
+	if want := "--proxy:2: duplicate exit 127.0.0.6:18892 (first on line 1)"; err == nil || err.Error() != want {
+		t.Errorf("parseProxies(-x twice) error = %v, want %q", err, want)
+	}
+}
