@@ -382,7 +382,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		stopLoad()
 	}
 	for _, b := range bad {
-		fmt.Fprintln(stderr, "skipped", b)
+		fmt.Fprintln(stderr, "exitgate: skipped", b)
 	}
 	if signalled {
 		return &exitError{code: exitUnfinished, err: fmt.Errorf(

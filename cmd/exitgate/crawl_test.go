@@ -432,7 +432,7 @@ func TestCrawlBadURLLineSkipped(t *testing.T) {
 		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}
 	for _, n := range []int{3, 5, 8} {
-		if want := fmt.Sprintf("urls.txt:%d:", n); !strings.Contains(r.stderr, want) {
+		if want := fmt.Sprintf("exitgate: skipped %s:%d:", urlFile, n); !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
