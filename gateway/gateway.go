@@ -284,7 +284,8 @@ func (g *Gateway) Tally() *metrics.Tally { return g.tally }
 
 // Serve accepts clients on ln until Shutdown or Close, and returns
 // http.ErrServerClosed then. A listener that is not loopback is refused
-// (ErrOpenBind) unless Config.Auth is set.
+// (ErrOpenBind) unless Config.Auth is set, and so is one an exit's proxy
+// address reaches (ErrSelfExit).
 func (g *Gateway) Serve(ln net.Listener) error {
 	if err := CheckListen(ln.Addr().String(), g.cfg.Auth != nil); err != nil {
 		return err
@@ -293,8 +294,13 @@ func (g *Gateway) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	g.mu.Lock()
+	self := newSelfAddrs(append(g.lns, ln))
+	if err := self.checkExits(context.Background(), g.cfg.Exits); err != nil {
+		g.mu.Unlock()
+		return err
+	}
 	g.lns = append(g.lns, ln)
-	g.self.Store(newSelfAddrs(g.lns))
+	g.self.Store(self)
 	g.mu.Unlock()
 	g.innerOnce.Do(func() {
 		g.wg.Go(func() { g.inner.Serve(g.innerLn) })

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/pool"
 )
 
 // CheckListen refuses an address to listen on that is not loopback unless
@@ -241,6 +242,34 @@ func (g *Gateway) guard(_, address string, _ syscall.RawConn) error {
 	}
 	if !g.cfg.AllowPrivate && fetch.IsPrivateHost(a.String()) {
 		return &RefusedError{Reason: "private target", Addr: address}
+	}
+	return nil
+}
+
+// ErrSelfExit reports an exit whose proxy is the gateway itself: every
+// request through it would come back in as a new one, each waiting on the
+// next, and the client got nothing (22 requests deep in 30 s).
+var ErrSelfExit = errors.New("gateway: the exit is this gateway's own address: requests through it would come back to it")
+
+// CheckExits refuses exits whose proxy address reaches the gateway on ln.
+func CheckExits(ctx context.Context, ln net.Listener, exits []pool.Exit) error {
+	return newSelfAddrs([]net.Listener{ln}).checkExits(ctx, exits)
+}
+
+// checkExits refuses exits whose proxy is one of the gateway's addresses.
+func (s *selfAddrs) checkExits(ctx context.Context, exits []pool.Exit) error {
+	for _, e := range exits {
+		u := e.ProxyURL()
+		if u == nil {
+			continue
+		}
+		port, err := strconv.Atoi(u.Port())
+		if err != nil || !s.ports[port] {
+			continue
+		}
+		if s.host(ctx, u.Hostname()) {
+			return fmt.Errorf("%w: %s", ErrSelfExit, e.ID())
+		}
 	}
 	return nil
 }

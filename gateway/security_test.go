@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/exitgate/exitgate/ca"
 	"github.com/exitgate/exitgate/internal/syncbuf"
+	"github.com/exitgate/exitgate/pool"
 )
 
 // rawRequest writes one request to the gateway on a new connection and
@@ -334,5 +336,34 @@ func TestLocalRequests(t *testing.T) {
 	}
 	if strings.Contains(body, "PRIVATE") {
 		t.Error("a local answer holds a private key")
+	}
+}
+
+// TestServeRefusesSelfExit: Serve refuses a listener one of the exits'
+// proxy addresses reaches (ErrSelfExit), by address or by name.
+func TestServeRefusesSelfExit(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for _, line := range []string{"http://127.0.0.1:" + port, "socks5://localhost:" + port, "127.0.0.1:" + port + ":user:pw"} {
+		exits, err := pool.Parse(strings.NewReader("direct\n"+line+"\n"), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := New(Config{Limiter: fast(t), Exits: exits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Serve(ln); !errors.Is(err, ErrSelfExit) || strings.Contains(err.Error(), "pw") {
+			t.Errorf("Serve with exit %s on its own address = %v, want ErrSelfExit, without the password", line, err)
+		}
+		g.Close()
+	}
+	exits, _ := pool.Parse(strings.NewReader("http://127.0.0.1:1\n"), "t")
+	if err := CheckExits(context.Background(), ln, exits); err != nil {
+		t.Errorf("CheckExits(another port) = %v, want nil", err)
 	}
 }

@@ -228,9 +228,15 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
+		if metricsLn != nil && samePort(metricsLn.Addr().String(), f.listen) {
+			return usageError(fmt.Errorf("--listen %s: --metrics-addr %s took its port: give them different ones", f.listen, f.metricsAddr))
+		}
 		return usageError(fmt.Errorf("--listen: %w", err))
 	}
 	defer ln.Close()
+	if err := gateway.CheckExits(ctx, ln, setup.exits); err != nil {
+		return usageError(err)
+	}
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)
 	}
@@ -387,4 +393,11 @@ func serveProgress(w io.Writer, g *gateway.Gateway, every time.Duration) func() 
 		}
 	}()
 	return func() { close(stop); <-done }
+}
+
+// samePort reports whether two host:port addresses name the same port.
+func samePort(a, b string) bool {
+	_, pa, errA := net.SplitHostPort(a)
+	_, pb, errB := net.SplitHostPort(b)
+	return errA == nil && errB == nil && pa == pb
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -555,6 +556,33 @@ func TestServeBadFlagsRefused(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 			t.Errorf("serve %v: the output directory was made", tc.args)
+		}
+	}
+}
+
+// TestServeSelfExitRefused: an exit whose proxy is the gateway's own
+// address is refused at the start (exit 2): every request through it came
+// back in as a new one, 22 deep in 30 s, and the client got nothing. And a
+// --metrics-addr on --listen's port is named as what took it.
+func TestServeSelfExitRefused(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-x", "http://" + addr}, "the exit is this gateway's own address"},
+		{[]string{"-x", "direct", "-x", "localhost:" + addr[strings.LastIndex(addr, ":")+1:]}, "the exit is this gateway's own address"},
+		{[]string{"--metrics-addr", addr}, "--metrics-addr " + addr + " took its port"},
+	} {
+		r := runCmd(t, append([]string{"serve", "--no-intercept", "--listen", addr, "--out", filepath.Join(dir, "out")}, tc.args...)...)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want exit %d saying %q", tc.args, r.err, exitUsage, tc.want)
 		}
 	}
 }
