@@ -28,6 +28,7 @@ import (
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/fleet"
 	"github.com/exitgate/exitgate/frontier"
+	redisfr "github.com/exitgate/exitgate/frontier/redis"
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/internal/urlfile"
 	"github.com/exitgate/exitgate/limit"
@@ -299,17 +300,19 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)
 	}
+	workedBefore := false // this --out was a worker's of this distributed crawl
 	if f.redis != "" {
 		// Checked here, before the name is used in --out (its journal),
 		// and not again by openDistributed.
 		if err := checkCrawlName(f.crawl); err != nil {
 			return usageError(err)
 		}
-		release, err := claimWorkerOut(f.out, f.crawl)
+		release, before, err := claimWorkerOut(f.out, f.crawl)
 		if err != nil {
 			return usageError(err)
 		}
 		defer release()
+		workedBefore = before
 	}
 	var record *crawlRecord
 	if f.redis == "" {
@@ -368,8 +371,15 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	var bad []*urlfile.LineError
 	signalled := false
 	if dist != nil && setup.urlFile != "" {
-		if err := dist.checkList(ctx, f.crawl, setup.urlFile, f.append); err != nil {
+		seeds, err := dist.checkList(ctx, f.crawl, setup.urlFile, f.append)
+		if err != nil {
 			return err
+		}
+		if seeds && workedBefore {
+			// The crawl was lost from Redis: seeded again, it fetches
+			// again what was done, without a word, and the lists other
+			// workers appended are not in it.
+			fmt.Fprintf(stderr, "exitgate: warning: this --out was a worker's of crawl %q before, but Redis holds nothing of it (its keys were lost: Redis restarted without persistence, flushed or evicted): it is seeded again from %s, what was done is fetched again, and lists other workers appended (--append) are in it only once appended again\n", f.crawl, setup.urlFile)
 		}
 	}
 	if setup.urlFile != "" { // a worker joining a distributed crawl has none
@@ -619,7 +629,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 	}
 	report.WriteTable(stdout, sum)
-	if sum.Queued+sum.Parked > 0 {
+	if errors.Is(runErr, redisfr.ErrCrawlGone) {
+		// Nothing to resume: the same command seeds the crawl anew.
+		fmt.Fprintf(stdout, "\nThe crawl's queue is gone from Redis: what this worker did is in %s; running the same command seeds the crawl again from its URL list and fetches again what was done (lists added with --append must be added again).\n", f.out)
+	} else if sum.Queued+sum.Parked > 0 {
 		fmt.Fprintf(stdout, "\n%d URLs still to do (%d parked). Run the same command again to resume.\n", sum.Queued+sum.Parked, sum.Parked)
 	}
 	if sum.Parked > 0 && sum.Queued == 0 {

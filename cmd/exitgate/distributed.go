@@ -177,7 +177,11 @@ func sharedSettings(f crawlFlags) map[string]string {
 // restarted with its command), or any list with ARGV[2] = "1" (--append)
 // returns 1; another list returns 0, refused.
 var listScript = goredis.NewScript(`
-if redis.call('SCARD', KEYS[1]) == 0 or redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 or ARGV[2] == '1' then
+if redis.call('SCARD', KEYS[1]) == 0 then
+  redis.call('SADD', KEYS[1], ARGV[1])
+  return 2
+end
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 or ARGV[2] == '1' then
   redis.call('SADD', KEYS[1], ARGV[1])
   return 1
 end
@@ -187,11 +191,12 @@ return 0
 // checkList refuses a URL list other than the one(s) the distributed crawl
 // was fed from, unless appendOK, as a crawl of one process does with its
 // crawl.json: a joiner given another list added its URLs without a word.
-// The lists are recorded in Redis, for every worker.
-func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appendOK bool) error {
+// The lists are recorded in Redis, for every worker. It reports whether
+// urlFile is the crawl's first list: this worker seeds the crawl.
+func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appendOK bool) (seeds bool, err error) {
 	sum, err := fileSHA256(urlFile)
 	if err != nil {
-		return err
+		return false, err
 	}
 	a := "0"
 	if appendOK {
@@ -199,12 +204,12 @@ func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appe
 	}
 	ok, err := listScript.Run(ctx, d.rdb, []string{"eg:{" + crawl + "}:lists"}, sum, a).Int()
 	if err != nil {
-		return fmt.Errorf("crawl %q: URL lists: %w", crawl, err)
+		return false, fmt.Errorf("crawl %q: URL lists: %w", crawl, err)
 	}
 	if ok == 0 {
-		return usageError(fmt.Errorf("crawl %q was fed from another URL list than %s (or that list, edited): run with --append to add its URLs to the crawl, or join without a URL file", crawl, urlFile))
+		return false, usageError(fmt.Errorf("crawl %q was fed from another URL list than %s (or that list, edited): run with --append to add its URLs to the crawl, or join without a URL file", crawl, urlFile))
 	}
-	return nil
+	return ok == 2, nil
 }
 
 // onSet stands between the ExitSet and the limiter: the limiter gets only

@@ -130,7 +130,9 @@ func testFaultFreeze(t *testing.T) {
 }
 
 // testFaultFlush: FLUSHALL mid-run. Every worker stops with exit 1 and
-// says the crawl's keys are gone.
+// says the crawl's keys are gone, without telling to resume what is gone;
+// one run again seeds the crawl anew and says what that means (it re-fetched
+// what was done without a word).
 func testFaultFlush(t *testing.T) {
 	r := peertest.StartRedis(t)
 	fr := faultFleet(t, r.URL(), 400, 141)
@@ -141,8 +143,10 @@ func testFaultFlush(t *testing.T) {
 		select {
 		case err := <-d:
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(fr.outs[i].String(), "keys are gone from Redis") {
-				t.Errorf("worker %d after the flush: %v, want exit 1 saying the keys are gone:\n%s", i, err, fr.outs[i])
+			out := fr.outs[i].String()
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "keys are gone from Redis") ||
+				strings.Contains(out, "Run the same command again to resume") || !strings.Contains(out, "The crawl's queue is gone from Redis") {
+				t.Errorf("worker %d after the flush: %v, want exit 1 saying the keys are gone, and what running again does:\n%s", i, err, out)
 			}
 		case <-deadline:
 			t.Fatalf("worker %d still running 40 s after the flush:\n%s", i, fr.outs[i])
@@ -150,6 +154,15 @@ func testFaultFlush(t *testing.T) {
 	}
 	twice, n := fr.fetchedTwice()
 	t.Logf("%d URLs fetched, %d twice", n, twice)
+	fr.start(0, append(faultTTL, "--duration", "2s")...) // the same command again
+	select {
+	case <-fr.done[3]:
+	case <-time.After(40 * time.Second):
+		t.Fatalf("worker 0 run again: still running 40 s on\n%s", fr.outs[3])
+	}
+	if !strings.Contains(fr.outs[3].String(), "warning: this --out was a worker's of crawl \"c\" before, but Redis holds nothing of it") {
+		t.Errorf("worker 0 run again after the flush seeded the crawl anew without a word:\n%s", fr.outs[3])
+	}
 }
 
 // testFaultScriptFlush: SCRIPT FLUSH four times mid-run (NOSCRIPT on

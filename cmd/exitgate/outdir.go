@@ -42,13 +42,14 @@ func lockOut(out string) (release func(), err error) {
 // frontier.db, its crawl.json) or a worker's part of another distributed
 // crawl (whose results and bodies, numbered by job id, this one's would
 // overwrite: two crawls' workers sharing an --out left one crawl's rows).
-// The lock is held until release.
-func claimWorkerOut(out, crawl string) (release func(), err error) {
+// The lock is held until release. before reports that out was a worker's
+// of this crawl already.
+func claimWorkerOut(out, crawl string) (release func(), before bool, err error) {
 	release, err = lockOut(out)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	fail := func(err error) (func(), error) { release(); return nil, err }
+	fail := func(err error) (func(), bool, error) { release(); return nil, false, err }
 	if _, err := os.Stat(filepath.Join(out, "frontier.db")); err == nil {
 		return fail(fmt.Errorf("--out %s holds a crawl of its own (frontier.db): use another --out for the distributed crawl %q", out, crawl))
 	}
@@ -64,7 +65,7 @@ func claimWorkerOut(out, crawl string) (release func(), err error) {
 		}
 		switch {
 		case rec.Distributed == crawl:
-			return release, nil
+			return release, true, nil
 		case rec.Distributed != "":
 			return fail(fmt.Errorf("--out %s holds a worker's part of the distributed crawl %q: use another --out for %q", out, rec.Distributed, crawl))
 		default:
@@ -74,7 +75,7 @@ func claimWorkerOut(out, crawl string) (release func(), err error) {
 	if err := report.WriteJSON(path, crawlRecord{Distributed: crawl}); err != nil {
 		return fail(err)
 	}
-	return release, nil
+	return release, false, nil
 }
 
 // checkCrawlName refuses a --crawl name that cannot name a crawl: it is

@@ -14,20 +14,20 @@ import (
 // one journal and added up their runs in one summary.
 func TestClaimWorkerOut(t *testing.T) {
 	dir := t.TempDir()
-	release, err := claimWorkerOut(dir, "a")
-	if err != nil {
-		t.Fatalf("a fresh --out: %v", err)
+	release, before, err := claimWorkerOut(dir, "a")
+	if err != nil || before {
+		t.Fatalf("a fresh --out: %v, before %v; want it claimed, new", err, before)
 	}
-	if _, err := claimWorkerOut(dir, "a"); err == nil || !strings.Contains(err.Error(), "in use by another exitgate") {
+	if _, _, err := claimWorkerOut(dir, "a"); err == nil || !strings.Contains(err.Error(), "in use by another exitgate") {
 		t.Errorf("a second worker on the same --out: %v, want refused as in use", err)
 	}
 	release()
-	again, err := claimWorkerOut(dir, "a")
-	if err != nil {
-		t.Fatalf("the same crawl's worker again, after the first stopped: %v", err)
+	again, before, err := claimWorkerOut(dir, "a")
+	if err != nil || !before {
+		t.Fatalf("the same crawl's worker again, after the first stopped: %v, before %v; want it claimed, a worker's of the crawl before", err, before)
 	}
 	again()
-	if _, err := claimWorkerOut(dir, "b"); err == nil || !strings.Contains(err.Error(), `distributed crawl "a"`) {
+	if _, _, err := claimWorkerOut(dir, "b"); err == nil || !strings.Contains(err.Error(), `distributed crawl "a"`) {
 		t.Errorf("another crawl's worker on a's --out: %v, want refused naming a", err)
 	}
 	if _, err := checkURLFile(dir, writeLines(t, t.TempDir(), "urls.txt", []string{"http://x.example/"}), false); err == nil || !strings.Contains(err.Error(), `distributed crawl "a"`) {
@@ -38,7 +38,7 @@ func TestClaimWorkerOut(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(local, "frontier.db"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := claimWorkerOut(local, "a"); err == nil || !strings.Contains(err.Error(), "frontier.db") {
+	if _, _, err := claimWorkerOut(local, "a"); err == nil || !strings.Contains(err.Error(), "frontier.db") {
 		t.Errorf("a worker into a crawl's own --out: %v, want refused", err)
 	}
 }
