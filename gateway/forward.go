@@ -176,6 +176,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		}
 		v, sig, o := fetch.Judge(fetch.Response{Status: resp.StatusCode, Header: resp.Header, Sniff: sniff, At: now, HeaderAt: now},
 			rules, prof, sent, id)
+		if upgrade && resp.StatusCode == http.StatusSwitchingProtocols {
+			// The upgrade the client asked for, done: classify reads a
+			// 1xx as no answer yet (retryable), and the summary counted a
+			// WebSocket that worked as abandoned, "status 101".
+			v, o.Verdict = verdict.OK, verdict.OK
+		}
 		g.lim.Done(ticket, o, now)
 		last = v
 		throttled = throttled || v == verdict.Throttled

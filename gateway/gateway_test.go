@@ -1082,7 +1082,8 @@ func TestShutdownAnswersWaiting(t *testing.T) {
 }
 
 // A protocol upgrade (WebSocket) is forwarded, and the two connections are
-// joined: bytes flow both ways after the 101.
+// joined: bytes flow both ways after the 101. The upgrade done is counted
+// done (it was counted abandoned, "status 101").
 func TestUpgradeJoinsConnections(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
@@ -1100,7 +1101,7 @@ func TestUpgradeJoinsConnections(t *testing.T) {
 			conn.Write(bytes.ToUpper(buf))
 		}
 	})
-	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	g, proxy := newGateway(t, Config{AllowPrivate: true})
 	conn, err := net.Dial("tcp", proxy.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -1109,6 +1110,15 @@ func TestUpgradeJoinsConnections(t *testing.T) {
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	host := strings.TrimPrefix(o.URL, "http://")
 	fmt.Fprintf(conn, "GET %s/ws HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", o.URL, host)
+	defer func() {
+		conn.Close()
+		for end := time.Now().Add(5 * time.Second); g.Stats().Done == 0 && time.Now().Before(end); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if st := g.Stats(); st.Done != 1 || len(st.NotDone) != 0 {
+			t.Errorf("after the upgrade: %d done, not done %v; want the upgrade done", st.Done, st.NotDone)
+		}
+	}()
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
