@@ -1057,7 +1057,14 @@ func (s *Store) setDown(err error) {
 	was := s.down
 	s.down = true
 	s.mu.Unlock()
-	if !was {
+	switch {
+	case was:
+	case errors.Is(err, context.Canceled):
+		// The call was given up (the run stopping), not Redis: what
+		// it carried goes to the journal all the same, but this is no
+		// outage to warn of (it was said as one, Redis up).
+		s.log.Info("frontier: a Redis call was cancelled (the run is stopping); what it carried goes to the local journal", "err", err)
+	default:
 		s.log.Warn("frontier: Redis unreachable; settling to the local journal until it returns", "err", err)
 	}
 }
