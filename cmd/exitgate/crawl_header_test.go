@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -129,6 +130,11 @@ func TestCrawlUserAgentConflict(t *testing.T) {
 	r := runCmd(t, "crawl", "--out", dir+"/out", "--user-agent", "a/1", "-H", "User-Agent: b/2", urlFile)
 	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "disagree") {
 		t.Errorf("crawl with two user agents: %v, want exit 2", r.err)
+	}
+	// A --proxies file that is not there is named as the flag's.
+	r = runCmd(t, "crawl", "--out", dir+"/out", "--proxies", filepath.Join(dir, "none.txt"), urlFile)
+	if exitCode(r.err) != exitUsage || !strings.HasPrefix(r.err.Error(), "--proxies: open ") {
+		t.Errorf("crawl --proxies MISSING: %v, want exit 2 naming --proxies", r.err)
 	}
 	// An empty one did nothing it said: Go's transport sent its own.
 	r = runCmd(t, "crawl", "--out", dir+"/out", "--user-agent", " ", urlFile)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 
@@ -94,6 +95,9 @@ func (f exitFlags) exits() ([]pool.Exit, error) {
 		exits, err := loadProxies(f.proxies, f.proxyURLs)
 		if errors.Is(err, errNoExits) && f.proxyTemplate != "" {
 			exits, err = nil, nil // the template's exits alone
+		}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			err = fmt.Errorf("--proxies: %w", err) // (bad lines name the file and line already)
 		}
 		if err != nil {
 			return nil, err
