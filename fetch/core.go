@@ -106,6 +106,12 @@ type CoreConfig struct {
 	// NewEngine sets it from its ExitSet; a Core without one tries a
 	// forbidden URL nowhere else.
 	Exits func() []string
+	// Buffer, if set, bounds how many claimed jobs the Core keeps ready to
+	// dispatch (it keeps at most the default, max(64, 4×Concurrency), and
+	// at least one). A worker of a distributed crawl sizes it by the exits
+	// it owns: the jobs it holds no other worker may take, and one on a
+	// single exit held 128 while workers with six sat idle.
+	Buffer func() int
 }
 
 func (c CoreConfig) withDefaults() CoreConfig {
@@ -666,7 +672,13 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 const refillEvery = 20 * time.Millisecond
 
 // bufferTarget is how many claimed jobs the Core keeps ready to dispatch.
-func (c *Core) bufferTarget() int { return max(64, 4*c.cfg.Concurrency) }
+func (c *Core) bufferTarget() int {
+	n := max(64, 4*c.cfg.Concurrency)
+	if c.cfg.Buffer != nil {
+		n = max(1, min(n, c.cfg.Buffer()))
+	}
+	return n
+}
 
 func (c *Core) enqueueLocked(host string, p pending) {
 	h := c.hosts[host]

@@ -384,3 +384,40 @@ func TestEngineAsksAgainWhenPaceRises(t *testing.T) {
 		t.Errorf("third request %v after the second, want about 1.03 s (an interval at the doubled pace)", gap)
 	}
 }
+
+// TestCoreBuffer: Buffer bounds the jobs the Core keeps claimed (a worker
+// of a distributed crawl by the exits it owns: what it holds no other
+// worker may take), never above the default.
+func TestCoreBuffer(t *testing.T) {
+	for _, c := range []struct {
+		buffer func() int
+		want   int
+	}{
+		{nil, 64},                        // the default, max(64, 4×Concurrency)
+		{func() int { return 16 }, 16},   // one exit's
+		{func() int { return 1000 }, 64}, // never above the default
+		{func() int { return 0 }, 1},     // at least one
+	} {
+		urls := make([]string, 200)
+		for i := range urls {
+			urls[i] = fmt.Sprintf("http://a.test/p/%d", i)
+		}
+		fr := pushed(t, urls)
+		lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim.SetExits([]limit.Exit{{ID: "e1"}})
+		core := NewCore(CoreConfig{Concurrency: 4, Buffer: c.buffer}, fr, lim, nil)
+		if _, _, err := core.Dispatch(context.Background(), time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+		counts, err := fr.Counts(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counts.Leased != c.want {
+			t.Errorf("Buffer %v: %d jobs claimed, want %d", c.buffer != nil, counts.Leased, c.want)
+		}
+	}
+}
