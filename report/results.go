@@ -177,6 +177,9 @@ var errUnmatched = errors.New("a row without a job id")
 
 // reconcile makes the file hold exactly one row per finished job of fr.
 func (r *Results) reconcile(ctx context.Context, fr frontier.Frontier) error {
+	if err := r.convertOther(); err != nil {
+		return err
+	}
 	if r.format == CSV {
 		if err := migrateCSV(r.path); err != nil {
 			return err
@@ -227,18 +230,7 @@ func (r *Results) rebuild(ctx context.Context, fr frontier.Frontier) error {
 // eachMissing writes the header when seen is nil (a new file), then a row
 // for every finished job of fr whose id is not in seen, in job order.
 func (r *Results) eachMissing(ctx context.Context, fr frontier.Frontier, seen *idSet, w io.Writer) error {
-	var enc func(Result) error
-	if r.format == CSV {
-		cw := csv.NewWriter(w)
-		if seen == nil {
-			cw.Write(CSVHeader)
-		}
-		enc = func(row Result) error { cw.Write(row.csvRecord()); cw.Flush(); return cw.Error() }
-	} else {
-		je := json.NewEncoder(w)
-		je.SetEscapeHTML(false)
-		enc = func(row Result) error { return je.Encode(row) }
-	}
+	enc := rowEncoder(w, r.format, seen == nil)
 	if seen == nil {
 		seen = &idSet{}
 	}
@@ -302,6 +294,117 @@ func scanJSONL(f io.Reader) (*idSet, int64, error) {
 			return nil, 0, err
 		}
 	}
+}
+
+// convertOther writes the results file, when there is none yet, from the
+// rows of the other format's file in the same directory, if there is one
+// (--format changed between runs): rebuilt from the frontier instead, every
+// row lost what the answers said (final URL, content type, ...). A last row
+// cut short is left out; reconcile then adds the rows missing.
+func (r *Results) convertOther() error {
+	if _, err := os.Stat(r.path); !errors.Is(err, os.ErrNotExist) {
+		return nil // there is one (or it cannot be told): reconcile judges it
+	}
+	from := JSONL
+	if r.format == JSONL {
+		from = CSV
+	}
+	f, err := os.Open(filepath.Join(r.dir, from.File()))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return writeAtomic(r.path, func(w io.Writer) error {
+		return eachRow(f, from, rowEncoder(w, r.format, true))
+	})
+}
+
+// rowEncoder returns a function that writes one row to w in format, after
+// the header if header (CSV).
+func rowEncoder(w io.Writer, format Format, header bool) func(Result) error {
+	if format == CSV {
+		cw := csv.NewWriter(w)
+		if header {
+			cw.Write(CSVHeader)
+		}
+		return func(row Result) error { cw.Write(row.csvRecord()); cw.Flush(); return cw.Error() }
+	}
+	je := json.NewEncoder(w)
+	je.SetEscapeHTML(false)
+	return func(row Result) error { return je.Encode(row) }
+}
+
+// eachRow calls fn with each complete row of a results file in format,
+// until the end or a row that cannot be read (a last row cut short).
+func eachRow(f io.Reader, format Format, fn func(Result) error) error {
+	if format == JSONL {
+		br := bufio.NewReaderSize(f, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			var row Result
+			if len(line) == 0 || line[len(line)-1] != '\n' || json.Unmarshal(line, &row) != nil || row.ID <= 0 {
+				return nil
+			}
+			if ferr := fn(row); ferr != nil {
+				return ferr
+			}
+			if err != nil {
+				return nil
+			}
+		}
+	}
+	cr := csv.NewReader(bufio.NewReaderSize(f, 64<<10))
+	cr.FieldsPerRecord = -1
+	head, err := cr.Read()
+	if err != nil {
+		return nil
+	}
+	col := make(map[string]int, len(head))
+	for i, name := range head {
+		col[name] = i
+	}
+	for {
+		rec, err := cr.Read()
+		if err != nil || len(rec) != len(head) {
+			return nil
+		}
+		if row, ok := fromCSV(col, rec); ok {
+			if err := fn(row); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// fromCSV reads a results.csv row, its columns named by col (a header of
+// this exitgate or an older one); ok is false for a row without a job id.
+func fromCSV(col map[string]int, rec []string) (Result, bool) {
+	get := func(name string) string {
+		if i, ok := col[name]; ok {
+			return rec[i]
+		}
+		return ""
+	}
+	var r Result
+	var err error
+	if r.ID, err = strconv.ParseInt(get("id"), 10, 64); err != nil || r.ID <= 0 {
+		return r, false
+	}
+	r.URL, r.Outcome, r.Reason, r.Exit, r.Body = get("url"), get("outcome"), get("reason"), get("exit"), get("body")
+	r.Status, _ = strconv.Atoi(get("status"))
+	r.Attempts, _ = strconv.Atoi(get("attempts"))
+	r.Bytes, _ = strconv.ParseInt(get("bytes"), 10, 64)
+	r.ElapsedMS, _ = strconv.ParseInt(get("elapsed_ms"), 10, 64)
+	r.Truncated, _ = strconv.ParseBool(get("truncated"))
+	r.FinalURL, r.ContentType, r.ETag, r.LastModified = get("final_url"), get("content_type"), get("etag"), get("last_modified")
+	r.ContentEncoding = get("content_encoding")
+	if at := get("fetched_at"); at != "" {
+		r.FetchedAt, _ = time.Parse(time.RFC3339Nano, at)
+	}
+	return r, true
 }
 
 // migrateCSV gives a results.csv an older exitgate wrote (olderCSVHeaders)

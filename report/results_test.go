@@ -1,8 +1,10 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -148,6 +150,53 @@ func TestResultsMigratesOlderCSV(t *testing.T) {
 	if len(rows) != 3 || rows[0].FinalURL != "http://a.example/final" || rows[1].ContentType != "text/html" || rows[2].ID != 3 {
 		t.Errorf("rows after the migration = %+v, want jobs 1 and 2 with their answers' fields, then job 3 rebuilt", rows)
 	}
+}
+
+// TestResultsFormatSwitchKeepsAnswers: a crawl run again with the other
+// --format writes its file from the rows of the first format's, keeping
+// what the answers said (final URL, content type, ...), and adds the rows
+// missing from the frontier; rebuilt from the frontier alone, every row
+// lost them.
+func TestResultsFormatSwitchKeepsAnswers(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	fr, jobs := finishJobs(t, 4, 4)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, j := range jobs[:3] { // job 4's row lost to a kill
+		enc.Encode(richRow(t, fr, j, dir))
+	}
+	b.WriteString(`{"id":4,"url":"http://a.ex`) // and cut short
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(format Format) {
+		t.Helper()
+		res, err := OpenResults(ctx, fr, dir, format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res.Close(ctx, fr); err != nil {
+			t.Fatal(err)
+		}
+		rows := readRows(t, filepath.Join(dir, format.File()), format)
+		if len(rows) != 4 {
+			t.Fatalf("%s: %d rows, want 4: %+v", format.File(), len(rows), rows)
+		}
+		for _, r := range rows[:3] {
+			if r.FinalURL != jobs[r.ID-1].URL+"?final" || r.ContentType != "text/html" || r.ContentEncoding != "gzip" || !r.FetchedAt.Equal(t0) {
+				t.Errorf("%s: row %+v lost what the answer said", format.File(), r)
+			}
+		}
+		if rows[3].ID != 4 || rows[3].FinalURL != "" {
+			t.Errorf("%s: last row %+v, want job 4 rebuilt from the frontier", format.File(), rows[3])
+		}
+	}
+	check(CSV)
+	if err := os.Remove(filepath.Join(dir, "results.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	check(JSONL) // and back, from the CSV
 }
 
 // TestResultsRebuildsUnmatchedFile: a results file whose rows carry no job
