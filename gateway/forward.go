@@ -234,6 +234,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			// its connection closed (or its stream reset) with no end
 			// of body. Returning would end a chunked body properly, and
 			// the client would take the cut answer for the whole one.
+			// What the server did send goes out first: kept in the
+			// response's buffer, the status and those bytes were lost,
+			// and the client saw an empty reply.
+			http.NewResponseController(w).Flush()
 			panic(http.ErrAbortHandler)
 		}
 		return
