@@ -61,6 +61,8 @@ type crawlFlags struct {
 	leaseTTL     time.Duration
 	fleetTTL     time.Duration
 	mon          monitorFlags
+	// stdin is the URL list when URLFILE is "-" (not a flag).
+	stdin io.Reader
 }
 
 func newCrawlCmd() *cobra.Command {
@@ -68,7 +70,8 @@ func newCrawlCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "crawl [flags] URLFILE  |  crawl --redis URL --crawl NAME [URLFILE]",
 		Short: "Crawl a URL list through a proxy pool, politely, losing nothing",
-		Long: `crawl fetches every URL of URLFILE (one per line, # comments allowed) through
+		Long: `crawl fetches every URL of URLFILE (one per line, # comments allowed; - reads
+them from standard input, kept in the output directory) through
 the exits of a proxy pool, keeping one learned budget per (host, exit) lane and a
 polite ceiling per host. Jobs live in a durable frontier in the output directory:
 running the same command again resumes where the last run stopped, even after a
@@ -131,6 +134,7 @@ Exit codes:
 			if urlFile == "" && f.redis == "" {
 				return usageError(fmt.Errorf("accepts 1 arg(s), received 0"))
 			}
+			f.stdin = cmd.InOrStdin()
 			return runCrawl(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, urlFile)
 		},
 	}
@@ -261,7 +265,7 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if (f.redis == "") != (f.crawl == "") {
 		return s, fmt.Errorf("--redis and --crawl go together")
 	}
-	if urlFile != "" {
+	if urlFile != "" && urlFile != stdinList {
 		if _, err := os.Stat(urlFile); err != nil {
 			return s, err
 		}
@@ -321,6 +325,15 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			return usageError(err)
 		}
 		defer release()
+	}
+	if setup.urlFile == stdinList {
+		// Kept in --out under its hash: the list is checked against the
+		// crawl's (crawl.json) and read again on a resume like a file.
+		if setup.urlFile, err = keepStdinList(f.out, f.stdin); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "exitgate: the URL list from standard input is kept as %s\n", setup.urlFile)
+		urlFile = setup.urlFile
 	}
 	if setup.urlFile != "" && f.redis == "" {
 		if record, err = checkURLFile(f.out, setup.urlFile, f.append); err != nil {
@@ -867,6 +880,33 @@ func fileSHA256(path string) (string, error) {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// stdinList is the URLFILE that means standard input.
+const stdinList = "-"
+
+// keepStdinList copies the URL list r (standard input) into out as
+// urls-stdin-<first 12 hex digits of its SHA-256>.txt and returns the
+// path: the same list given again is the same file, and resumes.
+func keepStdinList(out string, r io.Reader) (string, error) {
+	tmp, err := os.CreateTemp(out, ".urls-stdin-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) // (gone once renamed)
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(tmp, h), r); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("reading the URL list from standard input: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(out, "urls-stdin-"+hex.EncodeToString(h.Sum(nil))[:12]+".txt")
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // parseLogLevel reads --log-level.

@@ -392,3 +392,37 @@ func TestCrawlOutLockedFirst(t *testing.T) {
 		t.Errorf("once the --out is free: %v, want the crawl to run", r.err)
 	}
 }
+
+// TestCrawlURLsFromStdin: URLFILE "-" reads the list from standard input,
+// keeps it in --out under its hash, and is checked like a file: the same
+// list again resumes, another is refused without --append. (Only proxies
+// check took "-".)
+func TestCrawlURLsFromStdin(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	out := filepath.Join(t.TempDir(), "out")
+	list := strings.Join(siteURLs(srv.URL, 3), "\n") + "\n"
+	run := func(stdin string) crawlRun {
+		t.Helper()
+		return runCrawlCmdIn(t, 30*time.Second, stdin, "crawl", "--out", out, "--ignore-robots", "--progress", "0", "--lane-rate", "50/s", "-")
+	}
+	r := run(list)
+	if r.err != nil {
+		t.Fatalf("crawl -: %v\n%s", r.err, r.stderr)
+	}
+	if n := len(readResults(t, out)); n != 3 {
+		t.Errorf("crawl -: %d rows, want 3", n)
+	}
+	kept, _ := filepath.Glob(filepath.Join(out, "urls-stdin-*.txt"))
+	if len(kept) != 1 || !strings.Contains(r.stderr, kept[0]) {
+		t.Fatalf("lists kept %v; stderr %q; want one, named on stderr", kept, r.stderr)
+	}
+	if b, _ := os.ReadFile(kept[0]); string(b) != list {
+		t.Errorf("kept list %q, want what stdin gave", b)
+	}
+	if r = run(list); r.err != nil {
+		t.Errorf("the same list again: %v, want the crawl resumed (done)", r.err)
+	}
+	if r = run("http://127.0.0.1:9/other\n"); exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "--append") {
+		t.Errorf("another list on stdin: %v, want refused without --append", r.err)
+	}
+}

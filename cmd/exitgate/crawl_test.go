@@ -33,13 +33,19 @@ type crawlRun struct {
 // test's later assertions fail, rather than the test binary timing out.
 func runCrawlCmd(t *testing.T, timeout time.Duration, args ...string) crawlRun {
 	t.Helper()
+	return runCrawlCmdIn(t, timeout, "", args...)
+}
+
+// runCrawlCmdIn is runCrawlCmd with stdin as its standard input.
+func runCrawlCmdIn(t *testing.T, timeout time.Duration, stdin string, args ...string) crawlRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	root := newRootCmd()
 	var out, errOut syncbuf.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetIn(strings.NewReader(""))
+	root.SetIn(strings.NewReader(stdin))
 	root.SetArgs(args)
 	start := time.Now()
 	err := root.ExecuteContext(ctx)
