@@ -139,6 +139,10 @@ func socksReadErr(err error) error {
 // it failed (TransportConfig.ProbeTimeout).
 const DefaultProbeTimeout = 5 * time.Second
 
+// minProbe is the least time a check of a proxy gets after a request its
+// deadline ended (Transport.judge gives it as long as the request took).
+const minProbe = 100 * time.Millisecond
+
 // probeTTL is how long the outcome of a check of a proxy stands for further
 // failures through it, so that a burst of failures costs one check.
 const probeTTL = 5 * time.Second

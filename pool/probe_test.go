@@ -161,3 +161,28 @@ func TestSilentProxyFoundWhileWaiting(t *testing.T) {
 		t.Errorf("slow target's body = %q, %v, want %q", body, err, "answer")
 	}
 }
+
+// TestProbeWithinTheRequestsTime: after a request its deadline ended, the
+// check of the proxy takes at most as long again as the request did, not
+// ProbeTimeout: a client's 500 ms through a proxy that never answers took
+// 5.5 s. The verdict is the same: the proxy's failure.
+func TestProbeWithinTheRequestsTime(t *testing.T) {
+	e := mustExit(t, "http://"+peertest.BrokenProxy(t, peertest.Silent))
+	tr := e.Transport(TransportConfig{}) // ProbeTimeout: DefaultProbeTimeout
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://target.test/x", nil)
+	start := time.Now()
+	resp, err := tr.RoundTrip(req)
+	took := time.Since(start)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if took > 1500*time.Millisecond {
+		t.Errorf("RoundTrip with a 500 ms deadline took %v, want at most about twice that", took.Round(time.Millisecond))
+	}
+	if got := classify.Error(err); got != verdict.ProxyFailure {
+		t.Errorf("RoundTrip error %v is %v, want the proxy's failure", err, got)
+	}
+}

@@ -38,7 +38,8 @@ type TransportConfig struct {
 	// DisableHTTP2 keeps transports on HTTP/1.1.
 	DisableHTTP2 bool
 	// ProbeTimeout bounds the check of a proxy exit's proxy after a request
-	// through it failed (see Transport). Zero means DefaultProbeTimeout.
+	// through it failed (see Transport); after a request its deadline ended, at
+	// most as long as that request took. Zero means DefaultProbeTimeout.
 	ProbeTimeout time.Duration
 	// SilentAfter is how long a request through a proxy goes without
 	// response headers before the proxy is checked while it waits: a proxy
@@ -81,8 +82,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.prober != nil && t.silent > 0 {
 		return t.watched(req)
 	}
+	start := time.Now()
 	resp, err := t.Transport.RoundTrip(req)
-	resp, err = t.judge(req, resp, err)
+	resp, err = t.judge(req, resp, err, start)
 	return t.refused(req, resp, err)
 }
 
@@ -117,6 +119,7 @@ func (e *credentialsRefused) Error() string {
 // SilentAfter, checks the proxy meanwhile: a proxy at fault ends the
 // request at once with a *classify.ProxyError.
 func (t *Transport) watched(req *http.Request) (*http.Response, error) {
+	start := time.Now()
 	ctx, cancel := context.WithCancelCause(req.Context())
 	var blamed atomic.Pointer[error]
 	watch := time.AfterFunc(t.silent, func() {
@@ -133,7 +136,7 @@ func (t *Transport) watched(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		cancel(nil)
-		return t.judge(req, resp, err)
+		return t.judge(req, resp, err, start)
 	}
 	if resp, err = t.refused(req, resp, nil); err != nil {
 		cancel(nil)
@@ -163,10 +166,17 @@ func (c *cancelOnClose) Close() error {
 }
 
 // judge returns a failed request's error as the proxy's when a check of the
-// proxy blames it.
-func (t *Transport) judge(req *http.Request, resp *http.Response, err error) (*http.Response, error) {
+// proxy blames it. A request its deadline ended (sent at start) waits for
+// the check at most as long again as it took: with ProbeTimeout's 5 s, a
+// client's 500 ms deadline was overrun elevenfold by a proxy that never
+// answers (a check already made answers at once).
+func (t *Transport) judge(req *http.Request, resp *http.Response, err error, start time.Time) (*http.Response, error) {
 	if err == nil || t.prober == nil || errors.Is(req.Context().Err(), context.Canceled) {
 		return resp, err
+	}
+	timeout := t.timeout
+	if req.Context().Err() != nil {
+		timeout = min(timeout, max(time.Since(start), minProbe))
 	}
 	var pce *classify.ProxyConnectError
 	var op *net.OpError
@@ -175,7 +185,7 @@ func (t *Transport) judge(req *http.Request, resp *http.Response, err error) (*h
 		// site its rules do not allow), or us altogether. Read as the
 		// exit failing, one client's CONNECT to a port the exits' proxies
 		// deny took every exit offline for half a minute.
-		if why := t.strict.check(t.timeout); why != nil {
+		if why := t.strict.check(timeout); why != nil {
 			return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: err}
 		}
 		return nil, &classify.TargetDeniedError{Proxy: t.exit.ID(), StatusCode: pce.StatusCode}
@@ -183,7 +193,7 @@ func (t *Transport) judge(req *http.Request, resp *http.Response, err error) (*h
 	if errors.As(err, &pce) || errors.As(err, &op) && op.Op == "proxyconnect" {
 		return nil, err // already the proxy's, by type
 	}
-	if why := t.prober.check(t.timeout); why != nil {
+	if why := t.prober.check(timeout); why != nil {
 		return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: err}
 	}
 	return nil, err
