@@ -174,13 +174,20 @@ func (c *Config) rules() (*rules, error) {
 		return v
 	}
 	r.first = rate("FirstGuess", c.FirstGuess, 0.5)
-	r.minLane = rate("MinLaneRate", c.MinLaneRate, min(1.0/60, r.first))
 	r.ceiling = rate("HostCeiling", c.HostCeiling, 0)
 	maxDef := max(50.0, r.first)
 	if r.ceiling > 0 {
 		maxDef = r.ceiling
 	}
 	r.maxLane = rate("MaxLaneRate", c.MaxLaneRate, maxDef)
+	if c.FirstGuess.IsZero() && r.maxLane < r.first {
+		// A ceiling under the default first guess, and no guess given:
+		// the lanes start at it, as crawl's do (--host-rate under
+		// --lane-rate). It was refused, "MaxLaneRate is below FirstGuess",
+		// naming two fields the caller never set.
+		r.first = r.maxLane
+	}
+	r.minLane = rate("MinLaneRate", c.MinLaneRate, min(1.0/60, r.first))
 	r.laneBurst = float64(count("LaneBurst", c.LaneBurst, 1, 1<<20))
 	r.hostConc = count("HostConcurrency", c.HostConcurrency, 32, 1<<20)
 	r.maxInFlight = count("MaxInFlight", c.MaxInFlight, 256, 1<<24)

@@ -2704,3 +2704,23 @@ func TestCostlyClimbRound(t *testing.T) {
 		t.Errorf("passed 4.85/s: followers at %v, explorer at %v; want 4.85", f, e.pace)
 	}
 }
+
+// TestSlowCeilingWithoutFirstGuess: a HostCeiling under the default first
+// guess (30/min), with no FirstGuess given, starts the lanes at it; it was
+// refused as "MaxLaneRate is below FirstGuess", two fields never set. A
+// FirstGuess given above the lane cap is still refused.
+func TestSlowCeilingWithoutFirstGuess(t *testing.T) {
+	for _, c := range []Rate{PerMinute(29), PerMinute(1), PerMinute(0.5)} {
+		l, err := New(Config{HostCeiling: c})
+		if err != nil {
+			t.Errorf("HostCeiling %v: %v, want it taken", c, err)
+			continue
+		}
+		if got := l.rules.first; math.Abs(got-c.Hz()) > 1e-12 {
+			t.Errorf("HostCeiling %v: first guess %v/s, want the ceiling's %v/s", c, got, c.Hz())
+		}
+	}
+	if _, err := New(Config{HostCeiling: PerMinute(1), FirstGuess: PerMinute(30)}); err == nil {
+		t.Errorf("FirstGuess 30/min over a ceiling of 1/min: accepted, want MaxLaneRate below FirstGuess refused")
+	}
+}
