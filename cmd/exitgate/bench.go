@@ -74,6 +74,14 @@ Strategies:
   exitgate bench --scenario per-ip-gcra --strategy exitgate --exits 10000 --urls 1000000 --concurrency 1024`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.real {
+				// Virtual time's alone: accepted, they did nothing.
+				for _, name := range []string{"max-time", "parallel"} {
+					if cmd.Flags().Changed(name) {
+						return usageError(fmt.Errorf("--%s does nothing with --real (a virtual-time cap or count of runs at once)", name))
+					}
+				}
+			}
 			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -149,6 +157,29 @@ func pickScenarios(arg string) ([]server.Scenario, error) {
 	return out, nil
 }
 
+// checkBenchFlags refuses a value out of its flag's range, naming the flag
+// (one message named them all; --exits 100000000 took 2.35 GB).
+func checkBenchFlags(f benchFlags) error {
+	for _, c := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"--exits", f.exits, 1, 100_000},
+		{"--urls", f.urls, 0, 10_000_000},
+		{"--concurrency", f.concurrency, 0, maxConcurrency},
+		{"--parallel", f.parallel, 0, 1024},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			return fmt.Errorf("%s %d: want %d to %d", c.name, c.v, c.lo, c.hi)
+		}
+	}
+	return checkDurations([]durationFlag{
+		{"--warmup", f.warmup, true},
+		{"--max-time", f.maxTime, false},
+		{"--duration", f.duration, true},
+	})
+}
+
 func pickStrategies(arg string) ([]strategy.Spec, error) {
 	if arg == "" || arg == "all" {
 		return strategy.All(), nil
@@ -170,14 +201,14 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 	}
 	scs, err := pickScenarios(f.scenario)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	specs, err := pickStrategies(f.strategy)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
-	if f.exits < 1 || f.urls < 0 || f.concurrency < 0 || f.parallel < 0 || f.duration < 0 {
-		return fmt.Errorf("--exits must be at least 1; --urls, --concurrency, --parallel and --duration must not be negative")
+	if err := checkBenchFlags(f); err != nil {
+		return usageError(err)
 	}
 	start := time.Now()
 	var rs []simrun.ScenarioResult

@@ -60,6 +60,32 @@ func TestBenchUnknownNames(t *testing.T) {
 	}
 }
 
+// TestBenchDemoBadFlags: bench's and demo's values out of range are usage
+// errors (exit 2) naming their flag, and bench's virtual-time flags are
+// refused with --real; they exited 1 with one message naming every flag,
+// and --real took --max-time and --parallel and did nothing with them.
+func TestBenchDemoBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--urls", "-1"}, "--urls -1: want 0 to"},
+		{[]string{"bench", "--exits", "100000000"}, "--exits 100000000: want 1 to"},
+		{[]string{"bench", "--warmup", "-1m"}, "--warmup -1m0s: want 0 (none) or more"},
+		{[]string{"bench", "--max-time", "-1s"}, "--max-time -1s: want above 0"},
+		{[]string{"bench", "--real", "--max-time", "1s"}, "--max-time does nothing with --real"},
+		{[]string{"bench", "--real", "--parallel", "7"}, "--parallel does nothing with --real"},
+		{[]string{"bench", "--scenario", "nope"}, "nope"},
+		{[]string{"demo", "--exits", "0"}, "--exits 0: want 1 to 100"},
+		{[]string{"demo", "--urls", "0"}, "--urls 0: want 1 or more"},
+	} {
+		r := runCmd(t, tc.args...)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), tc.want) {
+			t.Errorf("%v: %v (exit %d), want exit %d saying %q", tc.args, r.err, exitCode(r.err), exitUsage, tc.want)
+		}
+	}
+}
+
 // The twins group runs for --duration and the table carries the new
 // columns; a multi-host scenario reports per-host figures in JSON.
 func TestBenchTwinsDuration(t *testing.T) {

@@ -51,7 +51,7 @@ finish the rest is extrapolated from the rate reached.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.scenario, "scenario", "per-ip-token-bucket", "simulated site (a per-IP, host-scoped or per-credential scenario of exitgate bench --help)")
-	fl.IntVar(&f.exits, "exits", 20, "local exits per crawl (each crawl gets its own addresses from 127.0.0.11 up)")
+	fl.IntVar(&f.exits, "exits", 20, "local exits per crawl, 1 to 100 (each crawl gets its own addresses from 127.0.0.11 up)")
 	fl.IntVar(&f.urls, "urls", 600, "URLs per crawl")
 	fl.DurationVar(&f.duration, "duration", 45*time.Second, "longest time each crawl runs (both run at once)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random choices (timing is real, so runs differ a little)")
@@ -64,13 +64,18 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {
 	}
 	sc, ok := server.ScenarioByName(f.scenario)
 	if !ok {
-		return fmt.Errorf("unknown scenario %q (see exitgate bench --help)", f.scenario)
+		return usageError(fmt.Errorf("unknown scenario %q (see exitgate bench --help)", f.scenario))
 	}
 	if sc.Kind == server.Rotating {
 		return simrun.ErrRealRotating
 	}
-	if f.exits < 1 || f.exits > 100 || f.urls < 1 || f.duration <= 0 {
-		return fmt.Errorf("--exits must be 1-100, --urls at least 1 and --duration positive")
+	switch {
+	case f.exits < 1 || f.exits > 100:
+		return usageError(fmt.Errorf("--exits %d: want 1 to 100", f.exits))
+	case f.urls < 1:
+		return usageError(fmt.Errorf("--urls %d: want 1 or more", f.urls))
+	case f.duration <= 0:
+		return usageError(fmt.Errorf("--duration %v: want above 0", f.duration))
 	}
 	site, err := simrun.StartSite(sc, f.seed)
 	if err != nil {
