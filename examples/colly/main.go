@@ -138,6 +138,11 @@ func main() {
 	retries := flag.Int("retries", 20, "retries per URL after a *fetch.WaitError or a 429; 0: none")
 	reserve := flag.Duration("reserve", 0, "fetch.Transport.Reserve (0: a quarter of the time left; negative: wait into the deadline, as before)")
 	flag.Parse()
+	if *n < 1 || *retries < 0 || *timeout < 0 {
+		// (-n -5 panicked making its list.)
+		fmt.Fprintln(os.Stderr, "-n wants 1 or more, -retries 0 or more, -timeout 0 or more")
+		os.Exit(2)
+	}
 
 	cfg := config{Timeout: *timeout, Retries: *retries, Reserve: *reserve}
 	var err error
