@@ -100,9 +100,15 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 		defer fh.Close()
 		in, name = fh, args[0]
 	}
-	data, err := io.ReadAll(io.LimitReader(in, headMaxBytes))
+	data, err := io.ReadAll(io.LimitReader(in, headMaxBytes+1))
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("reading %s: %w", name, err)}
+	}
+	if len(data) > headMaxBytes {
+		// Said: a Retry-After past the cap was dropped without a word,
+		// and the report read "no wait asked for".
+		data = data[:headMaxBytes]
+		fmt.Fprintf(cmd.ErrOrStderr(), "exitgate headers: %s is longer than %d MiB: only its first %d MiB are read, and a header past them is not seen\n", name, headMaxBytes>>20, headMaxBytes>>20)
 	}
 	hd := rawhead.Parse(data)
 	if hd.Status == 0 && len(hd.Header) == 0 {

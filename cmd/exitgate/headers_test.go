@@ -226,6 +226,21 @@ func TestHeadersStdinDash(t *testing.T) {
 	}
 }
 
+// TestHeadersLongInputSaid: a head longer than what headers reads is said
+// to be cut on stderr: a Retry-After past 4 MiB was dropped without a word,
+// the report reading "no wait asked for".
+func TestHeadersLongInputSaid(t *testing.T) {
+	in := "HTTP/1.1 429 Too Many Requests\r\nX-Pad: " + strings.Repeat("x", headMaxBytes) + "\r\nRetry-After: 5\r\n\r\n"
+	_, stderr, err := runHeadersCmd(t, in, "-")
+	if err != nil || !strings.Contains(stderr, "is longer than 4 MiB: only its first 4 MiB are read") {
+		t.Errorf("headers on %d bytes: %v, stderr %q; want it said that the input was cut", len(in), err, stderr)
+	}
+	_, stderr, _ = runHeadersCmd(t, "HTTP/1.1 429 x\r\nRetry-After: 5\r\n\r\n", "-")
+	if strings.Contains(stderr, "longer than") {
+		t.Errorf("a short head said to be cut: %q", stderr)
+	}
+}
+
 func FuzzParseHead(f *testing.F) {
 	for _, name := range []string{"429-github.txt", "429-discord.txt", "200-ietf.txt", "429-shopify.txt", "200-plain.txt", "503-challenge.txt"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "heads", name))
