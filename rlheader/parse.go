@@ -2,6 +2,7 @@ package rlheader
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -197,6 +198,12 @@ func (ps *parser) ignore(header, value, reason string) {
 	ps.sig.Ignored = append(ps.sig.Ignored, Ignored{Header: header, Value: value, Reason: reason})
 }
 
+// maxDateSkew is how far a Date may be from the receive time and still be
+// the server's clock to measure its dates from: a clock hours off (a local
+// time sent as GMT) is skew its dates share, one a day or more off is no
+// clock.
+const maxDateSkew = 24 * time.Hour
+
 // serverNow is the server's "now" for a response with Date header date
 // received at recv. A Date is whole seconds: when it agrees with the
 // receive time to within that second, the clocks agree and the receive
@@ -222,7 +229,11 @@ func (ps *parser) run() {
 	ps.base = ps.sig.Received
 	if ps.dateVals != nil {
 		v := ps.dateVals[0]
-		if t, err := ParseHTTPDate(v, ps.sig.Received); err == nil {
+		if t, err := ParseHTTPDate(v, ps.sig.Received); err == nil && t.Sub(ps.sig.Received).Abs() > maxDateSkew && !ps.sig.Received.IsZero() {
+			// A server whose clock is not set (1970) measured a
+			// Retry-After date from then: 56 years, a day's wait.
+			ps.ignore(ps.dateName, v, fmt.Sprintf("more than %v from the receive time: measuring from the receive time instead", maxDateSkew))
+		} else if err == nil {
 			ps.sig.ServerDate, ps.base = t, serverNow(t, ps.sig.Received)
 		} else {
 			ps.ignore(ps.dateName, v, "invalid HTTP-date; measuring from the receive time instead")

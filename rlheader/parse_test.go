@@ -361,6 +361,14 @@ var parseCases = []parseCase{
 		want: "ra=1m0s lim=- rem=- win=- reset=2m0s",
 	},
 	{
+		name: "a Date a day or more off is no clock",
+		// A server whose clock is not set: its Retry-After date read
+		// against 1970 was 56 years, a day's wait.
+		h:       hdr("Date", "Thu, 01 Jan 1970 00:00:00 GMT", "Retry-After", "Thu, 26 Mar 2026 16:00:05 GMT"),
+		want:    "ra=5s lim=- rem=- win=- reset=-",
+		ignored: []string{"Date"},
+	},
+	{
 		name:    "invalid Date header falls back to the receive time",
 		h:       hdr("Date", "yesterday", "Retry-After", "Thu, 26 Mar 2026 16:01:00 GMT"),
 		want:    "ra=1m0s lim=- rem=- win=- reset=-",
