@@ -111,7 +111,10 @@ func (s *ExitSet) Route(key string) (Member, bool) {
 	}
 	i := s.next[key] % len(ids)
 	s.next[key] = i + 1
-	return s.members[ids[i]], true
+	m := s.members[ids[i]]
+	// A member without a RoundTripper (ExitMap of a nil one) is no route:
+	// ErrNoExit, where the request panicked.
+	return m, m.Transport != nil
 }
 
 // Observe reads the identity header of a response that came through member

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -72,5 +73,24 @@ func TestExitSetKeysOnResolvedIP(t *testing.T) {
 	}
 	if _, ok := set.Route("nope"); ok {
 		t.Errorf("Route(unknown key) found a member")
+	}
+}
+
+// TestNilRoundTripperIsNoRoute: a member without a RoundTripper is no
+// route: a request through it fails with ErrNoExit; it panicked.
+func TestNilRoundTripperIsNoRoute(t *testing.T) {
+	set := ExitMap(map[string]http.RoundTripper{"a": nil})
+	if _, ok := set.Route("a"); ok {
+		t.Fatalf("Route to a member with a nil RoundTripper: ok, want no route")
+	}
+	lim, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.SetExits([]limit.Exit{{ID: "a"}})
+	tr := &Transport{Limiter: lim, Exits: set}
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:9/x", nil)
+	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrNoExit) {
+		t.Errorf("RoundTrip through it: %v, want ErrNoExit", err)
 	}
 }
