@@ -69,9 +69,11 @@ func (r Rate) Interval() time.Duration {
 
 // String prints r as "30/min", "5/s", "100/h" or "7/2s"; the zero rate prints "0".
 func (r Rate) String() string {
-	if r.N <= 0 {
+	if r.N == 0 {
 		return "0"
 	}
+	// (A negative rate is said as it is: "HostCeiling -3/s must be a
+	// positive finite rate", where it read "HostCeiling 0".)
 	n := strconv.FormatFloat(r.N, 'g', -1, 64)
 	switch r.Per {
 	case 0, time.Second:

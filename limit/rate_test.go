@@ -63,3 +63,13 @@ func FuzzParseRate(f *testing.F) {
 		}
 	})
 }
+
+// TestNegativeRateSaidAsItIs: a negative rate in a Config is refused
+// naming the value given; it read "HostCeiling 0 must be a positive finite
+// rate".
+func TestNegativeRateSaidAsItIs(t *testing.T) {
+	_, err := New(Config{HostCeiling: PerSecond(-3)})
+	if err == nil || !strings.Contains(err.Error(), "HostCeiling -3/s must be a positive finite rate") {
+		t.Errorf("New(HostCeiling -3/s) = %v, want it refused naming -3/s", err)
+	}
+}
