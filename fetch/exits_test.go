@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -92,5 +93,21 @@ func TestNilRoundTripperIsNoRoute(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:9/x", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrNoExit) {
 		t.Errorf("RoundTrip through it: %v, want ErrNoExit", err)
+	}
+}
+
+// TestTransportUntoldLimiterSaysSo: a Transport whose Limiter was never
+// given the ExitSet's exits says how to give them; it said only "limit: no
+// exits in the pool", with exits in the set.
+func TestTransportUntoldLimiterSaysSo(t *testing.T) {
+	lim, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &Transport{Limiter: lim, Exits: ExitMap(map[string]http.RoundTripper{"a": http.DefaultTransport})}
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:9/x", nil)
+	_, err = tr.RoundTrip(req)
+	if !errors.Is(err, limit.ErrNoExits) || !strings.Contains(err.Error(), "lim.SetExits") {
+		t.Errorf("RoundTrip with the Limiter untold: %v, want ErrNoExits saying how to tell it", err)
 	}
 }

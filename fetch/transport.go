@@ -197,6 +197,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ticket, err := t.wait(req.Context(), lim, host, want)
 	if err != nil {
 		closeBody(req)
+		if errors.Is(err, limit.ErrNoExits) && t.Exits != nil && len(t.Exits.Keys()) > 0 {
+			// The set has exits the limiter was never told of.
+			return nil, fmt.Errorf("%w: the Limiter was not given the Exits' (build them with fetch.NewExitSet(members, nil, lim.SetExits), or call lim.SetExits)", err)
+		}
 		return nil, err
 	}
 	m, ok := exits.Route(ticket.Exit)
