@@ -294,12 +294,13 @@ func (g *Gateway) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	g.mu.Lock()
-	self := newSelfAddrs(append(g.lns, ln))
+	lns := append(g.lns, ln)
+	self := newSelfAddrs(lns)
 	if err := self.checkExits(context.Background(), g.cfg.Exits); err != nil {
 		g.mu.Unlock()
 		return err
 	}
-	g.lns = append(g.lns, ln)
+	g.lns = lns
 	g.self.Store(self)
 	g.mu.Unlock()
 	g.innerOnce.Do(func() {

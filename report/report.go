@@ -78,22 +78,35 @@ func BodyPath(dir, body string) string {
 	if body == "" {
 		return ""
 	}
-	absDir, derr := filepath.Abs(dir)
-	absBody, berr := filepath.Abs(body)
-	rel, err := filepath.Rel(absDir, absBody)
-	if derr == nil && berr == nil && err == nil && filepath.IsLocal(rel) {
+	rel, ok := relPath(dir, body)
+	if ok && filepath.IsLocal(rel) {
 		return rel
 	}
 	own := filepath.Join(BodiesDir, filepath.Base(body))
 	if filepath.Base(filepath.Dir(body)) == BodiesDir {
-		if _, serr := os.Stat(filepath.Join(dir, own)); serr == nil {
+		if _, err := os.Stat(filepath.Join(dir, own)); err == nil {
 			return own
 		}
 	}
-	if derr == nil && berr == nil && err == nil {
+	if ok {
 		return rel
 	}
 	return body
+}
+
+// relPath is path relative to dir, both made absolute first; ok is false
+// when it cannot be.
+func relPath(dir, path string) (string, bool) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(absDir, abs)
+	return rel, err == nil
 }
 
 // BodiesDir is the directory, in the output directory, that holds the

@@ -408,9 +408,12 @@ func fromCSV(col map[string]int, rec []string) (Result, bool) {
 }
 
 // migrateCSV gives a results.csv an older exitgate wrote (olderCSVHeaders)
-// CSVHeader's columns, empty in its rows, atomically; rebuilt from the
-// frontier instead, its rows would lose what the answers said (final URL,
-// content type, ...). Any other file is left as it is, for scan to judge.
+// CSVHeader's columns, empty in its rows, atomically: its rows are read by
+// their columns' names and written again (eachRow, rowEncoder), up to the
+// end or a last row cut short by a kill, whose job gets its row back from
+// the frontier (reconcile). Rebuilt from the frontier instead, its rows
+// would lose what the answers said (final URL, content type, ...). Any other
+// file is left as it is, for scan to judge.
 func migrateCSV(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -420,30 +423,15 @@ func migrateCSV(path string) error {
 		return err
 	}
 	defer f.Close()
-	cr := csv.NewReader(bufio.NewReaderSize(f, 64<<10))
-	cr.FieldsPerRecord = -1
-	head, err := cr.Read()
+	head, err := csv.NewReader(bufio.NewReader(f)).Read()
 	if err != nil || !slices.ContainsFunc(olderCSVHeaders, func(h []string) bool { return slices.Equal(head, h) }) {
 		return nil
 	}
-	var rows [][]string
-	for {
-		// Up to the end, or to a last row cut short by a kill: its job
-		// gets its row back from the frontier (reconcile).
-		rec, err := cr.Read()
-		if err != nil {
-			break
-		}
-		rows = append(rows, rec)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
 	}
 	return writeAtomic(path, func(w io.Writer) error {
-		cw := csv.NewWriter(w)
-		cw.Write(CSVHeader)
-		for _, rec := range rows {
-			cw.Write(append(rec, make([]string, max(0, len(CSVHeader)-len(rec)))...))
-		}
-		cw.Flush()
-		return cw.Error()
+		return eachRow(f, CSV, rowEncoder(w, CSV, true))
 	})
 }
 

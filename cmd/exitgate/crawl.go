@@ -926,21 +926,6 @@ func leaseTTL(d *distributed) time.Duration {
 	return 0 // the default
 }
 
-// buffer bounds the jobs a worker keeps claimed by the exits it owns
-// (perExitBuffer each, at least one exit's): what it holds no other
-// worker may take, and a worker on one exit held 128 jobs while workers
-// with six sat idle. nil (the Core's default) for a crawl of one process.
-func (d *distributed) buffer() func() int {
-	if d == nil {
-		return nil
-	}
-	return func() int { return perExitBuffer * max(1, len(*d.owned.Load())) }
-}
-
-// perExitBuffer is how many claimed jobs a distributed worker keeps ready
-// per exit it owns: seconds of work at the rates per-IP limits allow.
-const perExitBuffer = 16
-
 // engineFrontier is the frontier the engine claims from: in distributed
 // mode, nothing while this worker owns no exit.
 func engineFrontier(fr frontier.Frontier, d *distributed) frontier.Frontier {
