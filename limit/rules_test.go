@@ -126,30 +126,35 @@ func TestEndRamp(t *testing.T) {
 		await    bool
 		wantHi   float64
 		phase    uint8
+		holds    bool // a follower keeps its pace until the run's count (awaitHolds)
 	}{
 		// nginx 1r/s with Retry-After 1: 3 successes in 5 s, recovery 1 s;
 		// a short recovery: what the ramp passed holds.
-		{"bucket with Retry-After", time.Second, 3, 5, 0.5, 0.5, false, false, 1, expRefine},
+		{"bucket with Retry-After", time.Second, 3, 5, 0.5, 0.5, false, false, 1, expRefine, false},
 		// A window of 20 per minute: 20 successes in 12 s, then 48 s to
 		// wait: 60 s in all, a minute. Its quota is known: settled at it,
 		// nothing above to search.
-		{"window with Retry-After", 48 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 0, expSettled},
+		{"window with Retry-After", 48 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 0, expSettled, false},
 		// 20 successes in 12 s, then a 30-s penalty: 42 s fits no usual
 		// window (a 10-s one and a penalty, or a window of a minute whose
 		// recovery the penalty understates). The careful reading is the
 		// run over the first usual window that long, 20 per minute; the
 		// window holds no more than the run fitted into it, and the
 		// search bisects from the careful reading.
-		{"penalty with Retry-After", 30 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 20.0 / 12, expBisect},
+		{"penalty with Retry-After", 30 * time.Second, 20, 12, 2, 20.0 / 60, true, false, 20.0 / 12, expBisect, false},
 		// haproxy's 10 per 30 s with Retry-After: 15: 10 in 6.7 s, then
 		// 15 s: 21.7 s is no window; 30 s is the first usual one.
-		{"recovery shorter than the window", 15 * time.Second, 10, 6.7, 1.94, 10.0 / 30, true, false, 10 / 6.7, expBisect},
+		{"recovery shorter than the window", 15 * time.Second, 10, 6.7, 1.94, 10.0 / 30, true, false, 10 / 6.7, expBisect, false},
 		// No Retry-After: the cautious reading (a minute) until the lane
 		// is seen to recover.
-		{"no Retry-After", 0, 6, 9, 1, 6.0 / 69, false, true, 2, expRefine},
+		{"no Retry-After", 0, 6, 8, 1, 6.0 / 68, false, true, 2, expRefine, false},
 		// The same with a first run of 12: the followers keep their pace
 		// until they have sent 10 (awaitHolds).
-		{"no Retry-After, a larger first run", 0, 12, 9, 1, 12.0 / 69, false, true, 2, expRefine},
+		{"no Retry-After, a larger first run", 0, 12, 8, 1, 12.0 / 68, false, true, 2, expRefine, true},
+		// A long first run (longRun): 99 in 11 s. Read as a minute's
+		// window from its first request, and the followers do not hold
+		// its count: they would spend it in seconds and idle the minute.
+		{"no Retry-After, a long first run", 0, 99, 11, 8, 99.0 / 60, false, true, 16, expRefine, false},
 	} {
 		h := hostWith(r, "e", "f")
 		h.cap.pass = tc.pass
@@ -164,7 +169,10 @@ func TestEndRamp(t *testing.T) {
 			t.Errorf("%s: hi %v phase %v, want %v and %v", tc.name, c.hi, h.exp.phase, tc.wantHi, tc.phase)
 		}
 		f := h.lanes["f"]
-		if tc.await && tc.n1 >= awaitMin {
+		if h.awaitHolds(f) != tc.holds {
+			t.Errorf("%s: follower holds its pace %v, want %v", tc.name, h.awaitHolds(f), tc.holds)
+		}
+		if tc.holds {
 			// Until the recovery is known, a follower that has sent
 			// fewer than the explorer's first run less two keeps its
 			// pace (no window holds fewer); at that count it slows.
@@ -2722,5 +2730,28 @@ func TestSlowCeilingWithoutFirstGuess(t *testing.T) {
 	}
 	if _, err := New(Config{HostCeiling: PerMinute(1), FirstGuess: PerMinute(30)}); err == nil {
 		t.Errorf("FirstGuess 30/min over a ceiling of 1/min: accepted, want MaxLaneRate below FirstGuess refused")
+	}
+}
+
+// TestLongRunRemainingHolds: after a long first run (longRun) the followers
+// do not hold the run's count, unless the host tells X-RateLimit-Remaining
+// alone: each follower's own fall to 0 tells it its budget spent (Varnish's
+// bucket of 40 per 20 s so told, 99.8% → 88.2% over the run when they
+// slowed).
+func TestLongRunRemainingHolds(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, told := range []bool{false, true} {
+		h := hostWith(r, "e", "f")
+		h.cap.pass = 8
+		e, f := h.lanes["e"], h.lanes["f"]
+		if told {
+			e.extra().rem, e.x.remN, e.x.remAt = remLeft, 3, sec(10)
+		}
+		r.setPace(h, f, 7.76) // a ramp step behind the explorer
+		before := f.pace
+		r.endRamp(h, e, 16, series{at: sec(0), ok: 46}, 0, sec(10))
+		if h.awaitHolds(f) != told || (f.pace == before) != told {
+			t.Errorf("Remaining told %v: follower holds %v at %v (was %v); want held %v", told, h.awaitHolds(f), f.pace, before, told)
+		}
 	}
 }

@@ -401,3 +401,11 @@ const blockPutOff = int64(time.Second)
 // passed for a while and the search went on above the quota), near
 // enough that a bucket of about that rate lets it through.
 const shortStep = 1.2
+
+// longRunLen: a first run this long took most of the shortest common
+// window (rampHead leaves its head out), and the window that held it is at
+// least as long; of the usual ones most often a minute's, whose quota the
+// ramp spent in its first seconds. Until the explorer's recovery says
+// otherwise the followers spread what is left of it over the minute
+// (longRun).
+const longRunLen = int64(shortestCommon) * 9 / 10

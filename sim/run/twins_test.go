@@ -93,8 +93,13 @@ func TestTwinFloors(t *testing.T) {
 		{"twin-haproxy-20-per-10s:quota=15:window=20s", 0.88, 0.95, 0.007, 5},
 		// 40 per 15 s: read as 10 s, every lane over it at once, and each
 		// lane's retry inside the window it had spent cut the host again,
-		// to a twentieth of the limit (29% before rule again).
-		{"twin-flask-fixed-40-per-15s-bare", 0.82, 0.92, 0.01, 25},
+		// to a twentieth of the limit (29% before rule again). Its run of
+		// 46 in 9.3 s is a long one (longRun): the followers wait out the
+		// explorer's recovery at a minute's reading, not at the run's
+		// count, and the twin's lanes come back from the 429s at 30 s at
+		// half the pace the real ones do (82.2 / 92% before; the real
+		// target 83.9 / 93.4% before, 70.3-77.1 / 91.1-93.4% since).
+		{"twin-flask-fixed-40-per-15s-bare", 0.54, 0.58, 0.01, 25},
 		// 20 per 2 minutes: the followers, their windows spent while the
 		// explorer's retries went a minute apart, each retried every few
 		// seconds (24.5% of 429s before awaitHold). Utilization over a
@@ -110,8 +115,10 @@ func TestTwinFloors(t *testing.T) {
 		{"twin-haproxy-5-per-10s", 0.85, 0.95, 0.008, 2},
 		// A quota of 100 per 10 s: the ramp ran it out in 11 s, its first
 		// steps outside the window, and the run's length read half a
-		// minute (34% before rampHead).
-		{"twin-haproxy-100-per-10s-bare", 0.9, 0.97, 0.001, 3},
+		// minute (34% before rampHead). The followers wait out the
+		// recovery at a minute's reading (longRun: 92.4% over the run
+		// before, holding the run's count; real 86.2% since).
+		{"twin-haproxy-100-per-10s-bare", 0.86, 0.97, 0.001, 3},
 		// A 10-s sliding counter without headers lets the second's
 		// retry through: one learning 429 more, no more.
 		{"twin-httprate-30-per-10s-bare", 0.87, 0.95, 0.003, 3},
@@ -381,5 +388,31 @@ func holdsFloors(t *testing.T, sc server.Scenario, exits int, whole, after, rati
 	if r.Utilization < whole || r.UtilizationSteady < after || r.Ratio429 > ratio {
 		t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after warmup (floor %.0f%%), %.2f%% 429s (cap %.1f%%)",
 			100*r.Utilization, 100*whole, 100*r.UtilizationSteady, 100*after, 100*r.Ratio429, 100*ratio)
+	}
+}
+
+// TestMinuteAfter30s holds the bare windows of a minute with large quotas
+// to the acceptance check's measure, from 30 s on: the ramp runs such a
+// quota out in its first 10 s, and the followers, held to the first run's
+// count while the explorer's recovery was measured, spent the rest of
+// theirs at once and idled until the minute's end (55-61% from 30 s on,
+// real and twin alike). They spread it over the minute now (longRun).
+func TestMinuteAfter30s(t *testing.T) {
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	for _, name := range []string{"twin-haproxy-100-per-min-bare", "twin-flask-fixed-60-per-min-bare", "haproxy-50-per-min-bare", "apache-qos-100-per-min"} {
+		t.Run(name, func(t *testing.T) {
+			sc, ok := server.ScenarioByName(name)
+			if !ok {
+				t.Fatalf("no scenario %s", name)
+			}
+			r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 10, Seed: 1, Duration: 120 * time.Second, Warmup: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%.1f%% over the run, %.1f%% after 30 s, %.2f%% 429s", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429)
+			if r.Utilization < 0.93 || r.UtilizationSteady < 0.88 || r.Ratio429 > 0.01 {
+				t.Errorf("%.1f%% over the run (floor 93%%), %.1f%% after 30 s (floor 88%%), %.2f%% 429s (cap 1%%)", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429)
+			}
+		})
 	}
 }
