@@ -18,6 +18,7 @@ import (
 
 	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/internal/hostname"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/rlheader"
@@ -154,14 +155,19 @@ const concurrencyRecheck = 25 * time.Millisecond
 const DefaultUserAgent = "exitgate/0.1 (+https://github.com/exitgate/exitgate)"
 
 // DefaultHostKey is the URL's lowercase host, with the port when it is not
-// the scheme's default.
+// the scheme's default: an internationalised name in its punycode form, as
+// the frontier keys it and the client sends it (internal/hostname; one it
+// cannot convert, as given).
 func DefaultHostKey(u *url.URL) string {
-	h := u.Hostname()
+	h, err := hostname.ASCII(u.Hostname())
+	if err != nil {
+		h = strings.ToLower(u.Hostname())
+	}
 	p := u.Port()
 	if p == "" || (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
-		return strings.ToLower(h)
+		return h
 	}
-	return strings.ToLower(h) + ":" + p
+	return h + ":" + p
 }
 
 // Attempt is one request the Core decided to send: which URL, through which

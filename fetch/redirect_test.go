@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -207,6 +208,31 @@ func TestIsPrivateHost(t *testing.T) {
 	} {
 		if got := isPrivateHost(h); got != want {
 			t.Errorf("isPrivateHost(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestDefaultHostKeyIDN: a redirect hop's host key is the frontier's (an
+// internationalised name in punycode, lower case, the port kept unless the
+// scheme's), so a hop to "bücher.example" shares the budget of jobs queued
+// as "xn--bcher-kva.example".
+func TestDefaultHostKeyIDN(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://Bücher.example/a":            "xn--bcher-kva.example",
+		"https://xn--BCHER-kva.example:443/": "xn--bcher-kva.example",
+		"http://bücher.example:8080/":        "xn--bcher-kva.example:8080",
+		"http://Example.COM/":                "example.com",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := frontier.Prepare(frontier.NewJob{URL: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DefaultHostKey(u); got != want || got != j.Host {
+			t.Errorf("DefaultHostKey(%s) = %q, frontier %q; want %q", in, got, j.Host, want)
 		}
 	}
 }

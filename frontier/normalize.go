@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/exitgate/exitgate/internal/hostname"
 )
 
 // Normalize returns the deduplication key of an absolute http or https URL.
@@ -30,8 +32,10 @@ import (
 // It keeps everything else as given, notably: the order of query
 // parameters (some sites give it meaning), '+' versus %20 in the query,
 // a trailing '?', dot segments and duplicate slashes in the path, the
-// userinfo, a trailing dot in the host, and internationalised host names
-// (not converted to punycode).
+// userinfo and a trailing dot in the host. An internationalised host name
+// is keyed in its punycode form (internal/hostname), the form Go's client
+// sends: "bücher.example" and "xn--bcher-kva.example" are one host and one
+// page; a name the IDNA lookup rules refuse is rejected.
 //
 // Normalize rejects, with an error wrapping ErrInvalidURL, anything that
 // is not an absolute http or https URL with a host: relative and opaque
@@ -227,7 +231,7 @@ func normalizeHost(h string) (string, error) {
 		}
 		return "", fmt.Errorf("invalid character %q in host", c)
 	}
-	return strings.ToLower(h), nil
+	return hostname.ASCII(h)
 }
 
 // escapeURLPart writes a path or query in canonical escaping (see Normalize).

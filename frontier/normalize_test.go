@@ -40,7 +40,9 @@ var normalizeTests = []struct {
 	{"http://[0:0::1]/", "http://[::1]/"},
 	{"http://[FE80::1]/", "http://[fe80::1]/"},
 	{"http://127.0.0.1:80/x", "http://127.0.0.1/x"},
-	{"http://Bücher.example/", "http://bücher.example/"},
+	{"http://Bücher.example/", "http://xn--bcher-kva.example/"},
+	{"http://xn--BCHER-kva.example/", "http://xn--bcher-kva.example/"},
+	{"https://例え.テスト:8443/a", "https://xn--r8jz45g.xn--zckzah:8443/a"},
 	{"http://example.com?x", "http://example.com/?x"},
 }
 
@@ -76,6 +78,7 @@ var normalizeErrors = []string{
 	"http://exa\x00mple.com/",
 	"http://example.com/\x7f",
 	" http://example.com/",
+	"http://a\u200db.example/", // a joiner outside its context: no IDNA name
 }
 
 func TestNormalizeErrors(t *testing.T) {
@@ -219,5 +222,25 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestIDNOneHost: an internationalised host and its punycode form are one
+// page and one host key (the crawl's budget for the server), as Go's client
+// sends both alike.
+func TestIDNOneHost(t *testing.T) {
+	a, err := Prepare(NewJob{URL: "http://bücher.example/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Prepare(NewJob{URL: "http://xn--bcher-kva.example/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Key != b.Key || a.Host != b.Host || a.Host != "xn--bcher-kva.example" {
+		t.Errorf("keys %q, %q; hosts %q, %q; want one key and the host xn--bcher-kva.example", a.Key, b.Key, a.Host, b.Host)
+	}
+	if a.URL != "http://bücher.example/a" {
+		t.Errorf("URL %q, want it kept as given", a.URL)
 	}
 }
