@@ -85,6 +85,12 @@ type acquirer interface {
 	Acquire(host string, want limit.Want, now time.Time) (limit.Ticket, bool, time.Time, error)
 }
 
+// exitsDowner says how many exits are failing as proxies, as
+// *limit.Limiter does: a wait for a lane when all are is refused at once.
+type exitsDowner interface {
+	ExitsDown(now time.Time) (down, total int)
+}
+
 // Sent describes one request Transport sent.
 type Sent struct {
 	Request *http.Request
@@ -140,25 +146,54 @@ var ErrNoExit = errors.New("fetch: no transport for exit")
 
 // WaitError is returned by Transport.RoundTrip when no lane of the
 // request's host freed up in time to send it before its deadline (less
-// Reserve). Nothing was sent and the limiter was charged nothing: retry the
-// request, at Next or later when Next is known. It wraps
-// context.DeadlineExceeded.
+// Reserve), or at once, whatever the deadline, when every exit of the pool
+// is held back for failing as a proxy (AllExitsDown: waiting would only
+// wait for a quarantine to end). Nothing was sent and the limiter was
+// charged nothing: retry the request, at Next or later when Next is known.
+// It wraps context.DeadlineExceeded, or ErrExitsDown when every exit is
+// down.
 type WaitError struct {
 	Host string
 	// Next is when the host may go next, as the limiter said when the
 	// wait gave up; zero when unknown.
 	Next time.Time
+	// ExitsDown of Exits were failing as proxies (quarantined, or their
+	// recovery probe out) when the wait gave up, where the Waiter can
+	// tell (a *limit.Limiter does); both 0 otherwise.
+	ExitsDown, Exits int
 }
+
+// ErrExitsDown is what a WaitError wraps when every exit of the pool was
+// failing as a proxy.
+var ErrExitsDown = errors.New("fetch: every exit is failing as a proxy")
+
+// AllExitsDown reports whether every exit of the pool was failing as a
+// proxy: no deadline would have helped.
+func (e *WaitError) AllExitsDown() bool { return e.Exits > 0 && e.ExitsDown == e.Exits }
 
 func (e *WaitError) Error() string {
-	return fmt.Sprintf("fetch: no lane of %s frees up before the request's deadline: not sent", e.Host)
+	if e.AllExitsDown() {
+		return fmt.Sprintf("fetch: no working exit for %s: all %d exits are failing as proxies (refused, unreachable, wrong credentials; check them with \"exitgate proxies check\"): not sent", e.Host, e.Exits)
+	}
+	msg := fmt.Sprintf("fetch: no lane of %s frees up before the request's deadline: not sent", e.Host)
+	if e.ExitsDown > 0 {
+		msg += fmt.Sprintf(" (%d of %d exits failing as proxies)", e.ExitsDown, e.Exits)
+	}
+	return msg
 }
 
-// Unwrap returns context.DeadlineExceeded.
-func (e *WaitError) Unwrap() error { return context.DeadlineExceeded }
+// Unwrap returns ErrExitsDown when every exit was down, else
+// context.DeadlineExceeded.
+func (e *WaitError) Unwrap() error {
+	if e.AllExitsDown() {
+		return ErrExitsDown
+	}
+	return context.DeadlineExceeded
+}
 
-// Timeout reports true, as net/http's deadline errors do.
-func (e *WaitError) Timeout() bool { return true }
+// Timeout reports whether the wait ran into the deadline, as net/http's
+// deadline errors do (not when every exit was down).
+func (e *WaitError) Timeout() bool { return !e.AllExitsDown() }
 
 // parts returns the limiter and exits, making the zero value's on first use.
 func (t *Transport) parts() (Waiter, *ExitSet, error) {
@@ -241,6 +276,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // wait waits for a lane of host, keeping Reserve of the time to ctx's
 // deadline; a wait that cannot end in time is a *WaitError.
 func (t *Transport) wait(ctx context.Context, lim Waiter, host string, want limit.Want) (limit.Ticket, error) {
+	if a, ok := lim.(acquirer); ok {
+		// Most requests find a lane free. A quarantine lasts seconds at
+		// least: only a longer wait asks whether every exit is down (it
+		// reads every exit), and then says so at once, where waiting held
+		// the caller to its deadline, or for ever without one.
+		now := time.Now()
+		tk, ok, next, err := a.Acquire(host, want, now)
+		switch {
+		case err != nil:
+			return limit.Ticket{}, err
+		case ok:
+			return tk, nil
+		case next.Sub(now) > time.Second:
+			if we := exitsDown(lim, host, next, now); we != nil && we.AllExitsDown() {
+				return limit.Ticket{}, we
+			}
+		}
+	}
 	wctx := ctx
 	if dl, ok := ctx.Deadline(); ok && t.Reserve >= 0 {
 		reserve := t.Reserve
@@ -258,17 +311,32 @@ func (t *Transport) wait(ctx context.Context, lim Waiter, host string, want limi
 	// The wait gave up before the request's own deadline: say when the
 	// host may go, if the limiter can tell; if a lane has just freed up,
 	// take it.
-	we := &WaitError{Host: host}
+	now := time.Now()
+	var next time.Time
 	if a, ok := lim.(acquirer); ok {
-		tk, ok, next, err := a.Acquire(host, want, time.Now())
+		tk, ok, n, err := a.Acquire(host, want, now)
 		switch {
 		case err == nil && ok:
 			return tk, nil
 		case err == nil:
-			we.Next = next
+			next = n
 		}
 	}
-	return limit.Ticket{}, we
+	if we := exitsDown(lim, host, next, now); we != nil {
+		return limit.Ticket{}, we
+	}
+	return limit.Ticket{}, &WaitError{Host: host, Next: next}
+}
+
+// exitsDown is the WaitError for host with the count of exits failing as
+// proxies at now, nil when lim cannot tell.
+func exitsDown(lim Waiter, host string, next, now time.Time) *WaitError {
+	d, ok := lim.(exitsDowner)
+	if !ok {
+		return nil
+	}
+	down, total := d.ExitsDown(now)
+	return &WaitError{Host: host, Next: next, ExitsDown: down, Exits: total}
 }
 
 func (t *Transport) sent(s Sent) {

@@ -276,3 +276,48 @@ func TestTransportGivesUpBeforeDeadline(t *testing.T) {
 		t.Errorf("the site got %d requests, want %d (a WaitError sends nothing)", n, ok)
 	}
 }
+
+// TestTransportAllExitsDown: when every exit of the pool is failing as a
+// proxy (two proxies on loopback ports nothing listens on), a request is
+// refused at once with a *WaitError that says so and wraps ErrExitsDown,
+// whatever its deadline: the client here has none, and the wait held it
+// until a quarantine ended, the error saying only that no lane freed up.
+func TestTransportAllExitsDown(t *testing.T) {
+	_, srv := newClientsSite(t, nil)
+	var dead []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, "http://"+ln.Addr().String())
+		ln.Close() // nothing listens there now: each connection is refused
+	}
+	exits, err := pool.Parse(strings.NewReader(strings.Join(dead, "\n")+"\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := fetch.NewTransport(exits, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerSecond(50)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt}
+	defer c.CloseIdleConnections()
+	for i := range 2 { // one request through each exit: both refused
+		if _, err := get(t, c, fmt.Sprintf("%s/%d", srv.URL, i)); err == nil {
+			t.Fatalf("GET %d through a dead proxy succeeded", i)
+		}
+	}
+	start := time.Now()
+	_, err = get(t, c, srv.URL+"/3")
+	var we *fetch.WaitError
+	if !errors.As(err, &we) || !errors.Is(err, fetch.ErrExitsDown) || !we.AllExitsDown() || we.Exits != 2 {
+		t.Fatalf("third GET: %v (%+v), want a *WaitError saying both exits are down", err, we)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("refused after %v, want at once", el)
+	}
+	if !strings.Contains(err.Error(), "all 2 exits are failing as proxies") {
+		t.Errorf("error %q does not say the exits are down", err)
+	}
+}
