@@ -381,7 +381,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 	}
 	var added int
-	var bad []*urlfile.LineError
+	var bad urlfile.Bad
 	signalled := false
 	if dist != nil && setup.urlFile != "" {
 		seeds, err := dist.checkList(ctx, f.crawl, setup.urlFile, f.append)
@@ -404,8 +404,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		signalled = loadCtx.Err() != nil && ctx.Err() == nil
 		stopLoad()
 	}
-	for _, b := range bad {
+	for _, b := range bad.Lines {
 		fmt.Fprintln(stderr, "exitgate: skipped", b)
+	}
+	if bad.More > 0 {
+		fmt.Fprintf(stderr, "exitgate: skipped %d more bad lines of %s (%d in all; the first %d are shown)\n", bad.More, setup.urlFile, bad.Count(), len(bad.Lines))
 	}
 	if signalled {
 		return &exitError{code: exitUnfinished, err: fmt.Errorf(

@@ -18,6 +18,7 @@ import (
 
 	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/internal/syncbuf"
+	"github.com/exitgate/exitgate/internal/urlfile"
 	"github.com/exitgate/exitgate/report"
 )
 
@@ -668,4 +669,31 @@ func crawlList(t *testing.T, dir string, urls []string, flags ...string) (string
 	out := filepath.Join(dir, "out")
 	args := append(append([]string{"crawl", "--out", out}, flags...), urlFile)
 	return out, func() crawlRun { t.Helper(); return runCrawlCmd(t, 30*time.Second, args...) }
+}
+
+// TestCrawlManyBadLinesCounted: of a list with many bad lines, the first
+// urlfile.MaxBadKept are shown with their line numbers and the rest counted
+// in one line (each of a million was printed, and all were held).
+func TestCrawlManyBadLinesCounted(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	good := siteURLs(srv.URL, 2)
+	lines := []string{good[0]}
+	for i := range urlfile.MaxBadKept + 7 {
+		lines = append(lines, fmt.Sprintf("not a url %d", i))
+	}
+	lines = append(lines, good[1])
+	urlFile := writeLines(t, dir, "urls.txt", lines)
+	out := filepath.Join(dir, "out")
+	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--lane-rate", "50/s", "--progress", "0", urlFile)
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "exitgate: skipped "+urlFile+":"); n != urlfile.MaxBadKept {
+		t.Errorf("%d bad lines shown, want %d:\n%s", n, urlfile.MaxBadKept, r.stderr)
+	}
+	if want := fmt.Sprintf("exitgate: skipped 7 more bad lines of %s (%d in all; the first %d are shown)", urlFile, urlfile.MaxBadKept+7, urlfile.MaxBadKept); !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	checkAllDoneOnce(t, readResults(t, out), good)
 }

@@ -14,7 +14,7 @@ func TestASCII(t *testing.T) {
 		{"Example.COM", "example.com", ""},
 		{"under_score.example", "under_score.example", ""}, // ASCII is kept as given, as Go's client does
 		{"bücher.example", "xn--bcher-kva.example", ""},
-		{"BÜCHER.example", "xn--bcher-kva.example", ""}, // mapped to lower case first
+		{"BÜCHER.example", "xn--bcher-kva.example", ""},       // mapped to lower case first
 		{"bu\u0308cher.example", "xn--bcher-kva.example", ""}, // decomposed: normalised first
 		{"xn--bcher-kva.example", "xn--bcher-kva.example", ""},
 		{"例え.テスト", "xn--r8jz45g.xn--zckzah", ""},

@@ -73,8 +73,8 @@ func benchPushFile(b *testing.B, hosts int) {
 		i++
 		b.StartTimer()
 		added, bad, err := Push(ctx, fr, path)
-		if err != nil || added != n-n/1000 || len(bad) != n/1000 {
-			b.Fatalf("Push = %d added, %d bad, %v; want %d, %d", added, len(bad), err, n-n/1000, n/1000)
+		if err != nil || added != n-n/1000 || bad.Count() != n/1000 {
+			b.Fatalf("Push = %d added, %d bad, %v; want %d, %d", added, bad.Count(), err, n-n/1000, n/1000)
 		}
 		fr.Close()
 	}

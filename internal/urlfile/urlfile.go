@@ -30,10 +30,33 @@ func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.L
 // MaxLine is the longest line accepted; longer lines are reported.
 const MaxLine = 64 << 10
 
+// MaxBadKept is how many bad lines a read keeps to report; past it they
+// are counted (Bad.More): a list of a million broken lines would otherwise
+// hold them all and print each.
+const MaxBadKept = 20
+
+// Bad is the unusable lines of a list: the first MaxBadKept, in order, and
+// how many more there were.
+type Bad struct {
+	Lines []*LineError
+	More  int
+}
+
+// Count is how many lines were unusable.
+func (b *Bad) Count() int { return len(b.Lines) + b.More }
+
+func (b *Bad) add(e *LineError) {
+	if len(b.Lines) < MaxBadKept {
+		b.Lines = append(b.Lines, e)
+		return
+	}
+	b.More++
+}
+
 // Read calls add for each usable URL of r, in order, and returns the bad
 // lines. name labels errors. The error is non-nil only when r itself fails
 // or add returns one.
-func Read(r io.Reader, name string, add func(rawURL string) error) ([]*LineError, error) {
+func Read(r io.Reader, name string, add func(rawURL string) error) (Bad, error) {
 	return read(r, name, func(u string) (string, error) {
 		if _, err := frontier.Normalize(u); err != nil {
 			return reason(u, err), nil
@@ -48,9 +71,9 @@ func Read(r io.Reader, name string, add func(rawURL string) error) ([]*LineError
 // the read. Push checks each URL as it prepares its job for a frontier that
 // takes prepared jobs, instead of parsing it once to check the line and
 // again to prepare it.
-func read(r io.Reader, name string, use func(u string) (string, error)) ([]*LineError, error) {
+func read(r io.Reader, name string, use func(u string) (string, error)) (Bad, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var bad []*LineError
+	var bad Bad
 	for n := 1; ; n++ {
 		line, err := br.ReadString('\n')
 		if n == 1 {
@@ -60,17 +83,17 @@ func read(r io.Reader, name string, use func(u string) (string, error)) ([]*Line
 		u := strings.TrimSpace(line)
 		switch {
 		case len(line) > MaxLine:
-			bad = append(bad, &LineError{name, n, fmt.Sprintf("line is %d bytes, longer than %d", len(line), MaxLine)})
+			bad.add(&LineError{name, n, fmt.Sprintf("line is %d bytes, longer than %d", len(line), MaxLine)})
 		case u == "" || strings.HasPrefix(u, "#"):
 		case strings.ContainsAny(u, " \t"):
-			bad = append(bad, &LineError{name, n, fmt.Sprintf("%q: a URL cannot contain spaces (one URL per line)", clip(u))})
+			bad.add(&LineError{name, n, fmt.Sprintf("%q: a URL cannot contain spaces (one URL per line)", clip(u))})
 		default:
 			why, uerr := use(u)
 			if uerr != nil {
 				return bad, uerr
 			}
 			if why != "" {
-				bad = append(bad, &LineError{name, n, why})
+				bad.add(&LineError{name, n, why})
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -109,10 +132,10 @@ const pushBatch = 50000
 // with a frontier.PreparedPusher, the jobs are prepared there too; with a
 // frontier.BulkLoader, the pushes go in one BulkLoad (Push is for a
 // frontier nothing else uses meanwhile: a crawl loading its list).
-func Push(ctx context.Context, fr frontier.Frontier, path string) (added int, bad []*LineError, err error) {
+func Push(ctx context.Context, fr frontier.Frontier, path string) (added int, bad Bad, err error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return 0, nil, err
+		return 0, Bad{}, err
 	}
 	defer file.Close()
 	if bl, ok := fr.(frontier.BulkLoader); ok {
@@ -126,13 +149,13 @@ func Push(ctx context.Context, fr frontier.Frontier, path string) (added int, ba
 }
 
 // push is Push on an open file.
-func push(ctx context.Context, fr frontier.Frontier, file *os.File, path string) (int, []*LineError, error) {
+func push(ctx context.Context, fr frontier.Frontier, file *os.File, path string) (int, Bad, error) {
 	pp, prepare := fr.(frontier.PreparedPusher)
 	var (
 		batches = make(chan batch, 2)
 		free    = make(chan batch, 3)
 		stop    = make(chan struct{})
-		bad     []*LineError
+		bad     Bad
 		readErr error
 		done    = make(chan struct{})
 	)

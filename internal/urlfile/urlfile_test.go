@@ -27,12 +27,12 @@ func TestRead(t *testing.T) {
 		line int
 		has  string
 	}{{5, "scheme \"ftp\""}, {6, "spaces"}, {7, "not an absolute URL"}, {8, "no host"}, {9, "invalid URL escape"}}
-	if len(bad) != len(wantBad) {
-		t.Fatalf("Read reported %d bad lines (%v), want %d", len(bad), bad, len(wantBad))
+	if bad.Count() != len(wantBad) || bad.More != 0 {
+		t.Fatalf("Read reported %d bad lines (%v), want %d", bad.Count(), bad.Lines, len(wantBad))
 	}
 	for i, w := range wantBad {
-		if bad[i].Line != w.line || !strings.Contains(bad[i].Error(), w.has) || !strings.HasPrefix(bad[i].Error(), "urls.txt:") {
-			t.Errorf("bad[%d] = %q, want line %d mentioning %q", i, bad[i].Error(), w.line, w.has)
+		if b := bad.Lines[i]; b.Line != w.line || !strings.Contains(b.Error(), w.has) || !strings.HasPrefix(b.Error(), "urls.txt:") {
+			t.Errorf("bad[%d] = %q, want line %d mentioning %q", i, b.Error(), w.line, w.has)
 		}
 	}
 }
@@ -63,12 +63,12 @@ func TestReadSameRulesAsFrontier(t *testing.T) {
 		`urls.txt:4: "http://exa!mple.com/": invalid character '!' in host`,
 		`urls.txt:5: "http://a,b/": invalid character ',' in host`,
 	}
-	if len(bad) != len(want) {
-		t.Fatalf("Read reported %v, want %d bad lines", bad, len(want))
+	if bad.Count() != len(want) {
+		t.Fatalf("Read reported %v, want %d bad lines", bad.Lines, len(want))
 	}
 	for i, w := range want {
-		if bad[i].Error() != w {
-			t.Errorf("bad[%d] = %q, want %q", i, bad[i].Error(), w)
+		if bad.Lines[i].Error() != w {
+			t.Errorf("bad[%d] = %q, want %q", i, bad.Lines[i].Error(), w)
 		}
 	}
 }
@@ -82,8 +82,8 @@ func TestReadBOM(t *testing.T) {
 		got = append(got, u)
 		return nil
 	})
-	if err != nil || len(bad) != 0 {
-		t.Fatalf("Read = %v, %v; want no bad lines", bad, err)
+	if err != nil || bad.Count() != 0 {
+		t.Fatalf("Read = %v, %v; want no bad lines", bad.Lines, err)
 	}
 	if want := "http://a.example/1 http://b.example/2"; strings.Join(got, " ") != want {
 		t.Errorf("Read URLs = %q, want %q", got, want)
@@ -143,19 +143,19 @@ func TestPush(t *testing.T) {
 	defer db.Close()
 	for _, f := range []frontier.Frontier{fr, db} {
 		added, bad, err := Push(context.Background(), f, path)
-		if err != nil || added != n-n/1000 || len(bad) != n/1000 {
-			t.Fatalf("Push(%T) = %d added, %d bad, %v; want %d, %d, nil", f, added, len(bad), err, n-n/1000, n/1000)
+		if err != nil || added != n-n/1000 || bad.Count() != n/1000 || len(bad.Lines) != MaxBadKept {
+			t.Fatalf("Push(%T) = %d added, %d bad (%d kept), %v; want %d, %d (%d kept), nil", f, added, bad.Count(), len(bad.Lines), err, n-n/1000, n/1000, MaxBadKept)
 		}
 		if c, _ := f.Counts(context.Background()); c.Queued != n-n/1000 {
 			t.Errorf("Push(%T): %d queued, want %d", f, c.Queued, n-n/1000)
 		}
 	}
 	added, bad, err := Push(context.Background(), fr, path)
-	if err != nil || added != 0 || len(bad) != n/1000 {
-		t.Fatalf("Push again = %d added, %d bad, %v; want 0 (all known), %d, nil", added, len(bad), err, n/1000)
+	if err != nil || added != 0 || bad.Count() != n/1000 {
+		t.Fatalf("Push again = %d added, %d bad, %v; want 0 (all known), %d, nil", added, bad.Count(), err, n/1000)
 	}
-	if bad[0].Line != 1000 || !strings.Contains(bad[0].Error(), `urls.txt:1000: "http://127.0.0.1:0/bad/999": invalid port "0"`) {
-		t.Errorf("bad[0] = %v, want line 1000 with its reason", bad[0])
+	if b := bad.Lines[0]; b.Line != 1000 || !strings.Contains(b.Error(), `urls.txt:1000: "http://127.0.0.1:0/bad/999": invalid port "0"`) {
+		t.Errorf("bad[0] = %v, want line 1000 with its reason", b)
 	}
 	fr2, _ := memory.New(memory.Config{})
 	added, _, err = Push(context.Background(), &failingFrontier{Frontier: fr2}, path)
