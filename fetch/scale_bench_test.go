@@ -72,8 +72,8 @@ func BenchmarkCrawlOneHost(b *testing.B) {
 		}
 		start := time.Now()
 		added, bad, err := urlfile.Push(ctx, fr, list)
-		if err != nil || added != n || len(bad) != 0 {
-			b.Fatalf("urlfile.Push = %d, %d bad, %v; want %d", added, len(bad), err, n)
+		if err != nil || added != n || bad.Count() != 0 {
+			b.Fatalf("urlfile.Push = %d, %d bad, %v; want %d", added, bad.Count(), err, n)
 		}
 		load := time.Since(start)
 		core := NewCore(CoreConfig{Concurrency: 32}, fr, noopLimiter{}, nil)
