@@ -570,8 +570,8 @@ func (r *rules) tryShorter(h *host, l *lane, w time.Duration, now int64) bool {
 // on, real and twin alike (haproxy's bare 50 and 100 per minute,
 // flask-limiter's bare fixed 60 per minute, mod_qos's 100 per minute).
 // Read as a minute's window from the run's first request and not held,
-// they spread the rest of their quota until the recovery: 86-90% → 91-94%
-// real. A shorter window ends within seconds of the 429, where the
+// they spread the rest of their quota until the recovery: 91-94% from 30 s
+// on, real (86-89% with the count released alone). A shorter window ends within seconds of the 429, where the
 // explorer's retries find it, the followers slower meanwhile (haproxy's
 // bare 100 per 10 s, 92.4% → 87.4% over the twin's run, 99.7% from 30 s on
 // either way).
