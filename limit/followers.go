@@ -198,7 +198,7 @@ func (h *host) awaitHolds(l *lane) bool {
 // recovery was measured, 99.8% → 88.2% of the limit over the run.
 func (h *host) awaitsLong() bool {
 	x := h.lanes[h.exp.exit]
-	return h.exp.longRun() && (x == nil || x.x == nil || x.x.rem == remUnread)
+	return h.exp.longRun() && (x == nil || !x.remRead())
 }
 
 // awaitN is the first run's count the followers hold to while its

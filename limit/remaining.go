@@ -46,7 +46,7 @@ func remainingAlone(o *Outcome) bool {
 // requests let through only).
 func (l *lane) remainingSpent(o *Outcome, now int64) bool {
 	if o.Verdict == verdict.Throttled {
-		if l.x != nil && l.x.rem != remUnread {
+		if l.remRead() {
 			l.x.rem = remSpent
 		}
 		return false
@@ -142,11 +142,14 @@ func (r *rules) refillTold(h *host, l *lane, rec, now int64) bool {
 // remNow is the X-RateLimit-Remaining alone lane l's answer at now told,
 // and whether it told one.
 func (l *lane) remNow(now int64) (float64, bool) {
-	if l.x == nil || l.x.remAt != now || l.x.rem == remUnread {
+	if !l.remRead() || l.x.remAt != now {
 		return 0, false
 	}
 	return float64(l.x.remN), true
 }
+
+// remRead reports whether lane l was ever told Remaining alone.
+func (l *lane) remRead() bool { return l.x != nil && l.x.rem != remUnread }
 
 // remTold reports whether lane l's answer at now told Remaining alone.
 func (l *lane) remTold(now int64) bool {

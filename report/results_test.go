@@ -124,7 +124,6 @@ func TestResultsReconcileAfterCrash(t *testing.T) {
 // its rows, which keep what the answers said; rebuilt from the frontier,
 // they lost the final URL, content type and the rest.
 func TestResultsMigratesOlderCSV(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	fr, _ := finishJobs(t, 3, 3)
 	var b strings.Builder
@@ -139,14 +138,7 @@ func TestResultsMigratesOlderCSV(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()+`4,"http://a.ex`), 0o644); err != nil { // and a row cut short
 		t.Fatal(err)
 	}
-	res, err := OpenResults(ctx, fr, dir, CSV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.Close(ctx, fr); err != nil {
-		t.Fatal(err)
-	}
-	rows := readRows(t, path, CSV) // fails unless the header is CSVHeader
+	rows := reconciled(t, fr, dir, CSV) // fails unless the header is CSVHeader
 	if len(rows) != 3 || rows[0].FinalURL != "http://a.example/final" || rows[1].ContentType != "text/html" || rows[2].ID != 3 {
 		t.Errorf("rows after the migration = %+v, want jobs 1 and 2 with their answers' fields, then job 3 rebuilt", rows)
 	}
@@ -158,7 +150,6 @@ func TestResultsMigratesOlderCSV(t *testing.T) {
 // missing from the frontier; rebuilt from the frontier alone, every row
 // lost them.
 func TestResultsFormatSwitchKeepsAnswers(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	fr, jobs := finishJobs(t, 4, 4)
 	var b bytes.Buffer
@@ -172,14 +163,7 @@ func TestResultsFormatSwitchKeepsAnswers(t *testing.T) {
 	}
 	check := func(format Format) {
 		t.Helper()
-		res, err := OpenResults(ctx, fr, dir, format)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := res.Close(ctx, fr); err != nil {
-			t.Fatal(err)
-		}
-		rows := readRows(t, filepath.Join(dir, format.File()), format)
+		rows := reconciled(t, fr, dir, format)
 		if len(rows) != 4 {
 			t.Fatalf("%s: %d rows, want 4: %+v", format.File(), len(rows), rows)
 		}
@@ -277,4 +261,19 @@ func TestIDSetSparseHighIDs(t *testing.T) {
 	if words > 4*(1000/64+1) {
 		t.Fatalf("%d words for 1,501 ids: the set grows with the ids' values", words)
 	}
+}
+
+// reconciled opens the results file in format in dir over fr's finished
+// jobs, closes it, and returns its rows.
+func reconciled(t *testing.T, fr frontier.Frontier, dir string, format Format) []Result {
+	t.Helper()
+	ctx := context.Background()
+	res, err := OpenResults(ctx, fr, dir, format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Close(ctx, fr); err != nil {
+		t.Fatal(err)
+	}
+	return readRows(t, filepath.Join(dir, format.File()), format)
 }
