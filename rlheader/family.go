@@ -12,11 +12,13 @@ import (
 type fgroup struct {
 	tier   int
 	suffix string
+	qual   string // the qualifier written before the field (hapi's User), if any
 	name   string // X-RateLimit-Resource, when given
 
 	limit, remaining, used    int64
 	hasLimit, hasRem, hasUsed bool
 	srcLimit, srcRem, srcUsed string
+	negRem, srcNegRem         string // a remaining below zero, as written
 	reset, resetAfter         time.Duration
 	hasReset, hasResetAfter   bool
 	srcReset, srcResetAfter   string
@@ -27,13 +29,13 @@ type fgroup struct {
 	riders                    []ipol // policies riding in the limit ("100, 100;w=10")
 }
 
-func (ps *parser) group(groups *[]fgroup, tier int, suffix string) *fgroup {
+func (ps *parser) group(groups *[]fgroup, tier int, suffix, qual string) *fgroup {
 	for i := range *groups {
-		if g := &(*groups)[i]; g.tier == tier && g.suffix == suffix {
+		if g := &(*groups)[i]; g.tier == tier && g.suffix == suffix && g.qual == qual {
 			return g
 		}
 	}
-	*groups = append(*groups, fgroup{tier: tier, suffix: suffix})
+	*groups = append(*groups, fgroup{tier: tier, suffix: suffix, qual: qual})
 	return &(*groups)[len(*groups)-1]
 }
 
@@ -45,7 +47,7 @@ func (ps *parser) family() {
 		e := &ps.ents[i]
 		switch e.kind {
 		case kShopify:
-			ps.shopify(e, ps.group(&groups, tierVendor, "api-call-limit"))
+			ps.shopify(e, ps.group(&groups, tierVendor, "api-call-limit", ""))
 		case kFamily:
 			ps.familyField(e, &groups)
 		}
@@ -75,7 +77,7 @@ func (ps *parser) shopify(e *entry, g *fgroup) {
 // familyField files one X-RateLimit-family header into its group.
 func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 	rest := e.rest
-	var field, suffix string
+	var field, suffix, qual string
 	switch {
 	case rest == "retry-after" || rest == "retry-after-ms":
 		ps.vendorWait(e, rest == "retry-after-ms")
@@ -84,6 +86,11 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		field, suffix = "reset-after", strings.TrimPrefix(rest[len("reset-after"):], "-")
 	default:
 		field, suffix, _ = strings.Cut(rest, "-")
+		if q, f, ok := qualifiedField(field); ok {
+			// hapi-rate-limit's X-RateLimit-UserRemaining: the qualifier
+			// names a policy of requests, as a suffix does (-Minute).
+			qual, field = q, f
+		}
 	}
 	millis := false
 	if suffix == "ms" {
@@ -107,7 +114,7 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		ps.ignore(e.name, raw, "unrecognised rate-limit header")
 		return
 	}
-	g := ps.group(groups, e.tier, suffix)
+	g := ps.group(groups, e.tier, suffix, qual)
 	dup := func(have bool, src string) bool {
 		if have {
 			ps.ignore(e.name, raw, "duplicate of "+src)
@@ -125,6 +132,10 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		var n int64
 		if err == nil {
 			n, err = parseCount(v)
+		}
+		if err == ErrNegative && field == "remaining" && !g.hasRem {
+			g.negRem, g.srcNegRem = raw, e.name // none left, if a limit is told (groupPolicies)
+			return
 		}
 		if err != nil {
 			ps.ignore(e.name, raw, field+": "+err.Error())
@@ -204,6 +215,31 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 			g.rate, g.srcRate = f, e.name
 		}
 	}
+}
+
+// qualifiedFields are the fields a family header may carry with a
+// qualifier written before them in the same word.
+var qualifiedFields = [...]string{"limit", "remaining", "reset", "used"}
+
+// qualifiedField splits a field written with a qualifier before it in one
+// word, as hapi-rate-limit names its headers (X-RateLimit-UserLimit,
+// -UserRemaining, -UserReset; -PathLimit for its per-path policy), into the
+// qualifier and the field: "userremaining" is ("user", "remaining"). The
+// qualifier is letters only, so a field spelled plainly never splits.
+func qualifiedField(word string) (qualifier, field string, ok bool) {
+	for _, f := range qualifiedFields {
+		q, found := strings.CutSuffix(word, f)
+		if !found || q == "" {
+			continue
+		}
+		for i := 0; i < len(q); i++ {
+			if q[i] < 'a' || q[i] > 'z' {
+				return "", "", false
+			}
+		}
+		return q, f, true
+	}
+	return "", "", false
 }
 
 // rateWindows are the windows a bucket's rate is written over as a whole
@@ -354,11 +390,22 @@ func (ps *parser) vendorWait(e *entry, millis bool) {
 
 // groupPolicies turns a group into policies.
 func (ps *parser) groupPolicies(g *fgroup) {
+	if g.negRem != "" && g.hasRem {
+		ps.ignore(g.srcNegRem, g.negRem, "duplicate of "+g.srcRem)
+	} else if g.negRem != "" {
+		if g.hasLimit {
+			// A count taken past zero of a limit told beside it
+			// (hapi-rate-limit's -1 on its 429s): none left.
+			g.remaining, g.hasRem, g.srcRem = 0, true, g.srcNegRem
+		} else {
+			ps.ignore(g.srcNegRem, g.negRem, "remaining: "+ErrNegative.Error())
+		}
+	}
 	if g.hasLimit || g.hasRem || g.hasReset || g.hasResetAfter || g.hasUsed || g.rate > 0 {
 		p := ipol{tier: g.tier}
 		p.Name = g.name
 		if p.Name == "" {
-			p.Name = g.suffix
+			p.Name = strings.Trim(g.qual+"-"+g.suffix, "-")
 		}
 		if g.hasLimit {
 			p.Quota, p.HasQuota, p.srcQuota = g.limit, true, g.srcLimit

@@ -301,6 +301,30 @@ var parseCases = []parseCase{
 		want: "ra=- lim=100 rem=2 win=1h0m0s reset=-",
 	},
 	{
+		name: "a qualifier before the field (hapi-rate-limit)",
+		h: hdr("X-RateLimit-UserLimit", "30", "X-RateLimit-UserRemaining", "29",
+			"X-RateLimit-UserReset", fmt.Sprint((nowUnix+40)*1000)),
+		want:    "ra=- lim=30 rem=29 win=- reset=40s",
+		sources: "ra= lim=X-Ratelimit-Userlimit rem=X-Ratelimit-Userremaining win= reset=X-Ratelimit-Userreset",
+	},
+	{
+		name: "a remaining below zero is none left (hapi's 429)",
+		h:    hdr("X-RateLimit-UserLimit", "2", "X-RateLimit-UserRemaining", "-1"),
+		want: "ra=- lim=2 rem=0 win=- reset=-",
+	},
+	{
+		name: "hapi's user and path policies: the one with fewer left",
+		h: hdr("X-RateLimit-UserLimit", "30", "X-RateLimit-UserRemaining", "29",
+			"X-RateLimit-PathLimit", "50", "X-RateLimit-PathRemaining", "3"),
+		want: "ra=- lim=50 rem=3 win=- reset=-",
+	},
+	{
+		name:    "a qualifier is letters only",
+		h:       hdr("X-RateLimit-2Limit", "30"),
+		want:    "ra=- lim=- rem=- win=- reset=-",
+		ignored: []string{"X-Ratelimit-2limit"},
+	},
+	{
 		name: "X-Rate-Limit (Twitter)",
 		h:    hdr("X-Rate-Limit-Limit", "15", "X-Rate-Limit-Remaining", "0", "X-Rate-Limit-Reset", fmt.Sprint(nowUnix+900)),
 		want: "ra=- lim=15 rem=0 win=- reset=15m0s",
@@ -447,6 +471,23 @@ func TestParseDetails(t *testing.T) {
 		s = Parse(hdr("X-RateLimit-Scope", "user"), now, Profile{})
 		if s.Scope != ScopeUser || s.Scope.String() != "per-user" {
 			t.Errorf("Parse(Scope: user) scope = %v, want per-user", s.Scope)
+		}
+	})
+	t.Run("a qualified policy counts requests", func(t *testing.T) {
+		s := Parse(hdr("X-RateLimit-UserLimit", "30", "X-RateLimit-UserRemaining", "29", "X-RateLimit-UserPathLimit-Minute", "10"), now, Profile{})
+		var names []string
+		for _, p := range s.Policies {
+			names = append(names, p.Name)
+			if !p.CountsRequests() {
+				t.Errorf("policy %q: unit %q, want requests", p.Name, p.Unit)
+			}
+			if p.Name == "userpath-minute" && p.Window != time.Minute {
+				t.Errorf("policy %q: window %v, want its suffix's minute", p.Name, p.Window)
+			}
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"user", "userpath-minute"}) {
+			t.Errorf("policies %v, want user and userpath-minute", names)
 		}
 	})
 	t.Run("IETF policy fields", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/exitgate/exitgate/internal/peers"
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/rlheader"
 )
 
 func get(t *testing.T, c *http.Client, u string) (int, http.Header, string) {
@@ -777,6 +778,11 @@ func TestHapi(t *testing.T) {
 	reset, err := strconv.ParseInt(hdr.Get("X-Ratelimit-Userreset"), 10, 64)
 	if end := start.UnixMilli(); err != nil || reset < end+2500 || reset > end+3500 || hdr.Get("X-Ratelimit-Userlimit") != "2" || hdr.Get("Retry-After") != "" {
 		t.Errorf("429 headers %v, want UserLimit 2, UserReset the window's end in Unix ms, no Retry-After", hdr)
+	}
+	// exitgate reads hapi's dialect: the qualifier before the field names
+	// a policy of requests.
+	if s := rlheader.Parse(hdr, time.Now(), rlheader.Profile{}); !s.HasLimit || s.Limit != 2 || !s.HasRemaining || s.Remaining != 0 || !s.HasReset || s.Reset > 3*time.Second {
+		t.Errorf("rlheader.Parse(%v) = limit %d (%v), remaining %d (%v), reset %v (%v); want 2, 0 and the window's end", hdr, s.Limit, s.HasLimit, s.Remaining, s.HasRemaining, s.Reset, s.HasReset)
 	}
 	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.25", start)
 }
