@@ -79,7 +79,8 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 	rest := e.rest
 	var field, suffix, qual string
 	switch {
-	case rest == "retry-after" || rest == "retry-after-ms":
+	case rest == "retry-after" || rest == "retry-after-ms" || rest == "retry-after-seconds":
+		// -Seconds: Bucket4j's Spring Boot starter (X-Rate-Limit-Retry-After-Seconds).
 		ps.vendorWait(e, rest == "retry-after-ms")
 		return
 	case strings.HasPrefix(rest, "reset-after"):

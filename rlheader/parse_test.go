@@ -350,6 +350,11 @@ var parseCases = []parseCase{
 		want: "ra=1.5s lim=- rem=- win=- reset=-",
 	},
 	{
+		name: "vendor wait in seconds (Bucket4j's Spring Boot starter)",
+		h:    hdr("X-Rate-Limit-Retry-After-Seconds", "299", "X-Rate-Limit-Remaining", "0"),
+		want: "ra=4m59s lim=- rem=0 win=- reset=-",
+	},
+	{
 		name: "x-ms-retry-after-ms",
 		h:    hdr("x-ms-retry-after-ms", "20.5"),
 		want: "ra=20.5ms lim=- rem=- win=- reset=-",
