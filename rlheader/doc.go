@@ -19,11 +19,14 @@
 //  2. the older IETF separate fields RateLimit-Limit, RateLimit-Remaining and
 //     RateLimit-Reset;
 //  3. vendor headers: X-RateLimit-*, X-Rate-Limit-*, Rate-Limit-*, Shopify's
-//     used/size pair, vendor millisecond waits (used for the wait only when
-//     there is no Retry-After).
+//     used/size pair, vendor waits and named policies' Retry-After-<name>
+//     (used for the wait only when there is no Retry-After; of several
+//     named waits, the longest).
 //
 // When a tier declares several policies (IETF policies, or vendor groups such
-// as X-RateLimit-Limit-Minute next to X-RateLimit-Limit-Hour), the most
+// as X-RateLimit-Limit-Minute next to X-RateLimit-Limit-Hour, NestJS's
+// X-RateLimit-Limit-short next to -long, hapi's X-RateLimit-UserLimit next
+// to -PathLimit), the most
 // restrictive one governs: among request-counting policies, the one with the
 // fewest requests remaining; on a tie, the one that resets last; failing
 // both, the one with the lowest quota per second. All policies are listed in

@@ -446,15 +446,15 @@ func (ps *parser) groupPolicies(g *fgroup) {
 				p.Window, p.srcWindow = w, firstNonEmpty(g.srcLimit, g.srcRem, g.srcReset, g.srcResetAfter)
 			}
 		}
-		switch g.suffix {
-		case "requests", "tokens":
+		switch {
+		case g.suffix == "requests":
 			p.Unit = g.suffix
-		case "":
-		default:
-			if suffixWindow(g.suffix) == 0 && g.suffix != "api-call-limit" {
-				p.Unit = g.suffix // some other unit or resource; not requests
-			}
+		case otherUnit(g.suffix):
+			p.Unit = g.suffix // tokens, bytes: not requests
 		}
+		// Any other suffix names a period (Kong's -Minute) or a policy of
+		// requests (NestJS names its throttlers' headers after them:
+		// X-RateLimit-Limit-short, -medium, -long).
 		p.Source = firstNonEmpty(g.srcRate, g.srcLimit, g.srcRem, g.srcUsed, g.srcReset, g.srcResetAfter)
 		ps.addPolicy(p)
 	} else if g.srcWindow != "" {
@@ -470,6 +470,17 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// otherUnit reports whether a family name's suffix names a unit other
+// than requests (OpenAI's -tokens, a count of bytes, points or credits).
+func otherUnit(suffix string) bool {
+	for _, u := range [...]string{"tokens", "bytes", "points", "credits", "cost", "concurrency", "concurrent"} {
+		if suffix == u || strings.HasSuffix(suffix, "-"+u) {
+			return true
+		}
+	}
+	return false
 }
 
 // suffixWindow maps a name suffix such as "minute" to its window.

@@ -18,6 +18,7 @@ const (
 	kIETFPolicy                 // RateLimit-Policy, Beta-RateLimit-Policy
 	kFamily                     // RateLimit-*, X-RateLimit-*, X-Rate-Limit-*, Rate-Limit-*
 	kShopify                    // X-Shopify-Shop-Api-Call-Limit
+	kWaitNamed                  // Retry-After-<name>: a named policy's wait (NestJS's throttlers)
 )
 
 // Tiers of precedence for limit, remaining, window and reset.
@@ -80,6 +81,8 @@ func (ps *parser) collect(h map[string][]string) {
 			e.kind = kWaitMillis
 		case lower == "x-shopify-shop-api-call-limit":
 			e.kind = kShopify
+		case namedWait(lower):
+			e.kind = kWaitNamed
 		case strings.HasSuffix(lower, "ratelimit-policy") && (len(lower) == 16 || lower[len(lower)-17] == '-'):
 			e.kind, e.rest = kIETFPolicy, lower[:len(lower)-16]
 		case strings.HasSuffix(lower, "ratelimit") && (len(lower) == 9 || lower[len(lower)-10] == '-'):
@@ -288,6 +291,53 @@ func (ps *parser) retryAfter() {
 		default:
 			ps.setRetryAfter(millisToDuration(f), e.name)
 		}
+	}
+	ps.namedWaits()
+}
+
+// namedWait reports whether a lowercased header name is Retry-After-<name>:
+// NestJS's throttler names each of its throttlers' headers after it
+// (Retry-After-short beside X-RateLimit-Limit-short), and a plain
+// Retry-After only for the one named "default".
+func namedWait(lower string) bool {
+	name, ok := strings.CutPrefix(lower, "retry-after-")
+	if !ok || name == "" || name == "ms" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// namedWaits takes the longest of the named policies' waits when no plain
+// one was given: every policy that refused must have let go before a
+// request passes.
+func (ps *parser) namedWaits() {
+	var (
+		best    time.Duration
+		bestSrc string
+	)
+	for i := range ps.ents {
+		e := &ps.ents[i]
+		if e.kind != kWaitNamed {
+			continue
+		}
+		v := strings.Join(e.vals, ", ")
+		d, err := ParseRetryAfter(v, ps.base)
+		switch {
+		case err != nil:
+			ps.ignore(e.name, v, err.Error())
+		case ps.sig.HasRetryAfter:
+			ps.ignore(e.name, v, "superseded by "+ps.sig.Sources.RetryAfter)
+		case bestSrc == "" || d > best || d == best && e.name < bestSrc:
+			best, bestSrc = d, e.name
+		}
+	}
+	if bestSrc != "" {
+		ps.setRetryAfter(best, bestSrc)
 	}
 }
 

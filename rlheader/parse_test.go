@@ -350,6 +350,32 @@ var parseCases = []parseCase{
 		want: "ra=1.5s lim=- rem=- win=- reset=-",
 	},
 	{
+		name: "NestJS's named throttlers: policies of requests, each with its wait",
+		h: hdr("X-RateLimit-Limit-short", "3", "X-RateLimit-Remaining-short", "0", "X-RateLimit-Reset-short", "1",
+			"Retry-After-short", "1", "X-RateLimit-Limit-long", "100", "X-RateLimit-Remaining-long", "50",
+			"X-RateLimit-Reset-long", "40", "Retry-After-long", "40"),
+		want:    "ra=40s lim=3 rem=0 win=- reset=1s",
+		sources: "ra=Retry-After-Long lim=X-Ratelimit-Limit-Short rem=X-Ratelimit-Remaining-Short win= reset=X-Ratelimit-Reset-Short",
+	},
+	{
+		name:    "a plain Retry-After wins over a named one",
+		h:       hdr("Retry-After", "5", "Retry-After-long", "40"),
+		want:    "ra=5s lim=- rem=- win=- reset=-",
+		ignored: []string{"Retry-After-Long"},
+	},
+	{
+		name:    "a named wait that is not one",
+		h:       hdr("Retry-After-short", "soon"),
+		want:    "ra=- lim=- rem=- win=- reset=-",
+		ignored: []string{"Retry-After-Short"},
+	},
+	{
+		name: "OpenAI's tokens are not requests",
+		h: hdr("X-RateLimit-Limit-Requests", "60", "X-RateLimit-Remaining-Requests", "59",
+			"X-RateLimit-Limit-Tokens", "1000", "X-RateLimit-Remaining-Tokens", "3"),
+		want: "ra=- lim=60 rem=59 win=- reset=-",
+	},
+	{
 		name: "vendor wait in seconds (Bucket4j's Spring Boot starter)",
 		h:    hdr("X-Rate-Limit-Retry-After-Seconds", "299", "X-Rate-Limit-Remaining", "0"),
 		want: "ra=4m59s lim=- rem=0 win=- reset=-",
