@@ -243,7 +243,40 @@ func Holdouts() []Target {
 		withScenario(apacheQoSTarget("apache-qos-20-per-10s", peers.ApacheQoSConfig{Count: 20, Seconds: 10}), "apache-qos-20-per-10s"),
 		withScenario(apacheQoSTarget("apache-qos-100-per-min", peers.ApacheQoSConfig{Count: 100, Seconds: 60}), "apache-qos-100-per-min"),
 		apacheQoSTarget("apache-qos-5-per-s", peers.ApacheQoSConfig{Count: 5, Seconds: 1}),
+
+		// Added on 2026-12-07 with the header parser's reading of
+		// NestJS's named throttlers, and run once against the build
+		// before it and the one with it: NestJS's own limiter, set up as
+		// its documentation sets it, two named throttlers at once, and
+		// one named throttler alone.
+		nestTarget("nest-3-per-s-100-per-min", peers.NestConfig{Short: peers.WindowConfig{Limit: 3, Window: time.Second},
+			Long: peers.WindowConfig{Limit: 100, Window: time.Minute}}),
+		nestTarget("nest-10-per-10s", peers.NestConfig{Short: peers.WindowConfig{Limit: 10, Window: 10 * time.Second}}),
 	}
+}
+
+// nestTarget is NestJS's @nestjs/throttler as cfg sets it: a sliding log per
+// named throttler (refusals not counted), of which the longest is the limit
+// a steady pace meets.
+func nestTarget(name string, cfg peers.NestConfig) Target {
+	limit := cfg.Short
+	spec := fmt.Sprintf("{name: \"short\", ttl: %d, limit: %d}", cfg.Short.Window.Milliseconds(), cfg.Short.Limit)
+	algorithm := "a sliding log per client address (each hit expires its window after it came)"
+	if cfg.Long.Limit > 0 {
+		limit = cfg.Long
+		spec += fmt.Sprintf(", {name: \"long\", ttl: %d, limit: %d}", cfg.Long.Window.Milliseconds(), cfg.Long.Limit)
+		algorithm = "two sliding logs per client address at once, one per named throttler"
+	}
+	return holdoutTarget(name, "Node @nestjs/throttler 6.7 (ThrottlerGuard) on NestJS 11.2 with Express", algorithm,
+		limit.Limit, limit.Window,
+		"X-RateLimit-Limit-<name>, -Remaining-<name> and -Reset-<name> (whole seconds to the end of a window the storage keeps beside its log) per throttler, on responses let through",
+		"Retry-After-<name> of the throttler that refused: whole seconds until its oldest hit expires (429s only)",
+		"ThrottlerModule.forRoot(["+spec+"]) with ThrottlerGuard as APP_GUARD",
+		func(dir string) (Server, error) {
+			c := cfg
+			c.Dir = dir
+			return peers.StartNest(c)
+		})
 }
 
 // apacheQoSTarget is Apache httpd with mod_qos as cfg sets it. Its counter

@@ -30,6 +30,8 @@ var (
 	koaApp string
 	//go:embed hapi_app.js
 	hapiApp string
+	//go:embed nest_app.js
+	nestApp string
 	// peerCommon is what the apps share (flags, the access log), written
 	// beside them as peer_common.js.
 	//go:embed peer_common.js
@@ -46,6 +48,9 @@ var NodeModules = []string{
 	"hono@4.13.19", "@hono/node-server@2.1.8", "hono-rate-limiter@0.5.4",
 	"koa@3.2.1", "koa-ratelimit@6.0.0",
 	"@hapi/hapi@21.4.10", "hapi-rate-limit@8.0.0",
+	// NestJS 11: 12 wants Node 22, Debian's is 20.
+	"@nestjs/common@11.2.12", "@nestjs/core@11.2.12", "@nestjs/platform-express@11.2.12",
+	"@nestjs/throttler@6.7.1", "reflect-metadata@0.2.2", "rxjs@7.8.2",
 }
 
 // NodeApp is a running Node target: every path answers 200 "ok" or 429,

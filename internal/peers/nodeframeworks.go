@@ -91,6 +91,35 @@ func StartHapi(cfg WindowConfig) (*NodeApp, error) {
 	return startWindowApp("hapi-rate-limit", "hapi_app.js", hapiApp, cfg)
 }
 
+// NestConfig configures a NestJS app guarded by @nestjs/throttler with two
+// named throttlers, "short" and "long", per client address.
+type NestConfig struct {
+	// Short allows its Limit per Window; required.
+	Short WindowConfig
+	// Long is a second, longer limit; its Limit 0 leaves it out.
+	Long WindowConfig
+	// Modules, Listen and Dir as in ExpressConfig.
+	Modules, Listen, Dir string
+}
+
+// StartNest starts a NestJS 11 app (on Express) guarded by @nestjs/throttler
+// 6: each named throttler counts a sliding log of the hits it let through
+// (each expires its window after it came), and names its headers after
+// itself: X-RateLimit-Limit-short, -Remaining-short and -Reset-short (whole
+// seconds to a window the storage keeps beside the log) on what passes,
+// Retry-After-short (whole seconds until its oldest hit expires) on its 429s.
+func StartNest(cfg NestConfig) (*NodeApp, error) {
+	if cfg.Short.Limit <= 0 || cfg.Short.Window < time.Millisecond || cfg.Long.Limit < 0 || cfg.Long.Limit > 0 && cfg.Long.Window < time.Millisecond {
+		return nil, fmt.Errorf("nestjs throttler: short %d per %v, long %d per %v: want a short limit and window, and a window for a long limit", cfg.Short.Limit, cfg.Short.Window, cfg.Long.Limit, cfg.Long.Window)
+	}
+	args := []string{"--short-limit", strconv.Itoa(cfg.Short.Limit), "--short-ttl", windowMillis(cfg.Short.Window)}
+	if cfg.Long.Limit > 0 {
+		args = append(args, "--long-limit", strconv.Itoa(cfg.Long.Limit), "--long-ttl", windowMillis(cfg.Long.Window))
+	}
+	return startNode(nodeSpec{name: "nestjs-throttler", file: "nest_app.js", source: nestApp,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir, args: args})
+}
+
 // startWindowApp starts the embedded app file (source), which takes --limit
 // and --window in milliseconds, as cfg sets them, and the flags of its own
 // in more.

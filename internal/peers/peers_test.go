@@ -787,6 +787,33 @@ func TestHapi(t *testing.T) {
 	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.25", start)
 }
 
+// NestJS's throttler names its headers after each throttler (short, long),
+// counts a sliding log per throttler, and tells on its 429 how long until
+// the oldest hit of the one that refused expires, as Retry-After-short.
+func TestNest(t *testing.T) {
+	n := peertest.StartNest(t, peertest.NestConfig{Short: peertest.WindowConfig{Limit: 2, Window: 3 * time.Second},
+		Long: peertest.WindowConfig{Limit: 100, Window: time.Minute}})
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.27", n.URL()+"/p/1")
+	if ra := hdr.Get("Retry-After-Short"); ra != "3" && ra != "2" || hdr.Get("Retry-After") != "" {
+		t.Errorf("429 headers %v, want Retry-After-short the 3 s until the first hit expires, no Retry-After", hdr)
+	}
+	// exitgate reads the named wait as the 429's.
+	if s := rlheader.Parse(hdr, time.Now(), rlheader.Profile{}); !s.HasRetryAfter || s.RetryAfter > 3*time.Second || s.Sources.RetryAfter != "Retry-After-Short" {
+		t.Errorf("rlheader.Parse(%v) = wait %v (%v) from %q; want Retry-After-short's", hdr, s.RetryAfter, s.HasRetryAfter, s.Sources.RetryAfter)
+	}
+	codes = passesAgain(t, c, n.URL()+"/p/2", start, 3200*time.Millisecond, codes, "3.2 s after the first hit, it expired")
+	code, ok, _ := get(t, c, n.URL()+"/p/3")
+	codes = append(codes, code)
+	// The short throttler holds one hit still: its policy governs, and
+	// the long one is listed beside it.
+	s := rlheader.Parse(ok, time.Now(), rlheader.Profile{})
+	if code != 200 || ok.Get("X-Ratelimit-Limit-Short") != "2" || ok.Get("X-Ratelimit-Remaining-Long") != "96" ||
+		!s.HasLimit || s.Limit != 2 || s.Remaining != 0 || len(s.Policies) != 2 {
+		t.Errorf("a fourth request: %d %v, read as limit %d, remaining %d, %d policies; want 200 with short 2 (0 left) and long 100 (96 left)", code, ok, s.Limit, s.Remaining, len(s.Policies))
+	}
+	checkLog(t, waitLog(t, n.AccessLog, len(codes)), codes, "127.0.0.27", start)
+}
+
 // Apache's mod_qos lets Count-1 requests of a client through per window,
 // opened by its first request: the request that brings the counter to
 // Count is refused (429, nothing said of when), so are the ones after it.

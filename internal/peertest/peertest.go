@@ -38,6 +38,7 @@ type (
 	RestifyConfig    = peers.RestifyConfig
 	HonoConfig       = peers.HonoConfig
 	WindowConfig     = peers.WindowConfig
+	NestConfig       = peers.NestConfig
 	ApacheQoSConfig  = peers.ApacheQoSConfig
 	ApacheQoS        = peers.ApacheQoS
 	RackAttackConfig = peers.RackAttackConfig
@@ -201,6 +202,12 @@ func StartKoa(t testing.TB, cfg WindowConfig) *NodeApp {
 func StartHapi(t testing.TB, cfg WindowConfig) *NodeApp {
 	t.Helper()
 	return start(t, peers.StartHapi, cfg)
+}
+
+// StartNest starts a NestJS @nestjs/throttler target (peers.StartNest).
+func StartNest(t testing.TB, cfg NestConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartNest, cfg)
 }
 
 // StartApacheQoS starts an Apache httpd target limited by mod_qos
