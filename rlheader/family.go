@@ -26,6 +26,8 @@ type fgroup struct {
 	srcWindow                 string
 	rate                      float64 // a bucket's refill a second (restify); 0: none
 	srcRate                   string
+	cost                      int64 // the tokens each request takes (Spring Cloud Gateway); 0: one
+	srcCost                   string
 	riders                    []ipol // policies riding in the limit ("100, 100;w=10")
 }
 
@@ -85,6 +87,11 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		return
 	case strings.HasPrefix(rest, "reset-after"):
 		field, suffix = "reset-after", strings.TrimPrefix(rest[len("reset-after"):], "-")
+	case rest == "replenish-rate" || rest == "burst-capacity" || rest == "requested-tokens":
+		// Spring Cloud Gateway's token bucket: its refill a second, its
+		// size, and the tokens each request takes (read as restify's
+		// rate and size, the rate and Remaining counted in requests).
+		field = map[string]string{"replenish-rate": "rate", "burst-capacity": "limit", "requested-tokens": "cost"}[rest]
 	default:
 		field, suffix, _ = strings.Cut(rest, "-")
 		if q, f, ok := qualifiedField(field); ok {
@@ -99,7 +106,7 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 	}
 	raw := strings.Join(e.vals, ", ")
 	switch field {
-	case "limit", "remaining", "used", "reset", "reset-after", "window", "interval", "resource", "rate":
+	case "limit", "remaining", "used", "reset", "reset-after", "window", "interval", "resource", "rate", "cost":
 	case "bucket":
 		v, err := single(e.vals)
 		if err != nil {
@@ -215,6 +222,19 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		if !dup(g.srcRate != "", g.srcRate) {
 			g.rate, g.srcRate = f, e.name
 		}
+	case "cost":
+		v, err := single(e.vals)
+		var n int64
+		if err == nil {
+			n, err = parseCount(v)
+		}
+		if err != nil || n < 1 {
+			ps.ignore(e.name, raw, "tokens a request takes: want a whole number of 1 or more")
+			return
+		}
+		if !dup(g.srcCost != "", g.srcCost) {
+			g.cost, g.srcCost = n, e.name
+		}
 	}
 }
 
@@ -267,6 +287,16 @@ func (ps *parser) limitField(e *entry, g *fgroup, raw string) {
 		have  bool
 		first int64
 	)
+	if v, err := single(e.vals); err == nil {
+		if w, ok := periodValue(trimOWS(v)); ok {
+			// AspNetCoreRateLimit writes its rule's period where the
+			// limit goes (X-Rate-Limit-Limit: 1m): the window, no quota.
+			if g.srcWindow == "" {
+				g.window, g.srcWindow = w, e.name
+			}
+			return
+		}
+	}
 	for _, line := range e.vals {
 		for part := range strings.SplitSeq(line, ",") {
 			part = trimOWS(part)
@@ -402,6 +432,12 @@ func (ps *parser) groupPolicies(g *fgroup) {
 			ps.ignore(g.srcNegRem, g.negRem, "remaining: "+ErrNegative.Error())
 		}
 	}
+	if g.cost > 1 && g.rate > 0 {
+		// Tokens counted in requests: Spring Cloud Gateway's one request
+		// a minute is a refill of 1 token a second, 60 a request.
+		g.rate /= float64(g.cost)
+		g.remaining /= g.cost
+	}
 	if g.hasLimit || g.hasRem || g.hasReset || g.hasResetAfter || g.hasUsed || g.rate > 0 {
 		p := ipol{tier: g.tier}
 		p.Name = g.name
@@ -519,6 +555,32 @@ func parseWindow(v string) (time.Duration, error) {
 		return d, nil
 	}
 	return 0, ErrSyntax
+}
+
+// periodValue reads a period written as a number and one unit letter, as
+// AspNetCoreRateLimit writes its rules' (5s, 1m, 12h, 7d).
+func periodValue(v string) (time.Duration, bool) {
+	if len(v) < 2 {
+		return 0, false
+	}
+	var unit time.Duration
+	switch v[len(v)-1] {
+	case 's':
+		unit = time.Second
+	case 'm':
+		unit = time.Minute
+	case 'h':
+		unit = time.Hour
+	case 'd':
+		unit = 24 * time.Hour
+	default:
+		return 0, false
+	}
+	f, ok, err := parseDecimal(v[:len(v)-1])
+	if !ok || err != nil || f <= 0 || f*float64(unit) > float64(maxDuration) {
+		return 0, false
+	}
+	return time.Duration(f * float64(unit)), true
 }
 
 // parseCount reads a count: an integer or a decimal such as Reddit's

@@ -376,6 +376,32 @@ var parseCases = []parseCase{
 		want: "ra=- lim=60 rem=59 win=- reset=-",
 	},
 	{
+		name: "Spring Cloud Gateway's token bucket: its refill is the quota",
+		h: hdr("X-RateLimit-Remaining", "19", "X-RateLimit-Replenish-Rate", "10",
+			"X-RateLimit-Burst-Capacity", "20", "X-RateLimit-Requested-Tokens", "1"),
+		want:    "ra=- lim=10 rem=19 win=1s reset=-",
+		ignored: []string{"X-Ratelimit-Burst-Capacity"},
+	},
+	{
+		name: "Spring Cloud Gateway's one request a minute: tokens counted in requests",
+		h: hdr("X-RateLimit-Remaining", "119", "X-RateLimit-Replenish-Rate", "1",
+			"X-RateLimit-Burst-Capacity", "120", "X-RateLimit-Requested-Tokens", "60"),
+		want:    "ra=- lim=1 rem=1 win=1m0s reset=-",
+		ignored: []string{"X-Ratelimit-Burst-Capacity"},
+	},
+	{
+		name:    "tokens a request takes must be a whole number",
+		h:       hdr("X-RateLimit-Replenish-Rate", "1", "X-RateLimit-Requested-Tokens", "0"),
+		want:    "ra=- lim=1 rem=- win=1s reset=-",
+		ignored: []string{"X-Ratelimit-Requested-Tokens"},
+	},
+	{
+		name: "AspNetCoreRateLimit's period where the limit goes: the window",
+		h: hdr("X-Rate-Limit-Limit", "1m", "X-Rate-Limit-Remaining", "58",
+			"X-Rate-Limit-Reset", now.Add(42*time.Second).UTC().Format("2006-01-02T15:04:05.0000000Z")),
+		want: "ra=- lim=- rem=58 win=1m0s reset=42s",
+	},
+	{
 		name: "vendor wait in seconds (Bucket4j's Spring Boot starter)",
 		h:    hdr("X-Rate-Limit-Retry-After-Seconds", "299", "X-Rate-Limit-Remaining", "0"),
 		want: "ra=4m59s lim=- rem=0 win=- reset=-",
