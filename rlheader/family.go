@@ -81,8 +81,9 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 	rest := e.rest
 	var field, suffix, qual string
 	switch {
-	case rest == "retry-after" || rest == "retry-after-ms" || rest == "retry-after-seconds":
-		// -Seconds: Bucket4j's Spring Boot starter (X-Rate-Limit-Retry-After-Seconds).
+	case rest == "retry-after" || rest == "retry-after-ms" || rest == "retry-after-seconds" || rest == "after":
+		// -Seconds: Bucket4j's Spring Boot starter (X-Rate-Limit-Retry-After-Seconds);
+		// -After: Rust's tower_governor and actix-governor (X-RateLimit-After).
 		ps.vendorWait(e, rest == "retry-after-ms")
 		return
 	case strings.HasPrefix(rest, "reset-after"):

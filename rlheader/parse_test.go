@@ -402,6 +402,11 @@ var parseCases = []parseCase{
 		want: "ra=- lim=- rem=58 win=1m0s reset=42s",
 	},
 	{
+		name: "vendor wait in seconds (Rust's governor middlewares)",
+		h:    hdr("X-RateLimit-After", "3", "X-RateLimit-Limit", "30", "X-RateLimit-Remaining", "0"),
+		want: "ra=3s lim=30 rem=0 win=- reset=-",
+	},
+	{
 		name: "vendor wait in seconds (Bucket4j's Spring Boot starter)",
 		h:    hdr("X-Rate-Limit-Retry-After-Seconds", "299", "X-Rate-Limit-Remaining", "0"),
 		want: "ra=4m59s lim=- rem=0 win=- reset=-",
