@@ -18,7 +18,6 @@ type fgroup struct {
 	limit, remaining, used    int64
 	hasLimit, hasRem, hasUsed bool
 	srcLimit, srcRem, srcUsed string
-	negRem, srcNegRem         string // a remaining below zero, as written
 	reset, resetAfter         time.Duration
 	hasReset, hasResetAfter   bool
 	srcReset, srcResetAfter   string
@@ -26,8 +25,8 @@ type fgroup struct {
 	srcWindow                 string
 	rate                      float64 // a bucket's refill a second (restify); 0: none
 	srcRate                   string
-	cost                      int64 // the tokens each request takes (Spring Cloud Gateway); 0: one
-	srcCost                   string
+	cost                      int32  // the tokens each request takes (Spring Cloud Gateway); 0: one
+	negRem                    bool   // remaining is below zero (hapi's -1), not yet taken
 	riders                    []ipol // policies riding in the limit ("100, 100;w=10")
 }
 
@@ -142,8 +141,9 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		if err == nil {
 			n, err = parseCount(v)
 		}
-		if err == ErrNegative && field == "remaining" && !g.hasRem {
-			g.negRem, g.srcNegRem = raw, e.name // none left, if a limit is told (groupPolicies)
+		if err == ErrNegative && field == "remaining" && !g.hasRem && !g.negRem {
+			// None left, if a limit is told (groupPolicies).
+			g.negRem, g.srcRem = true, e.name
 			return
 		}
 		if err != nil {
@@ -151,6 +151,10 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 			return
 		}
 		if field == "remaining" {
+			if g.negRem {
+				ps.ignore(g.srcRem, "below zero", "duplicate of "+e.name)
+				g.negRem = false
+			}
 			if !dup(g.hasRem, g.srcRem) {
 				g.remaining, g.hasRem, g.srcRem = n, true, e.name
 			}
@@ -229,13 +233,15 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		if err == nil {
 			n, err = parseCount(v)
 		}
-		if err != nil || n < 1 {
+		if err != nil || n < 1 || n > math.MaxInt32 {
 			ps.ignore(e.name, raw, "tokens a request takes: want a whole number of 1 or more")
 			return
 		}
-		if !dup(g.srcCost != "", g.srcCost) {
-			g.cost, g.srcCost = n, e.name
+		if g.cost != 0 {
+			ps.ignore(e.name, raw, "duplicate")
+			return
 		}
+		g.cost = int32(n)
 	}
 }
 
@@ -422,22 +428,20 @@ func (ps *parser) vendorWait(e *entry, millis bool) {
 
 // groupPolicies turns a group into policies.
 func (ps *parser) groupPolicies(g *fgroup) {
-	if g.negRem != "" && g.hasRem {
-		ps.ignore(g.srcNegRem, g.negRem, "duplicate of "+g.srcRem)
-	} else if g.negRem != "" {
+	if g.negRem {
 		if g.hasLimit {
 			// A count taken past zero of a limit told beside it
 			// (hapi-rate-limit's -1 on its 429s): none left.
-			g.remaining, g.hasRem, g.srcRem = 0, true, g.srcNegRem
+			g.remaining, g.hasRem = 0, true
 		} else {
-			ps.ignore(g.srcNegRem, g.negRem, "remaining: "+ErrNegative.Error())
+			ps.ignore(g.srcRem, "below zero", "remaining: "+ErrNegative.Error())
 		}
 	}
 	if g.cost > 1 && g.rate > 0 {
 		// Tokens counted in requests: Spring Cloud Gateway's one request
 		// a minute is a refill of 1 token a second, 60 a request.
 		g.rate /= float64(g.cost)
-		g.remaining /= g.cost
+		g.remaining /= int64(g.cost)
 	}
 	if g.hasLimit || g.hasRem || g.hasReset || g.hasResetAfter || g.hasUsed || g.rate > 0 {
 		p := ipol{tier: g.tier}

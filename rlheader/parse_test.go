@@ -313,6 +313,12 @@ var parseCases = []parseCase{
 		want: "ra=- lim=2 rem=0 win=- reset=-",
 	},
 	{
+		name:    "a remaining below zero and another: the other",
+		h:       hdr("X-RateLimit-Limit", "2", "X-RateLimit-Remaining", "-1", "X-Rate-Limit-Remaining", "1"),
+		want:    "ra=- lim=2 rem=1 win=- reset=-",
+		ignored: []string{"X-Ratelimit-Remaining"},
+	},
+	{
 		name: "hapi's user and path policies: the one with fewer left",
 		h: hdr("X-RateLimit-UserLimit", "30", "X-RateLimit-UserRemaining", "29",
 			"X-RateLimit-PathLimit", "50", "X-RateLimit-PathRemaining", "3"),
