@@ -209,6 +209,11 @@ type Response struct {
 	// Aborted marks a request cut short by shutdown: the job is handed back
 	// uncharged, and the limiter hears nothing from it.
 	Aborted bool
+	// ViaProxy: the request went whole to an HTTP proxy (Member.ViaProxy),
+	// so a 407 is the proxy's refusal (proxy_failure). Otherwise a 407 is
+	// the server's answer, a 4xx like any other: a page that answers 407
+	// took every exit out of service as a failed proxy.
+	ViaProxy bool
 }
 
 // SniffBytes is how much of each body the executor keeps for classification.

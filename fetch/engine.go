@@ -336,7 +336,7 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	}
 	defer resp.Body.Close()
 	e.cfg.Exits.Observe(m.ID, resp.Header)
-	r := Response{Status: resp.StatusCode, Header: resp.Header, HeaderAt: time.Now()}
+	r := Response{Status: resp.StatusCode, Header: resp.Header, HeaderAt: time.Now(), ViaProxy: m.ViaProxy(req.URL.Scheme)}
 	keep := SniffBytes
 	if a.Robots {
 		keep = 512 << 10

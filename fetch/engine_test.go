@@ -37,6 +37,9 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "fine "+p)
 	case p == "/gone":
 		http.Error(w, "gone", http.StatusNotFound)
+	case p == "/auth407":
+		// The server's own 407, no proxy between: the URL's fate.
+		http.Error(w, "proxy credentials, from a server", http.StatusProxyAuthRequired)
 	case p == "/flaky" && n == 1:
 		http.Error(w, "bad gateway", http.StatusBadGateway)
 	case p == "/limited" && n == 1:
@@ -67,7 +70,7 @@ func TestEngineFates(t *testing.T) {
 
 	ctx := context.Background()
 	dir := t.TempDir()
-	paths := []string{"/ok/1", "/ok/2", "/ok/3", "/gone", "/flaky", "/limited", "/park", "/redir", "/loop", "/private/x"}
+	paths := []string{"/ok/1", "/ok/2", "/ok/3", "/gone", "/flaky", "/limited", "/park", "/redir", "/loop", "/private/x", "/auth407"}
 	var jobs []frontier.NewJob
 	for _, p := range paths {
 		jobs = append(jobs, frontier.NewJob{URL: srv.URL + p})
@@ -110,6 +113,7 @@ func TestEngineFates(t *testing.T) {
 		"/redir":     {frontier.Done, ""},
 		"/loop":      {frontier.Abandoned, "too many redirects"},
 		"/private/x": {frontier.Abandoned, "disallowed by robots.txt"},
+		"/auth407":   {frontier.Abandoned, "status 407"},
 	}
 	for id := int64(1); id <= int64(len(paths)); id++ {
 		j, err := fr.Get(ctx, id)
@@ -139,8 +143,8 @@ func TestEngineFates(t *testing.T) {
 		t.Errorf("done job lacks body path or exit: %+v", j.Result)
 	}
 	fmu.Lock()
-	if len(finished) != 9 {
-		t.Errorf("OnFinish called for %d jobs, want 9 (all but the parked one)", len(finished))
+	if len(finished) != 10 {
+		t.Errorf("OnFinish called for %d jobs, want 10 (all but the parked one)", len(finished))
 	}
 	fmu.Unlock()
 	s := tally.Snapshot(time.Now())

@@ -15,7 +15,15 @@ import (
 type Member struct {
 	ID        string
 	Transport http.RoundTripper
+	// ForwardProxy: the member is an HTTP(S) proxy (pool.Exit.ForwardsHTTP),
+	// so a 407 answering a plain-http request through it is the proxy's
+	// refusal; through any other member a 407 is the server's own answer.
+	ForwardProxy bool
 }
+
+// ViaProxy reports whether a request for a URL of scheme goes through m to
+// an HTTP proxy whole, where the proxy itself may answer it (Response.ViaProxy).
+func (m Member) ViaProxy(scheme string) bool { return m.ForwardProxy && scheme == "http" }
 
 // ExitSet routes the limiter's exit keys to transports. A key is the exit's
 // resolved IP when Identity knows it, else the exit's ID, so that two

@@ -34,7 +34,7 @@ func TestExitSetKeysOnResolvedIP(t *testing.T) {
 		published = append(published, keys)
 	}
 	a, b, c := &fakeRT{"a"}, &fakeRT{"b"}, &fakeRT{"c"}
-	set := NewExitSet([]Member{{"gw#session-1", a}, {"gw#session-2", b}, {"gw#session-3", c}}, id, onSet)
+	set := NewExitSet([]Member{{ID: "gw#session-1", Transport: a}, {ID: "gw#session-2", Transport: b}, {ID: "gw#session-3", Transport: c}}, id, onSet)
 	if got := set.Keys(); !slices.Equal(got, []string{"gw#session-1", "gw#session-2", "gw#session-3"}) {
 		t.Fatalf("keys before any IP is known = %v, want the member IDs", got)
 	}

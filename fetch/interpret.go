@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"hash/fnv"
+	"net/http"
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
@@ -16,7 +17,13 @@ func interpret(r Response, sig rlheader.Signal, rules classify.Rules) verdict.Ve
 	if r.Err != nil {
 		return classify.Error(r.Err)
 	}
-	return classify.Response(r.Status, sig, r.Sniff, rules)
+	v := classify.Response(r.Status, sig, r.Sniff, rules)
+	if _, ruled := rules.Status[r.Status]; v == verdict.ProxyFailure && r.Status == http.StatusProxyAuthRequired && !r.ViaProxy && !ruled {
+		// No proxy stood between: the server asked for proxy
+		// credentials, and its answer is the URL's fate.
+		v = verdict.Fatal
+	}
+	return v
 }
 
 // MaxLimiterWait caps the Retry-After the limiter hears: a longer one is

@@ -131,7 +131,7 @@ func NewTransport(exits []pool.Exit, cfg TransportConfig) (*Transport, error) {
 	}
 	members := make([]Member, len(exits))
 	for i, e := range exits {
-		members[i] = Member{ID: e.ID(), Transport: e.Transport(cfg.Exit)}
+		members[i] = Member{ID: e.ID(), Transport: e.Transport(cfg.Exit), ForwardProxy: e.ForwardsHTTP()}
 	}
 	return &Transport{Limiter: lim, Exits: NewExitSet(members, cfg.Identity, lim.SetExits)}, nil
 }
@@ -267,7 +267,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rules = t.Verdicts(host)
 	}
 	sig := rlheader.Parse(resp.Header, now, prof)
-	v := interpret(Response{Status: resp.StatusCode, Header: resp.Header}, sig, rules)
+	v := interpret(Response{Status: resp.StatusCode, Header: resp.Header, ViaProxy: m.ViaProxy(req.URL.Scheme)}, sig, rules)
 	lim.Done(ticket, outcomeOf(v, sig, sent, req.URL.String()), now)
 	t.sent(Sent{Request: req, Exit: ticket.Exit, Member: m.ID, Status: resp.StatusCode, Verdict: v})
 	return resp, nil

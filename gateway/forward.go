@@ -174,7 +174,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		if resp.StatusCode == http.StatusForbidden {
 			id = u.String()
 		}
-		v, sig, o := fetch.Judge(fetch.Response{Status: resp.StatusCode, Header: resp.Header, Sniff: sniff, At: now, HeaderAt: now},
+		v, sig, o := fetch.Judge(fetch.Response{Status: resp.StatusCode, Header: resp.Header, Sniff: sniff, At: now, HeaderAt: now, ViaProxy: member.ViaProxy(out.URL.Scheme)},
 			rules, prof, sent, id)
 		if upgrade && resp.StatusCode == http.StatusSwitchingProtocols {
 			// The upgrade the client asked for, done: classify reads a

@@ -243,7 +243,7 @@ func New(cfg Config) (*Gateway, error) {
 			return nil, fmt.Errorf("%w: exit %s listed twice", ErrConfig, e.ID())
 		}
 		g.byID[e.ID()] = e
-		members = append(members, fetch.Member{ID: e.ID(), Transport: g.transport(e)})
+		members = append(members, fetch.Member{ID: e.ID(), Transport: g.transport(e), ForwardProxy: e.ForwardsHTTP()})
 	}
 	g.exits = fetch.NewExitSet(members, cfg.Identity, g.lim.SetExits)
 	idle := cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)

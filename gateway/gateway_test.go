@@ -1203,6 +1203,30 @@ func TestExitProxy407NotPassedOn(t *testing.T) {
 	}
 }
 
+// A 407 that the server itself sends (no proxy between it and the exit:
+// direct or bind exits, or HTTPS through a tunnel) is its answer: passed on
+// as a 4xx, no exit quarantined. Read as a proxy failure, one such page took
+// every exit out of service for every host for 30 s.
+func TestOrigin407PassedOn(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/auth" {
+			w.Header().Set("Proxy-Authenticate", `Basic realm="origin"`)
+			w.WriteHeader(http.StatusProxyAuthRequired)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	resp, _ := get(t, c, o.URL+"/auth", HeaderWait, "2s")
+	if resp.StatusCode != http.StatusProxyAuthRequired {
+		t.Errorf("GET of a page that answers 407 = %d, want its 407", resp.StatusCode)
+	}
+	if resp, body := get(t, c, o.URL+"/x", HeaderWait, "2s"); resp.StatusCode != http.StatusOK || body != "ok" {
+		t.Errorf("the next GET = %d %q, want 200 ok: the direct exit is no failed proxy", resp.StatusCode, body)
+	}
+}
+
 // When every exit is failing as a proxy, a client is told so at once with
 // a 502 that names the cause; it was held its whole wait budget for the
 // first 502 and then told 429 "paced or cooling down", which sends a

@@ -112,6 +112,15 @@ func (e Exit) ProxyURL() *url.URL {
 	return &u
 }
 
+// ForwardsHTTP reports whether the exit is an HTTP or HTTPS proxy, to which a
+// plain-http request goes whole (absolute-form): a 407 answering one is the
+// proxy's refusal. Through a SOCKS5 proxy, and for https (a CONNECT tunnel),
+// the proxy refuses at the dial instead, and a 407 that comes back is the
+// server's.
+func (e Exit) ForwardsHTTP() bool {
+	return e.kind == Proxy && e.proxy != nil && (e.proxy.Scheme == "http" || e.proxy.Scheme == "https")
+}
+
 // HasCredentials reports whether the exit authenticates to its proxy.
 func (e Exit) HasCredentials() bool { return e.proxy != nil && e.proxy.User != nil }
 

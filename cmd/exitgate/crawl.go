@@ -460,7 +460,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	for i, e := range setup.exits {
 		t := e.Transport(pool.TransportConfig{ResponseHeaderTimeout: f.timeout, ProbeTimeout: min(f.timeout, pool.DefaultProbeTimeout)})
 		defer t.CloseIdleConnections()
-		members[i] = fetch.Member{ID: e.ID(), Transport: t}
+		members[i] = fetch.Member{ID: e.ID(), Transport: t, ForwardProxy: e.ForwardsHTTP()}
 	}
 	exits := fetch.NewExitSet(members, identity, onSet)
 	if f.echoURL != "" {

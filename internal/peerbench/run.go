@@ -375,7 +375,7 @@ func crawlEngine(ctx context.Context, cfg RunConfig, base string, exits *Exits, 
 	for i, e := range exits.Pool {
 		t := e.Transport(pool.TransportConfig{ResponseHeaderTimeout: 30 * time.Second})
 		defer t.CloseIdleConnections()
-		members[i] = fetch.Member{ID: e.ID(), Transport: t}
+		members[i] = fetch.Member{ID: e.ID(), Transport: t, ForwardProxy: e.ForwardsHTTP()}
 	}
 	// The limiter's change records (why each lane sped up or slowed
 	// down) go to limit.log beside the server's log.
