@@ -95,6 +95,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 	throttled := false // the server pushed back on some attempt
 	for attempt := 1; ; attempt++ {
 		ticket, next, err := g.acquire(ctx, host, tgt.session, deadline)
+		if err == nil && attempt > 1 && !time.Now().Before(deadline) {
+			// The budget went on the attempts themselves (a server slow
+			// to send its 429s): a free lane starts no retry past it.
+			g.lim.Cancel(ticket, time.Now())
+			err = errBudget
+		}
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -585,9 +591,18 @@ func (c *chunkReader) Close() error {
 // discard drains a little of a body we drop, so that its connection may be
 // used again, and closes it.
 func discard(body io.ReadCloser) {
+	// Closing the body aborts a read that stalls: a server that sent a
+	// 429's headers and part of its body held the retry, and the client,
+	// until it dropped the connection, 120 s on.
+	t := time.AfterFunc(discardWait, func() { body.Close() })
 	io.CopyN(io.Discard, body, 64<<10)
+	t.Stop()
 	body.Close()
 }
+
+// discardWait bounds how long a body thrown away is drained, to keep its
+// connection: past it, the connection goes with the body.
+const discardWait = 250 * time.Millisecond
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 

@@ -1227,6 +1227,49 @@ func TestOrigin407PassedOn(t *testing.T) {
 	}
 }
 
+// The wait budget bounds the retries, whatever the server does with its
+// 429s: a 429 whose body stalls is dropped within discardWait, and a retry
+// is not started once the budget is spent on slow answers. A stalled body
+// held the client until the server dropped the connection (120 s), and
+// three 429s that took 4 s each, 12 s against a budget of 2 s.
+func TestWaitBudgetBoundsRetries(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/stall":
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, "0123456789")
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-time.After(20 * time.Second):
+			}
+		case "/slow":
+			time.Sleep(1500 * time.Millisecond)
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	})
+	t.Cleanup(func() { close(release) }) // before the origin's own Close, which waits for its handlers
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.41", "127.0.0.42", "127.0.0.43")})
+	c := client(proxy, nil)
+	for _, tc := range []struct {
+		path     string
+		within   time.Duration
+		attempts int
+	}{{"/stall", 4 * time.Second, 0}, {"/slow", 3 * time.Second, 1}} {
+		start := time.Now()
+		before := len(o.requests())
+		resp, _ := get(t, c, o.URL+tc.path, HeaderWait, "2s")
+		took := time.Since(start)
+		sent := len(o.requests()) - before
+		if resp.StatusCode != http.StatusTooManyRequests || took > tc.within || tc.attempts > 0 && sent != tc.attempts {
+			t.Errorf("GET %s with a budget of 2 s = %d after %v, %d requests sent; want a 429 within %v%s",
+				tc.path, resp.StatusCode, took.Round(time.Millisecond), sent, tc.within, map[bool]string{true: fmt.Sprintf(", %d sent", tc.attempts)}[tc.attempts > 0])
+		}
+	}
+}
+
 // When every exit is failing as a proxy, a client is told so at once with
 // a 502 that names the cause; it was held its whole wait budget for the
 // first 502 and then told 429 "paced or cooling down", which sends a
