@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,10 +157,19 @@ const DefaultUserAgent = "exitgate/0.1 (+https://github.com/exitgate/exitgate)"
 // the scheme's default: an internationalised name in its punycode form, as
 // the frontier keys it and the client sends it (internal/hostname; one it
 // cannot convert, as given).
+//
+// An address is keyed as the frontier writes it, however spelt
+// (hostname.Address): 127.1, 2130706433 and [::ffff:127.0.0.1] are
+// 127.0.0.1, an IPv6 address is in brackets (a --host-rate was bypassed by
+// writing the host another way).
 func DefaultHostKey(u *url.URL) string {
-	h, err := hostname.ASCII(u.Hostname())
-	if err != nil {
-		h = strings.ToLower(u.Hostname())
+	name := u.Hostname()
+	h, ok := hostname.Address(name)
+	if !ok {
+		var err error
+		if h, err = hostname.ASCII(name); err != nil {
+			h = strings.ToLower(name)
+		}
 	}
 	p := u.Port()
 	if p == "" || (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
@@ -1273,43 +1281,10 @@ func isPrivateHost(host string) bool {
 
 var sharedSpace = netip.MustParsePrefix("100.64.0.0/10") // RFC 6598, carrier-grade NAT
 
-// NumericIPv4 reads host as an IPv4 address written in one of the forms
-// inet_aton accepts besides the dotted quad: one to four parts, each
-// decimal, octal (a leading 0) or hexadecimal (0x), the last filling the
-// bytes left (2130706433, 0x7f000001, 127.1, 0177.0.0.1 are all
-// 127.0.0.1). A proxy that resolves names with getaddrinfo, as tinyproxy
-// does, and browsers' URL parsers, read them so; netip does not, and a
-// check that only knew dotted quads let such a name reach loopback.
-func NumericIPv4(host string) (netip.Addr, bool) {
-	parts := strings.Split(host, ".")
-	if len(parts) > 4 || host == "" {
-		return netip.Addr{}, false
-	}
-	var v [4]uint64
-	for i, p := range parts {
-		if p == "" || p[0] == '+' || p[0] == '-' || strings.Contains(p, "_") {
-			return netip.Addr{}, false
-		}
-		n, err := strconv.ParseUint(p, 0, 32)
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		v[i] = n
-	}
-	last := len(parts) - 1
-	var u uint64
-	for i := range last {
-		if v[i] > 255 {
-			return netip.Addr{}, false
-		}
-		u |= v[i] << (24 - 8*i)
-	}
-	if v[last] >= 1<<(8*(4-last)) {
-		return netip.Addr{}, false
-	}
-	u |= v[last]
-	return netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}), true
-}
+// NumericIPv4 reads host as an IPv4 address written in any of the forms
+// inet_aton accepts (2130706433, 0x7f000001, 127.1, 0177.0.0.1 are all
+// 127.0.0.1): internal/hostname.NumericIPv4.
+func NumericIPv4(host string) (netip.Addr, bool) { return hostname.NumericIPv4(host) }
 
 // clipReason keeps text from a response short in an abandon reason.
 func clipReason(s string) string {

@@ -222,6 +222,11 @@ func TestDefaultHostKeyIDN(t *testing.T) {
 		"https://xn--BCHER-kva.example:443/": "xn--bcher-kva.example",
 		"http://bücher.example:8080/":        "xn--bcher-kva.example:8080",
 		"http://Example.COM/":                "example.com",
+		"http://127.1/":                      "127.0.0.1",
+		"http://2130706433:8080/":            "127.0.0.1:8080",
+		"http://[::ffff:127.0.0.1]/":         "127.0.0.1",
+		"http://[::1]:8080/":                 "[::1]:8080",
+		"http://[::1]/":                      "[::1]",
 	} {
 		u, err := url.Parse(in)
 		if err != nil {

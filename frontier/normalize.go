@@ -105,9 +105,17 @@ func normalizedAlready(raw string) (normalized, bool) {
 	if host == "" {
 		return normalized{}, false
 	}
+	numeric := true // digits, dots and hex: an address, maybe spelt otherwise
 	for i := 0; i < len(host); i++ {
-		if c := host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
 			return normalized{}, false
+		}
+		numeric = numeric && ('0' <= c && c <= '9' || c == '.' || c == 'x' || 'a' <= c && c <= 'f')
+	}
+	if numeric {
+		if a, ok := hostname.NumericIPv4(host); ok && a.String() != host {
+			return normalized{}, false // 127.1: the slow way writes 127.0.0.1
 		}
 	}
 	if hasPort {
@@ -215,11 +223,12 @@ func normalizeHost(h string) (string, error) {
 		if err != nil || !a.Is6() {
 			return "", fmt.Errorf("invalid ipv6 host %q", h)
 		}
-		s := a.String()
-		if z := a.Zone(); z != "" {
-			s = strings.TrimSuffix(s, "%"+z) + "%25" + url.PathEscape(z)
-		}
-		return "[" + s + "]", nil
+	}
+	if key, ok := hostname.Address(h); ok {
+		// An address in one spelling: 127.1, 2130706433 and
+		// [::ffff:127.0.0.1] are one URL's host, 127.0.0.1, as browsers
+		// read the first two.
+		return key, nil
 	}
 	if !utf8.ValidString(h) {
 		return "", fmt.Errorf("host is not utf-8")

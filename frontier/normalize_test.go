@@ -38,6 +38,14 @@ var normalizeTests = []struct {
 	{"http://user:pass@example.com/", "http://user:pass@example.com/"},
 	{"http://[::1]:8080/", "http://[::1]:8080/"},
 	{"http://[0:0::1]/", "http://[::1]/"},
+	// An address in any spelling is one host, as browsers read the IPv4
+	// forms: the same URL, and the same ceiling.
+	{"http://127.1/a", "http://127.0.0.1/a"},
+	{"http://2130706433:8080/a", "http://127.0.0.1:8080/a"},
+	{"http://0x7f000001/a", "http://127.0.0.1/a"},
+	{"http://[::ffff:127.0.0.1]/a", "http://127.0.0.1/a"},
+	{"http://[::ffff:7f00:1]:8080/a", "http://127.0.0.1:8080/a"},
+	{"http://cafe.example/a", "http://cafe.example/a"},
 	{"http://[FE80::1]/", "http://[fe80::1]/"},
 	{"http://127.0.0.1:80/x", "http://127.0.0.1/x"},
 	{"http://Bücher.example/", "http://xn--bcher-kva.example/"},

@@ -476,10 +476,15 @@ func outgoing(ctx context.Context, r *http.Request, u *url.URL, body []byte, upg
 // removeControl deletes exitgate's X-Exitgate- headers from h.
 func removeControl(h http.Header) {
 	for k := range h {
-		if len(k) > len(controlPrefix) && strings.EqualFold(k[:len(controlPrefix)], controlPrefix) {
+		if isControl(k) {
 			delete(h, k)
 		}
 	}
+}
+
+// isControl reports whether a header name is one of exitgate's X-Exitgate-.
+func isControl(k string) bool {
+	return len(k) > len(controlPrefix) && strings.EqualFold(k[:len(controlPrefix)], controlPrefix)
 }
 
 // peek reads up to n bytes of body, for a block page, while the server
@@ -610,7 +615,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Response, exit string, attempts int) (int64, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return g.switchProtocols(w, resp, exit)
+		return g.switchProtocols(w, resp, exit, attempts)
 	}
 	h := w.Header()
 	for k, vv := range resp.Header {
@@ -624,6 +629,9 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Res
 	// server's would pass for the gateway's word (X-Exitgate-Reason says
 	// the gateway made the answer).
 	removeControl(h)
+	// Trailers too: a server's X-Exitgate-Reason as a trailer passed for
+	// the gateway's word as well.
+	removeControl(resp.Trailer)
 	if len(resp.Trailer) > 0 {
 		keys := make([]string, 0, len(resp.Trailer))
 		for k := range resp.Trailer {
@@ -638,6 +646,7 @@ func (g *Gateway) respond(w http.ResponseWriter, r *http.Request, resp *http.Res
 		return 0, nil
 	}
 	n, err := copyBody(w, resp.Body, resp.ContentLength < 0 || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
+	removeControl(resp.Trailer) // filled in as the body was read
 	for k, vv := range resp.Trailer {
 		h[k] = vv
 	}
@@ -747,16 +756,26 @@ func (f *pauseFlusher) stop() {
 
 // switchProtocols completes an upgrade (WebSocket): the client's
 // connection and the server's are joined until either side closes.
-func (g *Gateway) switchProtocols(w http.ResponseWriter, resp *http.Response, exit string) (int64, error) {
+func (g *Gateway) switchProtocols(w http.ResponseWriter, resp *http.Response, exit string, attempts int) (int64, error) {
 	up, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
-		return 0, errors.New("101 without a writable body")
+		// A 101 that switches to nothing (no Upgrade asked, or none
+		// named in the answer): net/http gives no connection to splice,
+		// and an error alone here let net/http answer an empty 200.
+		const why = "the server answered 101 Switching Protocols with no upgrade to switch to"
+		h := w.Header()
+		h[HeaderReason] = []string{"bad upstream answer"}
+		h[HeaderExit] = []string{exit}
+		http.Error(w, "exitgate: "+why, http.StatusBadGateway)
+		return 0, nil // answered (an upstream error would cut the answer)
 	}
 	h := w.Header()
 	for k, vv := range resp.Header {
 		h[k] = vv
 	}
+	removeControl(h) // the server's X-Exitgate- headers are not the gateway's word
 	h[HeaderExit] = []string{exit}
+	h[HeaderAttempts] = []string{strconv.Itoa(attempts)}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return 0, err

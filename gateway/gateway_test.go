@@ -1270,6 +1270,41 @@ func TestWaitBudgetBoundsRetries(t *testing.T) {
 	}
 }
 
+// A server's answers never carry X-Exitgate- headers to the client, nor a
+// 101 that switches to nothing become a made-up 200: a 101 to a plain GET
+// is a 502 that says why, and X-Exitgate-Reason in a 101 or in trailers is
+// the server's, dropped.
+func TestServerAnswersOddities(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/101":
+			conn, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nX-Exitgate-Reason: spoofed\r\n\r\n")
+			brw.Flush()
+		case "/trailer":
+			w.Header().Set("Trailer", "X-Exitgate-Reason, X-Sum")
+			io.WriteString(w, "body")
+			w.Header().Set("X-Exitgate-Reason", "spoofed")
+			w.Header().Set("X-Sum", "42")
+		}
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	c := client(proxy, nil)
+	resp, body := get(t, c, o.URL+"/101")
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(HeaderReason) != "bad upstream answer" || !strings.Contains(body, "101") {
+		t.Errorf("a 101 to a plain GET = %d (%s) %q; want 502, bad upstream answer, saying 101", resp.StatusCode, resp.Header.Get(HeaderReason), body)
+	}
+	resp, body = get(t, c, o.URL+"/trailer")
+	if body != "body" || resp.Trailer.Get("X-Sum") != "42" || resp.Trailer.Get(HeaderReason) != "" {
+		t.Errorf("trailers = %v (body %q), want X-Sum 42 and no %s", resp.Trailer, body, HeaderReason)
+	}
+}
+
 // When every exit is failing as a proxy, a client is told so at once with
 // a 502 that names the cause; it was held its whole wait budget for the
 // first 502 and then told 429 "paced or cooling down", which sends a

@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
+	"strings"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -56,6 +60,7 @@ func TestSessionOf(t *testing.T) {
 		{"scraper", "", ""},
 		{"session-abc", "hdr", "hdr"},
 		{"", " spaced ", "spaced"},
+		{"session-" + strings.Repeat("x", 500_000), "", "sha256:" + fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Repeat("x", 500_000))))},
 	} {
 		h := http.Header{}
 		if tc.header != "" {
@@ -133,4 +138,32 @@ func FuzzControlHeaders(f *testing.F) {
 		sessionOf(user, h)
 		splitHostPort(v, "https")
 	})
+}
+
+// A configured user name may hold "-session-" itself: the whole name logs
+// in and carries no session; with -session-ID after it, the ID is the
+// session. Cut at its first "-session-", the name never matched.
+func TestAuthorizeNameWithSession(t *testing.T) {
+	g, err := New(Config{Limiter: fast(t), Auth: &Credentials{User: "scraper-session-team", Password: "pw-Team-3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	for _, tc := range []struct {
+		user    string
+		ok      bool
+		session string
+	}{
+		{"scraper-session-team", true, ""},
+		{"scraper-session-team-session-x9", true, "team-session-x9"},
+		{"scraper", false, ""},
+		{"scraper-session-other", false, ""},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+		r.Header.Set("Proxy-Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(tc.user+":pw-Team-3")))
+		user, ok := g.authorize(httptest.NewRecorder(), r)
+		if ok != tc.ok || ok && sessionOf(user, http.Header{}) != tc.session {
+			t.Errorf("authorize(%q) = %q, %v (session %q); want %v, session %q", tc.user, user, ok, sessionOf(user, http.Header{}), tc.ok, tc.session)
+		}
+	}
 }

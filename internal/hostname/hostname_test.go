@@ -54,3 +54,31 @@ func TestASCIIIsTheWire(t *testing.T) {
 		t.Errorf("the client sent Host %q; ASCII gives %q, %v", got, want, err)
 	}
 }
+
+// An address is keyed one way however it is spelt, as browsers read URLs:
+// a --host-rate was bypassed by writing the host another way.
+func TestAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1":        "127.0.0.1",
+		"127.1":            "127.0.0.1",
+		"2130706433":       "127.0.0.1",
+		"0x7f000001":       "127.0.0.1",
+		"0177.0.0.1":       "127.0.0.1",
+		"::ffff:127.0.0.1": "127.0.0.1",
+		"::ffff:7f00:1":    "127.0.0.1",
+		"::1":              "[::1]",
+		"2001:DB8::1":      "[2001:db8::1]",
+		"fe80::1%eth0":     "[fe80::1%25eth0]",
+		"example.com":      "",
+		"1.example":        "",
+		"256.256.256.256":  "",
+		"4294967296":       "",
+		"127.0.0.1.":       "",
+		"":                 "",
+	} {
+		got, ok := Address(in)
+		if ok != (want != "") || got != want {
+			t.Errorf("Address(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
