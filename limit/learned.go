@@ -65,7 +65,28 @@ type LearnedHost struct {
 	// Lanes lists the lanes whose IP has a smaller budget than the host's
 	// pace (Own where it was pushed back, Pass what it passed).
 	Lanes []LearnedLane `json:"lanes,omitempty"`
+	// Waits are the waits the server asked for that had not ended when
+	// the state was saved: each lane's Retry-After or block, and the
+	// host's own pause (Exit empty). Restored as they are, whatever else
+	// is: a crawl stopped within a Retry-After: 60 asked again 5 s later
+	// on the next run. A host that learned nothing else is kept for them
+	// alone (Phase "waiting").
+	Waits []LearnedWait `json:"waits,omitempty"`
 }
+
+// LearnedWait is a wait the server asked of one lane, or of the whole host
+// (Exit ""), until Until.
+type LearnedWait struct {
+	Exit  string    `json:"exit,omitempty"`
+	Until time.Time `json:"until"`
+}
+
+// phaseWaiting marks a saved host kept only for its waits.
+const phaseWaiting = "waiting"
+
+// OnlyWaits reports whether the entry was kept for its waits alone, no
+// rate learned.
+func (lh LearnedHost) OnlyWaits() bool { return lh.Phase == phaseWaiting }
 
 // LearnedLane is one lane with a smaller budget of its own.
 type LearnedLane struct {
@@ -92,8 +113,14 @@ func (l *Limiter) Learned(now time.Time) Learned {
 		sh := &l.tab.shards[i]
 		sh.mu.Lock()
 		for _, h := range sh.hosts {
-			if lh, ok := h.learned(l.rules); ok {
+			lh, ok := h.learned(l.rules)
+			waits := h.waits(now.UnixNano())
+			switch {
+			case ok:
+				lh.Waits = waits
 				out.Hosts = append(out.Hosts, lh)
+			case len(waits) > 0:
+				out.Hosts = append(out.Hosts, LearnedHost{Host: h.name, Scope: h.scope, Phase: phaseWaiting, At: now.UTC(), Waits: waits})
 			}
 		}
 		sh.mu.Unlock()
@@ -142,6 +169,44 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 	return lh, true
 }
 
+// waits lists the waits of h that end after now: its lanes' cooldowns and
+// quarantines, and its own pause.
+func (h *host) waits(now int64) []LearnedWait {
+	var ws []LearnedWait
+	if h.pause > now {
+		ws = append(ws, LearnedWait{Until: time.Unix(0, h.pause).UTC()})
+	}
+	for _, ln := range h.lanes {
+		if until := max(ln.cool, ln.ban); until > now {
+			ws = append(ws, LearnedWait{Exit: ln.exit, Until: time.Unix(0, until).UTC()})
+		}
+	}
+	slices.SortFunc(ws, func(a, b LearnedWait) int { return strings.Compare(a.Exit, b.Exit) })
+	return ws
+}
+
+// restoreWaits holds h's lanes, and h itself, to the waits that end after
+// now, each cut at the longest wait the limiter takes (a clock gone wrong
+// must not stop a host for years).
+func (r *rules) restoreWaits(h *host, ws []LearnedWait, now int64) {
+	for _, w := range ws {
+		until := min(w.Until.UnixNano(), now+int64(maxRetryAfter))
+		if until <= now {
+			continue
+		}
+		if w.Exit == "" {
+			h.pause = max(h.pause, until)
+			continue
+		}
+		ln := h.lanes[w.Exit]
+		if ln == nil {
+			ln = h.newLane(r, w.Exit, 0, now)
+		}
+		ln.cool = max(ln.cool, until)
+		r.rekey(h, ln)
+	}
+}
+
 // Restore gives the limiter back what an earlier run learned, aged at now:
 // knowledge younger than 10 minutes is taken as settled; older (up to a
 // day) is a starting point the lanes start a little under while the
@@ -162,35 +227,58 @@ func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
 			}
 			continue
 		}
-		at := lh.At
-		if at.IsZero() || at.After(s.Saved) {
-			at = s.Saved
-		}
-		age := now.Sub(at)
-		if age > trustStale {
-			continue
-		}
-		sh := l.tab.shard(lh.Host)
-		sh.mu.Lock()
-		if h := sh.hosts[lh.Host]; h == nil {
-			h = newHost(lh.Host)
-			h.last = now.UnixNano()
-			r.restore(h, lh, age, now.UnixNano())
-			sh.hosts[lh.Host] = h
+		if lh.Phase != phaseWaiting && l.restoreHost(lh, s.Saved, now) {
 			n++
-		} else if age <= trustFresh && lh.Phase == phaseNames[expSettled] && h.exploring() && h.unsearched() {
-			// A host this Limiter knows only as another worker's follower
-			// (or not yet at all): a settled search handed over with the
-			// lead is taken whole, so the new leader does not search
-			// again from the lanes' pace.
-			r.restore(h, lh, age, now.UnixNano())
-			n++
-		} else if age <= trustFresh {
-			r.restoreLanes(h, lh.Lanes, now.UnixNano())
 		}
-		sh.mu.Unlock()
+		if len(lh.Waits) > 0 {
+			// Whatever the rates' age: the times are the server's.
+			sh := l.tab.shard(lh.Host)
+			sh.mu.Lock()
+			h := sh.hosts[lh.Host]
+			if h == nil {
+				h = newHost(lh.Host)
+				h.last = now.UnixNano()
+				sh.hosts[lh.Host] = h
+			}
+			r.restoreWaits(h, lh.Waits, now.UnixNano())
+			sh.mu.Unlock()
+		}
 	}
 	return n, firstErr
+}
+
+// restoreHost restores one host's rates (Restore), reporting whether it
+// took them whole.
+func (l *Limiter) restoreHost(lh LearnedHost, saved, now time.Time) bool {
+	r := l.rules
+	at := lh.At
+	if at.IsZero() || at.After(saved) {
+		at = saved
+	}
+	age := now.Sub(at)
+	if age > trustStale {
+		return false
+	}
+	sh := l.tab.shard(lh.Host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h := sh.hosts[lh.Host]; h == nil {
+		h = newHost(lh.Host)
+		h.last = now.UnixNano()
+		r.restore(h, lh, age, now.UnixNano())
+		sh.hosts[lh.Host] = h
+		return true
+	} else if age <= trustFresh && lh.Phase == phaseNames[expSettled] && h.exploring() && h.unsearched() {
+		// A host this Limiter knows only as another worker's follower
+		// (or not yet at all): a settled search handed over with the
+		// lead is taken whole, so the new leader does not search
+		// again from the lanes' pace.
+		r.restore(h, lh, age, now.UnixNano())
+		return true
+	} else if age <= trustFresh {
+		r.restoreLanes(h, lh.Lanes, now.UnixNano())
+	}
+	return false
 }
 
 // check rejects entries that would poison the limiter.

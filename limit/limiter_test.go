@@ -1,6 +1,7 @@
 package limit_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -699,5 +700,49 @@ func TestRampAfterIdle(t *testing.T) {
 				t.Errorf("idle %v: %d requests in the 30 s of load, want the ramp to go on (>= 300); changes %+v", idle, n, hs.Changes)
 			}
 		})
+	}
+}
+
+// A wait the server asked for outlives the run: saved with what was learned
+// (a host that learned nothing else kept for it alone) and honoured by the
+// next run's limiter. A crawl stopped within a Retry-After: 60 asked the
+// server again 5 s later on its next run.
+func TestLearnedKeepsWaits(t *testing.T) {
+	l, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetExits([]limit.Exit{{ID: "e"}, {ID: "f"}})
+	tk, ok, _, err := l.Acquire("h", limit.Want{Pin: "e"}, t0)
+	if !ok || err != nil {
+		t.Fatalf("first Acquire = %v, %v", ok, err)
+	}
+	l.Done(tk, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: time.Minute, SentAt: t0}, t0.Add(100*time.Millisecond))
+	saved := l.Learned(t0.Add(5 * time.Second))
+	if len(saved.Hosts) != 1 || len(saved.Hosts[0].Waits) != 1 || saved.Hosts[0].Waits[0].Exit != "e" {
+		t.Fatalf("Learned = %+v, want host h kept for lane e's wait", saved.Hosts)
+	}
+	raw, err := json.Marshal(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back limit.Learned
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	next, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.SetExits([]limit.Exit{{ID: "e"}, {ID: "f"}})
+	now := t0.Add(5 * time.Second)
+	if _, err := next.Restore(back, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, at, _ := next.Acquire("h", limit.Want{Pin: "e"}, now); ok || at.Before(t0.Add(time.Minute)) {
+		t.Errorf("lane e after the restore: ok %v, next %v; want it held to the Retry-After's end, %v", ok, at.Sub(t0), time.Minute)
+	}
+	if _, ok, _, _ := next.Acquire("h", limit.Want{Pin: "f"}, now); !ok {
+		t.Errorf("lane f after the restore: held, want it free (the server asked nothing of it)")
 	}
 }

@@ -42,13 +42,36 @@ func restoreLearned(dir string, lim *limit.Limiter, now time.Time, stderr io.Wri
 		return
 	}
 	n, err := lim.Restore(l, now)
+	rated, waits, until := 0, 0, time.Time{}
+	for _, h := range l.Hosts {
+		if !h.OnlyWaits() {
+			rated++
+		}
+		for _, w := range h.Waits {
+			if w.Until.After(now) {
+				waits++
+				if w.Until.After(until) {
+					until = w.Until
+				}
+			}
+		}
+	}
+	if waits > 0 {
+		// Said, so that a resumed crawl that sends nothing for a while
+		// is seen to wait for the servers, not to hang.
+		what := "1 wait the servers asked for before the last run stopped still holds"
+		if waits > 1 {
+			what = fmt.Sprintf("%d waits the servers asked for before the last run stopped still hold", waits)
+		}
+		fmt.Fprintf(stderr, "exitgate: %s (until %s at the latest)\n", what, until.Local().Format(time.TimeOnly))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "exitgate: %s: %v\n", path, err)
-	} else if n == 0 && len(l.Hosts) > 0 {
+	} else if n == 0 && rated > 0 {
 		// Said: such state was dropped without a word, and a user saw
 		// every host learned again from the first guess.
 		fmt.Fprintf(stderr, "exitgate: %s: what was learned about %d hosts is more than a day old (saved %v ago): learning every host again\n",
-			path, len(l.Hosts), now.Sub(l.Saved).Round(time.Second))
+			path, rated, now.Sub(l.Saved).Round(time.Second))
 	}
 	if n > 0 {
 		age := now.Sub(l.Saved)

@@ -150,3 +150,43 @@ func TestRestoreLearnedTooOld(t *testing.T) {
 		t.Errorf("stderr = %q, want the drop said", got)
 	}
 }
+
+// TestCrawlKeepsRetryAfter: a crawl stopped while a server's Retry-After
+// holds its only lane leaves the wait in --out, and the next run honours
+// it: it sends nothing until the wait ends, and says why it waits. The
+// second run asked again 5 s after a Retry-After: 60.
+func TestCrawlKeepsRetryAfter(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, time.Now())
+		first := len(seen) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, "come back in a minute", http.StatusTooManyRequests)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", []string{srv.URL + "/a"})
+	out := filepath.Join(dir, "out")
+	args := func(d string) []string {
+		return []string{"crawl", "--out", out, "--duration", d, "--ignore-robots", "--progress", "0", urlFile}
+	}
+	if r := runCrawlCmd(t, time.Minute, args("2s")...); exitCode(r.err) != exitUnfinished {
+		t.Fatalf("first run: %v (exit %d), want exit %d\n%s", r.err, exitCode(r.err), exitUnfinished, r.stderr)
+	}
+	r := runCrawlCmd(t, time.Minute, args("2s")...)
+	if exitCode(r.err) != exitUnfinished || !strings.Contains(r.stderr, "1 wait the servers asked for before the last run stopped still holds") {
+		t.Errorf("second run: %v (exit %d), want exit %d saying a wait still holds\n%s", r.err, exitCode(r.err), exitUnfinished, r.stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Errorf("the server was asked %d times within the minute its Retry-After asked for, want once", len(seen))
+	}
+}
