@@ -52,14 +52,36 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 		if f.Changed {
 			continue // the command line wins
 		}
-		val, err := scalar(v)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
-			continue
-		}
-		if err := flags.Set(k.Value, val); err != nil {
-			errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
-			continue
+		if v.Kind == yaml.SequenceNode && repeatable(f) {
+			// A flag given once per value (-H, -x): each item is one
+			// value, as on the command line. Joined with commas, a list
+			// of two headers went out as one ("X-A: 1,X-B: 2").
+			bad := false
+			for _, item := range v.Content {
+				if item.Kind != yaml.ScalarNode {
+					errs = append(errs, fmt.Sprintf("%s:%d: %s: want a list of plain values", path, item.Line, k.Value))
+					bad = true
+					break
+				}
+				if err := flags.Set(k.Value, item.Value); err != nil {
+					errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, item.Line, k.Value, err))
+					bad = true
+					break
+				}
+			}
+			if bad {
+				continue
+			}
+		} else {
+			val, err := scalar(v)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
+				continue
+			}
+			if err := flags.Set(k.Value, val); err != nil {
+				errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
+				continue
+			}
 		}
 		// A value the command's checks refuse later is said with its
 		// line (withSources), as one from the environment is.
@@ -73,6 +95,10 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 	}
 	return nil
 }
+
+// repeatable reports whether a flag takes one value each time it is given
+// (a string array: -H, -x), not a comma-separated list in one.
+func repeatable(f *pflag.Flag) bool { return f.Value.Type() == "stringArray" }
 
 // scalar returns a YAML value as the string a flag parses; a sequence of
 // scalars becomes a comma-separated list, and a mapping of scalars a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -501,6 +502,37 @@ func TestCrawlConfigFile(t *testing.T) {
 			}
 		})
 	}
+
+	// A list for a flag given once per value (-H, -x) is one value per
+	// item, each checked as on the command line: two headers went out as
+	// one, "X-A: 1,X-B: 2", and a bad one unchecked.
+	t.Run("lists", func(t *testing.T) {
+		var mu sync.Mutex
+		var got http.Header
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got = r.Header.Clone()
+			mu.Unlock()
+			io.WriteString(w, "ok")
+		}))
+		t.Cleanup(srv.Close)
+		dir := t.TempDir()
+		urlFile := writeLines(t, dir, "urls.txt", []string{srv.URL + "/a"})
+		cfg := writeLines(t, dir, "crawl.yaml", []string{"header:", `  - "X-A: 1"`, `  - "X-B: 2"`, "proxy: [direct]", "ignore-robots: true"})
+		if r := runCrawlCmd(t, 30*time.Second, "crawl", "--config", cfg, "--out", filepath.Join(dir, "out"), "--progress", "0", urlFile); r.err != nil {
+			t.Fatalf("crawl: %v\n%s", r.err, r.stderr)
+		}
+		mu.Lock()
+		if got.Get("X-A") != "1" || got.Get("X-B") != "2" {
+			t.Errorf("the server saw X-A %q and X-B %q, want 1 and 2", got.Get("X-A"), got.Get("X-B"))
+		}
+		mu.Unlock()
+		bad := writeLines(t, dir, "bad.yaml", []string{"header:", `  - "X-A: 1"`, `  - "bad header"`, "ignore-robots: true"})
+		r := runCrawlCmd(t, 30*time.Second, "crawl", "--config", bad, "-x", "direct", "--out", filepath.Join(dir, "out2"), "--progress", "0", urlFile)
+		if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "-H #2") {
+			t.Errorf("crawl with a bad header in the config's list: %v (exit %d), want exit %d naming -H #2", r.err, code, exitUsage)
+		}
+	})
 
 	t.Run("applied", func(t *testing.T) {
 		// Each request takes 40 ms and lanes may send every 5 ms, so without
