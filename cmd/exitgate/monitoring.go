@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/exitgate/exitgate/dashboard"
+	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/monitor"
 )
@@ -62,10 +64,14 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 			if err != nil {
 				return c, err
 			}
+			key, err := budgetHostKey(strings.TrimSpace(host))
+			if err != nil {
+				return c, fmt.Errorf("--host-budget %q: %v", part, err)
+			}
 			if c.Budgets == nil {
 				c.Budgets = map[string]float64{}
 			}
-			c.Budgets[strings.ToLower(strings.TrimSpace(host))] = b
+			c.Budgets[key] = b
 		}
 	}
 	if err := checkDurations([]durationFlag{
@@ -89,6 +95,18 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// budgetHostKey is the host key a --host-budget's HOST stands for, as the
+// crawl keys the host: an internationalised name in punycode, an address in
+// one spelling, a port kept unless it is http's default (bücher.example was
+// accepted and matched no host, xn--bcher-kva.example's budget unchanged).
+func budgetHostKey(host string) (string, error) {
+	u, err := url.Parse("http://" + host + "/")
+	if err != nil || u.Hostname() == "" || u.Path != "/" || u.User != nil {
+		return "", fmt.Errorf("%q is no host (want a name or an address, with a port if not 80)", host)
+	}
+	return fetch.DefaultHostKey(u), nil
 }
 
 // parseShare reads a share as a percentage ("1%", "0.5 %") or a fraction

@@ -79,6 +79,28 @@ func TestHostBudgetInConfigFile(t *testing.T) {
 	}
 }
 
+// A --host-budget's host is keyed as the crawl keys hosts: an
+// internationalised name in punycode, an address in one spelling, the
+// default port dropped; one that is no host is refused by name.
+func TestHostBudgetKeys(t *testing.T) {
+	f := monitorFlags{budget: "1%", budgetWindow: time.Minute, alertAfter: time.Minute, breakerCooldown: time.Minute,
+		hostBudgets: []string{"Bücher.example=0.1%", "127.1:8080=0.2%", "api.example.com:80=0.3%"}}
+	c, err := monitorConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"xn--bcher-kva.example": 0.001, "127.0.0.1:8080": 0.002, "api.example.com": 0.003}
+	for k, v := range want {
+		if c.Budgets[k] != v {
+			t.Errorf("budgets %v: want %s at %v", c.Budgets, k, v)
+		}
+	}
+	f.hostBudgets = []string{"http://x/y=1%"}
+	if _, err := monitorConfig(f); err == nil || !strings.Contains(err.Error(), "is no host") {
+		t.Errorf("--host-budget http://x/y=1%%: %v, want it refused as no host", err)
+	}
+}
+
 func TestStatusUnreachable(t *testing.T) {
 	var out syncbuf.Buffer
 	err := runStatus(context.Background(), &out, "127.0.0.1:1", false, 5, 0, time.Second)
