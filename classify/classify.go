@@ -4,7 +4,11 @@
 package classify
 
 import (
+	"compress/flate"
+	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"github.com/exitgate/exitgate/verdict"
@@ -298,6 +302,12 @@ func Error(err error) verdict.Verdict {
 		}
 		return verdict.Retryable
 	}
+	if CertificateProblem(err) != "" || CorruptBody(err) {
+		// The server's certificate, or its compressed body, is what it
+		// is: asked again it is the same (a self-signed certificate was
+		// tried six times over 12 s and called a transport error).
+		return verdict.Fatal
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
@@ -310,6 +320,36 @@ func Error(err error) verdict.Verdict {
 		return verdict.Retryable
 	}
 	return verdict.Retryable
+}
+
+// CertificateProblem names, in a few stable words, why the server's TLS
+// certificate was refused, or "" when err is no such refusal.
+func CertificateProblem(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var name x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return "tls certificate of an unknown authority"
+	case errors.As(err, &name):
+		return "tls certificate for another name"
+	case errors.As(err, &invalid):
+		if invalid.Reason == x509.Expired {
+			return "tls certificate expired or not yet valid"
+		}
+		return "tls certificate invalid"
+	case errors.As(err, &verify):
+		return "tls certificate refused"
+	}
+	return ""
+}
+
+// CorruptBody reports whether err is a compressed body that does not
+// decompress (Content-Encoding: gzip over a plain body, a bad checksum).
+func CorruptBody(err error) bool {
+	var flateErr flate.CorruptInputError
+	return errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.As(err, &flateErr)
 }
 
 // unreachableTarget reports whether a proxy's answer to CONNECT says that

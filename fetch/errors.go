@@ -32,6 +32,10 @@ func ErrorClass(err error) string {
 		return "dns failure"
 	case errors.As(err, new(textproto.ProtocolError)):
 		return "malformed response" // a header net/http cannot read
+	case classify.CertificateProblem(err) != "":
+		return classify.CertificateProblem(err)
+	case classify.CorruptBody(err):
+		return "corrupt compressed body"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "truncated response" // the connection closed inside a response (its header or body)
 	case errors.Is(err, io.EOF):

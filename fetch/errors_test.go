@@ -4,9 +4,22 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/verdict"
 )
+
+// selfSigned serves TLS with httptest's own certificate, which no client
+// trusts but its own.
+func selfSigned(t *testing.T) string {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
 
 // TestErrorClass: the errors net/http gives for servers that misbehave on
 // a real loopback connection are named for what happened, not "transport
@@ -65,6 +78,9 @@ func TestErrorClass(t *testing.T) {
 		{"garbage", serve(t, "SSH-2.0-OpenSSH_9.2\r\n\r\n"), "transport error"},
 		{"closed at once", serve(t, ""), "closed without a response"},
 		{"refused", refused(), "connection refused"},
+		// Neither is fetched better asked again: both are the URL's fate.
+		{"gzip over a plain body", serve(t, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 27\r\n\r\nplain text that is not gzip"), "corrupt compressed body"},
+		{"self-signed certificate", selfSigned(t), "tls certificate of an unknown authority"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := get(tc.url)
@@ -73,6 +89,11 @@ func TestErrorClass(t *testing.T) {
 			}
 			if got := ErrorClass(err); got != tc.want {
 				t.Errorf("ErrorClass(%v) = %q, want %q", err, got, tc.want)
+			}
+			if strings.HasPrefix(tc.want, "tls") || strings.HasPrefix(tc.want, "corrupt") {
+				if v := classify.Error(err); v != verdict.Fatal {
+					t.Errorf("classify.Error(%v) = %v, want fatal", err, v)
+				}
 			}
 		})
 	}
