@@ -94,7 +94,7 @@ func (f exitFlags) exits() ([]pool.Exit, error) {
 	if f.proxies != "" || len(f.proxyURLs) > 0 {
 		exits, err := loadProxies(f.proxies, f.proxyURLs)
 		if errors.Is(err, errNoExits) && f.proxyTemplate != "" {
-			exits, err = nil, nil // the template's exits alone
+			err = nil // the template's exits, and -x's if any
 		}
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			err = fmt.Errorf("--proxies: %w", err) // (bad lines name the file and line already)

@@ -165,6 +165,16 @@ func loadProxies(file string, urls []string) ([]pool.Exit, error) {
 // parseProxies is loadProxies on a list already read; name is its name in
 // errors ("" for none).
 func parseProxies(name string, data []byte, urls []string) ([]pool.Exit, error) {
+	if name != "" && len(urls) > 0 && !hasExitLine(data) {
+		// The file is empty (a list a failed download emptied): refused
+		// even beside -x, where it ran on the -x exits alone, unsaid.
+		// The -x exits come back with the error, for --proxy-template.
+		exits, err := parseProxies("", nil, urls)
+		if err != nil {
+			return nil, err
+		}
+		return exits, fmt.Errorf("%s: %w (one exit a line; write \"direct\" for this machine's own address)", name, errNoExits)
+	}
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		data = append(data, '\n')
 	}
@@ -202,6 +212,17 @@ func parseProxies(name string, data []byte, urls []string) ([]pool.Exit, error) 
 // --proxy-template beside it, it is refused: a crawl meant to go out
 // through proxies went out from this machine's own address, unasked.
 var errNoExits = errors.New("no exits in it")
+
+// hasExitLine reports whether a proxy list has a line other than blanks and
+// comments.
+func hasExitLine(data []byte) bool {
+	for line := range strings.Lines(string(data)) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			return true
+		}
+	}
+	return false
+}
 
 // hasDirectLine reports whether a proxy list names the direct exit itself.
 func hasDirectLine(data []byte) bool {

@@ -165,7 +165,7 @@ func loadExits(cmd *cobra.Command, file string, f proxiesCheckFlags) ([]pool.Exi
 			list, err = loadProxies(file, f.proxyURLs)
 		}
 		if errors.Is(err, errNoExits) && f.template != "" {
-			list, err = nil, nil // the template's exits alone
+			err = nil // the template's exits, and -x's if any
 		}
 		var lineErrs pool.LineErrors
 		if errors.As(err, &lineErrs) {

@@ -237,6 +237,9 @@ func TestEmptyProxyListRefused(t *testing.T) {
 		for _, args := range [][]string{
 			{"crawl", "--proxies", list, "--out", filepath.Join(t.TempDir(), "o"), "--ignore-robots", urls},
 			{"proxies", "check", list},
+			// Beside -x too: a list a failed download emptied ran on the
+			// -x exit alone, unsaid.
+			{"crawl", "--proxies", list, "-x", "127.0.0.1:9", "--out", filepath.Join(t.TempDir(), "o"), "--ignore-robots", urls},
 		} {
 			_, msg, code := run(t, args...)
 			if code != 2 || !strings.Contains(msg, list+": no exits in it") {
