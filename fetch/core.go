@@ -1083,7 +1083,7 @@ func (c *Core) writeFate(ctx context.Context, j frontier.Job, fate Fate, status 
 	if c.tally != nil {
 		switch fate.Kind {
 		case FateRetry:
-			c.tally.Retry(j.Host)
+			c.tally.Retry(j.Host, res.Exit)
 		case FateDone:
 			if err == nil {
 				c.tally.Done(j.Host, res.Exit)

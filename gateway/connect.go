@@ -212,7 +212,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 			g.lim.Done(ticket, limit.Outcome{Verdict: v, SentAt: sent}, now)
 			last = v
 			if v == verdict.ProxyFailure && attempt < g.cfg.MaxAttempts {
-				g.retried(host)
+				g.retried(host, ticket.Exit)
 				continue
 			}
 			g.giveUp(w, host, http.StatusBadGateway, "tunnel "+fetch.ErrorClass(err), time.Time{},

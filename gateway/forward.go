@@ -162,7 +162,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.sessions.unbind(tgt.session, ticket.Exit)
 			}
 			if v == verdict.ProxyFailure && canRetry {
-				g.retried(host)
+				g.retried(host, ticket.Exit)
 				continue
 			}
 			status, why := http.StatusBadGateway, "upstream "+fetch.ErrorClass(err)
@@ -197,7 +197,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		if canRetry && (v == verdict.Throttled || v == verdict.Banned || v == verdict.ProxyFailure) {
 			discard(resp.Body)
 			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
-			g.retried(host)
+			g.retried(host, ticket.Exit)
 			continue
 		}
 		if v == verdict.ProxyFailure {
@@ -357,9 +357,9 @@ func (g *Gateway) left(host, exit, why string) {
 	g.tally.Abandon(host, exit, why)
 }
 
-func (g *Gateway) retried(host string) {
+func (g *Gateway) retried(host, exit string) {
 	g.stats.retries.Add(1)
-	g.tally.Retry(host)
+	g.tally.Retry(host, exit)
 }
 
 // record counts one attempt in the tally, as the crawl engine does.

@@ -22,7 +22,7 @@ func TestTallyCounts(t *testing.T) {
 	ta.HeldBack("a", 1500*time.Millisecond)
 	ta.Done("a", "e1")
 	ta.Done("b", "e1")
-	ta.Retry("b")
+	ta.Retry("b", "e1")
 
 	s := ta.Snapshot(t0.Add(4 * time.Second))
 	if s.Total.Requests != 4 || s.Total.Successes != 2 || s.Total.Throttled429 != 1 || s.Total.TransportErrors != 1 {
@@ -37,7 +37,7 @@ func TestTallyCounts(t *testing.T) {
 	if got := s.Total.RetriesPerSuccess(); got != 0.5 {
 		t.Errorf("RetriesPerSuccess = %v, want 0.5 (1 retry, 2 done)", got)
 	}
-	if s.Exits[0].Done != 2 || s.Hosts[1].Retries != 1 {
+	if s.Exits[0].Done != 2 || s.Hosts[1].Retries != 1 || s.Exits[0].Retries != 1 {
 		t.Errorf("Done/Retries not counted per exit and host: %+v %+v", s.Exits[0], s.Hosts[1])
 	}
 	if len(s.Hosts) != 2 || s.Hosts[0].Name != "a" || s.Hosts[0].HeldBackSeconds != 1.5 {

@@ -90,7 +90,7 @@ func TestSummarize(t *testing.T) {
 	}
 	ta.Done("a", "e1")
 	ta.Done("a", "e1")
-	ta.Retry("a")
+	ta.Retry("a", "")
 	ta.HeldBack("a", 1500*time.Millisecond)
 	ta.Abandon("a", "e1", "status 404")
 	ta.Abandon("a", "e1", "forbidden")
