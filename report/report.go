@@ -51,7 +51,7 @@ type Result struct {
 // ResultOf describes a finished job as a results.jsonl line.
 func ResultOf(j frontier.Job, dir string) Result {
 	// (A password in the URL's userinfo is not written out.)
-	r := Result{ID: j.ID, URL: frontier.Redact(j.URL), Outcome: j.State.String(), Status: j.Status, Attempts: j.Attempts}
+	r := Result{ID: j.ID, URL: urlText(frontier.Redact(j.URL)), Outcome: j.State.String(), Status: j.Status, Attempts: j.Attempts}
 	if j.State == frontier.Done {
 		r.Status = j.Result.Status
 		r.Exit = j.Result.Exit

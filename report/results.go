@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/exitgate/exitgate/frontier"
 )
@@ -73,7 +75,7 @@ func (r Result) csvRecord() []string {
 // that gave it (where redirects led), when it came, and the headers results
 // keep (Content-Type, ETag, Last-Modified, Content-Encoding).
 func (r *Result) AddResponse(finalURL string, at time.Time, h http.Header) {
-	r.FinalURL = frontier.Redact(finalURL)
+	r.FinalURL = urlText(frontier.Redact(finalURL))
 	if !at.IsZero() {
 		r.FetchedAt = at.UTC()
 	}
@@ -82,6 +84,29 @@ func (r *Result) AddResponse(finalURL string, at time.Time, h http.Header) {
 	r.LastModified = h.Get("Last-Modified")
 	// Go's transport removes the header where it decoded the body itself.
 	r.ContentEncoding = h.Get("Content-Encoding")
+}
+
+// urlText is a URL as results write it: bytes that are not UTF-8 (a URL
+// file's raw \xff\xfe, sent as %FF%FE) percent-encoded as they go on the
+// wire. Written raw, JSON gave each as U+FFFD and two URLs read the same.
+func urlText(u string) string {
+	if utf8.ValidString(u) {
+		return u
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(u); {
+		r, n := utf8.DecodeRuneInString(u[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteByte('%')
+			b.WriteByte(hex[u[i]>>4])
+			b.WriteByte(hex[u[i]&15])
+		} else {
+			b.WriteString(u[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // Results is the results file of a crawl, written as URLs finish: `tail -f`

@@ -277,3 +277,19 @@ func reconciled(t *testing.T, fr frontier.Frontier, dir string, format Format) [
 	}
 	return readRows(t, filepath.Join(dir, format.File()), format)
 }
+
+// A URL with bytes that are not UTF-8 is written as it went on the wire,
+// those bytes percent-encoded: written raw, JSON gave each as U+FFFD and
+// /x/\xff\xfe and /x/\xfe\xff read the same.
+func TestURLText(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://a.example/x/\xff\xfe": "http://a.example/x/%FF%FE",
+		"http://a.example/x/\xfe\xff": "http://a.example/x/%FE%FF",
+		"http://a.example/é":          "http://a.example/é",
+		"http://a.example/%41":        "http://a.example/%41",
+	} {
+		if got := urlText(in); got != want {
+			t.Errorf("urlText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
