@@ -963,6 +963,12 @@ func pushbackOf(r Response, v verdict.Verdict, sig rlheader.Signal) string {
 		}
 	case v == verdict.ProxyFailure:
 		why = "exits failing"
+	case v == verdict.Banned:
+		why = fmt.Sprintf("last answer: status %d, a block page: its lane quarantined", r.Status)
+	case v == verdict.Forbidden:
+		// A wave of them bans the lanes it came through; the host then
+		// waits with nothing said of why but "the limiter holds it".
+		why = fmt.Sprintf("last answer: status %d, forbidden: a wave of them quarantines the lanes it came through", r.Status)
 	}
 	return why
 }

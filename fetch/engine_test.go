@@ -466,3 +466,46 @@ func TestEngineManyHostsWaiting(t *testing.T) {
 		t.Errorf("%d of %d hosts done in %v, want all within 8 s (64 hosts every 2 s take 13 s)", c.Done, hosts, took.Round(time.Millisecond))
 	}
 }
+
+// TestParkedForAWaveSaysWhy: a host whose lanes a wave of forbidden
+// answers quarantined parks its URLs with that reason, not "the limiter
+// holds it".
+func TestParkedForAWaveSaysWhy(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	var jobs []frontier.NewJob
+	for i := range 20 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("%s/f/%d", srv.URL, i)})
+	}
+	fr := sqliteFrontier(t, t.TempDir(), jobs...)
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(50)}, "e1", "e2")
+	core := NewCore(CoreConfig{Concurrency: 2, Retry: RetryPolicy{MaxWait: time.Second, Backoff: backoffFast}}, fr, lim, nil)
+	rt := http.DefaultTransport.(*http.Transport).Clone()
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": rt, "e2": rt})}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	parked := 0
+	for id := int64(1); id <= 20; id++ {
+		j, err := fr.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == frontier.Parked {
+			parked++
+			if !strings.Contains(j.Reason, "forbidden") {
+				t.Errorf("%s parked: %q, want the reason to say forbidden answers quarantined the lanes", j.URL, j.Reason)
+			}
+		}
+	}
+	if parked == 0 {
+		t.Fatalf("no URL parked: the wave banned no lane")
+	}
+}
