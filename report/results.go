@@ -241,6 +241,31 @@ func (r *Results) reconcile(ctx context.Context, fr frontier.Frontier) error {
 	return f.Sync()
 }
 
+// otherRows reads the rows of the other format's file that seen lacks: a
+// run in the other format (--format csv --append, then jsonl again) wrote
+// rows this file has not, with what the answers said (final URL, content
+// type, ...), which a row rebuilt from the frontier lacks. nil when there
+// is no such file.
+func (r *Results) otherRows(seen *idSet) map[int64]Result {
+	from := JSONL
+	if r.format == JSONL {
+		from = CSV
+	}
+	f, err := os.Open(filepath.Join(r.dir, from.File()))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	rows := map[int64]Result{}
+	eachRow(f, from, func(row Result) error { // a row it cannot read is rebuilt as before
+		if row.ID > 0 && (seen == nil || !seen.has(row.ID)) {
+			rows[row.ID] = row
+		}
+		return nil
+	})
+	return rows
+}
+
 // rebuild writes the file afresh from fr, atomically.
 func (r *Results) rebuild(ctx context.Context, fr frontier.Frontier) error {
 	return writeAtomic(r.path, func(w io.Writer) error {
@@ -256,6 +281,7 @@ func (r *Results) rebuild(ctx context.Context, fr frontier.Frontier) error {
 // for every finished job of fr whose id is not in seen, in job order.
 func (r *Results) eachMissing(ctx context.Context, fr frontier.Frontier, seen *idSet, w io.Writer) error {
 	enc := rowEncoder(w, r.format, seen == nil)
+	other := r.otherRows(seen)
 	if seen == nil {
 		seen = &idSet{}
 	}
@@ -273,7 +299,11 @@ func (r *Results) eachMissing(ctx context.Context, fr frontier.Frontier, seen *i
 			if seen.has(j.ID) {
 				continue
 			}
-			if err := enc(ResultOf(j, r.dir)); err != nil {
+			row := ResultOf(j, r.dir)
+			if o, ok := other[j.ID]; ok && o.Outcome == row.Outcome && o.URL == row.URL {
+				row = o // the other file's row: what the answer said too
+			}
+			if err := enc(row); err != nil {
 				return err
 			}
 		}

@@ -183,6 +183,42 @@ func TestResultsFormatSwitchKeepsAnswers(t *testing.T) {
 	check(JSONL) // and back, from the CSV
 }
 
+// TestResultsFormatSwitchedBack: jsonl, then --format csv --append, then
+// jsonl again: the rows the csv run added are taken from results.csv into
+// results.jsonl whole; rebuilt from the frontier, they lost what the answers
+// said.
+func TestResultsFormatSwitchedBack(t *testing.T) {
+	dir := t.TempDir()
+	fr, jobs := finishJobs(t, 4, 4)
+	var jl bytes.Buffer
+	enc := json.NewEncoder(&jl)
+	for _, j := range jobs[:2] { // the first run, jsonl
+		enc.Encode(richRow(t, fr, j, dir))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), jl.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cb bytes.Buffer // the second, csv: all four
+	w := csv.NewWriter(&cb)
+	w.Write(CSVHeader)
+	for _, j := range jobs {
+		w.Write(richRow(t, fr, j, dir).csvRecord())
+	}
+	w.Flush()
+	if err := os.WriteFile(filepath.Join(dir, "results.csv"), cb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := reconciled(t, fr, dir, JSONL)
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if r.FinalURL != jobs[r.ID-1].URL+"?final" || r.ContentType != "text/html" {
+			t.Errorf("row %+v lost what the answer said", r)
+		}
+	}
+}
+
 // TestResultsRebuildsUnmatchedFile: a results file whose rows carry no job
 // id (written by an older exitgate) is rebuilt from the frontier.
 func TestResultsRebuildsUnmatchedFile(t *testing.T) {
