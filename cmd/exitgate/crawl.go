@@ -399,7 +399,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		// A signal while loading stops the loading at a batch: what went
 		// in stays, and the same command again loads the rest (the
 		// process had died of the signal, without a word).
-		loadCtx, stopLoad := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		loadCtx, stopLoad := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		added, bad, err = urlfile.Push(loadCtx, fr, setup.urlFile)
 		signalled = loadCtx.Err() != nil && ctx.Err() == nil
 		stopLoad()
@@ -551,7 +551,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	runCtx, abort := context.WithCancel(ctx)
 	defer abort()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer func() { signal.Stop(sigs); close(sigs) }()
 	var stoppedBy atomic.Value // why the run was stopped early, if it was
 	go func() {

@@ -22,7 +22,19 @@ import (
 // requests in flight finish, writes the report and exits 4 (unfinished; it
 // used to exit 0 with URLs left); a resumed run then finishes the rest, every
 // URL once, and exits 0.
+//
+// SIGHUP too (a terminal closed under it): the process died of it, exit
+// 129, with no summary and nothing said.
 func TestCrawlSIGINTStopsCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		name string
+	}{{syscall.SIGINT, "interrupt"}, {syscall.SIGHUP, "hangup"}} {
+		t.Run(tc.name, func(t *testing.T) { crawlStopsCleanly(t, tc.sig, tc.name) })
+	}
+}
+
+func crawlStopsCleanly(t *testing.T, sig syscall.Signal, name string) {
 	const nURLs, concurrency, signalAfter = 200, 4, 40
 	var (
 		mu      sync.Mutex
@@ -58,14 +70,14 @@ func TestCrawlSIGINTStopsCleanly(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server served fewer than %d requests in 60s", signalAfter)
 	}
-	if err := first.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := first.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	var exitErr *exec.ExitError
 	if err := first.wait(t, 30*time.Second); !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUnfinished {
-		t.Fatalf("crawl after SIGINT: %v, want exit status %d (unfinished)\nstderr:\n%s", err, exitUnfinished, first.stderr.String())
+		t.Fatalf("crawl after %s: %v, want exit status %d (unfinished)\nstderr:\n%s", name, err, exitUnfinished, first.stderr.String())
 	}
-	if !bytes.Contains(first.stderr.Bytes(), []byte("unfinished: ")) || !bytes.Contains(first.stderr.Bytes(), []byte("stopped by interrupt")) {
+	if !bytes.Contains(first.stderr.Bytes(), []byte("unfinished: ")) || !bytes.Contains(first.stderr.Bytes(), []byte("stopped by "+name)) {
 		t.Errorf("stderr does not say the crawl is unfinished, stopped by the signal:\n%s", first.stderr.String())
 	}
 	if !bytes.Contains(first.stderr.Bytes(), []byte("stopping")) {

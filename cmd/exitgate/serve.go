@@ -279,7 +279,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	// the gateway as soon as it reads the address must get the drain, not
 	// the default action that kills the process.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ln) }()
