@@ -101,6 +101,27 @@ func TestHostBudgetKeys(t *testing.T) {
 	}
 }
 
+// TestStatusBadArguments: an ADDR that is no crawl's address, and a bad
+// flag value, are refused as usage (exit 2), each by name: "http://" was
+// looked up as a host named http, ftp://x failed as the run (exit 1), and
+// the range error named three flags at once.
+func TestStatusBadArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "http://"}, `ADDR "http://": no host`},
+		{[]string{"status", "ftp://x"}, `scheme "ftp"`},
+		{[]string{"status", "--rows", "-1", "127.0.0.1:1"}, "--rows -1: want 0 or more"},
+		{[]string{"status", "--timeout", "0s", "127.0.0.1:1"}, "--timeout 0s: want above 0"},
+	} {
+		_, msg, code := run(t, tc.args...)
+		if code != exitUsage || !strings.Contains(msg, tc.want) {
+			t.Errorf("%v: exit %d %q, want %d with %q", tc.args, code, msg, exitUsage, tc.want)
+		}
+	}
+}
+
 func TestStatusUnreachable(t *testing.T) {
 	var out syncbuf.Buffer
 	err := runStatus(context.Background(), &out, "127.0.0.1:1", false, 5, 0, time.Second)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -56,10 +57,19 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 				fleet.json = asJSON
 				return runFleetStatus(cmd.Context(), cmd.OutOrStdout(), fleet)
 			}
-			if rows < 0 || watch < 0 || timeout <= 0 {
-				return usageError(fmt.Errorf("--rows, --watch and --timeout want 0 or more (--timeout above 0)"))
+			switch {
+			case rows < 0:
+				return usageError(fmt.Errorf("--rows %d: want 0 or more", rows))
+			case watch < 0:
+				return usageError(fmt.Errorf("--watch %v: want 0 or more", watch))
+			case timeout <= 0:
+				return usageError(fmt.Errorf("--timeout %v: want above 0", timeout))
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], asJSON, rows, watch, timeout)
+			addr, err := statusURL(args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), addr, asJSON, rows, watch, timeout)
 		},
 	}
 	fl := cmd.Flags()
@@ -70,6 +80,28 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 	fl.StringVar(&fleet.redis, "redis", "", "a distributed crawl's Redis `URL`, redis://host:port (a cluster node reaches the cluster), instead of ADDR")
 	fl.StringVar(&fleet.crawl, "crawl", "", "with --redis: the distributed crawl's `NAME`")
 	return cmd
+}
+
+// statusURL checks ADDR, a crawl's --ui address (host:port, or an http(s)
+// URL of it), before anything is asked of it: "http://" alone was looked up
+// as a host named http, and ftp://x failed as an error of the run (exit 1),
+// not of the argument.
+func statusURL(addr string) (string, error) {
+	u := addr
+	if !strings.Contains(u, "://") {
+		u = "http://" + u
+	}
+	u = strings.TrimSuffix(u, "/")
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("ADDR %q: %v", addr, err)
+	case p.Scheme != "http" && p.Scheme != "https":
+		return "", fmt.Errorf("ADDR %q: scheme %q (want host:port, or an http:// URL of a crawl's --ui)", addr, p.Scheme)
+	case p.Host == "":
+		return "", fmt.Errorf("ADDR %q: no host (want host:port, the crawl's --ui)", addr)
+	}
+	return u, nil
 }
 
 func runStatus(ctx context.Context, w io.Writer, addr string, asJSON bool, rows int, watch, timeout time.Duration) error {
