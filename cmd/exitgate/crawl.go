@@ -127,6 +127,9 @@ Exit codes:
 				[2]string{"fleet-ttl", "redis"}, [2]string{"worker-id", "redis"}, [2]string{"crawl", "redis"}); err != nil {
 				return usageError(err)
 			}
+			if err := f.settleVerbose(cmd.Flags()); err != nil {
+				return usageError(err)
+			}
 			urlFile := ""
 			if len(args) > 0 {
 				urlFile = args[0]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,5 +274,44 @@ func TestEnvSubprocess(t *testing.T) {
 	b, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(string(b), "EXITGATE_MAX_WAIT") {
 		t.Errorf("exitgate crawl with EXITGATE_MAX_WAIT=soon: %v\n%s\nwant exit 2 naming the variable", err, b)
+	}
+}
+
+// TestVerboseAndLogLevel: where --verbose and --log-level say different
+// things, the one given where it counts more wins (the command line over the
+// environment), and both on the command line are refused: EXITGATE_VERBOSE
+// turned --log-level error into debug, unsaid.
+func TestVerboseAndLogLevel(t *testing.T) {
+	_, srv := newHeaderSite(t)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 2))
+	t.Setenv("EXITGATE_VERBOSE", "true")
+	r := runCmd(t, "crawl", "--log-level", "error", "--ignore-robots", "--progress", "0", "--out", filepath.Join(dir, "a"), urlFile)
+	if r.err != nil || strings.Contains(r.stderr, "level=DEBUG") {
+		t.Errorf("--log-level error over EXITGATE_VERBOSE: %v, stderr with debug lines:\n%s", r.err, r.stderr)
+	}
+	t.Setenv("EXITGATE_VERBOSE", "")
+	r = runCmd(t, "crawl", "--verbose", "--log-level", "error", "--ignore-robots", "--out", filepath.Join(dir, "b"), urlFile)
+	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "disagree") {
+		t.Errorf("--verbose --log-level error: %v (exit %d), want exit %d saying they disagree", r.err, code, exitUsage)
+	}
+}
+
+// TestStdLogGoesToTheLogger: the standard log package's lines (net/http's
+// own) go to the crawl's logger at debug, not raw to stderr.
+func TestStdLogGoesToTheLogger(t *testing.T) {
+	var buf strings.Builder
+	f := exitFlags{logLevel: "info"}
+	f.logger(&buf)
+	t.Cleanup(func() { log.SetOutput(os.Stderr); log.SetFlags(log.LstdFlags) })
+	log.Print("Unsolicited response received on idle HTTP channel")
+	if buf.Len() != 0 {
+		t.Errorf("at info: %q, want nothing", buf.String())
+	}
+	f.verbose = true
+	f.logger(&buf)
+	log.Print("Unsolicited response received on idle HTTP channel")
+	if !strings.Contains(buf.String(), `level=DEBUG msg="Unsolicited response`) {
+		t.Errorf("at debug: %q, want the line as a debug record", buf.String())
 	}
 }

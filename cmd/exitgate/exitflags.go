@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -174,13 +176,61 @@ func makeOutDir(dir string) error {
 	return nil
 }
 
-// logger logs to w at --log-level (debug with --verbose).
+// logger logs to w at --log-level (debug with --verbose). The standard
+// log package's lines (net/http's own, "Unsolicited response received on
+// idle HTTP channel") go to it too, at debug: they reached stderr raw,
+// between the progress lines.
 func (f exitFlags) logger(w io.Writer) *slog.Logger {
 	level, _ := parseLogLevel(f.logLevel)
 	if f.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	l := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	log.SetFlags(0)
+	log.SetOutput(stdLogWriter{l})
+	return l
+}
+
+// stdLogWriter writes the standard log package's lines to a logger.
+type stdLogWriter struct{ l *slog.Logger }
+
+func (s stdLogWriter) Write(p []byte) (int, error) {
+	s.l.Debug(strings.TrimRight(string(p), "\n"), "from", "log")
+	return len(p), nil
+}
+
+// settleVerbose makes --verbose and --log-level agree when both are given:
+// the one given where it counts more wins (the command line over the
+// environment over --config), and both at once in the same place, saying
+// different things, are refused. EXITGATE_VERBOSE=true turned
+// --log-level error on the command line into debug, unsaid.
+func (f *exitFlags) settleVerbose(fl *pflag.FlagSet) error {
+	if !f.verbose || !fl.Changed("verbose") || !fl.Changed("log-level") {
+		return nil
+	}
+	if lvl, err := parseLogLevel(f.logLevel); err == nil && lvl == slog.LevelDebug {
+		return nil // they agree
+	}
+	rv, rl := setWhere(fl.Lookup("verbose")), setWhere(fl.Lookup("log-level"))
+	switch {
+	case rv == rl:
+		return fmt.Errorf("--verbose and --log-level %s disagree (--verbose is --log-level debug): give one", f.logLevel)
+	case rl > rv:
+		f.verbose = false
+	}
+	return nil
+}
+
+// setWhere ranks where a flag given was set: 3 the command line, 2 the
+// environment, 1 --config.
+func setWhere(f *pflag.Flag) int {
+	switch {
+	case len(f.Annotations[envSetAnnotation]) > 0:
+		return 2
+	case len(f.Annotations[configSetAnnotation]) > 0:
+		return 1
+	}
+	return 3
 }
 
 // needs refuses a flag given without the flag it works with, each pair

@@ -97,6 +97,9 @@ error), 2 for bad flags.`,
 			if err := needs(cmd.Flags(), [2]string{"sessions", "proxy-template"}); err != nil {
 				return usageError(err)
 			}
+			if err := f.settleVerbose(cmd.Flags()); err != nil {
+				return usageError(err)
+			}
 			if f.noIntercept && cmd.Flags().Changed("ca-dir") {
 				return usageError(errors.New("--ca-dir does nothing with --no-intercept: no CA is used"))
 			}
