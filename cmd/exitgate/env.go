@@ -150,7 +150,7 @@ func withSources(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	var from, at []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if !mentionsFlag(msg, f.Name) {
+		if !mentionsFlag(msg, f.Name) && (f.Shorthand == "" || !mentionsShort(msg, f.Shorthand)) {
 			return
 		}
 		if env := f.Annotations[envSetAnnotation]; len(env) == 1 && !strings.Contains(msg, env[0]) {
@@ -174,6 +174,13 @@ func withSources(cmd *cobra.Command, err error) error {
 // mentionsFlag reports whether msg names --name as a whole flag.
 func mentionsFlag(msg, name string) bool {
 	return regexp.MustCompile(`--` + regexp.QuoteMeta(name) + `([^a-z0-9-]|$)`).MatchString(msg)
+}
+
+// mentionsShort reports whether msg names a flag by its shorthand, as the
+// header checks do ("-H #2: ..."): a bad EXITGATE_HEADER went without
+// "(set by EXITGATE_HEADER)".
+func mentionsShort(msg, short string) bool {
+	return regexp.MustCompile(`(^|[^a-zA-Z0-9-])-` + regexp.QuoteMeta(short) + `([^a-zA-Z0-9-]|$)`).MatchString(msg)
 }
 
 // flagError is the error of a flag the parser refused, with a suggestion

@@ -132,6 +132,9 @@ func TestEnvBadValueNamesVariable(t *testing.T) {
 		{"EXITGATE_TIMEOUT", "30", []string{"EXITGATE_TIMEOUT", "missing unit"}},
 		{"EXITGATE_HOST_RATE", "20rps", []string{"EXITGATE_HOST_RATE", "did you mean 20/s?"}},
 		{"EXITGATE_PROXY_TEMPLATE", "http://user:hunter2@gw.example:7777", []string{"--proxy-template", "EXITGATE_PROXY_TEMPLATE"}},
+		// Named by its shorthand in the check's words (-H #1), and still
+		// the variable's.
+		{"EXITGATE_HEADER", "bad header", []string{"-H #1", "(set by EXITGATE_HEADER)"}},
 	} {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
 			t.Setenv(tt.env, tt.value)
