@@ -469,6 +469,11 @@ func outgoing(ctx context.Context, r *http.Request, u *url.URL, body []byte, upg
 	case r.ContentLength == 0 || r.Body == nil:
 		out.Body = http.NoBody
 		out.ContentLength = 0
+	default:
+		// Streamed: the client's trailers fill r.Trailer as its body
+		// ends, after Clone copied the map with empty values (the
+		// server saw X-Req-Sum: with nothing in it).
+		out.Trailer = r.Trailer
 	}
 	return out
 }

@@ -1306,6 +1306,50 @@ func TestServerAnswersOddities(t *testing.T) {
 	}
 }
 
+// A streamed request's trailers reach the server with their values: the
+// gateway's copy of the request was made before the client's trailers came,
+// and the server saw X-Req-Sum with nothing in it.
+func TestRequestTrailersPassed(t *testing.T) {
+	got := make(chan string, 1)
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got <- r.Trailer.Get("X-Req-Sum")
+		io.WriteString(w, "ok")
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true})
+	req, err := http.NewRequest(http.MethodPost, o.URL+"/up", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Trailer = http.Header{"X-Req-Sum": nil}
+	req.Body = io.NopCloser(&trailerFiller{r: strings.NewReader(strings.Repeat("x", 100<<10)), fill: func() { req.Trailer.Set("X-Req-Sum", "42") }})
+	req.ContentLength = -1 // chunked: streamed, not replayed
+	resp, err := client(proxy, nil).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if v := <-got; v != "42" {
+		t.Errorf("the server's trailer X-Req-Sum = %q, want 42", v)
+	}
+}
+
+// trailerFiller reads r and calls fill at its end, as a client fills its
+// trailers once the body is sent.
+type trailerFiller struct {
+	r    io.Reader
+	fill func()
+}
+
+func (f *trailerFiller) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF && f.fill != nil {
+		f.fill()
+		f.fill = nil
+	}
+	return n, err
+}
+
 // When every exit is failing as a proxy, a client is told so at once with
 // a 502 that names the cause; it was held its whole wait budget for the
 // first 502 and then told 429 "paced or cooling down", which sends a
