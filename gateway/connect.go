@@ -59,7 +59,7 @@ func (g *Gateway) connect(w http.ResponseWriter, r *http.Request) {
 		g.passthrough(w, r, authority, port, session)
 		return
 	}
-	g.intercept(w, host, port, session)
+	g.intercept(w, host, port, session, strings.TrimSpace(r.Header.Get(HeaderWait)))
 }
 
 // tunnel is what an intercepted tunnel's requests share: where they go and
@@ -69,12 +69,13 @@ type tunnel struct {
 	authority string // host[:port], the port left out when it is the scheme's default
 	host      string
 	session   string
+	wait      string // the CONNECT's X-Exitgate-Wait, as written; "": none
 }
 
 // intercept answers the CONNECT, then serves the requests inside the
 // tunnel: TLS with a leaf of the CA when the client starts a handshake,
 // plain HTTP otherwise.
-func (g *Gateway) intercept(w http.ResponseWriter, host string, port int, session string) {
+func (g *Gateway) intercept(w http.ResponseWriter, host string, port int, session, wait string) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return
@@ -92,7 +93,7 @@ func (g *Gateway) intercept(w http.ResponseWriter, host string, port int, sessio
 	}
 	conn.SetReadDeadline(time.Time{})
 	var c net.Conn = &bufferedConn{Conn: conn, r: brw.Reader}
-	t := &tunnel{scheme: "http", host: host, session: session}
+	t := &tunnel{scheme: "http", host: host, session: session, wait: wait}
 	if first[0] == 0x16 { // a TLS record: the handshake
 		tc := tls.Server(c, g.cfg.CA.TLSConfig(host))
 		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
@@ -140,7 +141,12 @@ func (g *Gateway) serveTunneled(w http.ResponseWriter, r *http.Request) {
 	}
 	session := t.session
 	if s := strings.TrimSpace(r.Header.Get(HeaderSession)); s != "" {
-		session = s
+		session = sessionKey(s)
+	}
+	if _, ok := r.Header[HeaderWait]; !ok && t.wait != "" {
+		// The CONNECT's wait budget holds for the requests inside, as
+		// its session does, unless one says its own.
+		r.Header.Set(HeaderWait, t.wait)
 	}
 	g.forward(w, r, target{scheme: t.scheme, authority: t.authority, session: session})
 }

@@ -893,6 +893,31 @@ func TestInterceptsHTTPSWithTheCA(t *testing.T) {
 	}
 }
 
+// The CONNECT's X-Exitgate-Wait holds for the requests inside an
+// intercepted tunnel, as its session does, unless one sends its own: it was
+// ignored, the 60-s default applying. (A value that is no duration shows
+// it: a 400 for the requests inside.)
+func TestConnectWaitHoldsInside(t *testing.T) {
+	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	c0, _, err := ca.Init(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, CA: c0, ConnectPorts: []int{port(t, o.URL)},
+		Transport: pool.TransportConfig{TLSClientConfig: &tls.Config{RootCAs: originRoots}}})
+	roots := x509.NewCertPool()
+	roots.AddCert(c0.Certificate())
+	c := client(proxy, roots)
+	c.Transport.(*http.Transport).ProxyConnectHeader = http.Header{HeaderWait: {"soon"}}
+	resp, _ := get(t, c, o.URL+"/a")
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderReason) != "bad control header" {
+		t.Errorf("GET inside a tunnel whose CONNECT said %s: soon = %d (%s), want 400 bad control header", HeaderWait, resp.StatusCode, resp.Header.Get(HeaderReason))
+	}
+	if resp, body := get(t, c, o.URL+"/b", HeaderWait, "5s"); resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("GET with its own %s inside the same tunnel = %d %q, want 200 ok", HeaderWait, resp.StatusCode, body)
+	}
+}
+
 func keys(m *sync.Map) []any {
 	var out []any
 	m.Range(func(k, _ any) bool { out = append(out, k); return true })
