@@ -840,6 +840,22 @@ func tlsOrigin(t testing.TB, h http.HandlerFunc) (*httptest.Server, *x509.CertPo
 	return s, roots
 }
 
+// interceptGateway is a gateway that intercepts HTTPS to the TLS origin o
+// (trusted through originRoots) with a CA of its own, and a client that
+// trusts that CA.
+func interceptGateway(t testing.TB, o *httptest.Server, originRoots *x509.CertPool) (*Gateway, *url.URL, *ca.CA, *http.Client) {
+	t.Helper()
+	c0, _, err := ca.Init(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, proxy := newGateway(t, Config{AllowPrivate: true, CA: c0, ConnectPorts: []int{port(t, o.URL)},
+		Transport: pool.TransportConfig{TLSClientConfig: &tls.Config{RootCAs: originRoots}}})
+	roots := x509.NewCertPool()
+	roots.AddCert(c0.Certificate())
+	return g, proxy, c0, client(proxy, roots)
+}
+
 func port(t testing.TB, u string) int {
 	t.Helper()
 	pu, err := url.Parse(u)
@@ -862,15 +878,7 @@ func TestInterceptsHTTPSWithTheCA(t *testing.T) {
 		}
 		io.WriteString(w, "secure "+r.URL.Path)
 	})
-	c0, _, err := ca.Init(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, proxy := newGateway(t, Config{AllowPrivate: true, CA: c0, ConnectPorts: []int{port(t, o.URL)},
-		Transport: pool.TransportConfig{TLSClientConfig: &tls.Config{RootCAs: originRoots}}})
-	roots := x509.NewCertPool()
-	roots.AddCert(c0.Certificate())
-	c := client(proxy, roots)
+	g, proxy, c0, c := interceptGateway(t, o, originRoots)
 	for i := range 3 {
 		resp, body := get(t, c, fmt.Sprintf("%s/s%d", o.URL, i), HeaderSession, "tls")
 		if resp.StatusCode != 200 || body != fmt.Sprintf("secure /s%d", i) {
@@ -899,15 +907,7 @@ func TestInterceptsHTTPSWithTheCA(t *testing.T) {
 // it: a 400 for the requests inside.)
 func TestConnectWaitHoldsInside(t *testing.T) {
 	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	c0, _, err := ca.Init(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, proxy := newGateway(t, Config{AllowPrivate: true, CA: c0, ConnectPorts: []int{port(t, o.URL)},
-		Transport: pool.TransportConfig{TLSClientConfig: &tls.Config{RootCAs: originRoots}}})
-	roots := x509.NewCertPool()
-	roots.AddCert(c0.Certificate())
-	c := client(proxy, roots)
+	_, _, _, c := interceptGateway(t, o, originRoots)
 	c.Transport.(*http.Transport).ProxyConnectHeader = http.Header{HeaderWait: {"soon"}}
 	resp, _ := get(t, c, o.URL+"/a")
 	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(HeaderReason) != "bad control header" {
