@@ -2,6 +2,7 @@ package rlheader
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,11 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		field = map[string]string{"replenish-rate": "rate", "burst-capacity": "limit", "requested-tokens": "cost"}[rest]
 	default:
 		field, suffix, _ = strings.Cut(rest, "-")
+		if (field == "requests" || otherUnit(field)) && slices.Contains(qualifiedFields[:], suffix) {
+			// The unit first (RapidAPI's X-RateLimit-Requests-Remaining):
+			// the same policy as OpenAI's X-RateLimit-Remaining-Requests.
+			field, suffix = suffix, field
+		}
 		if q, f, ok := qualifiedField(field); ok {
 			// hapi-rate-limit's X-RateLimit-UserRemaining: the qualifier
 			// names a policy of requests, as a suffix does (-Minute).
@@ -246,7 +252,8 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 }
 
 // qualifiedFields are the fields a family header may carry with a
-// qualifier written before them in the same word.
+// qualifier written before them in the same word, or after its unit
+// (X-RateLimit-Requests-Limit).
 var qualifiedFields = [...]string{"limit", "remaining", "reset", "used"}
 
 // qualifiedField splits a field written with a qualifier before it in one

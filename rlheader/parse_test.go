@@ -376,6 +376,12 @@ var parseCases = []parseCase{
 		ignored: []string{"Retry-After-Short"},
 	},
 	{
+		name: "the unit first (RapidAPI)",
+		h: hdr("X-RateLimit-Requests-Limit", "500", "X-RateLimit-Requests-Remaining", "499",
+			"X-RateLimit-Requests-Reset", "2592000"),
+		want: "ra=- lim=500 rem=499 win=- reset=720h0m0s",
+	},
+	{
 		name: "OpenAI's tokens are not requests",
 		h: hdr("X-RateLimit-Limit-Requests", "60", "X-RateLimit-Remaining-Requests", "59",
 			"X-RateLimit-Limit-Tokens", "1000", "X-RateLimit-Remaining-Tokens", "3"),
