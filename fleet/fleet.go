@@ -569,10 +569,19 @@ func (f *Fleet) saveLearned(ctx context.Context, now time.Time) {
 	}
 	vals := make([]any, 0, 2*len(l.Hosts))
 	for _, h := range l.Hosts {
+		if h.OnlyWaits() {
+			// One worker's lanes' waits, no rate: stored under the
+			// host's name it would overwrite the record the host's
+			// leader keeps there.
+			continue
+		}
 		b, err := json.Marshal(h)
 		if err == nil {
 			vals = append(vals, h.Host, string(b))
 		}
+	}
+	if len(vals) == 0 {
+		return
 	}
 	if err := f.rdb.HSet(ctx, keys(f.cfg.Crawl)[3], vals...).Err(); err != nil {
 		f.log.Warn("fleet: learned state not saved", "err", err)

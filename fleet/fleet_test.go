@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/rendezvous"
 )
 
@@ -413,5 +415,35 @@ func TestOutageNoTakeover(t *testing.T) {
 	}
 	if !a.Leads("h") || b.Leads("h") {
 		t.Fatalf("a lease after the outage: a leads %v, b leads %v; want a, as before it", a.Leads("h"), b.Leads("h"))
+	}
+}
+
+// TestSaveLearnedKeepsTheLeadersRecord: a worker whose lanes only wait on a
+// host (no rate learned: another worker leads it) stores nothing under the
+// host's name, where its entry overwrote the record the leader keeps.
+func TestSaveLearnedKeepsTheLeadersRecord(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	now := time.Now()
+	leader := limit.LearnedHost{Host: "h", Phase: "settled", LaneRate: 2}
+	raw, _ := json.Marshal(leader)
+	key := "eg:{fleet}:learned"
+	if err := rdb.HSet(ctx, key, "h", string(raw)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waits := limit.Learned{Saved: now, Hosts: []limit.LearnedHost{{Host: "h", Phase: "waiting",
+		Waits: []limit.LearnedWait{{Exit: "exit-00", Until: now.Add(time.Minute)}}}}}
+	if !waits.Hosts[0].OnlyWaits() {
+		t.Fatal(`a "waiting" entry is not OnlyWaits`)
+	}
+	f, err := Join(ctx, rdb, Config{Crawl: "fleet", ID: "w1", Exits: exits(2), TTL: time.Second,
+		Learned: func(time.Time) limit.Learned { return waits }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.saveLearned(ctx, now)
+	got, err := rdb.HGet(ctx, key, "h").Result()
+	if err != nil || got != string(raw) {
+		t.Errorf("the leader's record after a follower saved its waits = %q, %v; want it as the leader wrote it", got, err)
 	}
 }
