@@ -142,6 +142,12 @@ func (c *Config) rules() (*rules, error) {
 		if v.IsZero() {
 			return def
 		}
+		if v.Hz() < minRate {
+			// 1e-12/s passed as positive: the first request never went,
+			// the next 41 years away (past what a Duration holds).
+			fail(field, "%v is below one request a year", v)
+			return def
+		}
 		return v.Hz()
 	}
 	frac := func(field string, v, def, lo, hi float64) float64 {
@@ -210,19 +216,38 @@ func (c *Config) rules() (*rules, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each pair names the values it compares and where the other came
+	// from: "MinLaneRate exceeds FirstGuess" blamed a field never set
+	// (the default's), and a MinLaneRate above MaxLaneRate was reported
+	// as that.
+	given := func(set bool, name string) string {
+		if set {
+			return name
+		}
+		return name + "'s default"
+	}
+	hz := func(x float64) Rate { return PerSecond(x) }
 	switch {
+	case r.minLane > r.maxLane:
+		fail("MinLaneRate", "%v exceeds %s %v", hz(r.minLane), given(!c.MaxLaneRate.IsZero() || r.ceiling > 0, "MaxLaneRate"), hz(r.maxLane))
 	case r.minLane > r.first:
-		fail("MinLaneRate", "exceeds FirstGuess")
+		fail("MinLaneRate", "%v exceeds %s %v", hz(r.minLane), given(!c.FirstGuess.IsZero(), "FirstGuess"), hz(r.first))
+	case r.maxLane < r.first && c.MaxLaneRate.IsZero():
+		fail("HostCeiling", "%v is below FirstGuess %v: no lane may go faster than its host", hz(r.ceiling), hz(r.first))
 	case r.maxLane < r.first:
-		fail("MaxLaneRate", "is below FirstGuess")
+		fail("MaxLaneRate", "%v is below %s %v", hz(r.maxLane), given(!c.FirstGuess.IsZero(), "FirstGuess"), hz(r.first))
 	case r.backoffCap < r.backoffBase:
-		fail("BackoffCap", "is below BackoffBase")
+		fail("BackoffCap", "%v is below %s %v", time.Duration(r.backoffCap), given(c.BackoffBase > 0, "BackoffBase"), time.Duration(r.backoffBase))
 	case r.quarMax < r.quarBase:
-		fail("QuarantineMax", "is below QuarantineBase")
+		fail("QuarantineMax", "%v is below %s %v", time.Duration(r.quarMax), given(c.QuarantineBase > 0, "QuarantineBase"), time.Duration(r.quarBase))
 	case r.banMax < r.banBase:
-		fail("BanMax", "is below BanBase")
+		fail("BanMax", "%v is below %s %v", time.Duration(r.banMax), given(c.BanBase > 0, "BanBase"), time.Duration(r.banBase))
 	}
 	return r, err
 }
+
+// minRate is the slowest rate a Config takes: one request a year. Slower
+// ones overflow the intervals the limiter keeps in nanoseconds.
+const minRate = 1.0 / (365 * 24 * 3600)
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

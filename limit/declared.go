@@ -146,7 +146,10 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 		why += fmt.Sprintf(", a fixed window: paced at its rate (%v left for the arrivals' jitter a window)", time.Duration(h.cap.exactSlack).Round(time.Millisecond))
 	}
 	h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, why)
-	h.cap.declared, h.cap.exact = d, exact
+	// (at: when the host last learned, which Learned saves; a declared
+	// quota left it zero, saved as 1970, and Restore dropped the host as
+	// 56 years old.)
+	h.cap.declared, h.cap.exact, h.cap.at = d, exact, now
 	r.roomRestart(h, now) // a headroom check waits on the new pace
 	h.exp.exit = ""
 	r.updateFollow(h, now, "declared", "a declared quota sets every lane's pace")

@@ -137,7 +137,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		Host: h.name, Scope: h.scope, Hinted: h.hinted, Phase: h.phase(),
 		At:       time.Unix(0, max(c.at, h.scopeAt)).UTC(),
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
-		Declared: c.declared, Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
+		Declared: min(c.declared, maxLearnedRate), Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
 		Sent: c.sent, Costly: c.costly, DeclaredBucket: c.bucket, DeclaredStrict: c.win.strict,
 		BlockSeconds: secs(c.block),
 	}
@@ -281,13 +281,21 @@ func (l *Limiter) restoreHost(lh LearnedHost, saved, now time.Time) bool {
 	return false
 }
 
+// maxLearnedRate is the largest rate Learned writes and Restore takes: a
+// server's "unlimited" quota (2147483647 a second) is saved as this, not
+// refused when read back.
+const maxLearnedRate = 1e9
+
 // check rejects entries that would poison the limiter.
 func (lh LearnedHost) check() error {
-	bad := func(v float64) bool { return v < 0 || v != v || v > 1e9 }
+	bad := func(v float64) bool { return v < 0 || v != v || v > maxLearnedRate }
 	switch {
 	case lh.Host == "":
 		return fmt.Errorf("empty host")
-	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate) || bad(lh.Burst) || bad(lh.Sent) || bad(lh.BlockSeconds):
+	case bad(lh.LaneRate) || bad(lh.Pass) || bad(lh.Ceiling) || bad(lh.Floor) || bad(lh.Estimate) || bad(lh.Declared) || bad(lh.HostRate) || bad(lh.Burst) || bad(lh.Sent) || bad(lh.BlockSeconds) ||
+		bad(lh.HostRateCeiling) || bad(lh.HostRateFloor) || bad(lh.DeclaredStrict) || bad(lh.SpanSeconds) || slices.ContainsFunc(lh.Lanes, func(l LearnedLane) bool { return bad(l.Own) || bad(l.Pass) }):
+		// (All of them: a NaN in one this did not look at was restored,
+		// and the next Snapshot failed to encode as JSON.)
 		return fmt.Errorf("host %q: a rate is negative, not a number or absurd", lh.Host)
 	case lh.Scope > ScopeCredential:
 		return fmt.Errorf("host %q: unknown scope %d", lh.Host, lh.Scope)
@@ -316,12 +324,12 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 		if fresh {
 			c.pass, c.lo, c.safe, c.sent, c.costly = lh.Pass, lh.Floor, lh.Estimate, lh.Sent, lh.Costly
 			c.ceil(lh.Ceiling, now)
-			c.follow = lh.LaneRate
+			c.follow = max(r.minLane, lh.LaneRate) // (1e-12/s restored held a host for 16 years)
 			e.phase = expSettled
 			h.resumed = true
 		} else {
 			// Stale: a starting point under the old pace, to be proven again.
-			c.safe = staleMargin * lh.LaneRate
+			c.safe = max(r.minLane, staleMargin*lh.LaneRate)
 			c.careful = true
 			c.ceil(lh.Ceiling, now)
 			c.follow = r.settle * c.safe

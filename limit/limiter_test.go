@@ -746,3 +746,42 @@ func TestLearnedKeepsWaits(t *testing.T) {
 		t.Errorf("lane f after the restore: held, want it free (the server asked nothing of it)")
 	}
 }
+
+// TestLearnedDeclaredRoundTrip: a host whose server declares its quota is
+// saved with the time it learned it, and restored: it was saved as learned
+// in 1970 and dropped by Restore as 56 years old. A quota the server calls
+// unlimited is saved so that Restore takes it back.
+func TestLearnedDeclaredRoundTrip(t *testing.T) {
+	for _, quota := range []float64{600, 2147483647} {
+		l, err := limit.New(limit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetExits(exits(2))
+		now := t0
+		for i := range 5 {
+			tk, ok, _, _ := l.Acquire("h", limit.Want{}, now)
+			if !ok {
+				now = now.Add(time.Second)
+				continue
+			}
+			l.Done(tk, limit.Outcome{Verdict: verdict.OK, SentAt: now, Quota: quota, Window: time.Second,
+				Remaining: quota - float64(i) - 1, HasRemaining: true, ResetIn: time.Second, HasReset: true}, now)
+			now = now.Add(100 * time.Millisecond)
+		}
+		saved := l.Learned(now)
+		if len(saved.Hosts) != 1 || saved.Hosts[0].At.Before(t0) {
+			t.Fatalf("quota %v: Learned = %+v, want host h learned at %v or after", quota, saved.Hosts, t0)
+		}
+		raw, _ := json.Marshal(saved)
+		var back limit.Learned
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		next, _ := limit.New(limit.Config{})
+		next.SetExits(exits(2))
+		if n, err := next.Restore(back, now.Add(time.Second)); n != 1 || err != nil {
+			t.Errorf("quota %v: Restore a second later = %d, %v; want the host restored", quota, n, err)
+		}
+	}
+}

@@ -64,7 +64,10 @@ func (r Rate) Interval() time.Duration {
 	if hz <= 0 {
 		return 0
 	}
-	return time.Duration(float64(time.Second) / hz)
+	if d := float64(time.Second) / hz; d < math.MaxInt64 {
+		return time.Duration(d)
+	}
+	return time.Duration(math.MaxInt64) // 1e-12/s: past what a Duration holds, which went negative
 }
 
 // String prints r as "30/min", "5/s", "100/h" or "7/2s"; the zero rate prints "0".

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,27 @@ func TestConfigValidation(t *testing.T) {
 		if _, err := c.rules(); err == nil {
 			t.Errorf("rules(%+v) = nil error, want ErrConfig", c)
 		}
+	}
+	// Each refusal names the values, and a field the caller did not set
+	// as a default: "MinLaneRate exceeds FirstGuess" blamed a FirstGuess
+	// never given, and a floor above the cap was reported as that.
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{MinLaneRate: PerSecond(10)}, "MinLaneRate 10/s exceeds FirstGuess's default 0.5/s"},
+		{Config{MinLaneRate: PerSecond(10), MaxLaneRate: PerSecond(1)}, "MinLaneRate 10/s exceeds MaxLaneRate 1/s"},
+		{Config{FirstGuess: PerSecond(100), HostCeiling: PerSecond(1)}, "HostCeiling 1/s is below FirstGuess 100/s"},
+		{Config{BackoffCap: 100 * time.Millisecond}, "BackoffCap 100ms is below BackoffBase's default 1s"},
+		{Config{BanMax: time.Minute}, "BanMax 1m0s is below BanBase's default 10m0s"},
+		{Config{FirstGuess: Rate{N: 1e-12}}, "below one request a year"},
+	} {
+		if _, err := tc.c.rules(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("rules(%+v) = %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	if d := (Rate{N: 1e-12}).Interval(); d <= 0 {
+		t.Errorf("Interval of 1e-12/s = %v, want the longest Duration, not below zero", d)
 	}
 	r := testRules(t, Config{})
 	if r.first != 0.5 || r.hostConc != 32 || r.maxInFlight != 256 || r.settle != 0.97 || r.changes != 16 {
