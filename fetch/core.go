@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,14 +165,19 @@ const DefaultUserAgent = "exitgate/0.1 (+https://github.com/exitgate/exitgate)"
 // writing the host another way).
 func DefaultHostKey(u *url.URL) string {
 	name := u.Hostname()
-	h, ok := hostname.Address(name)
-	if !ok {
-		var err error
-		if h, err = hostname.ASCII(name); err != nil {
-			h = strings.ToLower(name)
-		}
+	h, err := hostname.ASCII(name)
+	if err != nil {
+		h = strings.ToLower(name)
+	}
+	if a, ok := hostname.Address(h); ok {
+		h = a
+	} else if t := strings.TrimSuffix(h, "."); t != "" {
+		h = t // example.com. is example.com's server
 	}
 	p := u.Port()
+	if n, err := strconv.ParseUint(p, 10, 16); err == nil {
+		p = strconv.FormatUint(n, 10) // 080 is 80
+	}
 	if p == "" || (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
 		return h
 	}

@@ -227,6 +227,9 @@ func TestDefaultHostKeyIDN(t *testing.T) {
 		"http://[::ffff:127.0.0.1]/":         "127.0.0.1",
 		"http://[::1]:8080/":                 "[::1]:8080",
 		"http://[::1]/":                      "[::1]",
+		"http://example.com:080/":            "example.com",
+		"http://example.com.:8080/":          "example.com:8080",
+		"http://Example.COM./":               "example.com",
 	} {
 		u, err := url.Parse(in)
 		if err != nil {

@@ -118,6 +118,9 @@ func normalizedAlready(raw string) (normalized, bool) {
 			return normalized{}, false // 127.1: the slow way writes 127.0.0.1
 		}
 	}
+	if host[len(host)-1] == '.' {
+		return normalized{}, false // its key leaves the dot out
+	}
 	if hasPort {
 		if port == "" || len(port) > 5 || port[0] == '0' || port == defPort {
 			return normalized{}, false
@@ -179,6 +182,13 @@ func normalizeSlow(raw string) (normalized, error) {
 	if err != nil {
 		return normalized{}, invalid(raw, err.Error())
 	}
+	// The host key leaves out a name's final dot: example.com. is
+	// example.com's server, and was a host (and a ceiling) of its own. The
+	// URL keeps it, as written.
+	keyHost := strings.TrimSuffix(host, ".")
+	if keyHost == "" {
+		keyHost = host
+	}
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
 		if err != nil || n == 0 {
@@ -186,6 +196,7 @@ func normalizeSlow(raw string) (normalized, error) {
 		}
 		if p = strconv.FormatUint(n, 10); p != defPort {
 			host += ":" + p
+			keyHost += ":" + p
 		}
 	}
 
@@ -207,7 +218,7 @@ func normalizeSlow(raw string) (normalized, error) {
 		b.WriteByte('?')
 		escapeURLPart(&b, u.RawQuery, true)
 	}
-	return normalized{key: b.String(), host: host}, nil
+	return normalized{key: b.String(), host: keyHost}, nil
 }
 
 // normalizeHost lowercases a host name, writes an IPv6 literal in canonical
@@ -223,11 +234,7 @@ func normalizeHost(h string) (string, error) {
 		if err != nil || !a.Is6() {
 			return "", fmt.Errorf("invalid ipv6 host %q", h)
 		}
-	}
-	if key, ok := hostname.Address(h); ok {
-		// An address in one spelling: 127.1, 2130706433 and
-		// [::ffff:127.0.0.1] are one URL's host, 127.0.0.1, as browsers
-		// read the first two.
+		key, _ := hostname.Address(h) // canonical, in brackets; an IPv4-mapped one as its IPv4
 		return key, nil
 	}
 	if !utf8.ValidString(h) {
@@ -240,7 +247,17 @@ func normalizeHost(h string) (string, error) {
 		}
 		return "", fmt.Errorf("invalid character %q in host", c)
 	}
-	return hostname.ASCII(h)
+	a, err := hostname.ASCII(h)
+	if err != nil {
+		return "", err
+	}
+	if key, ok := hostname.Address(a); ok {
+		// An address in one spelling: 127.1, 2130706433 and
+		// [::ffff:127.0.0.1] are one URL's host, 127.0.0.1, as browsers
+		// read the first two (after the mapping: ₉ is 9, 0.0.0.9).
+		return key, nil
+	}
+	return a, nil
 }
 
 // escapeURLPart writes a path or query in canonical escaping (see Normalize).

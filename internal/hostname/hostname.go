@@ -24,6 +24,11 @@ func ASCII(host string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("host %q is no valid internationalised name: %v", host, err)
 	}
+	if a == "" {
+		// Only characters the mapping drops (a zero-width space): no
+		// name left, and the URL's key was "http:///".
+		return "", fmt.Errorf("host %q is no name: nothing is left of it once mapped", host)
+	}
 	return strings.ToLower(a), nil
 }
 

@@ -19,6 +19,7 @@ func TestASCII(t *testing.T) {
 		{"xn--bcher-kva.example", "xn--bcher-kva.example", ""},
 		{"例え.テスト", "xn--r8jz45g.xn--zckzah", ""},
 		{"a\u200db.example", "", "no valid internationalised name"}, // a joiner outside its context
+		{"\u200b", "", "is no name"},                                // a zero-width space alone: mapped to nothing
 	} {
 		got, err := ASCII(tc.in)
 		if tc.err != "" {
