@@ -739,3 +739,24 @@ func TestSingleWeekdays(t *testing.T) {
 		}
 	}
 }
+
+// An answer declaring thousands of policies is read for the first 64 and
+// the rest listed as ignored: each header was looked up among all the
+// groups before it, and 32,000 took 9 s of CPU.
+func TestTooManyPolicies(t *testing.T) {
+	h := http.Header{}
+	for i := range 5000 {
+		h.Set(fmt.Sprintf("X-RateLimit-Limit-P%d", i), "10")
+		h.Set(fmt.Sprintf("X-RateLimit-Remaining-P%d", i), "5")
+	}
+	s := Parse(h, now, Profile{})
+	ignored := 0
+	for _, ig := range s.Ignored {
+		if ig.Reason == tooManyPolicies {
+			ignored++
+		}
+	}
+	if len(s.Policies) != maxGroups || ignored == 0 || !s.HasLimit {
+		t.Errorf("%d policies, %d headers ignored as too many, limit %v; want %d policies read and the rest ignored", len(s.Policies), ignored, s.HasLimit, maxGroups)
+	}
+}
