@@ -55,7 +55,9 @@ func outcomeOf(v verdict.Verdict, sig rlheader.Signal, sentAt time.Time, url str
 	if sig.HasRemaining {
 		o.Remaining, o.HasRemaining = float64(sig.Remaining), true
 		if sig.HasReset {
-			o.ResetIn, o.HasReset = sig.Reset, true
+			// Capped as Retry-After is: a reset in 2033 with nothing
+			// left held the lane for 6 years.
+			o.ResetIn, o.HasReset = min(sig.Reset, MaxLimiterWait), true
 		}
 	}
 	switch sig.Scope {

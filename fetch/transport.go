@@ -215,6 +215,10 @@ func (t *Transport) parts() (Waiter, *ExitSet, error) {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errors.New("fetch: Transport: request with no URL") // as net/http says, where it panicked
+	}
 	lim, exits, err := t.parts()
 	if err != nil {
 		closeBody(req)

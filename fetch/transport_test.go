@@ -73,6 +73,14 @@ func TestTransportZeroValue(t *testing.T) {
 	}
 }
 
+// TestTransportNoURL: a request without a URL is an error, as net/http
+// gives, not a panic.
+func TestTransportNoURL(t *testing.T) {
+	if _, err := (&fetch.Transport{}).RoundTrip(&http.Request{Method: http.MethodGet}); err == nil {
+		t.Errorf("RoundTrip of a request with no URL: nil error")
+	}
+}
+
 // TestTransportHalfConfigured: a Limiter without Exits (or the reverse) is
 // a clear error, not a panic, and the request is not sent.
 func TestTransportHalfConfigured(t *testing.T) {
