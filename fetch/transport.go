@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -272,9 +273,40 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sig := rlheader.Parse(resp.Header, now, prof)
 	v := interpret(Response{Status: resp.StatusCode, Header: resp.Header, ViaProxy: m.ViaProxy(req.URL.Scheme)}, sig, rules)
-	lim.Done(ticket, outcomeOf(v, sig, sent, req.URL.String()), now)
+	o := outcomeOf(v, sig, sent, req.URL.String())
+	o.AnsweredAt = now
+	if resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 || req.Method == http.MethodHead {
+		lim.Done(ticket, o, now)
+	} else {
+		// The request is in flight until its body is read or closed, as
+		// the crawl engine counts it: given back at the headers, a
+		// HostConcurrency of 1 let six streaming bodies run at once.
+		resp.Body = &doneBody{ReadCloser: resp.Body, done: func() { lim.Done(ticket, o, time.Now()) }}
+	}
 	t.sent(Sent{Request: req, Exit: ticket.Exit, Member: m.ID, Status: resp.StatusCode, Verdict: v})
 	return resp, nil
+}
+
+// doneBody calls done once, when the body has been read to its end (or
+// failed) or is closed, whichever comes first.
+type doneBody struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *doneBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(b.done)
+	}
+	return n, err
+}
+
+func (b *doneBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
 }
 
 // wait waits for a lane of host, keeping Reserve of the time to ctx's

@@ -329,3 +329,45 @@ func TestTransportAllExitsDown(t *testing.T) {
 		t.Errorf("error %q does not say the exits are down", err)
 	}
 }
+
+// TestTransportConcurrencyCoversBodies: a request holds its host's
+// concurrency until its body is read or closed, as the crawl engine counts
+// it: given back at the headers, a HostConcurrency of 1 let six streaming
+// bodies run at once.
+func TestTransportConcurrencyCoversBodies(t *testing.T) {
+	var mu sync.Mutex
+	cur, peak := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cur++
+		peak = max(peak, cur)
+		mu.Unlock()
+		defer func() { mu.Lock(); cur--; mu.Unlock() }()
+		w.(http.Flusher).Flush() // the headers now, the body over 200 ms
+		time.Sleep(200 * time.Millisecond)
+		io.WriteString(w, "body")
+	}))
+	defer srv.Close()
+	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerSecond(100), HostConcurrency: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt, Timeout: 20 * time.Second}
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			resp, err := c.Get(srv.URL + "/s")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	if peak != 1 {
+		t.Errorf("%d requests at once with HostConcurrency 1, want 1", peak)
+	}
+}
