@@ -275,7 +275,11 @@ type Core struct {
 	cursor   int
 	buffered int
 	inflight int
-	tries    map[int64]Tries // uncharged counts, this run only
+	// out holds the attempts in flight, by host and ticket: an attempt
+	// completed twice (or never dispatched) was taken, and the count in
+	// flight went below zero, past Concurrency on the next dispatch.
+	out   map[outKey]struct{}
+	tries map[int64]Tries // uncharged counts, this run only
 	// denied lists, per job, the exits that answered it 403 (this run
 	// only): it is not sent through them again.
 	denied map[int64][]string
@@ -357,6 +361,7 @@ func NewCore(cfg CoreConfig, fr frontier.Frontier, lim Limiter, tally *metrics.T
 		lim:     lim,
 		tally:   tally,
 		hosts:   map[string]*hostState{},
+		out:     map[outKey]struct{}{},
 		tries:   map[int64]Tries{},
 		denied:  map[int64][]string{},
 		exits:   map[string]*exitHealth{},
@@ -510,8 +515,28 @@ func (c *Core) startLocked(h *hostState, a Attempt) Attempt {
 	h.waitFrom = time.Time{}
 	c.inflight++
 	h.inflight++
+	c.out[keyOf(a)] = struct{}{}
 	return a
 }
+
+// outKey is an attempt in flight: its job's, each job having one attempt
+// in flight at most, or its host's robots.txt fetch, one at a time. (Not
+// the ticket: a Limiter of the caller's own may number them all 0.)
+type outKey struct {
+	robots string // the host, for its robots.txt
+	job    int64
+}
+
+func keyOf(a Attempt) outKey {
+	if a.Robots {
+		return outKey{robots: a.Host}
+	}
+	return outKey{job: a.Job.ID}
+}
+
+// ErrNotInFlight: Complete was given an attempt the Core has no record of
+// in flight (completed already, or never dispatched). Nothing was counted.
+var ErrNotInFlight = errors.New("fetch: the attempt is not in flight (completed already, or never dispatched)")
 
 // acquireLocked asks the limiter for host; when nothing can go it blocks
 // the host until the limiter's next time and counts that as throttled time.
@@ -807,6 +832,14 @@ func (c *Core) wakeLocked(now time.Time) time.Time {
 // completions reach the frontier together (and share its commits) rather
 // than one at a time.
 func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
+	c.mu.Lock()
+	k := keyOf(a)
+	_, ok := c.out[k]
+	delete(c.out, k)
+	c.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotInFlight, frontier.Redact(a.URL))
+	}
 	now := r.At
 	if r.Aborted {
 		c.mu.Lock()
