@@ -676,6 +676,7 @@ func (c *Core) handBackLocked(ctx context.Context, h *hostState) error {
 func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	target := c.bufferTarget()
 	want := target - c.buffered
+	extra := false // claiming past the target, for hosts that may go now
 	if want <= 0 || (c.buffered > target/2 && !c.frDirty && now.Before(c.frNext)) {
 		// A buffer of jobs whose hosts must wait starves the hosts that
 		// could go: 600 hosts of one URL each, every page a lane's
@@ -691,7 +692,7 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 		if ready > target/2 {
 			return nil
 		}
-		want = min(target-ready, waitingBuffer*target-c.buffered)
+		want, extra = min(target-ready, waitingBuffer*target-c.buffered), true
 	}
 	// One host may fill half the buffer, so that hosts that can go are not
 	// crowded out by one that cannot.
@@ -699,14 +700,17 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	jobs, err := c.fr.Claim(ctx, now, want, func(host string) bool {
 		h := c.hosts[host]
 		// A host that must wait beyond MaxWait takes its due jobs, to
-		// park them.
-		return h == nil || (len(h.queue) < perHost && (!h.notBefore.After(now) || c.mustWaitLocked(h, now)))
+		// park them; not past the target, which is for hosts that may go.
+		return h == nil || (len(h.queue) < perHost && (!h.notBefore.After(now) || !extra && c.mustWaitLocked(h, now)))
 	})
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
 	for _, j := range jobs {
 		c.enqueueLocked(j.Host, pending{job: j, url: j.URL})
+	}
+	if extra {
+		return nil // the usual claim's bookkeeping (frDirty, frNext) is its own
 	}
 	c.frDirty = false
 	if len(jobs) < want {

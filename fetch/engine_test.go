@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -507,5 +508,31 @@ func TestParkedForAWaveSaysWhy(t *testing.T) {
 	}
 	if parked == 0 {
 		t.Fatalf("no URL parked: the wave banned no lane")
+	}
+}
+
+// TestCoreCompleteTwice: an attempt completed twice, or one never
+// dispatched, is refused (ErrNotInFlight) and counts nothing: the count in
+// flight went below zero, and the next dispatch past Concurrency.
+func TestCoreCompleteTwice(t *testing.T) {
+	fr := sqliteFrontier(t, t.TempDir(), frontier.NewJob{URL: "http://a.example/1"}, frontier.NewJob{URL: "http://a.example/2"})
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(50)}, "e1")
+	core := NewCore(CoreConfig{Concurrency: 2}, fr, lim, nil)
+	ctx := context.Background()
+	as, _, err := core.Dispatch(ctx, time.Now())
+	if err != nil || len(as) == 0 {
+		t.Fatalf("Dispatch = %d attempts, %v", len(as), err)
+	}
+	ok := Response{Status: 200, At: time.Now()}
+	if err := core.Complete(ctx, as[0], ok); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Attempt{as[0], {}} {
+		if err := core.Complete(ctx, a, ok); !errors.Is(err, ErrNotInFlight) {
+			t.Errorf("Complete(%v) again = %v, want ErrNotInFlight", a.URL, err)
+		}
+	}
+	if n := core.Inflight(); n != len(as)-1 {
+		t.Errorf("%d in flight, want %d", n, len(as)-1)
 	}
 }
