@@ -386,11 +386,13 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	var added int
 	var bad urlfile.Bad
 	signalled := false
+	listSum := ""
 	if dist != nil && setup.urlFile != "" {
-		seeds, err := dist.checkList(ctx, f.crawl, setup.urlFile, f.append)
+		seeds, sum, err := dist.checkList(ctx, f.crawl, setup.urlFile, f.append)
 		if err != nil {
 			return err
 		}
+		listSum = sum
 		if seeds && workedBefore {
 			// The crawl was lost from Redis: seeded again, it fetches
 			// again what was done, without a word, and the lists other
@@ -426,6 +428,22 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	if err != nil {
 		return err
+	}
+	if dist != nil {
+		if listSum != "" {
+			if err := dist.loaded(ctx, f.crawl, listSum); err != nil {
+				return fmt.Errorf("crawl %q: recording %s loaded: %w", f.crawl, setup.urlFile, err)
+			}
+		}
+		if n, err := dist.partial(ctx, f.crawl); err == nil && n > 0 {
+			fmt.Fprintf(stderr, "exitgate: warning: %v\n", partialListError(f.crawl, n))
+		}
+		// A worker killed between a host's jobs and the crawl's schedule
+		// left the host out of it: nobody claimed its jobs until the
+		// stall line's repair, 30 s on. Repaired at every start.
+		if err := dist.fr.Repair(ctx); err != nil {
+			logger.Warn("frontier: the schedule's repair at start failed", "err", err)
+		}
 	}
 	counts, err := fr.Counts(ctx)
 	if err != nil {
@@ -668,6 +686,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		return runErr
 	}
 	why, _ := stoppedBy.Load().(string)
+	if dist != nil && sum.Queued+sum.Parked == 0 {
+		if n, err := dist.partial(wctx, f.crawl); err == nil && n > 0 {
+			return partialListError(f.crawl, n) // not done: part of a list never went in
+		}
+	}
 	return crawlOutcome(sum, why)
 }
 

@@ -176,13 +176,18 @@ func sharedSettings(f crawlFlags) map[string]string {
 // of lists (KEYS[1]): the first list, the same list again (a worker
 // restarted with its command), or any list with ARGV[2] = "1" (--append)
 // returns 1; another list returns 0, refused.
+//
+// A list taken is also marked as loading (KEYS[2]) until loaded marks it
+// loaded: a worker killed while loading leaves it there.
 var listScript = goredis.NewScript(`
 if redis.call('SCARD', KEYS[1]) == 0 then
   redis.call('SADD', KEYS[1], ARGV[1])
+  redis.call('SADD', KEYS[2], ARGV[1])
   return 2
 end
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 or ARGV[2] == '1' then
   redis.call('SADD', KEYS[1], ARGV[1])
+  redis.call('SADD', KEYS[2], ARGV[1])
   return 1
 end
 return 0
@@ -193,23 +198,44 @@ return 0
 // crawl.json: a joiner given another list added its URLs without a word.
 // The lists are recorded in Redis, for every worker. It reports whether
 // urlFile is the crawl's first list: this worker seeds the crawl.
-func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appendOK bool) (seeds bool, err error) {
-	sum, err := fileSHA256(urlFile)
+func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appendOK bool) (seeds bool, sum string, err error) {
+	sum, err = fileSHA256(urlFile)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	a := "0"
 	if appendOK {
 		a = "1"
 	}
-	ok, err := listScript.Run(ctx, d.rdb, []string{"eg:{" + crawl + "}:lists"}, sum, a).Int()
+	ok, err := listScript.Run(ctx, d.rdb, []string{"eg:{" + crawl + "}:lists", "eg:{" + crawl + "}:loading"}, sum, a).Int()
 	if err != nil {
-		return false, fmt.Errorf("crawl %q: URL lists: %w", crawl, err)
+		return false, "", fmt.Errorf("crawl %q: URL lists: %w", crawl, err)
 	}
 	if ok == 0 {
-		return false, usageError(fmt.Errorf("crawl %q was fed from another URL list than %s (or that list, edited): run with --append to add its URLs to the crawl, or join without a URL file", crawl, urlFile))
+		return false, "", usageError(fmt.Errorf("crawl %q was fed from another URL list than %s (or that list, edited): run with --append to add its URLs to the crawl, or join without a URL file", crawl, urlFile))
 	}
-	return ok == 2, nil
+	return ok == 2, sum, nil
+}
+
+// loaded records that the URL list sum went into the crawl whole: a list
+// is recorded before its URLs go in, and a seeder killed while loading left
+// part of it, which the other workers crawled and called done.
+func (d *distributed) loaded(ctx context.Context, crawl, sum string) error {
+	return d.rdb.SRem(ctx, "eg:{"+crawl+"}:loading", sum).Err()
+}
+
+// partial counts the crawl's URL lists that a worker began to load and none
+// loaded whole.
+func (d *distributed) partial(ctx context.Context, crawl string) (int, error) {
+	n, err := d.rdb.SCard(ctx, "eg:{"+crawl+"}:loading").Result()
+	return int(n), err
+}
+
+// partialListError says that a list the crawl was given did not go in
+// whole (n of them): the crawl is unfinished, whatever its queue says.
+func partialListError(crawl string, n int) error {
+	return &exitError{code: exitUnfinished, err: fmt.Errorf(
+		"crawl %q: %d URL list(s) it was given did not go in whole (the worker loading one stopped, or was killed, while loading): what went in is crawled; run that worker's command again, with its URL file, to load the rest", crawl, n)}
 }
 
 // buffer bounds the jobs a worker keeps claimed by the exits it owns

@@ -681,6 +681,21 @@ func TestDistributedInputsRefused(t *testing.T) {
 	if _, msg, code := run(t, "crawl", "--redis", strings.TrimPrefix(r.URL(), "redis://"), "--crawl", "x", "--out", filepath.Join(dir, "o"), listA); code != 2 || !strings.Contains(msg, "did you mean redis://") {
 		t.Errorf("--redis without its scheme: exit %d %q, want 2 with a suggestion", code, msg)
 	}
+	// A list a worker began to load and none loaded whole (its worker
+	// killed while loading; here marked so by hand): the crawl is not
+	// done, whatever its queue says, and each worker says so; the
+	// seeder's own command again loads the rest. A joiner crawled the
+	// part that went in and exited 0, every URL "done".
+	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(r.URL(), "redis://")})
+	defer rdb.Close()
+	listC := writeLines(t, dir, "c.txt", []string{origin.URL + "/c1", origin.URL + "/c2"})
+	if msg, code := crawl(filepath.Join(dir, "outC"), "partial", listC); code != 0 {
+		t.Fatalf("the seeder: exit %d %s", code, msg)
+	}
+	rdb.SAdd(context.Background(), "eg:{partial}:loading", "a list a killed seeder left")
+	if msg, code := crawl(filepath.Join(dir, "outD"), "partial", ""); code != exitUnfinished || !strings.Contains(msg, "did not go in whole") {
+		t.Errorf("a joiner of a crawl with a list not loaded whole: exit %d %q, want %d saying so", code, msg, exitUnfinished)
+	}
 	// The status in JSON has one style of keys, and lists, not nulls
 	// ("Queued" beside "crawl", "workers": null before).
 	out, msg, code := run(t, "status", "--redis", r.URL(), "--crawl", "lists", "--json")
