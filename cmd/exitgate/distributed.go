@@ -159,8 +159,10 @@ func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*d
 // fleet's timing that each worker reads the others' silence by.
 func sharedSettings(f crawlFlags) map[string]string {
 	rate := f.hostRate
-	if r, err := limit.ParseRate(rate); err == nil {
-		rate = r.String() // 180/min and 3/s alike
+	if r, err := limit.ParseRate(rate); err == nil && !r.IsZero() {
+		// Requests a second, whatever the unit: 120/min and 2/s alike
+		// (each written in its own unit, they were refused as two).
+		rate = strconv.FormatFloat(r.Hz(), 'g', 12, 64) + "/s"
 	}
 	return map[string]string{
 		"--host-rate":     rate,

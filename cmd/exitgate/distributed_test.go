@@ -707,3 +707,14 @@ func TestDistributedInputsRefused(t *testing.T) {
 		t.Errorf("status --json: exit %d %s\n%s\nwant workers [] and queue.done 3", code, msg, out)
 	}
 }
+
+// TestSharedHostRate: a --host-rate is compared between workers as the rate
+// it is, whatever its unit: 120/min beside 2/s was refused as another.
+func TestSharedHostRate(t *testing.T) {
+	a := sharedSettings(crawlFlags{exitFlags: exitFlags{hostRate: "120/min"}})["--host-rate"]
+	b := sharedSettings(crawlFlags{exitFlags: exitFlags{hostRate: "2/s"}})["--host-rate"]
+	c := sharedSettings(crawlFlags{exitFlags: exitFlags{hostRate: "3/s"}})["--host-rate"]
+	if a != b || a == c {
+		t.Errorf("--host-rate 120/min as %q, 2/s as %q, 3/s as %q; want the first two alike and the third not", a, b, c)
+	}
+}
