@@ -177,6 +177,11 @@ func (e *WaitError) Error() string {
 		return fmt.Sprintf("fetch: no working exit for %s: all %d exits are failing as proxies (refused, unreachable, wrong credentials; check them with \"exitgate proxies check\"): not sent", e.Host, e.Exits)
 	}
 	msg := fmt.Sprintf("fetch: no lane of %s frees up before the request's deadline: not sent", e.Host)
+	if !e.Next.IsZero() {
+		// When it may go: a Retry-After of an hour read as a deadline
+		// a moment too short.
+		msg += fmt.Sprintf("; the host may go at %s, in %v", e.Next.Format(time.RFC3339), time.Until(e.Next).Round(time.Second))
+	}
 	if e.ExitsDown > 0 {
 		msg += fmt.Sprintf(" (%d of %d exits failing as proxies)", e.ExitsDown, e.Exits)
 	}

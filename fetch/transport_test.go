@@ -238,6 +238,9 @@ func TestTransportFailsFastPastDeadline(t *testing.T) {
 	if wait := time.Until(we.Next); wait < 30*time.Second || wait > 61*time.Second {
 		t.Errorf("WaitError.Next is %v away, want about a minute", wait)
 	}
+	if !strings.Contains(err.Error(), "the host may go at") {
+		t.Errorf("WaitError says %q, want when the host may go", err)
+	}
 	if n := site.requests(); n != 1 {
 		t.Errorf("the site got %d requests, want 1", n)
 	}

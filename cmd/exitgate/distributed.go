@@ -24,6 +24,7 @@ import (
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/redisstate"
+	"github.com/exitgate/exitgate/report"
 )
 
 // Distributed mode (--redis, --crawl): the frontier, the fleet of workers
@@ -229,7 +230,11 @@ func (d *distributed) loaded(ctx context.Context, crawl, sum string) error {
 // partial counts the crawl's URL lists that a worker began to load and none
 // loaded whole.
 func (d *distributed) partial(ctx context.Context, crawl string) (int, error) {
-	n, err := d.rdb.SCard(ctx, "eg:{"+crawl+"}:loading").Result()
+	return partialLists(ctx, d.rdb, crawl)
+}
+
+func partialLists(ctx context.Context, rdb goredis.UniversalClient, crawl string) (int, error) {
+	n, err := rdb.SCard(ctx, "eg:{"+crawl+"}:loading").Result()
 	return int(n), err
 }
 
@@ -498,8 +503,16 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		return enc.Encode(st)
 	}
 	c := st.Queue
-	fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d abandoned, %d queued, %d leased, %d parked\n\n",
-		f.crawl, c.Total(), c.Done, c.Abandoned, c.Queued, c.Leased, c.Parked)
+	// 404s and 410s are no abandoned URLs, here as in each worker's
+	// summary (status said 8 abandoned where the workers said 3 not
+	// found, 5 abandoned).
+	nf := report.CountNotFound(c.AbandonedByReason)
+	fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d not found, %d abandoned, %d queued, %d leased, %d parked\n",
+		f.crawl, c.Total(), c.Done, nf, c.Abandoned-nf, c.Queued, c.Leased, c.Parked)
+	if n, err := partialLists(ctx, rdb, f.crawl); err == nil && n > 0 {
+		fmt.Fprintf(w, "warning: %v\n", partialListError(f.crawl, n))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "worker\texits\trequests\tok/s\t429\t429 last min\texits owned")
 	var req, n429 int64
