@@ -73,6 +73,15 @@ func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
 	if cfg.Exits == nil || len(cfg.Exits.Keys()) == 0 {
 		return nil, errors.New("fetch: no exits configured")
 	}
+	switch {
+	case core == nil || core.fr == nil || core.lim == nil:
+		// Run panicked on them.
+		return nil, errors.New("fetch: NewEngine needs a Core made by NewCore with a frontier and a limiter")
+	case cfg.Timeout < 0 || cfg.MaxBodyBytes < 0 || cfg.HorizonWait < 0 || cfg.Recheck < 0:
+		// Taken as the defaults, unsaid.
+		return nil, fmt.Errorf("fetch: EngineConfig Timeout %v, MaxBodyBytes %d, HorizonWait %v, Recheck %v: want none negative (0: the default)",
+			cfg.Timeout, cfg.MaxBodyBytes, cfg.HorizonWait, cfg.Recheck)
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}

@@ -536,3 +536,25 @@ func TestCoreCompleteTwice(t *testing.T) {
 		t.Errorf("%d in flight, want %d", n, len(as)-1)
 	}
 }
+
+// TestNewEngineRefusesBadConfig: a negative setting, or a Core without a
+// frontier or limiter, is an error from NewEngine: the first were taken as
+// the defaults unsaid, the second panicked in Run.
+func TestNewEngineRefusesBadConfig(t *testing.T) {
+	fr := sqliteFrontier(t, t.TempDir())
+	lim := limiterWith(t, limit.Config{}, "e1")
+	exits := ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport})
+	for _, tc := range []struct {
+		cfg  EngineConfig
+		core *Core
+	}{
+		{EngineConfig{Exits: exits, Timeout: -time.Second}, NewCore(CoreConfig{}, fr, lim, nil)},
+		{EngineConfig{Exits: exits, MaxBodyBytes: -1}, NewCore(CoreConfig{}, fr, lim, nil)},
+		{EngineConfig{Exits: exits}, NewCore(CoreConfig{}, nil, lim, nil)},
+		{EngineConfig{Exits: exits}, nil},
+	} {
+		if _, err := NewEngine(tc.cfg, tc.core); err == nil {
+			t.Errorf("NewEngine(%+v) = nil error, want one", tc.cfg)
+		}
+	}
+}
