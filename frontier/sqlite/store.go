@@ -86,8 +86,9 @@ type Config struct {
 var (
 	// ErrNotFrontier: the file is a SQLite database of some other program.
 	ErrNotFrontier = errors.New("frontier/sqlite: not a frontier database")
-	// ErrLocked: another process has the database open.
-	ErrLocked = errors.New("frontier/sqlite: database is in use by another process")
+	// ErrLocked: another process, or another Store of this one, has the
+	// database open.
+	ErrLocked = errors.New("frontier/sqlite: database is in use by another process or another Store of this one")
 )
 
 // Store is a frontier.Frontier in one SQLite file. It is safe for
@@ -152,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("frontier/sqlite: invalid Config.Sync %d", cfg.Sync)
 	}
 	if cfg.Lease < 0 || cfg.BusyTimeout < 0 || cfg.CacheMiB < 0 {
-		return nil, errors.New("frontier/sqlite: negative Config.Lease, BusyTimeout or CacheMiB")
+		return nil, fmt.Errorf("frontier/sqlite: Config.Lease %v, BusyTimeout %v, CacheMiB %d: want none negative", cfg.Lease, cfg.BusyTimeout, cfg.CacheMiB)
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
