@@ -58,6 +58,11 @@ func openRedis(ctx context.Context, url string) (goredis.UniversalClient, error)
 	info, err := c.Info(ctx, "cluster").Result()
 	if err != nil {
 		c.Close()
+		if opt.TLSConfig != nil {
+			// rediss:// to a Redis that does not speak TLS times out with
+			// nothing else said.
+			return nil, fmt.Errorf("--redis %s: %w (the URL is rediss://, TLS: is this Redis serving TLS? A plain one takes redis://)", opt.Addr, err)
+		}
 		return nil, fmt.Errorf("--redis %s: %w", opt.Addr, err)
 	}
 	if !strings.Contains(info, "cluster_enabled:1") {
@@ -66,7 +71,7 @@ func openRedis(ctx context.Context, url string) (goredis.UniversalClient, error)
 	c.Close()
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{opt.Addr}, Username: opt.Username,
 		Password: opt.Password, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-		MaxRedirects: 3})
+		MaxRedirects: 3, TLSConfig: opt.TLSConfig}) // (a cluster behind rediss:// was reached without TLS)
 	cc.AddHook(roundTrips{})
 	return cc, nil
 }
