@@ -287,8 +287,6 @@ type Core struct {
 	exits   map[string]*exitHealth
 	frNext  time.Time // when the frontier may have more due work
 	frDirty bool      // jobs went back to the frontier since the last claim
-	// waitScanAt is when a full buffer's waiting jobs are counted next.
-	waitScanAt time.Time
 }
 
 type hostState struct {
@@ -676,23 +674,8 @@ func (c *Core) handBackLocked(ctx context.Context, h *hostState) error {
 func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	target := c.bufferTarget()
 	want := target - c.buffered
-	extra := false // claiming past the target, for hosts that may go now
 	if want <= 0 || (c.buffered > target/2 && !c.frDirty && now.Before(c.frNext)) {
-		// A buffer of jobs whose hosts must wait starves the hosts that
-		// could go: 600 hosts of one URL each, every page a lane's
-		// interval after its robots.txt, went 64 at a time, 21 s where
-		// 4 s did (16 in flight, none most of the time). Jobs that wait
-		// do not count, up to waitingBuffer times the target; looked at
-		// now and then, not at every dispatch.
-		if now.Before(c.waitScanAt) || c.buffered >= waitingBuffer*target {
-			return nil
-		}
-		c.waitScanAt = now.Add(waitScanEvery)
-		ready := c.buffered - c.waitingLocked(now)
-		if ready > target/2 {
-			return nil
-		}
-		want, extra = min(target-ready, waitingBuffer*target-c.buffered), true
+		return nil
 	}
 	// One host may fill half the buffer, so that hosts that can go are not
 	// crowded out by one that cannot.
@@ -700,17 +683,14 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	jobs, err := c.fr.Claim(ctx, now, want, func(host string) bool {
 		h := c.hosts[host]
 		// A host that must wait beyond MaxWait takes its due jobs, to
-		// park them; not past the target, which is for hosts that may go.
-		return h == nil || (len(h.queue) < perHost && (!h.notBefore.After(now) || !extra && c.mustWaitLocked(h, now)))
+		// park them.
+		return h == nil || (len(h.queue) < perHost && (!h.notBefore.After(now) || c.mustWaitLocked(h, now)))
 	})
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
 	for _, j := range jobs {
 		c.enqueueLocked(j.Host, pending{job: j, url: j.URL})
-	}
-	if extra {
-		return nil // the usual claim's bookkeeping (frDirty, frNext) is its own
 	}
 	c.frDirty = false
 	if len(jobs) < want {
@@ -736,26 +716,6 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 	}
 	return nil
 }
-
-// waitingLocked counts the buffered jobs whose host may not send now (paced,
-// cooling, fetching its robots.txt).
-func (c *Core) waitingLocked(now time.Time) int {
-	n := 0
-	for _, host := range c.order {
-		if h := c.hosts[host]; h != nil && len(h.queue) > 0 && (h.notBefore.After(now) || h.robotsBusy) {
-			n += len(h.queue)
-		}
-	}
-	return n
-}
-
-// waitingBuffer bounds the buffer, jobs that wait included, at this many
-// times its target; waitScanEvery is how often the Core counts them when
-// the buffer is full.
-const (
-	waitingBuffer = 16
-	waitScanEvery = 50 * time.Millisecond
-)
 
 // refillEvery is how soon the Core claims again after a claim that got all
 // it asked for, while its buffer is more than half full.

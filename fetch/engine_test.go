@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -425,46 +424,6 @@ func TestCoreBuffer(t *testing.T) {
 		if counts.Leased != c.want {
 			t.Errorf("Buffer %v: %d jobs claimed, want %d", c.buffer != nil, counts.Leased, c.want)
 		}
-	}
-}
-
-// TestEngineManyHostsWaiting: jobs whose hosts must wait (each page a lane's
-// interval after its robots.txt) do not fill the Core's buffer and starve
-// the hosts that could go. 600 hosts of one URL each went 64 at a time,
-// 21 s where 4 s did, most of it with nothing in flight.
-func TestEngineManyHostsWaiting(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			fmt.Fprint(w, "User-agent: *\nDisallow:\n")
-			return
-		}
-		fmt.Fprint(w, "page")
-	}))
-	defer srv.Close()
-	const hosts = 400
-	var jobs []frontier.NewJob
-	for i := range hosts {
-		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://h%d.example/p", i)})
-	}
-	fr := sqliteFrontier(t, t.TempDir(), jobs...)
-	// The default first guess: a page 2 s after its host's robots.txt.
-	lim := limiterWith(t, limit.Config{}, "e1")
-	core := NewCore(CoreConfig{Concurrency: 4, Robots: true, Retry: RetryPolicy{MaxWait: time.Minute, Backoff: backoffFast}}, fr, lim, nil)
-	proxy, _ := url.Parse(srv.URL)
-	rt := &http.Transport{Proxy: http.ProxyURL(proxy)} // every host is the one server
-	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": rt})}, core)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	start := time.Now()
-	if err := eng.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	if c, _ := fr.Counts(context.Background()); c.Done != hosts || took > 8*time.Second {
-		t.Errorf("%d of %d hosts done in %v, want all within 8 s (64 hosts every 2 s take 13 s)", c.Done, hosts, took.Round(time.Millisecond))
 	}
 }
 
