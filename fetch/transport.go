@@ -280,10 +280,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	v := interpret(Response{Status: resp.StatusCode, Header: resp.Header, ViaProxy: m.ViaProxy(req.URL.Scheme)}, sig, rules)
 	o := outcomeOf(v, sig, sent, req.URL.String())
 	o.AnsweredAt = now
-	if resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 || req.Method == http.MethodHead {
-		lim.Done(ticket, o, now)
+	if v != verdict.OK || resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 || req.Method == http.MethodHead {
+		lim.Done(ticket, o, now) // a refusal is heard at once, not at its body's end
 	} else {
-		// The request is in flight until its body is read or closed, as
+		// A success is in flight until its body is read or closed, as
 		// the crawl engine counts it: given back at the headers, a
 		// HostConcurrency of 1 let six streaming bodies run at once.
 		resp.Body = &doneBody{ReadCloser: resp.Body, done: func() { lim.Done(ticket, o, time.Now()) }}

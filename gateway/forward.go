@@ -188,13 +188,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			// WebSocket that worked as abandoned, "status 101".
 			v, o.Verdict = verdict.OK, verdict.OK
 		}
-		g.lim.Done(ticket, o, now)
 		last = v
 		throttled = throttled || v == verdict.Throttled
 		if v == verdict.ProxyFailure && tgt.session != "" {
 			g.sessions.unbind(tgt.session, ticket.Exit)
 		}
 		if canRetry && (v == verdict.Throttled || v == verdict.Banned || v == verdict.ProxyFailure) {
+			g.lim.Done(ticket, o, now)
 			discard(resp.Body)
 			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
 			g.retried(host, ticket.Exit)
@@ -204,13 +204,28 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			// The exit's proxy refused (407): its answer is not the
 			// server's, and a 407 would ask the client for credentials
 			// the gateway does not want.
+			g.lim.Done(ticket, o, now)
 			discard(resp.Body)
 			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
 			g.giveUp(w, host, http.StatusBadGateway, "exit proxy failure", time.Time{},
 				fmt.Sprintf("exitgate: the proxy of exit %s answered %d", ticket.Exit, resp.StatusCode))
 			return
 		}
+		// A success is in flight (the host's and the pool's concurrency)
+		// until its answer is passed on, as the crawl engine and
+		// fetch.Transport count it: given back at the headers, streaming
+		// bodies ran past HostConcurrency. Not a switched protocol (a
+		// WebSocket held for hours is no request in flight), and not a
+		// refusal, which the limiter hears at once (a 503's pause counted
+		// from the end of its trickling body held the next request).
+		atHeaders := resp.StatusCode == http.StatusSwitchingProtocols || v != verdict.OK
+		if atHeaders {
+			g.lim.Done(ticket, o, now)
+		}
 		n, cerr := g.respond(w, r, resp, ticket.Exit, attempt)
+		if !atHeaders {
+			g.lim.Done(ticket, o, time.Now())
+		}
 		g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, n)
 		switch {
 		case v == verdict.OK && cerr == nil:

@@ -1445,3 +1445,40 @@ func TestShutdownClosesIdleTunnels(t *testing.T) {
 		t.Errorf("Shutdown with an idle tunnel open = %v, want ErrTunnelsClosed", err)
 	}
 }
+
+// A request is in flight until its answer is passed on, as the crawl engine
+// and fetch.Transport count it: given back at the headers, streaming bodies
+// ran past a host's concurrency of 1.
+func TestConcurrencyCoversBodies(t *testing.T) {
+	var mu sync.Mutex
+	cur, peak := 0, 0
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cur++
+		peak = max(peak, cur)
+		mu.Unlock()
+		defer func() { mu.Lock(); cur--; mu.Unlock() }()
+		w.(http.Flusher).Flush()
+		time.Sleep(200 * time.Millisecond)
+		io.WriteString(w, "body")
+	})
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(500), LaneBurst: 100, HostConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim})
+	c := client(proxy, nil)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			resp, body := get(t, c, fmt.Sprintf("%s/s%d", o.URL, i), HeaderWait, "10s")
+			if resp.StatusCode != 200 || body != "body" {
+				t.Errorf("GET = %d %q", resp.StatusCode, body)
+			}
+		})
+	}
+	wg.Wait()
+	if peak != 1 {
+		t.Errorf("%d requests at the origin at once with HostConcurrency 1, want 1", peak)
+	}
+}
