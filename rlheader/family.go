@@ -109,15 +109,20 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		field = map[string]string{"replenish-rate": "rate", "burst-capacity": "limit", "requested-tokens": "cost"}[rest]
 	default:
 		field, suffix, _ = strings.Cut(rest, "-")
-		if (field == "requests" || otherUnit(field)) && slices.Contains(qualifiedFields[:], suffix) {
-			// The unit first (RapidAPI's X-RateLimit-Requests-Remaining):
-			// the same policy as OpenAI's X-RateLimit-Remaining-Requests.
-			field, suffix = suffix, field
-		}
-		if q, f, ok := qualifiedField(field); ok {
-			// hapi-rate-limit's X-RateLimit-UserRemaining: the qualifier
-			// names a policy of requests, as a suffix does (-Minute).
-			qual, field = q, f
+		switch field {
+		case "limit", "remaining", "reset", "used":
+			// The usual spelling: nothing more to look at (the rest are
+			// looked for only here, off the common path).
+		default:
+			if suffix != "" && slices.Contains(qualifiedFields[:], suffix) && (field == "requests" || otherUnit(field)) {
+				// The unit first (RapidAPI's X-RateLimit-Requests-Remaining):
+				// the same policy as OpenAI's X-RateLimit-Remaining-Requests.
+				field, suffix = suffix, field
+			} else if q, f, ok := qualifiedField(field); ok {
+				// hapi-rate-limit's X-RateLimit-UserRemaining: the qualifier
+				// names a policy of requests, as a suffix does (-Minute).
+				qual, field = q, f
+			}
 		}
 	}
 	millis := false
@@ -472,7 +477,10 @@ func (ps *parser) groupPolicies(g *fgroup) {
 		p := ipol{tier: g.tier}
 		p.Name = g.name
 		if p.Name == "" {
-			p.Name = strings.Trim(g.qual+"-"+g.suffix, "-")
+			p.Name = g.suffix
+			if g.qual != "" {
+				p.Name = strings.TrimSuffix(g.qual+"-"+g.suffix, "-")
+			}
 		}
 		if g.hasLimit {
 			p.Quota, p.HasQuota, p.srcQuota = g.limit, true, g.srcLimit
@@ -541,10 +549,13 @@ func firstNonEmpty(ss ...string) string {
 // otherUnit reports whether a family name's suffix names a unit other
 // than requests (OpenAI's -tokens, a count of bytes, points or credits).
 func otherUnit(suffix string) bool {
-	for _, u := range [...]string{"tokens", "bytes", "points", "credits", "cost", "concurrency", "concurrent"} {
-		if suffix == u || strings.HasSuffix(suffix, "-"+u) {
-			return true
-		}
+	if suffix == "" {
+		return false
+	}
+	last := suffix[strings.LastIndexByte(suffix, '-')+1:] // input-tokens: tokens
+	switch last {
+	case "tokens", "bytes", "points", "credits", "cost", "concurrency", "concurrent":
+		return true
 	}
 	return false
 }
