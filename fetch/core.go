@@ -275,9 +275,9 @@ type Core struct {
 	cursor   int
 	buffered int
 	inflight int
-	// out holds the attempts in flight, by host and ticket: an attempt
-	// completed twice (or never dispatched) was taken, and the count in
-	// flight went below zero, past Concurrency on the next dispatch.
+	// out holds the attempts in flight (keyOf): an attempt completed
+	// twice (or never dispatched) was taken, and the count in flight went
+	// below zero, past Concurrency on the next dispatch.
 	out   map[outKey]struct{}
 	tries map[int64]Tries // uncharged counts, this run only
 	// denied lists, per job, the exits that answered it 403 (this run

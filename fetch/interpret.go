@@ -18,12 +18,18 @@ func interpret(r Response, sig rlheader.Signal, rules classify.Rules) verdict.Ve
 		return classify.Error(r.Err)
 	}
 	v := classify.Response(r.Status, sig, r.Sniff, rules)
-	if _, ruled := rules.Status[r.Status]; v == verdict.ProxyFailure && r.Status == http.StatusProxyAuthRequired && !r.ViaProxy && !ruled {
+	if r.Status == http.StatusProxyAuthRequired && v == verdict.ProxyFailure && !r.ViaProxy && !ruled(rules, r.Status) {
 		// No proxy stood between: the server asked for proxy
 		// credentials, and its answer is the URL's fate.
 		v = verdict.Fatal
 	}
 	return v
+}
+
+// ruled reports whether rules give status a verdict of their own.
+func ruled(rules classify.Rules, status int) bool {
+	_, ok := rules.Status[status]
+	return ok
 }
 
 // MaxLimiterWait caps the Retry-After the limiter hears: a longer one is

@@ -43,6 +43,14 @@ func ParseFormat(s string) (Format, error) {
 	return 0, fmt.Errorf("%q: want jsonl or csv", s)
 }
 
+// other is the format a results file of f is converted from or to.
+func (f Format) other() Format {
+	if f == JSONL {
+		return CSV
+	}
+	return JSONL
+}
+
 // File is the results file's name in the output directory.
 func (f Format) File() string {
 	if f == CSV {
@@ -247,10 +255,7 @@ func (r *Results) reconcile(ctx context.Context, fr frontier.Frontier) error {
 // type, ...), which a row rebuilt from the frontier lacks. nil when there
 // is no such file.
 func (r *Results) otherRows(seen *idSet) map[int64]Result {
-	from := JSONL
-	if r.format == JSONL {
-		from = CSV
-	}
+	from := r.format.other()
 	f, err := os.Open(filepath.Join(r.dir, from.File()))
 	if err != nil {
 		return nil
@@ -360,10 +365,7 @@ func (r *Results) convertOther() error {
 	if _, err := os.Stat(r.path); !errors.Is(err, os.ErrNotExist) {
 		return nil // there is one (or it cannot be told): reconcile judges it
 	}
-	from := JSONL
-	if r.format == JSONL {
-		from = CSV
-	}
+	from := r.format.other()
 	f, err := os.Open(filepath.Join(r.dir, from.File()))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

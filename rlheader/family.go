@@ -106,7 +106,14 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		// Spring Cloud Gateway's token bucket: its refill a second, its
 		// size, and the tokens each request takes (read as restify's
 		// rate and size, the rate and Remaining counted in requests).
-		field = map[string]string{"replenish-rate": "rate", "burst-capacity": "limit", "requested-tokens": "cost"}[rest]
+		switch rest {
+		case "replenish-rate":
+			field = "rate"
+		case "burst-capacity":
+			field = "limit"
+		default:
+			field = "cost"
+		}
 	default:
 		field, suffix, _ = strings.Cut(rest, "-")
 		switch field {
