@@ -844,9 +844,17 @@ type crawlRecord struct {
 }
 
 type urlFileRecord struct {
-	Path   string    `json:"path"`
-	SHA256 string    `json:"sha256"` // of the content: an edited list is another list
-	Added  time.Time `json:"added"`
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"` // of the file's bytes
+	// Lines is urlfile.Identity.Lines: the same URL lines in any order or
+	// line ends are the same list; an edited list is another. Empty in
+	// the records of older crawls, which SHA256 alone identifies.
+	Lines string    `json:"lines,omitempty"`
+	Added time.Time `json:"added"`
+}
+
+func (u urlFileRecord) identity() urlfile.Identity {
+	return urlfile.Identity{File: u.SHA256, Lines: u.Lines}
 }
 
 // checkURLFile refuses a URL list that out's crawl was not fed from, unless
@@ -856,11 +864,11 @@ type urlFileRecord struct {
 // directory without a record (a new crawl, or one from an older exitgate)
 // takes the list as its own.
 func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
-	sum, err := fileSHA256(urlFile)
+	id, err := urlfile.Identify(urlFile)
 	if err != nil {
 		return nil, err
 	}
-	this := urlFileRecord{Path: urlFile, SHA256: sum, Added: time.Now().UTC()}
+	this := urlFileRecord{Path: urlFile, SHA256: id.File, Lines: id.Lines, Added: time.Now().UTC()}
 	if abs, err := filepath.Abs(urlFile); err == nil {
 		this.Path = abs
 	}
@@ -879,8 +887,13 @@ func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
 	if rec.Distributed != "" {
 		return nil, fmt.Errorf("%s holds a worker's part of the distributed crawl %q: use another --out", out, rec.Distributed)
 	}
-	for _, u := range rec.URLFiles {
-		if u.SHA256 == this.SHA256 {
+	for i, u := range rec.URLFiles {
+		if u.identity().Same(id) {
+			if u.Lines == "" {
+				// An older crawl's record: its lines' identity from now on.
+				rec.URLFiles[i].Lines = id.Lines
+				return &rec, nil
+			}
 			return nil, nil
 		}
 	}
@@ -889,26 +902,11 @@ func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
 		if n := len(rec.URLFiles); n > 0 {
 			last = rec.URLFiles[n-1].Path
 		}
-		return nil, fmt.Errorf("%s holds the crawl of %s; %s is another URL list (or that list, edited): "+
+		return nil, fmt.Errorf("%s holds the crawl of %s; %s holds other URLs (another list, or that list edited; the same URLs in another order or with other line ends are the same list): "+
 			"run with --append to add its URLs to that crawl, or use another --out", out, last, urlFile)
 	}
 	rec.URLFiles = append(rec.URLFiles, this)
 	return &rec, nil
-}
-
-// fileSHA256 is the hex SHA-256 of a file's content: a URL list's
-// identity (an edited list is another list).
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // stdinList is the URLFILE that means standard input.

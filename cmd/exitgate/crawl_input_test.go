@@ -278,6 +278,24 @@ func TestCrawlOtherURLFileNeedsAppend(t *testing.T) {
 	if r := crawl(file1); r.err != nil {
 		t.Errorf("rerun of the first list: %v, want a resume", r.err)
 	}
+	// The same URLs saved on another machine: CRLF line ends, another
+	// order, a comment. The same list (it was refused as another).
+	var copied strings.Builder
+	copied.WriteString("# copied\r\n")
+	for i := len(first) - 1; i >= 0; i-- {
+		copied.WriteString(first[i] + "\r\n")
+	}
+	copyFile := filepath.Join(dir, "copy.txt")
+	if err := os.WriteFile(copyFile, []byte(copied.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := crawl(copyFile); r.err != nil {
+		t.Errorf("rerun with the list's copy (CRLF, reversed): %v, want a resume", r.err)
+	}
+	edited := writeLines(t, dir, "edited.txt", append(first[:2:2], srv.URL+"/other/edited"))
+	if r := crawl(edited); exitCode(r.err) != exitUsage {
+		t.Errorf("crawl of the list edited: %v, want refused (exit %d)", r.err, exitUsage)
+	}
 	if r := crawl("--append", file2); r.err != nil {
 		t.Fatalf("crawl --append of the second list: %v\nstderr:\n%s", r.err, r.stderr)
 	}

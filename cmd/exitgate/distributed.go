@@ -21,6 +21,7 @@ import (
 	"github.com/exitgate/exitgate/fleet"
 	"github.com/exitgate/exitgate/frontier"
 	redisfr "github.com/exitgate/exitgate/frontier/redis"
+	"github.com/exitgate/exitgate/internal/urlfile"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/redisstate"
@@ -180,10 +181,12 @@ func sharedSettings(f crawlFlags) map[string]string {
 	}
 }
 
-// listScript records a URL list (ARGV[1], its SHA-256) in the crawl's set
-// of lists (KEYS[1]): the first list, the same list again (a worker
-// restarted with its command), or any list with ARGV[2] = "1" (--append)
-// returns 1; another list returns 0, refused.
+// listScript records a URL list (ARGV[1], urlfile.Identity.Lines) in the
+// crawl's set of lists (KEYS[1]): the first list, the same list again (a
+// worker restarted with its command, or a joiner whose copy of the list
+// differs in order or line ends; ARGV[3], the file's SHA-256, is how a
+// crawl seeded by an older exitgate recorded it), or any list with ARGV[2]
+// = "1" (--append) returns 1; another list returns 0, refused.
 //
 // A list taken is also marked as loading (KEYS[2]) until loaded marks it
 // loaded: a worker killed while loading leaves it there.
@@ -193,7 +196,7 @@ if redis.call('SCARD', KEYS[1]) == 0 then
   redis.call('SADD', KEYS[2], ARGV[1])
   return 2
 end
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 or ARGV[2] == '1' then
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 or redis.call('SISMEMBER', KEYS[1], ARGV[3]) == 1 or ARGV[2] == '1' then
   redis.call('SADD', KEYS[1], ARGV[1])
   redis.call('SADD', KEYS[2], ARGV[1])
   return 1
@@ -207,7 +210,7 @@ return 0
 // The lists are recorded in Redis, for every worker. It reports whether
 // urlFile is the crawl's first list: this worker seeds the crawl.
 func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appendOK bool) (seeds bool, sum string, err error) {
-	sum, err = fileSHA256(urlFile)
+	id, err := urlfile.Identify(urlFile)
 	if err != nil {
 		return false, "", err
 	}
@@ -215,14 +218,14 @@ func (d *distributed) checkList(ctx context.Context, crawl, urlFile string, appe
 	if appendOK {
 		a = "1"
 	}
-	ok, err := listScript.Run(ctx, d.rdb, []string{"eg:{" + crawl + "}:lists", "eg:{" + crawl + "}:loading"}, sum, a).Int()
+	ok, err := listScript.Run(ctx, d.rdb, []string{"eg:{" + crawl + "}:lists", "eg:{" + crawl + "}:loading"}, id.Lines, a, id.File).Int()
 	if err != nil {
 		return false, "", fmt.Errorf("crawl %q: URL lists: %w", crawl, err)
 	}
 	if ok == 0 {
-		return false, "", usageError(fmt.Errorf("crawl %q was fed from another URL list than %s (or that list, edited): run with --append to add its URLs to the crawl, or join without a URL file", crawl, urlFile))
+		return false, "", usageError(fmt.Errorf("crawl %q was fed from other URLs than %s holds (another list, or that list edited; the same URLs in another order or with other line ends are the same list): run with --append to add its URLs to the crawl, or join without a URL file", crawl, urlFile))
 	}
-	return ok == 2, sum, nil
+	return ok == 2, id.Lines, nil
 }
 
 // loaded records that the URL list sum went into the crawl whole: a list

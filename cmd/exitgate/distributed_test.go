@@ -669,8 +669,17 @@ func TestDistributedInputsRefused(t *testing.T) {
 	if msg, code := crawl(outA, "lists", listA); code != 0 {
 		t.Fatalf("the first worker: exit %d %s", code, msg)
 	}
-	if msg, code := crawl(outB, "lists", listB); code != 2 || !strings.Contains(msg, "another URL list") {
+	if msg, code := crawl(outB, "lists", listB); code != 2 || !strings.Contains(msg, "other URLs than") {
 		t.Errorf("a worker with another list: exit %d %q, want 2, refused", code, msg)
+	}
+	// A joiner's copy of the crawl's list made on another machine (CRLF,
+	// another order) is that list (it was refused as another).
+	copyA := filepath.Join(dir, "a-copy.txt")
+	if err := os.WriteFile(copyA, []byte(origin.URL+"/a2\r\n"+origin.URL+"/a1\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg, code := crawl(filepath.Join(dir, "outCopy"), "lists", copyA); code != 0 {
+		t.Errorf("a worker with a copy of the list (CRLF, reversed): exit %d %s, want 0", code, msg)
 	}
 	if msg, code := crawl(outB, "lists", listB, "--append"); code != 0 {
 		t.Errorf("the same with --append: exit %d %s", code, msg)

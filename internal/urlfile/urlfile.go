@@ -9,9 +9,13 @@ package urlfile
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"strings"
 
@@ -240,4 +244,55 @@ func (b batch) len() int { return b.prepared.Len() + len(b.jobs) }
 // reset empties b, keeping the jobs' array.
 func (b batch) reset() batch {
 	return batch{prepared: b.prepared.Reset(), jobs: b.jobs[:0]}
+}
+
+// Identity is what makes two URL files the same list.
+type Identity struct {
+	// File is the SHA-256 of the file's bytes, as crawls before Lines
+	// recorded a list.
+	File string
+	// Lines is the same for any file holding the same URL lines, in any
+	// order, whatever its line ends, byte order mark, blank lines,
+	// comments and spaces around a line: a copy of a list saved on another
+	// machine (CRLF) or sorted is the list it was, where its bytes differ.
+	// It is the sum of each line's SHA-256 (a multiset hash): no order,
+	// no sorting, no memory that grows with the list.
+	Lines string
+}
+
+// Same reports whether id and other name one list.
+func (id Identity) Same(other Identity) bool {
+	return id.File == other.File || (id.Lines != "" && id.Lines == other.Lines)
+}
+
+// Identify reads the URL file at path once and returns its Identity.
+func Identify(path string) (Identity, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Identity{}, err
+	}
+	defer f.Close()
+	file := sha256.New()
+	var sum [4]uint64 // 256 bits, added with carry, most significant first
+	_, err = read(io.TeeReader(f, file), path, func(u string) (string, error) {
+		addLine(&sum, u)
+		return "", nil
+	})
+	if err != nil {
+		return Identity{}, err
+	}
+	var lines [32]byte
+	for i, w := range sum {
+		binary.BigEndian.PutUint64(lines[8*i:], w)
+	}
+	return Identity{File: hex.EncodeToString(file.Sum(nil)), Lines: hex.EncodeToString(lines[:])}, nil
+}
+
+// addLine adds the SHA-256 of line u to sum, modulo 2^256.
+func addLine(sum *[4]uint64, u string) {
+	h := sha256.Sum256([]byte(u))
+	var carry uint64
+	for i := 3; i >= 0; i-- {
+		sum[i], carry = bits.Add64(sum[i], binary.BigEndian.Uint64(h[8*i:]), carry)
+	}
 }

@@ -3,6 +3,7 @@ package urlfile
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,5 +165,55 @@ func TestPush(t *testing.T) {
 	}
 	if _, _, err := Push(context.Background(), fr, path+".missing"); err == nil {
 		t.Error("Push(missing file) = nil error")
+	}
+}
+
+// TestIdentify: a list's copy with other line ends, another order, a byte
+// order mark, comments, blank lines and spaces is the same list; a list with
+// a URL changed, added or dropped is not.
+func TestIdentify(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) Identity {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		id, err := Identify(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	orig := write("orig.txt", "http://a.example/1\nhttp://a.example/2\nhttp://b.example/3\n")
+	for name, content := range map[string]string{
+		"crlf":     "http://a.example/1\r\nhttp://a.example/2\r\nhttp://b.example/3\r\n",
+		"reversed": "http://b.example/3\nhttp://a.example/2\nhttp://a.example/1",
+		"dressed":  "\uFEFF# the seeds\n\n  http://a.example/2  \nhttp://b.example/3\n# more\nhttp://a.example/1\n\n",
+	} {
+		id := write(name+".txt", content)
+		if id.File == orig.File {
+			t.Errorf("%s: the file's bytes differ, its File digest does not", name)
+		}
+		if !id.Same(orig) {
+			t.Errorf("%s: not the same list as the original", name)
+		}
+	}
+	for name, content := range map[string]string{
+		"edited":  "http://a.example/1\nhttp://a.example/2\nhttp://b.example/4\n",
+		"added":   "http://a.example/1\nhttp://a.example/2\nhttp://b.example/3\nhttp://b.example/5\n",
+		"dropped": "http://a.example/1\nhttp://b.example/3\n",
+		"twice":   "http://a.example/1\nhttp://a.example/1\nhttp://a.example/2\nhttp://b.example/3\n",
+	} {
+		if id := write(name+".txt", content); id.Same(orig) {
+			t.Errorf("%s: taken for the original list", name)
+		}
+	}
+	// A record of an older crawl has the file's digest alone.
+	if !(Identity{File: orig.File}).Same(orig) || (Identity{File: "other"}).Same(Identity{File: "x"}) {
+		t.Errorf("a record without Lines is matched by its file digest alone")
+	}
+	if _, err := Identify(filepath.Join(dir, "missing.txt")); err == nil {
+		t.Errorf("a missing file: no error")
 	}
 }
