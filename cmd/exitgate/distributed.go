@@ -449,10 +449,15 @@ type statusFlags struct {
 }
 
 type crawlStatus struct {
-	Crawl   string              `json:"crawl"`
-	Workers []workerStatus      `json:"workers"`
-	Queue   frontier.Counts     `json:"queue"`
-	Hosts   []limit.LearnedHost `json:"hosts"`
+	Crawl   string          `json:"crawl"`
+	Workers []workerStatus  `json:"workers"`
+	Queue   frontier.Counts `json:"queue"`
+	// ExpiredLeases is how many of Queue's leased jobs are past their
+	// lease: a worker that stopped held them, and the next claim from
+	// their host takes them back (status showed them leased, as if
+	// being fetched).
+	ExpiredLeases int                 `json:"expired_leases"`
+	Hosts         []limit.LearnedHost `json:"hosts"`
 }
 
 type workerStatus struct {
@@ -490,6 +495,11 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if st.Queue, err = fr.Counts(ctx); err != nil {
 		return err
 	}
+	if st.Queue.Leased > 0 {
+		if st.ExpiredLeases, err = fr.ExpiredLeases(ctx, time.Now()); err != nil {
+			return err
+		}
+	}
 	learned, err := rdb.HGetAll(ctx, "eg:{"+f.crawl+"}:learned").Result()
 	if err != nil {
 		return err
@@ -515,8 +525,12 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	// summary (status said 8 abandoned where the workers said 3 not
 	// found, 5 abandoned).
 	nf := report.CountNotFound(c.AbandonedByReason)
-	fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d not found, %d abandoned, %d queued, %d leased, %d parked\n",
-		f.crawl, c.Total(), c.Done, nf, c.Abandoned-nf, c.Queued, c.Leased, c.Parked)
+	leased := strconv.Itoa(c.Leased) + " leased"
+	if st.ExpiredLeases > 0 {
+		leased += fmt.Sprintf(" (%d past their lease: the worker that held them stopped; the next claim from their host takes them back)", st.ExpiredLeases)
+	}
+	fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d not found, %d abandoned, %d queued, %s, %d parked\n",
+		f.crawl, c.Total(), c.Done, nf, c.Abandoned-nf, c.Queued, leased, c.Parked)
 	if n, err := partialLists(ctx, rdb, f.crawl); err == nil && n > 0 {
 		fmt.Fprintf(w, "warning: %v\n", partialListError(f.crawl, n))
 	}

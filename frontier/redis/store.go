@@ -911,6 +911,35 @@ func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 	return c, nil
 }
 
+// ExpiredLeases counts the leased jobs whose lease ended before now: their
+// worker stopped or died without handing them back. They are still
+// counted leased (Counts), and go back to work when a live worker next
+// claims from their host, or Recover runs; status says so apart.
+func (s *Store) ExpiredLeases(ctx context.Context, now time.Time) (int, error) {
+	hosts, err := s.allHosts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	names := slices.Collect(maps.Values(hosts))
+	until := strconv.FormatInt(msDown(now), 10)
+	n := 0
+	for start := 0; start < len(names); start += 256 {
+		part := names[start:min(len(names), start+256)]
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*goredis.IntCmd, len(part))
+		for i, h := range part {
+			cmds[i] = pipe.ZCount(ctx, s.hostKeys(h)[2], "-inf", "("+until)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+			return n, err
+		}
+		for _, cmd := range cmds {
+			n += int(cmd.Val())
+		}
+	}
+	return n, nil
+}
+
 func (s *Store) lastCounts() frontier.Counts {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -413,3 +413,34 @@ func testCrawlGone(t *testing.T, journal string) {
 		t.Errorf("a crawl never seen: Counts = %+v, %v; want empty, no error", c, err)
 	}
 }
+
+// TestExpiredLeases: leases a stopped worker held are counted apart once
+// they run out (status showed them leased, as if being fetched), and a
+// claim takes them back.
+func TestExpiredLeases(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	s := newStore(t, rdb, fr.Config{LeaseTTL: time.Minute})
+	if _, err := s.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}, {URL: "http://b.example/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	js, err := s.Claim(ctx, now, 3, nil)
+	if err != nil || len(js) != 3 {
+		t.Fatalf("Claim = %d jobs, %v", len(js), err)
+	}
+	if n, err := s.ExpiredLeases(ctx, now.Add(30*time.Second)); n != 0 || err != nil {
+		t.Errorf("ExpiredLeases within the lease = %d, %v; want 0", n, err)
+	}
+	if n, err := s.ExpiredLeases(ctx, now.Add(2*time.Minute)); n != 3 || err != nil {
+		t.Errorf("ExpiredLeases past the lease = %d, %v; want 3", n, err)
+	}
+	if taken, err := s.Claim(ctx, now.Add(2*time.Minute), 1, func(h string) bool { return h == "b.example" }); err != nil || len(taken) != 1 {
+		t.Fatalf("a claim past the lease = %d jobs, %v", len(taken), err)
+	}
+	if n, err := s.ExpiredLeases(ctx, now.Add(2*time.Minute)); n != 2 || err != nil {
+		t.Errorf("ExpiredLeases after a claim took one back = %d, %v; want 2", n, err)
+	}
+}
