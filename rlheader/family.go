@@ -53,8 +53,8 @@ const tooManyPolicies = "more rate-limit policies than one answer is read for"
 
 // family parses the RateLimit-* / X-RateLimit-* family and Shopify's pair.
 func (ps *parser) family() {
-	var buf [4]fgroup
-	groups := buf[:0]
+	groups := ps.groups
+	defer func() { ps.groups = groups }() // (grown: handed back with the scratch)
 	for i := range ps.ents {
 		e := &ps.ents[i]
 		switch e.kind {

@@ -260,5 +260,6 @@ func Parse(h http.Header, received time.Time, p Profile) Signal {
 		return ps.sig
 	}
 	ps.run()
+	ps.release()
 	return ps.sig
 }
