@@ -26,9 +26,15 @@ type Sources struct {
 	}
 	// Tally is subscribed to (every request's Event) and read for totals.
 	Tally *metrics.Tally
-	// Counts reads the frontier's counts (frontier.Frontier.Counts); read
-	// at most every few seconds.
+	// Counts reads the frontier's counts (frontier.Frontier.Counts), at
+	// most every CountsEvery.
 	Counts func(ctx context.Context) (frontier.Counts, error)
+	// CountsEvery spaces the reads of Counts where one is costly (a
+	// Redis frontier's read is a round trip per host); 0 reads them at
+	// every Tick, for a frontier that keeps its counts at hand (SQLite,
+	// memory): read every 5 s, the dashboard's URL counts lagged its
+	// request counts by up to that.
+	CountsEvery time.Duration
 	// Waiting lists the hosts whose URLs are parked because they must wait
 	// beyond the retry policy's MaxWait (fetch.Core.Waiting).
 	Waiting func(now time.Time) []fetch.HostWait
@@ -58,7 +64,7 @@ type Monitor struct {
 	ev      events
 	spike   bool
 	parks   []parkOrder
-	// counts is the frontier's latest counts, read every countsEvery.
+	// counts is the frontier's latest counts, read every CountsEvery.
 	counts   frontier.Counts
 	countsAt time.Time
 	parkedBy map[string]int64 // parks by reason class (ParkCounter)
@@ -70,10 +76,6 @@ type parkOrder struct {
 	until time.Time
 	why   string
 }
-
-// countsEvery spaces reads of the frontier's counts: on a frontier of a
-// million jobs a read costs tens of milliseconds.
-const countsEvery = 5 * time.Second
 
 // hostMon is what the monitor keeps about one host.
 type hostMon struct {
@@ -211,7 +213,7 @@ func (m *Monitor) retryAfterLocked(h *hostMon, ra time.Duration, at time.Time) {
 func (m *Monitor) Tick(ctx context.Context, now time.Time) {
 	m.mu.Lock()
 	src := m.src
-	readCounts := src.Counts != nil && (m.countsAt.IsZero() || now.Sub(m.countsAt) >= countsEvery || now.Before(m.countsAt))
+	readCounts := src.Counts != nil && (m.countsAt.IsZero() || now.Sub(m.countsAt) >= src.CountsEvery || now.Before(m.countsAt))
 	m.mu.Unlock()
 
 	var snap limit.Snapshot

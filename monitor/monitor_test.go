@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/verdict"
@@ -586,5 +587,36 @@ func TestConfig(t *testing.T) {
 	}
 	if c := m.Config(); c.Budget != 0.01 || c.AlertAfter != 3*time.Minute || c.BreakAfter != 5*time.Minute || c.Window != time.Minute {
 		t.Errorf("defaults %+v", c)
+	}
+}
+
+// TestCountsEvery: a frontier that keeps its counts at hand is read at
+// every tick (read every 5 s, the dashboard's URL counts lagged its request
+// counts by up to that); one whose read is costly, every CountsEvery.
+func TestCountsEvery(t *testing.T) {
+	for _, every := range []time.Duration{0, 5 * time.Second} {
+		m, err := New(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := 0
+		m.Attach(Sources{Counts: func(context.Context) (frontier.Counts, error) {
+			reads++
+			return frontier.Counts{Done: reads}, nil
+		}, CountsEvery: every})
+		t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+		for i := range 10 {
+			m.Tick(context.Background(), t0.Add(time.Duration(i)*time.Second))
+		}
+		want := 10
+		if every > 0 {
+			want = 2 // at 0 s and 5 s
+		}
+		if reads != want {
+			t.Errorf("CountsEvery %v: %d reads in 10 ticks a second apart, want %d", every, reads, want)
+		}
+		if got := m.Status(false).Totals.Done; got != reads {
+			t.Errorf("CountsEvery %v: the status shows the read of %d, want the last, %d", every, got, reads)
+		}
 	}
 }

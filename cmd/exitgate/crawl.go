@@ -532,8 +532,12 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		LeaseTTL:              leaseTTL(dist),
 		Buffer:                dist.buffer(),
 	}, mon.CountParks(engineFrontier(fr, dist)), mon.Gate(lim), tally)
+	var countsEvery time.Duration // a local frontier's counts are at hand
+	if dist != nil {
+		countsEvery = 5 * time.Second // a round trip per host
+	}
 	mon.Attach(monitor.Sources{
-		Limiter: lim, Tally: tally, Counts: fr.Counts, Waiting: core.Waiting,
+		Limiter: lim, Tally: tally, Counts: fr.Counts, CountsEvery: countsEvery, Waiting: core.Waiting,
 		Park: core.ParkHost, Quarantine: lim.Quarantine,
 	})
 	// Bodies go under an absolute path: the frontier records it with the
