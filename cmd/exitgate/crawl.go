@@ -256,6 +256,8 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		// Go's transport sent its own in its place, and robots.txt's
 		// group was exitgate's: the flag did nothing it said.
 		return s, fmt.Errorf("--user-agent is empty: give the User-Agent to send (default %q)", fetch.DefaultUserAgent)
+	case checkHeaderValue("--user-agent", f.userAgent) != nil:
+		return s, checkHeaderValue("--user-agent", f.userAgent)
 	case ua != "" && f.userAgentSet && ua != f.userAgent:
 		return s, fmt.Errorf("-H 'User-Agent: %s' and --user-agent %q disagree: give one", ua, f.userAgent)
 	case ua != "":

@@ -107,7 +107,8 @@ func TestParseHeaders(t *testing.T) {
 	if v, ok := h["Empty"]; !ok || v[0] != "" {
 		t.Errorf("Empty: = %q, want an empty value", v)
 	}
-	for _, bad := range []string{"NoColon", ": x", "Bad Name: x", "Host: example.com", "Content-Length: 3", "Proxy-Authorization: Basic x", "X: a\nb"} {
+	for _, bad := range []string{"NoColon", ": x", "Bad Name: x", "Host: example.com", "Content-Length: 3", "Proxy-Authorization: Basic x", "X: a\nb",
+		"X-A: a\x01b", "X-A: a\x7fb", "User-Agent:", "User-Agent: a/1\x00"} {
 		if _, _, err := parseHeaders([]string{bad}); err == nil {
 			t.Errorf("parseHeaders(%q) accepted it", bad)
 		}
@@ -135,6 +136,18 @@ func TestCrawlUserAgentConflict(t *testing.T) {
 	r = runCmd(t, "crawl", "--out", dir+"/out", "--proxies", filepath.Join(dir, "none.txt"), urlFile)
 	if exitCode(r.err) != exitUsage || !strings.HasPrefix(r.err.Error(), "--proxies: open ") {
 		t.Errorf("crawl --proxies MISSING: %v, want exit 2 naming --proxies", r.err)
+	}
+	// A control character (a YAML block scalar's line break, a DEL):
+	// every request failed and every URL was abandoned as a "transport
+	// error".
+	for _, ua := range []string{"MyBot/1.0\n", "a\x7fb", "a\r\nX-Evil: 1"} {
+		r = runCmd(t, "crawl", "--out", dir+"/out", "--user-agent", ua, urlFile)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "--user-agent holds a control character") {
+			t.Errorf("crawl --user-agent %q: %v, want exit 2 naming the control character", ua, r.err)
+		}
+	}
+	if _, _, err := parseHeaders([]string{"User-Agent: a/1", "User-Agent: b/2"}); err == nil || !strings.Contains(err.Error(), "second User-Agent") {
+		t.Errorf("two -H User-Agent: %v, want refused (the first was dropped without a word)", err)
 	}
 	// An empty one did nothing it said: Go's transport sent its own.
 	r = runCmd(t, "crawl", "--out", dir+"/out", "--user-agent", " ", urlFile)

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/pool"
 )
@@ -120,18 +123,49 @@ func parseHeaders(values []string) (http.Header, string, error) {
 			return nil, "", fmt.Errorf("-H #%d: the part before the colon is not a header name", i+1)
 		case strings.ContainsAny(val, "\r\n\x00"):
 			return nil, "", fmt.Errorf("-H #%d (%s): the value holds a line break or NUL", i+1, http.CanonicalHeaderKey(name))
+		case !httpguts.ValidHeaderFieldValue(val):
+			// Go's transport refuses such a request: every URL was
+			// retried and abandoned as a "transport error".
+			return nil, "", fmt.Errorf("-H #%d (%s): the value holds a control character (%s)", i+1, http.CanonicalHeaderKey(name), firstControl(val))
 		}
 		key := http.CanonicalHeaderKey(name)
 		switch key {
 		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Te", "Trailer", "Upgrade", "Proxy-Connection", "Proxy-Authorization":
 			return nil, "", fmt.Errorf("-H #%d: %s is set by the transport (proxy credentials go in the proxy's URL)", i+1, key)
 		case "User-Agent":
+			if val == "" {
+				// curl's way to drop the header; it was sent anyway.
+				return nil, "", fmt.Errorf("-H #%d: an empty User-Agent: exitgate always sends one (default %q); give it with --user-agent", i+1, fetch.DefaultUserAgent)
+			}
+			if ua != "" && ua != val {
+				return nil, "", fmt.Errorf("-H #%d: a second User-Agent (%q after %q): give one", i+1, val, ua)
+			}
 			ua = val
 			continue
 		}
 		h.Add(key, val)
 	}
 	return h, ua, nil
+}
+
+// checkHeaderValue refuses a value Go's transport would refuse to send
+// (a control character: every request failed, each URL abandoned as a
+// "transport error"), naming the flag.
+func checkHeaderValue(flag, val string) error {
+	if httpguts.ValidHeaderFieldValue(val) {
+		return nil
+	}
+	return fmt.Errorf("%s holds a control character (%s): a header value cannot (a YAML block scalar, | or >, ends its value with a line break: write it on the key's line)", flag, firstControl(val))
+}
+
+// firstControl names the first control character of s and where it is.
+func firstControl(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return fmt.Sprintf("%q at byte %d", string(c), i+1)
+		}
+	}
+	return "none"
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110 §5.6.2).
