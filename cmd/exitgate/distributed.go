@@ -45,10 +45,10 @@ func (quietRedisLog) Printf(context.Context, string, ...any) {}
 func openRedis(ctx context.Context, url string) (goredis.UniversalClient, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
-		err = fmt.Errorf("--redis %q: %w", url, err)
+		err = fmt.Errorf("--redis %q: %w", redactRedis(url), err)
 		if !strings.Contains(url, "://") {
 			addr := strings.TrimLeft(strings.TrimPrefix(url, "redis"), ":/") // redis//host:port, //host:port, host:port
-			err = fmt.Errorf("%w (did you mean redis://%s?)", err, addr)
+			err = fmt.Errorf("%w (did you mean %s?)", err, redactRedis("redis://"+addr))
 		}
 		return nil, usageError(err) // refused before any work: exit 2
 	}
@@ -158,6 +158,30 @@ func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*d
 		return nil, err
 	}
 	return d, nil
+}
+
+// redactRedis masks the credentials of a Redis URL for a message: the
+// password after a user, or the whole user part (redis://PASSWORD@host
+// is how many write a password without a user).
+func redactRedis(url string) string {
+	start := 0 // a URL without its scheme has its credentials first
+	if i := strings.Index(url, "://"); i >= 0 {
+		start = i + 3
+	}
+	rest := url[start:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return url
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		user = ""
+	}
+	return url[:start] + user + ":xxxxx" + rest[at:]
 }
 
 // sharedSettings are the flags every worker of a distributed crawl must

@@ -730,3 +730,16 @@ func TestSharedHostRate(t *testing.T) {
 		t.Errorf("--host-rate 120/min as %q, 2/s as %q, 3/s as %q; want the first two alike and the third not", a, b, c)
 	}
 }
+
+// TestRedisURLRedacted: a --redis URL Redis refuses is named without its
+// password (it was printed whole, the README promising credentials never
+// are), and so is the scheme the hint adds.
+func TestRedisURLRedacted(t *testing.T) {
+	for _, url := range []string{"redis://:s3cretPW@127.0.0.1:6379/abc", "redis://bob:s3cretPW@127.0.0.1:6379/x?foo=1",
+		"bob:s3cretPW@127.0.0.1:6379", "rediss://s3cretPW@127.0.0.1:6379/abc"} {
+		_, msg, code := run(t, "status", "--redis", url, "--crawl", "c")
+		if code != exitUsage || strings.Contains(msg, "s3cretPW") || !strings.Contains(msg, "xxxxx") {
+			t.Errorf("status --redis %q: exit %d %q, want 2 with the password masked", url, code, msg)
+		}
+	}
+}
