@@ -224,11 +224,22 @@ func (e *Engine) Run(ctx context.Context) error {
 			mainWake.Store(time.Now().Add(d).UnixNano())
 			timer.Reset(d)
 		}
-		select {
-		case <-wakeup:
-		case <-timer.C:
-		case <-e.stop:
-		case <-ctx.Done():
+		if stopped {
+			// Only the requests in flight are waited for: each one's end
+			// pokes. (Selecting on the closed stop and ctx as well spun
+			// a core at 100% until the last one ended, up to --timeout.)
+			timer.Reset(stoppedRecheck)
+			select {
+			case <-wakeup:
+			case <-timer.C:
+			}
+		} else {
+			select {
+			case <-wakeup:
+			case <-timer.C:
+			case <-e.stop:
+			case <-ctx.Done():
+			}
 		}
 		if !stopped && (isClosed(e.stop) || ctx.Err() != nil) {
 			stopped = true
@@ -239,6 +250,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// stoppedRecheck is how often a stopped run looks at what is still in
+// flight besides the pokes of the requests that end.
+const stoppedRecheck = 100 * time.Millisecond
 
 func isClosed(c chan struct{}) bool {
 	select {

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/exitgate/exitgate/backoff"
 	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
@@ -516,4 +518,54 @@ func TestNewEngineRefusesBadConfig(t *testing.T) {
 			t.Errorf("NewEngine(%+v) = nil error, want one", tc.cfg)
 		}
 	}
+}
+
+// TestEngineStopWaitsIdle: after Stop, the run waits for its requests in
+// flight without spinning: selecting on the closed stop channel woke the
+// loop at once, every time, a core at 100% until the last request ended
+// (up to the request timeout).
+func TestEngineStopWaitsIdle(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+	}))
+	defer srv.Close()
+	var once sync.Once
+	defer once.Do(func() { close(release) })
+	ctx := context.Background()
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr.Push(ctx, []frontier.NewJob{{URL: srv.URL + "/a"}, {URL: srv.URL + "/b"}})
+	lim, _ := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10})
+	lim.SetExits([]limit.Exit{{ID: "e1"}})
+	core := NewCore(CoreConfig{Concurrency: 2}, fr, lim, nil)
+	eng, _ := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport})}, core)
+	errc := make(chan error, 1)
+	go func() { errc <- eng.Run(ctx) }()
+	<-arrived
+	<-arrived
+	eng.Stop()
+	before := cpuTime(t)
+	time.Sleep(time.Second)
+	used := cpuTime(t) - before
+	once.Do(func() { close(release) })
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if used > 300*time.Millisecond {
+		t.Errorf("the process used %v of CPU in the second after Stop with two requests hanging, want next to none", used)
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
