@@ -25,8 +25,17 @@ type EngineConfig struct {
 	// Timeout bounds one request, body included. Default 30s.
 	Timeout time.Duration
 	// BodyDir, when set, receives the body of each successful response as
-	// BodyDir/<job id>. Empty: bodies are read and discarded.
+	// BodyDir/<job id>. Empty: bodies are read and discarded. A body is
+	// written under BodyDir/.partial and renamed into place once whole,
+	// so BodyDir/<job id> is never a page cut short (a kill -9 left one
+	// there, and a later attempt that ended otherwise left it beside an
+	// abandoned job); .partial is emptied when the engine is made.
 	BodyDir string
+	// SyncBodies fsyncs each body, and the directory entry its rename
+	// made, before its job is recorded done: with a frontier that fsyncs
+	// its commits (--durable), a power loss leaves no job done without its
+	// body. Off, the page cache writes them when it will.
+	SyncBodies bool
 	// MaxBodyBytes caps how much of a body is read and stored. A longer
 	// body is cut there and its job is done with Result.Truncated set.
 	// Default 10 MiB.
@@ -101,7 +110,11 @@ func NewEngine(cfg EngineConfig, core *Core) (*Engine, error) {
 		core.cfg.Exits = cfg.Exits.Keys
 	}
 	if cfg.BodyDir != "" {
-		if err := os.MkdirAll(cfg.BodyDir, 0o755); err != nil {
+		// What a killed run was writing is no page: gone.
+		if err := os.RemoveAll(filepath.Join(cfg.BodyDir, partialDir)); err != nil {
+			return nil, fmt.Errorf("fetch: body dir: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Join(cfg.BodyDir, partialDir), 0o755); err != nil {
 			return nil, fmt.Errorf("fetch: body dir: %w", err)
 		}
 	}
@@ -370,16 +383,25 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	// is its list of choices).
 	final := !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 400 && !isRedirect(resp.StatusCode)
 	var body *bodyFile
-	if e.cfg.BodyDir != "" && final {
-		path := filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10))
-		f, err := os.Create(path)
-		if err != nil {
-			// The server answered; this machine could not keep the answer.
-			r.StoreErr, r.At = &StoreError{Path: path, Err: err}, time.Now()
-			return r
+	if e.cfg.BodyDir != "" {
+		name := strconv.FormatInt(a.Job.ID, 10)
+		path := filepath.Join(e.cfg.BodyDir, name)
+		if !final && !a.Robots {
+			// No body for this job from this answer: one an earlier run
+			// stored before it was killed, its job not yet recorded
+			// done, is no page of a job that ends otherwise.
+			os.Remove(path)
+		} else {
+			part := filepath.Join(e.cfg.BodyDir, partialDir, name)
+			f, err := os.Create(part)
+			if err != nil {
+				// The server answered; this machine could not keep the answer.
+				r.StoreErr, r.At = &StoreError{Path: path, Err: err}, time.Now()
+				return r
+			}
+			body = &bodyFile{f: f, path: path, part: part, sync: e.cfg.SyncBodies}
+			r.BodyPath = path
 		}
-		body = &bodyFile{f: f, path: path}
-		r.BodyPath = path
 	}
 	var kept []byte // the whole body, for OnFinish
 	if e.cfg.KeepBody && final {
@@ -421,13 +443,23 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	r.Bytes, r.Sniff, r.Body = n, sniff, kept
 	if err == nil && n == e.cfg.MaxBodyBytes {
 		// At the cap: one more byte says whether the body went on.
-		var one [1]byte
-		m, _ := io.ReadFull(resp.Body, one[:])
-		r.Truncated = m > 0
+		// A length declared past the cap says so without reading (a
+		// server that stalls there held the request to its timeout);
+		// otherwise anything but a clean end is a body that went on (one
+		// cut off right at the cap read as whole).
+		if resp.ContentLength > e.cfg.MaxBodyBytes {
+			r.Truncated = true
+		} else {
+			var one [1]byte
+			m, rerr := io.ReadFull(resp.Body, one[:])
+			r.Truncated = m > 0 || (rerr != nil && rerr != io.EOF)
+		}
 	}
 	if body != nil {
-		if cerr := body.close(); err == nil {
-			err = cerr
+		if err == nil {
+			err = body.commit()
+		} else {
+			body.discard()
 		}
 	}
 	r.At = time.Now()
@@ -435,14 +467,10 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	switch {
 	case errors.As(err, &se):
 		r.StoreErr, r.BodyPath, r.Body = se, "", nil
-		os.Remove(se.Path) // a partial body must not pass for the page
 	case err != nil:
 		// A body cut short is a transport failure of the whole attempt.
 		r.Status, r.Err, r.BodyPath, r.Body = 0, err, "", nil
 		r.Aborted = ctx.Err() != nil
-		if body != nil {
-			os.Remove(body.path)
-		}
 	}
 	return r
 }
@@ -475,11 +503,16 @@ func (e *StoreError) Error() string { return "store body " + e.Path + ": " + e.E
 // Unwrap returns the file system's error.
 func (e *StoreError) Unwrap() error { return e.Err }
 
-// bodyFile is a body being written; its errors are StoreErrors, so that a
-// write that fails is told apart from a read that fails.
+// partialDir is where bodies are written until whole, under BodyDir.
+const partialDir = ".partial"
+
+// bodyFile is a body being written at part, to go to path once whole; its
+// errors are StoreErrors, so that a write that fails is told apart from a
+// read that fails.
 type bodyFile struct {
-	f    *os.File
-	path string
+	f          *os.File
+	path, part string
+	sync       bool // fsync the file and the rename (EngineConfig.SyncBodies)
 }
 
 func (b *bodyFile) Write(p []byte) (int, error) {
@@ -490,11 +523,53 @@ func (b *bodyFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *bodyFile) close() error {
-	if err := b.f.Close(); err != nil {
+// commit closes the whole body and renames it into place. On an error
+// nothing is left at either name.
+func (b *bodyFile) commit() error {
+	fail := func(err error) error {
+		b.discard()
 		return &StoreError{Path: b.path, Err: err}
 	}
+	if b.sync {
+		if err := b.f.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	if err := b.f.Close(); err != nil {
+		os.Remove(b.part)
+		return &StoreError{Path: b.path, Err: err}
+	}
+	if err := os.Rename(b.part, b.path); err != nil {
+		os.Remove(b.part)
+		return &StoreError{Path: b.path, Err: err}
+	}
+	if b.sync {
+		if err := syncDir(filepath.Dir(b.path)); err != nil {
+			os.Remove(b.path)
+			return &StoreError{Path: b.path, Err: err}
+		}
+	}
 	return nil
+}
+
+// discard drops a body that is not whole: a partial body must not pass for
+// the page.
+func (b *bodyFile) discard() {
+	b.f.Close()
+	os.Remove(b.part)
+}
+
+// syncDir fsyncs a directory: the names created or renamed in it last.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // copyBufs recycles body copy buffers: one per request would be the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exitgate/exitgate/backoff"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
@@ -57,7 +58,7 @@ func TestEngineBodyNotStoredIsNotDone(t *testing.T) {
 	}
 
 	err := run(func() {
-		if err := os.Remove(bodies); err != nil {
+		if err := os.RemoveAll(bodies); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(bodies, []byte("a file where the body directory should be\n"), 0o644); err != nil {
@@ -158,5 +159,68 @@ func TestEngineFinal3xxKeepsBody(t *testing.T) {
 		if b, err := os.ReadFile(j.Result.Body); err != nil || string(b) != want[path] {
 			t.Errorf("%s (status %d): body %q, %v; want %q", path, j.Status, b, err, want[path])
 		}
+	}
+}
+
+// TestEngineBodiesWholeOnly: BodyDir/<id> is only ever a whole body. A body
+// cut short leaves nothing (it was written in place and removed after); a
+// body an earlier run stored for a job that now ends otherwise (its run
+// killed before the job was recorded done) is removed; what a killed run
+// left half written under .partial is cleared when the engine is made;
+// with SyncBodies the body is stored as without.
+func TestEngineBodiesWholeOnly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/gone":
+			http.NotFound(w, r)
+		case "/cut":
+			w.Header().Set("Content-Length", "1000")
+			fmt.Fprint(w, "only ten b")
+		default:
+			fmt.Fprint(w, "page "+r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	fr := sqliteFrontier(t, dir, frontier.NewJob{URL: srv.URL + "/gone"}, frontier.NewJob{URL: srv.URL + "/cut"}, frontier.NewJob{URL: srv.URL + "/ok"})
+	bodies := filepath.Join(dir, "bodies")
+	if err := os.MkdirAll(filepath.Join(bodies, partialDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, content := range map[string]string{"1": "an earlier run's page of /gone", partialDir + "/2": "half a page"} {
+		if err := os.WriteFile(filepath.Join(bodies, path), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, "e1")
+	core := NewCore(CoreConfig{Concurrency: 2, Retry: RetryPolicy{MaxRetries: 1, Backoff: backoff.Policy{Base: time.Millisecond, Cap: time.Millisecond}}},
+		fr, lim, metrics.NewTally(time.Now()))
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport}), BodyDir: bodies, SyncBodies: true}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(bodies, partialDir, "2")); !os.IsNotExist(err) {
+		t.Errorf("a killed run's partial body is still there once the engine is made: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int64]string{1: "", 2: "", 3: "page /ok"} {
+		j, err := fr.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(bodies, fmt.Sprint(id)))
+		switch {
+		case want == "" && !os.IsNotExist(err):
+			t.Errorf("job %d (%s, %v): bodies/%d holds %q, want no file", id, j.URL, j.State, id, b)
+		case want != "" && (err != nil || string(b) != want || j.State != frontier.Done):
+			t.Errorf("job %d (%s, %v): bodies/%d = %q, %v; want done with %q", id, j.URL, j.State, id, b, err, want)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(bodies, partialDir)); len(left) != 0 {
+		t.Errorf("%d files left under .partial after the run", len(left))
 	}
 }

@@ -151,7 +151,7 @@ Exit codes:
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "timeout of one request, body included")
 	fl.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or honour robots.txt (Disallow and Crawl-delay)")
 	fl.StringVar(&f.userAgent, "user-agent", fetch.DefaultUserAgent, "User-Agent header, also used to pick the robots.txt group; -H 'User-Agent: ...' is the same")
-	fl.BoolVar(&f.durable, "durable", false, "fsync the frontier on every change (SQLite synchronous=FULL); the default survives kill -9 but not power loss")
+	fl.BoolVar(&f.durable, "durable", false, "fsync the frontier on every change (SQLite synchronous=FULL) and each body before its URL is recorded done; the default survives kill -9 but not power loss (not with --redis: Redis's appendfsync decides)")
 	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL, a `SIZE` (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
 	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out (or, with --redis, this --crawl) was crawled from to that crawl (without it, such a file is refused)")
@@ -159,8 +159,8 @@ Exit codes:
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
 	fl.StringVar(&f.redis, "redis", "", "distributed mode: Redis `URL` (redis://host:port; a cluster node reaches the cluster) holding the frontier, the workers and the host state shared by every worker started with the same --crawl")
 	fl.StringVar(&f.crawl, "crawl", "", "distributed mode: the crawl's `NAME`; the first worker seeds it from URLFILE, others join with the same command (URLFILE optional)")
-	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "distributed mode: how long a dead worker's jobs stay leased before another worker may take them (a live worker keeps its leases alive)")
-	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent worker keeps its exits before the others take them over")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "distributed mode: how long a dead worker's jobs stay leased before another worker may take them (a live worker keeps its leases alive); at least 1s")
+	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent worker keeps its exits before the others take them over; at least 1s")
 	fl.StringVar(&f.workerID, "worker-id", "", "distributed mode: this worker's `NAME` (default: host name, pid and a random suffix)")
 	addMonitorFlags(fl, &f.mon)
 	return cmd
@@ -554,6 +554,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		Exits:        exits,
 		Timeout:      f.timeout,
 		BodyDir:      filepath.Join(absOut, report.BodiesDir),
+		SyncBodies:   f.durable,
 		MaxBodyBytes: setup.maxBody,
 		Header:       setup.header,
 	}, core)

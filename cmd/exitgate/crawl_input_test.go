@@ -109,13 +109,24 @@ func TestCrawlMaxBodyTruncated(t *testing.T) {
 			w.Write(bytes.Repeat([]byte("x"), 3000))
 		case "/exact":
 			w.Write(bytes.Repeat([]byte("y"), 1024))
+		case "/cut":
+			// A length past the cap, the connection closed at it: it read
+			// as whole.
+			w.Header().Set("Content-Length", "2024")
+			w.Write(bytes.Repeat([]byte("z"), 1024))
+		case "/chunked-cut":
+			// No length; the connection dropped right at the cap.
+			conn, buf, _ := w.(http.Hijacker).Hijack()
+			buf.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" + strings.Repeat("w", 1024) + "\r\n")
+			buf.Flush()
+			conn.Close()
 		default:
 			http.NotFound(w, r)
 		}
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	urls := []string{srv.URL + "/big", srv.URL + "/exact"}
+	urls := []string{srv.URL + "/big", srv.URL + "/exact", srv.URL + "/cut", srv.URL + "/chunked-cut"}
 	out, crawl := crawlList(t, dir, urls, "--max-body", "1KiB", "--ignore-robots", "--progress", "0")
 	r := crawl()
 	if r.err != nil {
@@ -125,7 +136,7 @@ func TestCrawlMaxBodyTruncated(t *testing.T) {
 	for _, w := range []struct {
 		path      string
 		truncated bool
-	}{{"/big", true}, {"/exact", false}} {
+	}{{"/big", true}, {"/exact", false}, {"/cut", true}, {"/chunked-cut", true}} {
 		res := byURL[srv.URL+w.path]
 		if res.Truncated != w.truncated || res.Bytes != 1024 {
 			t.Errorf("result %s: truncated %v, %d bytes; want truncated %v, 1024 bytes", w.path, res.Truncated, res.Bytes, w.truncated)
@@ -138,8 +149,8 @@ func TestCrawlMaxBodyTruncated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(raw), `"truncated":true`); n != 1 {
-		t.Errorf("results.jsonl has %d truncated: true, want 1:\n%s", n, raw)
+	if n := strings.Count(string(raw), `"truncated":true`); n != 3 {
+		t.Errorf("results.jsonl has %d truncated: true, want 3:\n%s", n, raw)
 	}
 }
 

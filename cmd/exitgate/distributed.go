@@ -120,16 +120,33 @@ type distributed struct {
 	wg     sync.WaitGroup
 }
 
+// minFleetTTL is the shortest --lease-ttl and --fleet-ttl taken.
+const minFleetTTL = time.Second
+
 func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
 	if f.echoURL != "" || f.exitIPHeader != "" {
 		return nil, usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
 	}
+	if f.durable {
+		// It fsyncs the SQLite frontier of a crawl of one process, and
+		// did nothing here without a word.
+		return nil, usageError(fmt.Errorf("--durable is not supported with --redis: the frontier is Redis's, as durable as its appendfsync setting (everysec by default; always fsyncs each write)"))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--lease-ttl", f.leaseTTL}, {"--fleet-ttl", f.fleetTTL}} {
+		// Each is renewed a few times within it, a round trip to Redis
+		// each: a lease of 1 ms was lost before its request was sent
+		// (URLs fetched 27 times), a fleet TTL of 1 ns made 178,000
+		// round trips in 8 s and owned no exit.
+		if d.v < minFleetTTL {
+			return nil, usageError(fmt.Errorf("%s %v: want at least %v (a dead worker's part moves within it; a live worker renews it a few times within it)", d.flag, d.v, minFleetTTL))
+		}
+	}
 	rdb, err := openRedis(ctx, f.redis)
 	if err != nil {
 		return nil, err
-	}
-	if f.leaseTTL <= 0 || f.fleetTTL <= 0 {
-		return nil, usageError(fmt.Errorf("--lease-ttl and --fleet-ttl must be above 0"))
 	}
 	d := &distributed{rdb: rdb, leaseTTL: f.leaseTTL}
 	d.owned.Store(&[]string{})

@@ -684,6 +684,11 @@ func TestDistributedInputsRefused(t *testing.T) {
 	if msg, code := crawl(outB, "lists", listB, "--append"); code != 0 {
 		t.Errorf("the same with --append: exit %d %s", code, msg)
 	}
+	for _, bad := range [][]string{{"--lease-ttl", "1ms"}, {"--fleet-ttl", "1ns"}, {"--durable"}} {
+		if msg, code := crawl(filepath.Join(dir, "outBad"), "lists", listA, bad...); code != 2 || !strings.Contains(msg, bad[0]) {
+			t.Errorf("a worker with %v: exit %d %q, want 2 naming the flag (it was taken: a lease of 1 ms refetched URLs 27 times; --durable did nothing)", bad, code, msg)
+		}
+	}
 	if msg, code := crawl(outA, "other", listB); code != 2 || !strings.Contains(msg, `distributed crawl "lists"`) {
 		t.Errorf("another crawl's worker on lists's --out: exit %d %q, want 2, refused", code, msg)
 	}
