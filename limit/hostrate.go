@@ -1,7 +1,6 @@
 package limit
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -178,6 +177,9 @@ func counted(n int32, from, now int64) float64 {
 
 // hostPause extends the host's shared pause to until.
 func (r *rules) hostPause(h *host, until, now int64, why string) {
+	// A wait the server asks for is honoured up to a day, as a lane's is:
+	// a 503 with ten years' Retry-After paused its host for a month.
+	until = min(until, now+int64(maxRetryAfter))
 	if until <= h.pause {
 		return
 	}
@@ -239,5 +241,5 @@ func (r *rules) busy(h *host, o *Outcome, sent, now int64, u float64) {
 	if d <= 0 {
 		d = int64(fullJitter(u, r.backoffBase, r.backoffCap, int(h.rate.eps)-1))
 	}
-	r.hostPause(h, now+d, now, fmt.Sprintf("503 with Retry-After %v", time.Duration(d)))
+	r.hostPause(h, now+d, now, "503 with Retry-After "+sayRetryAfter(time.Duration(d)))
 }

@@ -459,6 +459,14 @@ func TestLimiter(t *testing.T) {
 		if _, ok, _ := acquire(t, l, "h", limit.Want{}, at.Add(2*time.Second)); ok {
 			t.Errorf("Acquire during the pause ok")
 		}
+		// Ten years' Retry-After is honoured as a day, as a 429's is (it
+		// paused the host for the month a pause is bounded by).
+		at = at.Add(4 * time.Second)
+		tk, _, _ = acquire(t, l, "h", limit.Want{}, at)
+		l.Done(tk, limit.Outcome{Verdict: verdict.Busy, RetryAfter: 10 * 365 * 24 * time.Hour}, at)
+		if got := l.Snapshot(at).Hosts[0].PausedUntil.Sub(at); got != 24*time.Hour {
+			t.Errorf("after a 503 with Retry-After of ten years: paused for %v, want 24h", got)
+		}
 	})
 	t.Run("LaneBusy", func(t *testing.T) {
 		// A 503 without Retry-After while another lane succeeds is a

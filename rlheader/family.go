@@ -223,6 +223,9 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 				return
 			}
 		}
+		if !ps.plausibleReset(e.name, raw, d) {
+			return
+		}
 		if field == "reset" {
 			if !dup(g.hasReset, g.srcReset) {
 				g.reset, g.hasReset, g.srcReset = d, true, e.name

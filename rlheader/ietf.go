@@ -2,6 +2,7 @@ package rlheader
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/dunglas/httpsfv"
@@ -217,8 +218,10 @@ func (ps *parser) ietfRateLimit(name string, vals []string, start int) {
 			p.Name, p.Source = pname, name
 		}
 		p.Remaining, p.HasRemaining, p.srcRemain = r, true, name
-		if t >= 0 {
-			p.Reset, p.HasReset, p.srcReset = secondsToDuration(float64(t)), true, name
+		if d := secondsToDuration(float64(t)); t >= 0 && d <= maxReset {
+			p.Reset, p.HasReset, p.srcReset = d, true, name
+		} else if t >= 0 {
+			ps.plausibleReset(name, "t="+strconv.FormatInt(int64(t), 10), d) // listed as ignored
 		}
 		if pk != nil {
 			p.Partition = pk
@@ -259,7 +262,11 @@ func (ps *parser) ietfDraft07(name string, vals []string, start int) bool {
 		case "remaining":
 			p.Remaining, p.HasRemaining, p.srcRemain = n, true, name
 		case "reset":
-			p.Reset, p.HasReset, p.srcReset = secondsToDuration(float64(n)), true, name
+			if d := secondsToDuration(float64(n)); d <= maxReset {
+				p.Reset, p.HasReset, p.srcReset = d, true, name
+			} else {
+				ps.plausibleReset(name, "reset="+strconv.FormatInt(int64(n), 10), d) // listed as ignored
+			}
 		}
 	}
 	if !seen {

@@ -245,6 +245,22 @@ func (ps *parser) ignore(header, value, reason string) {
 	ps.sig.Ignored = append(ps.sig.Ignored, Ignored{Header: header, Value: value, Reason: reason})
 }
 
+// maxReset is the farthest reset read as a quota's: a quota of a year
+// resets within one, and a reset of 10^23 seconds, saturated, parked its
+// host for the month the limiter bounds a wait by, a malformed header
+// fatal to a host's crawl.
+const maxReset = 366 * 24 * time.Hour
+
+// plausibleReset reports whether reset d is within maxReset, and lists the
+// field as ignored when it is not.
+func (ps *parser) plausibleReset(header, value string, d time.Duration) bool {
+	if d <= maxReset {
+		return true
+	}
+	ps.ignore(header, value, "reset: more than a year away, no quota's")
+	return false
+}
+
 // maxDateSkew is how far a Date may be from the receive time and still be
 // the server's clock to measure its dates from: a clock hours off (a local
 // time sent as GMT) is skew its dates share, one a day or more off is no

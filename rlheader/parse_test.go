@@ -135,10 +135,25 @@ var parseCases = []parseCase{
 		want: "ra=- lim=- rem=- win=- reset=0s", // 1970: long past
 	},
 	{
-		name: "profile delta seconds for a big number",
-		h:    hdr("X-RateLimit-Reset", "1000000000"),
-		prof: Profile{Reset: ResetDeltaSeconds},
-		want: "ra=- lim=- rem=- win=- reset=277777h46m40s",
+		// 31 years: no quota's reset; listed as ignored (a saturated one
+		// parked a host for a month).
+		name:    "profile delta seconds for a big number",
+		h:       hdr("X-RateLimit-Reset", "1000000000"),
+		prof:    Profile{Reset: ResetDeltaSeconds},
+		want:    "ra=- lim=- rem=- win=- reset=-",
+		ignored: []string{"X-Ratelimit-Reset"},
+	},
+	{
+		name:    "a reset past any quota's",
+		h:       hdr("X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "99999999999999999999999"),
+		want:    "ra=- lim=10 rem=0 win=- reset=-",
+		ignored: []string{"X-Ratelimit-Reset"},
+	},
+	{
+		name:    "an IETF reset past any quota's",
+		h:       hdr("RateLimit-Policy", `"p";q=10;w=60`, "RateLimit", `"p";r=0;t=99999999999`),
+		want:    "ra=- lim=10 rem=0 win=1m0s reset=-",
+		ignored: []string{"Ratelimit"},
 	},
 	{
 		name: "profile epoch millis",
