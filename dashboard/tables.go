@@ -22,7 +22,7 @@ func WriteTables(w io.Writer, s monitor.Status, rows int) error {
 	fmt.Fprintf(tw, "exitgate at %s, started %s (%s ago)\n", s.At.Format(time.RFC3339), s.Started.Format(time.RFC3339), s.At.Sub(s.Started).Round(time.Second))
 	fmt.Fprintf(tw, "requests %d  ok %d  429s %d (%s; last window %s)  %.1f responses/s  in flight %d\n",
 		t.Requests, t.OK, t.Throttled, pct(t.Ratio429), pct(t.Window429), t.Rate, t.InFlight)
-	fmt.Fprintf(tw, "URLs %d  done %d  queued %d  parked %d  abandoned %d\n", t.URLs, t.Done, t.Queued, t.Parked, t.Abandoned)
+	fmt.Fprintf(tw, "URLs %d  done %d  not found %d  queued %d  parked %d  abandoned %d\n", t.URLs, t.Done, t.NotFound, t.Queued, t.Parked, t.Abandoned)
 	if s.Spike {
 		for _, e := range s.Events {
 			if e.Kind == monitor.KindSpike {

@@ -110,3 +110,37 @@ func TestHeldBackAhead(t *testing.T) {
 		t.Errorf("held back after the hold: b %v, want the whole of it", s.Hosts[1].HeldBackSeconds)
 	}
 }
+
+// TestHostSeriesBounded: past Options.HostSeries, hosts add up under
+// host="_other" in every per-host series, the Retry-After histogram's too
+// (1,000 hosts made 21,000 series); a 404 is no abandoned URL.
+func TestHostSeriesBounded(t *testing.T) {
+	ta := NewTally(t0)
+	reg := prometheus.NewPedanticRegistry()
+	if err := RegisterWith(reg, ta, Options{HostSeries: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"a", "b", "c", "d"} {
+		ta.Record(Event{Host: h, Exit: "e1", Status: 429, Verdict: verdict.Throttled, RetryAfter: 2 * time.Second, HasRetryAfter: true, At: time.Now()})
+		ta.Abandon(h, h+"1", "retries exhausted")
+		ta.Abandon(h, h+"2", "status 404")
+	}
+	want := `
+# HELP exitgate_abandoned_total URLs given up, by host and reason.
+# TYPE exitgate_abandoned_total counter
+exitgate_abandoned_total{host="_other",reason="retries exhausted"} 2
+exitgate_abandoned_total{host="a",reason="retries exhausted"} 1
+exitgate_abandoned_total{host="b",reason="retries exhausted"} 1
+# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error).
+# TYPE exitgate_requests_total counter
+exitgate_requests_total{host="_other",status="429"} 2
+exitgate_requests_total{host="a",status="429"} 1
+exitgate_requests_total{host="b",status="429"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "exitgate_requests_total", "exitgate_abandoned_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "exitgate_retry_after_seconds"); n != 3 {
+		t.Errorf("retry-after histogram series = %d, want 3 (a, b, _other)", n)
+	}
+}

@@ -25,10 +25,11 @@ func StateCollector(state func() State) prometheus.Collector { return stateColle
 // State is a crawl's state at one instant, for the gauges RegisterState
 // exposes. It is plain data.
 type State struct {
-	// Jobs in the frontier by state (Queued includes leased jobs);
-	// Known says they were read at least once.
-	Queued, Parked, Done, Abandoned int
-	Known                           bool
+	// Jobs in the frontier by state (Queued includes leased jobs;
+	// NotFound are the 404s and 410s, not among the Abandoned); Known
+	// says they were read at least once.
+	Queued, Parked, Done, NotFound, Abandoned int
+	Known                                     bool
 	// InFlight is the requests in flight.
 	InFlight int
 	// Hosts are the hosts worth a series (the busiest, bounded).
@@ -77,7 +78,7 @@ func (f stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, j := range []struct {
 			state string
 			n     int
-		}{{"queued", s.Queued}, {"parked", s.Parked}, {"done", s.Done}, {"abandoned", s.Abandoned}} {
+		}{{"queued", s.Queued}, {"parked", s.Parked}, {"done", s.Done}, {"not_found", s.NotFound}, {"abandoned", s.Abandoned}} {
 			g(descJobs, float64(j.n), j.state)
 		}
 	}

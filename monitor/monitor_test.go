@@ -620,3 +620,25 @@ func TestCountsEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestNotFoundNotAbandoned: 404s and 410s are not found, not abandoned, in
+// the status (the dashboard, `exitgate status`) and the metrics' state, as
+// in the summary: they said 4 abandoned where the summary said 3 not found,
+// 1 abandoned.
+func TestNotFoundNotAbandoned(t *testing.T) {
+	m, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Attach(Sources{Counts: func(context.Context) (frontier.Counts, error) {
+		return frontier.Counts{Done: 2, Abandoned: 4, AbandonedByReason: map[string]int{"status 404": 2, "status 410": 1, "retries exhausted: status 500": 1}}, nil
+	}})
+	m.Tick(context.Background(), time.Now())
+	tot := m.Status(false).Totals
+	if tot.NotFound != 3 || tot.Abandoned != 1 || tot.Done != 2 || tot.URLs != 6 {
+		t.Errorf("totals: %d not found, %d abandoned, %d done of %d; want 3, 1, 2 of 6", tot.NotFound, tot.Abandoned, tot.Done, tot.URLs)
+	}
+	if st := m.MetricsState(); st.NotFound != 3 || st.Abandoned != 1 {
+		t.Errorf("metrics state: %d not found, %d abandoned; want 3, 1", st.NotFound, st.Abandoned)
+	}
+}

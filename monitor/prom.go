@@ -99,7 +99,7 @@ func (m *Monitor) MetricsState() metrics.State {
 	defer m.mu.Unlock()
 	s := m.status
 	st := metrics.State{
-		Queued: s.Totals.Queued, Parked: s.Totals.Parked, Done: s.Totals.Done, Abandoned: s.Totals.Abandoned,
+		Queued: s.Totals.Queued, Parked: s.Totals.Parked, Done: s.Totals.Done, NotFound: s.Totals.NotFound, Abandoned: s.Totals.Abandoned,
 		InFlight: s.Totals.InFlight, Known: !m.countsAt.IsZero(),
 	}
 	for _, h := range s.Hosts {

@@ -10,6 +10,7 @@ import (
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // Status is what the dashboard and `exitgate status` show: the crawl's
@@ -54,6 +55,7 @@ type Totals struct {
 	InFlight  int     `json:"in_flight"`
 	URLs      int     `json:"urls"`
 	Done      int     `json:"done"`
+	NotFound  int     `json:"not_found"` // 404 and 410: not abandoned
 	Abandoned int     `json:"abandoned"`
 	Queued    int     `json:"queued"`
 	Parked    int     `json:"parked"`
@@ -233,10 +235,23 @@ func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fet
 	if tally != nil {
 		s.Totals.Requests, s.Totals.OK, s.Totals.Throttled = tally.Requests, tally.Successes, tally.Throttled429
 		s.Totals.Ratio429 = tally.Ratio429()
-		maps.Copy(s.AbandonedByReason, tally.Abandoned)
+		for reason, n := range tally.Abandoned {
+			if !verdict.NotFoundReason(reason) {
+				s.AbandonedByReason[reason] = n
+			}
+		}
 	}
 	c := m.counts
-	s.Totals.URLs, s.Totals.Done, s.Totals.Abandoned = c.Total(), c.Done, c.Abandoned
+	// 404s and 410s are not found, not abandoned, as in the summary (the
+	// dashboard, status and metrics said 4 abandoned where the summary
+	// said 3 not found, 1 abandoned).
+	nf := 0
+	for reason, n := range c.AbandonedByReason {
+		if verdict.NotFoundReason(reason) {
+			nf += n
+		}
+	}
+	s.Totals.URLs, s.Totals.Done, s.Totals.Abandoned, s.Totals.NotFound = c.Total(), c.Done, c.Abandoned-nf, nf
 	s.Totals.Queued, s.Totals.Parked = c.Queued+c.Leased, c.Parked
 
 	byHost := make(map[string]*limit.HostSnapshot, len(snap.Hosts))

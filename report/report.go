@@ -19,6 +19,7 @@ import (
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/metrics"
 	"github.com/exitgate/exitgate/monitor"
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // Result is one line of results.jsonl (or one row of results.csv).
@@ -121,7 +122,7 @@ func notFound(status int) bool { return status == 404 || status == 410 }
 
 // notFoundReason reports whether an abandon reason is a URL the server says
 // is not there (404, 410).
-func notFoundReason(reason string) bool { return reason == "status 404" || reason == "status 410" }
+func notFoundReason(reason string) bool { return verdict.NotFoundReason(reason) }
 
 // CountNotFound returns how many of the abandoned URLs, by reason, were
 // not found (404 or 410): not abandoned, in every figure a user sees.

@@ -84,3 +84,8 @@ func Parse(s string) (Verdict, error) {
 func All() []Verdict {
 	return []Verdict{OK, Throttled, Busy, Retryable, Banned, ProxyFailure, Fatal, Forbidden}
 }
+
+// NotFoundReason reports whether a URL's abandon reason says the server
+// has no such page (404, 410): such a URL is not found, not abandoned, in
+// every figure a user sees (summary, progress, dashboard, status, metrics).
+func NotFoundReason(reason string) bool { return reason == "status 404" || reason == "status 410" }

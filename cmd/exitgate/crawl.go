@@ -499,9 +499,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return err
 	}
-	// The endpoints stay up until the command returns: a last scrape sees
-	// the run's final counts.
-	reg, err := newRegistry(tally, mon, f.mon.metricsExits)
+	// The endpoints stay up until the command returns, and --linger
+	// after it: a scrape every 15 s missed the final counts of a crawl
+	// that closed them 0.1 s after its last request.
+	reg, err := newRegistry(tally, mon, f.mon.metricsExits, f.mon.metricsHosts)
 	if err != nil {
 		return err
 	}
@@ -511,6 +512,9 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if uiLn != nil {
 		defer serve(uiLn, uiHandler(mon, reg), "dashboard", stderr)()
 		fmt.Fprintf(stderr, "dashboard at http://%s/\n", uiLn.Addr())
+	}
+	if (metricsLn != nil || uiLn != nil) && f.mon.linger > 0 {
+		defer linger(f.mon.linger, stderr) // (before the endpoints close)
 	}
 
 	// Results are written as URLs finish; opening reconciles the file with

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ func TestServeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := newRegistry(tally, nil, 50)
+	reg, err := newRegistry(tally, nil, 50, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,5 +41,49 @@ func TestServeMetrics(t *testing.T) {
 	}
 	if _, err := listenMetrics("not an address"); err == nil || !strings.Contains(err.Error(), "--metrics-addr") {
 		t.Errorf("listenMetrics(bad address) error = %v, want one naming --metrics-addr", err)
+	}
+}
+
+// TestCrawlLinger: with --linger the metrics endpoint outlives the crawl,
+// so a scrape after its end sees the final counts (without it the endpoint
+// closed 0.1 s after the last request, before any scrape interval).
+func TestCrawlLinger(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 3))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	done := make(chan crawlRun, 1)
+	go func() {
+		done <- runCrawlCmd(t, 30*time.Second, "crawl", "--out", filepath.Join(dir, "out"), "--ignore-robots", "--progress", "0",
+			"--lane-rate", "50/s", "--metrics-addr", addr, "--linger", "3s", urlFile)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `exitgate_jobs{state="done"} 3`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scrape saw the 3 URLs done (last: %v)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the crawl returned as its final counts showed, despite --linger 3s: %v\n%s", r.err, r.stderr)
+	case <-time.After(time.Second):
+	}
+	r := <-done
+	if r.err != nil || !strings.Contains(r.stderr, "stay up for 3s (--linger)") {
+		t.Errorf("crawl --linger: %v\n%s", r.err, r.stderr)
 	}
 }

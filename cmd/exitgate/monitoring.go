@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +36,8 @@ type monitorFlags struct {
 	breakerAfter    time.Duration
 	breakerCooldown time.Duration
 	metricsExits    int
+	metricsHosts    int
+	linger          time.Duration
 }
 
 func addMonitorFlags(fl *pflag.FlagSet, f *monitorFlags) {
@@ -44,6 +49,8 @@ func addMonitorFlags(fl *pflag.FlagSet, f *monitorFlags) {
 	fl.DurationVar(&f.breakerAfter, "breaker-after", 5*time.Minute, "a host over its 429 budget this long has its circuit breaker opened: its URLs are parked for --breaker-cooldown, then one probe; 0: no breaker")
 	fl.DurationVar(&f.breakerCooldown, "breaker-cooldown", 5*time.Minute, "how long an open circuit breaker parks a host before one probe (doubling with each failed probe, up to an hour)")
 	fl.IntVar(&f.metricsExits, "metrics-exits", 50, "exits with series of their own in exitgate_exit_requests_total (the first to answer); the others are summed under exit=\"_other\"; 0: none")
+	fl.DurationVar(&f.linger, "linger", 0, "keep --ui and --metrics-addr up this long after the crawl ends (a signal ends it sooner), so that a scrape or a look at the dashboard sees its final counts; 0: they close with the crawl")
+	fl.IntVar(&f.metricsHosts, "metrics-hosts", 200, "hosts with series of their own in the per-host counters (exitgate_requests_total and the like; the first to answer); the others are summed under host=\"_other\"; 0: none")
 }
 
 // monitorConfig checks the monitoring flags and returns the monitor's
@@ -91,6 +98,12 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 	if f.metricsExits < 0 {
 		return c, fmt.Errorf("--metrics-exits %d: want 0 or more", f.metricsExits)
 	}
+	if f.linger < 0 {
+		return c, fmt.Errorf("--linger %v: want 0 or more", f.linger)
+	}
+	if f.metricsHosts < 0 {
+		return c, fmt.Errorf("--metrics-hosts %d: want 0 or more", f.metricsHosts)
+	}
 	if _, err := monitor.New(c); err != nil {
 		return c, err
 	}
@@ -127,9 +140,9 @@ func parseShare(flag, s string) (float64, error) {
 
 // newRegistry gathers everything /metrics exposes: the Go and process
 // collectors, the run's tally, the monitor and the crawl's state gauges.
-func newRegistry(tally *metrics.Tally, mon *monitor.Monitor, exitSeries int) (*prometheus.Registry, error) {
+func newRegistry(tally *metrics.Tally, mon *monitor.Monitor, exitSeries, hostSeries int) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
-	for _, c := range crawlCollectors(tally, mon, exitSeries) {
+	for _, c := range crawlCollectors(tally, mon, exitSeries, hostSeries) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -138,11 +151,15 @@ func newRegistry(tally *metrics.Tally, mon *monitor.Monitor, exitSeries int) (*p
 }
 
 // crawlCollectors are the collectors of newRegistry (mon may be nil).
-func crawlCollectors(tally *metrics.Tally, mon *monitor.Monitor, exitSeries int) []prometheus.Collector {
+func crawlCollectors(tally *metrics.Tally, mon *monitor.Monitor, exitSeries, hostSeries int) []prometheus.Collector {
+	// The flags' 0 means none; the options' 0 means the default.
 	if exitSeries == 0 {
-		exitSeries = -1 // the flag's 0 means none; the option's 0 means the default
+		exitSeries = -1
 	}
-	cs := append(metrics.RuntimeCollectors(), metrics.Collectors(tally, metrics.Options{ExitSeries: exitSeries})...)
+	if hostSeries == 0 {
+		hostSeries = -1
+	}
+	cs := append(metrics.RuntimeCollectors(), metrics.Collectors(tally, metrics.Options{ExitSeries: exitSeries, HostSeries: hostSeries})...)
 	if mon != nil {
 		cs = append(cs, mon.Collector(), metrics.StateCollector(mon.MetricsState))
 	}
@@ -184,4 +201,18 @@ func uiHandler(mon *monitor.Monitor, reg *prometheus.Registry) http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", dashboard.Handler(mon, dashboard.Options{}))
 	return mux
+}
+
+// linger keeps the command, and with it its dashboard and metrics
+// endpoints, alive for d after the crawl ended, or until a signal.
+func linger(d time.Duration, stderr io.Writer) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	fmt.Fprintf(stderr, "exitgate: the dashboard and metrics stay up for %v (--linger); a signal ends it\n", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

@@ -27,7 +27,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	}
 	names := map[string]bool{}
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for _, c := range crawlCollectors(metrics.NewTally(time.Now()), mon, 50) {
+	for _, c := range crawlCollectors(metrics.NewTally(time.Now()), mon, 50, 200) {
 		ch := make(chan *prometheus.Desc, 512)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {

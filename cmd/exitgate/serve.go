@@ -268,7 +268,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		fmt.Fprintf(stderr, "exitgate: %d exits resolve to %d distinct IPs\n", len(setup.exits), len(g.ExitSet().Keys()))
 	}
 	if metricsLn != nil {
-		reg, err := newRegistry(tally, nil, 50) // as crawl's --metrics-exits default
+		reg, err := newRegistry(tally, nil, 50, 200) // as crawl's --metrics-exits and --metrics-hosts defaults
 		if err == nil {
 			err = reg.Register(g.Collector())
 		}

@@ -92,7 +92,8 @@ function render(s) {
     box("requests", t.requests || 0), box("ok", t.ok || 0), box("429s", t.throttled || 0),
     box("429 ratio", pct(t.ratio_429)), box("429 last window", pct(t.window_429)), box("responses/s", num(t.rate, 1)),
     box("in flight", t.in_flight || 0), box("done", (t.done || 0) + " / " + (t.urls || 0)),
-    box("queued", t.queued || 0), box("parked", t.parked || 0), box("abandoned", t.abandoned || 0),
+    box("not found", t.not_found || 0), box("queued", t.queued || 0), box("parked", t.parked || 0),
+    box("abandoned", t.abandoned || 0),
   ].join("");
   const sp = $("spike");
   const spikeEv = (s.events || []).find((e) => e.kind === "spike");
