@@ -756,11 +756,27 @@ func capacities(s limit.Snapshot) (hosts, exits map[string]report.Capacity) {
 	for _, h := range s.Hosts {
 		var sum float64
 		throttled := float64(h.Counters.ThrottledNs)/1e9 - ahead(h.PausedUntil)
+		// The host's pauses (its ThrottledNs beyond its lanes'
+		// cooldowns) held every lane: each exit is charged its share, so
+		// that the exits add up to the host (they showed 0 s throttled at
+		// 100% 429s when the host paused instead).
+		pauses := float64(h.Counters.ThrottledNs)/1e9 - ahead(h.PausedUntil)
 		for _, l := range h.Lanes {
-			sum += l.Rate.Hz()
+			pauses -= l.ThrottledSeconds
+		}
+		pauses = max(pauses, 0)
+		for _, l := range h.Lanes {
+			rate := l.Rate.Hz()
+			if !h.Rate.IsZero() {
+				// Limited site-wide: the host rate is what the lanes
+				// share; their own rates sit unused at the ceiling (each
+				// exit read 1,000/s learned, 50/s a lane on 20 hosts).
+				rate = min(rate, h.Rate.Hz()/float64(len(h.Lanes)))
+			}
+			sum += rate
 			c := exits[l.Exit]
-			c.PerSecond += l.Rate.Hz()
-			c.Throttled += max(l.ThrottledSeconds-ahead(l.CooldownUntil), 0)
+			c.PerSecond += rate
+			c.Throttled += max(l.ThrottledSeconds-ahead(l.CooldownUntil), 0) + pauses/float64(len(h.Lanes))
 			exits[l.Exit] = c
 			throttled -= ahead(l.CooldownUntil)
 		}

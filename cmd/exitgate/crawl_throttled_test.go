@@ -65,7 +65,17 @@ func TestCapacitiesCountTimeSpent(t *testing.T) {
 	if got := hosts["a.example"].Throttled; got != 10+5+1 {
 		t.Errorf("host throttled = %v s, want 16 (10 of the pause, 5 and 1 of the cooldowns)", got)
 	}
-	if exits["e1"].Throttled != 5 || exits["e2"].Throttled != 1 {
-		t.Errorf("exits throttled = %v, %v s; want 5 and 1", exits["e1"].Throttled, exits["e2"].Throttled)
+	// The pause held both lanes: each exit is charged half of its 10 s, so
+	// the exits add up to the host (they read 0 s at 100% 429s).
+	if exits["e1"].Throttled != 5+5 || exits["e2"].Throttled != 1+5 {
+		t.Errorf("exits throttled = %v, %v s; want 10 and 6", exits["e1"].Throttled, exits["e2"].Throttled)
+	}
+	// A host limited site-wide: its exits share its rate; the lanes' own
+	// rates sit unused at the ceiling (each exit read 50/s a host).
+	s.Hosts[0].Rate = limit.PerSecond(2)
+	s.Hosts[0].Lanes[0].Rate, s.Hosts[0].Lanes[1].Rate = limit.PerSecond(50), limit.PerSecond(50)
+	hosts, exits = capacities(s)
+	if hosts["a.example"].PerSecond != 2 || exits["e1"].PerSecond != 1 || exits["e2"].PerSecond != 1 {
+		t.Errorf("learned: host %v/s, exits %v/s and %v/s; want 2, 1 and 1", hosts["a.example"].PerSecond, exits["e1"].PerSecond, exits["e2"].PerSecond)
 	}
 }
