@@ -403,9 +403,18 @@ func (m *Monitor) fallingLocked(h *hostMon, phase string, now time.Time) {
 		return
 	}
 	c := h.perLane()
+	// No equilibrium either while the host answers nothing but 429s or
+	// is over its budget (as of the last tick): a host that never
+	// answered 200 became "shared" at its first 429s, and the first
+	// guess was then taken for an equilibrium that fell (a warning on
+	// each of 1,000 hosts that only ever refused).
+	req, thr := h.win.sum(now)
+	proven := !h.over && (req == 0 || thr < req)
 	switch phase {
 	case "settled", "declared", "shared":
-		h.peaks.add(now, c)
+		if proven {
+			h.peaks.add(now, c)
+		}
 	}
 	peak, _ := h.peaks.peak(now)
 	switch {

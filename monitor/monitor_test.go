@@ -642,3 +642,22 @@ func TestNotFoundNotAbandoned(t *testing.T) {
 		t.Errorf("metrics state: %d not found, %d abandoned; want 3, 1", st.NotFound, st.Abandoned)
 	}
 }
+
+// TestNoFallFromAGuess: a host that answers nothing but 429s became
+// "shared" at its first ones; its capacity then was the first guess, no
+// equilibrium, and its fall no warning (one fired on each of 1,000 hosts
+// that only ever refused).
+func TestNoFallFromAGuess(t *testing.T) {
+	ctx := context.Background()
+	m, lim, _, _ := newMonitor(t, Config{})
+	now := t0
+	for i, r := range []float64{2, 2, 1.5, 1, 0.5, 0.5} {
+		lim.snap.Hosts = []limit.HostSnapshot{{Host: "g.test", Phase: "shared", Lanes: lanes(r, r, r, r)}}
+		traffic(m, "g.test", now, 4, 1) // every answer a 429
+		m.Tick(ctx, now)
+		now = now.Add(time.Duration(i+1) * time.Second)
+	}
+	if f := eventsOf(m, KindFalling); len(f) != 0 {
+		t.Errorf("falling warnings %+v on a host that never answered but 429s", f)
+	}
+}
