@@ -293,6 +293,10 @@ type hostState struct {
 	queue     []pending
 	array     []pending // the array queue lives in, from its start
 	notBefore time.Time
+	// parkedUntil is when the jobs parked for the host's long wait fall
+	// due (parkHostLocked): Waiting lists the host until then, and the
+	// log says a wait's parking once.
+	parkedUntil time.Time
 	// limWait: notBefore is the limiter's next time for the host, which a
 	// completion that made the host faster brings forward (FasterReporter).
 	limWait bool
@@ -607,7 +611,14 @@ func (c *Core) parkHostLocked(ctx context.Context, host string, h *hostState, no
 	}
 	until := h.notBefore.Format(time.RFC3339)
 	reason := fmt.Sprintf("host must wait until %s, beyond max wait %s (%s)", until, c.cfg.Retry.MaxWait, why)
-	c.cfg.Logger.Warn("host must wait beyond --max-wait: its URLs are parked", "host", host, "until", until, "why", why, "urls", len(h.queue))
+	if h.parkedUntil.Equal(h.notBefore) {
+		// The same wait, its URLs parked as they are claimed: said once
+		// (each claimed batch said it again, 1,000 lines for 1,000 hosts).
+		c.cfg.Logger.Debug("host must wait beyond --max-wait: more of its URLs parked", "host", host, "until", until, "urls", len(h.queue))
+	} else {
+		c.cfg.Logger.Warn("host must wait beyond --max-wait: its URLs are parked", "host", host, "until", until, "why", why, "urls", len(h.queue))
+	}
+	h.parkedUntil = h.notBefore
 	var fin []Finished
 	for _, p := range h.queue {
 		f, final, err := c.settleLocked(ctx, p.job, Fate{Kind: FatePark, At: h.notBefore, Reason: reason, Tries: c.tries[p.job.ID]}, 0, frontier.Result{})
@@ -636,15 +647,18 @@ type HostWait struct {
 	Since time.Time
 }
 
-// Waiting lists the hosts that, at now, must wait beyond MaxWait, soonest
-// first.
+// Waiting lists the hosts that, at now, must wait beyond MaxWait, or whose
+// URLs parked for such a wait are not yet due, soonest first.
 func (c *Core) Waiting(now time.Time) []HostWait {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []HostWait
 	for host, h := range c.hosts {
-		if c.mustWaitLocked(h, now) {
-			out = append(out, HostWait{Host: host, Until: h.notBefore, Why: h.pushback})
+		// Listed while its parked URLs wait too, not only while its wait
+		// is beyond MaxWait: a host parked for 6 minutes was said for its
+		// first and then shown as a bare count for 5.
+		if c.mustWaitLocked(h, now) || h.parkedUntil.After(now) {
+			out = append(out, HostWait{Host: host, Until: later(h.notBefore, h.parkedUntil), Why: h.pushback})
 		}
 	}
 	slices.SortFunc(out, func(a, b HostWait) int { return a.Until.Compare(b.Until) })
