@@ -508,9 +508,23 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 		if h.crawlDelay > 0 {
 			h.notBefore, h.limWait = now.Add(h.crawlDelay), false
 		}
+		if c.tally != nil && p.hops == 0 && c.sentBeforeLocked(p.job) {
+			// A retry is a request sent again, counted as it goes (it was
+			// counted when one was scheduled: a crawl stopped with a retry
+			// queued said 1 retry of 1 request).
+			c.tally.Retry(host, t.Exit)
+		}
 		return c.startLocked(h, Attempt{Job: p.job, URL: p.url, Host: host, Hops: p.hops, Ticket: t, SentAt: now}), true, fin
 	}
 	return Attempt{}, false, fin
+}
+
+// sentBeforeLocked reports whether job j was sent before, in this run or
+// an earlier one: charged attempts, a status recorded, or this run's
+// uncharged tries (a job parked for its host's wait before it was ever
+// sent has none of them).
+func (c *Core) sentBeforeLocked(j frontier.Job) bool {
+	return j.Attempts > 0 || j.Status != 0 || c.tries[j.ID] != (Tries{})
 }
 
 func (c *Core) startLocked(h *hostState, a Attempt) Attempt {
@@ -1141,8 +1155,6 @@ func (c *Core) writeFate(ctx context.Context, j frontier.Job, fate Fate, status 
 	}
 	if c.tally != nil {
 		switch fate.Kind {
-		case FateRetry:
-			c.tally.Retry(j.Host, res.Exit)
 		case FateDone:
 			if err == nil {
 				c.tally.Done(j.Host, res.Exit)

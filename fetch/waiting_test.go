@@ -13,6 +13,7 @@ import (
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/frontier/memory"
 	"github.com/exitgate/exitgate/limit"
+	"github.com/exitgate/exitgate/metrics"
 )
 
 // TestWaitingWhileParked: a host told to wait past MaxWait has its URLs
@@ -69,5 +70,49 @@ func TestWaitingWhileParked(t *testing.T) {
 	}
 	if w := core.Waiting(t0.Add(11 * time.Minute)); len(w) != 0 {
 		t.Errorf("Waiting after the park = %+v, want none", w)
+	}
+}
+
+// TestRetriesCountedAsSent: a retry is counted when the request goes again,
+// not when it is scheduled (a crawl stopped with a retry queued said 1 retry
+// of 1 request); a redirect hop is none.
+func TestRetriesCountedAsSent(t *testing.T) {
+	ctx := context.Background()
+	fr, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fr.Push(ctx, []frontier.NewJob{{URL: "http://r.example/a"}}); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.SetExits([]limit.Exit{{ID: "e1"}, {ID: "e2"}})
+	t0 := time.Now()
+	tally := metrics.NewTally(t0)
+	core := NewCore(CoreConfig{Concurrency: 1}, fr, lim, tally)
+	atts, _, err := core.Dispatch(ctx, t0)
+	if err != nil || len(atts) != 1 {
+		t.Fatalf("Dispatch = %d attempts, %v", len(atts), err)
+	}
+	if err := core.Complete(ctx, atts[0], Response{Status: http.StatusServiceUnavailable, At: t0, HeaderAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tally.Snapshot(t0).Total.Retries; n != 0 {
+		t.Errorf("retries after a retry was scheduled, none sent = %d, want 0", n)
+	}
+	var sent []Attempt
+	for i := 1; i <= 100 && len(sent) == 0; i++ {
+		if sent, _, err = core.Dispatch(ctx, t0.Add(time.Duration(i)*100*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sent) != 1 {
+		t.Fatalf("the retry was not sent within 10 s")
+	}
+	if n := tally.Snapshot(t0).Total.Retries; n != 1 {
+		t.Errorf("retries once the request went again = %d, want 1", n)
 	}
 }

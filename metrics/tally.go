@@ -186,15 +186,14 @@ func (t *Tally) Done(host, exit string) {
 	t.mu.Unlock()
 }
 
-// Retry counts one URL sent back to the queue to be requested again, after
-// an attempt through exit ("": none known).
+// Retry counts one request sent again for a URL sent before, through exit
+// ("": none known).
 func (t *Tally) Retry(host, exit string) {
 	t.mu.Lock()
 	t.total.Retries++
 	counter(t.hosts, host).Retries++
 	if exit != "" {
-		// The exit whose attempt is retried: per_exit's retries read 0
-		// while per_host and the total had them.
+		// per_exit's retries read 0 while per_host and the total had them.
 		counter(t.exits, exit).Retries++
 	}
 	t.mu.Unlock()
