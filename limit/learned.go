@@ -187,7 +187,9 @@ func (h *host) waits(now int64) []LearnedWait {
 
 // restoreWaits holds h's lanes, and h itself, to the waits that end after
 // now, each cut at the longest wait the limiter takes (a clock gone wrong
-// must not stop a host for years).
+// must not stop a host for years). What they hold of this run counts as
+// its time throttled, as the waits it draws itself do (a resumed crawl held
+// 10 s by a restored cooldown said 0 s throttled).
 func (r *rules) restoreWaits(h *host, ws []LearnedWait, now int64) {
 	for _, w := range ws {
 		until := min(w.Until.UnixNano(), now+int64(maxRetryAfter))
@@ -195,14 +197,17 @@ func (r *rules) restoreWaits(h *host, ws []LearnedWait, now int64) {
 			continue
 		}
 		if w.Exit == "" {
-			h.pause = max(h.pause, until)
+			if until > h.pause {
+				h.c.ThrottledNs += until - max(h.pause, now)
+				h.pause = until
+			}
 			continue
 		}
 		ln := h.lanes[w.Exit]
 		if ln == nil {
 			ln = h.newLane(r, w.Exit, 0, now)
 		}
-		ln.cool = max(ln.cool, until)
+		h.lengthenCool(ln, until, now)
 		r.rekey(h, ln)
 	}
 }

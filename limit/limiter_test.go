@@ -753,6 +753,18 @@ func TestLearnedKeepsWaits(t *testing.T) {
 	if _, ok, _, _ := next.Acquire("h", limit.Want{Pin: "f"}, now); !ok {
 		t.Errorf("lane f after the restore: held, want it free (the server asked nothing of it)")
 	}
+	// What the restored wait holds of this run is its time throttled (a
+	// resumed crawl held by one said 0 s).
+	hs := next.Snapshot(now).Hosts[0]
+	var until time.Time
+	for _, ln := range hs.Lanes {
+		if ln.Exit == "e" {
+			until = ln.CooldownUntil
+		}
+	}
+	if got, want := time.Duration(hs.Counters.ThrottledNs), until.Sub(now); got != want || want < 55*time.Second {
+		t.Errorf("throttled after the restore = %v, want the wait ahead, %v", got, want)
+	}
 }
 
 // TestLearnedDeclaredRoundTrip: a host whose server declares its quota is
