@@ -748,3 +748,34 @@ func TestRedisURLRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusFleetFlags: status --redis honours --watch and --timeout (it
+// printed once and returned, whatever they said), refuses --rows (which it
+// ignored) and a --crawl without --redis (ADDR was read as an unknown
+// command).
+func TestStatusFleetFlags(t *testing.T) {
+	r := peertest.StartRedis(t)
+	if _, msg, code := run(t, "status", "--redis", r.URL(), "--crawl", "c", "--rows", "3"); code != exitUsage || !strings.Contains(msg, "--rows") {
+		t.Errorf("status --redis --rows: exit %d %q, want 2 naming --rows", code, msg)
+	}
+	if _, msg, code := run(t, "status", "--redis", r.URL(), "--crawl", "c", "--timeout", "0s"); code != exitUsage || !strings.Contains(msg, "--timeout") {
+		t.Errorf("status --redis --timeout 0s: exit %d %q, want 2", code, msg)
+	}
+	if _, msg, code := run(t, "status", "--crawl", "c", "127.0.0.1:1"); code != exitUsage || !strings.Contains(msg, "give its --redis") {
+		t.Errorf("status --crawl ADDR: exit %d %q, want 2 asking for --redis", code, msg)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(r.URL(), "redis://")})
+	defer rdb.Close()
+	rdb.HSet(context.Background(), "eg:{w}:learned", "h.example", `{"host":"h.example","phase":"settled"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	root := newRootCmd()
+	var out, errOut syncbuf.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"status", "--redis", r.URL(), "--crawl", "w", "--watch", "300ms"})
+	err := root.ExecuteContext(ctx)
+	if n := strings.Count(out.String(), "crawl w:"); err != nil || n < 3 {
+		t.Errorf("status --redis --watch 300ms for 1.5 s: %v, printed %d times, want 3 or more:\n%s%s", err, n, out.String(), errOut.String())
+	}
+}

@@ -40,6 +40,10 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
   exitgate status --json http://127.0.0.1:8080
   exitgate status --redis redis://127.0.0.1:6379 --crawl shop`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if fleet.redis == "" && fleet.crawl != "" {
+				// It read ADDR as an unknown command.
+				return usageError(fmt.Errorf("--crawl names a distributed crawl: give its --redis too (and no ADDR)"))
+			}
 			want := cobra.ExactArgs(1)
 			if fleet.redis != "" || fleet.crawl != "" {
 				want = cobra.NoArgs
@@ -50,13 +54,6 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if fleet.redis != "" || fleet.crawl != "" {
-				if fleet.redis == "" || fleet.crawl == "" {
-					return usageError(fmt.Errorf("a distributed crawl's status needs both --redis and --crawl"))
-				}
-				fleet.json = asJSON
-				return runFleetStatus(cmd.Context(), cmd.OutOrStdout(), fleet)
-			}
 			switch {
 			case rows < 0:
 				return usageError(fmt.Errorf("--rows %d: want 0 or more", rows))
@@ -64,6 +61,18 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 				return usageError(fmt.Errorf("--watch %v: want 0 or more", watch))
 			case timeout <= 0:
 				return usageError(fmt.Errorf("--timeout %v: want above 0", timeout))
+			}
+			if fleet.redis != "" || fleet.crawl != "" {
+				if fleet.redis == "" || fleet.crawl == "" {
+					return usageError(fmt.Errorf("a distributed crawl's status needs both --redis and --crawl"))
+				}
+				if cmd.Flags().Changed("rows") {
+					// Accepted and ignored before: a fleet's status
+					// lists no events or change records.
+					return usageError(fmt.Errorf("--rows is for a crawl's dashboard (ADDR): a distributed crawl's status lists no events or change records"))
+				}
+				fleet.json = asJSON
+				return watchFleetStatus(cmd.Context(), cmd.OutOrStdout(), fleet, watch, timeout)
 			}
 			addr, err := statusURL(args[0])
 			if err != nil {
@@ -75,11 +84,34 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&asJSON, "json", false, "print the state as JSON (the dashboard's /api/state, without history)")
 	fl.IntVar(&rows, "rows", 10, "events and change records to print")
-	fl.DurationVar(&watch, "watch", 0, "print again every `D` until interrupted (0: once)")
-	fl.DurationVar(&timeout, "timeout", 5*time.Second, "timeout of one read of the state")
+	fl.DurationVar(&watch, "watch", 0, "print again every `D` until interrupted (0: once); with --redis too")
+	fl.DurationVar(&timeout, "timeout", 5*time.Second, "timeout of one read of the state (with --redis, of Redis's)")
 	fl.StringVar(&fleet.redis, "redis", "", "a distributed crawl's Redis `URL`, redis://host:port (a cluster node reaches the cluster), instead of ADDR")
 	fl.StringVar(&fleet.crawl, "crawl", "", "with --redis: the distributed crawl's `NAME`")
 	return cmd
+}
+
+// watchFleetStatus prints a distributed crawl's status, each read bounded
+// by timeout, and again every watch until ctx ends (0: once). --watch and
+// --timeout did nothing here.
+func watchFleetStatus(ctx context.Context, w io.Writer, f statusFlags, watch, timeout time.Duration) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		err := runFleetStatus(rctx, w, f)
+		cancel()
+		if err != nil && watch > 0 && ctx.Err() != nil {
+			return nil // interrupted while watching
+		}
+		if err != nil || watch == 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(watch):
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // statusURL checks ADDR, a crawl's --ui address (host:port, or an http(s)
