@@ -75,6 +75,16 @@ func (f exitFlags) limitConfig() (limit.Config, error) {
 	if c.FirstGuess.IsZero() {
 		return c, fmt.Errorf("--lane-rate must be above zero")
 	}
+	for _, r := range []struct {
+		flag, raw string
+		rate      limit.Rate
+	}{{"--host-rate", f.hostRate, c.HostCeiling}, {"--lane-rate", f.laneRate, c.FirstGuess}} {
+		// The limiter refuses it too, but only once the URL list was
+		// loaded, exit 1, naming its own field (FirstGuess).
+		if !r.rate.IsZero() && r.rate.Hz() < 1.0/(365*24*3600) {
+			return c, fmt.Errorf("%s %s: below one request a year", r.flag, r.raw)
+		}
+	}
 	if !c.HostCeiling.IsZero() && c.FirstGuess.Hz() > c.HostCeiling.Hz() {
 		// No lane goes faster than its host: the first guess starts at
 		// the ceiling (--host-rate 10/min under the default 30/min
@@ -86,6 +96,9 @@ func (f exitFlags) limitConfig() (limit.Config, error) {
 	}
 	c.HostConcurrency = f.perHostConcurrency
 	c.MaxInFlight = f.concurrency
+	if _, err := limit.New(c); err != nil {
+		return c, fmt.Errorf("the limiter's settings: %w", err) // before any work, as the flags above
+	}
 	return c, nil
 }
 

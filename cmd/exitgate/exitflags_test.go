@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/exitgate/exitgate/limit"
 )
@@ -66,5 +67,29 @@ func TestFlagsThatNeedAnother(t *testing.T) {
 	r := runCmd(t, "crawl", "--out", filepath.Join(dir, "out"), urls)
 	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "EXITGATE_WORKER_ID") {
 		t.Errorf("EXITGATE_WORKER_ID without --redis: %v, want exit %d naming the variable", r.err, exitUsage)
+	}
+}
+
+// TestRatesRefusedBeforeWork: a rate the limiter cannot take is refused by
+// the flag that gave it, exit 2, before --out is made (it was refused once
+// the URL list was loaded, exit 1, naming the limiter's FirstGuess); a
+// --breaker-cooldown over an hour is taken (refused as "CooldownMax is
+// below Cooldown").
+func TestRatesRefusedBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	urls := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
+	for _, args := range [][]string{{"--lane-rate", "1/9000h"}, {"--host-rate", "1e-300/s"}} {
+		out := filepath.Join(dir, "out"+args[0])
+		r := runCmd(t, append([]string{"crawl", "--out", out}, append(args, urls)...)...)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), args[0]+" "+args[1]) {
+			t.Errorf("%v: %v, want exit %d naming the flag", args, r.err, exitUsage)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: --out was made before the flag was refused", args)
+		}
+	}
+	f := monitorFlags{budget: "1%", budgetWindow: time.Minute, alertAfter: 3 * time.Minute, breakerAfter: 5 * time.Minute, breakerCooldown: 2 * time.Hour, metricsExits: 50}
+	if _, err := monitorConfig(f); err != nil {
+		t.Errorf("--breaker-cooldown 2h: %v, want it taken", err)
 	}
 }

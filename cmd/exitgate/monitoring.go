@@ -47,7 +47,7 @@ func addMonitorFlags(fl *pflag.FlagSet, f *monitorFlags) {
 	fl.DurationVar(&f.budgetWindow, "budget-window", time.Minute, "span of the rolling 429 ratio judged against the budget")
 	fl.DurationVar(&f.alertAfter, "alert-after", 3*time.Minute, "a host over its 429 budget this long raises an alert (a WARN line, a metric, an event in summary.json and on the dashboard)")
 	fl.DurationVar(&f.breakerAfter, "breaker-after", 5*time.Minute, "a host over its 429 budget this long has its circuit breaker opened: its URLs are parked for --breaker-cooldown, then one probe; 0: no breaker")
-	fl.DurationVar(&f.breakerCooldown, "breaker-cooldown", 5*time.Minute, "how long an open circuit breaker parks a host before one probe (doubling with each failed probe, up to an hour)")
+	fl.DurationVar(&f.breakerCooldown, "breaker-cooldown", 5*time.Minute, "how long an open circuit breaker parks a host before one probe (doubling with each failed probe, up to an hour, or to itself when longer)")
 	fl.IntVar(&f.metricsExits, "metrics-exits", 50, "exits with series of their own in exitgate_exit_requests_total (the first to answer); the others are summed under exit=\"_other\"; 0: none")
 	fl.DurationVar(&f.linger, "linger", 0, "keep --ui and --metrics-addr up this long after the crawl ends (a signal ends it sooner), so that a scrape or a look at the dashboard sees its final counts; 0: they close with the crawl")
 	fl.IntVar(&f.metricsHosts, "metrics-hosts", 200, "hosts with series of their own in the per-host counters (exitgate_requests_total and the like; the first to answer); the others are summed under host=\"_other\"; 0: none")
@@ -90,6 +90,9 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 		return c, err
 	}
 	c.Window, c.AlertAfter, c.BreakAfter, c.Cooldown = f.budgetWindow, f.alertAfter, f.breakerAfter, f.breakerCooldown
+	// Doubled up to an hour, or to itself when longer (2h was refused as
+	// "CooldownMax is below Cooldown", a field no flag sets).
+	c.CooldownMax = max(time.Hour, f.breakerCooldown)
 	if f.breakerAfter == 0 {
 		c.BreakAfter = -1
 	} else if f.breakerAfter < f.alertAfter {
