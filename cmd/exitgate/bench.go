@@ -174,9 +174,9 @@ func checkBenchFlags(f benchFlags) error {
 		}
 	}
 	return checkDurations([]durationFlag{
-		{"--warmup", f.warmup, true},
-		{"--max-time", f.maxTime, false},
-		{"--duration", f.duration, true},
+		{"--warmup", f.warmup, true, 0},
+		{"--max-time", f.maxTime, false, 0},
+		{"--duration", f.duration, true, 0},
 	})
 }
 

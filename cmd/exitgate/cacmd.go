@@ -21,7 +21,7 @@ ca-key.pem (its private key, mode 0600, never exported) in --ca-dir. No
 library's built-in CA is used: its key would be public.`,
 	}
 	cmd.AddCommand(newCAInitCmd(), newCAExportCmd(), newCAPathCmd())
-	return cmd
+	return group(cmd)
 }
 
 // caDirFlag adds --ca-dir to cmd.

@@ -176,16 +176,22 @@ const maxConcurrency = 10000
 type durationFlag struct {
 	name   string
 	d      time.Duration
-	zeroOK bool // 0 means none
+	zeroOK bool          // 0 means none
+	least  time.Duration // the shortest above 0 that makes sense; 0: any
 }
 
 // checkDurations refuses the first value of flags out of its range, saying
 // what the flag takes.
 func checkDurations(flags []durationFlag) error {
 	for _, d := range flags {
-		if d.d < 0 || d.d == 0 && !d.zeroOK {
+		if d.d < 0 || d.d == 0 && !d.zeroOK || d.d > 0 && d.d < d.least {
 			want := "above 0"
-			if d.zeroOK {
+			switch {
+			case d.least > 0 && d.zeroOK:
+				want = fmt.Sprintf("0 (none) or at least %v", d.least)
+			case d.least > 0:
+				want = fmt.Sprintf("at least %v", d.least)
+			case d.zeroOK:
 				want = "0 (none) or more"
 			}
 			return fmt.Errorf("%s %v: want %s", d.name, d.d, want)
@@ -193,6 +199,10 @@ func checkDurations(flags []durationFlag) error {
 	}
 	return nil
 }
+
+// minProgress is the shortest --progress: 1 ns wrote 2.7 million lines in
+// 6 s.
+const minProgress = 100 * time.Millisecond
 
 // durationGrace is how long requests in flight at --duration's end may
 // take to finish before they are aborted (and stay queued).
@@ -225,10 +235,10 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		return s, fmt.Errorf("--max-retries %d: want 0 or more", f.maxRetries)
 	}
 	if err := checkDurations([]durationFlag{
-		{"--timeout", f.timeout, false},
-		{"--max-wait", f.maxWait, false},
-		{"--duration", f.duration, true},
-		{"--progress", f.progress, true},
+		{"--timeout", f.timeout, false, 0},
+		{"--max-wait", f.maxWait, false, 0},
+		{"--duration", f.duration, true, 0},
+		{"--progress", f.progress, true, minProgress},
 	}); err != nil {
 		return s, err
 	}

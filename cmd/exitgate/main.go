@@ -34,6 +34,7 @@ takes one value per line. Each command's --help names its variables.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	group(root)
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(flagError(exitUsage))
 	root.AddCommand(
@@ -66,6 +67,26 @@ takes one value per line. Each command's --help names its variables.`,
 	}
 	wrapRun(root)
 	return root
+}
+
+// group makes cmd, a command of commands, refuse one it does not have as
+// a usage error (exit 2), with cobra's suggestions: `exitgate proxies chek`
+// printed the help and exited 0, and `exitgate bogus` exited 1. Alone, it
+// prints its help.
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+			msg += " (did you mean " + strings.Join(sug, " or ") + "?)"
+		}
+		return usageError(fmt.Errorf("%s; run '%s --help' for its commands", msg, cmd.CommandPath()))
+	}
+	return cmd
 }
 
 func newVersionCmd() *cobra.Command {

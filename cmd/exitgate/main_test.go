@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -45,4 +46,22 @@ func exitgateBinary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// TestUnknownCommand: a command a group does not have is a usage error,
+// exit 2, with a suggestion (`proxies chek` printed the help and exited 0,
+// a script's && carrying on; `exitgate bogus` exited 1).
+func TestUnknownCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		sug  string
+	}{{[]string{"proxies", "chek"}, "check"}, {[]string{"ca", "expotr"}, "export"}, {[]string{"crawel"}, "crawl"}, {[]string{"bogus"}, ""}} {
+		r := runCmd(t, tc.args...)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "unknown command") || !strings.Contains(r.err.Error(), tc.sug) {
+			t.Errorf("exitgate %v: %v (exit %d), want exit 2 with the suggestion %q", tc.args, r.err, exitCode(r.err), tc.sug)
+		}
+	}
+	if r := runCmd(t, "proxies"); r.err != nil || !strings.Contains(r.stdout, "check") {
+		t.Errorf("exitgate proxies: %v, want its help listing check", r.err)
+	}
 }

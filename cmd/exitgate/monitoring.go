@@ -43,7 +43,7 @@ type monitorFlags struct {
 func addMonitorFlags(fl *pflag.FlagSet, f *monitorFlags) {
 	fl.StringVar(&f.ui, "ui", "", "serve the live dashboard at http://`ADDR`/ (and its state at /api/state, /metrics too) while crawling, e.g. 127.0.0.1:8080; `exitgate status ADDR` prints it in a terminal")
 	fl.StringVar(&f.budget, "budget", "1%", "429 budget of a host: the share of its responses that may be 429 over --budget-window (1%, 0.5%, 0.01); over it for --alert-after raises an alert")
-	fl.StringArrayVar(&f.hostBudgets, "host-budget", nil, "429 budget of one host, `HOST=RATIO` (api.example.com=0.1%); repeatable; in --config also a mapping (host-budget: {api.example.com: 0.1%})")
+	fl.StringArrayVar(&f.hostBudgets, "host-budget", nil, "429 budget of one host, `HOST=RATIO` (api.example.com=0.1%; a port if not 80 or 443, or the site's http(s) URL); repeatable; in --config also a mapping (host-budget: {api.example.com: 0.1%})")
 	fl.DurationVar(&f.budgetWindow, "budget-window", time.Minute, "span of the rolling 429 ratio judged against the budget")
 	fl.DurationVar(&f.alertAfter, "alert-after", 3*time.Minute, "a host over its 429 budget this long raises an alert (a WARN line, a metric, an event in summary.json and on the dashboard)")
 	fl.DurationVar(&f.breakerAfter, "breaker-after", 5*time.Minute, "a host over its 429 budget this long has its circuit breaker opened: its URLs are parked for --breaker-cooldown, then one probe; 0: no breaker")
@@ -82,10 +82,10 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 		}
 	}
 	if err := checkDurations([]durationFlag{
-		{"--budget-window", f.budgetWindow, false},
-		{"--alert-after", f.alertAfter, false},
-		{"--breaker-after", f.breakerAfter, true}, // 0: no breaker
-		{"--breaker-cooldown", f.breakerCooldown, false},
+		{"--budget-window", f.budgetWindow, false, 0},
+		{"--alert-after", f.alertAfter, false, 0},
+		{"--breaker-after", f.breakerAfter, true, 0}, // 0: no breaker
+		{"--breaker-cooldown", f.breakerCooldown, false, 0},
 	}); err != nil {
 		return c, err
 	}
@@ -118,9 +118,19 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 // one spelling, a port kept unless it is http's default (bücher.example was
 // accepted and matched no host, xn--bcher-kva.example's budget unchanged).
 func budgetHostKey(host string) (string, error) {
-	u, err := url.Parse("http://" + host + "/")
-	if err != nil || u.Hostname() == "" || u.Path != "/" || u.User != nil {
-		return "", fmt.Errorf("%q is no host (want a name or an address, with a port if not 80)", host)
+	raw := "http://" + host + "/"
+	switch {
+	case strings.Contains(host, "://"):
+		// A URL's scheme says which port is the default.
+		raw = strings.TrimSuffix(host, "/") + "/"
+	case strings.HasSuffix(host, ":443"):
+		// https's own port: the crawl keys https://api.example.com/ as
+		// api.example.com, and HOST:443 matched nothing.
+		raw = "https://" + host + "/"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" || u.Path != "/" || u.User != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("%q is no host (want a name or an address, with a port if not 80 or 443, or an http(s) URL of the site)", host)
 	}
 	return fetch.DefaultHostKey(u), nil
 }

@@ -84,12 +84,16 @@ func TestHostBudgetInConfigFile(t *testing.T) {
 // default port dropped; one that is no host is refused by name.
 func TestHostBudgetKeys(t *testing.T) {
 	f := monitorFlags{budget: "1%", budgetWindow: time.Minute, alertAfter: time.Minute, breakerCooldown: time.Minute,
-		hostBudgets: []string{"Bücher.example=0.1%", "127.1:8080=0.2%", "api.example.com:80=0.3%"}}
+		hostBudgets: []string{"Bücher.example=0.1%", "127.1:8080=0.2%", "api.example.com:80=0.3%",
+			// https's port, or an https URL: as the crawl keys
+			// https://shop.example/ (HOST:443 matched no host).
+			"shop.example:443=0.4%", "https://secure.example=0.5%", "https://alt.example:8443/=0.6%"}}
 	c, err := monitorConfig(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"xn--bcher-kva.example": 0.001, "127.0.0.1:8080": 0.002, "api.example.com": 0.003}
+	want := map[string]float64{"xn--bcher-kva.example": 0.001, "127.0.0.1:8080": 0.002, "api.example.com": 0.003,
+		"shop.example": 0.004, "secure.example": 0.005, "alt.example:8443": 0.006}
 	for k, v := range want {
 		if c.Budgets[k] != v {
 			t.Errorf("budgets %v: want %s at %v", c.Budgets, k, v)

@@ -25,7 +25,7 @@ func newProxiesCmd() *cobra.Command {
 		Short: "Inspect and check proxy exits",
 	}
 	cmd.AddCommand(newProxiesCheckCmd())
-	return cmd
+	return group(cmd)
 }
 
 type proxiesCheckFlags struct {

@@ -148,18 +148,9 @@ func buildServe(f serveFlags) (serveSetup, error) {
 	if s.limCfg, err = f.limitConfig(); err != nil {
 		return s, err
 	}
-	for _, d := range []struct {
-		name   string
-		d      time.Duration
-		zeroOK bool
-	}{{"--wait", f.wait, true}, {"--wait-cap", f.waitCap, false}, {"--timeout", f.timeout, false},
-		{"--drain", f.drain, true}, {"--progress", f.progress, true}} {
-		switch {
-		case d.d < 0 && d.zeroOK:
-			return s, fmt.Errorf("%s %v: want 0 or more", d.name, d.d)
-		case d.d <= 0 && !d.zeroOK:
-			return s, fmt.Errorf("%s %v: want above 0", d.name, d.d)
-		}
+	if err := checkDurations([]durationFlag{{"--wait", f.wait, true, 0}, {"--wait-cap", f.waitCap, false, 0}, {"--timeout", f.timeout, false, 0},
+		{"--drain", f.drain, true, 0}, {"--progress", f.progress, true, minProgress}}); err != nil {
+		return s, err
 	}
 	if f.wait > f.waitCap {
 		return s, fmt.Errorf("--wait %v is above --wait-cap %v", f.wait, f.waitCap)
