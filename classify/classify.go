@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"os"
 	"syscall"
@@ -321,6 +322,10 @@ func Error(err error) verdict.Verdict {
 	}
 	return verdict.Retryable
 }
+
+// MalformedResponse reports whether err is net/http refusing the server's
+// response head (textproto.ProtocolError).
+func MalformedResponse(err error) bool { return errors.As(err, new(textproto.ProtocolError)) }
 
 // CertificateProblem names, in a few stable words, why the server's TLS
 // certificate was refused, or "" when err is no such refusal.

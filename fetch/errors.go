@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/textproto"
 	"os"
 	"syscall"
 
@@ -30,8 +29,8 @@ func ErrorClass(err error) string {
 		return "connection reset"
 	case errors.As(err, &dnsErr):
 		return "dns failure"
-	case errors.As(err, new(textproto.ProtocolError)):
-		return "malformed response" // a header net/http cannot read
+	case classify.MalformedResponse(err):
+		return "malformed response head (a control character in a header, a line without a colon, or a head cut short)"
 	case classify.CertificateProblem(err) != "":
 		return classify.CertificateProblem(err)
 	case classify.CorruptBody(err):

@@ -72,7 +72,8 @@ func TestErrorClass(t *testing.T) {
 	}{
 		{"body cut short", serve(t, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"), "truncated response"},
 		{"header cut short", serve(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"), "truncated response"},
-		{"header cut in a line", serve(t, "HTTP/1.1 200 OK\r\nContent-Le"), "malformed response"},
+		{"header cut in a line", serve(t, "HTTP/1.1 200 OK\r\nContent-Le"), "malformed response head (a control character in a header, a line without a colon, or a head cut short)"},
+		{"a control character in a header", serve(t, "HTTP/1.1 200 OK\r\nX-A: a\x01b\r\nContent-Length: 2\r\n\r\nok"), "malformed response head (a control character in a header, a line without a colon, or a head cut short)"},
 		// net/http says "malformed HTTP response" of a reply that is not
 		// HTTP with an error of no exported type: left a transport error.
 		{"garbage", serve(t, "SSH-2.0-OpenSSH_9.2\r\n\r\n"), "transport error"},
