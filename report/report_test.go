@@ -125,6 +125,12 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
 	}
+	// Retries and no success: said so, not 0.00 retries per success.
+	buf.Reset()
+	WriteTable(&buf, Summary{Requests: 3, Retries: 2})
+	if !strings.Contains(buf.String(), "2 retries, no success") {
+		t.Errorf("table of retries without a success:\n%s", buf.String())
+	}
 }
 
 // TestBodyPath: a row names its body under the output directory whatever

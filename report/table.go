@@ -11,8 +11,12 @@ import (
 // abandoned, and one row per host and per exit.
 func WriteTable(w io.Writer, s Summary) {
 	fmt.Fprintf(w, "\nURLs %d: %d done, %d not found, %d abandoned, %d parked, %d queued\n", s.URLs, s.Done, s.NotFound, s.Abandoned, s.Parked, s.Queued)
-	fmt.Fprintf(w, "Requests %d in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %.2f retries per success\n",
-		s.Requests, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, s.RetriesPerSuccess)
+	retries := fmt.Sprintf("%.2f retries per success", s.RetriesPerSuccess)
+	if s.Fetched == 0 && s.Retries > 0 {
+		retries = fmt.Sprintf("%d retries, no success", s.Retries) // (it read 0.00 retries per success)
+	}
+	fmt.Fprintf(w, "Requests %d in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %s\n",
+		s.Requests, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, retries)
 	fmt.Fprintf(w, "Throttled %.1fs (cooldowns and pauses the servers' pushback imposed, summed over lanes); work held back by the limiter %.1fs\n",
 		s.ThrottledSeconds, s.HeldBackSeconds)
 	if len(s.AbandonedByReason) > 0 {

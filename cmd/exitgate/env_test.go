@@ -215,6 +215,8 @@ func TestSuggest(t *testing.T) {
 func TestSuggestRate(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"20rps", "20/s"},
+		{"0x10/s", ""}, // not "0/s", which turns the ceiling off
+		{"1_000/s", ""},
 		{"20 rps", "20/s"},
 		{"1.5qps", "1.5/s"},
 		{"30rpm", "30/min"},

@@ -73,6 +73,9 @@ func suggestRate(s string) string {
 	if _, err := strconv.ParseFloat(num, 64); err != nil {
 		return ""
 	}
+	if before, _, _ := strings.Cut(s[i:], "/"); strings.ContainsAny(before, "0123456789") {
+		return "" // a number not read whole (0x10/s): "0/s" turned the ceiling off
+	}
 	unit := strings.ToLower(strings.Join(strings.Fields(s[i:]), ""))
 	switch {
 	case strings.Contains(unit, "/"):

@@ -187,7 +187,7 @@ func (p *progress) read(now time.Time) (reading, bool) {
 // line is the progress log line of r.
 func (p *progress) line(r reading) string {
 	total, fin := r.c.Total(), r.c.Done+r.c.Abandoned
-	return fmt.Sprintf("done %d/%d (%d%%)  %s  |  elapsed %s  ETA %s",
+	return fmt.Sprintf("finished %d/%d (%d%%)  %s  |  elapsed %s  ETA %s",
 		fin, total, percent(fin, total), statusText(r), r.at.Sub(p.start).Round(time.Second), r.eta)
 }
 
@@ -237,7 +237,7 @@ func (p *progress) startBar() {
 	p.bars = mpb.New(mpb.WithOutput(p.w), mpb.WithRefreshRate(250*time.Millisecond), mpb.WithWidth(40))
 	p.bar = p.bars.AddBar(0,
 		mpb.PrependDecorators(
-			decor.Any(func(s decor.Statistics) string { return fmt.Sprintf("done %d/%d", s.Current, s.Total) }),
+			decor.Any(func(s decor.Statistics) string { return fmt.Sprintf("finished %d/%d", s.Current, s.Total) }),
 			decor.NewPercentage(" %d", decor.WC{W: 6}),
 		),
 		mpb.AppendDecorators(

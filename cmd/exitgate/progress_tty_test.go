@@ -64,9 +64,9 @@ func TestProgressBarOnATerminal(t *testing.T) {
 	}
 	text := crawl(true, "out")
 	for _, re := range []string{
-		`done 40/40 +100% \[=+\] elapsed \d+s  ETA 0s`,                    // the final bar
-		`done [1-3]\d/40 +\d+% \[=*>-+\] elapsed \d+s  ETA (\?|[\dms.]+)`, // a bar on the way
-		`level=INFO msg="robots.txt crawl-delay"`,                         // the log, above it
+		`finished 40/40 +100% \[=+\] elapsed \d+s  ETA 0s`,                    // the final bar
+		`finished [1-3]\d/40 +\d+% \[=*>-+\] elapsed \d+s  ETA (\?|[\dms.]+)`, // a bar on the way
+		`level=INFO msg="robots.txt crawl-delay"`,                             // the log, above it
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("the terminal did not show %s:\n%q", re, text)
