@@ -279,6 +279,11 @@ func TestCrawlOtherURLFileNeedsAppend(t *testing.T) {
 	if r := crawl(file1); r.err != nil {
 		t.Fatalf("first crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}
+	// status of the --out prints what the runs added up to (it looked up
+	// a host named after the directory).
+	if r := runCmd(t, "status", out); r.err != nil || !strings.Contains(r.stdout, "URLs 3: 3 done") {
+		t.Errorf("status %s: %v\n%s", out, r.err, r.stdout)
+	}
 	r := crawl(file2)
 	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "--append") {
 		t.Errorf("crawl of another list into the same --out: %v (exit %d), want exit %d naming --append", r.err, code, exitUsage)

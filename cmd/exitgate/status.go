@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 
 	"github.com/exitgate/exitgate/dashboard"
 	"github.com/exitgate/exitgate/monitor"
+	"github.com/exitgate/exitgate/report"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -25,7 +30,7 @@ func newStatusCmd() *cobra.Command {
 		fleet   statusFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "status ADDR | status --redis URL --crawl NAME",
+		Use:   "status ADDR | status DIR | status --redis URL --crawl NAME",
 		Short: "Print a running crawl's dashboard in a terminal (hosts, exits, parked and abandoned URLs, events, the learner's changes), or a distributed crawl's fleet",
 		Long: `status reads the state of a crawl started with --ui ADDR (http://ADDR/api/state)
 and prints the dashboard's tables: the totals; each host's rate, learned capacity,
@@ -33,11 +38,15 @@ and prints the dashboard's tables: the totals; each host's rate, learned capacit
 counts and reputation on each host; what is parked and why; abandoned URLs by
 reason; the monitor's latest events and the learner's latest change records.
 
+Given a crawl's --out DIR instead, it prints what its runs added up to
+(DIR/summary.json), as the crawl's table at its end: for a crawl that is over.
+
 With --redis and --crawl instead of ADDR it shows a distributed crawl: its
 workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 		Example: `  exitgate status 127.0.0.1:8080
   exitgate status --watch 5s 127.0.0.1:8080
   exitgate status --json http://127.0.0.1:8080
+  exitgate status ./exitgate-out
   exitgate status --redis redis://127.0.0.1:6379 --crawl shop`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if fleet.redis == "" && fleet.crawl != "" {
@@ -74,6 +83,11 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 				fleet.json = asJSON
 				return watchFleetStatus(cmd.Context(), cmd.OutOrStdout(), fleet, watch, timeout)
 			}
+			if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+				// A crawl's --out: what its runs added up to (it was looked
+				// up as a host named after the directory).
+				return printOutSummary(cmd.OutOrStdout(), args[0], asJSON)
+			}
 			addr, err := statusURL(args[0])
 			if err != nil {
 				return usageError(err)
@@ -89,6 +103,30 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 	fl.StringVar(&fleet.redis, "redis", "", "a distributed crawl's Redis `URL`, redis://host:port (a cluster node reaches the cluster), instead of ADDR")
 	fl.StringVar(&fleet.crawl, "crawl", "", "with --redis: the distributed crawl's `NAME`")
 	return cmd
+}
+
+// printOutSummary prints the summary.json of a crawl's --out directory, as
+// the crawl's own table at its end (or as it is, with asJSON).
+func printOutSummary(w io.Writer, dir string, asJSON bool) error {
+	path := filepath.Join(dir, "summary.json")
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return usageError(fmt.Errorf("%s is a directory without summary.json: give a crawl's --out, or the --ui ADDR of a running one", dir))
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		_, err := w.Write(raw)
+		return err
+	}
+	var sum report.Summary
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(w, "%s: %d run(s) since %s", dir, sum.Runs, sum.Started.Local().Format(time.DateTime))
+	report.WriteTable(w, sum)
+	return nil
 }
 
 // watchFleetStatus prints a distributed crawl's status, each read bounded
