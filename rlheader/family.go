@@ -28,6 +28,7 @@ type fgroup struct {
 	srcRate                   string
 	cost                      int32  // the tokens each request takes (Spring Cloud Gateway); 0: one
 	negRem                    bool   // remaining is below zero (hapi's -1), not yet taken
+	negRaw                    string // its value, as sent
 	riders                    []ipol // policies riding in the limit ("100, 100;w=10")
 }
 
@@ -179,7 +180,7 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		}
 		if err == ErrNegative && field == "remaining" && !g.hasRem && !g.negRem {
 			// None left, if a limit is told (groupPolicies).
-			g.negRem, g.srcRem = true, e.name
+			g.negRem, g.srcRem, g.negRaw = true, e.name, raw
 			return
 		}
 		if err != nil {
@@ -188,7 +189,7 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 		}
 		if field == "remaining" {
 			if g.negRem {
-				ps.ignore(g.srcRem, "below zero", "duplicate of "+e.name)
+				ps.ignore(g.srcRem, g.negRaw, "duplicate of "+e.name)
 				g.negRem = false
 			}
 			if !dup(g.hasRem, g.srcRem) {
@@ -474,7 +475,7 @@ func (ps *parser) groupPolicies(g *fgroup) {
 			// (hapi-rate-limit's -1 on its 429s): none left.
 			g.remaining, g.hasRem = 0, true
 		} else {
-			ps.ignore(g.srcRem, "below zero", "remaining: "+ErrNegative.Error())
+			ps.ignore(g.srcRem, g.negRaw, "remaining: "+ErrNegative.Error())
 		}
 	}
 	if g.cost > 1 && g.rate > 0 {

@@ -63,7 +63,7 @@ The command fails only when no status line and no header could be read.`,
 	fl.StringVar(&f.now, "now", "", "when the response was received, RFC 3339")
 	setDefaultText(fl, "now", "the current time")
 	fl.StringVar(&f.profile, "profile", "auto", "how bare reset numbers are read: auto (by magnitude), epoch-seconds, epoch-millis, delta-seconds or delta-millis")
-	fl.DurationVar(&f.maxRetryAfter, "max-retry-after", rlheader.DefaultMaxRetryAfter, "flag Retry-After waits longer than this as excessive, meaning the URL would be parked; 0 disables the flag")
+	fl.DurationVar(&f.maxRetryAfter, "max-retry-after", rlheader.DefaultMaxRetryAfter, "flag Retry-After waits longer than this as excessive (a crawl honours up to a day, and parks a URL whose wait passes its --max-wait, 5m by default); 0 disables the flag")
 	fl.StringArrayVar(&f.rules, "rule", nil, "override the verdict for a status, STATUS=VERDICT (e.g. 403=throttled); repeatable")
 	return cmd
 }
@@ -73,17 +73,20 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 	if f.now != "" {
 		t, err := time.Parse(time.RFC3339Nano, f.now)
 		if err != nil {
-			return fmt.Errorf("--now %q: want RFC 3339, such as 2026-03-26T16:00:00Z", f.now)
+			return usageError(fmt.Errorf("--now %q: want RFC 3339, such as 2026-03-26T16:00:00Z", f.now))
 		}
 		received = t
 	}
 	mode, err := rlheader.ParseResetMode(f.profile)
 	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
+		return usageError(fmt.Errorf("--profile: %w", err))
 	}
 	rules, err := parseVerdictRules(f.rules)
 	if err != nil {
-		return err
+		return usageError(err)
+	}
+	if f.maxRetryAfter < 0 {
+		return usageError(fmt.Errorf("--max-retry-after %v: want 0 (no flag) or more", f.maxRetryAfter))
 	}
 	prof := rlheader.Profile{Reset: mode, MaxRetryAfter: f.maxRetryAfter}
 	if f.maxRetryAfter == 0 {
@@ -95,7 +98,7 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 	if len(args) == 1 && args[0] != "-" {
 		fh, err := os.Open(args[0])
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return usageError(err) // an input file, as crawl's URL file
 		}
 		defer fh.Close()
 		in, name = fh, args[0]
@@ -131,7 +134,7 @@ func parseVerdictRules(specs []string) (classify.Rules, error) {
 	for _, s := range specs {
 		code, name, ok := strings.Cut(s, "=")
 		n, err := strconv.Atoi(strings.TrimSpace(code))
-		if !ok || err != nil || n < 100 || n > 999 {
+		if !ok || err != nil || n < 100 || n > 599 {
 			return r, fmt.Errorf("--rule %q: want STATUS=VERDICT, such as 403=throttled", s)
 		}
 		v, err := verdict.Parse(strings.TrimSpace(name))

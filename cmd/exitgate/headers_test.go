@@ -204,6 +204,14 @@ func TestHeadersFlags(t *testing.T) {
 	if !jsonEq(m["retry_after_excessive"], false) || !jsonEq(m["reset_seconds"], 600000) {
 		t.Errorf("headers --max-retry-after 0 = %v", m)
 	}
+	// A bad flag or a missing file is a usage error (exit 2), as in every
+	// other command (they exited 1; 999=throttled and -1s were taken).
+	for _, args := range [][]string{{"--now", "garbage"}, {"--profile", "bogus"}, {"--rule", "403=bogus"}, {"--rule", "999=throttled"},
+		{"--max-retry-after", "-1s"}, {"/no/such/file"}} {
+		if _, _, err := runHeadersCmd(t, in, args...); exitCode(err) != exitUsage {
+			t.Errorf("headers %v: %v (exit %d), want exit 2", args, err, exitCode(err))
+		}
+	}
 	out, _, err := runHeadersCmd(t, "", "--help")
 	if err != nil {
 		t.Fatal(err)
