@@ -52,7 +52,7 @@ finish the rest is extrapolated from the rate reached.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.scenario, "scenario", "per-ip-token-bucket", "simulated site (a per-IP, host-scoped or per-credential scenario of exitgate bench --help)")
 	fl.IntVar(&f.exits, "exits", 20, "local exits per crawl, 1 to 100 (each crawl gets its own addresses from 127.0.0.11 up)")
-	fl.IntVar(&f.urls, "urls", 600, "URLs per crawl")
+	fl.IntVar(&f.urls, "urls", 600, "URLs per crawl (at most 100000)")
 	fl.DurationVar(&f.duration, "duration", 45*time.Second, "longest time each crawl runs (both run at once)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random choices (timing is real, so runs differ a little)")
 	return cmd
@@ -72,8 +72,10 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {
 	switch {
 	case f.exits < 1 || f.exits > 100:
 		return usageError(fmt.Errorf("--exits %d: want 1 to 100", f.exits))
-	case f.urls < 1:
-		return usageError(fmt.Errorf("--urls %d: want 1 or more", f.urls))
+	case f.urls < 1 || f.urls > maxDemoURLs:
+		// The demo holds its URLs in memory: 3,000,000 took 2.5 GB, and
+		// 100,000,000 ran on past --duration while it built them.
+		return usageError(fmt.Errorf("--urls %d: want 1 to %d", f.urls, maxDemoURLs))
 	case f.duration <= 0:
 		return usageError(fmt.Errorf("--duration %v: want above 0", f.duration))
 	}
@@ -208,3 +210,7 @@ func demoSummary(w io.Writer, f demoFlags, rs []simrun.Result) error {
 	}
 	return nil
 }
+
+// maxDemoURLs bounds demo's --urls: its crawls are in memory, and at its
+// pace a crawl of 45 s does not reach a few thousand.
+const maxDemoURLs = 100_000

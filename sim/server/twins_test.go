@@ -367,6 +367,13 @@ func TestTwinVariant(t *testing.T) {
 		"twin-nginx-30r-m:rate=3":        "unknown field",
 		"twin-nginx-30r-m:retry-after=5": `field "retry-after=5"`,
 		"twin-nginx-30r-m:block=x":       `field "block=x"`,
+		// Out of range, or twice: they ran (quota=0 read 200%), or failed
+		// as the site's config, exit 1, or the last one won.
+		"twin-nginx-30r-m:quota=0":         "want 1 or more",
+		"twin-nginx-30r-m:window=0s":       "want above 0",
+		"twin-nginx-30r-m:retry-after=-1s": "want 0 (none) or more",
+		"twin-nginx-30r-m:burst=-1":        "want 0 or more",
+		"twin-nginx-30r-m:quota=5:quota=6": "given twice",
 	} {
 		if _, err := TwinVariant(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("TwinVariant(%q) = %v, want an error with %q", spec, err, want)

@@ -197,30 +197,52 @@ func TwinVariant(spec string) (Scenario, error) {
 	if !hasFields {
 		return sc, nil // the twin itself
 	}
+	seen := map[string]bool{}
 	for _, f := range strings.Split(fields, ":") {
 		k, v, ok := strings.Cut(f, "=")
 		var err error
+		var n int
+		var d time.Duration
 		switch {
 		case !ok:
 			err = fmt.Errorf("want key=value")
+		case seen[k]:
+			err = fmt.Errorf("given twice") // (the last won without a word)
 		case k == "quota":
-			sc.Config.Policy.Quota, err = strconv.Atoi(v)
+			if n, err = strconv.Atoi(v); err == nil && n < 1 {
+				err = fmt.Errorf("want 1 or more") // 0 read 200% utilization
+			}
+			sc.Config.Policy.Quota = n
 		case k == "window":
-			sc.Config.Policy.Window, err = time.ParseDuration(v)
+			if d, err = time.ParseDuration(v); err == nil && d <= 0 {
+				err = fmt.Errorf("want above 0")
+			}
+			sc.Config.Policy.Window = d
 		case k == "retry-after":
-			sc.Config.RetryAfter, err = time.ParseDuration(v)
+			if d, err = time.ParseDuration(v); err == nil && d < 0 {
+				err = fmt.Errorf("want 0 (none) or more")
+			}
+			sc.Config.RetryAfter = d
 		case k == "burst":
-			sc.Config.Policy.Burst, err = strconv.Atoi(v)
+			if n, err = strconv.Atoi(v); err == nil && n < 0 {
+				err = fmt.Errorf("want 0 or more")
+			}
+			sc.Config.Policy.Burst = n
 		case k == "block":
-			sc.Config.Policy.Block, err = time.ParseDuration(v)
+			if d, err = time.ParseDuration(v); err == nil && d < 0 {
+				err = fmt.Errorf("want 0 (none) or more")
+			}
+			sc.Config.Policy.Block = d
 		default:
 			err = fmt.Errorf("unknown field (quota, window, retry-after, burst, block)")
 		}
 		if err != nil {
 			return Scenario{}, fmt.Errorf("twin variant %q: field %q: %w", spec, f, err)
 		}
+		seen[k] = true
 	}
 	sc.Name, sc.Config.Name = spec, spec
+	sc.Description += " (variant: " + fields + ", where the description differs)"
 	return sc, nil
 }
 
