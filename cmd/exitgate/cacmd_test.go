@@ -88,7 +88,7 @@ func TestServeFlagsChecked(t *testing.T) {
 		{[]string{"--wait", "20m"}, "--wait-cap"},
 		{[]string{"--timeout", "0s"}, "--timeout"},
 		{[]string{"--timeout", "0s"}, "want above 0"},
-		{[]string{"--wait", "-1s"}, "want 0 or more"}, // it said "above 0", and 0 is allowed
+		{[]string{"--wait", "-1s"}, "want 0 (none) or more"}, // it said "above 0", and 0 is allowed
 		{[]string{"--lane-rate", "0"}, "--lane-rate"},
 		{[]string{"--concurrency", "0"}, "--concurrency"},
 	} {

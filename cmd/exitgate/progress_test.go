@@ -104,7 +104,7 @@ func TestProgressLinesWhenNotATerminal(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
 	}
-	re := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d done (\d+)/60 \((\d+)%\)  abandoned 0  queued \d+  parked 0  \|  [\d.]+ ok/s  429 [\d.]+% \(last min [\d.]+%\)  \|  elapsed \d+(\.\d+)?m?s  ETA (\?|[\dhms.]+)$`)
+	re := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d finished (\d+)/60 \((\d+)%\)  abandoned 0  queued \d+  parked 0  \|  [\d.]+ ok/s  429 [\d.]+% \(last min [\d.]+%\)  \|  elapsed \d+(\.\d+)?m?s  ETA (\?|[\dhms.]+)$`)
 	lines := re.FindAllStringSubmatch(r.stderr, -1)
 	if len(lines) < 3 {
 		t.Fatalf("%d progress lines, want 3 or more; stderr:\n%s", len(lines), r.stderr)

@@ -72,7 +72,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 			t.Errorf("the terminal did not show %s:\n%q", re, text)
 		}
 	}
-	lines := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d done`)
+	lines := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d finished`)
 	if lines.MatchString(text) {
 		t.Errorf("periodic log lines on a terminal:\n%q", text)
 	}
