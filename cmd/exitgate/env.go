@@ -103,6 +103,31 @@ func warnUnknownEnv(cmd *cobra.Command, known map[string]bool, warn io.Writer) {
 			fmt.Fprintf(warn, "exitgate: %s is not a setting; did you mean %s?\n", name, strings.Join(s, " or "))
 		}
 	}
+	warnOthersEnv(cmd, known, warn)
+}
+
+// warnOthersEnv says so when a variable another command reads is set for a
+// flag cmd has too: EXITGATE_PROXIES is crawl's, and `exitgate serve` ran
+// direct with only a warning that no exits were given.
+func warnOthersEnv(cmd *cobra.Command, known map[string]bool, warn io.Writer) {
+	said := map[string]bool{}
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c != cmd {
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				name := envName(c, f.Name)
+				if noEnv[f.Name] || known[name] || said[name] || strings.TrimSpace(os.Getenv(name)) == "" || cmd.Flags().Lookup(f.Name) == nil {
+					return
+				}
+				said[name] = true
+				fmt.Fprintf(warn, "exitgate: %s is `%s`'s setting, not read here; `%s` reads %s\n", name, c.CommandPath(), cmd.CommandPath(), envName(cmd, f.Name))
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(cmd.Root())
 }
 
 // allEnvNames returns the variables of every flag of every command under root.

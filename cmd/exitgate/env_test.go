@@ -167,6 +167,21 @@ func TestEnvTypoWarned(t *testing.T) {
 	}
 }
 
+// TestEnvOfAnotherCommandWarned: a variable another command reads, set for
+// a flag this one has too, is pointed out: EXITGATE_PROXIES is crawl's, and
+// serve ran direct with only a warning that no exits were given.
+func TestEnvOfAnotherCommandWarned(t *testing.T) {
+	t.Setenv("EXITGATE_PROXIES", "px.txt")
+	r := runCmd(t, "headers", "--profile", "bogus") // (a command with no --proxies: nothing said)
+	if strings.Contains(r.stderr, "EXITGATE_PROXIES") {
+		t.Errorf("headers, which has no --proxies, spoke of EXITGATE_PROXIES: %q", r.stderr)
+	}
+	r = runCmd(t, "serve", "--listen", "127.0.0.1:0", "--timeout", "0s") // refused before it serves
+	if want := "EXITGATE_PROXIES is `exitgate crawl`'s setting, not read here; `exitgate serve` reads EXITGATE_SERVE_PROXIES"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr = %q, want it to say %q", r.stderr, want)
+	}
+}
+
 func TestFlagSuggestion(t *testing.T) {
 	urlFile := writeLines(t, t.TempDir(), "urls.txt", []string{"http://127.0.0.1:9/x"})
 	for _, tt := range []struct {
