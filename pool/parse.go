@@ -13,6 +13,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/exitgate/exitgate/internal/hostname"
 )
 
 // Sentinels wrapped by LineError, so callers can branch with errors.Is.
@@ -422,6 +424,12 @@ func looksLikeBareIPv6(s string) bool {
 }
 
 func proxyExit(scheme, host string, port int, ui *url.Userinfo) Exit {
+	if a, ok := hostname.NumericIPv4(host); ok {
+		// One address, one exit: http://127.1:3128 and
+		// http://127.0.0.1:3128 were two, each with lanes of its own
+		// through the same IP.
+		host = a.String()
+	}
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
 	return Exit{id: hp, kind: Proxy, proxy: &url.URL{Scheme: scheme, Host: hp, User: ui}}
 }
@@ -435,6 +443,11 @@ func userinfoOf(user, pass string, hasPass bool) (*url.Userinfo, error) {
 	}
 	if strings.ContainsAny(user, "\x00\r\n") || strings.ContainsAny(pass, "\x00\r\n") {
 		return nil, errorf(ErrCredentials, "control character in credentials")
+	}
+	if strings.Contains(user, ":") {
+		// Basic auth joins them with a colon (RFC 7617: a user name holds
+		// none): us%3Ax with p went out as us:x:p, read as user us.
+		return nil, errorf(ErrCredentials, "a colon in the user name (%%3A): Basic auth cannot carry it")
 	}
 	if !hasPass {
 		return url.User(user), nil

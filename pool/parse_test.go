@@ -113,6 +113,7 @@ func TestParseBadLines(t *testing.T) {
 		{"://h:21", `proxies.txt:2: bad scheme (want http://, https://, socks5:// or socks5h://)`, ErrScheme},
 		{"http://h:1/path", `proxies.txt:2: unexpected path after host:port (a proxy URL is scheme://[user:pass@]host:port)`, ErrSyntax},
 		{"http://:pw@h:1", `proxies.txt:2: empty user name before the password`, ErrCredentials},
+		{"http://us%3Ax:pw@h:1", `proxies.txt:2: a colon in the user name (%3A): Basic auth cannot carry it`, ErrCredentials},
 		{"http://h_ost!:1", `proxies.txt:2: bad host "h_ost!"`, ErrHost},
 		{"http://:1", `proxies.txt:2: missing host`, ErrHost},
 		{"2001:db8::1:8080", `proxies.txt:2: IPv6 address needs brackets ([2001:db8::1]:8080)`, ErrHost},
@@ -431,4 +432,18 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseAddressSpellings: one proxy address in two spellings is one exit,
+// the second a duplicate (127.1 and 127.0.0.1 were two exits, each with
+// lanes of its own through the same IP).
+func TestParseAddressSpellings(t *testing.T) {
+	_, err := Parse(strings.NewReader("http://127.0.0.1:3128\nhttp://127.1:3128\n"), "list")
+	if !errors.Is(err, ErrDuplicate) || !strings.Contains(err.Error(), "list:2: duplicate exit 127.0.0.1:3128") {
+		t.Errorf("two spellings of one proxy: %v, want the second a duplicate", err)
+	}
+	exits, err := Parse(strings.NewReader("http://2130706433:3128\n"), "list")
+	if err != nil || len(exits) != 1 || exits[0].ID() != "127.0.0.1:3128" {
+		t.Errorf("Parse(2130706433:3128) = %v, %v; want 127.0.0.1:3128", exits, err)
+	}
 }
