@@ -24,6 +24,10 @@ const learnedFile = "learned.json"
 // cannot wait half a minute.)
 var learnedEvery = 30 * time.Second
 
+// learnedFirst is when the first of those saves comes, sooner than
+// learnedEvery.
+const learnedFirst = 5 * time.Second
+
 // restoreLearned gives lim what an earlier run in dir learned. A missing
 // file is a first run; a file that cannot be read is reported and ignored
 // (the crawl learns again; nothing else depends on it).
@@ -151,11 +155,15 @@ func keepSavingLearned(dir string, lim *limit.Limiter, stop <-chan struct{}, std
 	d := make(chan struct{})
 	go func() {
 		defer close(d)
-		t := time.NewTicker(learnedEvery)
+		// The first save comes soon: a run killed within its first 30 s
+		// left neither its counts in summary.json nor what it learned
+		// (16 runs killed at 15 s read as one run).
+		t := time.NewTimer(min(learnedFirst, learnedEvery))
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
+				t.Reset(learnedEvery)
 			case <-stop:
 				if err := saveLearned(dir, lim, time.Now()); err != nil {
 					fmt.Fprintf(stderr, "exitgate: saving what was learned: %v\n", err)
