@@ -77,7 +77,7 @@ func TestBenchDemoBadFlags(t *testing.T) {
 		{[]string{"bench", "--real", "--parallel", "7"}, "--parallel does nothing with --real"},
 		{[]string{"bench", "--scenario", "nope"}, "nope"},
 		{[]string{"demo", "--exits", "0"}, "--exits 0: want 1 to 100"},
-		{[]string{"demo", "--urls", "0"}, "--urls 0: want 1 or more"},
+		{[]string{"demo", "--urls", "0"}, "--urls 0: want 1 to 100000"},
 	} {
 		r := runCmd(t, tc.args...)
 		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), tc.want) {
