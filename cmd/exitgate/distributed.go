@@ -591,6 +591,10 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	}
 	fmt.Fprintf(tw, "all (%d)\t\t%d\t%.2f\t%.2f%%\t\t\n", len(st.Workers), req, rate, 100*ratio(n429, req))
 	tw.Flush()
+	if len(st.Workers) == 0 {
+		// A finished crawl read "all (0) requests 0" after 122 requests.
+		fmt.Fprintln(w, "no worker is running: the figures above are the live workers'; each worker's own are in its --out (exitgate status DIR)")
+	}
 	if len(st.Hosts) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
