@@ -42,6 +42,8 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,6 +114,13 @@ type Store struct {
 	// pushed or read a host). Seen once and then missing, the crawl's
 	// keys were lost (ErrCrawlGone), not finished.
 	known bool
+	// epoch is the crawl's incarnation as this Store last read it (its
+	// crawlKey("epoch"), set by the Push that seeds the crawl): journal
+	// entries carry it, and one of another incarnation is not replayed.
+	// A crawl whose keys were lost and that was seeded again under its
+	// name took a killed worker's old entries as its own: 12 URLs never
+	// fetched marked done, their rows naming other URLs' bodies.
+	epoch string
 
 	stop chan struct{}
 	done chan struct{}
@@ -209,6 +218,38 @@ func (s *Store) gone(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("frontier/redis: crawl %q: %w", s.cfg.Crawl, ErrCrawlGone)
+}
+
+// seedEpoch gives the crawl an incarnation if it has none (the push that
+// seeds it) and reads it.
+func (s *Store) seedEpoch(ctx context.Context) error {
+	s.mu.Lock()
+	have := s.epoch != ""
+	s.mu.Unlock()
+	if have {
+		return nil
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	if err := s.rdb.SetNX(ctx, s.crawlKey("epoch"), hex.EncodeToString(b[:]), 0).Err(); err != nil {
+		return err
+	}
+	return s.loadEpoch(ctx)
+}
+
+// loadEpoch reads the crawl's incarnation ("" while it has none).
+func (s *Store) loadEpoch(ctx context.Context) error {
+	e, err := s.rdb.Get(ctx, s.crawlKey("epoch")).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.epoch = e
+	s.mu.Unlock()
+	return nil
 }
 
 // Key names.
@@ -458,6 +499,9 @@ func (s *Store) Push(ctx context.Context, jobs []frontier.NewJob) (int, error) {
 			order = append(order, j.Host)
 		}
 		byHost[j.Host] = append(byHost[j.Host], j)
+	}
+	if err := s.seedEpoch(ctx); err != nil {
+		return 0, err
 	}
 	if _, err := s.numbers(ctx, order); err != nil {
 		return 0, err
@@ -1114,15 +1158,18 @@ type journalEntry struct {
 	ID   int64  `json:"id"`
 	Seq  int64  `json:"seq"`
 	Args []any  `json:"args,omitempty"`
+	// Epoch is the crawl's incarnation the entry belongs to ("": not
+	// known when it was written, or written by an older exitgate).
+	Epoch string `json:"epoch,omitempty"`
 }
 
 func (s *Store) journalOp(op string, l frontier.Lease, args []any) error {
-	b, err := json.Marshal(journalEntry{Op: op, ID: l.ID, Seq: l.Seq, Args: args})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := json.Marshal(journalEntry{Op: op, ID: l.ID, Seq: l.Seq, Args: args, Epoch: s.epoch})
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.journal == nil {
 		return frontier.ErrClosed
 	}
@@ -1199,16 +1246,33 @@ func (s *Store) Replay(ctx context.Context) (int, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
 	}
-	n := 0
+	epoch, err := s.rdb.Get(ctx, s.crawlKey("epoch")).Result()
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return 0, err // the journal stays
+	}
+	n, other := 0, 0
 	for _, line := range strings.Split(string(data), "\n") {
 		var e journalEntry
 		if json.Unmarshal([]byte(line), &e) != nil || e.Op == "extend" {
 			continue // a line cut short by a crash, or nothing to replay
 		}
+		if e.Epoch != "" && e.Epoch != epoch {
+			other++ // another incarnation's: its job numbers name other URLs now
+			continue
+		}
 		if err := s.replayOne(ctx, e); err != nil {
 			return n, err // the journal stays; replaying it again is harmless
 		}
 		n++
+	}
+	if other > 0 {
+		s.log.Warn("frontier: journal entries of an earlier crawl under this name dropped: the crawl was seeded again since (its keys lost), and they name other URLs now",
+			"crawl", s.cfg.Crawl, "entries", other)
+	}
+	if epoch != "" {
+		s.mu.Lock()
+		s.epoch = epoch
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1283,6 +1347,12 @@ func (s *Store) keep() {
 		}
 		if err := s.extendHeld(ctx, time.Now()); err != nil && unavailable(err) && s.journal != nil {
 			s.setDown(err)
+		}
+		s.mu.Lock()
+		noEpoch := s.epoch == ""
+		s.mu.Unlock()
+		if noEpoch && !s.isDown() {
+			s.loadEpoch(ctx) // a joiner's: read once the seeder set it
 		}
 	}
 }

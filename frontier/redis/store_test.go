@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -322,6 +323,70 @@ func TestJournalLeftByKilledRun(t *testing.T) {
 	c, err := again.Counts(ctx)
 	if err != nil || c.Total() != 6 || c.Done != 4 {
 		t.Fatalf("Counts as the run again opens = %+v, %v; want 6 URLs, the 4 the killed run finished done", c, err)
+	}
+}
+
+// TestJournalOfAnEarlierCrawl: a worker killed while Redis was away leaves
+// its journal; the crawl's keys are then lost and the crawl is seeded again
+// under its name; the killed worker's journal belongs to the earlier crawl
+// and is not replayed into the new one (its job numbers name other URLs
+// now: 12 URLs never fetched were marked done, their rows naming other
+// URLs' bodies).
+func TestJournalOfAnEarlierCrawl(t *testing.T) {
+	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	journal := filepath.Join(t.TempDir(), "journal")
+	cfg := fr.Config{Crawl: "reseeded", LeaseTTL: 10 * time.Second, Journal: journal}
+	s, err := fr.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []frontier.NewJob
+	for i := range 6 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://k.example/%d", i)})
+	}
+	if _, err := s.Push(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	js, err := s.Claim(ctx, time.Now(), 6, nil)
+	if err != nil || len(js) != 6 {
+		t.Fatalf("Claim = %d, %v", len(js), err)
+	}
+	if err := r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range js[:4] {
+		if err := s.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
+			t.Fatalf("Complete while Redis is down = %v, want nil (journaled)", err)
+		}
+	}
+	s.Close() // the worker is killed: its journal stays
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rdb.FlushAll(ctx).Err() != nil { // the crawl's keys lost
+		if time.Now().After(deadline) {
+			t.Fatal("Redis restarted but not serving after 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	seeder := newStore(t, rdb, fr.Config{Crawl: "reseeded", LeaseTTL: 10 * time.Second})
+	slices.Reverse(jobs) // seeded again: the same URLs, other numbers
+	if _, err := seeder.Push(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	again, err := fr.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	c, err := again.Counts(ctx)
+	if err != nil || c.Total() != 6 || c.Done != 0 || c.Queued != 6 {
+		t.Fatalf("Counts once the old journal was opened = %+v, %v; want the new crawl's 6 URLs all queued", c, err)
 	}
 }
 
