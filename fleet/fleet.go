@@ -81,6 +81,14 @@ type Config struct {
 	// from Redis (limit.Limiter.Learned and Restore). Either may be nil.
 	Learned func(now time.Time) limit.Learned
 	Restore func(s limit.Learned, now time.Time) (int, error)
+	// OnRefused is called, once, when this worker comes back after its
+	// membership lapsed (stopped, or cut off from Redis, past TTL) to a
+	// crawl whose live workers now use another exit list or other
+	// Settings (ErrExitsDiffer, ErrSettingsDiffer): it has then given up
+	// its exits (OnExits with none) and must stop. It rejoined without a
+	// word: a worker stopped while another joined with --host-rate 5/s
+	// sent as it pleased beside it, 26 requests a second to the host.
+	OnRefused func(err error)
 	// Logger receives membership changes. nil: discard.
 	Logger *slog.Logger
 }
@@ -105,6 +113,9 @@ type Fleet struct {
 	// waiting: exits of this worker's share were still held by their
 	// previous owner at the last heartbeat.
 	waiting bool
+	// refused is why this worker may not rejoin (OnRefused); every Beat
+	// after returns it.
+	refused error
 }
 
 // Join registers this worker, takes its share of the exits and calls
@@ -362,6 +373,28 @@ return held
 // and the lead are worked out anew and exits move with their handover as
 // usual (a dead worker's with them).
 func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
+	f.mu.Lock()
+	refused, lapsed := f.refused, !f.lastBeat.IsZero() && now.Sub(f.lastBeat) > f.cfg.TTL
+	f.mu.Unlock()
+	if refused != nil {
+		return refused
+	}
+	if lapsed {
+		// Its membership ran out: the live workers may have agreed on
+		// another exit list or other settings meanwhile, which Join
+		// would have refused. Checked again before it rejoins.
+		err := f.sameExits(ctx, now)
+		if err == nil {
+			err = f.sameSettings(ctx, now)
+		}
+		if errors.Is(err, ErrExitsDiffer) || errors.Is(err, ErrSettingsDiffer) {
+			f.refuse(ctx, err)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+	}
 	ks := keys(f.cfg.Crawl)
 	nowMs, ttlMs := now.UnixMilli(), f.cfg.TTL.Milliseconds()
 	members, err := beatScript.Run(ctx, f.rdb, ks, f.cfg.ID, nowMs, ttlMs, rankKept*ttlMs).StringSlice()
@@ -489,6 +522,12 @@ func (f *Fleet) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		if err := f.Beat(ctx, time.Now()); err != nil {
+			f.mu.Lock()
+			refused := f.refused != nil
+			f.mu.Unlock()
+			if refused {
+				return // given up (OnRefused)
+			}
 			f.log.Warn("fleet: heartbeat failed; keeping the exits owned", "err", err)
 			t.Reset(f.cfg.TTL / 3)
 			continue
@@ -521,6 +560,22 @@ func (f *Fleet) nextBeat(now time.Time) time.Duration {
 		d = min(d, moveBeat)
 	}
 	return d
+}
+
+// refuse gives up this worker's exits and membership for good: it came
+// back to a crawl its live workers now run otherwise (Beat).
+func (f *Fleet) refuse(ctx context.Context, err error) {
+	f.log.Error("fleet: back after its membership lapsed, to live workers that run the crawl otherwise: giving up its exits and stopping", "worker", f.cfg.ID, "err", err)
+	f.mu.Lock()
+	f.refused = err
+	f.mu.Unlock()
+	f.Leave(ctx)
+	if f.cfg.OnExits != nil {
+		f.cfg.OnExits(nil, 1)
+	}
+	if f.cfg.OnRefused != nil {
+		f.cfg.OnRefused(err)
+	}
 }
 
 // Leave saves what the limiter learned, releases this worker's exits and

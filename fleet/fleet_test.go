@@ -447,3 +447,50 @@ func TestSaveLearnedKeepsTheLeadersRecord(t *testing.T) {
 		t.Errorf("the leader's record after a follower saved its waits = %q, %v; want it as the leader wrote it", got, err)
 	}
 }
+
+// TestLapsedWorkerRechecked: a worker whose membership lapsed (stopped past
+// its TTL) comes back to live workers that joined meanwhile with other
+// settings or another exit list: it is refused as Join refuses, gives up
+// its exits and says so (OnRefused); it rejoined without a word, one
+// worker sending with no ceiling beside another held to --host-rate 5/s.
+func TestLapsedWorkerRechecked(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	t0 := time.Now()
+	for _, tc := range []struct {
+		name   string
+		exitsB []string
+		rateB  string
+		want   error
+	}{{"settings", exits(4), "5/s", ErrSettingsDiffer}, {"exits", exits(3), "0", ErrExitsDiffer}} {
+		crawl := "lapsed-" + tc.name
+		var refused error
+		var lastOwned []string
+		a, err := join(ctx, rdb, Config{Crawl: crawl, ID: "a", Exits: exits(4), TTL: 6 * time.Second,
+			Settings:  map[string]string{"--host-rate": "0"},
+			OnExits:   func(owned []string, _ int) { lastOwned = owned },
+			OnRefused: func(err error) { refused = err }}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a stops for 10 s; b joins meanwhile, alone, and sets the crawl's.
+		b, err := join(ctx, rdb, Config{Crawl: crawl, ID: "b", Exits: tc.exitsB, TTL: 6 * time.Second,
+			Settings: map[string]string{"--host-rate": tc.rateB}}, t0.Add(10*time.Second))
+		if err != nil {
+			t.Fatalf("%s: b joining while a is lapsed: %v", tc.name, err)
+		}
+		err = a.Beat(ctx, t0.Add(11*time.Second))
+		if !errors.Is(err, tc.want) || !errors.Is(refused, tc.want) {
+			t.Errorf("%s: a back after its lapse: Beat %v, OnRefused %v; want %v", tc.name, err, refused, tc.want)
+		}
+		if len(a.Owned()) != 0 || lastOwned != nil {
+			t.Errorf("%s: a refused still owns %v (OnExits said %v)", tc.name, a.Owned(), lastOwned)
+		}
+		if err := a.Beat(ctx, t0.Add(12*time.Second)); !errors.Is(err, tc.want) {
+			t.Errorf("%s: a's next Beat = %v, want the refusal again", tc.name, err)
+		}
+		if err := b.Beat(ctx, t0.Add(12*time.Second)); err != nil || len(b.Owned()) != len(tc.exitsB) || b.Workers() != 1 {
+			t.Errorf("%s: b after a gave up: %v, owns %v of %d exits, %d workers; want all, alone", tc.name, err, b.Owned(), len(tc.exitsB), b.Workers())
+		}
+	}
+}

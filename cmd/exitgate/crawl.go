@@ -580,6 +580,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		for i, m := range members {
 			ids[i] = m.ID
 		}
+		dist.stop = engine.Stop // a worker refused on its return stops (fleet.Config.OnRefused)
 		if err := dist.join(ctx, f, ids, core, tally, logger, stderr); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err) // refused before any work, as a bad flag is
@@ -655,6 +656,12 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	monDone := make(chan error, 1)
 	go func() { monDone <- mon.Run(monCtx) }()
 	runErr := engine.Run(runCtx)
+	if err := dist.refusal(); err != nil && runErr == nil {
+		// Back after its membership lapsed, to workers that now run the
+		// crawl otherwise: stopped, its jobs handed back (exit 1: work was
+		// done, unlike a refusal at the start).
+		runErr = fmt.Errorf("stopped: %w", err)
+	}
 	close(stopSaving)
 	<-saved
 	stopMon()

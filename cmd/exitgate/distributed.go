@@ -118,6 +118,23 @@ type distributed struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// stop stops the crawl's engine; refused is why, when the fleet
+	// refused this worker on its return (fleet.Config.OnRefused).
+	stop    func()
+	refused atomic.Pointer[error]
+}
+
+// refusal is why the fleet refused this worker on its return, or nil; nil
+// for a crawl of one process.
+func (d *distributed) refusal() error {
+	if d == nil {
+		return nil
+	}
+	if err := d.refused.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // minFleetTTL is the shortest --lease-ttl and --fleet-ttl taken.
@@ -368,6 +385,12 @@ func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, 
 	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: exitIDs, Logger: logger, TTL: f.fleetTTL,
 		Settings: sharedSettings(f),
 		Learned:  d.lim.Learned, Restore: d.lim.Restore,
+		OnRefused: func(err error) {
+			d.refused.Store(&err)
+			if d.stop != nil {
+				d.stop()
+			}
+		},
 		OnExits: func(owned []string, workers int) {
 			d.gained(owned, workers, time.Now())
 			d.owned.Store(&owned)
