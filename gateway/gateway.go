@@ -159,6 +159,7 @@ type Gateway struct {
 	log      *slog.Logger
 	ports    map[int]bool
 	sessions *sessions
+	lines    *lines // requests waiting for a lane, per host, in order
 	stats    stats
 
 	outer, inner *http.Server
@@ -221,6 +222,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg: cfg, lim: cfg.Limiter, tally: cfg.Tally, hostKey: cfg.HostKey, log: cfg.Logger, ports: ports,
 		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{},
 		sessions: newSessions(cmp.Or(cfg.MaxSessions, DefaultMaxSessions), cmp.Or(cfg.SessionIdle, DefaultSessionIdle)),
+		lines:    newLines(),
 	}
 	g.closed, g.closeWaiter = context.WithCancel(context.Background())
 	if g.tally == nil {

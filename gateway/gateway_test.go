@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1480,5 +1481,56 @@ func TestConcurrencyCoversBodies(t *testing.T) {
 	wg.Wait()
 	if peak != 1 {
 		t.Errorf("%d requests at the origin at once with HostConcurrency 1, want 1", peak)
+	}
+}
+
+// TestWaitersServedInOrder: requests waiting for a lane of one host are
+// served in the order they came, and one whose budget the line ahead
+// cannot fit, by the pace the line has been served at, is answered at once.
+// Left to race for each freed lane, one client in twenty spent its whole
+// budget behind later ones and got the gateway's 429.
+func TestWaitersServedInOrder(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(10), MaxLaneRate: limit.PerSecond(10), LaneBurst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim, Exits: bindExits(t, "127.0.0.21")})
+	c := client(proxy, nil)
+	get(t, c, o.URL+"/warm", HeaderWait, "5s")
+	const n = 12
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := get(t, c, fmt.Sprintf("%s/%d", o.URL, i), HeaderWait, "5s")
+			codes[i] = resp.StatusCode
+		}()
+		time.Sleep(15 * time.Millisecond) // they come one after the other
+	}
+	// One more, with a budget the line ahead cannot fit: at once.
+	time.Sleep(300 * time.Millisecond) // (the line has been served a few times: its pace is known)
+	start := time.Now()
+	resp, _ := get(t, c, o.URL+"/hurried", HeaderWait, "200ms")
+	if took := time.Since(start); resp.StatusCode != http.StatusTooManyRequests || took > 150*time.Millisecond || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a request whose budget the line ahead cannot fit: %d after %v (Retry-After %q), want the gateway's 429 at once",
+			resp.StatusCode, took, resp.Header.Get("Retry-After"))
+	}
+	wg.Wait()
+	var order []int
+	for _, r := range o.requests() {
+		if i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/")); err == nil {
+			order = append(order, i)
+		}
+	}
+	for i, code := range codes {
+		if code != http.StatusOK {
+			t.Errorf("request %d: %d, want 200 (its turn came within its budget)", i, code)
+		}
+	}
+	if !slices.IsSorted(order) || len(order) != n {
+		t.Errorf("served in the order %v, want 0 to %d in turn", order, n-1)
 	}
 }
