@@ -124,6 +124,23 @@ func Join(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*Fleet,
 	return join(ctx, rdb, cfg, time.Now())
 }
 
+// Check refuses, as Join would, a worker whose exit list or settings
+// differ from those of the crawl's live workers (ErrExitsDiffer,
+// ErrSettingsDiffer), without joining: a worker checks before it writes
+// anything of its own (a refused joiner had loaded the frontier and
+// written its results file first).
+func Check(ctx context.Context, rdb goredis.UniversalClient, cfg Config) error {
+	if cfg.Crawl == "" || strings.ContainsAny(cfg.Crawl, "{}") {
+		return errors.New("fleet: crawl name: want a non-empty name without braces")
+	}
+	f := &Fleet{rdb: rdb, cfg: cfg}
+	now := time.Now()
+	if err := f.sameExits(ctx, now); err != nil {
+		return err
+	}
+	return f.sameSettings(ctx, now)
+}
+
 func join(ctx context.Context, rdb goredis.UniversalClient, cfg Config, now time.Time) (*Fleet, error) {
 	if cfg.Crawl == "" || strings.ContainsAny(cfg.Crawl, "{}") {
 		return nil, errors.New("fleet: crawl name: want a non-empty name without braces")

@@ -364,6 +364,18 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 		defer dist.close()
 		fr = dist.fr
+		// Refused before the URLs go in and results are written: a
+		// joiner refused at join had written 10 rows and crawl.json.
+		ids := make([]string, len(setup.exits))
+		for i, e := range setup.exits {
+			ids[i] = e.ID()
+		}
+		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: ids, Settings: sharedSettings(f)}); err != nil {
+			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
+				return usageError(err)
+			}
+			return err
+		}
 	} else {
 		sync := sqlite.SyncNormal
 		if f.durable {

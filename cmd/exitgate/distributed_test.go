@@ -689,6 +689,22 @@ func TestDistributedInputsRefused(t *testing.T) {
 			t.Errorf("a worker with %v: exit %d %q, want 2 naming the flag (it was taken: a lease of 1 ms refetched URLs 27 times; --durable did nothing)", bad, code, msg)
 		}
 	}
+	// A joiner whose shared flags differ from the live workers' is refused
+	// before it writes anything in its --out (it had loaded the frontier
+	// and written 10 result rows and crawl.json first). The live worker is
+	// a member entry made by hand, alive for a minute, with its ceiling.
+	rdbLive := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(r.URL(), "redis://")})
+	defer rdbLive.Close()
+	rdbLive.ZAdd(context.Background(), "eg:{lists}:members", goredis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "ghost"})
+	rdbLive.HSet(context.Background(), "eg:{lists}:pool", "set:--host-rate", "5/s")
+	outLive := filepath.Join(dir, "outLive")
+	if msg, code := crawl(outLive, "lists", listA); code != 2 || !strings.Contains(msg, "--host-rate") {
+		t.Errorf("a joiner without the live workers' --host-rate: exit %d %q, want 2 naming it", code, msg)
+	}
+	if _, err := os.Stat(filepath.Join(outLive, "results.jsonl")); err == nil {
+		t.Errorf("the refused joiner wrote results.jsonl in its --out") // (crawl.json marks the --out as this crawl's worker's)
+	}
+	rdbLive.ZRem(context.Background(), "eg:{lists}:members", "ghost")
 	if msg, code := crawl(outA, "other", listB); code != 2 || !strings.Contains(msg, `distributed crawl "lists"`) {
 		t.Errorf("another crawl's worker on lists's --out: exit %d %q, want 2, refused", code, msg)
 	}
