@@ -826,6 +826,11 @@ func (s *Store) settleOn(ctx context.Context, host, op string, l frontier.Lease,
 		if err := s.gone(ctx); err != nil {
 			return err
 		}
+		if n, err := s.rdb.Exists(ctx, s.hostKeys(host)[4]).Result(); err == nil && n == 0 {
+			// The host's keys alone are gone (evicted, a cluster shard
+			// lost): said so (it read "job not found").
+			return fmt.Errorf("frontier/redis: crawl %q: the keys of host %s are gone from Redis (evicted, or the shard that held them lost): its queued URLs are lost; %w", s.cfg.Crawl, host, frontier.ErrNotFound)
+		}
 		return frontier.ErrNotFound
 	case 2:
 		return frontier.ErrLeaseLost

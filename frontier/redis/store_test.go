@@ -509,3 +509,39 @@ func TestExpiredLeases(t *testing.T) {
 		t.Errorf("ExpiredLeases after a claim took one back = %d, %v; want 2", n, err)
 	}
 }
+
+// TestHostKeysGone: a host's keys lost alone (evicted, a cluster shard
+// lost) are said so when one of its jobs is settled (it read "job not
+// found"), still an ErrNotFound.
+func TestHostKeysGone(t *testing.T) {
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	s := newStore(t, rdb, fr.Config{Crawl: "hostgone"})
+	if _, err := s.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://b.example/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := s.Claim(ctx, time.Now(), 2, nil)
+	if err != nil || len(js) != 2 {
+		t.Fatalf("Claim = %d, %v", len(js), err)
+	}
+	keys, err := rdb.Keys(ctx, "eg:{hostgone|a.example}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("host a's keys: %v, %v", keys, err)
+	}
+	rdb.Del(ctx, keys...)
+	for _, j := range js {
+		err := s.Complete(ctx, j.Lease(), frontier.Result{Status: 200})
+		switch j.Host {
+		case "a.example":
+			if !errors.Is(err, frontier.ErrNotFound) || !strings.Contains(err.Error(), "keys of host a.example are gone") {
+				t.Errorf("Complete of a job of the lost host: %v, want it said", err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("Complete of b's job: %v", err)
+			}
+		}
+	}
+}
