@@ -102,6 +102,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			err = errBudget
 		}
 		if err != nil {
+			if attempt > 1 {
+				// What was sent before the gateway gave up (the header
+				// the server's own answers carry; its 429 had none).
+				w.Header().Set(HeaderAttempts, strconv.Itoa(attempt-1))
+			}
 			switch {
 			case ctx.Err() != nil:
 				// Counted: each client request is one "URL" of the

@@ -455,6 +455,9 @@ func TestWaitBudgetSpentIsAnHonest429(t *testing.T) {
 	if len(o.requests()) != 2 {
 		t.Errorf("origin saw %d requests, want 2 (one per exit, then both cool)", len(o.requests()))
 	}
+	if a := resp.Header.Get(HeaderAttempts); a != "2" {
+		t.Errorf("the gateway's 429 says %s %q, want 2 (what was sent before it gave up)", HeaderAttempts, a)
+	}
 	if g.Stats().BudgetSpent != 1 {
 		t.Errorf("BudgetSpent = %d, want 1", g.Stats().BudgetSpent)
 	}
