@@ -134,9 +134,13 @@ func (g *Gateway) serveTunneled(w http.ResponseWriter, r *http.Request) {
 	}
 	// The tunnel's target decides where the request goes; a Host that names
 	// another host is refused rather than followed.
-	if h, _ := splitHostPort(r.Host, t.scheme); r.Host != "" && !strings.EqualFold(strings.TrimSuffix(h, "."), strings.TrimSuffix(t.host, ".")) {
+	// Its port too: a Host naming another port was sent to the tunnel's,
+	// its Host rewritten without a word.
+	h, hp := splitHostPort(r.Host, t.scheme)
+	_, tp := splitHostPort(t.authority, t.scheme)
+	if r.Host != "" && (!strings.EqualFold(strings.TrimSuffix(h, "."), strings.TrimSuffix(t.host, ".")) || hp != tp) {
 		g.refuse(w, r, t.host, http.StatusMisdirectedRequest, "host mismatch",
-			fmt.Sprintf("Host %q is not the tunnel's target %q", r.Host, t.host))
+			fmt.Sprintf("Host %q is not the tunnel's target %q", r.Host, t.authority))
 		return
 	}
 	session := t.session

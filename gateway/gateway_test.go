@@ -1537,3 +1537,43 @@ func TestWaitersServedInOrder(t *testing.T) {
 		t.Errorf("served in the order %v, want 0 to %d in turn", order, n-1)
 	}
 }
+
+// TestTunnelHostMustNameItsTarget: inside an intercepted tunnel, a request
+// whose Host names another host or another port is refused with 421, the
+// tunnel's target named with its port (another port was sent to the
+// tunnel's, its Host rewritten without a word).
+func TestTunnelHostMustNameItsTarget(t *testing.T) {
+	o, originRoots := tlsOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	_, proxy, c0, _ := interceptGateway(t, o, originRoots)
+	target := strings.TrimPrefix(o.URL, "https://")
+	conn, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v, %v", resp, err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(c0.Certificate())
+	tc := tls.Client(conn, &tls.Config{ServerName: "127.0.0.1", RootCAs: roots})
+	tr := bufio.NewReader(tc)
+	for _, tt := range []struct {
+		host string
+		want int
+	}{{"127.0.0.1:1", http.StatusMisdirectedRequest}, {"other.example", http.StatusMisdirectedRequest}, {target, http.StatusOK}} {
+		fmt.Fprintf(tc, "GET /x HTTP/1.1\r\nHost: %s\r\n\r\n", tt.host)
+		resp, err := http.ReadResponse(tr, nil)
+		if err != nil {
+			t.Fatalf("Host %s: %v", tt.host, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want || (tt.want == http.StatusMisdirectedRequest && !strings.Contains(string(body), target)) {
+			t.Errorf("Host %s inside a tunnel to %s: %d %q, want %d naming %s", tt.host, target, resp.StatusCode, body, tt.want, target)
+		}
+	}
+}
