@@ -144,7 +144,17 @@ func Parse(r io.Reader, name string) ([]Exit, error) {
 		n++
 		text := sc.Text()
 		if n == 1 {
+			if strings.HasPrefix(text, "\xff\xfe") || strings.HasPrefix(text, "\xfe\xff") {
+				// Every line of it read as "missing port".
+				return nil, LineErrors{lineError(name, 1, errorf(ErrSyntax, "the file is UTF-16 text (a byte order mark of its own): save it as UTF-8"))}
+			}
 			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		if i := strings.IndexFunc(text, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }); i >= 0 {
+			// A NUL or other control character read as "port is not a
+			// number" or the like.
+			bad = append(bad, lineError(name, n, errorf(ErrSyntax, "a control character (%q) at column %d", text[i], i+1)))
+			continue
 		}
 		got, err := parseLine(text)
 		if err != nil {

@@ -447,3 +447,17 @@ func TestParseAddressSpellings(t *testing.T) {
 		t.Errorf("Parse(2130706433:3128) = %v, %v; want 127.0.0.1:3128", exits, err)
 	}
 }
+
+// TestParseControlAndUTF16: a control character in a line is named as such
+// (a NUL read as "port is not a number"), and a UTF-16 file as UTF-16 (each
+// of its lines read as "missing port").
+func TestParseControlAndUTF16(t *testing.T) {
+	_, err := Parse(strings.NewReader("h:1\nh:2\x00\n"), "list")
+	if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), `list:2: a control character ('\x00') at column 4`) {
+		t.Errorf("a NUL in a line: %v", err)
+	}
+	_, err = Parse(strings.NewReader("\xff\xfeh\x00:\x001\x00\n\x00"), "list")
+	if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "list:1: the file is UTF-16 text") {
+		t.Errorf("a UTF-16 file: %v", err)
+	}
+}
