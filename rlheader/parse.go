@@ -58,7 +58,9 @@ type parser struct {
 	base     time.Time // the server's "now": Date header, else received
 	pols     []ipol
 	groups   []fgroup // the family's groups (family)
-	scr      *scratch // ents', pols' and groups' arrays, from scratchPool
+	// moreIgnored counts what was ignored past maxIgnored.
+	moreIgnored int
+	scr         *scratch // ents', pols' and groups' arrays, from scratchPool
 }
 
 // scratch is a parse's working arrays, kept between parses: a response
@@ -242,7 +244,22 @@ func familyName(lower string) (tier int, rest string, ok bool) {
 }
 
 func (ps *parser) ignore(header, value, reason string) {
+	if len(ps.sig.Ignored) >= maxIgnored {
+		ps.moreIgnored++ // (said once, at the end: ignoreTail)
+		return
+	}
 	ps.sig.Ignored = append(ps.sig.Ignored, Ignored{Header: header, Value: value, Reason: reason})
+}
+
+// maxIgnored bounds the fields and items one answer lists as ignored: a
+// hostile head of 20,000 bad items listed each.
+const maxIgnored = 32
+
+// ignoreTail says how many more were ignored than listed.
+func (ps *parser) ignoreTail() {
+	if ps.moreIgnored > 0 {
+		ps.sig.Ignored = append(ps.sig.Ignored, Ignored{Reason: fmt.Sprintf("%d more fields or items ignored, not listed", ps.moreIgnored)})
+	}
 }
 
 // maxReset is the farthest reset read as a quota's: a quota of a year
@@ -306,6 +323,7 @@ func (ps *parser) run() {
 	ps.ietf()
 	ps.family()
 	ps.combine()
+	ps.ignoreTail()
 }
 
 // retryAfter applies Retry-After, then vendor waits when it is absent.
