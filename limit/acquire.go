@@ -65,7 +65,10 @@ func (r *rules) acquire(h *host, pool *exitPool, name string, want Want, now int
 	}
 	if l == nil {
 		next := max(gate, soonst)
-		if soonst == math.MaxInt64 {
+		if soonst == math.MaxInt64 || next <= now {
+			// (Nothing ready now although something said so: lanes of
+			// exits no longer in the pool, dropped a few at a time. A
+			// "next" in the past read as 1970.)
 			next = max(gate, now+r.recheck)
 		}
 		return acquireResult{next: next}

@@ -252,10 +252,22 @@ func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
 	return n, firstErr
 }
 
+// inPool reports whether exit is one of the pool's (any, before SetExits:
+// nothing to tell by).
+func (l *Limiter) inPool(exit string) bool {
+	p := l.pool.Load()
+	if p == nil || p.Len() == 0 {
+		return true
+	}
+	_, ok := p.idx[exit]
+	return ok
+}
+
 // restoreHost restores one host's rates (Restore), reporting whether it
 // took them whole.
 func (l *Limiter) restoreHost(lh LearnedHost, saved, now time.Time) bool {
 	r := l.rules
+	inPool := l.inPool
 	at := lh.At
 	if at.IsZero() || at.After(saved) {
 		at = saved
@@ -270,7 +282,7 @@ func (l *Limiter) restoreHost(lh LearnedHost, saved, now time.Time) bool {
 	if h := sh.hosts[lh.Host]; h == nil {
 		h = newHost(lh.Host)
 		h.last = now.UnixNano()
-		r.restore(h, lh, age, now.UnixNano())
+		r.restore(h, lh, age, now.UnixNano(), inPool)
 		sh.hosts[lh.Host] = h
 		return true
 	} else if age <= trustFresh && lh.Phase == phaseNames[expSettled] && h.exploring() && h.unsearched() {
@@ -278,10 +290,10 @@ func (l *Limiter) restoreHost(lh LearnedHost, saved, now time.Time) bool {
 		// (or not yet at all): a settled search handed over with the
 		// lead is taken whole, so the new leader does not search
 		// again from the lanes' pace.
-		r.restore(h, lh, age, now.UnixNano())
+		r.restore(h, lh, age, now.UnixNano(), inPool)
 		return true
 	} else if age <= trustFresh {
-		r.restoreLanes(h, lh.Lanes, now.UnixNano())
+		r.restoreLanes(h, lh.Lanes, now.UnixNano(), inPool)
 	}
 	return false
 }
@@ -309,7 +321,7 @@ func (lh LearnedHost) check() error {
 }
 
 // restore installs lh into the fresh host h, aged age.
-func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
+func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64, inPool func(string) bool) {
 	c, e := &h.cap, &h.exp
 	h.scope, h.hinted, h.scopeAt = lh.Scope, lh.Hinted, now
 	c.declared, c.bucket = lh.Declared, lh.DeclaredBucket
@@ -345,16 +357,20 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64) {
 	}
 	h.note(r, now, "restore", "", "follow", 0, h.followPace(r), fmt.Sprintf("learned %v ago (%s)", age.Round(time.Second), map[bool]string{true: "trusted", false: "to be proven again"}[fresh]))
 	if fresh {
-		r.restoreLanes(h, lh.Lanes, now)
+		r.restoreLanes(h, lh.Lanes, now, inPool)
 	}
 	h.log.takeOp()
 }
 
 // restoreLanes adds the lanes with a budget of their own that h has no
 // lane for.
-func (r *rules) restoreLanes(h *host, lanes []LearnedLane, now int64) {
+// Only exits of the pool get a lane (inPool): lanes of exits it does not
+// have (a resume with another proxy list, a hostile file) sat in the
+// host's heap, each Acquire clearing a few and saying "next" at 1970:
+// 10,000 of them held the first request 6 s.
+func (r *rules) restoreLanes(h *host, lanes []LearnedLane, now int64, inPool func(string) bool) {
 	for _, ll := range lanes {
-		if ll.Own <= 0 || ll.Exit == "" || h.lanes[ll.Exit] != nil {
+		if ll.Own <= 0 || ll.Exit == "" || h.lanes[ll.Exit] != nil || !inPool(ll.Exit) {
 			continue
 		}
 		ln := &lane{exit: ll.Exit, idx: -1, serAt: now, pace: max(r.minLane, min(ll.Own*tierCut, h.followPace(r)))}

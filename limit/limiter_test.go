@@ -805,3 +805,30 @@ func TestLearnedDeclaredRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreSkipsLanesOfOtherExits: lanes saved for exits the pool does not
+// have (a resume with another proxy list, a hostile file) are not restored:
+// they sat in the host's heap, each Acquire cleared a few and answered a
+// "next" in 1970, and 10,000 of them held the first request 6 s.
+func TestRestoreSkipsLanesOfOtherExits(t *testing.T) {
+	l, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetExits([]limit.Exit{{ID: "a"}, {ID: "b"}, {ID: "c"}})
+	lh := limit.LearnedHost{Host: "h", Phase: "settled", LaneRate: 1, At: t0}
+	for i := range 10000 {
+		lh.Lanes = append(lh.Lanes, limit.LearnedLane{Exit: fmt.Sprintf("ghost%d", i), Own: 0.1})
+	}
+	lh.Lanes = append(lh.Lanes, limit.LearnedLane{Exit: "b", Own: 0.5})
+	if _, err := l.Restore(limit.Learned{Saved: t0, Hosts: []limit.LearnedHost{lh}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.Snapshot(t0).Hosts[0].Lanes); n > 3 {
+		t.Errorf("%d lanes after the restore, want the pool's 3 at most", n)
+	}
+	_, ok, next, err := l.Acquire("h", limit.Want{}, t0)
+	if err != nil || (!ok && !next.After(t0)) {
+		t.Errorf("first Acquire after the restore: ok %v, next %v, %v; want a lane, or a next time ahead", ok, next, err)
+	}
+}
