@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,7 @@ func (l *Limiter) SetExits(exits []Exit) {
 // concurrency cap blocks), so the caller schedules the host then instead of
 // holding a worker.
 func (l *Limiter) Acquire(host string, want Want, now time.Time) (t Ticket, ok bool, next time.Time, err error) {
+	now = sane(now)
 	t, ok, next, err = l.acquire(host, want, now)
 	if ok && l.share != nil {
 		if ok, next = l.admitShared(t, now); !ok {
@@ -255,6 +257,8 @@ func (l *Limiter) Cancel(t Ticket, now time.Time) {
 // release gives t back with its outcome o and reports whether a lane of
 // its host went faster.
 func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) (faster bool) {
+	now = sane(now)
+	o = o.sane()
 	r := l.rules
 	var u float64
 	if !cancel && (o.Verdict == verdict.Throttled || o.Verdict == verdict.Busy) {
@@ -308,4 +312,31 @@ func (l *Limiter) logChanges(host string, cs []Change) {
 			slog.String("what", c.What), slog.Float64("from", c.From), slog.Float64("to", c.To))
 		_ = l.log.Handler().Handle(ctx, rec) // a handler's error is its own: the change is kept in the ring anyway
 	}
+}
+
+// sane is now, or the clock's time for a now the limiter's nanoseconds
+// cannot hold (before 1970 or past 2262: a zero time.Time): a Done at the
+// zero time poisoned its host, whose next Acquire panicked indexing a
+// second's count at -33.
+func sane(now time.Time) time.Time {
+	if y := now.Year(); y < 1970 || y >= 2262 {
+		return time.Now()
+	}
+	return now
+}
+
+// sane is o with the numbers no server could have meant left out (NaN,
+// infinite or negative counts, negative times): a caller's NaN quota made
+// every later Snapshot and Learned fail to encode. rlheader never gives
+// them; an Outcome built by hand may.
+func (o Outcome) sane() Outcome {
+	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) || f < 0 }
+	if bad(o.Quota) {
+		o.Quota, o.Window = 0, 0
+	}
+	if bad(o.Remaining) {
+		o.Remaining, o.HasRemaining = 0, false
+	}
+	o.RetryAfter, o.Window, o.ResetIn = max(o.RetryAfter, 0), max(o.Window, 0), max(o.ResetIn, 0)
+	return o
 }

@@ -3,6 +3,7 @@ package limit_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -830,5 +831,68 @@ func TestRestoreSkipsLanesOfOtherExits(t *testing.T) {
 	_, ok, next, err := l.Acquire("h", limit.Want{}, t0)
 	if err != nil || (!ok && !next.After(t0)) {
 		t.Errorf("first Acquire after the restore: ok %v, next %v, %v; want a lane, or a next time ahead", ok, next, err)
+	}
+}
+
+// TestZeroTimeIsNow: a now the limiter's nanoseconds cannot hold (a zero
+// time.Time, the year 3000) is read as the clock's: a Done at the zero time
+// poisoned its host, whose next Acquire panicked.
+func TestZeroTimeIsNow(t *testing.T) {
+	for _, bad := range []time.Time{{}, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		l, err := limit.New(limit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetExits([]limit.Exit{{ID: "a"}, {ID: "b"}})
+		now := time.Unix(1.9e9, 0)
+		for range 5 {
+			tk, ok, next, _ := l.Acquire("h", limit.Want{}, now)
+			if !ok {
+				now = next
+				tk, ok, _, _ = l.Acquire("h", limit.Want{}, now)
+			}
+			if ok {
+				l.Done(tk, limit.Outcome{Verdict: verdict.OK}, now)
+			}
+		}
+		tk, ok, _, _ := l.Acquire("h", limit.Want{}, now)
+		if !ok {
+			now = now.Add(10 * time.Second)
+			tk, _, _, _ = l.Acquire("h", limit.Want{}, now)
+		}
+		l.Done(tk, limit.Outcome{Verdict: verdict.Throttled}, bad)
+		for _, d := range []time.Duration{time.Second, time.Minute, time.Hour, 25 * time.Hour} {
+			l.Acquire("h", limit.Want{}, now.Add(d)) // it panicked here
+		}
+		l.Snapshot(bad)
+	}
+}
+
+// TestOutcomeNaNLeftOut: a NaN or infinite number in an Outcome built by
+// hand is left out: it made every later Snapshot fail to encode as JSON.
+func TestOutcomeNaNLeftOut(t *testing.T) {
+	l, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetExits([]limit.Exit{{ID: "a"}, {ID: "b"}})
+	now := time.Unix(1.9e9, 0)
+	for i := range 40 {
+		tk, ok, next, _ := l.Acquire("h", limit.Want{}, now)
+		if !ok {
+			now = next
+			continue
+		}
+		o := limit.Outcome{Verdict: verdict.OK, Quota: math.NaN(), Window: time.Minute, Remaining: math.NaN(), HasRemaining: true, ResetIn: time.Minute}
+		if i%7 == 6 {
+			o.Verdict, o.Quota = verdict.Throttled, math.Inf(1)
+		}
+		l.Done(tk, o, now)
+	}
+	if _, err := json.Marshal(l.Snapshot(now)); err != nil {
+		t.Errorf("Snapshot after NaN outcomes: %v", err)
+	}
+	if _, err := json.Marshal(l.Learned(now)); err != nil {
+		t.Errorf("Learned after NaN outcomes: %v", err)
 	}
 }

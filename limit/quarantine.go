@@ -12,6 +12,7 @@ import "time"
 // is recorded as a Change with Rule "reputation" and why. It reports whether
 // the lane exists (a lane is made by the first request through it).
 func (l *Limiter) Quarantine(host, exit string, until time.Time, why string, now time.Time) bool {
+	now = sane(now)
 	r := l.rules
 	n, u := now.UnixNano(), until.UnixNano()
 	sh := l.tab.shard(host)
@@ -41,6 +42,7 @@ func (l *Limiter) Quarantine(host, exit string, until time.Time, why string, now
 // how many exits the pool has. When all are down, nothing waits its way to
 // an exit: a caller holding a client for a wait budget can say so at once.
 func (l *Limiter) ExitsDown(now time.Time) (down, total int) {
+	now = sane(now)
 	n := now.UnixNano()
 	pool := l.pool.Load()
 	l.tab.exMu.RLock()
