@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/exitgate/exitgate/classify"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/pool"
@@ -225,6 +227,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("fetch: Transport: request with no URL") // as net/http says, where it panicked
 	}
+	if err := checkRequest(req); err != nil {
+		// Refused before a lane is taken: nothing is sent, nothing
+		// learned (it waited for a lane, was charged as a retryable
+		// failure and reported sent).
+		closeBody(req)
+		return nil, err
+	}
 	lim, exits, err := t.parts()
 	if err != nil {
 		closeBody(req)
@@ -399,4 +408,26 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+}
+
+// checkRequest refuses what net/http would refuse to send: a scheme other
+// than http(s), no host, a header name or value it cannot write.
+func checkRequest(req *http.Request) error {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return fmt.Errorf("fetch: Transport: unsupported protocol scheme %q", req.URL.Scheme)
+	}
+	if req.URL.Host == "" {
+		return errors.New("fetch: Transport: no host in the request's URL")
+	}
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("fetch: Transport: invalid header field name %q", k)
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return fmt.Errorf("fetch: Transport: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
 }

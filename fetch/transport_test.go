@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -78,6 +79,32 @@ func TestTransportZeroValue(t *testing.T) {
 func TestTransportNoURL(t *testing.T) {
 	if _, err := (&fetch.Transport{}).RoundTrip(&http.Request{Method: http.MethodGet}); err == nil {
 		t.Errorf("RoundTrip of a request with no URL: nil error")
+	}
+}
+
+// TestTransportRefusesUnsendable: a request net/http would not send (an
+// ftp:// URL, a header name or value it cannot write) is refused before a
+// lane is taken: nothing held, nothing learned, OnSent not told (it waited
+// for a lane, was charged as a retryable failure and reported sent).
+func TestTransportRefusesUnsendable(t *testing.T) {
+	lim, err := limit.New(limit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	rt := &fetch.Transport{Limiter: lim, Exits: fetch.NewExitSet([]fetch.Member{{ID: "a", Transport: http.DefaultTransport}}, nil, lim.SetExits),
+		OnSent: func(fetch.Sent) { sent++ }}
+	for _, req := range []*http.Request{
+		{Method: http.MethodGet, URL: &url.URL{Scheme: "ftp", Host: "x.example", Path: "/"}, Header: http.Header{}},
+		{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "x.example", Path: "/"}, Header: http.Header{"Bad Name": {"v"}}},
+		{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "x.example", Path: "/"}, Header: http.Header{"X-A": {"a\x01b"}}},
+	} {
+		if _, err := rt.RoundTrip(req); err == nil {
+			t.Errorf("RoundTrip(%v %v): no error", req.URL, req.Header)
+		}
+	}
+	if snap := lim.Snapshot(time.Now()); sent != 0 || len(snap.Hosts) != 0 {
+		t.Errorf("refused requests: OnSent told %d times, the limiter knows %d hosts; want none", sent, len(snap.Hosts))
 	}
 }
 
