@@ -15,7 +15,9 @@ import (
 )
 
 // Limiter decides when, and through which exit, each request to a host may
-// go, and learns from the outcomes. It is safe for concurrent use.
+// go, and learns from the outcomes. It is safe for concurrent use. Make one
+// with New: the zero Limiter has no configuration, and its methods other
+// than Acquire panic.
 type Limiter struct {
 	rules    *rules
 	tab      *table
