@@ -19,6 +19,7 @@ import (
 // with New: the zero Limiter has no configuration, and its methods other
 // than Acquire panic.
 type Limiter struct {
+	id       uint64 // tells its tickets from another's (Ticket.issuer)
 	rules    *rules
 	tab      *table
 	log      *slog.Logger
@@ -39,7 +40,7 @@ func New(cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{rules: r, tab: newTable(), log: cfg.Logger, rnd: cfg.Rand, share: cfg.Shared}
+	l := &Limiter{rules: r, tab: newTable(), log: cfg.Logger, rnd: cfg.Rand, share: cfg.Shared, id: limiters.Add(1)}
 	if l.log == nil {
 		l.log = discardLogger()
 	}
@@ -127,7 +128,7 @@ func (l *Limiter) acquire(host string, want Want, now time.Time) (t Ticket, ok b
 			return Ticket{}, false, time.Unix(0, res.next), nil
 		}
 		t := res.ticket
-		t.At = now
+		t.At, t.issuer = now, l.id
 		if !res.gated {
 			return t, true, time.Time{}, nil
 		}
@@ -259,6 +260,9 @@ func (l *Limiter) Cancel(t Ticket, now time.Time) {
 // release gives t back with its outcome o and reports whether a lane of
 // its host went faster.
 func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) (faster bool) {
+	if t.issuer != 0 && t.issuer != l.id {
+		return false // another Limiter's
+	}
 	now = sane(now)
 	o = o.sane()
 	r := l.rules
@@ -342,3 +346,6 @@ func (o Outcome) sane() Outcome {
 	o.RetryAfter, o.Window, o.ResetIn = max(o.RetryAfter, 0), max(o.Window, 0), max(o.ResetIn, 0)
 	return o
 }
+
+// limiters numbers the Limiters made (Limiter.id).
+var limiters atomic.Uint64

@@ -896,3 +896,34 @@ func TestOutcomeNaNLeftOut(t *testing.T) {
 		t.Errorf("Learned after NaN outcomes: %v", err)
 	}
 }
+
+// TestTicketOfAnotherLimiterIgnored: a ticket is released only by the
+// Limiter that granted it. Seq starts at 1 per host in every Limiter: b's
+// Done with a's ticket released b's own and taught its lane an hour's
+// cooldown.
+func TestTicketOfAnotherLimiterIgnored(t *testing.T) {
+	mk := func() *limit.Limiter {
+		l, err := limit.New(limit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetExits([]limit.Exit{{ID: "a"}})
+		return l
+	}
+	a, b := mk(), mk()
+	now := time.Now()
+	ta, ok1, _, _ := a.Acquire("h", limit.Want{}, now)
+	tb, ok2, _, _ := b.Acquire("h", limit.Want{}, now)
+	if !ok1 || !ok2 || ta.Seq != tb.Seq {
+		t.Fatalf("tickets %+v %+v, want one each with the same Seq", ta, tb)
+	}
+	b.Done(ta, limit.Outcome{Verdict: verdict.Throttled, RetryAfter: time.Hour}, now)
+	hs := b.Snapshot(now).Hosts[0]
+	if hs.InFlight != 1 || hs.Lanes[0].CooldownUntil.After(now) {
+		t.Errorf("b after a's ticket: %d in flight, cooling until %v; want its own still out, no cooldown", hs.InFlight, hs.Lanes[0].CooldownUntil)
+	}
+	b.Done(tb, limit.Outcome{Verdict: verdict.OK}, now)
+	if n := b.Snapshot(now).Hosts[0].InFlight; n != 0 {
+		t.Errorf("b after its own ticket: %d in flight", n)
+	}
+}

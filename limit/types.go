@@ -52,6 +52,11 @@ type Ticket struct {
 	// were charged, so release must also reach the exit state.
 	ExitHeld bool `json:"exit_held,omitempty"`
 	Probe    bool `json:"probe,omitempty"` // this request is an exit recovery probe
+	// issuer is the Limiter that granted it (0: unknown, as after a trip
+	// through JSON): another Limiter's ticket is ignored by Done and
+	// Cancel. Seq starts at 1 per host in every Limiter, and a ticket of
+	// another released one of this one's and taught its lane a cooldown.
+	issuer uint64
 }
 
 // Scope is where a server enforces a limit.
