@@ -166,7 +166,9 @@ func Parse(r io.Reader, name string) ([]Exit, error) {
 		}
 		exits = append(exits, got...)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, append(bad, lineError(name, n+1, errorf(ErrSyntax, "a line longer than 1 MiB (one exit per line)")))
+	} else if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	exits, dups := assignIDs(exits, lines, name)

@@ -461,3 +461,12 @@ func TestParseControlAndUTF16(t *testing.T) {
 		t.Errorf("a UTF-16 file: %v", err)
 	}
 }
+
+// TestParseLongLine: a line past the reader's bound is named by its number
+// (it read "bufio.Scanner: token too long", no line).
+func TestParseLongLine(t *testing.T) {
+	_, err := Parse(strings.NewReader("h:1\n"+strings.Repeat("x", 2<<20)+"\n"), "list")
+	if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "list:2: a line longer than 1 MiB") {
+		t.Errorf("a 2-MiB line: %v", err)
+	}
+}
