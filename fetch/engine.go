@@ -383,10 +383,10 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	// is its list of choices).
 	final := !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 400 && !isRedirect(resp.StatusCode)
 	var body *bodyFile
-	if e.cfg.BodyDir != "" {
+	if e.cfg.BodyDir != "" && !a.Robots { // (a robots.txt is no job's: it was kept as bodies/0)
 		name := strconv.FormatInt(a.Job.ID, 10)
 		path := filepath.Join(e.cfg.BodyDir, name)
-		if !final && !a.Robots {
+		if !final {
 			// No body for this job from this answer: one an earlier run
 			// stored before it was killed, its job not yet recorded
 			// done, is no page of a job that ends otherwise.

@@ -176,6 +176,8 @@ func TestEngineBodiesWholeOnly(t *testing.T) {
 		case "/cut":
 			w.Header().Set("Content-Length", "1000")
 			fmt.Fprint(w, "only ten b")
+		case "/robots.txt":
+			fmt.Fprint(w, "User-agent: *\nAllow: /\n")
 		default:
 			fmt.Fprint(w, "page "+r.URL.Path)
 		}
@@ -193,7 +195,7 @@ func TestEngineBodiesWholeOnly(t *testing.T) {
 		}
 	}
 	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, "e1")
-	core := NewCore(CoreConfig{Concurrency: 2, Retry: RetryPolicy{MaxRetries: 1, Backoff: backoff.Policy{Base: time.Millisecond, Cap: time.Millisecond}}},
+	core := NewCore(CoreConfig{Concurrency: 2, Robots: true, Retry: RetryPolicy{MaxRetries: 1, Backoff: backoff.Policy{Base: time.Millisecond, Cap: time.Millisecond}}},
 		fr, lim, metrics.NewTally(time.Now()))
 	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"e1": http.DefaultTransport}), BodyDir: bodies, SyncBodies: true}, core)
 	if err != nil {
@@ -222,5 +224,8 @@ func TestEngineBodiesWholeOnly(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(bodies, partialDir)); len(left) != 0 {
 		t.Errorf("%d files left under .partial after the run", len(left))
+	}
+	if _, err := os.Stat(filepath.Join(bodies, "0")); err == nil {
+		t.Errorf("the host's robots.txt was kept as bodies/0, no job's body")
 	}
 }
