@@ -298,6 +298,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err != nil {
 		return usageError(err)
 	}
+	if f.mon.linger > 0 && f.metricsAddr == "" && f.mon.ui == "" {
+		// Accepted and ignored before.
+		return usageError(fmt.Errorf("--linger keeps --ui and --metrics-addr up after the crawl: give one of them"))
+	}
 	var metricsLn, uiLn net.Listener
 	if f.metricsAddr != "" {
 		if metricsLn, err = listenMetrics(f.metricsAddr); err != nil {
@@ -535,8 +539,19 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		defer serve(uiLn, uiHandler(mon, reg), "dashboard", stderr)()
 		fmt.Fprintf(stderr, "dashboard at http://%s/\n", uiLn.Addr())
 	}
+	var stopSignal atomic.Bool // a signal stopped the run: no linger after it
 	if (metricsLn != nil || uiLn != nil) && f.mon.linger > 0 {
-		defer linger(f.mon.linger, stderr) // (before the endpoints close)
+		defer func() { // (before the endpoints close)
+			if stopSignal.Load() {
+				return // the user asked it to end (it lingered the whole --linger after a Ctrl-C)
+			}
+			if dist != nil {
+				// Out of the fleet first: a lingering worker kept its
+				// exits from the others for the whole --linger.
+				dist.leave()
+			}
+			linger(f.mon.linger, stderr)
+		}()
 	}
 
 	// Results are written as URLs finish; opening reconciles the file with
@@ -614,6 +629,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		for sig := range sigs {
 			n++
 			if n == 1 {
+				stopSignal.Store(true)
 				fmt.Fprintln(logOut, "exitgate: stopping: finishing requests in flight (signal again to abort them; nothing is lost either way)")
 				stoppedBy.CompareAndSwap(nil, "stopped by "+sig.String())
 				engine.Stop()

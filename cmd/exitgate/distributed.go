@@ -425,12 +425,18 @@ func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, 
 }
 
 func (d *distributed) close() {
+	d.leave()
+	d.fr.Close()
+	d.rdb.Close()
+}
+
+// leave stops the heartbeat, the shared-state refresh and the reports: the
+// worker leaves the fleet, its exits free for the others.
+func (d *distributed) leave() {
 	if d.cancel != nil {
 		d.cancel()
 	}
 	d.wg.Wait()
-	d.fr.Close()
-	d.rdb.Close()
 }
 
 // gated is the frontier the engine sees: a worker that owns no exit claims

@@ -87,3 +87,14 @@ func TestCrawlLinger(t *testing.T) {
 		t.Errorf("crawl --linger: %v\n%s", r.err, r.stderr)
 	}
 }
+
+// TestCrawlLingerNeedsAnEndpoint: --linger without --ui or --metrics-addr
+// is refused (it was taken and did nothing).
+func TestCrawlLingerNeedsAnEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
+	r := runCmd(t, "crawl", "--out", filepath.Join(dir, "out"), "--linger", "5s", urlFile)
+	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "--linger") {
+		t.Errorf("crawl --linger alone: %v, want exit 2 naming --linger", r.err)
+	}
+}
