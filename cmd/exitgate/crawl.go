@@ -234,6 +234,11 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if f.maxRetries < 0 {
 		return s, fmt.Errorf("--max-retries %d: want 0 or more", f.maxRetries)
 	}
+	if f.redis != "" {
+		if err := checkDistributedFlags(f); err != nil {
+			return s, err
+		}
+	}
 	if err := checkDurations([]durationFlag{
 		{"--timeout", f.timeout, false, 0},
 		{"--max-wait", f.maxWait, false, 0},

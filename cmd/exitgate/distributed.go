@@ -137,17 +137,17 @@ func (d *distributed) refusal() error {
 	return nil
 }
 
-// minFleetTTL is the shortest --lease-ttl and --fleet-ttl taken.
-const minFleetTTL = time.Second
-
-func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
+// checkDistributedFlags refuses the flags a distributed worker cannot
+// take, before anything is written in its --out (a refused run had marked
+// it a worker's, and the next run warned that Redis had lost the crawl).
+func checkDistributedFlags(f crawlFlags) error {
 	if f.echoURL != "" || f.exitIPHeader != "" {
-		return nil, usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
+		return usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
 	}
 	if f.durable {
 		// It fsyncs the SQLite frontier of a crawl of one process, and
 		// did nothing here without a word.
-		return nil, usageError(fmt.Errorf("--durable is not supported with --redis: the frontier is Redis's, as durable as its appendfsync setting (everysec by default; always fsyncs each write)"))
+		return usageError(fmt.Errorf("--durable is not supported with --redis: the frontier is Redis's, as durable as its appendfsync setting (everysec by default; always fsyncs each write)"))
 	}
 	for _, d := range []struct {
 		flag string
@@ -158,8 +158,18 @@ func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*d
 		// (URLs fetched 27 times), a fleet TTL of 1 ns made 178,000
 		// round trips in 8 s and owned no exit.
 		if d.v < minFleetTTL {
-			return nil, usageError(fmt.Errorf("%s %v: want at least %v (a dead worker's part moves within it; a live worker renews it a few times within it)", d.flag, d.v, minFleetTTL))
+			return usageError(fmt.Errorf("%s %v: want at least %v (a dead worker's part moves within it; a live worker renews it a few times within it)", d.flag, d.v, minFleetTTL))
 		}
+	}
+	return nil
+}
+
+// minFleetTTL is the shortest --lease-ttl and --fleet-ttl taken.
+const minFleetTTL = time.Second
+
+func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
+	if err := checkDistributedFlags(f); err != nil {
+		return nil, err
 	}
 	rdb, err := openRedis(ctx, f.redis)
 	if err != nil {

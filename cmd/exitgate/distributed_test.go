@@ -688,6 +688,9 @@ func TestDistributedInputsRefused(t *testing.T) {
 		if msg, code := crawl(filepath.Join(dir, "outBad"), "lists", listA, bad...); code != 2 || !strings.Contains(msg, bad[0]) {
 			t.Errorf("a worker with %v: exit %d %q, want 2 naming the flag (it was taken: a lease of 1 ms refetched URLs 27 times; --durable did nothing)", bad, code, msg)
 		}
+		if _, err := os.Stat(filepath.Join(dir, "outBad", "crawl.json")); err == nil {
+			t.Errorf("a worker refused for %v marked its --out a worker's (the next run warned that Redis had lost the crawl)", bad)
+		}
 	}
 	// A joiner whose shared flags differ from the live workers' is refused
 	// before it writes anything in its --out (it had loaded the frontier
