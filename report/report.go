@@ -131,8 +131,10 @@ func CountNotFound(byReason map[string]int) int {
 	return n
 }
 
-// splitNotFound takes the not-found URLs out of the abandoned ones: it
+// SplitNotFound takes the not-found URLs out of the abandoned ones: it
 // returns how many there are, and the other reasons.
+func SplitNotFound(byReason map[string]int) (int, map[string]int) { return splitNotFound(byReason) }
+
 func splitNotFound(byReason map[string]int) (int, map[string]int) {
 	n := 0
 	rest := make(map[string]int, len(byReason))

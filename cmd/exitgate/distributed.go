@@ -529,9 +529,13 @@ type statusFlags struct {
 }
 
 type crawlStatus struct {
-	Crawl   string          `json:"crawl"`
-	Workers []workerStatus  `json:"workers"`
-	Queue   frontier.Counts `json:"queue"`
+	Crawl   string         `json:"crawl"`
+	Workers []workerStatus `json:"workers"`
+	// Queue is the crawl's URLs by state; its abandoned leave out the
+	// NotFound (404, 410), as summary.json does (--json counted them
+	// abandoned where the text said not found).
+	Queue    frontier.Counts `json:"queue"`
+	NotFound int             `json:"not_found"`
 	// ExpiredLeases is how many of Queue's leased jobs are past their
 	// lease: a worker that stopped held them, and the next claim from
 	// their host takes them back (status showed them leased, as if
@@ -580,6 +584,8 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			return err
 		}
 	}
+	st.NotFound, st.Queue.AbandonedByReason = report.SplitNotFound(st.Queue.AbandonedByReason)
+	st.Queue.Abandoned -= st.NotFound
 	learned, err := rdb.HGetAll(ctx, "eg:{"+f.crawl+"}:learned").Result()
 	if err != nil {
 		return err
@@ -591,7 +597,7 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		}
 	}
 	slices.SortFunc(st.Hosts, func(a, b limit.LearnedHost) int { return strings.Compare(a.Host, b.Host) })
-	if len(st.Workers) == 0 && st.Queue.Total() == 0 && len(st.Hosts) == 0 {
+	if len(st.Workers) == 0 && st.Queue.Total()+st.NotFound == 0 && len(st.Hosts) == 0 {
 		// Nothing of it at all: a mistyped name, or a crawl Redis lost.
 		return fmt.Errorf("no crawl %q in this Redis: no URLs, no workers, nothing learned (check --crawl)", f.crawl)
 	}
@@ -603,14 +609,14 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	c := st.Queue
 	// 404s and 410s are no abandoned URLs, here as in each worker's
 	// summary (status said 8 abandoned where the workers said 3 not
-	// found, 5 abandoned).
-	nf := report.CountNotFound(c.AbandonedByReason)
+	// found, 5 abandoned): st.NotFound, out of c's.
+	nf := st.NotFound
 	leased := strconv.Itoa(c.Leased) + " leased"
 	if st.ExpiredLeases > 0 {
 		leased += fmt.Sprintf(" (%d past their lease: the worker that held them stopped; the next claim from their host takes them back)", st.ExpiredLeases)
 	}
 	fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d not found, %d abandoned, %d queued, %s, %d parked\n",
-		f.crawl, c.Total(), c.Done, nf, c.Abandoned-nf, c.Queued, leased, c.Parked)
+		f.crawl, c.Total()+nf, c.Done, nf, c.Abandoned, c.Queued, leased, c.Parked)
 	if n, err := partialLists(ctx, rdb, f.crawl); err == nil && n > 0 {
 		fmt.Fprintf(w, "warning: %v\n", partialListError(f.crawl, n))
 	}
