@@ -60,6 +60,21 @@ func WriteSummaryAt(dir, path string, run Summary) (Summary, error) {
 	return cum, bad
 }
 
+// ReadSummary adds up the runs recorded under dir (dir/runs), the last one's
+// checkpoint included: what summary.json would say now, for a crawl killed
+// before it wrote it, or one still running. A run file that cannot be read
+// is left out and named in the error.
+func ReadSummary(dir string) (Summary, error) {
+	all, bad := readRuns(filepath.Join(dir, RunsDir))
+	if len(all) == 0 {
+		if bad == nil {
+			bad = fmt.Errorf("%s: no run recorded (%s is empty or missing)", dir, RunsDir)
+		}
+		return Summary{}, bad
+	}
+	return Cumulative(all), bad
+}
+
 // runFile names a run's file by its start, to the millisecond, in UTC; a
 // second run started in the same millisecond gets a suffix.
 func runFile(runs string, s Summary) string {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -325,6 +326,11 @@ func TestCrawlKillKeepsRunCounts(t *testing.T) {
 	}
 	if checkpoint.Done >= nURLs {
 		t.Fatalf("the killed run had done all %d URLs; the test proves nothing", nURLs)
+	}
+	// status DIR reads runs/ afresh: the killed run, which wrote no
+	// summary.json, is shown (it said "a directory without summary.json").
+	if r := runCmd(t, "status", out); r.err != nil || !strings.Contains(r.stdout, "1 run(s)") || !strings.Contains(r.stdout, fmt.Sprintf("%d done", checkpoint.Done)) {
+		t.Errorf("status of the killed crawl's --out: %v\n%s", r.err, r.stdout)
 	}
 
 	second := startCrawlHelper(t, args...)

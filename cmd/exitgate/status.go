@@ -87,6 +87,12 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 				// A crawl's --out: what its runs added up to (it was looked
 				// up as a host named after the directory).
 				return printOutSummary(cmd.OutOrStdout(), args[0], asJSON)
+			} else if looksLikePath(args[0]) {
+				// (./nonexist was looked up as the host ".")
+				if err == nil {
+					return usageError(fmt.Errorf("%s is a file: give the crawl's --out directory, or the --ui ADDR of a running crawl", args[0]))
+				}
+				return usageError(fmt.Errorf("%s: no such directory (a crawl's --out), and no address (host:port of a crawl's --ui)", args[0]))
 			}
 			addr, err := statusURL(args[0])
 			if err != nil {
@@ -105,24 +111,31 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 	return cmd
 }
 
-// printOutSummary prints the summary.json of a crawl's --out directory, as
-// the crawl's own table at its end (or as it is, with asJSON).
+// looksLikePath reports whether a status argument is written as a path,
+// not an address.
+func looksLikePath(arg string) bool {
+	return !strings.Contains(arg, "://") && (strings.HasPrefix(arg, ".") || strings.ContainsRune(arg, filepath.Separator))
+}
+
+// printOutSummary prints what the runs recorded in a crawl's --out add up
+// to, as the crawl's own table at its end (or as JSON, with asJSON): its
+// runs/ read afresh, so that a crawl killed before it wrote summary.json,
+// or one still running (up to its last checkpoint), is shown too.
 func printOutSummary(w io.Writer, dir string, asJSON bool) error {
-	path := filepath.Join(dir, "summary.json")
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return usageError(fmt.Errorf("%s is a directory without summary.json: give a crawl's --out, or the --ui ADDR of a running one", dir))
+	sum, err := report.ReadSummary(dir)
+	if err != nil && sum.Runs == 0 {
+		if _, serr := os.Stat(filepath.Join(dir, report.RunsDir)); errors.Is(serr, fs.ErrNotExist) {
+			return usageError(fmt.Errorf("%s is a directory without runs: give a crawl's --out, or the --ui ADDR of a running one", dir))
+		}
+		return err
 	}
 	if err != nil {
-		return err
+		fmt.Fprintf(os.Stderr, "exitgate: %v\n", err) // some run left out; the rest shown
 	}
 	if asJSON {
-		_, err := w.Write(raw)
-		return err
-	}
-	var sum report.Summary
-	if err := json.Unmarshal(raw, &sum); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
 	}
 	fmt.Fprintf(w, "%s: %d run(s) since %s", dir, sum.Runs, sum.Started.Local().Format(time.DateTime))
 	report.WriteTable(w, sum)
