@@ -333,7 +333,7 @@ func writeHeadersText(w io.Writer, r headersReport, received time.Time) error {
 		}
 		row("wait", "wait %s before the next request on %s%s", hdrFmtSecs(*r.WaitSeconds), where, src)
 		if r.RetryAfterExcessive {
-			row("", "that is longer than the cap: park the URL with its due time instead of holding a worker")
+			row("", "that is longer than the cap: a crawl honours it up to a day, and parks a URL whose wait passes its --max-wait rather than hold a worker")
 		}
 	case r.Remaining != nil && *r.Remaining > 0:
 		row("wait", "no wait asked for; %d left in this window", *r.Remaining)
