@@ -63,7 +63,10 @@ func monitorConfig(f monitorFlags) (monitor.Config, error) {
 	}
 	for _, hb := range f.hostBudgets {
 		for part := range strings.SplitSeq(hb, ",") {
-			host, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+			// The ratio is after the last "=": a site's URL may hold one.
+			p := strings.TrimSpace(part)
+			i := strings.LastIndexByte(p, '=')
+			host, val, ok := p[:max(i, 0)], p[i+1:], i >= 0
 			if !ok || strings.TrimSpace(host) == "" {
 				return c, fmt.Errorf("--host-budget %q: want HOST=RATIO, e.g. api.example.com=0.5%%", part)
 			}
@@ -129,6 +132,9 @@ func budgetHostKey(host string) (string, error) {
 		raw = "https://" + host + "/"
 	}
 	u, err := url.Parse(raw)
+	if err == nil && strings.Contains(host, "://") {
+		u.Path, u.RawQuery, u.Fragment = "/", "", "" // a URL of the site: its host is what counts
+	}
 	if err != nil || u.Hostname() == "" || u.Path != "/" || u.User != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", fmt.Errorf("%q is no host (want a name or an address, with a port if not 80 or 443, or an http(s) URL of the site)", host)
 	}

@@ -87,21 +87,23 @@ func TestHostBudgetKeys(t *testing.T) {
 		hostBudgets: []string{"Bücher.example=0.1%", "127.1:8080=0.2%", "api.example.com:80=0.3%",
 			// https's port, or an https URL: as the crawl keys
 			// https://shop.example/ (HOST:443 matched no host).
-			"shop.example:443=0.4%", "https://secure.example=0.5%", "https://alt.example:8443/=0.6%"}}
+			"shop.example:443=0.4%", "https://secure.example=0.5%", "https://alt.example:8443/=0.6%",
+			// A URL copied from a list: its path and query do not count.
+			"https://listed.example/item/3?a=b=0.5%"}}
 	c, err := monitorConfig(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]float64{"xn--bcher-kva.example": 0.001, "127.0.0.1:8080": 0.002, "api.example.com": 0.003,
-		"shop.example": 0.004, "secure.example": 0.005, "alt.example:8443": 0.006}
+		"shop.example": 0.004, "secure.example": 0.005, "alt.example:8443": 0.006, "listed.example": 0.005}
 	for k, v := range want {
 		if c.Budgets[k] != v {
 			t.Errorf("budgets %v: want %s at %v", c.Budgets, k, v)
 		}
 	}
-	f.hostBudgets = []string{"http://x/y=1%"}
+	f.hostBudgets = []string{"x.example/y=1%"}
 	if _, err := monitorConfig(f); err == nil || !strings.Contains(err.Error(), "is no host") {
-		t.Errorf("--host-budget http://x/y=1%%: %v, want it refused as no host", err)
+		t.Errorf("--host-budget x.example/y=1%%: %v, want it refused as no host (a path without a scheme)", err)
 	}
 }
 
