@@ -369,6 +369,12 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	}
 	resp, err := m.Transport.RoundTrip(req)
 	if err != nil {
+		if e.cfg.BodyDir != "" && !a.Robots && ctx.Err() == nil {
+			// No answer: an earlier run's body of the job is no page of
+			// one that may end abandoned now (as for an answer that is no
+			// page, below).
+			os.Remove(filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10)))
+		}
 		return Response{Err: err, At: time.Now(), Aborted: ctx.Err() != nil}
 	}
 	defer resp.Body.Close()
