@@ -264,23 +264,23 @@ func TestJournal(t *testing.T) {
 // run finished. It read them as the empty counts of a Store that never read
 // any, took the crawl for one not seeded yet and exited 2, the journal never
 // replayed.
-func TestJournalLeftByKilledRun(t *testing.T) {
+// journalOfAKilledRun pushes six URLs to crawl, claims them, kills Redis,
+// completes four (journaled), stops the worker as a kill would (its journal
+// stays) and restarts Redis; it returns a client once Redis serves again,
+// and the killed worker's config.
+func journalOfAKilledRun(t *testing.T, crawl string) (*goredis.Client, fr.Config) {
+	t.Helper()
 	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
 		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	journal := filepath.Join(t.TempDir(), "journal")
-	cfg := fr.Config{Crawl: "killed", LeaseTTL: 10 * time.Second, Journal: journal}
+	cfg := fr.Config{Crawl: crawl, LeaseTTL: 10 * time.Second, Journal: filepath.Join(t.TempDir(), "journal")}
 	s, err := fr.New(rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jobs []frontier.NewJob
-	for i := range 6 {
-		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://k.example/%d", i)})
-	}
-	if _, err := s.Push(ctx, jobs); err != nil {
+	if _, err := s.Push(ctx, sixURLs()); err != nil {
 		t.Fatal(err)
 	}
 	js, err := s.Claim(ctx, time.Now(), 6, nil)
@@ -299,22 +299,33 @@ func TestJournalLeftByKilledRun(t *testing.T) {
 	if err := r.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	// The run is started again once Redis serves: listening is not yet
-	// that (it answers LOADING while it reads its append-only file, and
-	// the client's first command may go out on a connection of the killed
-	// server), and a run that cannot reach Redis refuses to start, which
-	// is not what this test is for (it failed that way once in the suite).
+	// Redis serves once it answers: listening is not yet that (it answers
+	// LOADING while it reads its append-only file, and the client's first
+	// command may go out on a connection of the killed server).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := rdb.Get(ctx, "exitgate-test-serving").Err()
 		if err == nil || errors.Is(err, goredis.Nil) {
-			break
+			return rdb, cfg
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("Redis restarted but not serving after 10 s: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func sixURLs() []frontier.NewJob {
+	var jobs []frontier.NewJob
+	for i := range 6 {
+		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://k.example/%d", i)})
+	}
+	return jobs
+}
+
+func TestJournalLeftByKilledRun(t *testing.T) {
+	rdb, cfg := journalOfAKilledRun(t, "killed")
+	ctx := context.Background()
 	again, err := fr.New(rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -333,48 +344,13 @@ func TestJournalLeftByKilledRun(t *testing.T) {
 // now: 12 URLs never fetched were marked done, their rows naming other
 // URLs' bodies).
 func TestJournalOfAnEarlierCrawl(t *testing.T) {
-	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	rdb, cfg := journalOfAKilledRun(t, "reseeded")
 	ctx := context.Background()
-	journal := filepath.Join(t.TempDir(), "journal")
-	cfg := fr.Config{Crawl: "reseeded", LeaseTTL: 10 * time.Second, Journal: journal}
-	s, err := fr.New(rdb, cfg)
-	if err != nil {
+	if err := rdb.FlushAll(ctx).Err(); err != nil { // the crawl's keys lost
 		t.Fatal(err)
-	}
-	var jobs []frontier.NewJob
-	for i := range 6 {
-		jobs = append(jobs, frontier.NewJob{URL: fmt.Sprintf("http://k.example/%d", i)})
-	}
-	if _, err := s.Push(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
-	js, err := s.Claim(ctx, time.Now(), 6, nil)
-	if err != nil || len(js) != 6 {
-		t.Fatalf("Claim = %d, %v", len(js), err)
-	}
-	if err := r.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range js[:4] {
-		if err := s.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
-			t.Fatalf("Complete while Redis is down = %v, want nil (journaled)", err)
-		}
-	}
-	s.Close() // the worker is killed: its journal stays
-	if err := r.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for rdb.FlushAll(ctx).Err() != nil { // the crawl's keys lost
-		if time.Now().After(deadline) {
-			t.Fatal("Redis restarted but not serving after 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	seeder := newStore(t, rdb, fr.Config{Crawl: "reseeded", LeaseTTL: 10 * time.Second})
+	jobs := sixURLs()
 	slices.Reverse(jobs) // seeded again: the same URLs, other numbers
 	if _, err := seeder.Push(ctx, jobs); err != nil {
 		t.Fatal(err)
