@@ -150,6 +150,12 @@ func Parse(r io.Reader, name string) ([]Exit, error) {
 			}
 			text = strings.TrimPrefix(text, "\uFEFF")
 		}
+		if strings.Contains(text, "{session}") {
+			// A template in a list was one exit whose user name read
+			// "user-session-{session}" literally.
+			bad = append(bad, lineError(name, n, errorf(ErrSyntax, "a {session} placeholder: a template is given with --proxy-template (and --sessions), not in a list")))
+			continue
+		}
 		if i := strings.IndexFunc(text, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }); i >= 0 {
 			// A NUL or other control character read as "port is not a
 			// number" or the like.

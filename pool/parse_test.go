@@ -456,6 +456,10 @@ func TestParseControlAndUTF16(t *testing.T) {
 	if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), `list:2: a control character ('\x00') at column 4`) {
 		t.Errorf("a NUL in a line: %v", err)
 	}
+	_, err = Parse(strings.NewReader("http://u-session-{session}:pw@gw:7000\n"), "list")
+	if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "--proxy-template") {
+		t.Errorf("a template in a list: %v, want it pointed at --proxy-template", err)
+	}
 	_, err = Parse(strings.NewReader("\xff\xfeh\x00:\x001\x00\n\x00"), "list")
 	if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "list:1: the file is UTF-16 text") {
 		t.Errorf("a UTF-16 file: %v", err)
