@@ -73,10 +73,19 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		g.refuse(w, r, "", http.StatusBadRequest, "no host", "the request names no host")
 		return
 	}
-	body, replay, err := replayable(r)
-	if err != nil {
-		g.refuse(w, r, host, http.StatusBadRequest, "bad request body", "reading the request body: "+err.Error())
-		return
+	// A client that waits for "100 Continue" has its body asked for once
+	// a lane is taken: read for replay before, it was uploaded and then
+	// refused when no lane freed up within the budget.
+	later := strings.EqualFold(r.Header.Get("Expect"), "100-continue") && idempotent(r.Method) &&
+		r.ContentLength > 0 && r.ContentLength <= maxReplayBody
+	var body []byte
+	replay := later
+	if !later {
+		var err error
+		if body, replay, err = replayable(r); err != nil {
+			g.refuse(w, r, host, http.StatusBadRequest, "bad request body", "reading the request body: "+err.Error())
+			return
+		}
 	}
 	upgrade := isUpgrade(r.Header)
 	if upgrade {
@@ -136,6 +145,15 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			g.lim.Cancel(ticket, time.Now())
 			g.giveUp(w, host, http.StatusBadGateway, "no exit", time.Time{}, fmt.Sprintf("exitgate: no transport for exit %s", ticket.Exit))
 			return
+		}
+		if later {
+			later = false
+			body = make([]byte, r.ContentLength)
+			if _, err := io.ReadFull(r.Body, body); err != nil {
+				g.lim.Cancel(ticket, time.Now())
+				g.refuse(w, r, host, http.StatusBadRequest, "bad request body", "reading the request body: "+err.Error())
+				return
+			}
 		}
 		out := outgoing(ctx, r, &u, body, upgrade)
 		sent := time.Now()

@@ -1577,3 +1577,56 @@ func TestTunnelHostMustNameItsTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectContinueBodyAfterLane: a client that waits for "100 Continue"
+// is asked for its body only once a lane is taken: refused for want of
+// one, it never uploads (a small PUT was read for replay first, uploaded,
+// then refused).
+func TestExpectContinueBodyAfterLane(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21")})
+	get(t, client(proxy, nil), o.URL+"/cool", HeaderWait, "0") // the lane cools for 120 s
+	conn, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "PUT %s/up HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\nExpect: 100-continue\r\n%s: 0\r\n\r\n",
+		o.URL, strings.TrimPrefix(o.URL, "http://"), HeaderWait)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a PUT waiting for 100 Continue to a cooling host: %d first, want the gateway's 429 before any upload", resp.StatusCode)
+	}
+	// With a lane: 100 Continue, then the body reaches the server whole.
+	o2 := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "got %q", b)
+	})
+	conn2, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	fmt.Fprintf(conn2, "PUT %s/up HTTP/1.1\r\nHost: %s\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n", o2.URL, strings.TrimPrefix(o2.URL, "http://"))
+	conn2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(conn2)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("a PUT waiting for 100 Continue with a lane free: %v, %v; want 100 first", resp, err)
+	}
+	io.WriteString(conn2, "0123456789")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != `got "0123456789"` {
+		t.Errorf("after 100 Continue: %d %q, want the body passed whole", resp.StatusCode, b)
+	}
+}
