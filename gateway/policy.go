@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -157,6 +158,11 @@ var longDuration = regexp.MustCompile(`^\+?([0-9]*\.?[0-9]+(ns|us|µs|ms|s|m|h))
 // waitBudget reads X-Exitgate-Wait: a Go duration (30s, 1m30s) or seconds
 // (30, 2.5); 0 means answer at once. It is capped at MaxWaitBudget.
 func (g *Gateway) waitBudget(h http.Header) (time.Duration, error) {
+	if vs := h.Values(HeaderWait); len(vs) > 1 && slices.ContainsFunc(vs[1:], func(v string) bool { return strings.TrimSpace(v) != strings.TrimSpace(vs[0]) }) {
+		// Two that differ: the first won without a word (0 and 600s
+		// was a 429 at once).
+		return 0, fmt.Errorf("%s given twice, %q and %q: give one", HeaderWait, vs[0], vs[1])
+	}
 	v := strings.TrimSpace(h.Get(HeaderWait))
 	if v == "" {
 		return max(g.cfg.WaitBudget, 0), nil

@@ -44,6 +44,13 @@ func TestWaitBudget(t *testing.T) {
 			t.Errorf("waitBudget(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.bad)
 		}
 	}
+	// Given twice: alike, taken; differing, refused (the first won).
+	if got, err := g.waitBudget(http.Header{HeaderWait: {"5s", "5s"}}); err != nil || got != 5*time.Second {
+		t.Errorf("waitBudget of 5s twice = %v, %v", got, err)
+	}
+	if _, err := g.waitBudget(http.Header{HeaderWait: {"0", "600s"}}); err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("waitBudget of 0 and 600s = %v, want refused", err)
+	}
 	g.cfg.WaitBudget = -1 // none
 	if got, _ := g.waitBudget(http.Header{}); got != 0 {
 		t.Errorf("waitBudget with WaitBudget -1 = %v, want 0", got)
