@@ -183,9 +183,46 @@ func (e Exit) Scrub(s string) string {
 	}
 	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, secret := range secrets {
-		s = strings.ReplaceAll(s, secret, "***")
+		if len(secret) >= wholeSecret {
+			s = strings.ReplaceAll(s, secret, "***")
+		} else {
+			s = replaceWord(s, secret, "***")
+		}
 	}
 	return s
+}
+
+// wholeSecret is the length from which a password is masked wherever it
+// appears; a shorter one only where it stands apart from letters and
+// digits: a password "s" made "connection refu***ed" of a message, and
+// "0" made "4***1", each showing where the password was.
+const wholeSecret = 6
+
+// replaceWord replaces the occurrences of old in s that no letter or digit
+// touches on either side.
+func replaceWord(s, old, repl string) string {
+	if old == "" {
+		return s
+	}
+	alnum := func(b byte) bool { return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+	var out strings.Builder
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], old)
+		if j < 0 {
+			out.WriteString(s[i:])
+			break
+		}
+		j += i
+		end := j + len(old)
+		if (j == 0 || !alnum(s[j-1])) && (end == len(s) || !alnum(s[end])) {
+			out.WriteString(s[i:j])
+			out.WriteString(repl)
+		} else {
+			out.WriteString(s[i:end])
+		}
+		i = end
+	}
+	return out.String()
 }
 
 // redactURL formats u as scheme://user:***@host:port; it never includes a path, which

@@ -474,3 +474,21 @@ func TestParseLongLine(t *testing.T) {
 		t.Errorf("a 2-MiB line: %v", err)
 	}
 }
+
+// TestScrubShortPassword: a short password is masked where it stands apart,
+// not inside words and numbers: "s" made "connection refu***ed" of a
+// message and "0" made "4***1", each showing where it was.
+func TestScrubShortPassword(t *testing.T) {
+	for _, tc := range []struct{ line, msg, want string }{
+		{"http://user:s@127.0.0.1:1", "proxy unreachable (connection refused) via http://user:s@127.0.0.1:1", "proxy unreachable (connection refused) via http://user:***@127.0.0.1:1"},
+		{"http://user:0@127.0.0.1:2", "proxy rejected credentials (401), password 0", "proxy rejected credentials (401), password ***"},
+	} {
+		exits, err := Parse(strings.NewReader(tc.line), "list")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := exits[0].Scrub(tc.msg); got != tc.want {
+			t.Errorf("Scrub(%q) = %q, want %q", tc.msg, got, tc.want)
+		}
+	}
+}
