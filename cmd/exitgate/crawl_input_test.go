@@ -373,7 +373,7 @@ func TestCrawlBusyOutRefused(t *testing.T) {
 	defer held.Close()
 	urlFile := writeLines(t, dir, "urls.txt", []string{"http://127.0.0.1:9/x"})
 	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--progress", "0", urlFile)
-	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate crawl") {
+	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate") {
 		t.Errorf("crawl on a held --out: %v (exit %d), want exit %d saying it is in use", r.err, code, exitUsage)
 	}
 }
@@ -414,7 +414,7 @@ func TestCrawlOutLockedFirst(t *testing.T) {
 	}
 	urlFile := writeLines(t, dir, "b.txt", []string{"http://127.0.0.1:9/b1", "http://127.0.0.1:9/b2"})
 	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--progress", "0", urlFile)
-	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate crawl") {
+	if code := exitCode(r.err); code != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate") {
 		t.Errorf("a second crawl on a held --out: %v (exit %d), want exit %d saying it is in use", r.err, code, exitUsage)
 	}
 	for _, name := range []string{"frontier.db", crawlRecordFile} {

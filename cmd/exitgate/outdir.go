@@ -29,7 +29,7 @@ func lockOut(out string) (release func(), err error) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		lock.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("--out %s is in use by another exitgate crawl: wait for it to end, or use another --out (each distributed worker needs its own)", out)
+			return nil, fmt.Errorf("--out %s is in use by another exitgate process (a crawl, a worker or a gateway): wait for it to end, or use another --out (each needs its own)", out)
 		}
 		return nil, fmt.Errorf("--out %s: lock: %w", out, err)
 	}

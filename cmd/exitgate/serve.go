@@ -234,6 +234,13 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)
 	}
+	// One process an --out: two gateways on one wrote over each other's
+	// summary.json, runs/ and learned.json.
+	release, err := lockOut(f.out)
+	if err != nil {
+		return usageError(err)
+	}
+	defer release()
 	identity, err := f.identity()
 	if err != nil {
 		return usageError(err)

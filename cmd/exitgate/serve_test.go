@@ -586,3 +586,22 @@ func TestServeSelfExitRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestServeOutInUse: a gateway refuses an --out another exitgate process
+// holds (two gateways on one wrote over each other's summary and learned
+// state).
+func TestServeOutInUse(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	release, err := lockOut(out) // another process's hold, as far as flock tells
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	r := runCmd(t, "serve", "--no-intercept", "--listen", "127.0.0.1:0", "--out", out)
+	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "in use by another exitgate") {
+		t.Errorf("serve on an --out in use: %v, want exit 2 saying so", r.err)
+	}
+}
