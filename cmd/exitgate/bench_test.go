@@ -78,6 +78,7 @@ func TestBenchDemoBadFlags(t *testing.T) {
 		{[]string{"bench", "--scenario", "nope"}, "nope"},
 		{[]string{"demo", "--exits", "0"}, "--exits 0: want 1 to 100"},
 		{[]string{"demo", "--urls", "0"}, "--urls 0: want 1 to 100000"},
+		{[]string{"demo", "--scenario", "host-scoped"}, "the demo runs per-IP scenarios of one host"},
 	} {
 		r := runCmd(t, tc.args...)
 		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), tc.want) {
