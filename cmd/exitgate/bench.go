@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -210,6 +211,11 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 	if err := checkBenchFlags(f); err != nil {
 		return usageError(err)
 	}
+	if f.real && !slices.ContainsFunc(scs, realRunnable) {
+		// Every scenario named skipped: it printed an empty report and
+		// exited 0.
+		return usageError(fmt.Errorf("--real: none of the scenarios named runs on real sockets (a rotating gateway, or many hosts, is simulated in virtual time only)"))
+	}
 	start := time.Now()
 	var rs []simrun.ScenarioResult
 	if f.real {
@@ -245,6 +251,9 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, f benchFlags) error
 	fmt.Fprintf(stdout, "%d scenarios × %d strategies in %s, %.1f s wall.\n", len(scs), len(specs), mode, wall.Seconds())
 	return nil
 }
+
+// realRunnable reports whether a scenario runs on real sockets (--real).
+func realRunnable(sc server.Scenario) bool { return sc.Kind != server.Rotating && len(sc.Hosts) == 0 }
 
 func benchReal(ctx context.Context, stderr io.Writer, f benchFlags, scs []server.Scenario, specs []strategy.Spec) ([]simrun.ScenarioResult, error) {
 	urls := f.urls

@@ -79,6 +79,7 @@ func TestBenchDemoBadFlags(t *testing.T) {
 		{[]string{"demo", "--exits", "0"}, "--exits 0: want 1 to 100"},
 		{[]string{"demo", "--urls", "0"}, "--urls 0: want 1 to 100000"},
 		{[]string{"demo", "--scenario", "host-scoped"}, "the demo runs per-IP scenarios of one host"},
+		{[]string{"bench", "--real", "--scenario", "rotating", "--duration", "1s"}, "none of the scenarios named runs on real sockets"},
 	} {
 		r := runCmd(t, tc.args...)
 		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), tc.want) {
