@@ -116,6 +116,7 @@ type Fleet struct {
 	// refused is why this worker may not rejoin (OnRefused); every Beat
 	// after returns it.
 	refused error
+	joined  time.Time // when this run of the worker joined (Report)
 }
 
 // Join registers this worker, takes its share of the exits and calls
@@ -157,7 +158,7 @@ func join(ctx context.Context, rdb goredis.UniversalClient, cfg Config, now time
 		_, _ = rand.Read(b[:])
 		cfg.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
-	f := &Fleet{rdb: rdb, cfg: cfg, log: cfg.Logger, leaving: map[string]time.Time{}}
+	f := &Fleet{rdb: rdb, cfg: cfg, log: cfg.Logger, leaving: map[string]time.Time{}, joined: now}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -687,7 +688,32 @@ func (f *Fleet) Report(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
-	return f.rdb.HSet(ctx, keys(f.cfg.Crawl)[4], f.cfg.ID, string(b)).Err()
+	// Kept apart too, under this run of the worker, past its death: a
+	// crawl's status summed the live workers' alone (its total fell by a
+	// killed worker's 60 requests, and read 0 once every worker ended).
+	pipe := f.rdb.Pipeline()
+	pipe.HSet(ctx, keys(f.cfg.Crawl)[4], f.cfg.ID, string(b))
+	pipe.HSet(ctx, runsKey(f.cfg.Crawl), f.cfg.ID+"|"+f.joined.UTC().Format(time.RFC3339Nano), string(b))
+	_, err = pipe.Exec(ctx)
+	return err
+}
+
+// runsKey is the hash of every worker run's last report (Report), worker
+// ID and start -> report.
+func runsKey(crawl string) string { return "eg:{" + crawl + "}:runs" }
+
+// RunReports returns the last report of every run of every worker of the
+// crawl, live or not (Report).
+func RunReports(ctx context.Context, rdb goredis.UniversalClient, crawl string) ([]json.RawMessage, error) {
+	vs, err := rdb.HVals(ctx, runsKey(crawl)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, len(vs))
+	for i, v := range vs {
+		out[i] = json.RawMessage(v)
+	}
+	return out, nil
 }
 
 // Member is one live worker as Status sees it.

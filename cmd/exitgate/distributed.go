@@ -426,6 +426,10 @@ func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, 
 			_ = d.fleet.Report(rctx, workerReportOf(tally.Snapshot(time.Now()), len(d.fleet.Owned())))
 			select {
 			case <-rctx.Done():
+				// The last word, for the crawl's every-run total.
+				lctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_ = d.fleet.Report(lctx, workerReportOf(tally.Snapshot(time.Now()), 0))
+				cancel()
 				return
 			case <-t.C:
 			}
@@ -542,6 +546,16 @@ type crawlStatus struct {
 	// being fetched).
 	ExpiredLeases int                 `json:"expired_leases"`
 	Hosts         []limit.LearnedHost `json:"hosts"`
+	// Runs adds up the last report of every run of every worker, live
+	// or not (the workers' rows are the live ones').
+	Runs runsTotal `json:"all_runs"`
+}
+
+// runsTotal is what every run of every worker sent, by their last reports.
+type runsTotal struct {
+	Runs     int   `json:"runs"`
+	Requests int64 `json:"requests"`
+	Too429   int64 `json:"responses_429"`
 }
 
 type workerStatus struct {
@@ -582,6 +596,16 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if st.Queue.Leased > 0 {
 		if st.ExpiredLeases, err = fr.ExpiredLeases(ctx, time.Now()); err != nil {
 			return err
+		}
+	}
+	if runs, err := fleet.RunReports(ctx, rdb, f.crawl); err == nil {
+		for _, raw := range runs {
+			var r workerReport
+			if json.Unmarshal(raw, &r) == nil {
+				st.Runs.Runs++
+				st.Runs.Requests += r.Requests
+				st.Runs.Too429 += r.Too429
+			}
 		}
 	}
 	st.NotFound, st.Queue.AbandonedByReason = report.SplitNotFound(st.Queue.AbandonedByReason)
@@ -635,11 +659,10 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			100*ratio(r.Too429, r.Requests), 100*r.Last429, strings.Join(ws.Exits, " "))
 	}
 	fmt.Fprintf(tw, "all (%d)\t\t%d\t%.2f\t%.2f%%\t\t\n", len(st.Workers), req, rate, 100*ratio(n429, req))
+	// Every run, dead and finished workers' too: the live ones' alone
+	// fell by a killed worker's requests, and read 0 once all ended.
+	fmt.Fprintf(tw, "every run (%d)\t\t%d\t\t%.2f%%\t\t\n", st.Runs.Runs, st.Runs.Requests, 100*ratio(st.Runs.Too429, st.Runs.Requests))
 	tw.Flush()
-	if len(st.Workers) == 0 {
-		// A finished crawl read "all (0) requests 0" after 122 requests.
-		fmt.Fprintln(w, "no worker is running: the figures above are the live workers'; each worker's own are in its --out (exitgate status DIR)")
-	}
 	if len(st.Hosts) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -668,6 +669,11 @@ func TestDistributedInputsRefused(t *testing.T) {
 	}
 	if msg, code := crawl(outA, "lists", listA); code != 0 {
 		t.Fatalf("the first worker: exit %d %s", code, msg)
+	}
+	// Its run counts in the crawl's status once it ended (the live
+	// workers' total read 0).
+	if out, msg, code := run(t, "status", "--redis", r.URL(), "--crawl", "lists"); code != 0 || !regexp.MustCompile(`every run \(1\)\s+[2-9]`).MatchString(out) {
+		t.Errorf("status after the first worker ended: exit %d %s\n%s\nwant every run (1) with its 2 requests or more", code, msg, out)
 	}
 	if msg, code := crawl(outB, "lists", listB); code != 2 || !strings.Contains(msg, "other URLs than") {
 		t.Errorf("a worker with another list: exit %d %q, want 2, refused", code, msg)
