@@ -369,11 +369,8 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	}
 	resp, err := m.Transport.RoundTrip(req)
 	if err != nil {
-		if e.cfg.BodyDir != "" && !a.Robots && ctx.Err() == nil {
-			// No answer: an earlier run's body of the job is no page of
-			// one that may end abandoned now (as for an answer that is no
-			// page, below).
-			os.Remove(filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10)))
+		if ctx.Err() == nil {
+			e.dropBody(a) // no answer, no page
 		}
 		return Response{Err: err, At: time.Now(), Aborted: ctx.Err() != nil}
 	}
@@ -389,25 +386,19 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	// is its list of choices).
 	final := !a.Robots && resp.StatusCode >= 200 && resp.StatusCode < 400 && !isRedirect(resp.StatusCode)
 	var body *bodyFile
-	if e.cfg.BodyDir != "" && !a.Robots { // (a robots.txt is no job's: it was kept as bodies/0)
+	if !final {
+		e.dropBody(a)
+	} else if e.cfg.BodyDir != "" {
 		name := strconv.FormatInt(a.Job.ID, 10)
-		path := filepath.Join(e.cfg.BodyDir, name)
-		if !final {
-			// No body for this job from this answer: one an earlier run
-			// stored before it was killed, its job not yet recorded
-			// done, is no page of a job that ends otherwise.
-			os.Remove(path)
-		} else {
-			part := filepath.Join(e.cfg.BodyDir, partialDir, name)
-			f, err := os.Create(part)
-			if err != nil {
-				// The server answered; this machine could not keep the answer.
-				r.StoreErr, r.At = &StoreError{Path: path, Err: err}, time.Now()
-				return r
-			}
-			body = &bodyFile{f: f, path: path, part: part, sync: e.cfg.SyncBodies}
-			r.BodyPath = path
+		path, part := filepath.Join(e.cfg.BodyDir, name), filepath.Join(e.cfg.BodyDir, partialDir, name)
+		f, err := os.Create(part)
+		if err != nil {
+			// The server answered; this machine could not keep the answer.
+			r.StoreErr, r.At = &StoreError{Path: path, Err: err}, time.Now()
+			return r
 		}
+		body = &bodyFile{f: f, path: path, part: part, sync: e.cfg.SyncBodies}
+		r.BodyPath = path
 	}
 	var kept []byte // the whole body, for OnFinish
 	if e.cfg.KeepBody && final {
@@ -509,6 +500,16 @@ func (e *StoreError) Error() string { return "store body " + e.Path + ": " + e.E
 // Unwrap returns the file system's error.
 func (e *StoreError) Unwrap() error { return e.Err }
 
+// dropBody removes the body an earlier run stored for a's job before it was
+// killed, its job not yet recorded done, when this attempt brings none: it
+// is no page of a job that may end otherwise now. A robots.txt is no job's
+// (final is false for it, and it was once kept as bodies/0).
+func (e *Engine) dropBody(a Attempt) {
+	if e.cfg.BodyDir != "" && !a.Robots {
+		os.Remove(filepath.Join(e.cfg.BodyDir, strconv.FormatInt(a.Job.ID, 10)))
+	}
+}
+
 // partialDir is where bodies are written until whole, under BodyDir.
 const partialDir = ".partial"
 
@@ -532,28 +533,23 @@ func (b *bodyFile) Write(p []byte) (int, error) {
 // commit closes the whole body and renames it into place. On an error
 // nothing is left at either name.
 func (b *bodyFile) commit() error {
-	fail := func(err error) error {
-		b.discard()
-		return &StoreError{Path: b.path, Err: err}
-	}
+	var err error
 	if b.sync {
-		if err := b.f.Sync(); err != nil {
-			return fail(err)
-		}
+		err = b.f.Sync()
 	}
-	if err := b.f.Close(); err != nil {
+	if cerr := b.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(b.part, b.path)
+	}
+	if err == nil && b.sync {
+		err = syncDir(filepath.Dir(b.path))
+	}
+	if err != nil {
 		os.Remove(b.part)
+		os.Remove(b.path)
 		return &StoreError{Path: b.path, Err: err}
-	}
-	if err := os.Rename(b.part, b.path); err != nil {
-		os.Remove(b.part)
-		return &StoreError{Path: b.path, Err: err}
-	}
-	if b.sync {
-		if err := syncDir(filepath.Dir(b.path)); err != nil {
-			os.Remove(b.path)
-			return &StoreError{Path: b.path, Err: err}
-		}
 	}
 	return nil
 }

@@ -325,11 +325,14 @@ func (g *Gateway) acquire(ctx context.Context, host, session string, deadline ti
 // time or by the line ahead, is errBudget at once, with when the host may
 // go.
 func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadline time.Time) (limit.Ticket, time.Time, error) {
+	if want.Pin != "" {
+		// A session's request, for its own exit, waits apart: the line
+		// is for any lane.
+		return g.waitLane(ctx, host, want, deadline)
+	}
 	// Most requests find a lane free: no timer, no context, no line. One
-	// that finds others waiting goes behind them (a session's request,
-	// for its own exit, waits apart: the line is for any lane).
-	queued := want.Pin == "" && g.lines.busy(host)
-	if !queued {
+	// that finds others waiting goes behind them.
+	if !g.lines.busy(host) {
 		t, ok, _, err := g.lim.Acquire(host, want, time.Now())
 		switch {
 		case err != nil:
@@ -337,9 +340,6 @@ func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadli
 		case ok:
 			return t, time.Time{}, nil
 		}
-	}
-	if want.Pin != "" {
-		return g.waitLane(ctx, host, want, deadline)
 	}
 	turn, ahead, expect := g.lines.enter(host)
 	served := false

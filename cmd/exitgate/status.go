@@ -38,8 +38,9 @@ and prints the dashboard's tables: the totals; each host's rate, learned capacit
 counts and reputation on each host; what is parked and why; abandoned URLs by
 reason; the monitor's latest events and the learner's latest change records.
 
-Given a crawl's --out DIR instead, it prints what its runs added up to
-(DIR/summary.json), as the crawl's table at its end: for a crawl that is over.
+Given a crawl's --out DIR instead, it prints what its runs add up to (its
+runs/, read afresh: a crawl that is over, was killed, or runs still, up to
+its last checkpoint), as the crawl's table at its end.
 
 With --redis and --crawl instead of ADDR it shows a distributed crawl: its
 workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
@@ -86,7 +87,12 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 			if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
 				// A crawl's --out: what its runs added up to (it was looked
 				// up as a host named after the directory).
-				return printOutSummary(cmd.OutOrStdout(), args[0], asJSON)
+				if cmd.Flags().Changed("rows") {
+					return usageError(fmt.Errorf("--rows is for a crawl's dashboard (ADDR): a --out's summary lists no events or change records"))
+				}
+				return repeat(cmd.Context(), cmd.OutOrStdout(), watch, func(context.Context) error {
+					return printOutSummary(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], asJSON)
+				})
 			} else if looksLikePath(args[0]) {
 				// (./nonexist was looked up as the host ".")
 				if err == nil {
@@ -104,7 +110,7 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&asJSON, "json", false, "print the state as JSON (the dashboard's /api/state, without history)")
 	fl.IntVar(&rows, "rows", 10, "events and change records to print")
-	fl.DurationVar(&watch, "watch", 0, "print again every `D` until interrupted (0: once); with --redis too")
+	fl.DurationVar(&watch, "watch", 0, "print again every `D` until interrupted (0: once); with DIR and --redis too")
 	fl.DurationVar(&timeout, "timeout", 5*time.Second, "timeout of one read of the state (with --redis, of Redis's)")
 	fl.StringVar(&fleet.redis, "redis", "", "a distributed crawl's Redis `URL`, redis://host:port (a cluster node reaches the cluster), instead of ADDR")
 	fl.StringVar(&fleet.crawl, "crawl", "", "with --redis: the distributed crawl's `NAME`")
@@ -121,7 +127,7 @@ func looksLikePath(arg string) bool {
 // to, as the crawl's own table at its end (or as JSON, with asJSON): its
 // runs/ read afresh, so that a crawl killed before it wrote summary.json,
 // or one still running (up to its last checkpoint), is shown too.
-func printOutSummary(w io.Writer, dir string, asJSON bool) error {
+func printOutSummary(w, stderr io.Writer, dir string, asJSON bool) error {
 	sum, err := report.ReadSummary(dir)
 	if err != nil && sum.Runs == 0 {
 		if _, serr := os.Stat(filepath.Join(dir, report.RunsDir)); errors.Is(serr, fs.ErrNotExist) {
@@ -130,7 +136,7 @@ func printOutSummary(w io.Writer, dir string, asJSON bool) error {
 		return err
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "exitgate: %v\n", err) // some run left out; the rest shown
+		fmt.Fprintf(stderr, "exitgate: %v\n", err) // some run left out; the rest shown
 	}
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -146,12 +152,21 @@ func printOutSummary(w io.Writer, dir string, asJSON bool) error {
 // by timeout, and again every watch until ctx ends (0: once). --watch and
 // --timeout did nothing here.
 func watchFleetStatus(ctx context.Context, w io.Writer, f statusFlags, watch, timeout time.Duration) error {
-	for {
+	return repeat(ctx, w, watch, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
-		err := runFleetStatus(rctx, w, f)
-		cancel()
+		defer cancel()
+		return runFleetStatus(rctx, w, f)
+	})
+}
+
+// repeat calls show, then again every watch until ctx ends (0: once), a
+// blank line between; a read cut by the end of ctx while watching ends it
+// quietly.
+func repeat(ctx context.Context, w io.Writer, watch time.Duration, show func(context.Context) error) error {
+	for {
+		err := show(ctx)
 		if err != nil && watch > 0 && ctx.Err() != nil {
-			return nil // interrupted while watching
+			return nil
 		}
 		if err != nil || watch == 0 {
 			return err
@@ -194,28 +209,17 @@ func runStatus(ctx context.Context, w io.Writer, addr string, asJSON bool, rows 
 	}
 	u += "/api/state?history=0"
 	client := &http.Client{Timeout: timeout}
-	for {
+	return repeat(ctx, w, watch, func(ctx context.Context) error {
 		s, raw, err := readStatus(ctx, client, u)
 		if err != nil {
 			return err
 		}
 		if asJSON {
-			if _, err := w.Write(raw); err != nil {
-				return err
-			}
-		} else if err := dashboard.WriteTables(w, s, rows); err != nil {
+			_, err := w.Write(raw)
 			return err
 		}
-		if watch == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(watch):
-			fmt.Fprintln(w)
-		}
-	}
+		return dashboard.WriteTables(w, s, rows)
+	})
 }
 
 func readStatus(ctx context.Context, client *http.Client, u string) (monitor.Status, []byte, error) {
