@@ -224,7 +224,7 @@ func (ps *parser) familyField(e *entry, groups *[]fgroup) {
 				return
 			}
 		}
-		if !ps.plausibleReset(e.name, raw, d) {
+		if !ps.plausibleReset(e.name, d, func() string { return raw }) {
 			return
 		}
 		if field == "reset" {

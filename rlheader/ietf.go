@@ -242,10 +242,8 @@ func (ps *parser) ietfRateLimit(name string, vals []string, start int) {
 			p.Name, p.Source = pname, name
 		}
 		p.Remaining, p.HasRemaining, p.srcRemain = r, true, name
-		if d := secondsToDuration(float64(t)); t >= 0 && d <= maxReset {
+		if d := secondsToDuration(float64(t)); t >= 0 && ps.plausibleReset(name, d, func() string { return "t=" + strconv.FormatInt(t, 10) }) {
 			p.Reset, p.HasReset, p.srcReset = d, true, name
-		} else if t >= 0 {
-			ps.plausibleReset(name, "t="+strconv.FormatInt(int64(t), 10), d) // listed as ignored
 		}
 		if pk != nil {
 			p.Partition = pk
@@ -286,10 +284,8 @@ func (ps *parser) ietfDraft07(name string, vals []string, start int) bool {
 		case "remaining":
 			p.Remaining, p.HasRemaining, p.srcRemain = n, true, name
 		case "reset":
-			if d := secondsToDuration(float64(n)); d <= maxReset {
+			if d := secondsToDuration(float64(n)); ps.plausibleReset(name, d, func() string { return "reset=" + strconv.FormatInt(n, 10) }) {
 				p.Reset, p.HasReset, p.srcReset = d, true, name
-			} else {
-				ps.plausibleReset(name, "reset="+strconv.FormatInt(int64(n), 10), d) // listed as ignored
 			}
 		}
 	}

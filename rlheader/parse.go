@@ -269,12 +269,12 @@ func (ps *parser) ignoreTail() {
 const maxReset = 366 * 24 * time.Hour
 
 // plausibleReset reports whether reset d is within maxReset, and lists the
-// field as ignored when it is not.
-func (ps *parser) plausibleReset(header, value string, d time.Duration) bool {
+// field as ignored, with value's text, when it is not.
+func (ps *parser) plausibleReset(header string, d time.Duration, value func() string) bool {
 	if d <= maxReset {
 		return true
 	}
-	ps.ignore(header, value, "reset: more than a year away, no quota's")
+	ps.ignore(header, value(), "reset: more than a year away, no quota's")
 	return false
 }
 
