@@ -198,10 +198,7 @@ func (r *rules) restoreWaits(h *host, ws []LearnedWait, now int64) {
 			continue
 		}
 		if w.Exit == "" {
-			if until > h.pause {
-				h.c.ThrottledNs += until - max(h.pause, now)
-				h.pause = until
-			}
+			r.hostPause(h, until, now, "a wait the server asked for before the last run stopped")
 			continue
 		}
 		ln := h.lanes[w.Exit]
