@@ -134,8 +134,13 @@ func Check(ctx context.Context, rdb goredis.UniversalClient, cfg Config) error {
 	if cfg.Crawl == "" || strings.ContainsAny(cfg.Crawl, "{}") {
 		return errors.New("fleet: crawl name: want a non-empty name without braces")
 	}
-	f := &Fleet{rdb: rdb, cfg: cfg}
-	now := time.Now()
+	return (&Fleet{rdb: rdb, cfg: cfg}).agrees(ctx, time.Now())
+}
+
+// agrees checks this worker's exit list and settings against those of the
+// crawl's live workers (sameExits, sameSettings), as Join, Check and a
+// Beat after a lapse do.
+func (f *Fleet) agrees(ctx context.Context, now time.Time) error {
 	if err := f.sameExits(ctx, now); err != nil {
 		return err
 	}
@@ -162,10 +167,7 @@ func join(ctx context.Context, rdb goredis.UniversalClient, cfg Config, now time
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
-	if err := f.sameExits(ctx, now); err != nil {
-		return nil, err
-	}
-	if err := f.sameSettings(ctx, now); err != nil {
+	if err := f.agrees(ctx, now); err != nil {
 		return nil, err
 	}
 	if err := f.ownID(ctx, now); err != nil {
@@ -401,10 +403,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 		// Its membership ran out: the live workers may have agreed on
 		// another exit list or other settings meanwhile, which Join
 		// would have refused. Checked again before it rejoins.
-		err := f.sameExits(ctx, now)
-		if err == nil {
-			err = f.sameSettings(ctx, now)
-		}
+		err := f.agrees(ctx, now)
 		if errors.Is(err, ErrExitsDiffer) || errors.Is(err, ErrSettingsDiffer) {
 			f.refuse(ctx, err)
 			return err

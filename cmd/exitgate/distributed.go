@@ -167,10 +167,9 @@ func checkDistributedFlags(f crawlFlags) error {
 // minFleetTTL is the shortest --lease-ttl and --fleet-ttl taken.
 const minFleetTTL = time.Second
 
+// openDistributed connects a worker to its crawl's Redis; its flags were
+// checked with the others' (buildCrawl, checkDistributedFlags).
 func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
-	if err := checkDistributedFlags(f); err != nil {
-		return nil, err
-	}
 	rdb, err := openRedis(ctx, f.redis)
 	if err != nil {
 		return nil, err
