@@ -266,13 +266,14 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 		return s, err
 	}
 	s.userAgent = f.userAgent
+	if err := checkHeaderValue("--user-agent", f.userAgent); err != nil && strings.TrimSpace(f.userAgent) != "" {
+		return s, err
+	}
 	switch {
 	case strings.TrimSpace(f.userAgent) == "":
 		// Go's transport sent its own in its place, and robots.txt's
 		// group was exitgate's: the flag did nothing it said.
 		return s, fmt.Errorf("--user-agent is empty: give the User-Agent to send (default %q)", fetch.DefaultUserAgent)
-	case checkHeaderValue("--user-agent", f.userAgent) != nil:
-		return s, checkHeaderValue("--user-agent", f.userAgent)
 	case ua != "" && f.userAgentSet && ua != f.userAgent:
 		return s, fmt.Errorf("-H 'User-Agent: %s' and --user-agent %q disagree: give one", ua, f.userAgent)
 	case ua != "":
@@ -366,6 +367,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	var fr frontier.Frontier
 	var dist *distributed
+	var exitIDs []string // a distributed worker's, for the fleet
 	start := time.Now()
 	if f.redis != "" {
 		if dist, err = openDistributed(ctx, f, logger); err != nil {
@@ -375,11 +377,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		fr = dist.fr
 		// Refused before the URLs go in and results are written: a
 		// joiner refused at join had written 10 rows and crawl.json.
-		ids := make([]string, len(setup.exits))
-		for i, e := range setup.exits {
-			ids[i] = e.ID()
+		for _, e := range setup.exits {
+			exitIDs = append(exitIDs, e.ID())
 		}
-		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: ids, Settings: sharedSettings(f)}); err != nil {
+		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: sharedSettings(f)}); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
 				return usageError(err)
 			}
@@ -608,12 +609,8 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		return err
 	}
 	if dist != nil {
-		ids := make([]string, len(members))
-		for i, m := range members {
-			ids[i] = m.ID
-		}
 		dist.stop = engine.Stop // a worker refused on its return stops (fleet.Config.OnRefused)
-		if err := dist.join(ctx, f, ids, core, tally, logger, stderr); err != nil {
+		if err := dist.join(ctx, f, exitIDs, core, tally, logger, stderr); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err) // refused before any work, as a bad flag is
 			}
