@@ -53,6 +53,13 @@ func (g *Gateway) exitsDownText() string {
 	return fmt.Sprintf("exitgate: no working exit: %d of %d exits are failing as proxies (refused, unreachable, wrong credentials); check them with \"exitgate proxies check\"", down, total)
 }
 
+// noExitsText tells the client of a gateway that has no exit to send
+// through: one of a distributed fleet whose exits the other members hold.
+func noExitsText(host string) string {
+	return "exitgate: this gateway owns no exit of the pool now (its fleet's other gateways and workers hold them all: more of them than exits); nothing was sent to " +
+		host + ": retry after the time in Retry-After, or through another gateway"
+}
+
 // forward sends r to tgt through the limiter, retrying throttled, banned
 // and proxy-failed attempts of idempotent requests through other exits
 // within the wait budget, and streams the answer back to w.
@@ -135,6 +142,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.stats.throttled.Add(1)
 				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
 					fmt.Sprintf("exitgate: no exit may send to %s within the wait budget (%v): its lanes are paced or cooling down; retry after the time in Retry-After, or send %s with a longer budget", host, budget, HeaderWait))
+			case errors.Is(err, limit.ErrNoExits):
+				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", time.Now().Add(time.Second), noExitsText(host))
 			default:
 				g.giveUp(w, host, http.StatusBadGateway, "limiter error", time.Time{}, "exitgate: "+err.Error())
 			}

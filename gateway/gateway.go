@@ -86,6 +86,12 @@ type Config struct {
 	Exits []pool.Exit
 	// Identity, if set, keys exits on the IP the server sees.
 	Identity *pool.Identity
+	// SetExits receives the exits as the limiter should see them, at New
+	// and whenever they change (an exit keyed on its IP). Nil: the
+	// Limiter's SetExits. A gateway of a distributed fleet passes on only
+	// the exits it owns; while it owns none, its requests are answered
+	// 503 at once (ErrNoExits), nothing sent.
+	SetExits func([]limit.Exit)
 	// Transport tunes the exits' transports. Its ResponseHeaderTimeout
 	// bounds one attempt's wait for the answer's headers; zero means
 	// DefaultHeaderTimeout. Bodies are never cut by a timeout.
@@ -247,7 +253,11 @@ func New(cfg Config) (*Gateway, error) {
 		g.byID[e.ID()] = e
 		members = append(members, fetch.Member{ID: e.ID(), Transport: g.transport(e), ForwardProxy: e.ForwardsHTTP()})
 	}
-	g.exits = fetch.NewExitSet(members, cfg.Identity, g.lim.SetExits)
+	setExits := cfg.SetExits
+	if setExits == nil {
+		setExits = g.lim.SetExits
+	}
+	g.exits = fetch.NewExitSet(members, cfg.Identity, setExits)
 	idle := cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	rht := cmp.Or(cfg.ReadHeaderTimeout, DefaultHeaderTimeout)
 	g.outer = &http.Server{Handler: http.HandlerFunc(g.serveClient), IdleTimeout: idle, ReadHeaderTimeout: rht,

@@ -1630,3 +1630,62 @@ func TestExpectContinueBodyAfterLane(t *testing.T) {
 		t.Errorf("after 100 Continue: %d %q, want the body passed whole", resp.StatusCode, b)
 	}
 }
+
+// TestSetExitsOwnedOnly: a gateway whose SetExits passes the limiter only
+// some exits (a fleet member's share) sends through those alone; a
+// session bound to an exit that leaves its share moves; with none, a
+// request is answered 503 at once, nothing sent.
+func TestSetExitsOwnedOnly(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, clientIP(r)) })
+	lim := fast(t)
+	var mu sync.Mutex
+	var all []limit.Exit
+	owned := map[string]bool{"bind:127.0.0.22": true}
+	apply := func() {
+		var mine []limit.Exit
+		for _, e := range all {
+			if owned[e.ID] {
+				mine = append(mine, e)
+			}
+		}
+		lim.SetExits(mine)
+	}
+	_, proxy := newGateway(t, Config{Limiter: lim, AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22", "127.0.0.23"),
+		SetExits: func(exits []limit.Exit) {
+			mu.Lock()
+			defer mu.Unlock()
+			all = exits
+			apply()
+		}})
+	c := client(proxy, nil)
+	for i := range 6 {
+		if resp, body := get(t, c, fmt.Sprintf("%s/a/%d", o.URL, i), HeaderSession, "s"); resp.StatusCode != 200 || body != "127.0.0.22" {
+			t.Fatalf("owning 127.0.0.22 only: %d through %q", resp.StatusCode, body)
+		}
+	}
+	mu.Lock()
+	owned = map[string]bool{"bind:127.0.0.23": true} // the share moved
+	apply()
+	mu.Unlock()
+	if resp, body := get(t, c, o.URL+"/b", HeaderSession, "s"); resp.StatusCode != 200 || body != "127.0.0.23" {
+		t.Errorf("the session's exit left the share: %d through %q, want 127.0.0.23", resp.StatusCode, body)
+	}
+	mu.Lock()
+	owned = nil
+	apply()
+	mu.Unlock()
+	before := len(o.requests())
+	start := time.Now()
+	resp, body := get(t, c, o.URL+"/c")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(HeaderReason) != "no exit owned" || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(body, "owns no exit") {
+		t.Errorf("owning no exit: %d %q (Retry-After %q) %q, want 503 \"no exit owned\" with Retry-After", resp.StatusCode,
+			resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"), body)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("owning no exit: answered after %v, want at once", d)
+	}
+	if n := len(o.requests()) - before; n != 0 {
+		t.Errorf("owning no exit: %d requests sent", n)
+	}
+}

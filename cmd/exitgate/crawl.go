@@ -55,11 +55,8 @@ type crawlFlags struct {
 	allowPrivate bool
 	format       string
 	append       bool
-	redis        string // distributed mode: the Redis URL
-	crawl        string // and the crawl's name
-	workerID     string
-	leaseTTL     time.Duration
-	fleetTTL     time.Duration
+	fleetFlags                 // distributed mode: --redis, --crawl, --worker-id, --fleet-ttl
+	leaseTTL     time.Duration // and its frontier's leases
 	mon          monitorFlags
 	// stdin is the URL list when URLFILE is "-" (not a flag).
 	stdin io.Reader
@@ -157,11 +154,9 @@ Exit codes:
 	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out (or, with --redis, this --crawl) was crawled from to that crawl (without it, such a file is refused)")
 	fl.StringVar(&f.format, "format", "jsonl", "results file `FORMAT`: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
 	fl.BoolVar(&f.allowPrivate, "allow-private-redirects", false, "follow redirects to loopback, private and link-local addresses from any URL (by default only from URLs on such addresses themselves)")
-	fl.StringVar(&f.redis, "redis", "", "distributed mode: Redis `URL` (redis://host:port; a cluster node reaches the cluster) holding the frontier, the workers and the host state shared by every worker started with the same --crawl")
-	fl.StringVar(&f.crawl, "crawl", "", "distributed mode: the crawl's `NAME`; the first worker seeds it from URLFILE, others join with the same command (URLFILE optional)")
+	f.fleetFlags.register(fl, "the frontier, the workers and the host state shared by every worker started with the same --crawl",
+		"the crawl's `NAME`; the first worker seeds it from URLFILE, others join with the same command (URLFILE optional)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "distributed mode: how long a dead worker's jobs stay leased before another worker may take them (a live worker keeps its leases alive); at least 1s")
-	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent worker keeps its exits before the others take them over; at least 1s")
-	fl.StringVar(&f.workerID, "worker-id", "", "distributed mode: this worker's `NAME` (default: host name, pid and a random suffix)")
 	addMonitorFlags(fl, &f.mon)
 	return cmd
 }
@@ -234,10 +229,8 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	if f.maxRetries < 0 {
 		return s, fmt.Errorf("--max-retries %d: want 0 or more", f.maxRetries)
 	}
-	if f.redis != "" {
-		if err := checkDistributedFlags(f); err != nil {
-			return s, err
-		}
+	if err := checkDistributedFlags(f); err != nil {
+		return s, err
 	}
 	if err := checkDurations([]durationFlag{
 		{"--timeout", f.timeout, false, 0},
@@ -282,9 +275,6 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	s.header.Set("User-Agent", s.userAgent)
 	if s.exits, err = f.exits(); err != nil {
 		return s, err
-	}
-	if (f.redis == "") != (f.crawl == "") {
-		return s, fmt.Errorf("--redis and --crawl go together")
 	}
 	if urlFile != "" && urlFile != stdinList {
 		if _, err := os.Stat(urlFile); err != nil {
@@ -331,11 +321,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	workedBefore := false // this --out was a worker's of this distributed crawl
 	if f.redis != "" {
-		// Checked here, before the name is used in --out (its journal),
-		// and not again by openDistributed.
-		if err := checkCrawlName(f.crawl); err != nil {
-			return usageError(err)
-		}
+		// (The name was checked with the flags, buildCrawl.)
 		release, before, err := claimWorkerOut(f.out, f.crawl)
 		if err != nil {
 			return usageError(err)
@@ -610,7 +596,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	if dist != nil {
 		dist.stop = engine.Stop // a worker refused on its return stops (fleet.Config.OnRefused)
-		if err := dist.join(ctx, f, exitIDs, core, tally, logger, stderr); err != nil {
+		if err := dist.join(ctx, "worker", f.fleetFlags, sharedSettings(f), exitIDs, core, tally, logger, stderr); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err) // refused before any work, as a bad flag is
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/fleet"
@@ -137,29 +139,48 @@ func (d *distributed) refusal() error {
 	return nil
 }
 
-// checkDistributedFlags refuses the flags a distributed worker cannot
-// take, before anything is written in its --out (a refused run had marked
-// it a worker's, and the next run warned that Redis had lost the crawl).
-func checkDistributedFlags(f crawlFlags) error {
-	if f.echoURL != "" || f.exitIPHeader != "" {
+// fleetFlags are the flags of distributed mode that crawl and serve share:
+// its workers and gateways, started with the same --redis and --crawl,
+// split the pool's exits and share each host's state.
+type fleetFlags struct {
+	redis    string // the Redis URL
+	crawl    string // the fleet's name
+	workerID string
+	fleetTTL time.Duration
+}
+
+// register adds the flags to fl; holds says what Redis holds, crawlHelp
+// what --crawl names, for this command.
+func (f *fleetFlags) register(fl *pflag.FlagSet, holds, crawlHelp string) {
+	fl.StringVar(&f.redis, "redis", "", "distributed mode: Redis `URL` (redis://host:port; a cluster node reaches the cluster) holding "+holds)
+	fl.StringVar(&f.crawl, "crawl", "", "distributed mode: "+crawlHelp)
+	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent worker keeps its exits before the others take them over; at least 1s")
+	fl.StringVar(&f.workerID, "worker-id", "", "distributed mode: this worker's `NAME` (default: host name, pid and a random suffix)")
+}
+
+// check refuses what a member of a fleet cannot take, before anything is
+// written in its --out (a refused run had marked it a worker's, and the
+// next run warned that Redis had lost the crawl). ttls are the command's
+// other TTL flags, each at least minFleetTTL too.
+func (f fleetFlags) check(x exitFlags, ttls ...durationFlag) error {
+	if (f.redis == "") != (f.crawl == "") {
+		return usageError(errors.New("--redis and --crawl go together"))
+	}
+	if f.redis == "" {
+		return nil
+	}
+	if err := checkCrawlName(f.crawl); err != nil {
+		return usageError(err)
+	}
+	if x.echoURL != "" || x.exitIPHeader != "" {
 		return usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
 	}
-	if f.durable {
-		// It fsyncs the SQLite frontier of a crawl of one process, and
-		// did nothing here without a word.
-		return usageError(fmt.Errorf("--durable is not supported with --redis: the frontier is Redis's, as durable as its appendfsync setting (everysec by default; always fsyncs each write)"))
-	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"--lease-ttl", f.leaseTTL}, {"--fleet-ttl", f.fleetTTL}} {
-		// Each is renewed a few times within it, a round trip to Redis
-		// each: a lease of 1 ms was lost before its request was sent
-		// (URLs fetched 27 times), a fleet TTL of 1 ns made 178,000
-		// round trips in 8 s and owned no exit.
-		if d.v < minFleetTTL {
-			return usageError(fmt.Errorf("%s %v: want at least %v (a dead worker's part moves within it; a live worker renews it a few times within it)", d.flag, d.v, minFleetTTL))
-		}
+	// Each is renewed a few times within it, a round trip to Redis each:
+	// a lease of 1 ms was lost before its request was sent (URLs fetched
+	// 27 times), a fleet TTL of 1 ns made 178,000 round trips in 8 s and
+	// owned no exit.
+	if err := checkDurations(append(ttls, durationFlag{name: "--fleet-ttl", d: f.fleetTTL, least: minFleetTTL})); err != nil {
+		return usageError(fmt.Errorf("%w (a dead worker's part moves within it; a live worker renews it a few times within it)", err))
 	}
 	return nil
 }
@@ -167,21 +188,45 @@ func checkDistributedFlags(f crawlFlags) error {
 // minFleetTTL is the shortest --lease-ttl and --fleet-ttl taken.
 const minFleetTTL = time.Second
 
-// openDistributed connects a worker to its crawl's Redis; its flags were
-// checked with the others' (buildCrawl, checkDistributedFlags).
+// checkDistributedFlags refuses the flags a distributed crawl worker cannot
+// take (fleetFlags.check, and the frontier's).
+func checkDistributedFlags(f crawlFlags) error {
+	if f.redis != "" && f.durable {
+		// It fsyncs the SQLite frontier of a crawl of one process, and
+		// did nothing here without a word.
+		return usageError(fmt.Errorf("--durable is not supported with --redis: the frontier is Redis's, as durable as its appendfsync setting (everysec by default; always fsyncs each write)"))
+	}
+	return f.fleetFlags.check(f.exitFlags, durationFlag{name: "--lease-ttl", d: f.leaseTTL, least: minFleetTTL})
+}
+
+// openDistributed connects a crawl worker to its crawl's Redis: the fleet's
+// shared state (openFleet) and the frontier. Its flags were checked with
+// the others' (buildCrawl, checkDistributedFlags).
 func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
+	d, err := openFleet(ctx, f.fleetFlags, logger)
+	if err != nil {
+		return nil, err
+	}
+	d.leaseTTL = f.leaseTTL
+	d.fr, err = redisfr.New(d.rdb, redisfr.Config{Crawl: f.crawl, LeaseTTL: f.leaseTTL, KeepAlive: true,
+		Journal: filepath.Join(f.out, "journal-"+f.crawl+".jsonl"), Logger: logger})
+	if err != nil {
+		d.rdb.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// openFleet connects a member of a fleet (a crawl worker or a gateway) to
+// its Redis and the host state the fleet shares (redisstate); it joins the
+// fleet later (join), once its limiter is made.
+func openFleet(ctx context.Context, f fleetFlags, logger *slog.Logger) (*distributed, error) {
 	rdb, err := openRedis(ctx, f.redis)
 	if err != nil {
 		return nil, err
 	}
-	d := &distributed{rdb: rdb, leaseTTL: f.leaseTTL}
+	d := &distributed{rdb: rdb}
 	d.owned.Store(&[]string{})
-	d.fr, err = redisfr.New(rdb, redisfr.Config{Crawl: f.crawl, LeaseTTL: f.leaseTTL, KeepAlive: true,
-		Journal: filepath.Join(f.out, "journal-"+f.crawl+".jsonl"), Logger: logger})
-	if err != nil {
-		rdb.Close()
-		return nil, err
-	}
 	d.share, err = redisstate.New(rdb, redisstate.Config{Crawl: f.crawl, Logger: logger, Workers: func() int {
 		if d.fleet == nil {
 			return 1
@@ -196,7 +241,6 @@ func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*d
 		return d.fleet == nil || d.fleet.Leads(host)
 	}})
 	if err != nil {
-		d.fr.Close()
 		rdb.Close()
 		return nil, err
 	}
@@ -228,24 +272,28 @@ func redactRedis(url string) string {
 }
 
 // sharedSettings are the flags every worker of a distributed crawl must
-// give alike (fleet.Config.Settings): the politeness ceiling they share,
-// robots, the retry budget the frontier charges, and the leases' and the
-// fleet's timing that each worker reads the others' silence by.
+// give alike (fleet.Config.Settings): the fleet's (fleetSettings), robots,
+// the retry budget the frontier charges, and its leases' timing.
 func sharedSettings(f crawlFlags) map[string]string {
-	rate := f.hostRate
-	if r, err := limit.ParseRate(rate); err == nil && !r.IsZero() {
+	s := fleetSettings(f.fleetFlags, f.hostRate)
+	s["--ignore-robots"] = strconv.FormatBool(f.ignoreRobots)
+	s["--user-agent"] = f.userAgent
+	s["--max-retries"] = strconv.Itoa(f.maxRetries)
+	s["--lease-ttl"] = f.leaseTTL.String()
+	return s
+}
+
+// fleetSettings are the flags every member of a fleet, crawl worker or
+// gateway, must give alike: the politeness ceiling they share and the
+// fleet's timing that each reads the others' silence by. (Each member is
+// checked on the settings it gives: a gateway has no --lease-ttl.)
+func fleetSettings(f fleetFlags, hostRate string) map[string]string {
+	if r, err := limit.ParseRate(hostRate); err == nil && !r.IsZero() {
 		// Requests a second, whatever the unit: 120/min and 2/s alike
 		// (each written in its own unit, they were refused as two).
-		rate = strconv.FormatFloat(r.Hz(), 'g', 12, 64) + "/s"
+		hostRate = strconv.FormatFloat(r.Hz(), 'g', 12, 64) + "/s"
 	}
-	return map[string]string{
-		"--host-rate":     rate,
-		"--ignore-robots": strconv.FormatBool(f.ignoreRobots),
-		"--user-agent":    f.userAgent,
-		"--max-retries":   strconv.Itoa(f.maxRetries),
-		"--lease-ttl":     f.leaseTTL.String(),
-		"--fleet-ttl":     f.fleetTTL.String(),
-	}
+	return map[string]string{"--host-rate": hostRate, "--fleet-ttl": f.fleetTTL.String()}
 }
 
 // listScript records a URL list (ARGV[1], urlfile.Identity.Lines) in the
@@ -387,12 +435,14 @@ func (d *distributed) gained(owned []string, workers int, now time.Time) {
 	}
 }
 
-// join enters the fleet and starts the heartbeat, the shared-state refresh
-// and the status reports; close stops them.
-func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, core *fetch.Core, tally *metrics.Tally, logger *slog.Logger, stderr io.Writer) error {
+// join enters the fleet as a member (role: "worker" or "gateway") with the
+// given settings (fleetSettings) and starts the heartbeat, the
+// shared-state refresh and the status reports; close stops them. core is
+// a crawl worker's engine, nil for a gateway.
+func (d *distributed) join(ctx context.Context, role string, f fleetFlags, settings map[string]string, exitIDs []string, core *fetch.Core, tally *metrics.Tally, logger *slog.Logger, stderr io.Writer) error {
 	var err error
 	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: exitIDs, Logger: logger, TTL: f.fleetTTL,
-		Settings: sharedSettings(f),
+		Settings: settings,
 		Learned:  d.lim.Learned, Restore: d.lim.Restore,
 		OnRefused: func(err error) {
 			d.refused.Store(&err)
@@ -412,8 +462,8 @@ func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "exitgate: worker %s of crawl %q: %d of %d exits, %d workers\n",
-		d.fleet.ID(), f.crawl, len(d.fleet.Owned()), len(exitIDs), d.fleet.Workers())
+	fmt.Fprintf(stderr, "exitgate: %s %s of crawl %q: %d of %d exits, %d workers\n",
+		role, d.fleet.ID(), f.crawl, len(d.fleet.Owned()), len(exitIDs), d.fleet.Workers())
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancel = cancel
 	d.wg.Go(func() { d.fleet.Run(rctx) })
@@ -439,7 +489,9 @@ func (d *distributed) join(ctx context.Context, f crawlFlags, exitIDs []string, 
 
 func (d *distributed) close() {
 	d.leave()
-	d.fr.Close()
+	if d.fr != nil {
+		d.fr.Close()
+	}
 	d.rdb.Close()
 }
 

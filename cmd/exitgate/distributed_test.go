@@ -228,16 +228,7 @@ func (fr *fleetRun) check(maxRatio float64, alive []int) (requests, n429 int) {
 	if r := float64(n429) / float64(max(requests, 1)); r > maxRatio {
 		t.Errorf("nginx saw %d 429s in %d requests (%.2f%%), want at most %.1f%%", n429, requests, 100*r, 100*maxRatio)
 	}
-	for exit, ts := range perExit {
-		// nginx's leaky bucket: at most burst+1 + rate·span in any span.
-		for i := range ts {
-			for j := i; j < len(ts) && ts[j].Sub(ts[i]) <= 2*time.Second; j++ {
-				if n := j - i + 1; float64(n) > fleetBurst+1+fleetRate*ts[j].Sub(ts[i]).Seconds()+1 {
-					t.Fatalf("exit %s passed %d requests in %v: above nginx's %d r/s with burst %d", exit, n, ts[j].Sub(ts[i]), fleetRate, fleetBurst)
-				}
-			}
-		}
-	}
+	withinLimit(t, perExit)
 	// Each surviving worker's results hold the whole crawl, each URL once.
 	for _, i := range alive {
 		seen := map[string]int{}
@@ -267,6 +258,23 @@ func (fr *fleetRun) check(maxRatio float64, alive []int) (requests, n429 int) {
 		}
 	}
 	return requests, n429
+}
+
+// withinLimit fails t when an exit passed more requests in some span than
+// nginx's leaky bucket (fleetRate, fleetBurst) lets through: at most
+// burst+1 + rate·span (and one for the log's timing). perExit holds the
+// times of each exit's 200s, in order.
+func withinLimit(t *testing.T, perExit map[string][]time.Time) {
+	t.Helper()
+	for exit, ts := range perExit {
+		for i := range ts {
+			for j := i; j < len(ts) && ts[j].Sub(ts[i]) <= 2*time.Second; j++ {
+				if n := j - i + 1; float64(n) > fleetBurst+1+fleetRate*ts[j].Sub(ts[i]).Seconds()+1 {
+					t.Fatalf("exit %s passed %d requests in %v: above nginx's %d r/s with burst %d", exit, n, ts[j].Sub(ts[i]), fleetRate, fleetBurst)
+				}
+			}
+		}
+	}
 }
 
 // TestDistributed runs the fleet on real peers: three workers sharing ten

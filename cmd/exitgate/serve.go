@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/exitgate/exitgate/ca"
+	"github.com/exitgate/exitgate/fleet"
 	"github.com/exitgate/exitgate/frontier"
 	"github.com/exitgate/exitgate/gateway"
 	"github.com/exitgate/exitgate/limit"
@@ -41,6 +43,7 @@ type serveFlags struct {
 	drain        time.Duration
 	out          string
 	progress     time.Duration
+	fleetFlags   // distributed mode: --redis, --crawl, --worker-id, --fleet-ttl
 }
 
 func newServeCmd() *cobra.Command {
@@ -72,6 +75,13 @@ Security: loopback only, unless --auth sets the credentials clients must send
 private, loopback and link-local targets refused (--allow-private); requests
 that would loop back to the gateway refused. Credentials are never logged.
 
+Distributed mode (--redis URL --crawl NAME): gateways started with the same
+--redis, --crawl and exit list split the exits among them (and with crawl
+workers of that crawl), each sending only through its own, and keep each host's
+--host-rate and what they learn together; exits move within --fleet-ttl when
+one stops. A gateway that owns no exit (more gateways than exits) answers 503
+at once. exitgate status --redis URL --crawl NAME shows the fleet.
+
 Outputs, in --out, when it stops: summary.json and runs/ (as crawl's, with one
 "URL" per client request), learned.json (what the limiter learned, saved every
 30 s and restored on the next start). SIGINT or SIGTERM stops taking clients
@@ -81,7 +91,8 @@ error), 2 for bad flags.`,
 		Example: `  exitgate serve --proxies proxies.txt
   curl -x http://127.0.0.1:8899 --cacert "$(exitgate ca path)" https://example.com/
   exitgate serve --proxies proxies.txt --listen 0.0.0.0:8899 --auth scraper:S3cret
-  exitgate serve -x socks5://u:p@proxy1:1080 -x http://proxy2:8080 --no-intercept --host-rate 5/s`,
+  exitgate serve -x socks5://u:p@proxy1:1080 -x http://proxy2:8080 --no-intercept --host-rate 5/s
+  exitgate serve --proxies proxies.txt --redis redis://10.0.0.5:6379 --crawl shop   # on each machine`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.NoArgs(cmd, args); err != nil {
 				return usageError(err)
@@ -94,7 +105,8 @@ error), 2 for bad flags.`,
 					return usageError(err)
 				}
 			}
-			if err := needs(cmd.Flags(), [2]string{"sessions", "proxy-template"}); err != nil {
+			if err := needs(cmd.Flags(), [2]string{"sessions", "proxy-template"}, [2]string{"fleet-ttl", "redis"},
+				[2]string{"worker-id", "redis"}, [2]string{"crawl", "redis"}); err != nil {
 				return usageError(err)
 			}
 			if err := f.settleVerbose(cmd.Flags()); err != nil {
@@ -123,6 +135,8 @@ error), 2 for bad flags.`,
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long a first SIGINT/SIGTERM lets requests in flight finish")
 	fl.StringVar(&f.out, "out", "./exitgate-serve", "output `DIR`ectory: summary.json, runs/, learned.json")
 	fl.DurationVar(&f.progress, "progress", time.Minute, "interval of a log line with what was served (0: none)")
+	f.fleetFlags.register(fl, "the exits' split and the host state shared by every gateway (and crawl worker) started with the same --crawl",
+		"the fleet's `NAME`; gateways and crawl workers given the same --redis and --crawl split the pool's exits among them and keep each host's --host-rate together")
 	setDefaultText(fl, "ca-dir", "~/.config/exitgate/ca")
 	setDefaultText(fl, "connect-ports", "443,80")
 	return cmd
@@ -150,6 +164,9 @@ func buildServe(f serveFlags) (serveSetup, error) {
 	}
 	if err := checkDurations([]durationFlag{{"--wait", f.wait, true, 0}, {"--wait-cap", f.waitCap, false, 0}, {"--timeout", f.timeout, false, 0},
 		{"--drain", f.drain, true, 0}, {"--progress", f.progress, true, minProgress}}); err != nil {
+		return s, err
+	}
+	if err := f.fleetFlags.check(f.exitFlags); err != nil {
 		return s, err
 	}
 	if f.wait > f.waitCap {
@@ -246,11 +263,35 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		return usageError(err)
 	}
 
+	var dist *distributed
+	var exitIDs []string // a fleet member's, for the fleet
+	if f.redis != "" {
+		if dist, err = openFleet(ctx, f.fleetFlags, logger); err != nil {
+			return err
+		}
+		defer dist.close()
+		for _, e := range setup.exits {
+			exitIDs = append(exitIDs, e.ID())
+		}
+		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: fleetSettings(f.fleetFlags, f.hostRate)}); err != nil {
+			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
+				return usageError(err)
+			}
+			return err
+		}
+		setup.limCfg.Shared = dist.share
+	}
 	lim, err := limit.New(setup.limCfg)
 	if err != nil {
 		return err
 	}
 	restoreLearned(f.out, lim, time.Now(), stderr)
+	if dist != nil {
+		// The limiter gets the exits this gateway owns, none until it
+		// has joined (its requests meanwhile are answered 503).
+		dist.lim = lim
+		setup.gw.SetExits = dist.onSet
+	}
 	setup.gw.Identity = identity
 	start := time.Now()
 	tally := metrics.NewTally(start)
@@ -274,6 +315,20 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 			return err
 		}
 		defer serveMetrics(metricsLn, reg, stderr)()
+	}
+
+	// A gateway the fleet refuses on its return (another member's list or
+	// settings now differ) stops, as a crawl worker does.
+	refused := make(chan struct{})
+	if dist != nil {
+		var once sync.Once
+		dist.stop = func() { once.Do(func() { close(refused) }) }
+		if err := dist.join(ctx, "gateway", f.fleetFlags, fleetSettings(f.fleetFlags, f.hostRate), exitIDs, nil, tally, logger, stderr); err != nil {
+			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
+				return usageError(err) // refused before any client, as a bad flag is
+			}
+			return err
+		}
 	}
 
 	// Signals are taken before the address is told: a caller that stops
@@ -305,6 +360,13 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		if !errors.Is(err, http.ErrServerClosed) {
 			runErr = err
 		}
+	case <-refused:
+		runErr = dist.refusal()
+		fmt.Fprintf(stderr, "exitgate: %v: draining requests in flight (up to %v)\n", runErr, f.drain)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
+		_ = g.Shutdown(dctx)
+		cancel()
+		<-served
 	case sig := <-sigs:
 		fmt.Fprintf(stderr, "exitgate: %v: draining requests in flight (up to %v; signal again to stop at once)\n", sig, f.drain)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drain)
@@ -335,6 +397,11 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		<-served
 	}
 	stopProgress()
+	if dist != nil {
+		// Out of the fleet once its clients are answered: its exits
+		// go to the others now, not a --fleet-ttl later.
+		dist.leave()
+	}
 	close(stopSaving)
 	<-saved
 	g.Close()
@@ -348,6 +415,11 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	report.WriteTable(stdout, sum)
 	fmt.Fprintf(stdout, "Gateway: %d requests, %d done, %d retried through another exit, %d answered 429 by the gateway (wait budget spent), %d tunnels (%d passed through)\n",
 		st.Requests, st.Done, st.Retries, st.BudgetSpent, st.Tunnels, st.Passthrough)
+	if dist != nil {
+		req := tally.Snapshot(time.Now()).Total.Requests
+		fmt.Fprintf(stdout, "Redis: %d round trips for %d requests this gateway sent (%.2f each, heartbeats and refreshes included)\n",
+			redisTrips.Load(), req, float64(redisTrips.Load())/float64(max(req, 1)))
+	}
 	fmt.Fprintf(stdout, "Summary: %s\n", filepath.Join(f.out, "summary.json"))
 	return runErr
 }

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/exitgate/exitgate/fleet"
+	"github.com/exitgate/exitgate/internal/peertest"
+)
+
+// serveFleetArgs are the flags of a gateway of the fleet "g" in these
+// tests: bind exits (nginx sees each as its own client address) on
+// loopback, with a short --fleet-ttl.
+func serveFleetArgs(redisURL, id, out, exits string, extra ...string) []string {
+	return append([]string{"--redis", redisURL, "--crawl", "g", "--worker-id", id, "-x", exits,
+		"--allow-private", "--no-intercept", "--fleet-ttl", "2s", "--lane-rate", "4/s", "--log-level", "info",
+		"--out", out}, extra...)
+}
+
+// proxied gets target through the gateway at addr: the status and the
+// exit that carried it (X-Exitgate-Exit), and the gateway's reason, if
+// it answered itself.
+func proxied(t *testing.T, c *http.Client, target string) (status int, exit, reason string, h http.Header) {
+	t.Helper()
+	resp, err := c.Get(target)
+	if err != nil {
+		t.Errorf("GET %s: %v", target, err)
+		return 0, "", "", nil
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("X-Exitgate-Exit"), resp.Header.Get("X-Exitgate-Reason"), resp.Header
+}
+
+func proxyClient(addr string) *http.Client {
+	u := &url.URL{Scheme: "http", Host: addr}
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u), MaxIdleConnsPerHost: 16}, Timeout: 90 * time.Second}
+}
+
+// ownedBy waits until the fleet "g" has exactly the members ids, each
+// owning at least one exit and all together total, and returns what each
+// owns (rendezvous hashing splits few exits unevenly: 3 and 1 of 4).
+func ownedBy(t *testing.T, rdb goredis.UniversalClient, total int, ids ...string) map[string][]string {
+	t.Helper()
+	var got map[string][]string
+	var last []fleet.Member
+	defer func() {
+		if t.Failed() {
+			for _, m := range last {
+				t.Logf("the fleet last: %s owns %v", m.ID, m.Exits)
+			}
+		}
+	}()
+	waitUntil(t, 30*time.Second, func() bool {
+		ms, err := fleet.Status(context.Background(), rdb, "g")
+		last = ms
+		if err != nil || len(ms) != len(ids) {
+			return false
+		}
+		got = map[string][]string{}
+		n := 0
+		for _, m := range ms {
+			if !slices.Contains(ids, m.ID) || len(m.Exits) == 0 {
+				return false
+			}
+			got[m.ID] = m.Exits
+			n += len(m.Exits)
+		}
+		return n == total
+	})
+	return got
+}
+
+// TestServeFleet runs two gateways of one fleet on one pool, as two
+// scrapers on two machines would: each sends only through the exits it
+// owns (nginx, limiting each client address, sees every exit within its
+// limit), status shows both, and the exits of a gateway that stops move
+// to the other.
+func TestServeFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Redis and nginx, about 30 s")
+	}
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	defer rdb.Close()
+	ng := peertest.StartNginx(t, peertest.NginxConfig{Rate: fmt.Sprintf("%dr/s", fleetRate), Burst: fleetBurst, NoRetryAfter: true,
+		Fallback: "page.txt", Files: map[string]string{"page.txt": "hello\n"}})
+	dir := t.TempDir()
+	// A polite ceiling of 8/s for the host, below the pool's 20: the two
+	// gateways keep it together (on their own, each kept 8/s: 13.6 ok/s at the host
+	// together, by hand, the README's figure).
+	const exits, hostRate = "bind:127.0.0.191-127.0.0.194", 8
+	ga := startServe(t, nil, serveFleetArgs(r.URL(), "gA", filepath.Join(dir, "a"), exits, "--host-rate", fmt.Sprintf("%d/s", hostRate))...)
+	gb := startServe(t, nil, serveFleetArgs(r.URL(), "gB", filepath.Join(dir, "b"), exits, "--host-rate", fmt.Sprintf("%d/s", hostRate))...)
+	for _, g := range []*serveProc{ga, gb} {
+		if !strings.Contains(g.Stderr(), `of crawl "g"`) {
+			t.Fatalf("no fleet line:\n%s", g.Stderr())
+		}
+	}
+	owned := ownedBy(t, rdb, 4, "gA", "gB")
+	// gA owned the four alone until gB came: it lets go of gB's within a
+	// heartbeat; a --fleet-ttl later each sends through its own only.
+	time.Sleep(2 * time.Second)
+
+	out, err := exec.Command(exitgateBinary(t), "status", "--redis", r.URL(), "--crawl", "g").CombinedOutput()
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	for _, id := range []string{"gA", "gB"} {
+		if !strings.Contains(string(out), id) {
+			t.Errorf("status does not show gateway %s:\n%s", id, out)
+		}
+	}
+
+	// 8 clients per gateway, 10 requests each: 160 requests, at the
+	// host's 8/s about 20 s.
+	const clients, each = 8, 10
+	var mu sync.Mutex
+	used := map[string]map[string]int{"gA": {}, "gB": {}}
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	began := time.Now()
+	for _, g := range []struct {
+		id string
+		p  *serveProc
+	}{{"gA", ga}, {"gB", gb}} {
+		c := proxyClient(g.p.addr)
+		for k := range clients {
+			wg.Go(func() {
+				for i := range each {
+					status, exit, _, _ := proxied(t, c, fmt.Sprintf("%s/p/%s-%d-%d", ng.URL(), g.id, k, i))
+					mu.Lock()
+					statuses[status]++
+					used[g.id][exit]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("%d requests in %v", 2*clients*each, time.Since(began))
+	if statuses[200] != 2*clients*each {
+		t.Errorf("client statuses %v, want %d 200s", statuses, 2*clients*each)
+	}
+	for id, exitsUsed := range used {
+		for e := range exitsUsed {
+			if !strings.Contains(strings.Join(owned[id], " "), e) {
+				t.Errorf("gateway %s sent through %s, which it does not own (it owns %v)", id, e, owned[id])
+			}
+		}
+	}
+	t.Logf("exits used: %v", used)
+
+	log := ng.AccessLog(t, 2*clients*each)
+	perExit := map[string][]time.Time{}
+	n429 := 0
+	for _, e := range log {
+		switch e.Status {
+		case 429:
+			n429++
+		case 200:
+			perExit[e.RemoteAddr] = append(perExit[e.RemoteAddr], e.Time)
+		}
+	}
+	t.Logf("nginx: %d requests, %d 429s, %d exits", len(log), n429, len(perExit))
+	// What the lanes' learning costs: a 429 or so per exit as each finds
+	// nginx's rate from the first guess (4/s) up; and within nginx's
+	// limit, below.
+	if n429 > 4 {
+		t.Errorf("nginx answered %d of %d requests 429, want at most 4 (one per exit, learning)", n429, len(log))
+	}
+	withinLimit(t, perExit)
+	// The host's ceiling, both gateways' requests together: at most
+	// hostRate·w and two in any window of 1 s and 5 s (nginx logs a
+	// request when it has answered it: the times jitter by tens of ms).
+	for _, w := range []time.Duration{time.Second, 5 * time.Second} {
+		for i := range log {
+			n := 0
+			for _, e := range log {
+				if !e.Time.Before(log[i].Time) && e.Time.Sub(log[i].Time) < w {
+					n++
+				}
+			}
+			if float64(n) > hostRate*w.Seconds()+2 {
+				t.Fatalf("nginx saw %d requests from the fleet within %v, above its --host-rate %d/s", n, w, hostRate)
+			}
+		}
+	}
+
+	// gA stops: its exits go to gB at once (it leaves the fleet), and gB
+	// sends through all four.
+	if err := ga.stop(t); err != nil {
+		t.Errorf("gA after SIGTERM: %v\n%s", err, ga.Stderr())
+	}
+	if !strings.Contains(ga.Stdout(), "Redis: ") {
+		t.Errorf("gA's summary says nothing of Redis:\n%s", ga.Stdout())
+	}
+	ownedBy(t, rdb, 4, "gB")
+	time.Sleep(time.Second) // gB's next heartbeat hands it the four
+	c := proxyClient(gb.addr)
+	after := map[string]int{}
+	var wg2 sync.WaitGroup
+	for k := range 8 {
+		wg2.Go(func() {
+			for i := range 5 {
+				status, exit, _, _ := proxied(t, c, fmt.Sprintf("%s/q/%d-%d", ng.URL(), k, i))
+				mu.Lock()
+				if status == 200 {
+					after[exit]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg2.Wait()
+	if len(after) != 4 {
+		t.Errorf("after gA stopped, gB sent through %v, want all four exits", after)
+	}
+	if err := gb.stop(t); err != nil {
+		t.Errorf("gB after SIGTERM: %v\n%s", err, gb.Stderr())
+	}
+}
+
+// TestServeFleetNoExit: with more gateways than exits, the gateway that
+// owns none answers 503 at once, saying why, and sends nothing; a gateway
+// whose settings differ from the fleet's is refused before it serves.
+func TestServeFleetNoExit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Redis and nginx")
+	}
+	r := peertest.StartRedis(t)
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
+	defer rdb.Close()
+	ng := peertest.StartNginx(t, peertest.NginxConfig{Fallback: "page.txt", Files: map[string]string{"page.txt": "hello\n"}})
+	dir := t.TempDir()
+	const exit = "bind:127.0.0.195"
+	gws := map[string]*serveProc{
+		"gA": startServe(t, nil, serveFleetArgs(r.URL(), "gA", filepath.Join(dir, "a"), exit)...),
+		"gB": startServe(t, nil, serveFleetArgs(r.URL(), "gB", filepath.Join(dir, "b"), exit)...),
+	}
+	var owner, idle string
+	waitUntil(t, 30*time.Second, func() bool {
+		ms, err := fleet.Status(context.Background(), rdb, "g")
+		if err != nil || len(ms) != 2 {
+			return false
+		}
+		owner, idle = "", ""
+		for _, m := range ms {
+			if len(m.Exits) == 1 {
+				owner = m.ID
+			} else {
+				idle = m.ID
+			}
+		}
+		return owner != "" && idle != ""
+	})
+	time.Sleep(time.Second) // each has heard the fleet's split
+	before := len(ng.AccessLog(t, 0))
+	status, _, reason, h := proxied(t, proxyClient(gws[idle].addr), ng.URL()+"/p/idle")
+	if status != http.StatusServiceUnavailable || reason != "no exit owned" || h.Get("Retry-After") == "" {
+		t.Errorf("the gateway with no exit answered %d %q (Retry-After %q), want 503 \"no exit owned\" with Retry-After", status, reason, h.Get("Retry-After"))
+	}
+	if n := len(ng.AccessLog(t, 0)); n != before {
+		t.Errorf("the gateway with no exit sent %d requests", n-before)
+	}
+	if status, exitUsed, _, _ := proxied(t, proxyClient(gws[owner].addr), ng.URL()+"/p/owner"); status != 200 || exitUsed == "" {
+		t.Errorf("the gateway with the exit answered %d through %q, want 200", status, exitUsed)
+	}
+
+	// A third with another --host-rate: refused, exit 2, before serving.
+	cmd := exec.Command(exitgateBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0"},
+		serveFleetArgs(r.URL(), "gC", filepath.Join(dir, "c"), exit, "--host-rate", "5/s")...)...)
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), "--host-rate is 5/s here") {
+		t.Errorf("a gateway with another --host-rate: %v, want exit %d naming --host-rate:\n%s", err, exitUsage, out)
+	}
+	for id, g := range gws {
+		if err := g.stop(t); err != nil {
+			t.Errorf("%s after SIGTERM: %v\n%s", id, err, g.Stderr())
+		}
+	}
+}
