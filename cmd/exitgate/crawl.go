@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
@@ -285,7 +286,7 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	return s, nil
 }
 
-func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFile string) error {
+func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFile string) (result error) {
 	setup, err := buildCrawl(f, urlFile)
 	if err != nil {
 		return usageError(err)
@@ -340,8 +341,20 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if setup.urlFile == stdinList {
 		// Kept in --out under its hash: the list is checked against the
 		// crawl's (crawl.json) and read again on a resume like a file.
-		if setup.urlFile, err = keepStdinList(f.out, f.stdin); err != nil {
+		var created bool
+		if setup.urlFile, created, err = keepStdinList(f.out, f.stdin); err != nil {
 			return err
+		}
+		if created {
+			kept := setup.urlFile
+			defer func() {
+				if exitCode(result) == exitUsage {
+					// Refused before any work (another crawl's --out,
+					// another list): nothing of it is kept (it was, and
+					// the next run's --out held a list never crawled).
+					os.Remove(kept)
+				}
+			}()
 		}
 		fmt.Fprintf(stderr, "exitgate: the URL list from standard input is kept as %s\n", setup.urlFile)
 		urlFile = setup.urlFile
@@ -974,26 +987,28 @@ const stdinList = "-"
 
 // keepStdinList copies the URL list r (standard input) into out as
 // urls-stdin-<first 12 hex digits of its SHA-256>.txt and returns the
-// path: the same list given again is the same file, and resumes.
-func keepStdinList(out string, r io.Reader) (string, error) {
+// path: the same list given again is the same file, and resumes. created
+// says the file was not there before.
+func keepStdinList(out string, r io.Reader) (path string, created bool, err error) {
 	tmp, err := os.CreateTemp(out, ".urls-stdin-*")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer os.Remove(tmp.Name()) // (gone once renamed)
 	h := sha256.New()
 	if _, err := io.Copy(io.MultiWriter(tmp, h), r); err != nil {
 		tmp.Close()
-		return "", fmt.Errorf("reading the URL list from standard input: %w", err)
+		return "", false, fmt.Errorf("reading the URL list from standard input: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", err
+		return "", false, err
 	}
-	path := filepath.Join(out, "urls-stdin-"+hex.EncodeToString(h.Sum(nil))[:12]+".txt")
+	path = filepath.Join(out, "urls-stdin-"+hex.EncodeToString(h.Sum(nil))[:12]+".txt")
+	_, statErr := os.Stat(path)
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return path, nil
+	return path, errors.Is(statErr, fs.ErrNotExist), nil
 }
 
 // parseLogLevel reads --log-level.

@@ -460,4 +460,8 @@ func TestCrawlURLsFromStdin(t *testing.T) {
 	if r = run("http://127.0.0.1:9/other\n"); exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "--append") {
 		t.Errorf("another list on stdin: %v, want refused without --append", r.err)
 	}
+	// The refused list is not kept: the --out held a list never crawled.
+	if now, _ := filepath.Glob(filepath.Join(out, "urls-stdin-*.txt")); len(now) != 1 {
+		t.Errorf("lists kept after a refused one: %v, want the crawl's alone", now)
+	}
 }

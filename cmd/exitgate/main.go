@@ -35,6 +35,7 @@ takes one value per line. Each command's --help names its variables.`,
 		SilenceErrors: true,
 	}
 	group(root)
+	root.SetHelpCommand(helpCmd(root))
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(flagError(exitUsage))
 	root.AddCommand(
@@ -87,6 +88,37 @@ func group(cmd *cobra.Command) *cobra.Command {
 		return usageError(fmt.Errorf("%s; run '%s --help' for its commands", msg, cmd.CommandPath()))
 	}
 	return cmd
+}
+
+// helpCmd is `exitgate help [command ...]`: a command it does not know is
+// a usage error (exit 2) with suggestions, as `exitgate bogus` is; cobra's
+// own printed "Unknown help topic" and the root's help, and exited 0.
+func helpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err == nil && len(rest) > 0 && target.HasSubCommands() {
+				err = fmt.Errorf("unknown command %q", rest[0])
+			}
+			if target == nil || err != nil {
+				word := args[len(args)-1]
+				if target != nil && len(rest) > 0 {
+					word = rest[0]
+				} else {
+					target = root
+				}
+				msg := fmt.Sprintf("no help topic %q for %q", word, target.CommandPath())
+				if sug := target.SuggestionsFor(word); len(sug) > 0 {
+					msg += " (did you mean " + strings.Join(sug, " or ") + "?)"
+				}
+				return usageError(fmt.Errorf("%s; run '%s --help' for its commands", msg, target.CommandPath()))
+			}
+			return target.Help()
+		},
+	}
 }
 
 func newVersionCmd() *cobra.Command {

@@ -64,4 +64,20 @@ func TestUnknownCommand(t *testing.T) {
 	if r := runCmd(t, "proxies"); r.err != nil || !strings.Contains(r.stdout, "check") {
 		t.Errorf("exitgate proxies: %v, want its help listing check", r.err)
 	}
+	// So is a help topic: `exitgate help bogus` printed the root's help
+	// and exited 0.
+	for _, tc := range []struct {
+		args []string
+		sug  string
+	}{{[]string{"help", "bogus"}, ""}, {[]string{"help", "crawll"}, "crawl"}, {[]string{"help", "proxies", "chek"}, "check"}} {
+		r := runCmd(t, tc.args...)
+		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "no help topic") || !strings.Contains(r.err.Error(), tc.sug) {
+			t.Errorf("exitgate %v: %v (exit %d), want exit 2 with the suggestion %q", tc.args, r.err, exitCode(r.err), tc.sug)
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"help", "serve"}, {"help", "proxies", "check"}} {
+		if r := runCmd(t, args...); r.err != nil || !strings.Contains(r.stdout, "Usage:") {
+			t.Errorf("exitgate %v: %v, want help", args, r.err)
+		}
+	}
 }
