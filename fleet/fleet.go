@@ -73,6 +73,14 @@ type Config struct {
 	// long: at 2 s, eight workers joining a second apart over 20 exits
 	// cost about a tenth of the pool's first minute.
 	Handover time.Duration
+	// Even makes every member search its own hosts' limits (Leads is true
+	// for each that owns exits) and the shares even (rendezvous.ShareEven:
+	// no leader's extra exits). For a fleet of gateways, whose clients are
+	// their own: the leader of a crawl's fleet searches every host for all,
+	// and a gateway leader may send nothing to a host another gateway's
+	// clients want, whose lanes then held half the first guess for good.
+	// Every member of a fleet must give the same Even (Settings).
+	Even bool
 	// OnExits is called with the exits this worker owns whenever the set
 	// changes (and once by Join), and how many workers the fleet had then
 	// (1: this one alone, so nobody used the exits before it).
@@ -418,7 +426,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
 	}
-	want := rendezvous.Share(f.cfg.Exits, members, f.cfg.ID)
+	want := f.share(members, f.cfg.ID)
 	f.mu.Lock()
 	prev := slices.Clone(f.owned)
 	if !f.lastBeat.IsZero() && now.Sub(f.lastBeat) > f.cfg.TTL {
@@ -477,7 +485,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	f.members, f.owned, f.lastBeat = members, owned, now
 	if !now.Before(f.rejoin) {
 		// (While the others come back, the lead stays where it was.)
-		f.leader = leaderOf(f.cfg.Exits, members)
+		f.leader = f.leaderOf(members)
 	}
 	f.waiting = len(owned) < len(want)
 	f.mu.Unlock()
@@ -505,7 +513,16 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 func (f *Fleet) Leads(host string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.leader == f.cfg.ID && len(f.owned) > 0
+	return (f.cfg.Even || f.leader == f.cfg.ID) && len(f.owned) > 0
+}
+
+// share is member me's share of the exits among members: with a leader's
+// extra exits, or even (Config.Even).
+func (f *Fleet) share(members []string, me string) []string {
+	if f.cfg.Even {
+		return rendezvous.ShareEven(f.cfg.Exits, members, me)
+	}
+	return rendezvous.Share(f.cfg.Exits, members, me)
 }
 
 // leaderOf is the first of members (the longest present first) whose share
@@ -514,9 +531,9 @@ func (f *Fleet) Leads(host string) bool {
 // every other worker can still hold one, so that its search has lanes to
 // pass to while others wait out long Retry-Afters, and it never stands by
 // where the workers outnumber the exits).
-func leaderOf(exits, members []string) string {
+func (f *Fleet) leaderOf(members []string) string {
 	for _, m := range members {
-		if len(rendezvous.Share(exits, members, m)) > 0 {
+		if len(f.share(members, m)) > 0 {
 			return m
 		}
 	}

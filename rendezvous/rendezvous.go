@@ -35,11 +35,24 @@ import (
 // rest as above. And with more workers than exits, the leader is never the
 // one left without.
 func Share(exits, members []string, me string) []string {
+	return share(exits, members, me, leadLanes)
+}
+
+// ShareEven is Share without a leader: the first member's share is rounded
+// up and no more, so every share differs by one exit at most. For members
+// that each search their own hosts' limits (gateways, whose clients are
+// their own: a leader may send nothing to a host another member's clients
+// want).
+func ShareEven(exits, members []string, me string) []string {
+	return share(exits, members, me, 0)
+}
+
+func share(exits, members []string, me string, leadMin int) []string {
 	if len(members) == 0 {
 		return nil
 	}
 	n, k := len(exits), len(members)
-	lead := max((n+k-1)/k, min(leadLanes, n-(k-1)))
+	lead := max((n+k-1)/k, min(leadMin, n-(k-1)))
 	floor, over := 0, 0 // the others: over of them may hold floor+1
 	if k > 1 {
 		floor, over = (n-lead)/(k-1), (n-lead)%(k-1)

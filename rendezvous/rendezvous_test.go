@@ -85,3 +85,37 @@ func TestShare(t *testing.T) {
 		t.Fatalf("a join moved %d exits, %d of them to the newcomer: want at most 1.5 times", moved, taken)
 	}
 }
+
+// TestShareEven: without a leader every exit goes to exactly one member
+// and the shares differ by one exit at most, the first member's included
+// (Share gave it three of four exits beside a second member).
+func TestShareEven(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for k := 1; k <= 10; k++ {
+			all, members := exits(n), workers(fmt.Sprintf("g%d-%d-", n, k), k)
+			seen := map[string]int{}
+			lo, hi := n, 0
+			for _, m := range members {
+				own := ShareEven(all, members, m)
+				lo, hi = min(lo, len(own)), max(hi, len(own))
+				for _, e := range own {
+					seen[e]++
+				}
+			}
+			if len(seen) != n {
+				t.Fatalf("%d exits, %d members: %d exits owned, want all", n, k, len(seen))
+			}
+			for e, c := range seen {
+				if c != 1 {
+					t.Fatalf("%d exits, %d members: %s owned %d times", n, k, e, c)
+				}
+			}
+			if hi-lo > 1 {
+				t.Errorf("%d exits, %d members: shares from %d to %d, want within one", n, k, lo, hi)
+			}
+		}
+	}
+	if a, b := len(ShareEven(exits(4), []string{"gA", "gB"}, "gA")), len(Share(exits(4), []string{"gA", "gB"}, "gA")); a != 2 || b != 3 {
+		t.Errorf("4 exits, 2 members: the first holds %d even, %d with a leader; want 2 and 3", a, b)
+	}
+}

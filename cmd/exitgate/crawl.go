@@ -609,7 +609,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	if dist != nil {
 		dist.stop = engine.Stop // a worker refused on its return stops (fleet.Config.OnRefused)
-		if err := dist.join(ctx, "worker", f.fleetFlags, sharedSettings(f), exitIDs, core, tally, logger, stderr); err != nil {
+		if err := dist.join(ctx, roleWorker, f.fleetFlags, sharedSettings(f), exitIDs, core, tally, logger, stderr); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err) // refused before any work, as a bad flag is
 			}

@@ -275,7 +275,7 @@ func redactRedis(url string) string {
 // give alike (fleet.Config.Settings): the fleet's (fleetSettings), robots,
 // the retry budget the frontier charges, and its leases' timing.
 func sharedSettings(f crawlFlags) map[string]string {
-	s := fleetSettings(f.fleetFlags, f.hostRate)
+	s := fleetSettings(roleWorker, f.fleetFlags, f.hostRate)
 	s["--ignore-robots"] = strconv.FormatBool(f.ignoreRobots)
 	s["--user-agent"] = f.userAgent
 	s["--max-retries"] = strconv.Itoa(f.maxRetries)
@@ -283,17 +283,21 @@ func sharedSettings(f crawlFlags) map[string]string {
 	return s
 }
 
-// fleetSettings are the flags every member of a fleet, crawl worker or
-// gateway, must give alike: the politeness ceiling they share and the
-// fleet's timing that each reads the others' silence by. (Each member is
-// checked on the settings it gives: a gateway has no --lease-ttl.)
-func fleetSettings(f fleetFlags, hostRate string) map[string]string {
+// fleetSettings are what every member of a fleet must give alike: its
+// role (a fleet is of crawl workers or of gateways, never both: they split
+// the exits differently, fleet.Config.Even), the politeness ceiling they
+// share and the fleet's timing that each reads the others' silence by.
+func fleetSettings(role string, f fleetFlags, hostRate string) map[string]string {
 	if r, err := limit.ParseRate(hostRate); err == nil && !r.IsZero() {
 		// Requests a second, whatever the unit: 120/min and 2/s alike
 		// (each written in its own unit, they were refused as two).
 		hostRate = strconv.FormatFloat(r.Hz(), 'g', 12, 64) + "/s"
 	}
-	return map[string]string{"--host-rate": hostRate, "--fleet-ttl": f.fleetTTL.String()}
+	cmd := "exitgate crawl"
+	if role == roleGateway {
+		cmd = "exitgate serve"
+	}
+	return map[string]string{"command": cmd, "--host-rate": hostRate, "--fleet-ttl": f.fleetTTL.String()}
 }
 
 // listScript records a URL list (ARGV[1], urlfile.Identity.Lines) in the
@@ -435,15 +439,22 @@ func (d *distributed) gained(owned []string, workers int, now time.Time) {
 	}
 }
 
-// join enters the fleet as a member (role: "worker" or "gateway") with the
+// The roles of a fleet's members: a fleet is of one or the other
+// (fleetSettings).
+const (
+	roleWorker  = "worker"  // a distributed crawl's: one leader searches every host for all
+	roleGateway = "gateway" // serve's: each searches its own hosts (fleet.Config.Even)
+)
+
+// join enters the fleet as a member (roleWorker or roleGateway) with the
 // given settings (fleetSettings) and starts the heartbeat, the
 // shared-state refresh and the status reports; close stops them. core is
 // a crawl worker's engine, nil for a gateway.
 func (d *distributed) join(ctx context.Context, role string, f fleetFlags, settings map[string]string, exitIDs []string, core *fetch.Core, tally *metrics.Tally, logger *slog.Logger, stderr io.Writer) error {
 	var err error
 	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: exitIDs, Logger: logger, TTL: f.fleetTTL,
-		Settings: settings,
-		Learned:  d.lim.Learned, Restore: d.lim.Restore,
+		Settings: settings, Even: role == roleGateway,
+		Learned: d.lim.Learned, Restore: d.lim.Restore,
 		OnRefused: func(err error) {
 			d.refused.Store(&err)
 			if d.stop != nil {

@@ -76,11 +76,12 @@ private, loopback and link-local targets refused (--allow-private); requests
 that would loop back to the gateway refused. Credentials are never logged.
 
 Distributed mode (--redis URL --crawl NAME): gateways started with the same
---redis, --crawl and exit list split the exits among them (and with crawl
-workers of that crawl), each sending only through its own, and keep each host's
---host-rate and what they learn together; exits move within --fleet-ttl when
-one stops. A gateway that owns no exit (more gateways than exits) answers 503
-at once. exitgate status --redis URL --crawl NAME shows the fleet.
+--redis, --crawl and exit list split the exits evenly among them, each sending
+only through its own and learning the hosts its clients ask for, and keep each
+host's --host-rate together; a stopped gateway's exits go to the others (within
+--fleet-ttl when it dies). A gateway that owns no exit (more gateways than
+exits) answers 503 at once. A fleet of gateways is not a crawl's: give a crawl's
+workers another name. exitgate status --redis URL --crawl NAME shows the fleet.
 
 Outputs, in --out, when it stops: summary.json and runs/ (as crawl's, with one
 "URL" per client request), learned.json (what the limiter learned, saved every
@@ -135,8 +136,8 @@ error), 2 for bad flags.`,
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long a first SIGINT/SIGTERM lets requests in flight finish")
 	fl.StringVar(&f.out, "out", "./exitgate-serve", "output `DIR`ectory: summary.json, runs/, learned.json")
 	fl.DurationVar(&f.progress, "progress", time.Minute, "interval of a log line with what was served (0: none)")
-	f.fleetFlags.register(fl, "the exits' split and the host state shared by every gateway (and crawl worker) started with the same --crawl",
-		"the fleet's `NAME`; gateways and crawl workers given the same --redis and --crawl split the pool's exits among them and keep each host's --host-rate together")
+	f.fleetFlags.register(fl, "the exits' split and the host state shared by every gateway started with the same --crawl",
+		"the fleet's `NAME`; gateways given the same --redis and --crawl split the pool's exits among them and keep each host's --host-rate together (a crawl's workers take another name)")
 	setDefaultText(fl, "ca-dir", "~/.config/exitgate/ca")
 	setDefaultText(fl, "connect-ports", "443,80")
 	return cmd
@@ -273,7 +274,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		for _, e := range setup.exits {
 			exitIDs = append(exitIDs, e.ID())
 		}
-		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: fleetSettings(f.fleetFlags, f.hostRate)}); err != nil {
+		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: fleetSettings(roleGateway, f.fleetFlags, f.hostRate)}); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
 				return usageError(err)
 			}
@@ -323,7 +324,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	if dist != nil {
 		var once sync.Once
 		dist.stop = func() { once.Do(func() { close(refused) }) }
-		if err := dist.join(ctx, "gateway", f.fleetFlags, fleetSettings(f.fleetFlags, f.hostRate), exitIDs, nil, tally, logger, stderr); err != nil {
+		if err := dist.join(ctx, roleGateway, f.fleetFlags, fleetSettings(roleGateway, f.fleetFlags, f.hostRate), exitIDs, nil, tally, logger, stderr); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err) // refused before any client, as a bad flag is
 			}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -111,6 +112,9 @@ func TestServeFleet(t *testing.T) {
 		}
 	}
 	owned := ownedBy(t, rdb, 4, "gA", "gB")
+	if len(owned["gA"]) != 2 {
+		t.Errorf("shares %v, want two exits each (a fleet of gateways has no leader's extra exits)", owned)
+	}
 	// gA owned the four alone until gB came: it lets go of gB's within a
 	// heartbeat; a --fleet-ttl later each sends through its own only.
 	time.Sleep(2 * time.Second)
@@ -123,6 +127,31 @@ func TestServeFleet(t *testing.T) {
 		if !strings.Contains(string(out), id) {
 			t.Errorf("status does not show gateway %s:\n%s", id, out)
 		}
+	}
+
+	// gB's clients alone first: its lanes search the host's limit
+	// themselves (fleet.Config.Even), up to the ceiling. A fleet with a
+	// leader searching for all held them at half the first guess for
+	// good, the leader gA sending nothing to the host: 2/s a lane, 4/s
+	// of the 8.
+	const alone = 64
+	cb := proxyClient(gb.addr)
+	var wg0 sync.WaitGroup
+	for k := range 8 {
+		wg0.Go(func() {
+			for i := range alone / 8 {
+				if status, _, _, _ := proxied(t, cb, fmt.Sprintf("%s/alone/%d-%d", ng.URL(), k, i)); status != 200 {
+					t.Errorf("gB alone: status %d", status)
+				}
+			}
+		})
+	}
+	wg0.Wait()
+	log0 := ng.AccessLog(t, alone)
+	rate0 := float64(len(log0)-1) / log0[len(log0)-1].Time.Sub(log0[0].Time).Seconds()
+	t.Logf("gB alone: %d requests at %.2f/s (--host-rate %d/s, nginx %d/s on each of its 2 exits)", len(log0), rate0, hostRate, fleetRate)
+	if rate0 < 0.75*hostRate {
+		t.Errorf("gB alone sent %.2f requests a second, want at least %.1f: its lanes did not learn the host", rate0, 0.75*hostRate)
 	}
 
 	// 8 clients per gateway, 10 requests each: 160 requests, at the
@@ -164,7 +193,7 @@ func TestServeFleet(t *testing.T) {
 	}
 	t.Logf("exits used: %v", used)
 
-	log := ng.AccessLog(t, 2*clients*each)
+	log := ng.AccessLog(t, len(log0)+2*clients*each)
 	perExit := map[string][]time.Time{}
 	n429 := 0
 	for _, e := range log {
@@ -236,7 +265,8 @@ func TestServeFleet(t *testing.T) {
 
 // TestServeFleetNoExit: with more gateways than exits, the gateway that
 // owns none answers 503 at once, saying why, and sends nothing; a gateway
-// whose settings differ from the fleet's is refused before it serves.
+// whose settings differ from the fleet's, or a crawl worker, is refused
+// before it serves or crawls.
 func TestServeFleetNoExit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Redis and nginx")
@@ -288,6 +318,17 @@ func TestServeFleetNoExit(t *testing.T) {
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), "--host-rate is 5/s here") {
 		t.Errorf("a gateway with another --host-rate: %v, want exit %d naming --host-rate:\n%s", err, exitUsage, out)
+	}
+	// A crawl worker given the gateways' fleet: refused too (a fleet is
+	// of gateways or of a crawl's workers: they split exits otherwise).
+	urls := filepath.Join(dir, "urls.txt")
+	os.WriteFile(urls, []byte(ng.URL()+"/p/crawl\n"), 0o644)
+	cmd = exec.Command(exitgateBinary(t), "crawl", "--redis", r.URL(), "--crawl", "g", "-x", exit, "--fleet-ttl", "2s",
+		"--out", filepath.Join(dir, "crawl"), urls)
+	cmd.Env = cleanEnv()
+	out, err = cmd.CombinedOutput()
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), "command is exitgate crawl here, exitgate serve on the live workers") {
+		t.Errorf("a crawl worker in a fleet of gateways: %v, want exit %d naming the command:\n%s", err, exitUsage, out)
 	}
 	for id, g := range gws {
 		if err := g.stop(t); err != nil {
