@@ -353,7 +353,13 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 
 	stopSaving := make(chan struct{})
 	saved := keepSavingLearned(f.out, lim, stopSaving, stderr, nil)
-	stopProgress := serveProgress(stderr, g, f.progress)
+	var fleetPart func() string // what a fleet member adds to its progress line
+	if dist != nil {
+		fleetPart = func() string {
+			return fmt.Sprintf(", %d of %d exits owned, %d gateways", len(dist.fleet.Owned()), len(exitIDs), dist.fleet.Workers())
+		}
+	}
+	stopProgress := serveProgress(stderr, g, f.progress, fleetPart)
 
 	var runErr error
 	select {
@@ -442,8 +448,9 @@ func serveCounts(st gateway.Stats) frontier.Counts {
 }
 
 // serveProgress logs what the gateway served every interval (0: never)
-// until the returned function is called.
-func serveProgress(w io.Writer, g *gateway.Gateway, every time.Duration) func() {
+// until the returned function is called; fleet, if set, adds what a
+// fleet member owns.
+func serveProgress(w io.Writer, g *gateway.Gateway, every time.Duration, fleet func() string) func() {
 	if every <= 0 {
 		return func() {}
 	}
@@ -460,9 +467,13 @@ func serveProgress(w io.Writer, g *gateway.Gateway, every time.Duration) func() 
 			case now := <-t.C:
 				st := g.Stats()
 				snap := g.Tally().Snapshot(now)
-				fmt.Fprintf(w, "%s served %d requests: %d done, %d retried, %d given up (wait budget), 429s from servers %.2f%% (last min %.2f%%) | %d in flight, %d connections, %d sessions\n",
+				owned := ""
+				if fleet != nil {
+					owned = fleet()
+				}
+				fmt.Fprintf(w, "%s served %d requests: %d done, %d retried, %d given up (wait budget), 429s from servers %.2f%% (last min %.2f%%) | %d in flight, %d connections, %d sessions%s\n",
 					now.Format("15:04:05"), st.Requests, st.Done, st.Retries, st.BudgetSpent, 100*snap.Total.Ratio429(), 100*snap.Rolling429,
-					st.InFlight, st.Conns, st.Sessions)
+					st.InFlight, st.Conns, st.Sessions, owned)
 			}
 		}
 	}()

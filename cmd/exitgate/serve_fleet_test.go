@@ -278,8 +278,8 @@ func TestServeFleetNoExit(t *testing.T) {
 	dir := t.TempDir()
 	const exit = "bind:127.0.0.195"
 	gws := map[string]*serveProc{
-		"gA": startServe(t, nil, serveFleetArgs(r.URL(), "gA", filepath.Join(dir, "a"), exit)...),
-		"gB": startServe(t, nil, serveFleetArgs(r.URL(), "gB", filepath.Join(dir, "b"), exit)...),
+		"gA": startServe(t, nil, serveFleetArgs(r.URL(), "gA", filepath.Join(dir, "a"), exit, "--progress", "200ms")...),
+		"gB": startServe(t, nil, serveFleetArgs(r.URL(), "gB", filepath.Join(dir, "b"), exit, "--progress", "200ms")...),
 	}
 	var owner, idle string
 	waitUntil(t, 30*time.Second, func() bool {
@@ -308,6 +308,13 @@ func TestServeFleetNoExit(t *testing.T) {
 	}
 	if status, exitUsed, _, _ := proxied(t, proxyClient(gws[owner].addr), ng.URL()+"/p/owner"); status != 200 || exitUsed == "" {
 		t.Errorf("the gateway with the exit answered %d through %q, want 200", status, exitUsed)
+	}
+
+	// Each progress line says what the gateway owns.
+	for id, want := range map[string]string{owner: "1 of 1 exits owned, 2 gateways", idle: "0 of 1 exits owned, 2 gateways"} {
+		if !strings.Contains(gws[id].Stderr(), want) {
+			t.Errorf("%s's progress does not say %q:\n%s", id, want, gws[id].Stderr())
+		}
 	}
 
 	// A third with another --host-rate: refused, exit 2, before serving.
