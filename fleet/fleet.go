@@ -92,7 +92,9 @@ type Config struct {
 	// OnRefused is called, once, when this worker comes back after its
 	// membership lapsed (stopped, or cut off from Redis, past TTL) to a
 	// crawl whose live workers now use another exit list or other
-	// Settings (ErrExitsDiffer, ErrSettingsDiffer): it has then given up
+	// Settings (ErrExitsDiffer, ErrSettingsDiffer), or finds at a beat
+	// that the crawl's record of them is another's (Redis lost it, and a
+	// joiner wrote its own first): it has then given up
 	// its exits (OnExits with none) and must stop. It rejoined without a
 	// word: a worker stopped while another joined with --host-rate 5/s
 	// sent as it pleased beside it, 26 requests a second to the host.
@@ -426,6 +428,21 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
 	}
+	if !lapsed && !f.lastBeat.IsZero() {
+		// Every beat records the exit list and the settings again where
+		// Redis lost them (restarted empty, flushed): the next joiner
+		// was checked against nothing and wrote its own, another
+		// --host-rate, another list whose new exit nobody took. And a
+		// worker that finds another record than its own (a joiner came
+		// in the moment before its beat) stops, as one back from a
+		// lapse does: two records never run side by side.
+		if err := f.agrees(ctx, now); errors.Is(err, ErrExitsDiffer) || errors.Is(err, ErrSettingsDiffer) {
+			f.refuse(ctx, err)
+			return err
+		} else if err != nil {
+			return err
+		}
+	}
 	want := f.share(members, f.cfg.ID)
 	f.mu.Lock()
 	prev := slices.Clone(f.owned)
@@ -599,7 +616,7 @@ func (f *Fleet) nextBeat(now time.Time) time.Duration {
 // refuse gives up this worker's exits and membership for good: it came
 // back to a crawl its live workers now run otherwise (Beat).
 func (f *Fleet) refuse(ctx context.Context, err error) {
-	f.log.Error("fleet: back after its membership lapsed, to live workers that run the crawl otherwise: giving up its exits and stopping", "worker", f.cfg.ID, "err", err)
+	f.log.Error("fleet: the crawl's live workers run it otherwise (back after its membership lapsed, or Redis lost the crawl's record and another worker wrote its own): giving up its exits and stopping", "worker", f.cfg.ID, "err", err)
 	f.mu.Lock()
 	f.refused = err
 	f.mu.Unlock()
@@ -635,6 +652,16 @@ func (f *Fleet) Owned() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.owned)
+}
+
+// Expecting reports whether exits of this worker's share are still held
+// by others at the last heartbeat (a join, a handover, a restart of
+// Redis): they come within a lease. A worker with no share (more workers
+// than exits) expects none.
+func (f *Fleet) Expecting() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting
 }
 
 // Exits returns the size of the pool the workers share out.

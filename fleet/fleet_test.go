@@ -494,3 +494,45 @@ func TestLapsedWorkerRechecked(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordRestoredAfterLoss: when Redis loses the crawl's record of its
+// exit list and settings (restarted empty, flushed) while a worker lives,
+// the worker's next beat writes it again, and a joiner with other
+// settings or another list is refused as before the loss (it was let in,
+// its --host-rate and list becoming the crawl's). A worker that finds
+// another's record at its beat (a joiner came in first) stops.
+func TestRecordRestoredAfterLoss(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	t0 := time.Now()
+	set := func(rate string) map[string]string { return map[string]string{"--host-rate": rate} }
+	a, err := join(ctx, rdb, Config{Crawl: "lost", ID: "a", Exits: exits(4), TTL: 6 * time.Second, Settings: set("8/s")}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil { // Redis restarted without persistence
+		t.Fatal(err)
+	}
+	if err := a.Beat(ctx, t0.Add(2*time.Second)); err != nil {
+		t.Fatalf("a's beat after the loss: %v", err)
+	}
+	if _, err := join(ctx, rdb, Config{Crawl: "lost", ID: "b", Exits: exits(4), TTL: 6 * time.Second, Settings: set("1/s")}, t0.Add(3*time.Second)); !errors.Is(err, ErrSettingsDiffer) {
+		t.Errorf("a joiner with another --host-rate after the loss: %v, want ErrSettingsDiffer", err)
+	}
+	if _, err := join(ctx, rdb, Config{Crawl: "lost", ID: "c", Exits: exits(5), TTL: 6 * time.Second, Settings: set("8/s")}, t0.Add(3*time.Second)); !errors.Is(err, ErrExitsDiffer) {
+		t.Errorf("a joiner with another list after the loss: %v, want ErrExitsDiffer", err)
+	}
+
+	// Lost again, and a joiner comes in before a's beat: a stops.
+	var refused error
+	a.cfg.OnRefused = func(err error) { refused = err }
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := join(ctx, rdb, Config{Crawl: "lost", ID: "d", Exits: exits(4), TTL: 6 * time.Second, Settings: set("1/s")}, t0.Add(4*time.Second)); err != nil {
+		t.Fatalf("the first joiner after the loss: %v", err)
+	}
+	if err := a.Beat(ctx, t0.Add(5*time.Second)); !errors.Is(err, ErrSettingsDiffer) || !errors.Is(refused, ErrSettingsDiffer) || len(a.Owned()) != 0 {
+		t.Errorf("a's beat beside d's record: %v (OnRefused %v), owns %v; want ErrSettingsDiffer and nothing", err, refused, a.Owned())
+	}
+}

@@ -177,6 +177,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 	for attempt := 1; ; attempt++ {
 		ticket, next, err := g.acquire(ctx, host, session, deadline)
 		if err != nil {
+			w.Header().Set(HeaderAttempts, strconv.Itoa(attempt-1)) // 0: nothing sent
 			switch {
 			case ctx.Err() != nil:
 			case errors.Is(err, errExitsDown):
@@ -189,7 +190,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
 					fmt.Sprintf("exitgate: no exit may open a tunnel to %s within the wait budget (%v)", authority, budget))
 			case errors.Is(err, limit.ErrNoExits):
-				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", time.Now().Add(time.Second), noExitsText(host))
+				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, noExitsText(host))
 			default:
 				g.giveUp(w, host, http.StatusBadGateway, "limiter error", time.Time{}, "exitgate: "+err.Error())
 			}

@@ -118,11 +118,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			err = errBudget
 		}
 		if err != nil {
-			if attempt > 1 {
-				// What was sent before the gateway gave up (the header
-				// the server's own answers carry; its 429 had none).
-				w.Header().Set(HeaderAttempts, strconv.Itoa(attempt-1))
-			}
+			// What was sent before the gateway gave up, 0 for nothing
+			// (the header the server's own answers carry; the gateway's
+			// 429 and 503 had none).
+			w.Header().Set(HeaderAttempts, strconv.Itoa(attempt-1))
 			switch {
 			case ctx.Err() != nil:
 				// Counted: each client request is one "URL" of the
@@ -143,7 +142,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
 					fmt.Sprintf("exitgate: no exit may send to %s within the wait budget (%v): its lanes are paced or cooling down; retry after the time in Retry-After, or send %s with a longer budget", host, budget, HeaderWait))
 			case errors.Is(err, limit.ErrNoExits):
-				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", time.Now().Add(time.Second), noExitsText(host))
+				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, noExitsText(host))
 			default:
 				g.giveUp(w, host, http.StatusBadGateway, "limiter error", time.Time{}, "exitgate: "+err.Error())
 			}
@@ -313,6 +312,16 @@ func (g *Gateway) acquire(ctx context.Context, host, session string, deadline ti
 			want.Pin = g.sessions.get(session, time.Now())
 		}
 		t, next, err := g.wait(ctx, host, want, deadline)
+		if errors.Is(err, limit.ErrNoExits) {
+			again, retry, werr := g.awaitExits(ctx, deadline)
+			if again {
+				continue
+			}
+			if werr != nil {
+				err = werr
+			}
+			return limit.Ticket{}, retry, err
+		}
 		if errors.Is(err, limit.ErrUnknownExit) && want.Pin != "" {
 			g.sessions.drop(session) // its exit left the pool: the session moves
 			continue
@@ -326,6 +335,33 @@ func (g *Gateway) acquire(ctx context.Context, host, session string, deadline ti
 			continue
 		}
 		return t, time.Time{}, nil
+	}
+}
+
+// awaitExits holds a request while the limiter has no exits and
+// Config.NoExits says they are coming, until the next look (again) or the
+// deadline; otherwise it says when to come back (retry). A gateway that
+// had joined its fleet a moment before, or whose share was handed over,
+// answered 503 for a second or more with exits on their way.
+func (g *Gateway) awaitExits(ctx context.Context, deadline time.Time) (again bool, retry time.Time, err error) {
+	soon, ra := false, time.Second
+	if g.cfg.NoExits != nil {
+		soon, ra = g.cfg.NoExits()
+		ra = max(ra, time.Second)
+	}
+	now := time.Now()
+	if !soon || !now.Before(deadline) {
+		return false, now.Add(ra), nil
+	}
+	t := time.NewTimer(min(50*time.Millisecond, deadline.Sub(now)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, time.Time{}, nil
+	case <-ctx.Done():
+		return false, time.Time{}, ctx.Err()
+	case <-g.closed.Done():
+		return false, now.Add(ra), errClosing
 	}
 }
 
@@ -434,7 +470,9 @@ func (g *Gateway) giveUp(w http.ResponseWriter, host string, status int, why str
 	var ra time.Duration
 	if !next.IsZero() {
 		ra = max(time.Until(next), time.Second)
-	} else if status == http.StatusTooManyRequests {
+	} else if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		// Both say to come back: a 503 at shutdown with nothing sent
+		// had no Retry-After, its text pointing at one.
 		ra = time.Second
 	}
 	g.log.Info("gateway: gave up", "host", host, "why", why)

@@ -92,6 +92,12 @@ type Config struct {
 	// the exits it owns; while it owns none, its requests are answered
 	// 503 at once (ErrNoExits), nothing sent.
 	SetExits func([]limit.Exit)
+	// NoExits, if set, is asked when the limiter has no exits (a fleet
+	// member whose share is empty): soon reports that exits are on their
+	// way (a join, a handover), and requests then wait for them within
+	// their budget; otherwise they are answered 503 at once, with
+	// retry (at least 1s) as Retry-After. Nil: 503 at once, Retry-After 1s.
+	NoExits func() (soon bool, retry time.Duration)
 	// Transport tunes the exits' transports. Its ResponseHeaderTimeout
 	// bounds one attempt's wait for the answer's headers; zero means
 	// DefaultHeaderTimeout. Bodies are never cut by a timeout.

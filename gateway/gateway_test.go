@@ -1650,13 +1650,15 @@ func TestSetExitsOwnedOnly(t *testing.T) {
 		}
 		lim.SetExits(mine)
 	}
+	var soon atomic.Bool // exits are on their way (NoExits)
 	_, proxy := newGateway(t, Config{Limiter: lim, AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22", "127.0.0.23"),
 		SetExits: func(exits []limit.Exit) {
 			mu.Lock()
 			defer mu.Unlock()
 			all = exits
 			apply()
-		}})
+		},
+		NoExits: func() (bool, time.Duration) { return soon.Load(), 6 * time.Second }})
 	c := client(proxy, nil)
 	for i := range 6 {
 		if resp, body := get(t, c, fmt.Sprintf("%s/a/%d", o.URL, i), HeaderSession, "s"); resp.StatusCode != 200 || body != "127.0.0.22" {
@@ -1677,15 +1679,29 @@ func TestSetExitsOwnedOnly(t *testing.T) {
 	before := len(o.requests())
 	start := time.Now()
 	resp, body := get(t, c, o.URL+"/c")
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(HeaderReason) != "no exit owned" || resp.Header.Get("Retry-After") == "" ||
-		!strings.Contains(body, "owns no exit") {
-		t.Errorf("owning no exit: %d %q (Retry-After %q) %q, want 503 \"no exit owned\" with Retry-After", resp.StatusCode,
-			resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"), body)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(HeaderReason) != "no exit owned" || resp.Header.Get("Retry-After") != "6" ||
+		resp.Header.Get(HeaderAttempts) != "0" || !strings.Contains(body, "owns no exit") {
+		t.Errorf("owning no exit: %d %q (Retry-After %q, attempts %q) %q, want 503 \"no exit owned\" with Retry-After 6 and 0 attempts", resp.StatusCode,
+			resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"), resp.Header.Get(HeaderAttempts), body)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("owning no exit: answered after %v, want at once", d)
 	}
 	if n := len(o.requests()) - before; n != 0 {
 		t.Errorf("owning no exit: %d requests sent", n)
+	}
+
+	// Exits on their way (a join, a handover): the request waits for
+	// them within its budget instead of a 503.
+	soon.Store(true)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		owned = map[string]bool{"bind:127.0.0.21": true}
+		apply()
+		mu.Unlock()
+	}()
+	if resp, body := get(t, c, o.URL+"/d"); resp.StatusCode != 200 || body != "127.0.0.21" {
+		t.Errorf("exits on their way: %d through %q, want 200 through 127.0.0.21 once they came", resp.StatusCode, body)
 	}
 }

@@ -317,6 +317,27 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	logger := f.logger(logOut)
 	setup.limCfg.Logger = logger
 
+	// The fleet first: a worker it refuses (another list, other shared
+	// flags, a fleet of gateways) or that cannot reach Redis leaves
+	// nothing in --out (it had marked it a worker's, and the next run
+	// warned that Redis had lost the crawl).
+	var dist *distributed
+	var exitIDs []string // a distributed worker's, for the fleet
+	if f.redis != "" {
+		if dist, err = openFleet(ctx, f.fleetFlags, logger); err != nil {
+			return err
+		}
+		defer dist.close()
+		for _, e := range setup.exits {
+			exitIDs = append(exitIDs, e.ID())
+		}
+		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: sharedSettings(f)}); err != nil {
+			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
+				return usageError(err)
+			}
+			return err
+		}
+	}
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)
 	}
@@ -365,26 +386,13 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 	}
 	var fr frontier.Frontier
-	var dist *distributed
-	var exitIDs []string // a distributed worker's, for the fleet
 	start := time.Now()
 	if f.redis != "" {
-		if dist, err = openDistributed(ctx, f, logger); err != nil {
+		if err := dist.openFrontier(f, logger); err != nil {
 			return err
 		}
-		defer dist.close()
+		defer dist.closeFrontier() // before --out is released: its journal is there
 		fr = dist.fr
-		// Refused before the URLs go in and results are written: a
-		// joiner refused at join had written 10 rows and crawl.json.
-		for _, e := range setup.exits {
-			exitIDs = append(exitIDs, e.ID())
-		}
-		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: sharedSettings(f)}); err != nil {
-			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
-				return usageError(err)
-			}
-			return err
-		}
 	} else {
 		sync := sqlite.SyncNormal
 		if f.durable {

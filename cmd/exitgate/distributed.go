@@ -199,22 +199,25 @@ func checkDistributedFlags(f crawlFlags) error {
 	return f.fleetFlags.check(f.exitFlags, durationFlag{name: "--lease-ttl", d: f.leaseTTL, least: minFleetTTL})
 }
 
-// openDistributed connects a crawl worker to its crawl's Redis: the fleet's
-// shared state (openFleet) and the frontier. Its flags were checked with
-// the others' (buildCrawl, checkDistributedFlags).
-func openDistributed(ctx context.Context, f crawlFlags, logger *slog.Logger) (*distributed, error) {
-	d, err := openFleet(ctx, f.fleetFlags, logger)
-	if err != nil {
-		return nil, err
-	}
+// openFrontier opens a crawl worker's frontier in its crawl's Redis, with
+// its journal in --out. Its flags were checked with the others'
+// (buildCrawl, checkDistributedFlags), and the fleet's (fleet.Check).
+func (d *distributed) openFrontier(f crawlFlags, logger *slog.Logger) error {
 	d.leaseTTL = f.leaseTTL
+	var err error
 	d.fr, err = redisfr.New(d.rdb, redisfr.Config{Crawl: f.crawl, LeaseTTL: f.leaseTTL, KeepAlive: true,
 		Journal: filepath.Join(f.out, "journal-"+f.crawl+".jsonl"), Logger: logger})
-	if err != nil {
-		d.rdb.Close()
-		return nil, err
+	return err
+}
+
+// closeFrontier leaves the fleet and closes the frontier (close does the
+// rest).
+func (d *distributed) closeFrontier() {
+	d.leave()
+	if d.fr != nil {
+		d.fr.Close()
+		d.fr = nil
 	}
-	return d, nil
 }
 
 // openFleet connects a member of a fleet (a crawl worker or a gateway) to
@@ -499,10 +502,7 @@ func (d *distributed) join(ctx context.Context, role string, f fleetFlags, setti
 }
 
 func (d *distributed) close() {
-	d.leave()
-	if d.fr != nil {
-		d.fr.Close()
-	}
+	d.closeFrontier()
 	d.rdb.Close()
 }
 

@@ -249,21 +249,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	if err := gateway.CheckExits(ctx, ln, setup.exits); err != nil {
 		return usageError(err)
 	}
-	if err := makeOutDir(f.out); err != nil {
-		return usageError(err)
-	}
-	// One process an --out: two gateways on one wrote over each other's
-	// summary.json, runs/ and learned.json.
-	release, err := lockOut(f.out)
-	if err != nil {
-		return usageError(err)
-	}
-	defer release()
-	identity, err := f.identity()
-	if err != nil {
-		return usageError(err)
-	}
-
+	// The fleet before --out: a gateway refused by it, or that cannot
+	// reach Redis, leaves nothing behind (it left an empty --out).
 	var dist *distributed
 	var exitIDs []string // a fleet member's, for the fleet
 	if f.redis != "" {
@@ -282,6 +269,21 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		}
 		setup.limCfg.Shared = dist.share
 	}
+	if err := makeOutDir(f.out); err != nil {
+		return usageError(err)
+	}
+	// One process an --out: two gateways on one wrote over each other's
+	// summary.json, runs/ and learned.json.
+	release, err := lockOut(f.out)
+	if err != nil {
+		return usageError(err)
+	}
+	defer release()
+	identity, err := f.identity()
+	if err != nil {
+		return usageError(err)
+	}
+
 	lim, err := limit.New(setup.limCfg)
 	if err != nil {
 		return err
@@ -289,9 +291,13 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	restoreLearned(f.out, lim, time.Now(), stderr)
 	if dist != nil {
 		// The limiter gets the exits this gateway owns, none until it
-		// has joined (its requests meanwhile are answered 503).
+		// has joined; while exits of its share are on their way (a join,
+		// a handover), requests wait for them within their budget.
 		dist.lim = lim
 		setup.gw.SetExits = dist.onSet
+		setup.gw.NoExits = func() (bool, time.Duration) {
+			return dist.fleet != nil && dist.fleet.Expecting(), f.fleetTTL
+		}
 	}
 	setup.gw.Identity = identity
 	start := time.Now()
@@ -348,7 +354,11 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	if len(setup.exits) == 1 {
 		exitWord = "exit"
 	}
-	fmt.Fprintf(stderr, "exitgate: serving on http://%s through %d %s; %s\n", ln.Addr(), len(setup.exits), exitWord, mode)
+	share := ""
+	if dist != nil {
+		share = fmt.Sprintf(" (its share of them: %d, fleet %q)", len(dist.fleet.Owned()), f.crawl)
+	}
+	fmt.Fprintf(stderr, "exitgate: serving on http://%s through %d %s%s; %s\n", ln.Addr(), len(setup.exits), exitWord, share, mode)
 	f.warnDirect(stderr)
 
 	stopSaving := make(chan struct{})

@@ -337,6 +337,11 @@ func TestServeFleetNoExit(t *testing.T) {
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), "command is exitgate crawl here, exitgate serve on the live workers") {
 		t.Errorf("a crawl worker in a fleet of gateways: %v, want exit %d naming the command:\n%s", err, exitUsage, out)
 	}
+	// Refused before anything is written: its --out marked a worker's,
+	// the next run there warned that Redis had lost the crawl.
+	if _, err := os.Stat(filepath.Join(dir, "crawl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused crawl worker's --out: %v, want none made", err)
+	}
 	for id, g := range gws {
 		if err := g.stop(t); err != nil {
 			t.Errorf("%s after SIGTERM: %v\n%s", id, err, g.Stderr())
