@@ -154,8 +154,8 @@ type fleetFlags struct {
 func (f *fleetFlags) register(fl *pflag.FlagSet, holds, crawlHelp string) {
 	fl.StringVar(&f.redis, "redis", "", "distributed mode: Redis `URL` (redis://host:port; a cluster node reaches the cluster) holding "+holds)
 	fl.StringVar(&f.crawl, "crawl", "", "distributed mode: "+crawlHelp)
-	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent worker keeps its exits before the others take them over; at least 1s")
-	fl.StringVar(&f.workerID, "worker-id", "", "distributed mode: this worker's `NAME` (default: host name, pid and a random suffix)")
+	fl.DurationVar(&f.fleetTTL, "fleet-ttl", 6*time.Second, "distributed mode: how long a silent member (a crawl's worker, or a gateway) keeps its exits before the others take them over; at least 1s")
+	fl.StringVar(&f.workerID, "worker-id", "", "distributed mode: this member's `NAME` in the fleet (default: host name, pid and a random suffix)")
 }
 
 // check refuses what a member of a fleet cannot take, before anything is
@@ -174,6 +174,11 @@ func (f fleetFlags) check(x exitFlags, ttls ...durationFlag) error {
 	}
 	if x.echoURL != "" || x.exitIPHeader != "" {
 		return usageError(fmt.Errorf("--echo-url and --exit-ip-header are not supported with --redis: exits are split among workers by their id"))
+	}
+	if len(f.workerID) > 100 || strings.ContainsFunc(f.workerID, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		// It is printed in status's table and the fleet's log lines: a
+		// newline in it broke both.
+		return usageError(fmt.Errorf("--worker-id %.40q: want a name of at most 100 bytes without control characters", f.workerID))
 	}
 	// Each is renewed a few times within it, a round trip to Redis each:
 	// a lease of 1 ms was lost before its request was sent (URLs fetched
@@ -611,6 +616,9 @@ type crawlStatus struct {
 	// Runs adds up the last report of every run of every worker, live
 	// or not (the workers' rows are the live ones').
 	Runs runsTotal `json:"all_runs"`
+	// Gateways says the fleet is of gateways (serve --redis), not a
+	// crawl's workers: it has no URLs.
+	Gateways bool `json:"gateways,omitempty"`
 }
 
 // runsTotal is what every run of every worker sent, by their last reports.
@@ -683,10 +691,14 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 		}
 	}
 	slices.SortFunc(st.Hosts, func(a, b limit.LearnedHost) int { return strings.Compare(a.Host, b.Host) })
-	if len(st.Workers) == 0 && st.Queue.Total()+st.NotFound == 0 && len(st.Hosts) == 0 {
+	if len(st.Workers) == 0 && st.Queue.Total()+st.NotFound == 0 && len(st.Hosts) == 0 && st.Runs.Runs == 0 {
 		// Nothing of it at all: a mistyped name, or a crawl Redis lost.
 		return fmt.Errorf("no crawl %q in this Redis: no URLs, no workers, nothing learned (check --crawl)", f.crawl)
 	}
+	// A fleet of gateways (serve --redis) has members and no URLs: its
+	// status read as an empty crawl's, "0 URLs: 0 done ... 0 parked".
+	cmdName, _ := rdb.HGet(ctx, "eg:{"+f.crawl+"}:pool", "set:command").Result()
+	st.Gateways = cmdName == "exitgate serve"
 	if f.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -701,14 +713,20 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if st.ExpiredLeases > 0 {
 		leased += fmt.Sprintf(" (%d past their lease: the worker that held them stopped; the next claim from their host takes them back)", st.ExpiredLeases)
 	}
-	fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d not found, %d abandoned, %d queued, %s, %d parked\n",
-		f.crawl, c.Total()+nf, c.Done, nf, c.Abandoned, c.Queued, leased, c.Parked)
+	member := "worker"
+	if st.Gateways {
+		member = "gateway"
+		fmt.Fprintf(w, "fleet %s of gateways (exitgate serve): %d live\n", f.crawl, len(st.Workers))
+	} else {
+		fmt.Fprintf(w, "crawl %s: %d URLs: %d done, %d not found, %d abandoned, %d queued, %s, %d parked\n",
+			f.crawl, c.Total()+nf, c.Done, nf, c.Abandoned, c.Queued, leased, c.Parked)
+	}
 	if n, err := partialLists(ctx, rdb, f.crawl); err == nil && n > 0 {
 		fmt.Fprintf(w, "warning: %v\n", partialListError(f.crawl, n))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "worker\texits\trequests\tok/s\t429\t429 last min\texits owned")
+	fmt.Fprintln(tw, member+"\texits\trequests\tok/s\t429\t429 last min\texits owned")
 	var req, n429 int64
 	var rate float64
 	for _, ws := range st.Workers {

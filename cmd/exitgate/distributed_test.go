@@ -698,7 +698,7 @@ func TestDistributedInputsRefused(t *testing.T) {
 	if msg, code := crawl(outB, "lists", listB, "--append"); code != 0 {
 		t.Errorf("the same with --append: exit %d %s", code, msg)
 	}
-	for _, bad := range [][]string{{"--lease-ttl", "1ms"}, {"--fleet-ttl", "1ns"}, {"--durable"}} {
+	for _, bad := range [][]string{{"--lease-ttl", "1ms"}, {"--fleet-ttl", "1ns"}, {"--durable"}, {"--worker-id", "a\nb"}} {
 		if msg, code := crawl(filepath.Join(dir, "outBad"), "lists", listA, bad...); code != 2 || !strings.Contains(msg, bad[0]) {
 			t.Errorf("a worker with %v: exit %d %q, want 2 naming the flag (it was taken: a lease of 1 ms refetched URLs 27 times; --durable did nothing)", bad, code, msg)
 		}

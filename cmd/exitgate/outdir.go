@@ -95,7 +95,7 @@ func checkCrawlName(name string) error {
 		case r == '{' || r == '}':
 			return fmt.Errorf("--crawl %q: want a name without braces (Redis reads them as a hash tag)", name)
 		case r == '/' || r == '\\' || r < ' ' || r == 0x7f:
-			return fmt.Errorf("--crawl %q: want a name without slashes or control characters (it names the worker's journal file)", name)
+			return fmt.Errorf("--crawl %q: want a name without slashes or control characters (it names a crawl worker's journal file)", name)
 		}
 	}
 	return nil

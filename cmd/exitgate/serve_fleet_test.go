@@ -123,9 +123,9 @@ func TestServeFleet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
-	for _, id := range []string{"gA", "gB"} {
-		if !strings.Contains(string(out), id) {
-			t.Errorf("status does not show gateway %s:\n%s", id, out)
+	for _, want := range []string{"gA", "gB", `fleet g of gateways (exitgate serve): 2 live`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("status does not say %q:\n%s", want, out)
 		}
 	}
 
@@ -260,6 +260,12 @@ func TestServeFleet(t *testing.T) {
 	}
 	if err := gb.stop(t); err != nil {
 		t.Errorf("gB after SIGTERM: %v\n%s", err, gb.Stderr())
+	}
+	// Once both stopped, status still shows what they did (it said "no
+	// crawl" with their reports in Redis).
+	out, err = exec.Command(exitgateBinary(t), "status", "--redis", r.URL(), "--crawl", "g").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "every run (2)") {
+		t.Errorf("status after both stopped: %v, want their two runs:\n%s", err, out)
 	}
 }
 
