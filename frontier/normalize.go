@@ -155,6 +155,12 @@ func normalizeSlow(raw string) (normalized, error) {
 	if raw == "" {
 		return normalized{}, invalid(raw, "empty")
 	}
+	if !strings.Contains(raw, "://") {
+		// A scheme forgotten: 127.0.0.1:8080/a read as "first path
+		// segment in URL cannot contain colon", example.com:8080/a as
+		// the scheme "example.com".
+		return normalized{}, invalid(raw, fmt.Sprintf("not an absolute URL (want http:// or https://: http://%s?)", strings.TrimLeft(raw, "/")))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Error repeats the URL; keep only its cause.

@@ -420,9 +420,24 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	// with another list had merged into the part loaded, and refused the
 	// rest of the first list as another's).
 	if record != nil {
-		if err := report.WriteJSON(filepath.Join(f.out, crawlRecordFile), record); err != nil {
+		recordPath := filepath.Join(f.out, crawlRecordFile)
+		before, readErr := os.ReadFile(recordPath)
+		if err := report.WriteJSON(recordPath, record); err != nil {
 			return err
 		}
+		defer func() {
+			if exitCode(result) != exitUsage {
+				return
+			}
+			// Refused (a list without one usable URL): the record goes
+			// back to what it was. Kept, it made the corrected list
+			// "another list", refused without --append.
+			if errors.Is(readErr, fs.ErrNotExist) {
+				os.Remove(recordPath)
+			} else if readErr == nil {
+				os.WriteFile(recordPath, before, 0o644)
+			}
+		}()
 	}
 	var added int
 	var bad urlfile.Bad

@@ -465,3 +465,24 @@ func TestCrawlURLsFromStdin(t *testing.T) {
 		t.Errorf("lists kept after a refused one: %v, want the crawl's alone", now)
 	}
 }
+
+// TestCrawlNoUsableURLsNotRecorded: a list without one usable URL (the
+// scheme forgotten) is refused, exit 2, naming each line with the fix,
+// and recorded nowhere: the corrected list is then this --out's crawl (it
+// was refused as another list without --append).
+func TestCrawlNoUsableURLsNotRecorded(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	urls := writeLines(t, dir, "urls.txt", []string{host + "/a", host + "/b"})
+	r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--ignore-robots", "--progress", "0", urls)
+	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "no usable URLs") ||
+		!strings.Contains(r.stderr, "urls.txt:1: ") || !strings.Contains(r.stderr, "http://"+host+"/a?") {
+		t.Fatalf("a list without schemes: %v\n%s\nwant exit 2, each line named with the URL it meant", r.err, r.stderr)
+	}
+	urls = writeLines(t, dir, "urls.txt", []string{srv.URL + "/a", srv.URL + "/b"})
+	if r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--ignore-robots", "--progress", "0", "--lane-rate", "50/s", urls); r.err != nil {
+		t.Errorf("the corrected list: %v\n%s\nwant it crawled", r.err, r.stderr)
+	}
+}
