@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +107,34 @@ func TestBenchTwinsDuration(t *testing.T) {
 	scs, err := pickScenarios("twins,wide")
 	if err != nil || len(scs) < 19 {
 		t.Errorf("pickScenarios(twins,wide) = %d scenarios, %v", len(scs), err)
+	}
+}
+
+// TestDemoProgressEndsWithTable: the demo's last progress line says where
+// each crawl ended, as its table does (the line stopped at the last
+// report before the end: 585/600 for a crawl that did all 600).
+func TestDemoProgressEndsWithTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 5-s demo")
+	}
+	out, msg, code := run(t, "demo", "--urls", "20", "--exits", "2", "--duration", "5s")
+	if code != 0 {
+		t.Fatalf("demo: exit %d %s\n%s", code, msg, out)
+	}
+	var last string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "s  |  exitgate: ") {
+			last = line
+		}
+	}
+	done := regexp.MustCompile(`URLs done +(\d+) / 20 +(\d+) / 20`).FindStringSubmatch(out)
+	if last == "" || done == nil {
+		t.Fatalf("no progress line or table:\n%s", out)
+	}
+	if want := fmt.Sprintf("exitgate: %s/20 done", done[1]); !strings.Contains(last, want) {
+		t.Errorf("last progress line %q, want %q as the table says", last, want)
+	}
+	if want := fmt.Sprintf("global-per-domain: %s/20 done", done[2]); !strings.Contains(last, want) {
+		t.Errorf("last progress line %q, want %q as the table says", last, want)
 	}
 }

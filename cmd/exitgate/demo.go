@@ -132,6 +132,15 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {
 					}
 				},
 			})
+			// Its end, as the table will say it: the last progress
+			// report came a moment before (585/600 shown until the
+			// other crawl ended, for one that finished all 600).
+			mu.Lock()
+			live[i] = results[i]
+			mu.Unlock()
+			if barOf[i] != nil && errs[i] == nil {
+				barOf[i].SetCurrent(int64(results[i].Done + results[i].Abandoned))
+			}
 		}()
 	}
 	done := make(chan struct{})
@@ -141,10 +150,10 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, f demoFlags) error {
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			start := time.Now()
-			for {
+			for last := false; !last; {
 				select {
 				case <-done:
-					return
+					last = true // one line more: where each crawl ended
 				case <-t.C:
 				}
 				mu.Lock()

@@ -128,6 +128,21 @@ func TestStatusBadArguments(t *testing.T) {
 	}
 }
 
+// TestStatusCrawlWithoutRuns: a crawl's --out before its first run
+// summary (its first 5 s) is said to be one, exit 1; a directory that is
+// no crawl's is a usage error. (Both were "a directory without runs",
+// exit 2.)
+func TestStatusCrawlWithoutRuns(t *testing.T) {
+	dir := t.TempDir()
+	if _, msg, code := run(t, "status", dir); code != exitUsage || !strings.Contains(msg, "without runs") {
+		t.Errorf("status of an empty directory: exit %d %q, want 2, no crawl's", code, msg)
+	}
+	os.WriteFile(filepath.Join(dir, crawlRecordFile), []byte(`{"url_files":[]}`), 0o644)
+	if _, msg, code := run(t, "status", dir); code != exitFailed || !strings.Contains(msg, "no run summary yet") {
+		t.Errorf("status of a crawl in its first seconds: exit %d %q, want 1, its summary not written yet", code, msg)
+	}
+}
+
 func TestStatusUnreachable(t *testing.T) {
 	var out syncbuf.Buffer
 	err := runStatus(context.Background(), &out, "127.0.0.1:1", false, 5, 0, time.Second)

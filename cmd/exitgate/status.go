@@ -131,6 +131,11 @@ func printOutSummary(w, stderr io.Writer, dir string, asJSON bool) error {
 	sum, err := report.ReadSummary(dir)
 	if err != nil && sum.Runs == 0 {
 		if _, serr := os.Stat(filepath.Join(dir, report.RunsDir)); errors.Is(serr, fs.ErrNotExist) {
+			if _, cerr := os.Stat(filepath.Join(dir, crawlRecordFile)); cerr == nil {
+				// A crawl in its first seconds, or killed in them: it was
+				// "a directory without runs", exit 2, as if not a crawl's.
+				return fmt.Errorf("%s holds a crawl with no run summary yet (a run writes its first 5 s in, then every 30 s, and at its end): try again in a moment", dir)
+			}
 			return usageError(fmt.Errorf("%s is a directory without runs: give a crawl's --out, or the --ui ADDR of a running one", dir))
 		}
 		return err
