@@ -39,7 +39,20 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 		k, v := m.Content[i], m.Content[i+1]
 		f := flags.Lookup(k.Value)
 		if f == nil || k.Value == "config" || k.Value == "help" {
-			errs = append(errs, fmt.Sprintf("%s:%d: unknown key %q", path, k.Line, k.Value))
+			msg := fmt.Sprintf("%s:%d: unknown key %q", path, k.Line, k.Value)
+			var names []string
+			flags.VisitAll(func(f *pflag.Flag) {
+				if f.Name != "config" && f.Name != "help" {
+					names = append(names, f.Name)
+				}
+			})
+			bare := strings.TrimLeft(k.Value, "-")
+			if bare != k.Value && flags.Lookup(bare) != nil {
+				msg += fmt.Sprintf(" (keys are flag names without their dashes: %s)", bare)
+			} else if sug := suggest(bare, names); len(sug) > 0 {
+				msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(sug, " or "))
+			}
+			errs = append(errs, msg)
 			continue
 		}
 		if first, dup := seen[k.Value]; dup {

@@ -89,7 +89,7 @@ value per line), shown under each flag below. The command line wins over the
 environment, the environment over --config.
 
 Exit codes:
-  0  every URL is done
+  0  every URL is done, or not found (404, 410: counted apart in summary.json)
   1  a failure stopped the crawl (no working exit, a body or the frontier could
      not be written, ...); what was done is kept, the rest stays queued
   2  bad flags, arguments or input files: nothing was done
@@ -106,8 +106,14 @@ Exit codes:
   exitgate crawl --redis redis://10.0.0.5:6379 --crawl shop --proxies proxies.txt            # others join`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			check := cobra.ExactArgs(1)
+			distributed := false
 			if r, _ := cmd.Flags().GetString("redis"); r != "" || os.Getenv("EXITGATE_REDIS") != "" {
 				check = cobra.MaximumNArgs(1) // joining a distributed crawl: no URL file needed
+				distributed = true
+			}
+			if len(args) == 0 && !distributed {
+				// cobra's "accepts 1 arg(s), received 0" named nothing.
+				return usageError(errors.New("crawl needs a URL file: exitgate crawl [flags] URLFILE (one URL per line; - reads standard input; see exitgate crawl --help)"))
 			}
 			if err := check(cmd, args); err != nil {
 				return usageError(err)
@@ -150,7 +156,7 @@ Exit codes:
 	fl.BoolVar(&f.ignoreRobots, "ignore-robots", false, "do not fetch or honour robots.txt (Disallow and Crawl-delay)")
 	fl.StringVar(&f.userAgent, "user-agent", fetch.DefaultUserAgent, "User-Agent header, also used to pick the robots.txt group; -H 'User-Agent: ...' is the same")
 	fl.BoolVar(&f.durable, "durable", false, "fsync the frontier on every change (SQLite synchronous=FULL) and each body before its URL is recorded done; the default survives kill -9 but not power loss (not with --redis: Redis's appendfsync decides)")
-	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal")
+	fl.DurationVar(&f.progress, "progress", 10*time.Second, "interval of progress lines when stderr is not a terminal (0: none; at least 100ms)")
 	fl.StringVar(&f.maxBody, "max-body", "10MiB", "largest body kept per URL, a `SIZE` (bytes, or with KiB, MiB, GiB, KB, MB, GB); a longer one is cut there and its result says truncated: true")
 	fl.BoolVar(&f.append, "append", false, "add the URLs of a URL file other than the one this --out (or, with --redis, this --crawl) was crawled from to that crawl (without it, such a file is refused)")
 	fl.StringVar(&f.format, "format", "jsonl", "results file `FORMAT`: jsonl (results.jsonl) or csv (results.csv), written as URLs finish")
@@ -279,7 +285,7 @@ func buildCrawl(f crawlFlags, urlFile string) (crawlSetup, error) {
 	}
 	if urlFile != "" && urlFile != stdinList {
 		if _, err := os.Stat(urlFile); err != nil {
-			return s, err
+			return s, fmt.Errorf("URLFILE: %w", err) // (it was "stat urls.txt: ...")
 		}
 	}
 	s.urlFile = urlFile

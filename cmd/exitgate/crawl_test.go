@@ -473,8 +473,8 @@ func TestCrawlConfigFile(t *testing.T) {
 		if r.err == nil {
 			t.Fatalf("crawl with unknown config key succeeded")
 		}
-		if msg := r.err.Error(); !strings.Contains(msg, "crawl.yaml:3:") || !strings.Contains(msg, "lane_rate") {
-			t.Errorf("crawl error = %q, want it to name crawl.yaml:3: and the key lane_rate", msg)
+		if msg := r.err.Error(); !strings.Contains(msg, "crawl.yaml:3:") || !strings.Contains(msg, "lane_rate") || !strings.Contains(msg, "did you mean lane-rate?") {
+			t.Errorf("crawl error = %q, want it to name crawl.yaml:3:, the key lane_rate and the flag it meant", msg)
 		}
 		if seen, _ := site.snapshot(); len(seen) != 0 {
 			t.Errorf("the target was asked %v despite the bad config", seen)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -61,7 +62,7 @@ The command fails only when no status line and no header could be read.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.json, "json", false, "print one JSON object instead of the plain explanation (times in seconds, null where unknown)")
 	fl.StringVar(&f.now, "now", "", "when the response was received, RFC 3339")
-	setDefaultText(fl, "now", "the current time")
+	setDefaultText(fl, "now", "the head's Date, else the current time")
 	fl.StringVar(&f.profile, "profile", "auto", "how bare reset numbers are read: auto (by magnitude), epoch-seconds, epoch-millis, delta-seconds or delta-millis")
 	fl.DurationVar(&f.maxRetryAfter, "max-retry-after", rlheader.DefaultMaxRetryAfter, "flag Retry-After waits longer than this as excessive (a crawl honours up to a day, and parks a URL whose wait passes its --max-wait, 5m by default); 0 disables the flag")
 	fl.StringArrayVar(&f.rules, "rule", nil, "override the verdict for a status, STATUS=VERDICT (e.g. 403=throttled); repeatable")
@@ -115,7 +116,20 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 	}
 	hd := rawhead.Parse(data)
 	if hd.Status == 0 && len(hd.Header) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("no response head in %s: want a status line or header lines", name)}
+		return usageError(fmt.Errorf("no response head in %s: want a status line or header lines", name)) // bad input, as a missing file is
+	}
+	if f.now == "" {
+		// A saved head is read as of when it was sent: its Date. The
+		// README's own example, a GitHub 429 of March, read "wait 0s",
+		// its Date far from today's clock and its reset long past. (A
+		// head just received has a Date of about now anyway.)
+		for name, vs := range hd.Header { // (names kept as spelled: date, in HTTP/2)
+			if strings.EqualFold(name, "Date") && len(vs) > 0 {
+				if d, err := http.ParseTime(strings.TrimSpace(vs[0])); err == nil {
+					received = d
+				}
+			}
+		}
 	}
 	rep := explainHead(hd, received, prof, rules)
 	if f.json {

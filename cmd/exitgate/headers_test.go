@@ -216,7 +216,7 @@ func TestHeadersFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--json", "--now", "--profile", "default auto]", "--max-retry-after", "default 24h]", "--rule", "default none]", "default the current time]"} {
+	for _, want := range []string{"--json", "--now", "--profile", "default auto]", "--max-retry-after", "default 24h]", "--rule", "default none]", "default the head's Date, else the current time]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("headers --help lacks %q:\n%s", want, out)
 		}
@@ -277,4 +277,14 @@ func FuzzParseHead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHeadersReadAsOfItsDate: a saved head is read as of its Date, the
+// README's example included: its 30-minute reset, not "wait 0s" against
+// today's clock.
+func TestHeadersReadAsOfItsDate(t *testing.T) {
+	out, msg, code := run(t, "headers", "../../examples/heads/429-github.txt")
+	if code != 0 || !strings.Contains(out, "wait 30m0s before the next request") {
+		t.Errorf("headers of the saved GitHub 429: exit %d %s\n%s\nwant its 30-minute wait", code, msg, out)
+	}
 }

@@ -120,6 +120,12 @@ func TestStatusBadArguments(t *testing.T) {
 		{[]string{"status", "ftp://x"}, `scheme "ftp"`},
 		{[]string{"status", "--rows", "-1", "127.0.0.1:1"}, "--rows -1: want 0 or more"},
 		{[]string{"status", "--timeout", "0s", "127.0.0.1:1"}, "--timeout 0s: want above 0"},
+		// Nothing given: said what is wanted (cobra's "accepts 1 arg(s),
+		// received 0" named nothing), as crawl's missing URL file.
+		{[]string{"status"}, "status needs what to show"},
+		{[]string{"crawl"}, "crawl needs a URL file"},
+		{[]string{"crawl", "/nonexistent/urls.txt"}, "URLFILE: stat /nonexistent/urls.txt"},
+		{[]string{"headers", "/dev/null"}, "no response head in /dev/null"},
 	} {
 		_, msg, code := run(t, tc.args...)
 		if code != exitUsage || !strings.Contains(msg, tc.want) {

@@ -58,6 +58,10 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 			if fleet.redis != "" || fleet.crawl != "" {
 				want = cobra.NoArgs
 			}
+			if len(args) == 0 && fleet.redis == "" {
+				// cobra's "accepts 1 arg(s), received 0" named nothing.
+				return usageError(errors.New("status needs what to show: a running crawl's --ui ADDR, a crawl's --out DIR, or --redis URL --crawl NAME for a distributed one (see exitgate status --help)"))
+			}
 			if err := want(cmd, args); err != nil {
 				return usageError(err)
 			}
