@@ -123,6 +123,10 @@ type Fleet struct {
 	// waiting: exits of this worker's share were still held by their
 	// previous owner at the last heartbeat.
 	waiting bool
+	// expecting: this worker holds less than its share, also while it
+	// rejoins (after a lapse it takes back only what it holds, for a
+	// lease): its exits come within a lease (Expecting).
+	expecting bool
 	// refused is why this worker may not rejoin (OnRefused); every Beat
 	// after returns it.
 	refused error
@@ -137,14 +141,28 @@ func Join(ctx context.Context, rdb goredis.UniversalClient, cfg Config) (*Fleet,
 
 // Check refuses, as Join would, a worker whose exit list or settings
 // differ from those of the crawl's live workers (ErrExitsDiffer,
-// ErrSettingsDiffer), without joining: a worker checks before it writes
+// ErrSettingsDiffer), or whose ID (cfg.ID, if set) a live worker
+// heartbeats under (ErrIDInUse), without joining: a worker checks before it writes
 // anything of its own (a refused joiner had loaded the frontier and
 // written its results file first).
 func Check(ctx context.Context, rdb goredis.UniversalClient, cfg Config) error {
 	if cfg.Crawl == "" || strings.ContainsAny(cfg.Crawl, "{}") {
 		return errors.New("fleet: crawl name: want a non-empty name without braces")
 	}
-	return (&Fleet{rdb: rdb, cfg: cfg}).agrees(ctx, time.Now())
+	if cfg.TTL <= 0 {
+		cfg.TTL = 6 * time.Second
+	}
+	f := &Fleet{rdb: rdb, cfg: cfg}
+	if err := f.agrees(ctx, time.Now()); err != nil {
+		return err
+	}
+	if cfg.ID == "" {
+		return nil
+	}
+	// An ID a live worker heartbeats under (ErrIDInUse), before the
+	// worker writes anything: refused at Join only, it had written its
+	// results, crawl.json and journal in --out first.
+	return f.ownID(ctx, time.Now())
 }
 
 // agrees checks this worker's exit list and settings against those of the
@@ -444,6 +462,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 		}
 	}
 	want := f.share(members, f.cfg.ID)
+	share := len(want) // before a rejoin keeps it to what this worker holds
 	f.mu.Lock()
 	prev := slices.Clone(f.owned)
 	if !f.lastBeat.IsZero() && now.Sub(f.lastBeat) > f.cfg.TTL {
@@ -505,6 +524,7 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 		f.leader = f.leaderOf(members)
 	}
 	f.waiting = len(owned) < len(want)
+	f.expecting = len(owned) < share
 	f.mu.Unlock()
 	if len(gained) > 0 {
 		f.restoreLearned(ctx, now)
@@ -661,7 +681,7 @@ func (f *Fleet) Owned() []string {
 func (f *Fleet) Expecting() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.waiting
+	return f.expecting
 }
 
 // Exits returns the size of the pool the workers share out.

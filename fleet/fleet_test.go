@@ -235,6 +235,11 @@ func TestIDInUse(t *testing.T) {
 	if _, err := Join(ctx, rdb, Config{Crawl: "ids", ID: "same", Exits: exits(4), TTL: ttl}); !errors.Is(err, ErrIDInUse) {
 		t.Fatalf("a second worker with a live worker's ID: %v, want ErrIDInUse", err)
 	}
+	// Check says so too, before the worker writes anything (refused at
+	// Join only, it had written its results and journal in --out).
+	if err := Check(ctx, rdb, Config{Crawl: "ids", ID: "same", Exits: exits(4), TTL: ttl}); !errors.Is(err, ErrIDInUse) {
+		t.Fatalf("Check of a live worker's ID: %v, want ErrIDInUse", err)
+	}
 	// The first one dies without leaving: its entry stays until its
 	// lease runs out, but no longer moves.
 	stop()
@@ -534,5 +539,49 @@ func TestRecordRestoredAfterLoss(t *testing.T) {
 	}
 	if err := a.Beat(ctx, t0.Add(5*time.Second)); !errors.Is(err, ErrSettingsDiffer) || !errors.Is(refused, ErrSettingsDiffer) || len(a.Owned()) != 0 {
 		t.Errorf("a's beat beside d's record: %v (OnRefused %v), owns %v; want ErrSettingsDiffer and nothing", err, refused, a.Owned())
+	}
+}
+
+// TestExpectingWhileRejoining: a worker back from a lapse whose exits
+// another took meanwhile expects them (Expecting) until it has its share
+// again, not only at its first beat: its second beat, holding nothing,
+// said it expected none, and a gateway answered 503 for a whole TTL.
+func TestExpectingWhileRejoining(t *testing.T) {
+	rdb := redisClient(t)
+	ctx := context.Background()
+	t0 := time.Now()
+	const ttl = 6 * time.Second
+	cfg := func(id string) Config { return Config{Crawl: "rejoin", ID: id, Exits: exits(4), TTL: ttl, Even: true} }
+	a, err := join(ctx, rdb, cfg("a"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := join(ctx, rdb, cfg("b"), t0.Add(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{time.Second, 2 * time.Second} { // the handover done
+		a.Beat(ctx, t0.Add(at))
+		b.Beat(ctx, t0.Add(at))
+	}
+	if len(a.Owned()) != 2 || len(b.Owned()) != 2 {
+		t.Fatalf("shares %v and %v, want two each", a.Owned(), b.Owned())
+	}
+	// a stops for 8 s: b takes its exits once a's lease ran out.
+	for at := 3 * time.Second; at <= 9*time.Second; at += time.Second {
+		b.Beat(ctx, t0.Add(at))
+	}
+	b.Beat(ctx, t0.Add(9500*time.Millisecond))
+	if len(b.Owned()) != 4 {
+		t.Fatalf("b owns %v while a is away, want all four", b.Owned())
+	}
+	// a is back: it holds nothing it held, yet its share comes its way.
+	for _, at := range []time.Duration{10 * time.Second, 10200 * time.Millisecond, 10400 * time.Millisecond} {
+		if err := a.Beat(ctx, t0.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+		if !a.Expecting() {
+			t.Errorf("a back from its lapse, beat at %v: owns %v and expects nothing, want its share expected", at, a.Owned())
+		}
 	}
 }

@@ -42,6 +42,12 @@ var errBudget = errors.New("gateway: wait budget spent")
 // errClosing: the gateway shuts down while the request waits for a lane.
 var errClosing = errors.New("gateway: shutting down")
 
+// errExitsComing: the limiter has no exits, but they are on their way (a
+// fleet member that has just joined, or whose share is handed over), and
+// the request's budget ended first. Its answer says so, not that the fleet
+// has more members than exits.
+var errExitsComing = errors.New("gateway: this gateway's exits are on their way")
+
 // errExitsDown: every exit of the pool is held back for failing as a
 // proxy. Waiting for one to recover held each client its whole budget (a
 // minute) for a 502; it is said at once.
@@ -58,6 +64,12 @@ func (g *Gateway) exitsDownText() string {
 func noExitsText(host string) string {
 	return "exitgate: this gateway owns no exit of the pool now (its fleet's other gateways and workers hold them all: more of them than exits); nothing was sent to " +
 		host + ": retry after the time in Retry-After, or through another gateway"
+}
+
+// exitsComingText tells the client of a gateway whose exits are on their
+// way that its budget ended before they came.
+func exitsComingText(host string, budget time.Duration) string {
+	return fmt.Sprintf("exitgate: this gateway's exits are on their way (it has just joined its fleet, or its share is being handed over), and the wait budget (%v) ended first; nothing was sent to %s: retry in a moment", budget, host)
 }
 
 // forward sends r to tgt through the limiter, retrying throttled, banned
@@ -141,6 +153,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.stats.throttled.Add(1)
 				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
 					fmt.Sprintf("exitgate: no exit may send to %s within the wait budget (%v): its lanes are paced or cooling down; retry after the time in Retry-After, or send %s with a longer budget", host, budget, HeaderWait))
+			case errors.Is(err, errExitsComing):
+				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, exitsComingText(host, budget))
 			case errors.Is(err, limit.ErrNoExits):
 				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, noExitsText(host))
 			default:
@@ -350,8 +364,11 @@ func (g *Gateway) awaitExits(ctx context.Context, deadline time.Time) (again boo
 		ra = max(ra, time.Second)
 	}
 	now := time.Now()
-	if !soon || !now.Before(deadline) {
+	if !soon {
 		return false, now.Add(ra), nil
+	}
+	if !now.Before(deadline) {
+		return false, now.Add(time.Second), errExitsComing
 	}
 	t := time.NewTimer(min(50*time.Millisecond, deadline.Sub(now)))
 	defer t.Stop()

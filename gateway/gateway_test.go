@@ -1692,8 +1692,13 @@ func TestSetExitsOwnedOnly(t *testing.T) {
 	}
 
 	// Exits on their way (a join, a handover): the request waits for
-	// them within its budget instead of a 503.
+	// them within its budget instead of a 503; one with no budget is told
+	// they are coming (it was told the fleet had more members than exits).
 	soon.Store(true)
+	resp, body = get(t, c, o.URL+"/e", HeaderWait, "0")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !strings.Contains(body, "on their way") {
+		t.Errorf("exits on their way, no budget: %d (Retry-After %q) %q, want 503 saying they are coming, Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		mu.Lock()

@@ -67,7 +67,8 @@ type Share struct {
 	mu      sync.Mutex
 	views   map[string]*entry
 	down    bool
-	workers int // last known, at least 1
+	upAt    time.Time // when Redis last answered again after being down
+	workers int       // last known, at least 1
 	stats   Stats
 }
 
@@ -195,6 +196,11 @@ redis.call('PEXPIRE', KEYS[1], 86400000)
 return 0
 `)
 
+// recoverGrace is how many refreshes a worker keeps to its local share of
+// a host after Redis answers again (Admit): about the time the other
+// workers take to see it back.
+const recoverGrace = 3
+
 // Admit implements limit.HostShare: one round trip, or the local fallback
 // while Redis is unreachable.
 func (s *Share) Admit(host string, ceil, rate float64, now time.Time) (bool, time.Time) {
@@ -202,6 +208,18 @@ func (s *Share) Admit(host string, ceil, rate float64, now time.Time) (bool, tim
 	e := s.entryLocked(host)
 	down := s.down
 	s.stats.Admits++
+	if !down && time.Since(s.upAt) < recoverGrace*s.cfg.Refresh { // (wall time, as setUp's)
+		// Redis is back, and the other workers may not know it yet:
+		// they still pace on their local share meanwhile, unseen by the
+		// shared schedule. This worker keeps to its own local share too
+		// for a few refreshes (two gateways back a second apart sent 12
+		// and 13 requests in a second to a host of 8/s).
+		ok, next := e.sched.Admit(e.view.Pause, ceil, rate, float64(max(1, s.workers)), now)
+		if !ok {
+			s.mu.Unlock()
+			return false, next
+		}
+	}
 	s.mu.Unlock()
 	if !down {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
@@ -504,6 +522,9 @@ func (s *Share) setUp() {
 	s.mu.Lock()
 	was := s.down
 	s.down = false
+	if was {
+		s.upAt = time.Now()
+	}
 	s.mu.Unlock()
 	if was {
 		s.log.Warn("redisstate: Redis is back; host state is shared again")

@@ -337,8 +337,8 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		for _, e := range setup.exits {
 			exitIDs = append(exitIDs, e.ID())
 		}
-		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: sharedSettings(f)}); err != nil {
-			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
+		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, TTL: f.fleetTTL, Exits: exitIDs, Settings: sharedSettings(f)}); err != nil {
+			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err)
 			}
 			return err
@@ -365,6 +365,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 		defer release()
 	}
+	stdinKept := "" // where a list from standard input is kept
 	if setup.urlFile == stdinList {
 		// Kept in --out under its hash: the list is checked against the
 		// crawl's (crawl.json) and read again on a resume like a file.
@@ -372,6 +373,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		if setup.urlFile, created, err = keepStdinList(f.out, f.stdin); err != nil {
 			return err
 		}
+		stdinKept = setup.urlFile
 		if created {
 			kept := setup.urlFile
 			defer func() {
@@ -383,13 +385,20 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 				}
 			}()
 		}
-		fmt.Fprintf(stderr, "exitgate: the URL list from standard input is kept as %s\n", setup.urlFile)
 		urlFile = setup.urlFile
 	}
 	if setup.urlFile != "" && f.redis == "" {
 		if record, err = checkURLFile(f.out, setup.urlFile, f.append); err != nil {
+			if stdinKept != "" {
+				// Not kept after all (removed on the way out): the
+				// refusal named a file that was gone.
+				err = errors.New(strings.ReplaceAll(err.Error(), stdinKept, "the URL list from standard input"))
+			}
 			return usageError(err)
 		}
+	}
+	if stdinKept != "" {
+		fmt.Fprintf(stderr, "exitgate: the URL list from standard input is kept as %s\n", stdinKept)
 	}
 	var fr frontier.Frontier
 	start := time.Now()

@@ -261,8 +261,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		for _, e := range setup.exits {
 			exitIDs = append(exitIDs, e.ID())
 		}
-		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, Exits: exitIDs, Settings: fleetSettings(roleGateway, f.fleetFlags, f.hostRate)}); err != nil {
-			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) {
+		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, TTL: f.fleetTTL, Exits: exitIDs, Settings: fleetSettings(roleGateway, f.fleetFlags, f.hostRate)}); err != nil {
+			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err)
 			}
 			return err
