@@ -249,6 +249,8 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 		}
 		defer g.trackTunnel(conn, false)
 		defer conn.Close()
+		g.passTunnel(conn, ticket.Exit, true)
+		defer g.passTunnel(conn, ticket.Exit, false)
 		if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			up.Close()
 			return

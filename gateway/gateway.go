@@ -182,6 +182,10 @@ type Gateway struct {
 	mu   sync.Mutex // guards listeners and tunnels
 	lns  []net.Listener
 	tuns map[net.Conn]struct{}
+	// passing maps each passed-through tunnel to the exit it holds: one
+	// whose exit leaves the limiter's pool (a fleet's handover) is closed,
+	// or it went on through an exit another gateway then sent through.
+	passing map[net.Conn]string
 	wg   sync.WaitGroup // tunnel goroutines
 
 	closing atomic.Bool
@@ -232,7 +236,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{
 		cfg: cfg, lim: cfg.Limiter, tally: cfg.Tally, hostKey: cfg.HostKey, log: cfg.Logger, ports: ports,
-		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{},
+		byID: map[string]pool.Exit{}, tuns: map[net.Conn]struct{}{}, passing: map[net.Conn]string{},
 		sessions: newSessions(cmp.Or(cfg.MaxSessions, DefaultMaxSessions), cmp.Or(cfg.SessionIdle, DefaultSessionIdle)),
 		lines:    newLines(),
 	}
@@ -263,7 +267,10 @@ func New(cfg Config) (*Gateway, error) {
 	if setExits == nil {
 		setExits = g.lim.SetExits
 	}
-	g.exits = fetch.NewExitSet(members, cfg.Identity, setExits)
+	g.exits = fetch.NewExitSet(members, cfg.Identity, func(exits []limit.Exit) {
+		setExits(exits)
+		g.CloseTunnelsOff(exits)
+	})
 	idle := cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	rht := cmp.Or(cfg.ReadHeaderTimeout, DefaultHeaderTimeout)
 	g.outer = &http.Server{Handler: http.HandlerFunc(g.serveClient), IdleTimeout: idle, ReadHeaderTimeout: rht,
@@ -402,6 +409,39 @@ func (g *Gateway) waitTunnels(ctx context.Context) bool {
 			return false
 		case <-t.C:
 		}
+	}
+}
+
+// CloseTunnelsOff closes the passed-through tunnels whose exit is not
+// among exits, what the limiter has now. The Gateway calls it whenever its
+// ExitSet gives the limiter exits (Config.SetExits); a caller that changes
+// the limiter's exits itself (a fleet member whose share moved) calls it
+// then: a tunnel holds its exit for its whole life, and went on through an
+// exit another gateway had taken over.
+func (g *Gateway) CloseTunnelsOff(exits []limit.Exit) {
+	in := make(map[string]bool, len(exits))
+	for _, e := range exits {
+		in[e.ID] = true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c, exit := range g.passing {
+		if !in[exit] {
+			c.Close()
+			delete(g.passing, c)
+		}
+	}
+}
+
+// passTunnel records the passed-through tunnel c on exit (open), or
+// forgets it.
+func (g *Gateway) passTunnel(c net.Conn, exit string, open bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if open {
+		g.passing[c] = exit
+	} else {
+		delete(g.passing, c)
 	}
 }
 

@@ -1710,3 +1710,78 @@ func TestSetExitsOwnedOnly(t *testing.T) {
 		t.Errorf("exits on their way: %d through %q, want 200 through 127.0.0.21 once they came", resp.StatusCode, body)
 	}
 }
+
+// TestPassthroughClosedWhenItsExitLeaves: a passed-through tunnel whose
+// exit leaves the limiter's pool (a fleet's handover) is closed: it went
+// on through an exit another gateway then sent through (70 requests in
+// 14 s beside the new owner's 11).
+func TestPassthroughClosedWhenItsExitLeaves(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }() // echo
+		}
+	}()
+	lim := fast(t)
+	var mu sync.Mutex
+	var all []limit.Exit
+	owned := "bind:127.0.0.21"
+	apply := func() {
+		var mine []limit.Exit
+		for _, e := range all {
+			if e.ID == owned {
+				mine = append(mine, e)
+			}
+		}
+		lim.SetExits(mine)
+	}
+	g, proxy := newGateway(t, Config{Limiter: lim, AllowPrivate: true, ConnectPorts: []int{ln.Addr().(*net.TCPAddr).Port},
+		Exits: bindExits(t, "127.0.0.21", "127.0.0.22"),
+		SetExits: func(exits []limit.Exit) {
+			mu.Lock()
+			defer mu.Unlock()
+			all = exits
+			apply()
+		}})
+	c, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", ln.Addr(), ln.Addr())
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	io.WriteString(c, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("through the tunnel: %q %v", line, err)
+	}
+	// A tunnel on an exit that stays is kept.
+	mu.Lock()
+	apply()
+	g.CloseTunnelsOff([]limit.Exit{{ID: owned}})
+	mu.Unlock()
+	io.WriteString(c, "again\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "again\n" {
+		t.Fatalf("after the same pool again: %q %v, want the tunnel kept", line, err)
+	}
+	mu.Lock()
+	owned = "bind:127.0.0.22" // the share moved, as a fleet moves it
+	apply()
+	g.CloseTunnelsOff([]limit.Exit{{ID: owned}})
+	mu.Unlock()
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := br.ReadString('\n'); !errors.Is(err, io.EOF) {
+		t.Errorf("the tunnel's exit left the pool: read %v, want the tunnel closed (EOF)", err)
+	}
+}

@@ -108,7 +108,10 @@ type distributed struct {
 	share *redisstate.Share
 	fleet *fleet.Fleet
 
-	lim      *limit.Limiter
+	lim *limit.Limiter
+	// applied, if set, is told the exits the limiter got (a gateway
+	// closes the tunnels it passes through exits no longer its own).
+	applied  func([]limit.Exit)
 	leaseTTL time.Duration
 	all      atomic.Pointer[[]limit.Exit] // what the ExitSet would give the limiter
 	owned    atomic.Pointer[[]string]     // the fleet's share of it
@@ -414,6 +417,9 @@ func (d *distributed) apply() {
 	}
 	d.sinceMu.Unlock()
 	d.lim.SetExits(mine)
+	if d.applied != nil {
+		d.applied(mine)
+	}
 }
 
 // gained records, for the exits of owned that this worker did not own

@@ -307,6 +307,9 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	if err != nil {
 		return err
 	}
+	if dist != nil {
+		dist.applied = g.CloseTunnelsOff // a moved exit's tunnels close
+	}
 	if f.echoURL != "" {
 		for id, err := range g.ExitSet().Resolve(ctx, 16) {
 			fmt.Fprintf(stderr, "exit %s: IP unknown, keyed by its id: %v\n", id, err)
