@@ -186,7 +186,7 @@ type Gateway struct {
 	// whose exit leaves the limiter's pool (a fleet's handover) is closed,
 	// or it went on through an exit another gateway then sent through.
 	passing map[net.Conn]string
-	wg   sync.WaitGroup // tunnel goroutines
+	wg      sync.WaitGroup // tunnel goroutines
 
 	closing atomic.Bool
 	// closed ends once closing is set: it wakes the requests still
