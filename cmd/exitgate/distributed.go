@@ -704,7 +704,7 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	// A fleet of gateways (serve --redis) has members and no URLs: its
 	// status read as an empty crawl's, "0 URLs: 0 done ... 0 parked".
 	cmdName, _ := rdb.HGet(ctx, "eg:{"+f.crawl+"}:pool", "set:command").Result()
-	st.Gateways = cmdName == "exitgate serve"
+	st.Gateways = cmdName == "exitgate serve" && st.Queue.Total()+st.NotFound == 0 // (a crawl's URLs shown whoever came last)
 	if f.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -22,6 +22,7 @@ import (
 	"github.com/exitgate/exitgate/ca"
 	"github.com/exitgate/exitgate/fleet"
 	"github.com/exitgate/exitgate/frontier"
+	redisfr "github.com/exitgate/exitgate/frontier/redis"
 	"github.com/exitgate/exitgate/gateway"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
@@ -266,6 +267,15 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 				return usageError(err)
 			}
 			return err
+		}
+		// A crawl's name, its workers gone: its URLs stay in Redis, and a
+		// gateway fleet under its name hid them from status.
+		if fr, err := redisfr.New(dist.rdb, redisfr.Config{Crawl: f.crawl}); err == nil {
+			c, err := fr.Counts(ctx)
+			fr.Close()
+			if err == nil && c.Total() > 0 {
+				return usageError(fmt.Errorf("--crawl %q names a distributed crawl in this Redis (%d URLs): give the gateways a name of their own", f.crawl, c.Total()))
+			}
 		}
 		setup.limCfg.Shared = dist.share
 	}

@@ -348,6 +348,23 @@ func TestServeFleetNoExit(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "crawl")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused crawl worker's --out: %v, want none made", err)
 	}
+	// A gateway given a finished crawl's name (its workers gone, its
+	// URLs in Redis): refused, or status showed a fleet of gateways and
+	// hid the crawl.
+	cmd = exec.Command(exitgateBinary(t), "crawl", "--redis", r.URL(), "--crawl", "done", "-x", exit, "--fleet-ttl", "2s",
+		"--ignore-robots", "--progress", "0", "--out", filepath.Join(dir, "crawl2"), urls)
+	cmd.Env = cleanEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("a crawl of one URL: %v\n%s", err, out)
+	}
+	cmd = exec.Command(exitgateBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0"},
+		serveFleetArgs(r.URL(), "gD", filepath.Join(dir, "d"), exit)...)...)
+	cmd.Args[slices.Index(cmd.Args, "g")] = "done" // its --crawl
+	cmd.Env = cleanEnv()
+	out, err = cmd.CombinedOutput()
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), "names a distributed crawl") {
+		t.Errorf("a gateway given a crawl's name: %v, want exit %d:\n%s", err, exitUsage, out)
+	}
 	for id, g := range gws {
 		if err := g.stop(t); err != nil {
 			t.Errorf("%s after SIGTERM: %v\n%s", id, err, g.Stderr())
