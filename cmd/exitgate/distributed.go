@@ -708,6 +708,17 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	if f.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		if st.Gateways {
+			// No URLs: none of a crawl's zero counts (the text leaves
+			// them out too).
+			return enc.Encode(struct {
+				Crawl    string              `json:"crawl"`
+				Gateways bool                `json:"gateways"`
+				Members  []workerStatus      `json:"workers"`
+				Hosts    []limit.LearnedHost `json:"hosts"`
+				Runs     runsTotal           `json:"all_runs"`
+			}{st.Crawl, true, st.Workers, st.Hosts, st.Runs})
+		}
 		return enc.Encode(st)
 	}
 	c := st.Queue

@@ -128,6 +128,10 @@ func TestServeFleet(t *testing.T) {
 			t.Errorf("status does not say %q:\n%s", want, out)
 		}
 	}
+	out, err = exec.Command(exitgateBinary(t), "status", "--json", "--redis", r.URL(), "--crawl", "g").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"gateways": true`) || strings.Contains(string(out), `"queue"`) {
+		t.Errorf("status --json of gateways: %v, want them without a crawl's queue:\n%s", err, out)
+	}
 
 	// gB's clients alone first: its lanes search the host's limit
 	// themselves (fleet.Config.Even), up to the ceiling. A fleet with a
