@@ -235,6 +235,14 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 			return
 		}
 		g.lim.Done(ticket, limit.Outcome{Verdict: verdict.Fatal, SentAt: sent, AnsweredAt: now}, now)
+		if !g.lim.HasExit(ticket.Exit) {
+			// Its exit left the pool while the tunnel was opened (a
+			// fleet's handover during a slow proxy's connect).
+			up.Close()
+			g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", now.Add(time.Second),
+				fmt.Sprintf("exitgate: the exit of the tunnel to %s moved to another gateway while it was opened: retry", authority))
+			return
+		}
 		conn, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			up.Close()
@@ -249,8 +257,11 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 		}
 		defer g.trackTunnel(conn, false)
 		defer conn.Close()
-		g.passTunnel(conn, ticket.Exit, true)
-		defer g.passTunnel(conn, ticket.Exit, false)
+		if !g.passTunnel(conn, ticket.Exit) {
+			up.Close()
+			return // (its exit moved on while it was opened: the client sees the connection close)
+		}
+		defer g.unpassTunnel(conn)
 		if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			up.Close()
 			return

@@ -269,7 +269,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.exits = fetch.NewExitSet(members, cfg.Identity, func(exits []limit.Exit) {
 		setExits(exits)
-		g.CloseTunnelsOff(exits)
+		g.CloseTunnelsOff()
 	})
 	idle := cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
 	rht := cmp.Or(cfg.ReadHeaderTimeout, DefaultHeaderTimeout)
@@ -412,37 +412,42 @@ func (g *Gateway) waitTunnels(ctx context.Context) bool {
 	}
 }
 
-// CloseTunnelsOff closes the passed-through tunnels whose exit is not
-// among exits, what the limiter has now. The Gateway calls it whenever its
-// ExitSet gives the limiter exits (Config.SetExits); a caller that changes
-// the limiter's exits itself (a fleet member whose share moved) calls it
-// then: a tunnel holds its exit for its whole life, and went on through an
-// exit another gateway had taken over.
-func (g *Gateway) CloseTunnelsOff(exits []limit.Exit) {
-	in := make(map[string]bool, len(exits))
-	for _, e := range exits {
-		in[e.ID] = true
-	}
+// CloseTunnelsOff closes the passed-through tunnels whose exit is no
+// longer in the limiter's pool. The Gateway calls it whenever its ExitSet
+// gives the limiter exits (Config.SetExits); a caller that changes the
+// limiter's exits itself (a fleet member whose share moved) calls it then:
+// a tunnel holds its exit for its whole life, and went on through an exit
+// another gateway had taken over.
+func (g *Gateway) CloseTunnelsOff() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c, exit := range g.passing {
-		if !in[exit] {
+		if !g.lim.HasExit(exit) {
 			c.Close()
 			delete(g.passing, c)
 		}
 	}
 }
 
-// passTunnel records the passed-through tunnel c on exit (open), or
-// forgets it.
-func (g *Gateway) passTunnel(c net.Conn, exit string, open bool) {
+// passTunnel records the passed-through tunnel c on exit, and reports
+// whether it may go on: an exit that left the pool while the tunnel was
+// being opened (a slow proxy's seconds) closes it at once, or it stayed
+// open on an exit another gateway had taken over.
+func (g *Gateway) passTunnel(c net.Conn, exit string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if open {
-		g.passing[c] = exit
-	} else {
-		delete(g.passing, c)
+	if !g.lim.HasExit(exit) {
+		return false
 	}
+	g.passing[c] = exit
+	return true
+}
+
+// unpassTunnel forgets the passed-through tunnel c.
+func (g *Gateway) unpassTunnel(c net.Conn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.passing, c)
 }
 
 func (g *Gateway) trackTunnel(c net.Conn, open bool) bool {

@@ -1769,7 +1769,7 @@ func TestPassthroughClosedWhenItsExitLeaves(t *testing.T) {
 	// A tunnel on an exit that stays is kept.
 	mu.Lock()
 	apply()
-	g.CloseTunnelsOff([]limit.Exit{{ID: owned}})
+	g.CloseTunnelsOff()
 	mu.Unlock()
 	io.WriteString(c, "again\n")
 	if line, err := br.ReadString('\n'); err != nil || line != "again\n" {
@@ -1778,10 +1778,93 @@ func TestPassthroughClosedWhenItsExitLeaves(t *testing.T) {
 	mu.Lock()
 	owned = "bind:127.0.0.22" // the share moved, as a fleet moves it
 	apply()
-	g.CloseTunnelsOff([]limit.Exit{{ID: owned}})
+	g.CloseTunnelsOff()
 	mu.Unlock()
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	if _, err := br.ReadString('\n'); !errors.Is(err, io.EOF) {
 		t.Errorf("the tunnel's exit left the pool: read %v, want the tunnel closed (EOF)", err)
+	}
+}
+
+// TestPassthroughOpeningWhenItsExitLeaves: a tunnel still being opened
+// (a slow proxy) when its exit leaves the pool is not left open on it: it
+// stayed open for good on an exit another gateway had taken over.
+func TestPassthroughOpeningWhenItsExitLeaves(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { echo.Close() })
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	// A proxy that takes 500 ms to open each tunnel.
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(500 * time.Millisecond)
+		up, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		c, brw, _ := http.NewResponseController(w).Hijack()
+		io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+		go func() { io.Copy(up, brw); up.Close() }()
+		io.Copy(c, up)
+		c.Close()
+	}))
+	t.Cleanup(slow.Close)
+	exits, err := pool.Parse(strings.NewReader(slow.URL+"\nbind:127.0.0.22\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowID := exits[0].ID()
+	lim := fast(t)
+	var mu sync.Mutex
+	var all []limit.Exit
+	owned := slowID
+	apply := func() {
+		var mine []limit.Exit
+		for _, e := range all {
+			if e.ID == owned {
+				mine = append(mine, e)
+			}
+		}
+		lim.SetExits(mine)
+	}
+	g, proxy := newGateway(t, Config{Limiter: lim, AllowPrivate: true, ConnectPorts: []int{echo.Addr().(*net.TCPAddr).Port}, Exits: exits,
+		SetExits: func(ex []limit.Exit) {
+			mu.Lock()
+			defer mu.Unlock()
+			all = ex
+			apply()
+		}})
+	c, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", echo.Addr(), echo.Addr())
+	time.Sleep(200 * time.Millisecond) // the slow proxy is opening it
+	mu.Lock()
+	owned = "bind:127.0.0.22" // the share moved meanwhile
+	apply()
+	g.CloseTunnelsOff()
+	mu.Unlock()
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err == nil && resp.StatusCode == 200 {
+		io.WriteString(c, "ping\n")
+		if line, err := br.ReadString('\n'); err == nil {
+			t.Fatalf("a tunnel opened through an exit that left the pool meanwhile works (%q)", line)
+		}
+	} else if err == nil && resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("CONNECT whose exit left while it opened: %d, want 503 (or the connection closed)", resp.StatusCode)
 	}
 }

@@ -64,6 +64,17 @@ func (l *Limiter) SetExits(exits []Exit) {
 	l.pool.Store(p)
 }
 
+// HasExit reports whether exit is in the pool now (SetExits): a caller
+// that holds an exit for long (a tunnel) lets go of it once it is not.
+func (l *Limiter) HasExit(exit string) bool {
+	p := l.pool.Load()
+	if p == nil {
+		return false
+	}
+	_, ok := p.idx[exit]
+	return ok
+}
+
 // Acquire decides, at now, whether a request to host may go now and on which
 // exit. If it can, it returns a Ticket and ok=true; pass the ticket to Done or
 // Cancel. Otherwise ok=false, nothing is held, and next is the earliest time

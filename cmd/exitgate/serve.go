@@ -318,7 +318,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		return err
 	}
 	if dist != nil {
-		dist.applied = g.CloseTunnelsOff // a moved exit's tunnels close
+		dist.applied = func([]limit.Exit) { g.CloseTunnelsOff() } // a moved exit's tunnels close
 	}
 	if f.echoURL != "" {
 		for id, err := range g.ExitSet().Resolve(ctx, 16) {
