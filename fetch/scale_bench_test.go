@@ -71,7 +71,8 @@ func BenchmarkCrawlOneHost(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		added, bad, err := urlfile.Push(ctx, fr, list)
+		l, err := urlfile.Push(ctx, fr, list)
+		added, bad := l.Added, l.Bad
 		if err != nil || added != n || bad.Count() != 0 {
 			b.Fatalf("urlfile.Push = %d, %d bad, %v; want %d", added, bad.Count(), err, n)
 		}

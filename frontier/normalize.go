@@ -151,15 +151,40 @@ func normalizedAlready(raw string) (normalized, bool) {
 	return normalized{key: raw, host: authority}, true
 }
 
+// plainScheme reports whether s can be a URL scheme as one is written: a
+// letter, then letters, digits, '+' or '-' (a dot makes it a host name).
+func plainScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// notAbsolute says that raw has no scheme, with the http URL it likely
+// meant when that is one (an IPv6 address needs its brackets: none then).
+func notAbsolute(raw string) string {
+	guess := "http://" + strings.TrimLeft(raw, "/")
+	if u, err := url.Parse(guess); err == nil && u.Hostname() != "" && !strings.Contains(u.Hostname(), ":") {
+		return fmt.Sprintf("not an absolute URL (want http:// or https://: %s?)", guess)
+	}
+	return "not an absolute URL (want http:// or https://)"
+}
+
 func normalizeSlow(raw string) (normalized, error) {
 	if raw == "" {
 		return normalized{}, invalid(raw, "empty")
 	}
-	if !strings.Contains(raw, "://") {
+	if sch, rest, ok := strings.Cut(raw, ":"); !ok || !plainScheme(sch) || rest != "" && rest[0] >= '0' && rest[0] <= '9' {
 		// A scheme forgotten: 127.0.0.1:8080/a read as "first path
 		// segment in URL cannot contain colon", example.com:8080/a as
-		// the scheme "example.com".
-		return normalized{}, invalid(raw, fmt.Sprintf("not an absolute URL (want http:// or https://: http://%s?)", strings.TrimLeft(raw, "/")))
+		// the scheme "example.com". (mailto:, javascript: and http:/x
+		// keep what url.Parse makes of them, below.)
+		return normalized{}, invalid(raw, notAbsolute(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

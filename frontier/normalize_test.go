@@ -252,3 +252,27 @@ func TestIDNOneHost(t *testing.T) {
 		t.Errorf("URL %q, want it kept as given", a.URL)
 	}
 }
+
+// TestNormalizeSchemeForgotten: a URL without its scheme says so, with the
+// http URL it likely meant when that is one; a URL with another scheme
+// says which (the first version of the hint read mailto:x as
+// http://mailto:x, and ::1/p as http://::1/p, no URL).
+func TestNormalizeSchemeForgotten(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"example.com/a", "want http:// or https://: http://example.com/a?"},
+		{"127.0.0.1:8080/a", "want http:// or https://: http://127.0.0.1:8080/a?"},
+		{"localhost:8080/a", "want http:// or https://: http://localhost:8080/a?"},
+		{"//host/p", "want http:// or https://: http://host/p?"},
+		{"example.com/?u=http://x.example/", "want http:// or https://: http://example.com/?u=http://x.example/?"},
+		{"::1/p", "not an absolute URL (want http:// or https://)"},
+		{"2001:db8::1/x", "not an absolute URL (want http:// or https://)"},
+		{"mailto:x@example.com", `scheme "mailto" is not http or https`},
+		{"javascript:alert(1)", `scheme "javascript" is not http or https`},
+		{"http:/example.com/a", "no host"},
+	} {
+		_, err := Normalize(tc.raw)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Normalize(%q) = %v, want it to say %q", tc.raw, err, tc.want)
+		}
+	}
+}

@@ -400,6 +400,7 @@ func isLocalAddr(a netip.Addr) bool {
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, host string, status int, reason, why string) {
 	g.stats.refused(reason)
 	g.log.Info("gateway: refused", "reason", reason, "host", host, "client", r.RemoteAddr)
+	w.Header().Set(HeaderAttempts, "0") // nothing sent, as every answer says
 	g.answer(w, status, reason, 0, "exitgate: refused: "+why)
 }
 

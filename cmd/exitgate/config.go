@@ -47,10 +47,17 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 				}
 			})
 			bare := strings.TrimLeft(k.Value, "-")
-			if bare != k.Value && flags.Lookup(bare) != nil {
+			switch {
+			case bare == "config" || bare == "help":
+				// Not a key at all: no advice towards one.
+			case bare != k.Value && flags.Lookup(bare) != nil:
 				msg += fmt.Sprintf(" (keys are flag names without their dashes: %s)", bare)
-			} else if sug := suggest(bare, names); len(sug) > 0 {
-				msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(sug, " or "))
+			case len(bare) == 1 && flags.ShorthandLookup(bare) != nil:
+				msg += fmt.Sprintf(" (keys are flag names: %s)", flags.ShorthandLookup(bare).Name)
+			default:
+				if sug := suggest(bare, names); len(sug) > 0 {
+					msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(sug, " or "))
+				}
 			}
 			errs = append(errs, msg)
 			continue

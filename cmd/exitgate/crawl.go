@@ -356,6 +356,21 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		}
 		defer release()
 		workedBefore = before
+		if !before {
+			defer func() {
+				if exitCode(result) != exitUsage {
+					return
+				}
+				// Refused on its first run here (a list without one
+				// usable URL): the --out is no worker's yet, or the next
+				// run warned that Redis had lost the crawl.
+				os.Remove(filepath.Join(f.out, crawlRecordFile))
+				journal := filepath.Join(f.out, "journal-"+f.crawl+".jsonl")
+				if fi, err := os.Stat(journal); err == nil && fi.Size() == 0 {
+					os.Remove(journal)
+				}
+			}()
+		}
 	}
 	var record *crawlRecord
 	if f.redis == "" {
@@ -397,9 +412,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			return usageError(err)
 		}
 	}
-	if stdinKept != "" {
-		fmt.Fprintf(stderr, "exitgate: the URL list from standard input is kept as %s\n", stdinKept)
-	}
+
 	var fr frontier.Frontier
 	start := time.Now()
 	if f.redis != "" {
@@ -434,6 +447,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	// another list must not be taken for this crawl's then (the next run
 	// with another list had merged into the part loaded, and refused the
 	// rest of the first list as another's).
+	listUseless := false // this run's URL list held not one usable URL
 	if record != nil {
 		recordPath := filepath.Join(f.out, crawlRecordFile)
 		before, readErr := os.ReadFile(recordPath)
@@ -441,12 +455,13 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			return err
 		}
 		defer func() {
-			if exitCode(result) != exitUsage {
+			if exitCode(result) != exitUsage && !listUseless {
 				return
 			}
-			// Refused (a list without one usable URL): the record goes
-			// back to what it was. Kept, it made the corrected list
-			// "another list", refused without --append.
+			// Refused (a list without one usable URL), or stopped while
+			// loading one before any of it went in: the record goes back
+			// to what it was. Kept, it made the corrected list "another
+			// list", refused without --append.
 			if errors.Is(readErr, fs.ErrNotExist) {
 				os.Remove(recordPath)
 			} else if readErr == nil {
@@ -454,8 +469,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			}
 		}()
 	}
-	var added int
-	var bad urlfile.Bad
+	var loaded urlfile.Loaded
 	signalled := false
 	listSum := ""
 	if dist != nil && setup.urlFile != "" {
@@ -476,10 +490,19 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		// in stays, and the same command again loads the rest (the
 		// process had died of the signal, without a word).
 		loadCtx, stopLoad := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		added, bad, err = urlfile.Push(loadCtx, fr, setup.urlFile)
+		loaded, err = urlfile.Push(loadCtx, fr, setup.urlFile)
 		signalled = loadCtx.Err() != nil && ctx.Err() == nil
 		stopLoad()
+		listUseless = loaded.Usable == 0
+		if listUseless && dist != nil && listSum != "" {
+			// Nor is it the distributed crawl's: a corrected list was
+			// refused as another (an --append'ed useless one too).
+			if err := dist.unrecordList(ctx, f.crawl, listSum); err != nil {
+				logger.Warn("distributed: a URL list without usable URLs left recorded", "err", err)
+			}
+		}
 	}
+	added, bad := loaded.Added, loaded.Bad
 	for _, b := range bad.Lines {
 		fmt.Fprintln(stderr, "exitgate: skipped", b)
 	}
@@ -499,6 +522,18 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	if err != nil {
 		return err
+	}
+	if setup.urlFile != "" && listUseless {
+		// Not one URL of it (an --append'ed list too, which was taken and
+		// recorded, exit 0, where the crawl had URLs of its own).
+		name := setup.urlFile
+		if stdinKept != "" {
+			name = "the URL list from standard input" // (not kept: removed on the way out)
+		}
+		return usageError(fmt.Errorf("%s: no usable URLs", name))
+	}
+	if stdinKept != "" {
+		fmt.Fprintf(stderr, "exitgate: the URL list from standard input is kept as %s\n", stdinKept)
 	}
 	if dist != nil {
 		if listSum != "" {

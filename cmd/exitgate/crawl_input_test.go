@@ -485,4 +485,16 @@ func TestCrawlNoUsableURLsNotRecorded(t *testing.T) {
 	if r := runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--ignore-robots", "--progress", "0", "--lane-rate", "50/s", urls); r.err != nil {
 		t.Errorf("the corrected list: %v\n%s\nwant it crawled", r.err, r.stderr)
 	}
+	// Appended to a crawl with URLs of its own, a list without one usable
+	// URL is refused too, and not recorded (it was taken, exit 0, and a
+	// later refusal named it as what the crawl held).
+	before, _ := os.ReadFile(filepath.Join(out, crawlRecordFile))
+	bad := writeLines(t, dir, "bad.txt", []string{"not a url", host + "/x", "# a comment"})
+	r = runCrawlCmd(t, 30*time.Second, "crawl", "--out", out, "--ignore-robots", "--progress", "0", "--append", bad)
+	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "no usable URLs") {
+		t.Errorf("--append of a list without usable URLs: %v, want exit 2", r.err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, crawlRecordFile)); string(after) != string(before) {
+		t.Errorf("crawl.json after the refused --append:\n%s\nwant it as before:\n%s", after, before)
+	}
 }

@@ -365,6 +365,16 @@ func (d *distributed) loaded(ctx context.Context, crawl, sum string) error {
 	return d.rdb.SRem(ctx, "eg:{"+crawl+"}:loading", sum).Err()
 }
 
+// unrecordList takes the URL list sum out of the crawl's lists: it held not
+// one usable URL, and a corrected list was refused as another.
+func (d *distributed) unrecordList(ctx context.Context, crawl, sum string) error {
+	p := d.rdb.Pipeline()
+	p.SRem(ctx, "eg:{"+crawl+"}:lists", sum)
+	p.SRem(ctx, "eg:{"+crawl+"}:loading", sum)
+	_, err := p.Exec(ctx)
+	return err
+}
+
 // partial counts the crawl's URL lists that a worker began to load and none
 // loaded whole.
 func (d *distributed) partial(ctx context.Context, crawl string) (int, error) {

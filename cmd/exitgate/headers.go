@@ -125,7 +125,9 @@ func runHeaders(cmd *cobra.Command, args []string, f headersFlags) error {
 		// head just received has a Date of about now anyway.)
 		for name, vs := range hd.Header { // (names kept as spelled: date, in HTTP/2)
 			if strings.EqualFold(name, "Date") && len(vs) > 0 {
-				if d, err := http.ParseTime(strings.TrimSpace(vs[0])); err == nil {
+				// Not one from the future: a clock years ahead is the
+				// server's error, which the parser then sets aside.
+				if d, err := http.ParseTime(strings.TrimSpace(vs[0])); err == nil && !d.After(received.Add(time.Minute)) {
 					received = d
 				}
 			}

@@ -100,7 +100,9 @@ func helpCmd(root *cobra.Command) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, rest, err := root.Find(args)
-			if err == nil && len(rest) > 0 && target.HasSubCommands() {
+			if err == nil && len(rest) > 0 {
+				// A word past a command: one it does not have (after a
+				// command without any, it was ignored, exit 0).
 				err = fmt.Errorf("unknown command %q", rest[0])
 			}
 			if target == nil || err != nil {
@@ -111,12 +113,27 @@ func helpCmd(root *cobra.Command) *cobra.Command {
 					target = root
 				}
 				msg := fmt.Sprintf("no help topic %q for %q", word, target.CommandPath())
-				if sug := target.SuggestionsFor(word); len(sug) > 0 {
+				if sug := target.SuggestionsFor(word); len(sug) > 0 && word != "" {
 					msg += " (did you mean " + strings.Join(sug, " or ") + "?)"
 				}
 				return usageError(fmt.Errorf("%s; run '%s --help' for its commands", msg, target.CommandPath()))
 			}
 			return target.Help()
+		},
+		// As cobra's own help command: `exitgate help cr<TAB>` completes
+		// the commands (the first version completed file names).
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range target.Commands() {
+				if sub.IsAvailableCommand() && sub != c && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
 		},
 	}
 }

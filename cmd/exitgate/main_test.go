@@ -69,7 +69,7 @@ func TestUnknownCommand(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		sug  string
-	}{{[]string{"help", "bogus"}, ""}, {[]string{"help", "crawll"}, "crawl"}, {[]string{"help", "proxies", "chek"}, "check"}} {
+	}{{[]string{"help", "bogus"}, ""}, {[]string{"help", "crawll"}, "crawl"}, {[]string{"help", "proxies", "chek"}, "check"}, {[]string{"help", "crawl", "bogus"}, ""}} {
 		r := runCmd(t, tc.args...)
 		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "no help topic") || !strings.Contains(r.err.Error(), tc.sug) {
 			t.Errorf("exitgate %v: %v (exit %d), want exit 2 with the suggestion %q", tc.args, r.err, exitCode(r.err), tc.sug)
@@ -79,5 +79,10 @@ func TestUnknownCommand(t *testing.T) {
 		if r := runCmd(t, args...); r.err != nil || !strings.Contains(r.stdout, "Usage:") {
 			t.Errorf("exitgate %v: %v, want help", args, r.err)
 		}
+	}
+	// `exitgate help cr<TAB>` completes the commands, as cobra's own help
+	// command did.
+	if r := runCmd(t, "__complete", "help", "cr"); !strings.Contains(r.stdout, "crawl\t") || strings.Contains(r.stdout, "bench") {
+		t.Errorf("completing help cr: %q, want crawl alone", r.stdout)
 	}
 }

@@ -72,7 +72,8 @@ func benchPushFile(b *testing.B, hosts int) {
 		}
 		i++
 		b.StartTimer()
-		added, bad, err := Push(ctx, fr, path)
+		l, err := Push(ctx, fr, path)
+		added, bad := l.Added, l.Bad
 		if err != nil || added != n-n/1000 || bad.Count() != n/1000 {
 			b.Fatalf("Push = %d added, %d bad, %v; want %d, %d", added, bad.Count(), err, n-n/1000, n/1000)
 		}

@@ -131,36 +131,44 @@ func clip(s string) string {
 // pushBatch is how many URLs go to the frontier in one Push.
 const pushBatch = 50000
 
-// Push adds the URL file at path to fr in batches and returns how many
-// URLs were new. Bad lines are returned, not fatal. The file is read and
+// Loaded is what Push made of a URL file.
+type Loaded struct {
+	Added  int // URLs new to the frontier
+	Usable int // lines that were URLs the frontier takes, new or not
+	Bad    Bad // the lines that were not
+}
+
+// Push adds the URL file at path to fr in batches and says how many URLs
+// were new and usable. Bad lines are returned, not fatal. The file is read and
 // checked on one goroutine while the previous batch is pushed on another;
 // with a frontier.PreparedPusher, the jobs are prepared there too; with a
 // frontier.BulkLoader, the pushes go in one BulkLoad (Push is for a
 // frontier nothing else uses meanwhile: a crawl loading its list).
-func Push(ctx context.Context, fr frontier.Frontier, path string) (added int, bad Bad, err error) {
+func Push(ctx context.Context, fr frontier.Frontier, path string) (l Loaded, err error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return 0, Bad{}, err
+		return Loaded{}, err
 	}
 	defer file.Close()
 	if bl, ok := fr.(frontier.BulkLoader); ok {
 		err = bl.BulkLoad(ctx, func() error {
-			added, bad, err = push(ctx, fr, file, path)
+			l, err = push(ctx, fr, file, path)
 			return err
 		})
-		return added, bad, err
+		return l, err
 	}
 	return push(ctx, fr, file, path)
 }
 
 // push is Push on an open file.
-func push(ctx context.Context, fr frontier.Frontier, file *os.File, path string) (int, Bad, error) {
+func push(ctx context.Context, fr frontier.Frontier, file *os.File, path string) (Loaded, error) {
 	pp, prepare := fr.(frontier.PreparedPusher)
 	var (
 		batches = make(chan batch, 2)
 		free    = make(chan batch, 3)
 		stop    = make(chan struct{})
 		bad     Bad
+		usable  int
 		readErr error
 		done    = make(chan struct{})
 	)
@@ -188,6 +196,7 @@ func push(ctx context.Context, fr frontier.Frontier, file *os.File, path string)
 				}
 				b.jobs = append(b.jobs, frontier.NewJob{URL: u})
 			}
+			usable++
 			if b.len() < pushBatch {
 				return "", nil
 			}
@@ -228,10 +237,11 @@ func push(ctx context.Context, fr frontier.Frontier, file *os.File, path string)
 		free <- b.reset()
 	}
 	<-done
+	l := Loaded{Added: added, Usable: usable, Bad: bad}
 	if pushErr != nil {
-		return added, bad, pushErr
+		return l, pushErr
 	}
-	return added, bad, readErr
+	return l, readErr
 }
 
 // batch is one push of Push: prepared jobs, or jobs to push as they are.

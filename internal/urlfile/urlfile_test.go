@@ -143,7 +143,8 @@ func TestPush(t *testing.T) {
 	}
 	defer db.Close()
 	for _, f := range []frontier.Frontier{fr, db} {
-		added, bad, err := Push(context.Background(), f, path)
+		l, err := Push(context.Background(), f, path)
+		added, bad := l.Added, l.Bad
 		if err != nil || added != n-n/1000 || bad.Count() != n/1000 || len(bad.Lines) != MaxBadKept {
 			t.Fatalf("Push(%T) = %d added, %d bad (%d kept), %v; want %d, %d (%d kept), nil", f, added, bad.Count(), len(bad.Lines), err, n-n/1000, n/1000, MaxBadKept)
 		}
@@ -151,19 +152,21 @@ func TestPush(t *testing.T) {
 			t.Errorf("Push(%T): %d queued, want %d", f, c.Queued, n-n/1000)
 		}
 	}
-	added, bad, err := Push(context.Background(), fr, path)
-	if err != nil || added != 0 || bad.Count() != n/1000 {
-		t.Fatalf("Push again = %d added, %d bad, %v; want 0 (all known), %d, nil", added, bad.Count(), err, n/1000)
+	l, err := Push(context.Background(), fr, path)
+	added, bad := l.Added, l.Bad
+	if err != nil || added != 0 || bad.Count() != n/1000 || l.Usable != n-n/1000 {
+		t.Fatalf("Push again = %d added, %d usable, %d bad, %v; want 0 (all known), %d, %d, nil", added, l.Usable, bad.Count(), err, n-n/1000, n/1000)
 	}
 	if b := bad.Lines[0]; b.Line != 1000 || !strings.Contains(b.Error(), `urls.txt:1000: "http://127.0.0.1:0/bad/999": invalid port "0"`) {
 		t.Errorf("bad[0] = %v, want line 1000 with its reason", b)
 	}
 	fr2, _ := memory.New(memory.Config{})
-	added, _, err = Push(context.Background(), &failingFrontier{Frontier: fr2}, path)
+	l, err = Push(context.Background(), &failingFrontier{Frontier: fr2}, path)
+	added = l.Added
 	if err == nil || !strings.Contains(err.Error(), "disk full") || added != pushBatch {
 		t.Errorf("Push(failing frontier) = %d, %v; want %d, disk full", added, err, pushBatch)
 	}
-	if _, _, err := Push(context.Background(), fr, path+".missing"); err == nil {
+	if _, err := Push(context.Background(), fr, path+".missing"); err == nil {
 		t.Error("Push(missing file) = nil error")
 	}
 }
