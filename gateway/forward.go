@@ -181,6 +181,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		sent := time.Now()
 		resp, err := member.Transport.RoundTrip(out)
 		now := time.Now()
+		if err == nil {
+			// The exit's IP as its provider reports it (Identity's
+			// header): a sticky exit whose IP changed moves to that IP's
+			// lanes. serve took --exit-ip-header and did nothing with it.
+			g.exits.Observe(member.ID, resp.Header)
+		}
 		canRetry := replay && attempt < g.cfg.MaxAttempts
 		if err != nil {
 			if ctx.Err() != nil {

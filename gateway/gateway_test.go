@@ -1868,3 +1868,24 @@ func TestPassthroughOpeningWhenItsExitLeaves(t *testing.T) {
 		t.Errorf("CONNECT whose exit left while it opened: %d, want 503 (or the connection closed)", resp.StatusCode)
 	}
 }
+
+// TestExitIPHeaderObserved: with an identity header (serve's
+// --exit-ip-header), the IP a provider reports in answers re-keys the exit
+// on it: the gateway never read it, and the flag did nothing.
+func TestExitIPHeaderObserved(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Exit-IP", "203.0.113.7")
+		io.WriteString(w, "ok")
+	})
+	id, err := pool.NewIdentity(pool.IdentityConfig{Header: "X-Exit-IP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21"), Identity: id})
+	if resp, _ := get(t, client(proxy, nil), o.URL+"/"); resp.StatusCode != 200 {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	if keys := g.ExitSet().Keys(); len(keys) != 1 || !strings.Contains(keys[0], "203.0.113.7") {
+		t.Errorf("exit keys %v, want the exit keyed on the IP its answers reported", keys)
+	}
+}

@@ -800,6 +800,13 @@ func TestStatusFleetFlags(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: strings.TrimPrefix(r.URL(), "redis://")})
 	defer rdb.Close()
 	rdb.HSet(context.Background(), "eg:{w}:learned", "h.example", `{"host":"h.example","phase":"settled"}`)
+	// --redis from its variable: status asked for it, "give its --redis
+	// too" (the arguments were checked before the environment was read).
+	t.Setenv("EXITGATE_STATUS_REDIS", r.URL())
+	if out, msg, code := run(t, "status", "--crawl", "w"); code != 0 || !strings.Contains(out, "h.example") {
+		t.Errorf("status --crawl with EXITGATE_STATUS_REDIS: exit %d %q, want the crawl's status:\n%s", code, msg, out)
+	}
+	os.Unsetenv("EXITGATE_STATUS_REDIS")
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	root := newRootCmd()

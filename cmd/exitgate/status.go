@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,15 +51,19 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
   exitgate status ./exitgate-out
   exitgate status --redis redis://127.0.0.1:6379 --crawl shop`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if fleet.redis == "" && fleet.crawl != "" {
+			// (Checked before the environment is applied: read here, as
+			// crawl reads EXITGATE_REDIS; EXITGATE_STATUS_REDIS was
+			// taken for no --redis at all.)
+			redis, crawl := cmp.Or(fleet.redis, os.Getenv(envName(cmd, "redis"))), cmp.Or(fleet.crawl, os.Getenv(envName(cmd, "crawl")))
+			if redis == "" && crawl != "" {
 				// It read ADDR as an unknown command.
 				return usageError(fmt.Errorf("--crawl names a distributed crawl: give its --redis too (and no ADDR)"))
 			}
 			want := cobra.ExactArgs(1)
-			if fleet.redis != "" || fleet.crawl != "" {
+			if redis != "" || crawl != "" {
 				want = cobra.NoArgs
 			}
-			if len(args) == 0 && fleet.redis == "" {
+			if len(args) == 0 && redis == "" {
 				// cobra's "accepts 1 arg(s), received 0" named nothing.
 				return usageError(errors.New("status needs what to show: a running crawl's --ui ADDR, a crawl's --out DIR, or --redis URL --crawl NAME for a distributed one (see exitgate status --help)"))
 			}
