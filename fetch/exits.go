@@ -2,9 +2,11 @@ package fetch
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/pool"
@@ -35,10 +37,13 @@ type ExitSet struct {
 	onSet func([]limit.Exit)
 
 	mu      sync.Mutex
-	members map[string]Member   // by member ID
-	keyOf   map[string]string   // member ID -> key
-	byKey   map[string][]string // key -> member IDs, sorted
-	next    map[string]int      // round-robin cursor per key
+	members map[string]Member // by member ID
+	keyOf   map[string]string // member ID -> key
+	// keys is a copy of keyOf as last published, read without mu (KeyOf):
+	// onSet's callers ask it from within onSet, which runs under mu.
+	keys  atomic.Pointer[map[string]string]
+	byKey map[string][]string // key -> member IDs, sorted
+	next  map[string]int      // round-robin cursor per key
 }
 
 // NewExitSet builds the set. onSet receives the limiter's exit list now and
@@ -60,6 +65,17 @@ func ExitMap(m map[string]http.RoundTripper) *ExitSet {
 		members = append(members, Member{ID: id, Transport: rt})
 	}
 	return NewExitSet(members, nil, nil)
+}
+
+// KeyOf returns the key member memberID is under now (its IP, once
+// known, with an Identity; else its ID), and whether it is a member.
+func (s *ExitSet) KeyOf(memberID string) (string, bool) {
+	keys := s.keys.Load()
+	if keys == nil {
+		return "", false
+	}
+	key, ok := (*keys)[memberID]
+	return key, ok
 }
 
 func (s *ExitSet) keyFor(memberID string) string {
@@ -168,6 +184,8 @@ func (s *ExitSet) publish() {
 		exits = append(exits, limit.Exit{ID: key})
 	}
 	sort.Slice(exits, func(i, j int) bool { return exits[i].ID < exits[j].ID })
+	keys := maps.Clone(s.keyOf)
+	s.keys.Store(&keys)
 	if s.onSet != nil {
 		s.onSet(exits)
 	}

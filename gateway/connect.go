@@ -235,10 +235,11 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 			return
 		}
 		g.lim.Done(ticket, limit.Outcome{Verdict: verdict.Fatal, SentAt: sent, AnsweredAt: now}, now)
-		if !g.lim.HasExit(ticket.Exit) {
+		if !g.holds(m.ID) {
 			// Its exit left the pool while the tunnel was opened (a
 			// fleet's handover during a slow proxy's connect).
 			up.Close()
+			w.Header().Set(HeaderAttempts, strconv.Itoa(attempt))
 			g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", now.Add(time.Second),
 				fmt.Sprintf("exitgate: the exit of the tunnel to %s moved to another gateway while it was opened: retry", authority))
 			return
@@ -257,7 +258,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 		}
 		defer g.trackTunnel(conn, false)
 		defer conn.Close()
-		if !g.passTunnel(conn, ticket.Exit) {
+		if !g.passTunnel(conn, m.ID) {
 			up.Close()
 			return // (its exit moved on while it was opened: the client sees the connection close)
 		}

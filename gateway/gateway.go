@@ -182,9 +182,11 @@ type Gateway struct {
 	mu   sync.Mutex // guards listeners and tunnels
 	lns  []net.Listener
 	tuns map[net.Conn]struct{}
-	// passing maps each passed-through tunnel to the exit it holds: one
-	// whose exit leaves the limiter's pool (a fleet's handover) is closed,
-	// or it went on through an exit another gateway then sent through.
+	// passing maps each passed-through tunnel to the member (exit) it
+	// holds: one whose exit leaves the limiter's pool (a fleet's
+	// handover) is closed, or it went on through an exit another gateway
+	// then sent through. By member, not the limiter's key: an exit re-keyed
+	// on its IP (--exit-ip-header) stays.
 	passing map[net.Conn]string
 	wg      sync.WaitGroup // tunnel goroutines
 
@@ -421,25 +423,32 @@ func (g *Gateway) waitTunnels(ctx context.Context) bool {
 func (g *Gateway) CloseTunnelsOff() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for c, exit := range g.passing {
-		if !g.lim.HasExit(exit) {
+	for c, member := range g.passing {
+		if !g.holds(member) {
 			c.Close()
 			delete(g.passing, c)
 		}
 	}
 }
 
-// passTunnel records the passed-through tunnel c on exit, and reports
-// whether it may go on: an exit that left the pool while the tunnel was
-// being opened (a slow proxy's seconds) closes it at once, or it stayed
-// open on an exit another gateway had taken over.
-func (g *Gateway) passTunnel(c net.Conn, exit string) bool {
+// holds reports whether the limiter has member's exit, under the key it
+// is under now.
+func (g *Gateway) holds(member string) bool {
+	key, ok := g.exits.KeyOf(member)
+	return ok && g.lim.HasExit(key)
+}
+
+// passTunnel records the passed-through tunnel c through member, and
+// reports whether it may go on: an exit that left the pool while the
+// tunnel was being opened (a slow proxy's seconds) closes it at once, or
+// it stayed open on an exit another gateway had taken over.
+func (g *Gateway) passTunnel(c net.Conn, member string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.lim.HasExit(exit) {
+	if !g.holds(member) {
 		return false
 	}
-	g.passing[c] = exit
+	g.passing[c] = member
 	return true
 }
 

@@ -1889,3 +1889,52 @@ func TestExitIPHeaderObserved(t *testing.T) {
 		t.Errorf("exit keys %v, want the exit keyed on the IP its answers reported", keys)
 	}
 }
+
+// TestPassthroughKeptWhenItsExitIsRekeyed: an exit re-keyed on the IP its
+// answers report (--exit-ip-header) is still the gateway's: its
+// passed-through tunnels stay open (they were closed as if the exit had
+// left the pool, on each exit's first answer and every IP change).
+func TestPassthroughKeptWhenItsExitIsRekeyed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Exit-IP", "203.0.113.9")
+		io.WriteString(w, "ok")
+	})
+	id, err := pool.NewIdentity(pool.IdentityConfig{Header: "X-Exit-IP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, ConnectPorts: []int{ln.Addr().(*net.TCPAddr).Port},
+		Exits: bindExits(t, "127.0.0.21"), Identity: id})
+	c, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", ln.Addr(), ln.Addr())
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	if resp, _ := get(t, client(proxy, nil), o.URL+"/"); resp.StatusCode != 200 { // re-keys the exit
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	io.WriteString(c, "still\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "still\n" {
+		t.Errorf("the tunnel after its exit was re-keyed: %q %v, want it open", line, err)
+	}
+}

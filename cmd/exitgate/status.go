@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,7 +53,20 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 			// (Checked before the environment is applied: read here, as
 			// crawl reads EXITGATE_REDIS; EXITGATE_STATUS_REDIS was
 			// taken for no --redis at all.)
-			redis, crawl := cmp.Or(fleet.redis, os.Getenv(envName(cmd, "redis"))), cmp.Or(fleet.crawl, os.Getenv(envName(cmd, "crawl")))
+			// An ADDR or DIR given wins over a fleet named only by the
+			// environment; a flag given, even empty, wins over its
+			// variable.
+			explicit := cmd.Flags().Changed("redis") || cmd.Flags().Changed("crawl")
+			if len(args) == 1 && !explicit {
+				return nil
+			}
+			flagOr := func(name, v string) string {
+				if cmd.Flags().Changed(name) {
+					return v
+				}
+				return os.Getenv(envName(cmd, name))
+			}
+			redis, crawl := flagOr("redis", fleet.redis), flagOr("crawl", fleet.crawl)
 			if redis == "" && crawl != "" {
 				// It read ADDR as an unknown command.
 				return usageError(fmt.Errorf("--crawl names a distributed crawl: give its --redis too (and no ADDR)"))
@@ -66,6 +78,10 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 			if len(args) == 0 && redis == "" {
 				// cobra's "accepts 1 arg(s), received 0" named nothing.
 				return usageError(errors.New("status needs what to show: a running crawl's --ui ADDR, a crawl's --out DIR, or --redis URL --crawl NAME for a distributed one (see exitgate status --help)"))
+			}
+			if (redis != "" || crawl != "") && len(args) > 0 {
+				// (cobra said: unknown command "./out")
+				return usageError(fmt.Errorf("status shows --redis and --crawl's distributed crawl, or %s: not both", args[0]))
 			}
 			if err := want(cmd, args); err != nil {
 				return usageError(err)
@@ -81,7 +97,11 @@ workers, the exits each owns, the hosts' learned rates, 429s and the queue.`,
 			case timeout <= 0:
 				return usageError(fmt.Errorf("--timeout %v: want above 0", timeout))
 			}
-			if fleet.redis != "" || fleet.crawl != "" {
+			onLine := func(name string) bool { // given on the command line, not by its variable
+				f := cmd.Flags().Lookup(name)
+				return f.Changed && len(f.Annotations[envSetAnnotation]) == 0
+			}
+			if (fleet.redis != "" || fleet.crawl != "") && (len(args) == 0 || onLine("redis") || onLine("crawl")) {
 				if fleet.redis == "" || fleet.crawl == "" {
 					return usageError(fmt.Errorf("a distributed crawl's status needs both --redis and --crawl"))
 				}
