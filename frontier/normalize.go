@@ -165,12 +165,29 @@ func plainScheme(s string) bool {
 	return s != ""
 }
 
+// userinfoFirst reports whether sch:rest is a user name, a password and a
+// host (user:pass@example.com/a), not a scheme and its part: unless sch is
+// a scheme URLs are written with (mailto:x@example.com).
+func userinfoFirst(sch, rest string) bool {
+	switch strings.ToLower(sch) {
+	case "http", "https", "mailto", "javascript", "data", "ftp", "ftps", "file", "tel", "sms", "ws", "wss", "about", "blob", "urn", "news", "irc", "ssh", "git":
+		return false
+	}
+	at := strings.IndexByte(rest, '@')
+	return at > 0 && !strings.ContainsAny(rest[:at], "/?#")
+}
+
 // notAbsolute says that raw has no scheme, with the http URL it likely
-// meant when that is one (an IPv6 address needs its brackets: none then).
+// meant when that is one: a host first, or //host (a bare /path has none,
+// and an IPv6 address needs its brackets).
 func notAbsolute(raw string) string {
-	guess := "http://" + strings.TrimLeft(raw, "/")
-	if u, err := url.Parse(guess); err == nil && u.Hostname() != "" && !strings.Contains(u.Hostname(), ":") {
-		return fmt.Sprintf("not an absolute URL (want http:// or https://: %s?)", guess)
+	guess := "http://" + strings.TrimPrefix(raw, "//")
+	if strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//") {
+		guess = ""
+	}
+	if u, err := url.Parse(guess); guess != "" && err == nil && u.Hostname() != "" &&
+		(!strings.Contains(u.Hostname(), ":") || strings.HasPrefix(u.Host, "[")) {
+		return fmt.Sprintf("not an absolute URL (want http:// or https://: %s?)", Redact(guess))
 	}
 	return "not an absolute URL (want http:// or https://)"
 }
@@ -179,7 +196,7 @@ func normalizeSlow(raw string) (normalized, error) {
 	if raw == "" {
 		return normalized{}, invalid(raw, "empty")
 	}
-	if sch, rest, ok := strings.Cut(raw, ":"); !ok || !plainScheme(sch) || rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+	if sch, rest, ok := strings.Cut(raw, ":"); !ok || !plainScheme(sch) || rest != "" && rest[0] >= '0' && rest[0] <= '9' || userinfoFirst(sch, rest) {
 		// A scheme forgotten: 127.0.0.1:8080/a read as "first path
 		// segment in URL cannot contain colon", example.com:8080/a as
 		// the scheme "example.com". (mailto:, javascript: and http:/x

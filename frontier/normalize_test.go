@@ -269,6 +269,9 @@ func TestNormalizeSchemeForgotten(t *testing.T) {
 		{"mailto:x@example.com", `scheme "mailto" is not http or https`},
 		{"javascript:alert(1)", `scheme "javascript" is not http or https`},
 		{"http:/example.com/a", "no host"},
+		{"user:pass@example.com/a", "want http:// or https://: http://user:xxxxx@example.com/a?"},
+		{"[::1]:8080/a", "want http:// or https://: http://[::1]:8080/a?"},
+		{"/path/only", "not an absolute URL (want http:// or https://)"},
 	} {
 		_, err := Normalize(tc.raw)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -230,6 +230,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 				g.retried(host, ticket.Exit)
 				continue
 			}
+			w.Header().Set(HeaderAttempts, strconv.Itoa(attempt))
 			g.giveUp(w, host, http.StatusBadGateway, "tunnel "+fetch.ErrorClass(err), time.Time{},
 				fmt.Sprintf("exitgate: tunnel to %s through exit %s: %s", authority, ticket.Exit, g.scrub(m.ID, err.Error())))
 			return

@@ -93,6 +93,7 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request) (user string
 	g.stats.refused(reason)
 	g.log.Info("gateway: refused", "reason", reason, "client", r.RemoteAddr) // never the credentials themselves
 	w.Header().Set("Proxy-Authenticate", `Basic realm="exitgate"`)
+	w.Header().Set(HeaderAttempts, "0")
 	g.answer(w, http.StatusProxyAuthRequired, reason, 0, "exitgate: proxy credentials required (Proxy-Authorization: Basic)")
 	return "", false
 }

@@ -52,7 +52,7 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 				// Not a key at all: no advice towards one.
 			case bare != k.Value && flags.Lookup(bare) != nil:
 				msg += fmt.Sprintf(" (keys are flag names without their dashes: %s)", bare)
-			case len(bare) == 1 && flags.ShorthandLookup(bare) != nil:
+			case len(bare) == 1 && flags.ShorthandLookup(bare) != nil && flags.ShorthandLookup(bare).Name != "help":
 				msg += fmt.Sprintf(" (keys are flag names: %s)", flags.ShorthandLookup(bare).Name)
 			default:
 				if sug := suggest(bare, names); len(sug) > 0 {

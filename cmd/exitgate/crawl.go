@@ -347,6 +347,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)
 	}
+	listUseless := false  // this run's URL list held not one usable URL (so far, if a signal stopped its load)
 	workedBefore := false // this --out was a worker's of this distributed crawl
 	if f.redis != "" {
 		// (The name was checked with the flags, buildCrawl.)
@@ -358,7 +359,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		workedBefore = before
 		if !before {
 			defer func() {
-				if exitCode(result) != exitUsage {
+				if exitCode(result) != exitUsage && !listUseless {
 					return
 				}
 				// Refused on its first run here (a list without one
@@ -392,7 +393,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		if created {
 			kept := setup.urlFile
 			defer func() {
-				if exitCode(result) == exitUsage {
+				if exitCode(result) == exitUsage || listUseless {
 					// Refused before any work (another crawl's --out,
 					// another list): nothing of it is kept (it was, and
 					// the next run's --out held a list never crawled).
@@ -447,7 +448,6 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	// another list must not be taken for this crawl's then (the next run
 	// with another list had merged into the part loaded, and refused the
 	// rest of the first list as another's).
-	listUseless := false // this run's URL list held not one usable URL
 	if record != nil {
 		recordPath := filepath.Join(f.out, crawlRecordFile)
 		before, readErr := os.ReadFile(recordPath)

@@ -116,7 +116,11 @@ func helpCmd(root *cobra.Command) *cobra.Command {
 				if sug := target.SuggestionsFor(word); len(sug) > 0 && word != "" {
 					msg += " (did you mean " + strings.Join(sug, " or ") + "?)"
 				}
-				return usageError(fmt.Errorf("%s; run '%s --help' for its commands", msg, target.CommandPath()))
+				what := "its commands"
+				if !target.HasSubCommands() {
+					what = "its help" // (crawl has no commands to list)
+				}
+				return usageError(fmt.Errorf("%s; run '%s --help' for %s", msg, target.CommandPath(), what))
 			}
 			return target.Help()
 		},
