@@ -1637,45 +1637,21 @@ func TestExpectContinueBodyAfterLane(t *testing.T) {
 // request is answered 503 at once, nothing sent.
 func TestSetExitsOwnedOnly(t *testing.T) {
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, clientIP(r)) })
-	lim := fast(t)
-	var mu sync.Mutex
-	var all []limit.Exit
-	owned := map[string]bool{"bind:127.0.0.22": true}
-	apply := func() {
-		var mine []limit.Exit
-		for _, e := range all {
-			if owned[e.ID] {
-				mine = append(mine, e)
-			}
-		}
-		lim.SetExits(mine)
-	}
+	sh := newShare(fast(t), "bind:127.0.0.22")
 	var soon atomic.Bool // exits are on their way (NoExits)
-	_, proxy := newGateway(t, Config{Limiter: lim, AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22", "127.0.0.23"),
-		SetExits: func(exits []limit.Exit) {
-			mu.Lock()
-			defer mu.Unlock()
-			all = exits
-			apply()
-		},
-		NoExits: func() (bool, time.Duration) { return soon.Load(), 6 * time.Second }})
+	_, proxy := newGateway(t, Config{Limiter: sh.lim, AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22", "127.0.0.23"),
+		SetExits: sh.set, NoExits: func() (bool, time.Duration) { return soon.Load(), 6 * time.Second }})
 	c := client(proxy, nil)
 	for i := range 6 {
 		if resp, body := get(t, c, fmt.Sprintf("%s/a/%d", o.URL, i), HeaderSession, "s"); resp.StatusCode != 200 || body != "127.0.0.22" {
 			t.Fatalf("owning 127.0.0.22 only: %d through %q", resp.StatusCode, body)
 		}
 	}
-	mu.Lock()
-	owned = map[string]bool{"bind:127.0.0.23": true} // the share moved
-	apply()
-	mu.Unlock()
+	sh.own("bind:127.0.0.23") // the share moved
 	if resp, body := get(t, c, o.URL+"/b", HeaderSession, "s"); resp.StatusCode != 200 || body != "127.0.0.23" {
 		t.Errorf("the session's exit left the share: %d through %q, want 127.0.0.23", resp.StatusCode, body)
 	}
-	mu.Lock()
-	owned = nil
-	apply()
-	mu.Unlock()
+	sh.own()
 	before := len(o.requests())
 	start := time.Now()
 	resp, body := get(t, c, o.URL+"/c")
@@ -1701,10 +1677,7 @@ func TestSetExitsOwnedOnly(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		mu.Lock()
-		owned = map[string]bool{"bind:127.0.0.21": true}
-		apply()
-		mu.Unlock()
+		sh.own("bind:127.0.0.21")
 	}()
 	if resp, body := get(t, c, o.URL+"/d"); resp.StatusCode != 200 || body != "127.0.0.21" {
 		t.Errorf("exits on their way: %d through %q, want 200 through 127.0.0.21 once they came", resp.StatusCode, body)
@@ -1716,70 +1689,24 @@ func TestSetExitsOwnedOnly(t *testing.T) {
 // on through an exit another gateway then sent through (70 requests in
 // 14 s beside the new owner's 11).
 func TestPassthroughClosedWhenItsExitLeaves(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(c, c) }() // echo
-		}
-	}()
-	lim := fast(t)
-	var mu sync.Mutex
-	var all []limit.Exit
-	owned := "bind:127.0.0.21"
-	apply := func() {
-		var mine []limit.Exit
-		for _, e := range all {
-			if e.ID == owned {
-				mine = append(mine, e)
-			}
-		}
-		lim.SetExits(mine)
-	}
-	g, proxy := newGateway(t, Config{Limiter: lim, AllowPrivate: true, ConnectPorts: []int{ln.Addr().(*net.TCPAddr).Port},
-		Exits: bindExits(t, "127.0.0.21", "127.0.0.22"),
-		SetExits: func(exits []limit.Exit) {
-			mu.Lock()
-			defer mu.Unlock()
-			all = exits
-			apply()
-		}})
-	c, err := net.Dial("tcp", proxy.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", ln.Addr(), ln.Addr())
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %v %v", resp, err)
-	}
+	ln := echoServer(t)
+	sh := newShare(fast(t), "bind:127.0.0.21")
+	g, proxy := newGateway(t, Config{Limiter: sh.lim, AllowPrivate: true, ConnectPorts: []int{ln.Addr().(*net.TCPAddr).Port},
+		Exits: bindExits(t, "127.0.0.21", "127.0.0.22"), SetExits: sh.set})
+	c, br := openTunnel(t, proxy, ln.Addr().String())
 	io.WriteString(c, "ping\n")
 	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
 		t.Fatalf("through the tunnel: %q %v", line, err)
 	}
 	// A tunnel on an exit that stays is kept.
-	mu.Lock()
-	apply()
+	sh.own("bind:127.0.0.21")
 	g.CloseTunnelsOff()
-	mu.Unlock()
 	io.WriteString(c, "again\n")
 	if line, err := br.ReadString('\n'); err != nil || line != "again\n" {
 		t.Fatalf("after the same pool again: %q %v, want the tunnel kept", line, err)
 	}
-	mu.Lock()
-	owned = "bind:127.0.0.22" // the share moved, as a fleet moves it
-	apply()
+	sh.own("bind:127.0.0.22") // the share moved, as a fleet moves it
 	g.CloseTunnelsOff()
-	mu.Unlock()
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	if _, err := br.ReadString('\n'); !errors.Is(err, io.EOF) {
 		t.Errorf("the tunnel's exit left the pool: read %v, want the tunnel closed (EOF)", err)
@@ -1790,20 +1717,7 @@ func TestPassthroughClosedWhenItsExitLeaves(t *testing.T) {
 // (a slow proxy) when its exit leaves the pool is not left open on it: it
 // stayed open for good on an exit another gateway had taken over.
 func TestPassthroughOpeningWhenItsExitLeaves(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { echo.Close() })
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(c, c) }()
-		}
-	}()
+	echo := echoServer(t)
 	// A proxy that takes 500 ms to open each tunnel.
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(500 * time.Millisecond)
@@ -1824,26 +1738,9 @@ func TestPassthroughOpeningWhenItsExitLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	slowID := exits[0].ID()
-	lim := fast(t)
-	var mu sync.Mutex
-	var all []limit.Exit
-	owned := slowID
-	apply := func() {
-		var mine []limit.Exit
-		for _, e := range all {
-			if e.ID == owned {
-				mine = append(mine, e)
-			}
-		}
-		lim.SetExits(mine)
-	}
-	g, proxy := newGateway(t, Config{Limiter: lim, AllowPrivate: true, ConnectPorts: []int{echo.Addr().(*net.TCPAddr).Port}, Exits: exits,
-		SetExits: func(ex []limit.Exit) {
-			mu.Lock()
-			defer mu.Unlock()
-			all = ex
-			apply()
-		}})
+	sh := newShare(fast(t), slowID)
+	g, proxy := newGateway(t, Config{Limiter: sh.lim, AllowPrivate: true, ConnectPorts: []int{echo.Addr().(*net.TCPAddr).Port}, Exits: exits,
+		SetExits: sh.set})
 	c, err := net.Dial("tcp", proxy.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -1851,11 +1748,8 @@ func TestPassthroughOpeningWhenItsExitLeaves(t *testing.T) {
 	defer c.Close()
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", echo.Addr(), echo.Addr())
 	time.Sleep(200 * time.Millisecond) // the slow proxy is opening it
-	mu.Lock()
-	owned = "bind:127.0.0.22" // the share moved meanwhile
-	apply()
+	sh.own("bind:127.0.0.22")          // the share moved meanwhile
 	g.CloseTunnelsOff()
-	mu.Unlock()
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -1895,6 +1789,32 @@ func TestExitIPHeaderObserved(t *testing.T) {
 // passed-through tunnels stay open (they were closed as if the exit had
 // left the pool, on each exit's first answer and every IP change).
 func TestPassthroughKeptWhenItsExitIsRekeyed(t *testing.T) {
+	ln := echoServer(t)
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Exit-IP", "203.0.113.9")
+		io.WriteString(w, "ok")
+	})
+	id, err := pool.NewIdentity(pool.IdentityConfig{Header: "X-Exit-IP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, ConnectPorts: []int{ln.Addr().(*net.TCPAddr).Port},
+		Exits: bindExits(t, "127.0.0.21"), Identity: id})
+	c, br := openTunnel(t, proxy, ln.Addr().String())
+	if resp, _ := get(t, client(proxy, nil), o.URL+"/"); resp.StatusCode != 200 { // re-keys the exit
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	io.WriteString(c, "still\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "still\n" {
+		t.Errorf("the tunnel after its exit was re-keyed: %q %v, want it open", line, err)
+	}
+}
+
+// echoServer starts a TCP server on loopback that echoes what each client
+// sends, until the test ends.
+func echoServer(t *testing.T) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -1909,32 +1829,60 @@ func TestPassthroughKeptWhenItsExitIsRekeyed(t *testing.T) {
 			go func() { defer c.Close(); io.Copy(c, c) }()
 		}
 	}()
-	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Exit-IP", "203.0.113.9")
-		io.WriteString(w, "ok")
-	})
-	id, err := pool.NewIdentity(pool.IdentityConfig{Header: "X-Exit-IP"})
-	if err != nil {
-		t.Fatal(err)
+	return ln
+}
+
+// share is a fleet member's share of the exits, by hand (Config.SetExits):
+// the limiter gets those of the ExitSet's exits that own names.
+type share struct {
+	lim   *limit.Limiter
+	mu    sync.Mutex
+	all   []limit.Exit
+	owned []string
+}
+
+func newShare(lim *limit.Limiter, owned ...string) *share { return &share{lim: lim, owned: owned} }
+
+// set is Config.SetExits: the ExitSet's exits.
+func (s *share) set(exits []limit.Exit) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all = exits
+	s.applyLocked()
+}
+
+// own moves the share to the exits named.
+func (s *share) own(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.owned = ids
+	s.applyLocked()
+}
+
+func (s *share) applyLocked() {
+	var mine []limit.Exit
+	for _, e := range s.all {
+		if slices.Contains(s.owned, e.ID) {
+			mine = append(mine, e)
+		}
 	}
-	_, proxy := newGateway(t, Config{AllowPrivate: true, ConnectPorts: []int{ln.Addr().(*net.TCPAddr).Port},
-		Exits: bindExits(t, "127.0.0.21"), Identity: id})
+	s.lim.SetExits(mine)
+}
+
+// openTunnel opens a CONNECT tunnel to target through the gateway at
+// proxy, failing the test unless it is established; it is closed when the
+// test ends.
+func openTunnel(t *testing.T, proxy *url.URL, target string) (net.Conn, *bufio.Reader) {
+	t.Helper()
 	c, err := net.Dial("tcp", proxy.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", ln.Addr(), ln.Addr())
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
 	br := bufio.NewReader(c)
 	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
-	if resp, _ := get(t, client(proxy, nil), o.URL+"/"); resp.StatusCode != 200 { // re-keys the exit
-		t.Fatalf("GET: %d", resp.StatusCode)
-	}
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
-	io.WriteString(c, "still\n")
-	if line, err := br.ReadString('\n'); err != nil || line != "still\n" {
-		t.Errorf("the tunnel after its exit was re-keyed: %q %v, want it open", line, err)
-	}
+	return c, br
 }

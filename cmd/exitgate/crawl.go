@@ -330,19 +330,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	var dist *distributed
 	var exitIDs []string // a distributed worker's, for the fleet
 	if f.redis != "" {
-		if dist, err = openFleet(ctx, f.fleetFlags, logger); err != nil {
+		if dist, exitIDs, err = openChecked(ctx, f.fleetFlags, setup.exits, sharedSettings(f), logger); err != nil {
 			return err
 		}
 		defer dist.close()
-		for _, e := range setup.exits {
-			exitIDs = append(exitIDs, e.ID())
-		}
-		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, TTL: f.fleetTTL, Exits: exitIDs, Settings: sharedSettings(f)}); err != nil {
-			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
-				return usageError(err)
-			}
-			return err
-		}
 	}
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)

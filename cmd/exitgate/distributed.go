@@ -26,6 +26,7 @@ import (
 	"github.com/exitgate/exitgate/internal/urlfile"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/metrics"
+	"github.com/exitgate/exitgate/pool"
 	"github.com/exitgate/exitgate/redisstate"
 	"github.com/exitgate/exitgate/report"
 )
@@ -226,6 +227,27 @@ func (d *distributed) closeFrontier() {
 		d.fr.Close()
 		d.fr = nil
 	}
+}
+
+// openChecked opens a member's fleet (openFleet) and checks its exit list,
+// settings and ID against the live members' (fleet.Check), before the
+// member writes anything: a refusal is a usage error. It returns the
+// exits' IDs, as the fleet knows them. The caller closes d.
+func openChecked(ctx context.Context, f fleetFlags, exits []pool.Exit, settings map[string]string, logger *slog.Logger) (d *distributed, exitIDs []string, err error) {
+	if d, err = openFleet(ctx, f, logger); err != nil {
+		return nil, nil, err
+	}
+	for _, e := range exits {
+		exitIDs = append(exitIDs, e.ID())
+	}
+	if err := fleet.Check(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, TTL: f.fleetTTL, Exits: exitIDs, Settings: settings}); err != nil {
+		d.close()
+		if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
+			return nil, nil, usageError(err)
+		}
+		return nil, nil, err
+	}
+	return d, exitIDs, nil
 }
 
 // openFleet connects a member of a fleet (a crawl worker or a gateway) to

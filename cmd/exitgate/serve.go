@@ -255,19 +255,10 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	var dist *distributed
 	var exitIDs []string // a fleet member's, for the fleet
 	if f.redis != "" {
-		if dist, err = openFleet(ctx, f.fleetFlags, logger); err != nil {
+		if dist, exitIDs, err = openChecked(ctx, f.fleetFlags, setup.exits, fleetSettings(roleGateway, f.fleetFlags, f.hostRate), logger); err != nil {
 			return err
 		}
 		defer dist.close()
-		for _, e := range setup.exits {
-			exitIDs = append(exitIDs, e.ID())
-		}
-		if err := fleet.Check(ctx, dist.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, TTL: f.fleetTTL, Exits: exitIDs, Settings: fleetSettings(roleGateway, f.fleetFlags, f.hostRate)}); err != nil {
-			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
-				return usageError(err)
-			}
-			return err
-		}
 		// A crawl's name, its workers gone: its URLs stay in Redis, and a
 		// gateway fleet under its name hid them from status.
 		if fr, err := redisfr.New(dist.rdb, redisfr.Config{Crawl: f.crawl}); err == nil {
