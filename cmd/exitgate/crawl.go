@@ -495,10 +495,20 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	added, bad := loaded.Added, loaded.Bad
 	for _, b := range bad.Lines {
-		fmt.Fprintln(stderr, "exitgate: skipped", b)
+		line := b.Error()
+		if stdinKept != "" {
+			// Named as the user gave it: the kept copy is removed when
+			// the list is refused, and was named in a refusal's lines.
+			line = "standard input" + strings.TrimPrefix(line, stdinKept)
+		}
+		fmt.Fprintln(stderr, "exitgate: skipped", line)
 	}
 	if bad.More > 0 {
-		fmt.Fprintf(stderr, "exitgate: skipped %d more bad lines of %s (%d in all; the first %d are shown)\n", bad.More, setup.urlFile, bad.Count(), len(bad.Lines))
+		name := setup.urlFile
+		if stdinKept != "" {
+			name = "standard input"
+		}
+		fmt.Fprintf(stderr, "exitgate: skipped %d more bad lines of %s (%d in all; the first %d are shown)\n", bad.More, name, bad.Count(), len(bad.Lines))
 	}
 	if signalled {
 		return &exitError{code: exitUnfinished, err: fmt.Errorf(

@@ -457,6 +457,11 @@ func TestCrawlURLsFromStdin(t *testing.T) {
 	if r = run(list); r.err != nil {
 		t.Errorf("the same list again: %v, want the crawl resumed (done)", r.err)
 	}
+	// A bad line of it is named as given: standard input, not the kept
+	// copy (removed when the list is refused).
+	if r := runCrawlCmdIn(t, 30*time.Second, "not a url\n", "crawl", "--out", out+"2", "--progress", "0", "-"); exitCode(r.err) != exitUsage || !strings.Contains(r.stderr, "skipped standard input:1: ") {
+		t.Errorf("a list of one bad line on stdin: %v\n%s\nwant exit 2, the line named standard input:1", r.err, r.stderr)
+	}
 	if r = run("http://127.0.0.1:9/other\n"); exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "--append") {
 		t.Errorf("another list on stdin: %v, want refused without --append", r.err)
 	}
