@@ -422,21 +422,25 @@ return held
 // usual (a dead worker's with them).
 func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
-	refused, lapsed := f.refused, !f.lastBeat.IsZero() && now.Sub(f.lastBeat) > f.cfg.TTL
+	refused, beaten := f.refused, !f.lastBeat.IsZero()
 	f.mu.Unlock()
 	if refused != nil {
 		return refused
 	}
-	if lapsed {
-		// Its membership ran out: the live workers may have agreed on
-		// another exit list or other settings meanwhile, which Join
-		// would have refused. Checked again before it rejoins.
-		err := f.agrees(ctx, now)
-		if errors.Is(err, ErrExitsDiffer) || errors.Is(err, ErrSettingsDiffer) {
+	if beaten { // (Join checked before its first beat)
+		// Every beat checks the exit list and the settings again, and
+		// records them where Redis lost them (restarted empty, flushed):
+		// the next joiner was checked against nothing and wrote its own,
+		// another --host-rate, another list whose new exit nobody took.
+		// A worker back from a lapse may find that the live workers
+		// agreed on another list or other settings meanwhile, which Join
+		// would have refused; and one may find another's record (a
+		// joiner came in the moment before its beat). Either stops: two
+		// records never run side by side.
+		if err := f.agrees(ctx, now); errors.Is(err, ErrExitsDiffer) || errors.Is(err, ErrSettingsDiffer) {
 			f.refuse(ctx, err)
 			return err
-		}
-		if err != nil {
+		} else if err != nil {
 			return err
 		}
 	}
@@ -445,21 +449,6 @@ func (f *Fleet) Beat(ctx context.Context, now time.Time) error {
 	members, err := beatScript.Run(ctx, f.rdb, ks, f.cfg.ID, nowMs, ttlMs, rankKept*ttlMs).StringSlice()
 	if err != nil {
 		return fmt.Errorf("fleet: heartbeat: %w", err)
-	}
-	if !lapsed && !f.lastBeat.IsZero() {
-		// Every beat records the exit list and the settings again where
-		// Redis lost them (restarted empty, flushed): the next joiner
-		// was checked against nothing and wrote its own, another
-		// --host-rate, another list whose new exit nobody took. And a
-		// worker that finds another record than its own (a joiner came
-		// in the moment before its beat) stops, as one back from a
-		// lapse does: two records never run side by side.
-		if err := f.agrees(ctx, now); errors.Is(err, ErrExitsDiffer) || errors.Is(err, ErrSettingsDiffer) {
-			f.refuse(ctx, err)
-			return err
-		} else if err != nil {
-			return err
-		}
 	}
 	want := f.share(members, f.cfg.ID)
 	share := len(want) // before a rejoin keeps it to what this worker holds

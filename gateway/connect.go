@@ -189,10 +189,8 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 				g.stats.throttled.Add(1)
 				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
 					fmt.Sprintf("exitgate: no exit may open a tunnel to %s within the wait budget (%v)", authority, budget))
-			case errors.Is(err, errExitsComing):
-				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, exitsComingText(host, budget))
-			case errors.Is(err, limit.ErrNoExits):
-				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, noExitsText(host))
+			case errors.Is(err, errExitsComing), errors.Is(err, limit.ErrNoExits):
+				g.giveUpNoExit(w, host, err, next, budget)
 			default:
 				g.giveUp(w, host, http.StatusBadGateway, "limiter error", time.Time{}, "exitgate: "+err.Error())
 			}

@@ -59,17 +59,17 @@ func (g *Gateway) exitsDownText() string {
 	return fmt.Sprintf("exitgate: no working exit: %d of %d exits are failing as proxies (refused, unreachable, wrong credentials); check them with \"exitgate proxies check\"", down, total)
 }
 
-// noExitsText tells the client of a gateway that has no exit to send
-// through: one of a distributed fleet whose exits the other members hold.
-func noExitsText(host string) string {
-	return "exitgate: this gateway owns no exit of the pool now (its fleet's other gateways and workers hold them all: more of them than exits); nothing was sent to " +
+// giveUpNoExit answers a request the limiter had no exit for (err:
+// limit.ErrNoExits, or errExitsComing when they were on their way and the
+// budget ended first): the gateway of a fleet whose other members hold
+// every exit, or one that has just joined.
+func (g *Gateway) giveUpNoExit(w http.ResponseWriter, host string, err error, next time.Time, budget time.Duration) {
+	msg := "exitgate: this gateway owns no exit of the pool now (its fleet's other gateways and workers hold them all: more of them than exits); nothing was sent to " +
 		host + ": retry after the time in Retry-After, or through another gateway"
-}
-
-// exitsComingText tells the client of a gateway whose exits are on their
-// way that its budget ended before they came.
-func exitsComingText(host string, budget time.Duration) string {
-	return fmt.Sprintf("exitgate: this gateway's exits are on their way (it has just joined its fleet, or its share is being handed over), and the wait budget (%v) ended first; nothing was sent to %s: retry in a moment", budget, host)
+	if errors.Is(err, errExitsComing) {
+		msg = fmt.Sprintf("exitgate: this gateway's exits are on their way (it has just joined its fleet, or its share is being handed over), and the wait budget (%v) ended first; nothing was sent to %s: retry in a moment", budget, host)
+	}
+	g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, msg)
 }
 
 // forward sends r to tgt through the limiter, retrying throttled, banned
@@ -153,10 +153,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				g.stats.throttled.Add(1)
 				g.giveUp(w, host, http.StatusTooManyRequests, "wait budget spent", next,
 					fmt.Sprintf("exitgate: no exit may send to %s within the wait budget (%v): its lanes are paced or cooling down; retry after the time in Retry-After, or send %s with a longer budget", host, budget, HeaderWait))
-			case errors.Is(err, errExitsComing):
-				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, exitsComingText(host, budget))
-			case errors.Is(err, limit.ErrNoExits):
-				g.giveUp(w, host, http.StatusServiceUnavailable, "no exit owned", next, noExitsText(host))
+			case errors.Is(err, errExitsComing), errors.Is(err, limit.ErrNoExits):
+				g.giveUpNoExit(w, host, err, next, budget)
 			default:
 				g.giveUp(w, host, http.StatusBadGateway, "limiter error", time.Time{}, "exitgate: "+err.Error())
 			}

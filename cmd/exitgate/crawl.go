@@ -328,9 +328,8 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	// nothing in --out (it had marked it a worker's, and the next run
 	// warned that Redis had lost the crawl).
 	var dist *distributed
-	var exitIDs []string // a distributed worker's, for the fleet
 	if f.redis != "" {
-		if dist, exitIDs, err = openChecked(ctx, f.fleetFlags, setup.exits, sharedSettings(f), logger); err != nil {
+		if dist, err = openChecked(ctx, f.fleetFlags, setup.exits, sharedSettings(f), logger); err != nil {
 			return err
 		}
 		defer dist.close()
@@ -338,7 +337,12 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if err := makeOutDir(f.out); err != nil {
 		return usageError(err)
 	}
-	listUseless := false  // this run's URL list held not one usable URL (so far, if a signal stopped its load)
+	listUseless := false // this run's URL list held not one usable URL (so far, if a signal stopped its load)
+	// undone says this run leaves nothing of its own in --out: refused
+	// before any work, or fed a list without one usable URL. What it
+	// wrote there is taken back then (below: a first distributed run's
+	// marker, a list from standard input, the crawl's record).
+	undone := func() bool { return exitCode(result) == exitUsage || listUseless }
 	workedBefore := false // this --out was a worker's of this distributed crawl
 	if f.redis != "" {
 		// (The name was checked with the flags, buildCrawl.)
@@ -350,7 +354,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		workedBefore = before
 		if !before {
 			defer func() {
-				if exitCode(result) != exitUsage && !listUseless {
+				if !undone() {
 					return
 				}
 				// Refused on its first run here (a list without one
@@ -373,6 +377,15 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		defer release()
 	}
 	stdinKept := "" // where a list from standard input is kept
+	// listName names the URL list in messages as the user gave it: the
+	// copy of one from standard input is removed when it is refused, and
+	// messages named a file that was gone.
+	listName := func() string {
+		if stdinKept != "" {
+			return "standard input"
+		}
+		return setup.urlFile
+	}
 	if setup.urlFile == stdinList {
 		// Kept in --out under its hash: the list is checked against the
 		// crawl's (crawl.json) and read again on a resume like a file.
@@ -384,7 +397,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 		if created {
 			kept := setup.urlFile
 			defer func() {
-				if exitCode(result) == exitUsage || listUseless {
+				if undone() {
 					// Refused before any work (another crawl's --out,
 					// another list): nothing of it is kept (it was, and
 					// the next run's --out held a list never crawled).
@@ -397,9 +410,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if setup.urlFile != "" && f.redis == "" {
 		if record, err = checkURLFile(f.out, setup.urlFile, f.append); err != nil {
 			if stdinKept != "" {
-				// Not kept after all (removed on the way out): the
-				// refusal named a file that was gone.
-				err = errors.New(strings.ReplaceAll(err.Error(), stdinKept, "the URL list from standard input"))
+				err = errors.New(strings.ReplaceAll(err.Error(), stdinKept, listName()))
 			}
 			return usageError(err)
 		}
@@ -446,7 +457,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			return err
 		}
 		defer func() {
-			if exitCode(result) != exitUsage && !listUseless {
+			if !undone() {
 				return
 			}
 			// Refused (a list without one usable URL), or stopped while
@@ -495,20 +506,10 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	added, bad := loaded.Added, loaded.Bad
 	for _, b := range bad.Lines {
-		line := b.Error()
-		if stdinKept != "" {
-			// Named as the user gave it: the kept copy is removed when
-			// the list is refused, and was named in a refusal's lines.
-			line = "standard input" + strings.TrimPrefix(line, stdinKept)
-		}
-		fmt.Fprintln(stderr, "exitgate: skipped", line)
+		fmt.Fprintln(stderr, "exitgate: skipped", listName()+strings.TrimPrefix(b.Error(), setup.urlFile))
 	}
 	if bad.More > 0 {
-		name := setup.urlFile
-		if stdinKept != "" {
-			name = "standard input"
-		}
-		fmt.Fprintf(stderr, "exitgate: skipped %d more bad lines of %s (%d in all; the first %d are shown)\n", bad.More, name, bad.Count(), len(bad.Lines))
+		fmt.Fprintf(stderr, "exitgate: skipped %d more bad lines of %s (%d in all; the first %d are shown)\n", bad.More, listName(), bad.Count(), len(bad.Lines))
 	}
 	if signalled {
 		return &exitError{code: exitUnfinished, err: fmt.Errorf(
@@ -527,11 +528,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	if setup.urlFile != "" && listUseless {
 		// Not one URL of it (an --append'ed list too, which was taken and
 		// recorded, exit 0, where the crawl had URLs of its own).
-		name := setup.urlFile
-		if stdinKept != "" {
-			name = "the URL list from standard input" // (not kept: removed on the way out)
-		}
-		return usageError(fmt.Errorf("%s: no usable URLs", name))
+		return usageError(fmt.Errorf("%s: no usable URLs", listName()))
 	}
 	if stdinKept != "" {
 		fmt.Fprintf(stderr, "exitgate: the URL list from standard input is kept as %s\n", stdinKept)
@@ -683,7 +680,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	if dist != nil {
 		dist.stop = engine.Stop // a worker refused on its return stops (fleet.Config.OnRefused)
-		if err := dist.join(ctx, roleWorker, f.fleetFlags, sharedSettings(f), exitIDs, core, tally, logger, stderr); err != nil {
+		if err := dist.join(ctx, roleWorker, f.fleetFlags, core, tally, logger, stderr); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err) // refused before any work, as a bad flag is
 			}

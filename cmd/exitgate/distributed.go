@@ -110,6 +110,10 @@ type distributed struct {
 	fleet *fleet.Fleet
 
 	lim *limit.Limiter
+	// settings and exitIDs are what the member was checked with
+	// (openChecked), and joins with.
+	settings map[string]string
+	exitIDs  []string
 	// applied, if set, is told the exits the limiter got (a gateway
 	// closes the tunnels it passes through exits no longer its own).
 	applied  func([]limit.Exit)
@@ -233,21 +237,23 @@ func (d *distributed) closeFrontier() {
 // settings and ID against the live members' (fleet.Check), before the
 // member writes anything: a refusal is a usage error. It returns the
 // exits' IDs, as the fleet knows them. The caller closes d.
-func openChecked(ctx context.Context, f fleetFlags, exits []pool.Exit, settings map[string]string, logger *slog.Logger) (d *distributed, exitIDs []string, err error) {
-	if d, err = openFleet(ctx, f, logger); err != nil {
-		return nil, nil, err
+func openChecked(ctx context.Context, f fleetFlags, exits []pool.Exit, settings map[string]string, logger *slog.Logger) (*distributed, error) {
+	d, err := openFleet(ctx, f, logger)
+	if err != nil {
+		return nil, err
 	}
+	d.settings = settings
 	for _, e := range exits {
-		exitIDs = append(exitIDs, e.ID())
+		d.exitIDs = append(d.exitIDs, e.ID())
 	}
-	if err := fleet.Check(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, TTL: f.fleetTTL, Exits: exitIDs, Settings: settings}); err != nil {
+	if err := fleet.Check(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, TTL: f.fleetTTL, Exits: d.exitIDs, Settings: settings}); err != nil {
 		d.close()
 		if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
-			return nil, nil, usageError(err)
+			return nil, usageError(err)
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	return d, exitIDs, nil
+	return d, nil
 }
 
 // openFleet connects a member of a fleet (a crawl worker or a gateway) to
@@ -493,13 +499,13 @@ const (
 )
 
 // join enters the fleet as a member (roleWorker or roleGateway) with the
-// given settings (fleetSettings) and starts the heartbeat, the
+// settings it was checked with (openChecked) and starts the heartbeat, the
 // shared-state refresh and the status reports; close stops them. core is
 // a crawl worker's engine, nil for a gateway.
-func (d *distributed) join(ctx context.Context, role string, f fleetFlags, settings map[string]string, exitIDs []string, core *fetch.Core, tally *metrics.Tally, logger *slog.Logger, stderr io.Writer) error {
+func (d *distributed) join(ctx context.Context, role string, f fleetFlags, core *fetch.Core, tally *metrics.Tally, logger *slog.Logger, stderr io.Writer) error {
 	var err error
-	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: exitIDs, Logger: logger, TTL: f.fleetTTL,
-		Settings: settings, Even: role == roleGateway,
+	d.fleet, err = fleet.Join(ctx, d.rdb, fleet.Config{Crawl: f.crawl, ID: f.workerID, Exits: d.exitIDs, Logger: logger, TTL: f.fleetTTL,
+		Settings: d.settings, Even: role == roleGateway,
 		Learned: d.lim.Learned, Restore: d.lim.Restore,
 		OnRefused: func(err error) {
 			d.refused.Store(&err)
@@ -520,7 +526,7 @@ func (d *distributed) join(ctx context.Context, role string, f fleetFlags, setti
 		return err
 	}
 	fmt.Fprintf(stderr, "exitgate: %s %s of crawl %q: %d of %d exits, %d workers\n",
-		role, d.fleet.ID(), f.crawl, len(d.fleet.Owned()), len(exitIDs), d.fleet.Workers())
+		role, d.fleet.ID(), f.crawl, len(d.fleet.Owned()), len(d.exitIDs), d.fleet.Workers())
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.cancel = cancel
 	d.wg.Go(func() { d.fleet.Run(rctx) })

@@ -253,9 +253,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	// The fleet before --out: a gateway refused by it, or that cannot
 	// reach Redis, leaves nothing behind (it left an empty --out).
 	var dist *distributed
-	var exitIDs []string // a fleet member's, for the fleet
 	if f.redis != "" {
-		if dist, exitIDs, err = openChecked(ctx, f.fleetFlags, setup.exits, fleetSettings(roleGateway, f.fleetFlags, f.hostRate), logger); err != nil {
+		if dist, err = openChecked(ctx, f.fleetFlags, setup.exits, fleetSettings(roleGateway, f.fleetFlags, f.hostRate), logger); err != nil {
 			return err
 		}
 		defer dist.close()
@@ -334,7 +333,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	if dist != nil {
 		var once sync.Once
 		dist.stop = func() { once.Do(func() { close(refused) }) }
-		if err := dist.join(ctx, roleGateway, f.fleetFlags, fleetSettings(roleGateway, f.fleetFlags, f.hostRate), exitIDs, nil, tally, logger, stderr); err != nil {
+		if err := dist.join(ctx, roleGateway, f.fleetFlags, nil, tally, logger, stderr); err != nil {
 			if errors.Is(err, fleet.ErrExitsDiffer) || errors.Is(err, fleet.ErrSettingsDiffer) || errors.Is(err, fleet.ErrIDInUse) {
 				return usageError(err) // refused before any client, as a bad flag is
 			}
@@ -370,7 +369,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 	var fleetPart func() string // what a fleet member adds to its progress line
 	if dist != nil {
 		fleetPart = func() string {
-			return fmt.Sprintf(", %d of %d exits owned, %d gateways", len(dist.fleet.Owned()), len(exitIDs), dist.fleet.Workers())
+			return fmt.Sprintf(", %d of %d exits owned, %d gateways", len(dist.fleet.Owned()), dist.fleet.Exits(), dist.fleet.Workers())
 		}
 	}
 	stopProgress := serveProgress(stderr, g, f.progress, fleetPart)
