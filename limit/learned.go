@@ -255,11 +255,7 @@ func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
 // nothing to tell by).
 func (l *Limiter) inPool(exit string) bool {
 	p := l.pool.Load()
-	if p == nil || p.Len() == 0 {
-		return true
-	}
-	_, ok := p.idx[exit]
-	return ok
+	return p == nil || p.Len() == 0 || l.HasExit(exit)
 }
 
 // restoreHost restores one host's rates (Restore), reporting whether it
