@@ -118,7 +118,31 @@ func Check(ctx context.Context, exits []Exit, cfg CheckConfig) ([]CheckResult, e
 	return results, nil
 }
 
+// checkGrace is how long past its timeout the check of one exit may take
+// to say why it failed (a check of the proxy already under way).
+const checkGrace = 250 * time.Millisecond
+
+// checkOne checks exit e within timeout (and checkGrace): the echo request
+// is bounded by it, and so is the check of the proxy its transport makes
+// after a failure, which could take as long again (up to the transport's
+// 5-s ProbeTimeout: --timeout 2s took 7 s on a proxy that never answers).
+// Past the bound the exit is reported as not answering, and the request's
+// own goroutine ends by itself within its transport's bounds.
 func checkOne(ctx context.Context, e Exit, cfg CheckConfig, timeout time.Duration) CheckResult {
+	start := time.Now()
+	done := make(chan CheckResult, 1)
+	go func() { done <- checkExit(ctx, e, cfg, timeout) }()
+	bound := time.NewTimer(timeout + checkGrace)
+	defer bound.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-bound.C:
+		return CheckResult{Exit: e, Latency: time.Since(start), Problem: Timeout, Detail: fmt.Sprintf("no answer within %v", timeout)}
+	}
+}
+
+func checkExit(ctx context.Context, e Exit, cfg CheckConfig, timeout time.Duration) CheckResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := e.Transport(cfg.Transport)

@@ -222,6 +222,60 @@ func TestCheckTimeout(t *testing.T) {
 	}
 }
 
+// TestCheckTimeoutBoundsProxyCheck: the check of an exit whose proxy takes
+// connections and never answers ends at its timeout, for an HTTP proxy and
+// a SOCKS5 one alike: the check of the proxy the transport makes after the
+// request's deadline took as long again (SOCKS5: --timeout 2s took 4 s and
+// said "no answer within 2.000724731s") or the transport's own 5 s (HTTP:
+// 7 s).
+func TestCheckTimeoutBoundsProxyCheck(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	addr := ln.Addr().String()
+	for _, line := range []string{"http://" + addr, "socks5://" + addr} {
+		exits, err := Parse(strings.NewReader(line), "list")
+		if err != nil {
+			t.Fatal(err)
+		}
+		timeout := 300 * time.Millisecond
+		start := time.Now()
+		res, err := Check(context.Background(), exits, CheckConfig{EchoURL: "http://127.0.0.1:1/ip", Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if took > timeout+checkGrace+time.Second {
+			t.Errorf("%s: the check took %v, want about its timeout %v", line, took, timeout)
+		}
+		if r := res[0]; r.Problem != Timeout || r.Detail != "no answer within 300ms" {
+			t.Errorf("%s: %v %q, want a timeout said as no answer within 300ms", line, r.Problem, r.Detail)
+		}
+	}
+}
+
 // TestCheckLocal: a bind: exit's source address must be one of this
 // machine's; other exits are not checked.
 func TestCheckLocal(t *testing.T) {
