@@ -152,43 +152,56 @@ const probeTTL = 5 * time.Second
 type prober struct {
 	run func(context.Context) error
 
-	mu   sync.Mutex
-	at   time.Time
-	err  error
-	busy chan struct{} // closed when the check under way ends
+	mu      sync.Mutex
+	started time.Time // when the last check began
+	at      time.Time // when it ended
+	err     error
+	busy    chan struct{} // closed when the check under way ends
 }
 
-// check returns the outcome of a recent check, or runs one.
-func (p *prober) check(timeout time.Duration) error {
-	p.mu.Lock()
-	if busy := p.busy; busy != nil {
-		p.mu.Unlock()
-		<-busy
+// check returns the outcome of a recent check, or runs one. A check that
+// found the proxy at fault stands for probeTTL; one that found it working
+// stands only for failures it could have seen: those before it began (less
+// probeShare, for failures of one event a moment apart). A proxy killed with
+// requests in flight failed them after the check their silence had made a
+// second before, which cleared it: they were charged as the URLs' transport
+// errors and abandoned with a working exit in the pool.
+func (p *prober) check(since time.Time, timeout time.Duration) error {
+	for {
 		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.err
-	}
-	if !p.at.IsZero() && time.Since(p.at) < probeTTL {
-		defer p.mu.Unlock()
-		return p.err
-	}
-	busy := make(chan struct{})
-	p.busy = busy
-	p.mu.Unlock()
+		if busy := p.busy; busy != nil {
+			p.mu.Unlock()
+			<-busy
+			continue // its outcome is read as a cached one
+		}
+		fresh := !p.at.IsZero() && time.Since(p.at) < probeTTL
+		if fresh && (p.err != nil || !p.started.Before(since.Add(-probeShare))) {
+			defer p.mu.Unlock()
+			return p.err
+		}
+		busy := make(chan struct{})
+		p.busy, p.started = busy, time.Now()
+		p.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	err := p.run(ctx)
-	cancel()
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-		// A bound taken from a request's time reads 2.000724731s: said
-		// to the hundredth.
-		err = fmt.Errorf("no answer within %v", timeout.Round(10*time.Millisecond))
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := p.run(ctx)
+		cancel()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+			// A bound taken from a request's time reads 2.000724731s: said
+			// to the hundredth.
+			err = fmt.Errorf("no answer within %v", timeout.Round(10*time.Millisecond))
+		}
 
-	p.mu.Lock()
-	p.at, p.err, p.busy = time.Now(), err, nil
-	p.mu.Unlock()
-	close(busy)
-	return err
+		p.mu.Lock()
+		p.at, p.err, p.busy = time.Now(), err, nil
+		p.mu.Unlock()
+		close(busy)
+		return err
+	}
 }
+
+// probeShare is how long before a failure a check that found its proxy
+// working may have begun and still stand for it: the failures of one event
+// (a proxy killed under ten requests) reach their transports a moment apart.
+const probeShare = 50 * time.Millisecond

@@ -104,14 +104,14 @@ func TestProberSharesOneCheck(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if err := p.check(time.Second); err == nil || err.Error() != "broken" {
+			if err := p.check(time.Now(), time.Second); err == nil || err.Error() != "broken" {
 				t.Errorf("check() = %v, want broken", err)
 			}
 		})
 	}
 	close(release)
 	wg.Wait()
-	if err := p.check(time.Second); err == nil {
+	if err := p.check(time.Now(), time.Second); err == nil {
 		t.Errorf("check() right after = nil, want the standing outcome")
 	}
 	if n != 1 {

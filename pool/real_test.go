@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -129,5 +130,41 @@ func TestRealTinyproxyConnectDenied(t *testing.T) {
 				t.Errorf("CONNECT refused: %v, verdict %v; want %v", err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRealTinyproxyKilledMidRequest: a request through a tinyproxy killed
+// with SIGKILL while it waits for the origin fails as the proxy's
+// (*classify.ProxyError), not as the URL's transport error. The check its
+// silence made a moment before the kill found the proxy working, and that
+// outcome stood for the failure after it: a crawl charged the URLs in
+// flight and abandoned them ("retries exhausted: retryable: closed without
+// a response") with a working exit in the pool.
+func TestRealTinyproxyKilledMidRequest(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(3 * time.Second):
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "late")
+	}))
+	defer origin.Close()
+	px := peertest.StartTinyproxy(t, peertest.TinyproxyConfig{Bind: "127.0.0.13"})
+	exits, err := Parse(strings.NewReader(px.URL()), "real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := exits[0].Transport(TransportConfig{SilentAfter: 300 * time.Millisecond})
+	defer tr.CloseIdleConnections()
+	time.AfterFunc(time.Second, func() { px.Kill() }) // after the silence's check passed
+	req, _ := http.NewRequest(http.MethodGet, origin.URL+"/slow", nil)
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a request through a killed proxy answered")
+	}
+	var pe *classify.ProxyError
+	if !errors.As(err, &pe) || classify.Error(err) != verdict.ProxyFailure {
+		t.Errorf("through a proxy killed mid-request: %v (%T), want a proxy failure", err, err)
 	}
 }

@@ -99,7 +99,7 @@ func (t *Transport) refused(req *http.Request, resp *http.Response, err error) (
 		!t.exit.HasCredentials() || req.URL.Scheme != "http" {
 		return resp, err
 	}
-	if why := t.prober.check(t.timeout); why != nil {
+	if why := t.prober.check(time.Now(), t.timeout); why != nil {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // (a short page: keep the connection)
 		resp.Body.Close()
 		return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: &credentialsRefused{resp.StatusCode}}
@@ -123,7 +123,7 @@ func (t *Transport) watched(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	var blamed atomic.Pointer[error]
 	watch := time.AfterFunc(t.silent, func() {
-		if why := t.prober.check(t.timeout); why != nil {
+		if why := t.prober.check(start, t.timeout); why != nil {
 			blamed.Store(&why)
 			cancel(errSilentProxy)
 		}
@@ -185,7 +185,7 @@ func (t *Transport) judge(req *http.Request, resp *http.Response, err error, sta
 		// site its rules do not allow), or us altogether. Read as the
 		// exit failing, one client's CONNECT to a port the exits' proxies
 		// deny took every exit offline for half a minute.
-		if why := t.strict.check(timeout); why != nil {
+		if why := t.strict.check(time.Now(), timeout); why != nil {
 			return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: err}
 		}
 		return nil, &classify.TargetDeniedError{Proxy: t.exit.ID(), StatusCode: pce.StatusCode}
@@ -193,7 +193,7 @@ func (t *Transport) judge(req *http.Request, resp *http.Response, err error, sta
 	if errors.As(err, &pce) || errors.As(err, &op) && op.Op == "proxyconnect" {
 		return nil, err // already the proxy's, by type
 	}
-	if why := t.prober.check(timeout); why != nil {
+	if why := t.prober.check(time.Now(), timeout); why != nil {
 		return nil, &classify.ProxyError{Proxy: t.exit.ID(), Why: t.exit.Scrub(why.Error()), Err: err}
 	}
 	return nil, err

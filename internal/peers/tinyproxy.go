@@ -110,6 +110,10 @@ func StartTinyproxy(cfg TinyproxyConfig) (*Proxy, error) {
 	return &Proxy{proc: p, addr: addr, bind: cfg.Bind, user: cfg.User, password: cfg.Password}, nil
 }
 
+// Kill stops tinyproxy with SIGKILL, as a proxy that dies under the
+// requests through it (Close still removes its directory).
+func (p *Proxy) Kill() error { return p.proc.kill() }
+
 // Addr returns the proxy's host:port.
 func (p *Proxy) Addr() string { return p.addr }
 
