@@ -1241,6 +1241,14 @@ func (c *Core) robotsLocked(a Attempt, h *hostState, v verdict.Verdict, r Respon
 		// Not the site's answer about robots; ask again.
 	case r.Status >= 400 && r.Status < 500:
 		h.robots = robots.AllowAll
+	case v == verdict.Fatal && r.Status == 0:
+		// Failed for good before any answer (a name that does not exist,
+		// a certificate the client refuses): no robots.txt to read, and
+		// none will be. The host's URLs go, each to meet the same failure
+		// as its own fate. Read as an outage, a list with one mistyped
+		// name waited --max-wait and then parked it an hour, in every run.
+		c.cfg.Logger.Info("robots.txt cannot be fetched: its host's URLs are asked themselves", "host", host, "err", r.Err)
+		h.robots = robots.AllowAll
 	default:
 		h.robotsFails++
 		if h.robotsDown.IsZero() {

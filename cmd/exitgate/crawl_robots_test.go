@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // robotsOutageSite answers /robots.txt with status for its first down
@@ -135,5 +136,40 @@ func TestCrawlRobotsRedirects(t *testing.T) {
 				t.Errorf("robots.txt asked %d times, want at most 6 (the first and five redirects)", n)
 			}
 		})
+	}
+}
+
+// TestCrawlRobotsFailsForGood: a host whose robots.txt fails for good
+// before any answer (here a certificate the client refuses; a name that
+// does not exist alike) has no robots.txt to wait for: its URL is
+// abandoned at once for that failure, beside a host that works. Read as a
+// robots.txt outage, it was held --max-wait and then parked for an hour,
+// in every run (exit 4 for good).
+func TestCrawlRobotsFailsForGood(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "page") }))
+	t.Cleanup(untrusted.Close)
+	dir := t.TempDir()
+	urls := []string{untrusted.URL + "/x", srv.URL + "/ok"}
+	out, crawl := crawlList(t, dir, urls, "--lane-rate", "50/s", "--max-wait", "20s", "--progress", "0")
+	start := time.Now()
+	r := crawl()
+	if code := exitCode(r.err); code != exitAbandoned {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (abandoned)\nstderr:\n%s", r.err, code, exitAbandoned, r.stderr)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the crawl took %v: the host that fails for good was waited for", took)
+	}
+	rows := readResults(t, out)
+	for _, row := range rows {
+		switch {
+		case row.URL == urls[0] && (row.Outcome != "abandoned" || !strings.Contains(row.Reason, "certificate")):
+			t.Errorf("%s: %s %q, want abandoned for its certificate", row.URL, row.Outcome, row.Reason)
+		case row.URL == urls[1] && row.Outcome != "done":
+			t.Errorf("%s: %s %q, want done", row.URL, row.Outcome, row.Reason)
+		}
+	}
+	if len(rows) != 2 {
+		t.Errorf("%d results, want 2", len(rows))
 	}
 }
