@@ -11,7 +11,8 @@ import (
 // rather than a parser's saturated 2562047h47m16s.
 func SayRetryAfter(ra, honoured time.Duration) string {
 	if ra <= honoured {
-		return fmt.Sprintf("Retry-After %v", ra)
+		// (A wait taken from a date or a reset reads 57.889987707s.)
+		return fmt.Sprintf("Retry-After %v", ra.Round(time.Millisecond))
 	}
 	told := "over a century"
 	if ra < 100*365*24*time.Hour {

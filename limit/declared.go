@@ -9,6 +9,8 @@ package limit
 import (
 	"fmt"
 	"time"
+
+	"github.com/exitgate/exitgate/verdict"
 )
 
 // declaredRate is the rate a declared quota q allows lanes: its rate, less
@@ -27,6 +29,15 @@ import (
 // Retry-After: 60 on every lane).
 func (r *rules) declaredRate(q *quota, exact bool) float64 {
 	d := q.rate()
+	if q.earlyRead < 0 && q.moving() {
+		// A window begun again at each request let through (earlyProbe:
+		// its reset moves with each hit, and nothing comes back before
+		// it): an even pace spends the quota over one window and then
+		// idles a whole window more for it, half the quota's rate at most
+		// (gin-rate-limit's 30 per minute: 50%); spent in a fraction of
+		// the window, the lane waits about one window a quota.
+		return d * restartSpend
+	}
 	if q.limit > 0 && !exact && !q.fixed && !q.moving() && !q.check.overFull && !q.free {
 		d *= min(1, (1-slidingRoom/q.limit)/r.settle)
 	}
@@ -110,7 +121,10 @@ func (r *rules) declared(h *host, l *lane, o *Outcome, now int64) {
 	if o.Quota > 0 && l.q.limit > 0 && o.Quota != l.q.limit {
 		l.switchPolicy(o.Quota, now)
 	}
+	early := l.q.earlyAt
+	l.q.earlyAt = 0
 	l.q.update(o, now, int32(l.inFlight))
+	r.earlyProbe(h, l, o, early, now)
 	if h.cap.bucket {
 		l.q.bucket = true // every lane's quota is the same bucket's
 		return
@@ -238,4 +252,47 @@ func (r *rules) bucketQuota(h *host, l *lane, now int64) {
 	r.setPhase(h, l, expBisect, now, "a declared bucket: explore above its reading")
 	r.updateFollow(h, now, "declared", "the pace the declared reading proved")
 	r.setExplorerPace(h, l, pace*reprobeStep, now, "reprobe", "climb above the declared reading")
+}
+
+// earlyProbe reads the answer to lane l's request sent at early (0: none)
+// before its reset with nothing remaining, on a moving window's reading
+// (quota.readyAt): let through, a moving window's oldest hit aged out and
+// every lane may send so; refused, the reset its answers tell holds and
+// every lane waits for it. Until one such answer, one lane (the first to
+// run out) sends so and the others wait: lanes paced alike run out
+// together, and gin-rate-limit's 30 per minute, whose window begins again
+// at each request let through, pushed back all ten at once.
+func (r *rules) earlyProbe(h *host, l *lane, o *Outcome, early, now int64) {
+	c := &h.cap
+	if early != 0 && c.early == 0 {
+		switch o.Verdict {
+		case verdict.OK:
+			c.early = 1
+		case verdict.Throttled:
+			c.early = -1
+		}
+		if c.early != 0 {
+			why := "a request before the reset told, nothing remaining, was let through: a moving window, each lane sends as its oldest hit ages out"
+			if c.early < 0 {
+				why = "a request before the reset told, nothing remaining, was pushed back: the reset holds, every lane waits for it"
+			}
+			h.note(r, now, "declared", l.exit, "early", 0, float64(c.early), why)
+			c.win.earlyRead = c.early
+			for i := range c.others {
+				c.others[i].earlyRead = c.early
+			}
+			for _, o := range h.lanes {
+				if o.q != nil {
+					o.q.earlyRead = c.early
+					r.rekey(h, o)
+				}
+			}
+			h.raised = true
+		}
+	}
+	l.q.earlyRead = c.early
+	if c.early == 0 && c.earlyLane == "" && l.q.moving() && l.q.rem < 1 {
+		c.earlyLane = l.exit
+	}
+	l.q.earlyProbe = c.earlyLane == l.exit
 }

@@ -111,6 +111,13 @@ type capacity struct {
 	// rollAt that reset; "" = none yet.
 	roll   string
 	rollAt int64
+	// early is what a request sent on a moving window's reading before
+	// the reset its lane was told, with nothing remaining, met (earlyProbe):
+	// 0 not yet seen, 1 let through (a moving window frees a slot as its
+	// oldest hit ages out), -1 refused (the reset holds: nothing comes
+	// back before it); earlyLane is the lane chosen to send it first.
+	early     int8
+	earlyLane string
 	// exact: the declared quota is a fixed window, paced at its rate
 	// without Settle's margin (declared.go); inexact: a 429 came while it
 	// was, and the margin is back for good. bucket: the declared limit

@@ -164,6 +164,16 @@ func (r *rules) okRules(h *host, l *lane, sent, now int64) {
 
 // throttled runs the rules for a 429 on lane l.
 func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now int64, u float64) {
+	if w := emptyUntil(o); w > 0 {
+		// A 429 without Retry-After whose headers say nothing remains
+		// until a reset they tell: that reset is the server's word on
+		// when, read as its Retry-After. Read as a bare 429, the lanes
+		// of gin-rate-limit's 30 per minute (X-Rate-Limit-Remaining: 0,
+		// the reset a minute after the last request let through) were
+		// retried every 4 s into it: 75 429s in 375 requests.
+		o.RetryAfter = w
+		h.note(r, now, "cooldown", l.exit, "retry-after", 0, secs(int64(w)), "a 429 without Retry-After, nothing remaining until the reset its headers tell: that reset is its Retry-After")
+	}
 	if h.scope.shared() {
 		r.hostThrottled(h, o, sent, now, u)
 		return
@@ -984,4 +994,15 @@ func (r *rules) unwindow(h *host, now int64) {
 		h.note(r, now, "cooldown", l.exit, "cooldown", secs(l.cool-now), secs(end-now), "the window read is withdrawn: the Retry-After's wait alone")
 		r.releaseAt(h, l, end)
 	}
+}
+
+// emptyUntil is how long a 429 without Retry-After says to wait when its
+// headers tell nothing remaining and when that ends (rlheader's
+// Signal.Wait: a spent quota's reset), a reset told in whole seconds
+// given windowEndSlack more; 0 when it says no such thing.
+func emptyUntil(o *Outcome) time.Duration {
+	if o.RetryAfter > 0 || !o.HasRemaining || o.Remaining >= 1 || o.ResetIn <= 0 {
+		return 0
+	}
+	return min(o.ResetIn, maxRetryAfter) + time.Duration(windowEndSlack)
 }

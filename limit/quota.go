@@ -83,6 +83,12 @@ type quota struct {
 	// probe: this lane goes at the first roll's reset (rollProbe), the
 	// others of its host a little after it (firstRoll).
 	probe bool
+	// earlyRead is its host's cap.early (earlyProbe); earlyProbe: this
+	// lane may send before its reset with nothing remaining while that
+	// is unknown; earlyAt: when it last did, its answer unread.
+	earlyRead  int8
+	earlyProbe bool
+	earlyAt    int64
 }
 
 // bucketCheck watches whether Remaining moves as a count per window would:
@@ -245,7 +251,17 @@ func (q *quota) readyAt() int64 {
 			// when the next request fits. A sliding counter's near reset
 			// is no such instant: waiting for it cost httprate's 10 per
 			// minute a request per lane per window (a 10 s gap, not 6 s).
-			if iv := int64(1e9 / rate); q.sliding || q.reset-q.seen > 2*iv {
+			// Unless, on a moving window, a request sent so was seen
+			// refused: a window that begins again at each request let
+			// through (gin-rate-limit's) says its reset at each answer as
+			// a moving window's newest hit does, and gives nothing back
+			// before it; until one such request is answered, only the
+			// probe sends it (earlyProbe).
+			// (Read sliding too, from the reset's moves: a sliding
+			// counter's resets move by whole windows, not moving.)
+			iv := int64(1e9 / rate)
+			early := q.sliding && !q.moving() || q.earlyRead > 0 || q.earlyRead == 0 && q.earlyProbe
+			if early && (q.sliding || q.reset-q.seen > 2*iv) {
 				return q.seen + iv
 			}
 		}
@@ -360,6 +376,9 @@ func (q *quota) take(now int64) {
 			// ms, httprate drew a 429 on every lane in 36 of 160 phases).
 			q.rem = r
 		}
+	}
+	if q.rem < 1 && now < q.reset && q.moving() {
+		q.earlyAt = now // sent before the reset with nothing remaining
 	}
 	q.rem--
 	q.used++

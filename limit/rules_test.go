@@ -821,13 +821,27 @@ func TestQuotaWindow(t *testing.T) {
 		t.Errorf("moving window: grid %v span %v, want no grid and 1m (resets 61 s away: the newest hit's expiry plus one)", m.grid(), time.Duration(m.span()))
 	}
 	// Nothing remains: a grid waits for its reset, a moving window one
-	// interval at its rate.
+	// interval at its rate once a request sent so on its host was let
+	// through, or on the lane that tries it first (earlyProbe); before
+	// that, or once one was refused (gin-rate-limit's window, begun again
+	// at each request), it waits for its reset too.
 	q.rem, m.rem = 0, 0
 	if got := q.readyAt(); got != q.reset {
 		t.Errorf("grid with nothing left: ready %v, want the reset", got)
 	}
-	if got, want := m.readyAt(), m.seen+int64(1e9/m.rate()); got != want {
-		t.Errorf("moving window with nothing left: ready %v, want one interval after the last answer %v", got, want)
+	for _, tc := range []struct {
+		read  int8
+		probe bool
+		early bool
+	}{{1, false, true}, {0, true, true}, {0, false, false}, {-1, false, false}, {-1, true, false}} {
+		m.earlyRead, m.earlyProbe = tc.read, tc.probe
+		want := m.reset
+		if tc.early {
+			want = m.seen + int64(1e9/m.rate())
+		}
+		if got := m.readyAt(); got != want {
+			t.Errorf("moving window with nothing left, early read %d, probe %v: ready %v, want %v", tc.read, tc.probe, got, want)
+		}
 	}
 }
 

@@ -310,6 +310,13 @@ const (
 	strictFloor = 0.5
 )
 
+// restartSpend is how many times its rate a declared quota is spent at on a
+// window that begins again at each request let through (declaredRate): in
+// a twentieth of the window (30 per minute in 3 s), the lane waits the
+// window out and sends the quota again, 95% of the quota's rate where an
+// even pace keeps 50%.
+const restartSpend = 20
+
 // staggerMax is the longest interval over which a settled host's lanes are
 // spread (stagger): the hold costs each lane up to one interval of work.
 const staggerMax = int64(2500 * time.Millisecond)

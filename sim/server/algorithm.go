@@ -192,6 +192,13 @@ const (
 	// windows are a second longer than the directive's, so Policy.Window is
 	// that longer window, the directive's seconds plus one (see qosEvent).
 	QoSEvent
+	// QuietReset is github.com/JGLTechnologies/gin-rate-limit's
+	// in-memory store: Quota tokens per key, all of them given back only
+	// once a whole Window of seconds has passed since the key's last
+	// request let through (each one restarts it), refused requests not
+	// counted; its reset is that last request's second plus the window
+	// (see quietReset).
+	QuietReset
 )
 
 var algoNames = [...]string{
@@ -212,6 +219,7 @@ var algoNames = [...]string{
 	Throttled:     "throttled",
 	BlockBucket:   "block-bucket",
 	QoSEvent:      "qos-event",
+	QuietReset:    "quiet-reset",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -262,6 +270,8 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 		alg = &blockBucket{keys: make(map[string]*bbState)}
 	case QoSEvent:
 		alg = &qosEvent{keys: make(map[string]*qosCounter)}
+	case QuietReset:
+		alg = &quietReset{keys: make(map[string]*quietKey)}
 	default:
 		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
 	}

@@ -587,3 +587,56 @@ func (q *qosEvent) Decide(key string, now time.Time) Decision {
 	}
 	return Decision{Limit: q.p.Quota, Window: q.p.Window, Allowed: c.n <= int64(q.p.Quota)}
 }
+
+// quietReset is gin-rate-limit v1.5's InMemoryStore (in_memory.go): per key
+// the Unix second of its last request let through and the tokens left. A
+// request first refills the tokens to the limit when that second plus the
+// window's seconds is not after now's second; it is refused with none
+// left (refused requests change nothing), else takes one and moves the
+// last second to now's. Its reset, on every answer, is the last second
+// plus the window: a lane paced evenly spends the limit in one window and
+// waits a whole window more, idle, for any of it back.
+type quietReset struct {
+	p       Policy
+	seconds int64
+	keys    map[string]*quietKey
+}
+
+type quietKey struct{ last, tokens int64 } // last: a Unix second
+
+func (q *quietReset) Policy() Policy { return q.p }
+func (q *quietReset) Keys() int      { return len(q.keys) }
+
+func (q *quietReset) SetPolicy(p Policy) (err error) {
+	if q.p, err = p.checked(); err != nil {
+		return err
+	}
+	if w := q.p.Window; w < time.Second || w%time.Second != 0 {
+		return fmt.Errorf("quiet-reset: window %v: want whole seconds", w)
+	}
+	q.seconds = int64(q.p.Window / time.Second)
+	return nil
+}
+
+func (q *quietReset) Decide(key string, now time.Time) Decision {
+	sec := floorDiv(now.UnixNano(), int64(time.Second))
+	k := q.keys[key]
+	if k == nil {
+		k = &quietKey{last: sec, tokens: int64(q.p.Quota)}
+		q.keys[key] = k
+	}
+	if k.last+q.seconds <= sec {
+		k.tokens = int64(q.p.Quota)
+	}
+	d := Decision{Limit: q.p.Quota, Window: q.p.Window, Allowed: k.tokens > 0}
+	if d.Allowed {
+		k.tokens--
+		k.last = sec
+	}
+	d.Remaining = int(k.tokens)
+	d.Reset = time.Duration((k.last+q.seconds)*int64(time.Second) - now.UnixNano())
+	if !d.Allowed {
+		d.RetryAfter = d.Reset
+	}
+	return d
+}
