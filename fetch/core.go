@@ -1353,12 +1353,66 @@ func isPrivateHost(host string) bool {
 			return false
 		}
 	}
-	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsUnspecified() || sharedSpace.Contains(a)
+	return privateAddr(a.Unmap())
 }
 
-var sharedSpace = netip.MustParsePrefix("100.64.0.0/10") // RFC 6598, carrier-grade NAT
+// privateAddr is isPrivateHost's test of an address: a 6to4, NAT64 or
+// IPv4-compatible IPv6 address is tested as the IPv4 address it carries
+// ([64:ff9b::a9fe:a9fe] reaches 169.254.169.254 through a NAT64 gateway),
+// and the IPv4 blocks no public host is in count as private too.
+func privateAddr(a netip.Addr) bool {
+	if v4, ok := embeddedIPv4(a); ok {
+		return privateAddr(v4)
+	}
+	if a.Is4() {
+		for _, p := range reservedV4 {
+			if p.Contains(a) {
+				return true
+			}
+		}
+	}
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsUnspecified()
+}
+
+// reservedV4 are IPv4 blocks no public host is in (RFC 6890): shared
+// address space (carrier-grade NAT), IETF protocol assignments,
+// benchmarking, "this network" and the reserved class E.
+var reservedV4 = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+}
+
+// embeddedIPv4 is the IPv4 address an IPv6 address carries by a standard
+// translation: NAT64's well-known prefix 64:ff9b::/96 (and the local-use
+// 64:ff9b:1::/48), 6to4's 2002::/16 and the deprecated IPv4-compatible
+// ::/96 (not :: and ::1 themselves).
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() || a.Is4In6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	v4 := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[i+1], b[i+2], b[i+3]}) }
+	switch {
+	case nat64.Contains(a), nat64Local.Contains(a):
+		return v4(12), true
+	case sixToFour.Contains(a):
+		return v4(2), true
+	case compatV4.Contains(a) && !a.IsUnspecified() && !a.IsLoopback():
+		return v4(12), true
+	}
+	return netip.Addr{}, false
+}
+
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	compatV4   = netip.MustParsePrefix("::/96")
+)
 
 // NumericIPv4 reads host as an IPv4 address written in any of the forms
 // inet_aton accepts (2130706433, 0x7f000001, 127.1, 0177.0.0.1 are all

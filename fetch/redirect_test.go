@@ -205,6 +205,13 @@ func TestIsPrivateHost(t *testing.T) {
 		"2130706433": true, "0x7f000001": true, "127.1": true, "0177.0.0.1": true, "127.0.1": true,
 		"2852039166": true, "0xA9FEA9FE": true, "10.1": true, "134744072": false, "8.8.2056": false,
 		"1.2.3.4.5": false, "0x1g": false, "127.0.0.256": false, "256.1": false, "08.0.0.1": false, "1e3": false,
+		// IPv6 addresses carrying an IPv4 address (NAT64, 6to4,
+		// IPv4-compatible), tested as it; and the IPv4 blocks no public
+		// host is in (a gateway dialled all of these).
+		"64:ff9b::a9fe:a9fe": true, "64:ff9b::808:808": false, "64:ff9b:1::a00:1": true, "2002:a9fe:a9fe::": true,
+		"2002:808:808::1": false, "::127.0.3.1": true, "::10.0.0.1": true, "::8.8.8.8": false,
+		"198.18.0.1": true, "198.19.255.255": true, "192.0.0.170": true, "240.0.0.1": true, "255.255.255.255": true,
+		"0.1.2.3": true, "198.20.0.1": false, "192.0.1.1": false,
 	} {
 		if got := isPrivateHost(h); got != want {
 			t.Errorf("isPrivateHost(%q) = %v, want %v", h, got, want)
