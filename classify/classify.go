@@ -18,6 +18,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/exitgate/exitgate/rlheader"
@@ -326,6 +327,33 @@ func Error(err error) verdict.Verdict {
 // MalformedResponse reports whether err is net/http refusing the server's
 // response head (textproto.ProtocolError).
 func MalformedResponse(err error) bool { return errors.As(err, new(textproto.ProtocolError)) }
+
+// RefusedHead names, in a few stable words, a response head net/http
+// refuses with an untyped error (read by its stable leading words: a reply
+// that is not HTTP, a Content-Length given twice or not a number, a head
+// over the size limit), or "" when err is none. Each was "transport error"
+// in an abandon reason.
+func RefusedHead(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		msg := e.Error()
+		for _, r := range untypedHeads {
+			if strings.HasPrefix(msg, r.prefix) {
+				return r.says
+			}
+		}
+	}
+	return ""
+}
+
+// untypedHeads are how net/http's untyped refusals of a response head
+// begin (net/http/response.go, transfer.go, transport.go), and what each
+// says.
+var untypedHeads = []struct{ prefix, says string }{
+	{"malformed HTTP ", "malformed response head (not HTTP)"},
+	{"http: message cannot contain multiple Content-Length headers", "malformed response head (Content-Length given twice)"},
+	{"bad Content-Length", "malformed response head (a Content-Length that is not a number)"},
+	{"net/http: server response headers exceeded", "response head too large"},
+}
 
 // CertificateProblem names, in a few stable words, why the server's TLS
 // certificate was refused, or "" when err is no such refusal.

@@ -31,6 +31,8 @@ func ErrorClass(err error) string {
 		return "dns failure"
 	case classify.MalformedResponse(err):
 		return "malformed response head (a control character in a header, a line without a colon, or a head cut short)"
+	case classify.RefusedHead(err) != "":
+		return classify.RefusedHead(err)
 	case classify.CertificateProblem(err) != "":
 		return classify.CertificateProblem(err)
 	case classify.CorruptBody(err):

@@ -74,9 +74,11 @@ func TestErrorClass(t *testing.T) {
 		{"header cut short", serve(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"), "truncated response"},
 		{"header cut in a line", serve(t, "HTTP/1.1 200 OK\r\nContent-Le"), "malformed response head (a control character in a header, a line without a colon, or a head cut short)"},
 		{"a control character in a header", serve(t, "HTTP/1.1 200 OK\r\nX-A: a\x01b\r\nContent-Length: 2\r\n\r\nok"), "malformed response head (a control character in a header, a line without a colon, or a head cut short)"},
-		// net/http says "malformed HTTP response" of a reply that is not
-		// HTTP with an error of no exported type: left a transport error.
-		{"garbage", serve(t, "SSH-2.0-OpenSSH_9.2\r\n\r\n"), "transport error"},
+		// net/http refuses these heads with errors of no exported type:
+		// read by their words (each was "transport error").
+		{"garbage", serve(t, "SSH-2.0-OpenSSH_9.2\r\n\r\n"), "malformed response head (not HTTP)"},
+		{"Content-Length twice", serve(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok"), "malformed response head (Content-Length given twice)"},
+		{"Content-Length not a number", serve(t, "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nok"), "malformed response head (a Content-Length that is not a number)"},
 		{"closed at once", serve(t, ""), "closed without a response"},
 		{"refused", refused(), "connection refused"},
 		// Neither is fetched better asked again: both are the URL's fate.
