@@ -218,6 +218,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			if why == "upstream timeout" {
 				status = http.StatusGatewayTimeout
 			}
+			sentThrough(w, ticket.Exit, attempt)
 			g.giveUp(w, host, status, why, time.Time{}, fmt.Sprintf("exitgate: %s through exit %s: %s", host, ticket.Exit, g.scrub(member.ID, err.Error())))
 			return
 		}
@@ -256,6 +257,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			g.lim.Done(ticket, o, now)
 			discard(resp.Body)
 			g.record(host, ticket.Exit, resp.StatusCode, v, sig, sent, now, 0)
+			sentThrough(w, ticket.Exit, attempt)
 			g.giveUp(w, host, http.StatusBadGateway, "exit proxy failure", time.Time{},
 				fmt.Sprintf("exitgate: the proxy of exit %s answered %d", ticket.Exit, resp.StatusCode))
 			return
@@ -481,6 +483,15 @@ func (g *Gateway) waitLane(ctx context.Context, host string, want limit.Want, de
 		return t, time.Time{}, nil
 	}
 	return limit.Ticket{}, next, errBudget
+}
+
+// sentThrough says on the gateway's own answer, after attempts requests were
+// sent, through which exit the last went: its 502 and 504 said neither, the
+// exit named only in the text.
+func sentThrough(w http.ResponseWriter, exit string, attempts int) {
+	h := w.Header()
+	h[HeaderExit] = []string{exit}
+	h[HeaderAttempts] = []string{strconv.Itoa(attempts)}
 }
 
 // giveUp answers the client for the gateway, when the request cannot be
@@ -924,7 +935,7 @@ func (g *Gateway) switchProtocols(w http.ResponseWriter, resp *http.Response, ex
 		const why = "the server answered 101 Switching Protocols with no upgrade to switch to"
 		h := w.Header()
 		h[HeaderReason] = []string{"bad upstream answer"}
-		h[HeaderExit] = []string{exit}
+		sentThrough(w, exit, attempts)
 		http.Error(w, "exitgate: "+why, http.StatusBadGateway)
 		return 0, nil // answered (an upstream error would cut the answer)
 	}
