@@ -182,6 +182,9 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, authority 
 			case ctx.Err() != nil:
 			case errors.Is(err, errExitsDown):
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next, g.exitsDownText())
+			case errors.Is(err, errBanned):
+				g.giveUp(w, host, http.StatusForbidden, "banned on every exit", next,
+					fmt.Sprintf("exitgate: %s answered every exit with a block page; no tunnel opens to it until the time in Retry-After", host))
 			case errors.Is(err, errBudget) && last == verdict.ProxyFailure:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next,
 					fmt.Sprintf("exitgate: no exit could open a tunnel to %s within the wait budget (%v)", authority, budget))

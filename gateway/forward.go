@@ -53,6 +53,10 @@ var errExitsComing = errors.New("gateway: this gateway's exits are on their way"
 // minute) for a 502; it is said at once.
 var errExitsDown = errors.New("gateway: every exit is failing as a proxy")
 
+// errBanned is waitLane's error when every exit is banned from the host
+// (block pages): no wait within a budget ends it.
+var errBanned = errors.New("gateway: every exit is banned by the host")
+
 // exitsDownText tells the client that no exit works, and what to do.
 func (g *Gateway) exitsDownText() string {
 	down, total := g.lim.ExitsDown(time.Now())
@@ -142,6 +146,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			case errors.Is(err, errClosing):
 				g.giveUp(w, host, http.StatusServiceUnavailable, "gateway shutting down", next,
 					"exitgate: the gateway is shutting down; nothing was sent to "+host+": retry after the time in Retry-After")
+			case errors.Is(err, errBanned):
+				// A block on every exit is no pace: said as what it is, at
+				// once (a 429 "wait budget spent" sent the client to slow
+				// down, and every other path of the host waited its whole
+				// budget for the same answer).
+				g.giveUp(w, host, http.StatusForbidden, "banned on every exit", next,
+					fmt.Sprintf("exitgate: %s answered every exit with a block page; no exit may send to it until the time in Retry-After", host))
 			case errors.Is(err, errExitsDown) && !throttled:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next, g.exitsDownText())
 			case errors.Is(err, errBudget) && last == verdict.ProxyFailure && !throttled:
@@ -453,6 +464,9 @@ func (g *Gateway) waitLane(ctx context.Context, host string, want limit.Want, de
 	if next.Sub(now) > time.Second {
 		if down, total := g.lim.ExitsDown(now); total > 0 && down == total {
 			return limit.Ticket{}, next, errExitsDown
+		}
+		if until, all := g.lim.BannedEverywhere(host, now); all {
+			return limit.Ticket{}, until, errBanned
 		}
 	}
 	if next.After(deadline) {

@@ -463,6 +463,33 @@ func TestRetriesBannedOnAnotherExit(t *testing.T) {
 	}
 }
 
+// A block page on every exit is said as a block, at once, for the path that
+// drew it and every other path of the host: a 403 "banned on every exit"
+// with Retry-After until the first ban ends. It was a 429 "wait budget
+// spent" ("its lanes are paced or cooling down"), and each other path
+// waited its whole budget for the same.
+func TestBannedOnEveryExitSaysSo(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "<title>Attention Required! | Cloudflare</title>")
+	})
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: bindExits(t, "127.0.0.21", "127.0.0.22")})
+	c := client(proxy, nil)
+	for _, path := range []string{"/cf", "/other"} {
+		start := time.Now()
+		resp, body := get(t, c, o.URL+path, HeaderWait, "5s")
+		took := time.Since(start)
+		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderReason) != "banned on every exit" || ra < 60 {
+			t.Errorf("GET %s = %d (reason %q, Retry-After %q) %q; want 403, banned on every exit, Retry-After until the ban ends",
+				path, resp.StatusCode, resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"), body)
+		}
+		if took > 2*time.Second {
+			t.Errorf("GET %s answered after %v, want at once", path, took)
+		}
+	}
+}
+
 // When every lane is cooling past the wait budget, the client gets the
 // gateway's own 429 with Retry-After, at once, not after the budget.
 func TestWaitBudgetSpentIsAnHonest429(t *testing.T) {

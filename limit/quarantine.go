@@ -54,3 +54,35 @@ func (l *Limiter) ExitsDown(now time.Time) (down, total int) {
 	}
 	return down, pool.Len()
 }
+
+// BannedEverywhere reports whether every exit of the pool is banned from
+// host at now (a block page on each of its lanes, or a quarantine), and
+// until when the first ban lasts. A caller holding a client for a wait
+// budget can say so at once: the wait is a block, not a pace (the gateway
+// answered "wait budget spent" with a Retry-After of ten minutes, and
+// every other path of the host alike).
+func (l *Limiter) BannedEverywhere(host string, now time.Time) (until time.Time, all bool) {
+	n := sane(now).UnixNano()
+	pool := l.pool.Load()
+	if pool.Len() == 0 {
+		return time.Time{}, false
+	}
+	sh := l.tab.shard(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	h := sh.hosts[host]
+	if h == nil {
+		return time.Time{}, false
+	}
+	first := int64(0)
+	for _, e := range pool.exits {
+		ln := h.lanes[e.ID]
+		if ln == nil || ln.ban <= n {
+			return time.Time{}, false
+		}
+		if first == 0 || ln.ban < first {
+			first = ln.ban
+		}
+	}
+	return time.Unix(0, first), true
+}
