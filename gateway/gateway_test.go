@@ -490,6 +490,35 @@ func TestBannedOnEveryExitSaysSo(t *testing.T) {
 	}
 }
 
+// A request held by the gateway's own per-host concurrency cap (a slow
+// answer in flight) gets a 429 that says so when its budget ends, not
+// "its lanes are paced or cooling down", which sent the client after a
+// pace the server never set.
+func TestHostConcurrencyFullSaysSo(t *testing.T) {
+	release := make(chan struct{})
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+		io.WriteString(w, "ok")
+	})
+	defer close(release)
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(10000), MaxInFlight: 4096, HostConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim})
+	c := client(proxy, nil)
+	go c.Get(o.URL + "/slow")
+	time.Sleep(200 * time.Millisecond)
+	resp, body := get(t, c, o.URL+"/x", HeaderWait, "1s")
+	if resp.StatusCode != 429 || resp.Header.Get(HeaderReason) != "host concurrency full" || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(body, "--per-host-concurrency") {
+		t.Errorf("GET behind a full host = %d (reason %q, Retry-After %q) %q; want 429, host concurrency full",
+			resp.StatusCode, resp.Header.Get(HeaderReason), resp.Header.Get("Retry-After"), body)
+	}
+}
+
 // When every lane is cooling past the wait budget, the client gets the
 // gateway's own 429 with Retry-After, at once, not after the budget.
 func TestWaitBudgetSpentIsAnHonest429(t *testing.T) {

@@ -86,3 +86,14 @@ func (l *Limiter) BannedEverywhere(host string, now time.Time) (until time.Time,
 	}
 	return time.Unix(0, first), true
 }
+
+// HostFull reports whether host has as many requests in flight as
+// Config.HostConcurrency allows, and that cap: a caller that waited its
+// budget for a lane can tell a full host from a paced one.
+func (l *Limiter) HostFull(host string) (full bool, limit int) {
+	sh := l.tab.shard(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	h := sh.hosts[host]
+	return h != nil && h.inFlight >= int32(l.rules.hostConc), l.rules.hostConc
+}
