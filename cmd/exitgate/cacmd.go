@@ -28,6 +28,7 @@ library's built-in CA is used: its key would be public.`,
 func caDirFlag(cmd *cobra.Command, dir *string) {
 	cmd.Flags().StringVar(dir, "ca-dir", "", "`DIR`ectory of the CA; default $"+serveCADirEnv+" (serve's), else $XDG_CONFIG_HOME/exitgate/ca or ~/.config/exitgate/ca")
 	setDefaultText(cmd.Flags(), "ca-dir", "~/.config/exitgate/ca")
+	cmd.Flags().SetAnnotation("ca-dir", alsoReadsAnnotation, []string{serveCADirEnv})
 }
 
 // serveCADirEnv is the variable of serve's --ca-dir. The ca commands read

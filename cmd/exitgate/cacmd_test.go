@@ -67,6 +67,10 @@ func TestCAPathFollowsServe(t *testing.T) {
 	}
 	if r := runCmd(t, "ca", "path"); strings.TrimSpace(r.stdout) != filepath.Join(dir, "ca.pem") {
 		t.Errorf("ca path with %s set = %q, want serve's CA", serveCADirEnv, r.stdout)
+	} else if strings.Contains(r.stderr, serveCADirEnv) {
+		// It read the variable and said it did not ("is `exitgate
+		// serve`'s setting, not read here").
+		t.Errorf("ca path with %s set warns of it: %q", serveCADirEnv, r.stderr)
 	}
 	own := filepath.Join(t.TempDir(), "own")
 	if r := runCmd(t, "ca", "init", "--ca-dir", own); r.err != nil || strings.TrimSpace(r.stdout) != filepath.Join(own, "ca.pem") {

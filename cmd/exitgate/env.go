@@ -28,6 +28,11 @@ const envPrefix = "EXITGATE_"
 // an error about the flag can name the variable.
 const envSetAnnotation = "exitgate_env_set"
 
+// alsoReadsAnnotation lists, on a flag, another command's variables it
+// reads too (the ca commands' --ca-dir reads serve's EXITGATE_SERVE_CA_DIR):
+// not warned of as another command's setting.
+const alsoReadsAnnotation = "exitgate_env_also"
+
 // defaultAnnotation overrides the default shown in help, for a flag whose
 // zero value means something the value cannot say ("the current time").
 const defaultAnnotation = "exitgate_default"
@@ -59,6 +64,9 @@ func applyEnv(cmd *cobra.Command, warn io.Writer) error {
 		}
 		name := envName(cmd, f.Name)
 		known[name] = true
+		for _, n := range f.Annotations[alsoReadsAnnotation] {
+			known[n] = true
+		}
 		val, ok := os.LookupEnv(name)
 		if !ok || strings.TrimSpace(val) == "" || f.Changed {
 			return
