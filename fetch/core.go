@@ -843,6 +843,11 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		}
 		c.mu.Unlock()
 		c.lim.Cancel(a.Ticket, now)
+		if c.tally != nil && !a.SentAt.IsZero() {
+			// Sent, and the server may have seen it: counted (the
+			// summary said 1 request where the server saw 11).
+			c.tally.Record(metrics.Event{Host: a.Host, Exit: a.Ticket.Exit, Aborted: true, Latency: now.Sub(a.SentAt), At: now})
+		}
 		if a.Robots {
 			return nil
 		}

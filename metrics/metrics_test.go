@@ -83,7 +83,7 @@ func TestPrometheusMatchesTally(t *testing.T) {
 # HELP exitgate_abandoned_total URLs given up, by host and reason.
 # TYPE exitgate_abandoned_total counter
 exitgate_abandoned_total{host="a",reason="retries exhausted"} 1
-# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error).
+# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error; aborted = cut short by the crawl's own stop).
 # TYPE exitgate_requests_total counter
 exitgate_requests_total{host="a",status="429"} 1
 `
@@ -131,7 +131,7 @@ func TestHostSeriesBounded(t *testing.T) {
 exitgate_abandoned_total{host="_other",reason="retries exhausted"} 2
 exitgate_abandoned_total{host="a",reason="retries exhausted"} 1
 exitgate_abandoned_total{host="b",reason="retries exhausted"} 1
-# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error).
+# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error; aborted = cut short by the crawl's own stop).
 # TYPE exitgate_requests_total counter
 exitgate_requests_total{host="_other",status="429"} 2
 exitgate_requests_total{host="a",status="429"} 1

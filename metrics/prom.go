@@ -102,7 +102,7 @@ func Collectors(t *Tally, opts Options) []prometheus.Collector {
 
 var (
 	descRequests = prometheus.NewDesc("exitgate_requests_total",
-		"Requests sent, by host and response status (0 = transport error).", []string{"host", "status"}, nil)
+		"Requests sent, by host and response status (0 = transport error; aborted = cut short by the crawl's own stop).", []string{"host", "status"}, nil)
 	descExitRequests = prometheus.NewDesc("exitgate_exit_requests_total",
 		"Requests sent, by exit and verdict.", []string{"exit", "verdict"}, nil)
 	descHostVerdicts = prometheus.NewDesc("exitgate_host_verdicts_total",
@@ -144,6 +144,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if h.TransportErrors > 0 {
 			requests[key{l, "0"}] += float64(h.TransportErrors)
+		}
+		if h.Aborted > 0 {
+			requests[key{l, "aborted"}] += float64(h.Aborted)
 		}
 		for v, n := range h.ByVerdict {
 			verdicts[key{l, v}] += float64(n)

@@ -25,6 +25,10 @@ type Event struct {
 	Latency       time.Duration
 	Bytes         int64
 	At            time.Time // when the response (or error) arrived
+	// Aborted marks a request sent and then cut short by the crawl's own
+	// stop (a second signal, --duration's drain): counted as sent, with
+	// no answer and no verdict, and not shown to subscribers.
+	Aborted bool
 }
 
 // Counters are the totals for one scope (the run, a host or an exit).
@@ -35,7 +39,9 @@ type Counters struct {
 	ByVerdict       map[string]int64 `json:"by_verdict"`
 	Throttled429    int64            `json:"responses_429"`
 	TransportErrors int64            `json:"transport_errors"`
-	Bytes           int64            `json:"bytes"`
+	// Aborted counts requests the crawl's own stop cut short (Event.Aborted).
+	Aborted int64 `json:"aborted,omitempty"`
+	Bytes   int64 `json:"bytes"`
 	// HeldBackSeconds is how long the scope had due work that the limiter
 	// held back: pacing, cooldowns and pauses.
 	HeldBackSeconds float64 `json:"held_back_seconds"`
@@ -66,6 +72,11 @@ func (c Counters) MeanLatency() time.Duration {
 
 func (c *Counters) add(e Event) {
 	c.Requests++
+	if e.Aborted {
+		c.Aborted++
+		c.latencySum += e.Latency
+		return
+	}
 	if c.ByStatus == nil {
 		c.ByStatus = map[int]int64{}
 		c.ByVerdict = map[string]int64{}
@@ -144,6 +155,9 @@ func (t *Tally) Record(e Event) {
 	t.rolling.add(e.At, e.Status == 429)
 	hook, subs := t.onRetryAfter, t.subs
 	t.mu.Unlock()
+	if e.Aborted {
+		return // no answer to judge
+	}
 	if hook != nil && e.HasRetryAfter {
 		hook(e.Host, e.RetryAfter)
 	}

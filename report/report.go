@@ -190,6 +190,7 @@ type Scoped struct {
 	EffectiveRate     float64          `json:"effective_rate"`
 	Abandoned         int64            `json:"abandoned"`
 	TransportErrors   int64            `json:"transport_errors"`
+	Aborted           int64            `json:"aborted,omitempty"`
 	MeanLatencyMS     float64          `json:"mean_latency_ms"`
 	Capacity
 }
@@ -214,6 +215,10 @@ type Summary struct {
 	Requests          int64            `json:"requests"`
 	ResponsesByStatus map[string]int64 `json:"responses_by_status"`
 	TransportErrors   int64            `json:"transport_errors"`
+	// Aborted is the requests sent that the crawl's own stop cut short (a
+	// second signal, --duration's drain): in Requests, with no answer. A
+	// server's log counts them; they were in no count at all.
+	Aborted int64 `json:"aborted,omitempty"`
 	// Fetched is the URLs the run (or runs) finished done; Retries the
 	// requests they sent again for a URL.
 	Fetched           int64    `json:"fetched"`
@@ -247,6 +252,7 @@ func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Ca
 		Requests:          s.Total.Requests,
 		ResponsesByStatus: statusKeys(s.Total.ByStatus),
 		TransportErrors:   s.Total.TransportErrors,
+		Aborted:           s.Total.Aborted,
 		Ratio429:          s.Total.Ratio429(),
 		HeldBackSeconds:   s.Total.HeldBackSeconds,
 		EffectiveRate:     s.EffectiveRate(),
@@ -281,6 +287,7 @@ func scoped(list []metrics.Scoped, caps map[string]Capacity, elapsed float64) []
 			ThrottledSeconds: caps[x.Name].Throttled, HeldBackSeconds: x.HeldBackSeconds,
 			Abandoned:       abandoned,
 			TransportErrors: x.TransportErrors,
+			Aborted:         x.Aborted,
 			MeanLatencyMS:   float64(x.MeanLatency().Microseconds()) / 1000,
 			Capacity:        caps[x.Name],
 		}

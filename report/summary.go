@@ -181,6 +181,7 @@ func Cumulative(runs []Summary) Summary {
 		c.Runs += max(r.Runs, 1)
 		c.Requests += r.Requests
 		c.TransportErrors += r.TransportErrors
+		c.Aborted += r.Aborted
 		c.Fetched += r.Fetched
 		c.Retries += r.Retries
 		c.ThrottledSeconds += r.ThrottledSeconds
@@ -225,6 +226,7 @@ func addScoped(to map[string]*Scoped, list []Scoped) {
 		s.HeldBackSeconds += x.HeldBackSeconds
 		s.Abandoned += x.Abandoned
 		s.TransportErrors += x.TransportErrors
+		s.Aborted += x.Aborted
 		addStatuses(s.ResponsesByStatus, x.ResponsesByStatus)
 		if x.Requests > 0 || s.Capacity.zero() {
 			s.Capacity = x.Capacity

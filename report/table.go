@@ -15,8 +15,12 @@ func WriteTable(w io.Writer, s Summary) {
 	if s.Fetched == 0 && s.Retries > 0 {
 		retries = fmt.Sprintf("%d retries, no success", s.Retries) // (it read 0.00 retries per success)
 	}
-	fmt.Fprintf(w, "Requests %d in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %s\n",
-		s.Requests, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, retries)
+	aborted := ""
+	if s.Aborted > 0 {
+		aborted = fmt.Sprintf(" (%d cut short by the stop, unanswered)", s.Aborted)
+	}
+	fmt.Fprintf(w, "Requests %d%s in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %s\n",
+		s.Requests, aborted, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, retries)
 	fmt.Fprintf(w, "Throttled %.1fs (cooldowns and pauses the servers' pushback imposed, summed over lanes); work held back by the limiter %.1fs\n",
 		s.ThrottledSeconds, s.HeldBackSeconds)
 	if len(s.AbandonedByReason) > 0 {

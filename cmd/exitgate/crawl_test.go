@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -638,7 +639,9 @@ func TestCrawlDurationThenResume(t *testing.T) {
 // minute to answer held a --duration 1s run for all of --timeout, its
 // progress line counting on.
 func TestCrawlDurationAbortsSlowRequests(t *testing.T) {
+	var seen atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
 		select { // answers nothing for a minute
 		case <-r.Context().Done():
 		case <-time.After(time.Minute):
@@ -661,8 +664,17 @@ func TestCrawlDurationAbortsSlowRequests(t *testing.T) {
 	if !strings.Contains(r.stderr, "--duration 1s reached: stopping") {
 		t.Errorf("stderr does not say the duration ended the run:\n%s", r.stderr)
 	}
-	if sum := readSummary(t, out); sum.Queued != len(urls) || sum.Abandoned != 0 {
+	sum := readSummary(t, out)
+	if sum.Queued != len(urls) || sum.Abandoned != 0 {
 		t.Errorf("summary: %d queued, %d abandoned; want all %d queued (aborted at the deadline, not charged)", sum.Queued, sum.Abandoned, len(urls))
+	}
+	// The requests the stop cut short were sent, and counted: the summary
+	// said 0 where the server saw 3.
+	if n := seen.Load(); sum.Requests != n || sum.Aborted != n {
+		t.Errorf("summary: %d requests, %d aborted; the server saw %d, all cut short", sum.Requests, sum.Aborted, n)
+	}
+	if !strings.Contains(r.stdout, "cut short by the stop") {
+		t.Errorf("the end report does not say requests were cut short:\n%s", r.stdout)
 	}
 }
 
