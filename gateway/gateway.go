@@ -56,6 +56,7 @@ const (
 	DefaultWaitBudget    = 60 * time.Second
 	DefaultMaxWaitBudget = 10 * time.Minute
 	DefaultMaxSessions   = 100_000
+	DefaultMaxHosts      = 1000
 	DefaultSessionIdle   = 30 * time.Minute
 	DefaultIdleTimeout   = 2 * time.Minute
 	DefaultHeaderTimeout = 30 * time.Second
@@ -137,6 +138,10 @@ type Config struct {
 	// forgets a session unused that long. Zero: the defaults.
 	MaxSessions int
 	SessionIdle time.Duration
+	// MaxHosts bounds the hosts counted each on its own in the tally
+	// (metrics.Tally.LimitHosts); later ones are counted together. Zero:
+	// DefaultMaxHosts.
+	MaxHosts int
 	// MaxIdleConnsPerHost is how many idle keep-alive connections each
 	// exit keeps per target host, for the next requests. It should be at
 	// least the requests in flight per host (the limiter's
@@ -246,6 +251,9 @@ func New(cfg Config) (*Gateway, error) {
 	if g.tally == nil {
 		g.tally = metrics.NewTally(time.Now())
 	}
+	// A gateway's hosts are whatever its clients ask for, for as long as
+	// it runs: counted each on its own up to a bound.
+	g.tally.LimitHosts(cmp.Or(cfg.MaxHosts, DefaultMaxHosts))
 	if g.hostKey == nil {
 		g.hostKey = fetch.DefaultHostKey
 	}

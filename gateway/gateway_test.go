@@ -1287,7 +1287,7 @@ exitgate_gateway_requests_total{outcome="status 404"} 1
 	}
 	host := strings.TrimPrefix(o.URL, "http://")
 	wantReq := fmt.Sprintf(`
-# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error).
+# HELP exitgate_requests_total Requests sent, by host and response status (0 = transport error; aborted = cut short by the crawl's own stop).
 # TYPE exitgate_requests_total counter
 exitgate_requests_total{host=%q,status="200"} 2
 exitgate_requests_total{host=%q,status="404"} 1

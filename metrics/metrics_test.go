@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +143,28 @@ exitgate_requests_total{host="b",status="429"} 1
 	}
 	if n := testutil.CollectAndCount(reg, "exitgate_retry_after_seconds"); n != 3 {
 		t.Errorf("retry-after histogram series = %d, want 3 (a, b, _other)", n)
+	}
+}
+
+// TestLimitHosts: past LimitHosts, later hosts are counted together in
+// OtherHosts, and the total still counts everything.
+func TestLimitHosts(t *testing.T) {
+	tl := NewTally(time.Unix(0, 0))
+	tl.LimitHosts(2)
+	for i := range 5 {
+		host := fmt.Sprintf("h%d", i)
+		tl.Record(Event{Host: host, Status: 200, Verdict: verdict.OK, At: time.Unix(1, 0)})
+		tl.HeldBackUntil(host, time.Unix(1, 0), time.Unix(2, 0))
+	}
+	s := tl.Snapshot(time.Unix(3, 0))
+	names := map[string]int64{}
+	for _, h := range s.Hosts {
+		names[h.Name] = h.Requests
+	}
+	if len(names) != 3 || names["h0"] != 1 || names["h1"] != 1 || names[OtherHosts] != 3 || s.Total.Requests != 5 {
+		t.Errorf("hosts %v, total %d; want h0 and h1 on their own, 3 in %q, 5 in all", names, s.Total.Requests, OtherHosts)
+	}
+	if len(tl.heldTo) > 2 {
+		t.Errorf("%d hosts' holds kept, want the 2 counted on their own", len(tl.heldTo))
 	}
 }

@@ -133,6 +133,8 @@ type Tally struct {
 	onRetryAfter func(host string, d time.Duration)
 	// subs receive every event (Subscribe).
 	subs []func(Event)
+	// maxHosts bounds hosts (LimitHosts; 0: none).
+	maxHosts int
 	// heldTo is, per host, the end of the last hold counted by
 	// HeldBackUntil: the part of it after a snapshot's time has not
 	// happened yet and is left out of that snapshot.
@@ -148,7 +150,7 @@ func NewTally(start time.Time) *Tally {
 func (t *Tally) Record(e Event) {
 	t.mu.Lock()
 	t.total.add(e)
-	counter(t.hosts, e.Host).add(e)
+	t.host(e.Host).add(e)
 	if e.Exit != "" {
 		counter(t.exits, e.Exit).add(e)
 	}
@@ -182,7 +184,7 @@ func (t *Tally) Subscribe(f func(Event)) {
 func (t *Tally) Abandon(host, exit, reason string) {
 	t.mu.Lock()
 	t.total.abandon(reason)
-	counter(t.hosts, host).abandon(reason)
+	t.host(host).abandon(reason)
 	if exit != "" {
 		counter(t.exits, exit).abandon(reason)
 	}
@@ -193,7 +195,7 @@ func (t *Tally) Abandon(host, exit, reason string) {
 func (t *Tally) Done(host, exit string) {
 	t.mu.Lock()
 	t.total.Done++
-	counter(t.hosts, host).Done++
+	t.host(host).Done++
 	if exit != "" {
 		counter(t.exits, exit).Done++
 	}
@@ -205,7 +207,7 @@ func (t *Tally) Done(host, exit string) {
 func (t *Tally) Retry(host, exit string) {
 	t.mu.Lock()
 	t.total.Retries++
-	counter(t.hosts, host).Retries++
+	t.host(host).Retries++
 	if exit != "" {
 		// per_exit's retries read 0 while per_host and the total had them.
 		counter(t.exits, exit).Retries++
@@ -225,7 +227,9 @@ func (t *Tally) HeldBackUntil(host string, from, to time.Time) {
 	if t.heldTo == nil {
 		t.heldTo = map[string]time.Time{}
 	}
-	t.heldTo[host] = to
+	if _, own := t.hosts[host]; own || t.maxHosts == 0 {
+		t.heldTo[host] = to
+	}
 	t.mu.Unlock()
 }
 
@@ -236,8 +240,29 @@ func (t *Tally) HeldBack(host string, d time.Duration) {
 	}
 	t.mu.Lock()
 	t.total.HeldBackSeconds += d.Seconds()
-	counter(t.hosts, host).HeldBackSeconds += d.Seconds()
+	t.host(host).HeldBackSeconds += d.Seconds()
 	t.mu.Unlock()
+}
+
+// LimitHosts keeps counters of their own for the first n hosts at most, and
+// folds every later one into OtherHosts (as the metrics' series do): a gateway in front of a broad
+// crawl met 8,000 hosts in minutes and kept each one's counters for good,
+// its memory and its summary growing with every new host.
+func (t *Tally) LimitHosts(n int) {
+	t.mu.Lock()
+	t.maxHosts = n
+	t.mu.Unlock()
+}
+
+// host is host's counters, or OtherHosts' past the limit. t.mu is held.
+func (t *Tally) host(host string) *Counters {
+	if c := t.hosts[host]; c != nil {
+		return c
+	}
+	if t.maxHosts > 0 && len(t.hosts) >= t.maxHosts {
+		host = OtherHosts
+	}
+	return counter(t.hosts, host)
 }
 
 func counter(m map[string]*Counters, key string) *Counters {
