@@ -1028,11 +1028,21 @@ func (c *Core) exitSeenLocked(exit string, v verdict.Verdict, r Response) error 
 		c.exits[exit] = e
 	}
 	if v != verdict.ProxyFailure {
+		if e.fails > 0 {
+			c.cfg.Logger.Info("exit works again", "exit", exit, "after proxy failures", e.fails)
+		}
 		e.fails, e.worked = 0, true
 		return nil
 	}
 	e.fails++
 	e.why = describe(attemptResult{Status: r.Status, Verdict: v, Err: r.Err})
+	if e.fails == 1 {
+		// Said at its first failure in a row: every exit of a pool
+		// dying one after another went half a minute without a word,
+		// then the run stopped with "no working exit".
+		c.cfg.Logger.Warn("exit failing as a proxy: held back while it is checked; its URLs go through other exits, uncharged",
+			"exit", exit, "why", e.why, "exits failing", c.failingLocked())
+	}
 	if c.cfg.Exits == nil {
 		return nil
 	}
@@ -1049,6 +1059,17 @@ func (c *Core) exitSeenLocked(exit string, v verdict.Verdict, r Response) error 
 		return nil
 	}
 	return &NoExitError{Exits: failed}
+}
+
+// failingLocked counts the exits whose last answer was a proxy failure.
+func (c *Core) failingLocked() int {
+	n := 0
+	for _, e := range c.exits {
+		if e.fails > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // NoExitError says that no exit of the pool works: every one failed as a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/exitgate/exitgate/internal/peertest"
@@ -52,6 +53,17 @@ func TestCrawlBrokenProxiesAreTheExitsFault(t *testing.T) {
 	for _, bad := range []string{garbage, silent, socks} {
 		if !failed[bad] {
 			t.Errorf("summary per_exit: broken exit %s not shown tried and failing: %+v", bad, sum.PerExit)
+		}
+		// Said when it first failed, once: a pool dying exit by exit went
+		// half a minute without a word.
+		said := 0
+		for _, line := range strings.Split(r.stderr, "\n") {
+			if strings.Contains(line, "exit failing as a proxy") && strings.Contains(line, "exit="+bad+" ") {
+				said++
+			}
+		}
+		if said != 1 {
+			t.Errorf("stderr says %d times that exit %s failed as a proxy, want once:\n%s", said, bad, r.stderr)
 		}
 	}
 }
