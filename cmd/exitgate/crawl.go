@@ -131,6 +131,14 @@ Exit codes:
 				[2]string{"fleet-ttl", "redis"}, [2]string{"worker-id", "redis"}, [2]string{"crawl", "redis"}); err != nil {
 				return usageError(err)
 			}
+			for _, fl := range []string{"metrics-exits", "metrics-hosts"} {
+				if err := needsOneOf(cmd.Flags(), fl, "metrics-addr", "ui"); err != nil {
+					return usageError(err)
+				}
+			}
+			if cmd.Flags().Changed("breaker-cooldown") && f.mon.breakerAfter == 0 {
+				return usageError(errors.New("--breaker-cooldown does nothing with --breaker-after 0 (no breaker)"))
+			}
 			if err := f.settleVerbose(cmd.Flags()); err != nil {
 				return usageError(err)
 			}

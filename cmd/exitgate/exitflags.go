@@ -246,6 +246,20 @@ func setWhere(f *pflag.Flag) int {
 	return 3
 }
 
+// needsOneOf refuses flag given without any of the flags it works with
+// (--metrics-hosts without --metrics-addr or --ui), as needs does.
+func needsOneOf(fl *pflag.FlagSet, flag string, with ...string) error {
+	if !fl.Changed(flag) {
+		return nil
+	}
+	for _, w := range with {
+		if fl.Changed(w) {
+			return nil
+		}
+	}
+	return fmt.Errorf("--%s needs --%s: without one of them, it does nothing", flag, strings.Join(with, " or --"))
+}
+
 // needs refuses a flag given without the flag it works with, each pair
 // {flag, needed}: accepted, it would do nothing (--sessions without
 // --proxy-template, --lease-ttl without --redis). Given means set on the

@@ -54,6 +54,9 @@ func TestFlagsThatNeedAnother(t *testing.T) {
 		{"crawl", "--fleet-ttl", "10s"},
 		{"crawl", "--worker-id", "w1"},
 		{"crawl", "--crawl", "shop"},
+		// Series of endpoints that are not served.
+		{"crawl", "--metrics-hosts", "5"},
+		{"crawl", "--metrics-exits", "5"},
 	} {
 		r := runCmd(t, append(append(args, "--out", filepath.Join(dir, "out")), urls)...)
 		if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "needs --") {
@@ -62,6 +65,10 @@ func TestFlagsThatNeedAnother(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 			t.Fatalf("%v: the output directory was made", args)
 		}
+	}
+	if r := runCmd(t, "crawl", "--breaker-after", "0", "--breaker-cooldown", "1m", "--out", filepath.Join(dir, "out"), urls); exitCode(r.err) != exitUsage ||
+		!strings.Contains(r.err.Error(), "--breaker-cooldown does nothing with --breaker-after 0") {
+		t.Errorf("--breaker-cooldown with no breaker: %v, want exit %d saying it does nothing", r.err, exitUsage)
 	}
 	t.Setenv("EXITGATE_WORKER_ID", "w1")
 	r := runCmd(t, "crawl", "--out", filepath.Join(dir, "out"), urls)
