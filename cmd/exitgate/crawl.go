@@ -597,10 +597,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	}
 	exits := fetch.NewExitSet(members, identity, onSet)
 	if f.echoURL != "" {
-		for id, err := range exits.Resolve(ctx, 16) {
-			fmt.Fprintf(stderr, "exit %s: IP unknown, keyed by its id: %v\n", id, err)
-		}
-		fmt.Fprintf(stderr, "exitgate: %d exits resolve to %d distinct IPs\n", len(members), len(exits.Keys()))
+		sayResolved(ctx, stderr, exits, len(members))
 	}
 
 	tally := metrics.NewTally(start)

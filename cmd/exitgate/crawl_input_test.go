@@ -503,3 +503,24 @@ func TestCrawlNoUsableURLsNotRecorded(t *testing.T) {
 		t.Errorf("crawl.json after the refused --append:\n%s\nwant it as before:\n%s", after, before)
 	}
 }
+
+// TestCrawlEchoUnknownIPsCounted: exits whose IP the echo URL does not tell
+// are counted apart in the line that says how many distinct IPs the exits
+// resolve to ("2 exits resolve to 2 distinct IPs" was said of two exits
+// whose IPs were both unknown).
+func TestCrawlEchoUnknownIPsCounted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "not an address")
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	_, crawl := crawlList(t, dir, []string{srv.URL + "/x"}, "-x", "bind:127.0.0.1", "-x", "bind:127.0.0.2",
+		"--echo-url", srv.URL+"/ip", "--ignore-robots", "--progress", "0")
+	r := crawl()
+	if r.err != nil {
+		t.Fatalf("crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	if want := "exitgate: 2 exits: 0 resolve to 0 distinct IPs, 2 of unknown IP keyed by their ids"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/exitgate/exitgate/fetch"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/pool"
 )
@@ -271,4 +273,22 @@ func needs(fl *pflag.FlagSet, pairs ...[2]string) error {
 		}
 	}
 	return nil
+}
+
+// sayResolved asks the echo URL for the IP of each of the n exits of set
+// and says what it found, the exits whose IP is unknown (keyed by their
+// ids) counted apart: it said "2 exits resolve to 2 distinct IPs" of two
+// exits whose IPs were both unknown.
+func sayResolved(ctx context.Context, stderr io.Writer, set *fetch.ExitSet, n int) {
+	unknown := 0
+	for id, err := range set.Resolve(ctx, 16) {
+		unknown++
+		fmt.Fprintf(stderr, "exit %s: IP unknown, keyed by its id: %v\n", id, err)
+	}
+	if unknown == 0 {
+		fmt.Fprintf(stderr, "exitgate: %d exits resolve to %d distinct IPs\n", n, len(set.Keys()))
+		return
+	}
+	fmt.Fprintf(stderr, "exitgate: %d exits: %d resolve to %d distinct IPs, %d of unknown IP keyed by their ids\n",
+		n, n-unknown, max(len(set.Keys())-unknown, 0), unknown)
 }

@@ -311,10 +311,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, f serveFlags) error
 		dist.applied = func([]limit.Exit) { g.CloseTunnelsOff() } // a moved exit's tunnels close
 	}
 	if f.echoURL != "" {
-		for id, err := range g.ExitSet().Resolve(ctx, 16) {
-			fmt.Fprintf(stderr, "exit %s: IP unknown, keyed by its id: %v\n", id, err)
-		}
-		fmt.Fprintf(stderr, "exitgate: %d exits resolve to %d distinct IPs\n", len(setup.exits), len(g.ExitSet().Keys()))
+		sayResolved(ctx, stderr, g.ExitSet(), len(setup.exits))
 	}
 	if metricsLn != nil {
 		reg, err := newRegistry(tally, nil, 50, 200) // as crawl's --metrics-exits and --metrics-hosts defaults
