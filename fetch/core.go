@@ -612,6 +612,16 @@ func (c *Core) mustWaitLocked(h *hostState, now time.Time) bool {
 	return h.notBefore.Sub(now) > c.cfg.Retry.MaxWait
 }
 
+// waitWhy is why host h waits at now, as far as known: the last pushback
+// its answers gave, else its robots.txt's Crawl-delay when that is the
+// wait (a Crawl-delay of a day read "the limiter holds it"), else "".
+func (h *hostState) waitWhy(now time.Time) string {
+	if h.pushback == "" && h.crawlDelay > 0 && h.notBefore.Sub(now) <= h.crawlDelay+time.Second {
+		return fmt.Sprintf("robots.txt Crawl-delay %v", h.crawlDelay)
+	}
+	return h.pushback
+}
+
 // parkHostLocked parks every buffered job of a host that must wait beyond
 // MaxWait, durably, until the host may send again; the host's other due jobs
 // follow as they are claimed. It says so in the log.
@@ -619,7 +629,7 @@ func (c *Core) parkHostLocked(ctx context.Context, host string, h *hostState, no
 	if len(h.queue) == 0 {
 		return nil
 	}
-	why := h.pushback
+	why := h.waitWhy(now)
 	if why == "" {
 		why = "the limiter holds it"
 	}
@@ -672,7 +682,7 @@ func (c *Core) Waiting(now time.Time) []HostWait {
 		// is beyond MaxWait: a host parked for 6 minutes was said for its
 		// first and then shown as a bare count for 5.
 		if c.mustWaitLocked(h, now) || h.parkedUntil.After(now) {
-			out = append(out, HostWait{Host: host, Until: later(h.notBefore, h.parkedUntil), Why: h.pushback})
+			out = append(out, HostWait{Host: host, Until: later(h.notBefore, h.parkedUntil), Why: h.waitWhy(now)})
 		}
 	}
 	slices.SortFunc(out, func(a, b HostWait) int { return a.Until.Compare(b.Until) })

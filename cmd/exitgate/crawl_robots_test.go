@@ -173,3 +173,26 @@ func TestCrawlRobotsFailsForGood(t *testing.T) {
 		t.Errorf("%d results, want 2", len(rows))
 	}
 }
+
+// TestCrawlLongCrawlDelaySaysWhy: a host parked for its robots.txt's
+// Crawl-delay says so, in the log and in the end report; it said "the
+// limiter holds it".
+func TestCrawlLongCrawlDelaySaysWhy(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprintln(w, "User-agent: *\nCrawl-delay: 100000")
+			return
+		}
+		fmt.Fprintln(w, "page")
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	_, crawl := crawlList(t, dir, siteURLs(srv.URL, 3), "--lane-rate", "50/s", "--max-wait", "2s", "--progress", "0")
+	r := crawl()
+	if code := exitCode(r.err); code != exitUnfinished {
+		t.Fatalf("crawl: %v (exit %d), want exit %d (parked)\nstderr:\n%s", r.err, code, exitUnfinished, r.stderr)
+	}
+	if !strings.Contains(r.stderr+r.stdout, "robots.txt Crawl-delay 24h0m0s") || strings.Contains(r.stderr+r.stdout, "the limiter holds it") {
+		t.Errorf("the park does not say its Crawl-delay:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+}
