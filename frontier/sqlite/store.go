@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,6 +188,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.release()
 		if isBusy(err) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, cfg.Path)
+		}
+		if hint := diskHint(filepath.Dir(cfg.Path)); hint != "" {
+			// SQLite says "unable to open database file (14)" of a file
+			// system out of inodes, and "disk I/O error" of one full.
+			return nil, fmt.Errorf("%w (%s)", err, hint)
 		}
 		return nil, err
 	}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package sqlite
+
+// diskHint says nothing on systems other than Linux.
+func diskHint(string) string { return "" }
