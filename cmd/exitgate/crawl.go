@@ -1047,9 +1047,15 @@ func checkURLFile(out, urlFile string, appendOK bool) (*crawlRecord, error) {
 		}
 	}
 	if !appendOK {
+		// Every list it was fed from (after --append it named the last
+		// only).
 		last := "another list"
 		if n := len(rec.URLFiles); n > 0 {
-			last = rec.URLFiles[n-1].Path
+			paths := make([]string, n)
+			for i, u := range rec.URLFiles {
+				paths[i] = u.Path
+			}
+			last = strings.Join(paths, " and ")
 		}
 		return nil, fmt.Errorf("%s holds the crawl of %s; %s holds other URLs (another list, or that list edited; the same URLs in another order or with other line ends are the same list): "+
 			"run with --append to add its URLs to that crawl, or use another --out", out, last, urlFile)

@@ -320,6 +320,11 @@ func TestCrawlOtherURLFileNeedsAppend(t *testing.T) {
 	if r := crawl(file2); r.err != nil {
 		t.Errorf("rerun of the appended list: %v, want a resume", r.err)
 	}
+	// Refused after --append, it names both lists the crawl holds (it
+	// named the last one only).
+	if r := crawl(edited); exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), file1+" and "+file2) {
+		t.Errorf("crawl of the edited list after --append: %v, want refused naming %s and %s", r.err, file1, file2)
+	}
 }
 
 // TestCrawlLaneRateUnderAMinute: a first guess under the learner's floor of
