@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/classify"
+	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/verdict"
 )
 
@@ -229,32 +230,7 @@ func TestCheckTimeout(t *testing.T) {
 // said "no answer within 2.000724731s") or the transport's own 5 s (HTTP:
 // 7 s).
 func TestCheckTimeoutBoundsProxyCheck(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	addr := ln.Addr().String()
+	addr := peertest.BrokenProxy(t, peertest.Silent)
 	for _, line := range []string{"http://" + addr, "socks5://" + addr} {
 		exits, err := Parse(strings.NewReader(line), "list")
 		if err != nil {
