@@ -244,9 +244,10 @@ type Finished struct {
 	// Result is what was recorded for a done job; for an abandoned one, its
 	// last attempt's exit, time and size.
 	Result frontier.Result
-	// URL is the last hop's URL (the job's, or where redirects led), At
-	// when its answer came and Header that answer's headers. Zero when the
-	// job ended without a request (disallowed by robots.txt).
+	// URL is the last hop's URL (the job's, or where redirects led; the one
+	// robots.txt disallowed), At when its answer came and Header that
+	// answer's headers (zero when it ended without a request: disallowed
+	// by robots.txt).
 	URL    string
 	At     time.Time
 	Header http.Header
@@ -481,6 +482,9 @@ func (c *Core) nextLocked(ctx context.Context, host string, now time.Time) (Atte
 				c.cfg.Logger.Warn("abandon", "url", frontier.Redact(p.url), "err", err)
 			}
 			if final {
+				// The URL robots.txt disallows: a redirect's target, not
+				// the job's own (its row named no final URL).
+				f.URL = p.url
 				fin = append(fin, f)
 			}
 			continue

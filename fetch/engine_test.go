@@ -55,6 +55,8 @@ func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ok/target", http.StatusFound)
 	case p == "/loop":
 		http.Redirect(w, r, "/loop", http.StatusFound)
+	case p == "/to-private":
+		http.Redirect(w, r, "/private/y", http.StatusFound)
 	default:
 		fmt.Fprint(w, "default")
 	}
@@ -73,7 +75,7 @@ func TestEngineFates(t *testing.T) {
 
 	ctx := context.Background()
 	dir := t.TempDir()
-	paths := []string{"/ok/1", "/ok/2", "/ok/3", "/gone", "/flaky", "/limited", "/park", "/redir", "/loop", "/private/x", "/auth407"}
+	paths := []string{"/ok/1", "/ok/2", "/ok/3", "/gone", "/flaky", "/limited", "/park", "/redir", "/loop", "/private/x", "/auth407", "/to-private"}
 	var jobs []frontier.NewJob
 	for _, p := range paths {
 		jobs = append(jobs, frontier.NewJob{URL: srv.URL + p})
@@ -109,14 +111,15 @@ func TestEngineFates(t *testing.T) {
 		reason string
 	}{
 		"/ok/1": {frontier.Done, ""}, "/ok/2": {frontier.Done, ""}, "/ok/3": {frontier.Done, ""},
-		"/gone":      {frontier.Abandoned, "status 404"},
-		"/flaky":     {frontier.Done, ""},
-		"/limited":   {frontier.Done, ""},
-		"/park":      {frontier.Parked, "Retry-After 1h0m0s over max wait"},
-		"/redir":     {frontier.Done, ""},
-		"/loop":      {frontier.Abandoned, "too many redirects"},
-		"/private/x": {frontier.Abandoned, "disallowed by robots.txt"},
-		"/auth407":   {frontier.Abandoned, "status 407"},
+		"/gone":       {frontier.Abandoned, "status 404"},
+		"/flaky":      {frontier.Done, ""},
+		"/limited":    {frontier.Done, ""},
+		"/park":       {frontier.Parked, "Retry-After 1h0m0s over max wait"},
+		"/redir":      {frontier.Done, ""},
+		"/loop":       {frontier.Abandoned, "too many redirects"},
+		"/private/x":  {frontier.Abandoned, "disallowed by robots.txt"},
+		"/auth407":    {frontier.Abandoned, "status 407"},
+		"/to-private": {frontier.Abandoned, "disallowed by robots.txt"},
 	}
 	for id := int64(1); id <= int64(len(paths)); id++ {
 		j, err := fr.Get(ctx, id)
@@ -127,6 +130,13 @@ func TestEngineFates(t *testing.T) {
 		w := want[p]
 		if j.State != w.state || !strings.Contains(j.Reason, w.reason) {
 			t.Errorf("%s: state %v reason %q, want %v with reason containing %q", p, j.State, j.Reason, w.state, w.reason)
+		}
+	}
+	for _, f := range finished {
+		// A redirect into a disallowed path names that path as the final
+		// URL (its row named none).
+		if strings.HasSuffix(f.Job.URL, "/to-private") && f.URL != srv.URL+"/private/y" {
+			t.Errorf("/to-private finished with final URL %q, want the disallowed %s", f.URL, srv.URL+"/private/y")
 		}
 	}
 	if n := st.count("/private/x"); n != 0 {
@@ -146,8 +156,8 @@ func TestEngineFates(t *testing.T) {
 		t.Errorf("done job lacks body path or exit: %+v", j.Result)
 	}
 	fmu.Lock()
-	if len(finished) != 10 {
-		t.Errorf("OnFinish called for %d jobs, want 10 (all but the parked one)", len(finished))
+	if len(finished) != len(paths)-1 {
+		t.Errorf("OnFinish called for %d jobs, want %d (all but the parked one)", len(finished), len(paths)-1)
 	}
 	fmu.Unlock()
 	s := tally.Snapshot(time.Now())
