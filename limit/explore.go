@@ -581,7 +581,7 @@ func (r *rules) exploreOK(h *host, l *lane, sent, now int64) {
 		// The ramp's quick runs; or a pace already proven.
 	case c.refill && e.runRemOK && l.remTold(now):
 		passed = e.remPassed(l, el, now)
-	case c.careful:
+	case c.careful && (c.burstCovered() || !e.reprobe):
 		// A window, or a pace passed and then pushed back (a memory the
 		// server keeps longer than a burst): what a careful run proves is
 		// one request less than it sent over its span (or over the runs in
