@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -214,7 +215,18 @@ func (r *rules) hostThrottled(h *host, o *Outcome, sent, now int64, u float64) {
 // on, and the scope rule still finds a site-wide limit when several lanes
 // are refused under their pace.
 func (r *rules) laneBusy(h *host, l *lane, o *Outcome, now int64) bool {
-	if o.RetryAfter > 0 || h.rated() || h.okExit == "" {
+	if h.rated() {
+		return false
+	}
+	if o.HasRemaining && o.Remaining < 1 {
+		// Its headers say this client's quota is spent: the quota's
+		// refusal, whatever the status (connect-ratelimit's README has
+		// the app answer 503 with X-RateLimit-Remaining: -1; read as an
+		// overload, one lane's 503s put the whole host under a host rate
+		// halved seven times, 1% of the pool's limit).
+		return true
+	}
+	if o.RetryAfter > 0 || h.okExit == "" {
 		return false
 	}
 	// Another lane's latest success: the host's last, or the one before
@@ -237,9 +249,11 @@ func (r *rules) busy(h *host, o *Outcome, sent, now int64, u float64) {
 		h.rate.overloaded = true
 	}
 	r.hostDecrease(h, sent, now, "503 overload")
-	d := int64(o.RetryAfter)
+	d, why := int64(o.RetryAfter), "503 with "+sayRetryAfter(o.RetryAfter)
 	if d <= 0 {
+		// (Said as a Retry-After the server never sent before.)
 		d = int64(fullJitter(u, r.backoffBase, r.backoffCap, int(h.rate.eps)-1))
+		why = fmt.Sprintf("503 without Retry-After: backoff %v", time.Duration(d).Round(time.Millisecond))
 	}
-	r.hostPause(h, now+d, now, "503 with Retry-After "+sayRetryAfter(time.Duration(d)))
+	r.hostPause(h, now+d, now, why)
 }

@@ -480,12 +480,17 @@ func TestLimiter(t *testing.T) {
 			ownLast bool // the lane's own success came after the peer's
 			ra      time.Duration
 			rated   bool
+			spent   bool // its headers say nothing remains of this client's quota
 		}{
-			{"another lane succeeds, no Retry-After", true, false, 0, false},
-			{"another lane succeeds, then this one, no Retry-After", true, true, 0, false},
-			{"another lane succeeds, Retry-After", true, false, 2 * time.Second, true},
-			{"no other lane succeeds", false, false, 0, true},
-			{"only this lane succeeds", false, true, 0, true},
+			{"another lane succeeds, no Retry-After", true, false, 0, false, false},
+			{"another lane succeeds, then this one, no Retry-After", true, true, 0, false, false},
+			{"another lane succeeds, Retry-After", true, false, 2 * time.Second, true, false},
+			{"no other lane succeeds", false, false, 0, true, false},
+			{"only this lane succeeds", false, true, 0, true, false},
+			// connect-ratelimit's 503 with X-RateLimit-Remaining: -1: the
+			// quota's refusal, with or without a peer's success.
+			{"no other lane succeeds, nothing remaining", false, false, 0, false, true},
+			{"Retry-After, nothing remaining", false, false, 2 * time.Second, false, true},
 		} {
 			l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(10)}, 4)
 			at := t0
@@ -503,7 +508,7 @@ func TestLimiter(t *testing.T) {
 			}
 			at = at.Add(500 * time.Millisecond)
 			tk, _, _ = acquire(t, l, "h", limit.Want{Pin: "x01"}, at)
-			l.Done(tk, limit.Outcome{Verdict: verdict.Busy, RetryAfter: tc.ra}, at)
+			l.Done(tk, limit.Outcome{Verdict: verdict.Busy, RetryAfter: tc.ra, HasRemaining: tc.spent}, at)
 			hs := hostOf(l.Snapshot(at), "h")
 			if rated := !hs.Rate.IsZero(); rated != tc.rated {
 				t.Errorf("%s: host rate %v, want one: %v", tc.name, hs.Rate, tc.rated)
