@@ -217,7 +217,11 @@ func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitRea
 				continue
 			}
 		}
-		if slices.Contains(avoid, top.exit) {
+		if slices.Contains(avoid, top.exit) || top.inFlight >= r.laneShare(pool) {
+			// (A lane over its share of the host's requests in flight is
+			// set aside too: a server that slows one address down held
+			// all 16 of a host's requests on that lane while the other
+			// nine waited; express-slow-down, met blind.)
 			if n == len(aside) {
 				break
 			}
@@ -344,4 +348,13 @@ func (r *rules) spaceAfter(l *lane, rec ticketRec, answered int64) {
 		// slower one. (A pace that fell has moved tat on already.)
 		l.tat = max(l.tat, rec.at+late+min(rec.laneIv, interval(l.pace)))
 	}
+}
+
+// laneShare is how many requests one lane of a host may hold in flight
+// when others could go (pick): twice its even share of HostConcurrency
+// over the pool, two at least. It binds only where the lanes are loaded
+// unevenly; one or two exits may hold all of a host's.
+func (r *rules) laneShare(pool *exitPool) int16 {
+	n := max(pool.Len(), 1)
+	return int16(min(max(2, 2*((r.hostConc+n-1)/n)), math.MaxInt16))
 }

@@ -932,3 +932,36 @@ func TestTicketOfAnotherLimiterIgnored(t *testing.T) {
 		t.Errorf("b after its own ticket: %d in flight", n)
 	}
 }
+
+// TestLaneShareOfHost: a lane holding its share of a host's requests in
+// flight (twice the even share of HostConcurrency over the pool) is passed
+// over while other lanes may go: a server that slowed one address held all
+// 16 of a host's requests on its lane, the other nine lanes idle.
+func TestLaneShareOfHost(t *testing.T) {
+	l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100), HostConcurrency: 16}, 10)
+	at := t0
+	for range 4 { // x00's share: 2 × 16/10 rounded up, held by slow answers
+		_, ok, next := acquire(t, l, "h", limit.Want{Pin: "x00"}, at)
+		if !ok {
+			at = next
+			if _, ok, _ = acquire(t, l, "h", limit.Want{Pin: "x00"}, at); !ok {
+				t.Fatal("pinned acquire refused at its next time")
+			}
+		}
+	}
+	at = at.Add(10 * time.Second) // x00's lane is the one due longest ago now
+	on := map[string]int{}
+	for range 12 {
+		tk, ok, next := acquire(t, l, "h", limit.Want{}, at)
+		if !ok {
+			at = next
+			if tk, ok, _ = acquire(t, l, "h", limit.Want{}, at); !ok {
+				t.Fatal("acquire refused at its next time under the host's concurrency")
+			}
+		}
+		on[tk.Exit]++
+	}
+	if on["x00"] != 0 {
+		t.Errorf("the lane at its share took %d more requests, want none while others may go (%v)", on["x00"], on)
+	}
+}
