@@ -661,3 +661,23 @@ func TestNoFallFromAGuess(t *testing.T) {
 		t.Errorf("falling warnings %+v on a host that never answered but 429s", f)
 	}
 }
+
+// TestRateOfAYoungCrawl: the responses per second of a crawl younger than
+// the budget window are over the time it has run, not over the whole
+// window (a 6-s crawl read 0.6/s where its end report said 5.46/s).
+func TestRateOfAYoungCrawl(t *testing.T) {
+	m, _, _, _ := newMonitor(t, Config{Window: time.Minute})
+	now := t0
+	for range 5 {
+		now = now.Add(time.Second)
+		traffic(m, "h.test", now, 6, 0)
+		m.Tick(context.Background(), now)
+	}
+	st := m.Status(false)
+	if r := st.Totals.Rate; r < 5 || r > 8 {
+		t.Errorf("a 5-s crawl at 6 responses/s reads %.2f/s, want about 6", r)
+	}
+	if r := hostStatus(st, "h.test").Rate; r < 5 || r > 8 {
+		t.Errorf("its host reads %.2f/s, want about 6", r)
+	}
+}

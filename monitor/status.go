@@ -230,7 +230,14 @@ func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fet
 	if wreq > 0 {
 		s.Totals.Window429 = float64(wthr) / float64(wreq)
 	}
-	s.Totals.Rate = float64(wreq) / cfg.Window.Seconds()
+	// Over what the window covers so far: divided by the whole window,
+	// a crawl younger than it read 0.6 responses/s where the end report
+	// said 5.46 successes/s.
+	span := cfg.Window.Seconds()
+	if !m.started.IsZero() {
+		span = min(span, max(now.Sub(m.started).Seconds(), 1))
+	}
+	s.Totals.Rate = float64(wreq) / span
 	s.Totals.InFlight = snap.InFlight
 	if tally != nil {
 		s.Totals.Requests, s.Totals.OK, s.Totals.Throttled = tally.Requests, tally.Successes, tally.Throttled429
@@ -260,7 +267,7 @@ func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fet
 	}
 	for _, h := range m.listedLocked() {
 		hs := HostStatus{
-			Host: h.name, Rate: float64(h.req) / cfg.Window.Seconds(), Capacity: h.capacity,
+			Host: h.name, Rate: float64(h.req) / span, Capacity: h.capacity,
 			Ratio429: h.ratio, Budget: cfg.budget(h.name), Requests: h.total, Alert: h.alerted,
 			Breaker: breakerNames[h.br.state], BreakerTrips: h.br.trips,
 		}
