@@ -1123,7 +1123,7 @@ func (r *rules) nextBisect(h *host, l *lane, now int64) {
 	}
 	why := "the middle of what was passed and pushed back"
 	if c.pair && c.hi > 0 {
-		why = fmt.Sprintf("a pace limit: Settle under %s, the next round limit", r.roundUnder(m))
+		why = fmt.Sprintf("a pace limit: just under %s, the next round limit", r.roundUnder(m))
 	} else if c.hi > 0 && c.hi <= base*refineStep*refineStep && now-c.hiAt >= max(r.probeEvery<<h.exp.fails, 2*h.proofSpan(c.hi)) {
 		// The ceiling is near and old (against ProbeEvery, and against the
 		// span a step takes, or a slow window would retest at every step):
@@ -1162,7 +1162,7 @@ func (r *rules) settlesAt(h *host, now int64) string {
 		return fmt.Sprintf("%d per %v passed, pushed back within a request a window above it: settled", h.exp.n1, h.exp.quotaW)
 	}
 	if lim := r.atRoundLimit(h); lim != "" && base >= c.safe {
-		return fmt.Sprintf("%.3g/s passed, Settle under %s, and was pushed back within a step above: settled", c.sent, lim)
+		return fmt.Sprintf("%.3g/s passed, just under %s, and was pushed back within a step above: settled", c.sent, lim)
 	}
 	switch {
 	case base < c.safe:

@@ -250,9 +250,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		// its reset came early, or it is not fixed. Settle's margin is
 		// back for good.
 		d := r.declaredRate(&h.cap.win, false)
-		h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, "a 429 on a fixed window paced exactly: Settle under it again")
+		h.note(r, now, "declared", l.exit, "ceiling", h.cap.declared, d, "a 429 on a fixed window paced exactly: just under it again")
 		h.cap.declared, h.cap.exact, h.cap.inexact = d, false, true
-		r.updateFollow(h, now, "declared", "Settle under the declared quota")
+		r.updateFollow(h, now, "declared", "just under the declared quota")
 	}
 	if !spent && !echo && !checked {
 		// (The headroom check's lane was sent above the declared pace on

@@ -76,7 +76,7 @@ func perName(per float64) string {
 // (reprobeDue), not one a re-probe's climb came to.
 func (r *rules) settleRound(h *host, l *lane, lim string, soon bool, now int64) {
 	h.exp.roundHeld, h.exp.roundSoon = true, soon
-	r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is Settle under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, lim))
+	r.settleHere(h, l, now, fmt.Sprintf("%.3g/s is just under %s, and a 429 above it idles a lane: settled, a re-probe tries above it later", l.pace, lim))
 }
 
 // roundUnder returns the round limit the pace sits Settle under, or "".
@@ -131,7 +131,7 @@ func (r *rules) holdRound(h *host, l *lane, now int64) bool {
 	if !e.held {
 		e.held = true
 		h.note(r, now, phaseNames[e.phase], l.exit, "hold", 0, l.pace,
-			fmt.Sprintf("%.3g/s is Settle under %s: a step above waits until the host has %d successes a 429", l.pace, lim, earnEvery))
+			fmt.Sprintf("%.3g/s is just under %s: a step above waits until the host has %d successes a 429", l.pace, lim, earnEvery))
 	}
 	return true
 }
