@@ -19,7 +19,12 @@ import (
 func WriteTables(w io.Writer, s monitor.Status, rows int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	t := s.Totals
-	fmt.Fprintf(tw, "exitgate at %s, started %s (%s ago)\n", s.At.Format(time.RFC3339), s.Started.Format(time.RFC3339), s.At.Sub(s.Started).Round(time.Second))
+	if s.Ended.IsZero() {
+		fmt.Fprintf(tw, "exitgate at %s, started %s (%s ago)\n", s.At.Format(time.RFC3339), s.Started.Format(time.RFC3339), s.At.Sub(s.Started).Round(time.Second))
+	} else {
+		// Its final counts, kept up by --linger: said as over, not live.
+		fmt.Fprintf(tw, "exitgate crawl ended at %s, after %s (started %s): its final counts\n", s.Ended.Format(time.RFC3339), s.Ended.Sub(s.Started).Round(time.Second), s.Started.Format(time.RFC3339))
+	}
 	fmt.Fprintf(tw, "requests %d  ok %d  429s %d (%s; last window %s)  %.1f responses/s  in flight %d\n",
 		t.Requests, t.OK, t.Throttled, pct(t.Ratio429), pct(t.Window429), t.Rate, t.InFlight)
 	fmt.Fprintf(tw, "URLs %d  done %d  not found %d  queued %d  parked %d  abandoned %d\n", t.URLs, t.Done, t.NotFound, t.Queued, t.Parked, t.Abandoned)

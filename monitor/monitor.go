@@ -50,6 +50,8 @@ type Sources struct {
 // for concurrent use. Attach its sources, wrap the engine's limiter with
 // Gate, then call Tick at a steady pace (Run does, in real time).
 type Monitor struct {
+	// ended is when the crawl ended (End); zero while it runs.
+	ended time.Time
 	cfg Config
 	log *slog.Logger
 	// open counts hosts whose breaker is not closed: while it is zero the

@@ -20,6 +20,10 @@ import (
 type Status struct {
 	At      time.Time `json:"at"`
 	Started time.Time `json:"started"`
+	// Ended is when the crawl ended (Monitor.End), zero while it runs: the
+	// dashboard and metrics stay up after it with --linger, its final
+	// counts shown, and said live until then.
+	Ended time.Time `json:"ended,omitzero"`
 	Totals  Totals    `json:"totals"`
 	// Budget is the default 429 budget (hosts list their own).
 	Budget float64 `json:"budget"`
@@ -344,11 +348,21 @@ func (m *Monitor) statusLocked(now time.Time, snap limit.Snapshot, waiting []fet
 	ev := m.ev.list()
 	slices.Reverse(ev)
 	s.Events = ev[:min(len(ev), maxListed)]
+	s.Ended = m.ended
 	m.status = s
 }
 
 // maxListed bounds the change records and events Status lists.
 const maxListed = 50
+
+// End records that the crawl ended at: Status says so from then on (the
+// status held then stays what it shows).
+func (m *Monitor) End(at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended = at
+	m.status.Ended = at
+}
 
 // Status returns the latest Status (as of the last Tick), with each listed
 // host's history when history is set.

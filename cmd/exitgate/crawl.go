@@ -631,6 +631,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 				// exits from the others for the whole --linger.
 				dist.leave()
 			}
+			mon.End(time.Now()) // the page said "live" over the final counts
 			linger(f.mon.linger, stderr)
 		}()
 	}

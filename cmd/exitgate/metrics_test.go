@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -96,5 +97,55 @@ func TestCrawlLingerNeedsAnEndpoint(t *testing.T) {
 	r := runCmd(t, "crawl", "--out", filepath.Join(dir, "out"), "--linger", "5s", urlFile)
 	if exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "--linger") {
 		t.Errorf("crawl --linger alone: %v, want exit 2 naming --linger", r.err)
+	}
+}
+
+// TestCrawlLingerSaysEnded: while --linger keeps the dashboard up after the
+// crawl, its state and `exitgate status ADDR` say the crawl ended, with the
+// final counts (the page said "live" over them, nothing saying it was over).
+func TestCrawlLingerSaysEnded(t *testing.T) {
+	_, srv := newCountingSite(t, 0)
+	dir := t.TempDir()
+	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 3))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	done := make(chan crawlRun, 1)
+	go func() {
+		done <- runCrawlCmd(t, 30*time.Second, "crawl", "--out", filepath.Join(dir, "out"), "--ignore-robots", "--progress", "0",
+			"--lane-rate", "50/s", "--ui", addr, "--linger", "4s", urlFile)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var st struct {
+			Ended  time.Time `json:"ended"`
+			Totals struct {
+				Done int `json:"done"`
+			} `json:"totals"`
+		}
+		resp, err := http.Get("http://" + addr + "/api/state")
+		if err == nil {
+			json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if !st.Ended.IsZero() {
+				if st.Totals.Done != 3 {
+					t.Errorf("ended with %d done, want the final 3", st.Totals.Done)
+				}
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the state never said the crawl ended (last: %v)", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := runCmd(t, "status", addr); r.err != nil || !strings.Contains(r.stdout, "crawl ended at") {
+		t.Errorf("status %s while lingering: %v\n%s", addr, r.err, r.stdout)
+	}
+	if r := <-done; r.err != nil {
+		t.Errorf("crawl: %v\n%s", r.err, r.stderr)
 	}
 }

@@ -60,7 +60,7 @@ func startUICrawl(t *testing.T, dir string, d time.Duration) (addr string, wait 
 	root.SetErr(&errOut)
 	root.SetArgs([]string{"crawl", "--ui", "127.0.0.1:0", "--ignore-robots", "--out", filepath.Join(dir, "out"),
 		"--lane-rate", "20/s", "--duration", d.String(), "--log-level", "warn", "-x", "bind:127.0.0.11-127.0.0.30",
-		"--budget-window", "20s", "--alert-after", "3s", "--breaker-after", "6s", "--breaker-cooldown", "4s", list})
+		"--budget-window", "20s", "--alert-after", "3s", "--breaker-after", "6s", "--breaker-cooldown", "4s", "--linger", "8s", list})
 	done := make(chan crawlRun, 1)
 	go func() {
 		err := root.ExecuteContext(ctx)
@@ -100,7 +100,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)
 	defer bcancel()
-	ctx, cancel := context.WithTimeout(bctx, 40*time.Second)
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible("#hosts tbody tr")); err != nil {
 		t.Fatalf("loading %s: %v", base, err)
@@ -177,6 +177,10 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("exitgate status lacks %q:\n%s", want, text.String())
 		}
 	}
+
+	// Once the crawl ends, --linger keeps the page up over its final
+	// counts: it says so, not "live".
+	poll("the page saying the crawl ended", `document.getElementById("live").textContent.startsWith("ended")`, 30*time.Second)
 
 	r := wait()
 	if r.err != nil && exitCode(r.err) != exitUnfinished {

@@ -144,10 +144,12 @@ async function start() {
   const es = new EventSource("/api/events");
   es.addEventListener("status", (ev) => {
     ticks++;
-    $("live").className = "live on";
-    $("live").textContent = "live";
     try {
-      render(JSON.parse(ev.data));
+      const s = JSON.parse(ev.data);
+      // The crawl's final counts, kept up by --linger: not live.
+      $("live").className = s.ended ? "live off" : "live on";
+      $("live").textContent = s.ended ? "ended " + new Date(s.ended).toLocaleTimeString() : "live";
+      render(s);
     } catch (e) {
       window.dashboardErrors.push(String(e && e.stack || e));
       throw e;
