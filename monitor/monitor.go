@@ -52,8 +52,8 @@ type Sources struct {
 type Monitor struct {
 	// ended is when the crawl ended (End); zero while it runs.
 	ended time.Time
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
 	// open counts hosts whose breaker is not closed: while it is zero the
 	// Gate passes every call straight through.
 	open atomic.Int32

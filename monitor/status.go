@@ -23,8 +23,8 @@ type Status struct {
 	// Ended is when the crawl ended (Monitor.End), zero while it runs: the
 	// dashboard and metrics stay up after it with --linger, its final
 	// counts shown, and said live until then.
-	Ended time.Time `json:"ended,omitzero"`
-	Totals  Totals    `json:"totals"`
+	Ended  time.Time `json:"ended,omitzero"`
+	Totals Totals    `json:"totals"`
 	// Budget is the default 429 budget (hosts list their own).
 	Budget float64 `json:"budget"`
 	// Spike: most hosts are over budget at once.
