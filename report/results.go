@@ -294,7 +294,9 @@ func (r *Results) eachMissing(ctx context.Context, fr frontier.Frontier, seen *i
 	for {
 		jobs, err := fr.Finished(ctx, after, 1000)
 		if err != nil {
-			return err
+			// The frontier's (Redis away: "results.jsonl: i/o timeout"
+			// read as a failure of the file).
+			return fmt.Errorf("reading the finished jobs from the frontier to add their rows: %w", err)
 		}
 		if len(jobs) == 0 {
 			return nil

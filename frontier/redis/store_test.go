@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	fr "github.com/exitgate/exitgate/frontier/redis"
 	"github.com/exitgate/exitgate/internal/peers"
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/internal/syncbuf"
 )
 
 var crawls atomic.Int64
@@ -519,5 +521,47 @@ func TestHostKeysGone(t *testing.T) {
 				t.Errorf("Complete of b's job: %v", err)
 			}
 		}
+	}
+}
+
+// TestCloseSaysJournaled: a Store closed while Redis is away tries its
+// journal once more, and says what it keeps there and where: other workers
+// fetch those URLs again unless this worker runs again first (a worker
+// stopped during an outage said nothing of it).
+func TestCloseSaysJournaled(t *testing.T) {
+	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	var log syncbuf.Buffer
+	journal := filepath.Join(t.TempDir(), "journal")
+	s, err := fr.New(rdb, fr.Config{Crawl: "closing", LeaseTTL: 10 * time.Second, KeepAlive: true, Journal: journal,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Push(ctx, []frontier.NewJob{{URL: "http://a.example/1"}, {URL: "http://a.example/2"}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := s.Claim(ctx, time.Now(), 2, nil)
+	if err != nil || len(js) != 2 {
+		t.Fatalf("Claim = %d, %v", len(js), err)
+	}
+	if err := r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range js {
+		if err := s.Complete(ctx, j.Lease(), frontier.Result{Status: 200}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	s.Close()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Close took %v, want its replay bounded", took)
+	}
+	if !strings.Contains(log.String(), "journaled, not yet in Redis") || !strings.Contains(log.String(), "entries=2") || !strings.Contains(log.String(), journal) {
+		t.Errorf("Close with 2 settles journaled said:\n%s", log.String())
 	}
 }
