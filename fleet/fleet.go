@@ -263,6 +263,10 @@ for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[2], 'set:' .. ARGV[i], ARGV[i + 1
 return {}
 `)
 
+// SettingCommand is the setting (Config.Settings) that names what the
+// members are, a crawl's workers or gateways: checked before the others.
+const SettingCommand = "command"
+
 // sameSettings checks this worker's settings against those of the crawl's
 // live workers, and records them when none is live.
 func (f *Fleet) sameSettings(ctx context.Context, now time.Time) error {
@@ -270,7 +274,15 @@ func (f *Fleet) sameSettings(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	args := []any{now.UnixMilli()}
-	for _, name := range slices.Sorted(maps.Keys(f.cfg.Settings)) {
+	names := slices.Sorted(maps.Keys(f.cfg.Settings))
+	// What the members are (a crawl's workers or gateways) is checked
+	// first: a gateway given a crawl's name was told to change its
+	// --fleet-ttl, then its --host-rate, before hearing it could not join
+	// at all.
+	if i := slices.Index(names, SettingCommand); i > 0 {
+		names = append(append([]string{SettingCommand}, names[:i]...), names[i+1:]...)
+	}
+	for _, name := range names {
 		args = append(args, name, f.cfg.Settings[name])
 	}
 	res, err := settingsScript.Run(ctx, f.rdb, []string{f.key("members"), f.key("pool")}, args...).StringSlice()

@@ -336,7 +336,7 @@ func fleetSettings(role string, f fleetFlags, hostRate string) map[string]string
 	if role == roleGateway {
 		cmd = "exitgate serve"
 	}
-	return map[string]string{"command": cmd, "--host-rate": hostRate, "--fleet-ttl": f.fleetTTL.String()}
+	return map[string]string{fleet.SettingCommand: cmd, "--host-rate": hostRate, "--fleet-ttl": f.fleetTTL.String()}
 }
 
 // listScript records a URL list (ARGV[1], urlfile.Identity.Lines) in the

@@ -339,10 +339,12 @@ func TestServeFleetNoExit(t *testing.T) {
 		t.Errorf("a gateway with another --host-rate: %v, want exit %d naming --host-rate:\n%s", err, exitUsage, out)
 	}
 	// A crawl worker given the gateways' fleet: refused too (a fleet is
-	// of gateways or of a crawl's workers: they split exits otherwise).
+	// of gateways or of a crawl's workers: they split exits otherwise),
+	// for that first, though its --fleet-ttl differs too (a gateway given
+	// a crawl's name was sent to change its flags one by one first).
 	urls := filepath.Join(dir, "urls.txt")
 	os.WriteFile(urls, []byte(ng.URL()+"/p/crawl\n"), 0o644)
-	cmd = exec.Command(exitgateBinary(t), "crawl", "--redis", r.URL(), "--crawl", "g", "-x", exit, "--fleet-ttl", "2s",
+	cmd = exec.Command(exitgateBinary(t), "crawl", "--redis", r.URL(), "--crawl", "g", "-x", exit,
 		"--out", filepath.Join(dir, "crawl"), urls)
 	cmd.Env = cleanEnv()
 	out, err = cmd.CombinedOutput()
