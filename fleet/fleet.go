@@ -289,6 +289,10 @@ func (f *Fleet) sameSettings(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("fleet: settings: %w", err)
 	}
+	if len(res) == 2 && res[0] == SettingCommand {
+		return fmt.Errorf("fleet: crawl %q: %w: its live members are %q, this is %q: a fleet is of a crawl's workers or of gateways, not both; use another --crawl name",
+			f.cfg.Crawl, ErrSettingsDiffer, res[1], f.cfg.Settings[SettingCommand])
+	}
 	if len(res) == 2 {
 		say := func(v string) string {
 			if v == "" {

@@ -348,7 +348,7 @@ func TestServeFleetNoExit(t *testing.T) {
 		"--out", filepath.Join(dir, "crawl"), urls)
 	cmd.Env = cleanEnv()
 	out, err = cmd.CombinedOutput()
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), "command is exitgate crawl here, exitgate serve on the live workers") {
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != exitUsage || !strings.Contains(string(out), `its live members are "exitgate serve", this is "exitgate crawl"`) {
 		t.Errorf("a crawl worker in a fleet of gateways: %v, want exit %d naming the command:\n%s", err, exitUsage, out)
 	}
 	// Refused before anything is written: its --out marked a worker's,
