@@ -766,7 +766,7 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 	nf := st.NotFound
 	leased := strconv.Itoa(c.Leased) + " leased"
 	if st.ExpiredLeases > 0 {
-		leased += fmt.Sprintf(" (%d past their lease: the worker that held them stopped; the next claim from their host takes them back)", st.ExpiredLeases)
+		leased += fmt.Sprintf(" (%d past their lease: the worker that held them stopped; claimed again in due order, after the jobs of their host due before their lease ran out)", st.ExpiredLeases)
 	}
 	member := "worker"
 	if st.Gateways {
