@@ -456,7 +456,7 @@ func (r *rules) cooldown(h *host, l *lane, x float64, ra time.Duration, echo boo
 	}
 	if d <= 0 {
 		d = max(int64(fullJitter(u, r.backoffBase, r.backoffCap, int(l.eps)-1)), 2*interval(x))
-		why = "a 429 without Retry-After: backoff"
+		why = "a 429 without a Retry-After to read: backoff"
 		if e := &h.exp; l.exit == e.exit && e.awaitAt != 0 {
 			d, why = r.awaitRetry(h, x, d, now)
 			r.extendHeld(h, now, now+d)
@@ -539,7 +539,7 @@ func (e *explorer) blockEnd(w time.Duration, d, now int64) (int64, bool) {
 // the retries' schedule, one try after another, and why.
 func (r *rules) awaitRetry(h *host, x float64, d, now int64) (int64, string) {
 	e := &h.exp
-	why := "a 429 without Retry-After: backoff"
+	why := "a 429 without a Retry-After to read: backoff"
 	if e.tries > 0 {
 		e.recLast = max(now-e.awaitAt, 0)
 	}
