@@ -548,7 +548,7 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 			}
 		}
 		if n, err := dist.partial(ctx, f.crawl); err == nil && n > 0 {
-			fmt.Fprintf(stderr, "exitgate: warning: %v\n", partialListError(f.crawl, n))
+			fmt.Fprintf(stderr, "exitgate: %s\n", loadingNote(f.crawl, n))
 		}
 		// A worker killed between a host's jobs and the crawl's schedule
 		// left the host out of it: nobody claimed its jobs until the

@@ -421,6 +421,13 @@ func partialListError(crawl string, n int) error {
 		"crawl %q: %d URL list(s) it was given did not go in whole (the worker loading one stopped, or was killed, while loading): what went in is crawled; run that worker's command again, with its URL file, to load the rest", crawl, n)}
 }
 
+// loadingNote says, while the crawl runs, that n of its lists are not in
+// whole yet: a worker may be loading one now (a joiner said "did not go in
+// whole" of a list its live seeder was still loading).
+func loadingNote(crawl string, n int) string {
+	return fmt.Sprintf("crawl %q: %d URL list(s) not in whole yet: a worker is loading one now, or one stopped while loading (then run its command again, with its URL file, to load the rest)", crawl, n)
+}
+
 // buffer bounds the jobs a worker keeps claimed by the exits it owns
 // (perExitBuffer each, at least one exit's): what it holds no other
 // worker may take, and a worker on one exit held 128 jobs while workers
@@ -777,7 +784,7 @@ func runFleetStatus(ctx context.Context, w io.Writer, f statusFlags) error {
 			f.crawl, c.Total()+nf, c.Done, nf, c.Abandoned, c.Queued, leased, c.Parked)
 	}
 	if n, err := partialLists(ctx, rdb, f.crawl); err == nil && n > 0 {
-		fmt.Fprintf(w, "warning: %v\n", partialListError(f.crawl, n))
+		fmt.Fprintf(w, "note: %s\n", loadingNote(f.crawl, n))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
