@@ -211,25 +211,40 @@ func clockOrDate(t, now time.Time) string {
 // statusText is what a reading says besides the share finished: the
 // frontier's other states, rates and 429 ratios, and which host is parked.
 func statusText(r reading) string {
+	counts, rates, parked := statusParts(r)
+	return counts + "  |  " + rates + parked
+}
+
+// barText is statusText for the bar: the rates first, which a narrow
+// terminal keeps when it cuts the line (at 80 columns the 429 figures
+// were cut off, the counts before them kept).
+func barText(r reading) string {
+	counts, rates, parked := statusParts(r)
+	return rates + "  |  " + counts + parked
+}
+
+// statusParts are the URL counts, the rates and the first parked host (""
+// when none) of a progress line.
+func statusParts(r reading) (counts, rates, parked string) {
 	c, s := r.c, r.s
 	// As the summary counts them: a 404 or 410 is not found, not abandoned.
 	nf := report.CountNotFound(c.AbandonedByReason)
-	line := fmt.Sprintf("abandoned %d  queued %d  parked %d  |  %.1f ok/s  429 %.1f%% (last min %.1f%%)",
-		c.Abandoned-nf, c.Queued+c.Leased, c.Parked, s.EffectiveRate(), 100*s.Total.Ratio429(), 100*s.Rolling429)
+	counts = fmt.Sprintf("abandoned %d  queued %d  parked %d", c.Abandoned-nf, c.Queued+c.Leased, c.Parked)
 	if nf > 0 {
-		line = fmt.Sprintf("not found %d  ", nf) + line
+		counts = fmt.Sprintf("not found %d  ", nf) + counts
 	}
+	rates = fmt.Sprintf("%.1f ok/s  429 %.1f%% (last min %.1f%%)", s.EffectiveRate(), 100*s.Total.Ratio429(), 100*s.Rolling429)
 	if len(r.waiting) > 0 {
 		hw := r.waiting[0]
-		line += fmt.Sprintf("  |  parked: %s until %s", hw.Host, clockOrDate(hw.Until, r.s.At))
+		parked = fmt.Sprintf("  |  parked: %s until %s", hw.Host, clockOrDate(hw.Until, r.s.At))
 		if hw.Why != "" {
-			line += " (" + hw.Why + ")"
+			parked += " (" + hw.Why + ")"
 		}
 		if n := len(r.waiting) - 1; n > 0 {
-			line += fmt.Sprintf(" and %d more hosts", n)
+			parked += fmt.Sprintf(" and %d more hosts", n)
 		}
 	}
-	return line
+	return counts, rates, parked
 }
 
 // startBar starts the bar on p.w and sends the log above it.
@@ -241,9 +256,9 @@ func (p *progress) startBar() {
 			decor.NewPercentage(" %d", decor.WC{W: 6}),
 		),
 		mpb.AppendDecorators(
-			decor.Any(func(decor.Statistics) string { return "elapsed " + time.Since(p.start).Round(time.Second).String() }),
+			decor.Any(func(decor.Statistics) string { return " elapsed " + time.Since(p.start).Round(time.Second).String() }),
 			decor.Any(func(decor.Statistics) string { return "  ETA " + p.status.Load().(reading).eta }),
-			decor.Any(func(decor.Statistics) string { return "  " + statusText(p.status.Load().(reading)) }),
+			decor.Any(func(decor.Statistics) string { return "  " + barText(p.status.Load().(reading)) }),
 		),
 	)
 	p.logs.set(p.bars)

@@ -38,11 +38,11 @@ func TestProgressBarOnATerminal(t *testing.T) {
 	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 40))
 	// 40 URLs at the Crawl-delay's 20/s: about 2 s, several redraws. The
 	// pseudo-terminal gets a size, as a terminal window has one.
-	crawl := func(sized bool, out string) string {
+	crawl := func(cols int, out string) string {
 		t.Helper()
 		line := strings.Join([]string{bin, "crawl", "--out", filepath.Join(dir, out), "--lane-rate", "50/s", "--log-level", "info", "--progress", "200ms", urlFile}, " ")
-		if sized {
-			line = "stty cols 200 rows 40 && " + line
+		if cols > 0 {
+			line = fmt.Sprintf("stty cols %d rows 40 && ", cols) + line
 		}
 		cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
 		cmd.Env = append(os.Environ(), "TERM=xterm")
@@ -62,11 +62,11 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		}
 		return string(b)
 	}
-	text := crawl(true, "out")
+	text := crawl(200, "out")
 	for _, re := range []string{
-		`finished 40/40 +100% \[=+\] elapsed \d+s  ETA 0s`,                    // the final bar
-		`finished [1-3]\d/40 +\d+% \[=*>-+\] elapsed \d+s  ETA (\?|[\dms.]+)`, // a bar on the way
-		`level=INFO msg="robots.txt crawl-delay"`,                             // the log, above it
+		`finished 40/40 +100% \[=+\] +elapsed \d+s  ETA 0s`,                    // the final bar
+		`finished [1-3]\d/40 +\d+% \[=*>-+\] +elapsed \d+s  ETA (\?|[\dms.]+)`, // a bar on the way
+		`level=INFO msg="robots.txt crawl-delay"`,                              // the log, above it
 	} {
 		if !regexp.MustCompile(re).MatchString(text) {
 			t.Errorf("the terminal did not show %s:\n%q", re, text)
@@ -79,8 +79,15 @@ func TestProgressBarOnATerminal(t *testing.T) {
 
 	// A pseudo-terminal nobody sized (0 columns): mpb could draw nothing
 	// there, so the crawl writes the log lines instead.
-	text = crawl(false, "out-unsized")
+	text = crawl(0, "out-unsized")
 	if !lines.MatchString(text) || strings.Contains(text, "[==") {
 		t.Errorf("on a terminal of no width: want progress lines and no bar:\n%q", text)
+	}
+
+	// At 80 columns the line is cut: the rates come before the counts, so
+	// the 429 figures stay (they were cut off, "15%elapsed" run together).
+	text = crawl(80, "out-80")
+	if !regexp.MustCompile(`% +elapsed \d+s  ETA [^ ]+  [\d.]+ ok/s  429 [\d.]+%`).MatchString(text) {
+		t.Errorf("at 80 columns the bar's line lacks its rates:\n%q", text)
 	}
 }
