@@ -45,10 +45,11 @@ func TestServeMetrics(t *testing.T) {
 	}
 }
 
-// TestCrawlLinger: with --linger the metrics endpoint outlives the crawl,
-// so a scrape after its end sees the final counts (without it the endpoint
-// closed 0.1 s after the last request, before any scrape interval).
-func TestCrawlLinger(t *testing.T) {
+// lingerCrawl starts a crawl of 3 URLs serving endpoint (--metrics-addr or
+// --ui) on a free loopback address, lingering linger after it ends; it
+// returns the address and where the run's outcome arrives.
+func lingerCrawl(t *testing.T, endpoint, linger string) (string, chan crawlRun) {
+	t.Helper()
 	_, srv := newCountingSite(t, 0)
 	dir := t.TempDir()
 	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 3))
@@ -61,8 +62,16 @@ func TestCrawlLinger(t *testing.T) {
 	done := make(chan crawlRun, 1)
 	go func() {
 		done <- runCrawlCmd(t, 30*time.Second, "crawl", "--out", filepath.Join(dir, "out"), "--ignore-robots", "--progress", "0",
-			"--lane-rate", "50/s", "--metrics-addr", addr, "--linger", "3s", urlFile)
+			"--lane-rate", "50/s", endpoint, addr, "--linger", linger, urlFile)
 	}()
+	return addr, done
+}
+
+// TestCrawlLinger: with --linger the metrics endpoint outlives the crawl,
+// so a scrape after its end sees the final counts (without it the endpoint
+// closed 0.1 s after the last request, before any scrape interval).
+func TestCrawlLinger(t *testing.T) {
+	addr, done := lingerCrawl(t, "--metrics-addr", "3s")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := http.Get("http://" + addr + "/metrics")
@@ -104,20 +113,7 @@ func TestCrawlLingerNeedsAnEndpoint(t *testing.T) {
 // crawl, its state and `exitgate status ADDR` say the crawl ended, with the
 // final counts (the page said "live" over them, nothing saying it was over).
 func TestCrawlLingerSaysEnded(t *testing.T) {
-	_, srv := newCountingSite(t, 0)
-	dir := t.TempDir()
-	urlFile := writeLines(t, dir, "urls.txt", siteURLs(srv.URL, 3))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	done := make(chan crawlRun, 1)
-	go func() {
-		done <- runCrawlCmd(t, 30*time.Second, "crawl", "--out", filepath.Join(dir, "out"), "--ignore-robots", "--progress", "0",
-			"--lane-rate", "50/s", "--ui", addr, "--linger", "4s", urlFile)
-	}()
+	addr, done := lingerCrawl(t, "--ui", "4s")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var st struct {
