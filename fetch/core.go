@@ -673,6 +673,9 @@ type HostWait struct {
 	// send (a stall line's; zero: not known). Much before Until's wait
 	// began, the limiter put the host off again and again.
 	Since time.Time
+	// Held is how many of the host's URLs this worker holds claimed while
+	// it waits (to be parked): the frontier counts them leased.
+	Held int
 }
 
 // Waiting lists the hosts that, at now, must wait beyond MaxWait, or whose
@@ -686,7 +689,7 @@ func (c *Core) Waiting(now time.Time) []HostWait {
 		// is beyond MaxWait: a host parked for 6 minutes was said for its
 		// first and then shown as a bare count for 5.
 		if c.mustWaitLocked(h, now) || h.parkedUntil.After(now) {
-			out = append(out, HostWait{Host: host, Until: later(h.notBefore, h.parkedUntil), Why: h.waitWhy(now)})
+			out = append(out, HostWait{Host: host, Until: later(h.notBefore, h.parkedUntil), Why: h.waitWhy(now), Held: len(h.queue)})
 		}
 	}
 	slices.SortFunc(out, func(a, b HostWait) int { return a.Until.Compare(b.Until) })

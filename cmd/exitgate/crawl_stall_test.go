@@ -263,3 +263,27 @@ func TestCrawlStallingServers(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressETAParked: the ETA reads "parked" when all that is left is
+// parked, or held by this worker for a host that must wait beyond
+// --max-wait (it read "ETA 1s", then "ETA ?", for five minutes), and the
+// estimate otherwise.
+func TestProgressETAParked(t *testing.T) {
+	held := []fetch.HostWait{{Host: "a.example", Held: 3}}
+	for _, tc := range []struct {
+		c       frontier.Counts
+		waiting []fetch.HostWait
+		want    string
+	}{
+		{frontier.Counts{Parked: 4}, nil, "parked"},
+		{frontier.Counts{Leased: 3}, held, "parked"},
+		{frontier.Counts{Leased: 3, Parked: 2}, held, "parked"},
+		{frontier.Counts{Leased: 3, Queued: 1}, held, "12s"},
+		{frontier.Counts{Queued: 5}, nil, "12s"},
+		{frontier.Counts{}, nil, "12s"},
+	} {
+		if got := etaText(tc.c, tc.waiting, "12s"); got != tc.want {
+			t.Errorf("etaText(%+v, %v) = %q, want %q", tc.c, tc.waiting, got, tc.want)
+		}
+	}
+}

@@ -176,12 +176,23 @@ func (p *progress) read(now time.Time) (reading, bool) {
 		return reading{}, false
 	}
 	p.eta.add(now, c.Done+c.Abandoned)
-	left := c.Queued + c.Leased
-	r := reading{at: now, c: c, s: p.tally.Snapshot(now), waiting: p.waiting(now), eta: fmtETA(p.eta.eta(left))}
-	if left == 0 && c.Parked > 0 {
-		r.eta = "parked"
-	}
+	r := reading{at: now, c: c, s: p.tally.Snapshot(now), waiting: p.waiting(now)}
+	r.eta = etaText(c, r.waiting, fmtETA(p.eta.eta(c.Queued+c.Leased)))
 	return r, true
+}
+
+// etaText is the ETA shown: eta, or "parked" when all that is left waits
+// beyond --max-wait, parked or held by this worker to be parked (held for
+// a host that must wait, it read "ETA 1s", then "ETA ?", for five minutes).
+func etaText(c frontier.Counts, waiting []fetch.HostWait, eta string) string {
+	held := 0
+	for _, w := range waiting {
+		held += w.Held
+	}
+	if left := c.Queued + c.Leased; left <= held && c.Parked+held > 0 {
+		return "parked"
+	}
+	return eta
 }
 
 // line is the progress log line of r.
