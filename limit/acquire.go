@@ -187,6 +187,7 @@ func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitRea
 		}
 	}
 	var aside [maxScan]*lane
+	var fallback *lane // the first lane over its share (laneShare)
 	n := 0
 	defer func() {
 		for _, l := range aside[:n] {
@@ -217,11 +218,16 @@ func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitRea
 				continue
 			}
 		}
-		if slices.Contains(avoid, top.exit) || top.inFlight >= r.laneShare(pool) {
-			// (A lane over its share of the host's requests in flight is
-			// set aside too: a server that slows one address down held
-			// all 16 of a host's requests on that lane while the other
-			// nine waited; express-slow-down, met blind.)
+		full := !slices.Contains(avoid, top.exit) && top.inFlight >= r.laneShare(pool)
+		if full && fallback == nil {
+			// A lane over its share of the host's requests in flight goes
+			// only when no other lane can go now: a server that slows one
+			// address down held all 16 of a host's requests on that lane
+			// while the other nine waited (express-slow-down, met blind).
+			// With the others cooling or banned it still takes them all.
+			fallback = top
+		}
+		if full || slices.Contains(avoid, top.exit) {
 			if n == len(aside) {
 				break
 			}
@@ -238,7 +244,17 @@ func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitRea
 			h.fix(top)
 			continue
 		}
+		if top.key > now && fallback != nil {
+			if l, at, g, ok := readyFallback(fallback, now, exitReady); ok {
+				return l, at, g, 0
+			}
+		}
 		return top, top.key, g, 0
+	}
+	if fallback != nil {
+		if l, at, g, ok := readyFallback(fallback, now, exitReady); ok {
+			return l, at, g, 0
+		}
 	}
 	soon := int64(math.MaxInt64)
 	if len(h.heap) > 0 {
@@ -357,4 +373,15 @@ func (r *rules) spaceAfter(l *lane, rec ticketRec, answered int64) {
 func (r *rules) laneShare(pool *exitPool) int16 {
 	n := max(pool.Len(), 1)
 	return int16(min(max(2, 2*((r.hostConc+n-1)/n)), math.MaxInt16))
+}
+
+// readyFallback returns lane l, set aside by pick for holding its share of
+// the host's requests in flight, when it may go at now: no other lane
+// could.
+func readyFallback(l *lane, now int64, exitReady exitReadyFunc) (*lane, int64, bool, bool) {
+	er, g := exitReady(l.exit, now)
+	if at := max(l.key, er); at <= now {
+		return l, at, g, true
+	}
+	return nil, 0, false, false
 }

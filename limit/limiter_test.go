@@ -951,7 +951,9 @@ func TestLaneShareOfHost(t *testing.T) {
 	}
 	at = at.Add(10 * time.Second) // x00's lane is the one due longest ago now
 	on := map[string]int{}
+	var others []limit.Ticket
 	for range 12 {
+		at = at.Add(20 * time.Millisecond) // every lane may go again (100/s)
 		tk, ok, next := acquire(t, l, "h", limit.Want{}, at)
 		if !ok {
 			at = next
@@ -960,8 +962,21 @@ func TestLaneShareOfHost(t *testing.T) {
 			}
 		}
 		on[tk.Exit]++
+		others = append(others, tk)
 	}
 	if on["x00"] != 0 {
 		t.Errorf("the lane at its share took %d more requests, want none while others may go (%v)", on["x00"], on)
+	}
+	// With every other lane banned, it still takes the host's requests:
+	// the share holds only while another lane can go.
+	for _, tk := range others {
+		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+	}
+	for i := 1; i < 10; i++ {
+		l.Quarantine("h", fmt.Sprintf("x%02d", i), at.Add(time.Hour), "test", at)
+	}
+	at = at.Add(time.Second)
+	if tk, ok, _ := acquire(t, l, "h", limit.Want{}, at); !ok || tk.Exit != "x00" {
+		t.Errorf("with the other lanes banned: %v %v, want x00 over its share", tk.Exit, ok)
 	}
 }
