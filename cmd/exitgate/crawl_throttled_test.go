@@ -73,9 +73,19 @@ func TestCapacitiesCountTimeSpent(t *testing.T) {
 	// A host limited site-wide: its exits share its rate; the lanes' own
 	// rates sit unused at the ceiling (each exit read 50/s a host).
 	s.Hosts[0].Rate = limit.PerSecond(2)
+	s.Hosts[0].Counters.OK, s.Hosts[0].Counters.Busy = 40, 3
 	s.Hosts[0].Lanes[0].Rate, s.Hosts[0].Lanes[1].Rate = limit.PerSecond(50), limit.PerSecond(50)
 	hosts, exits = capacities(s)
 	if hosts["a.example"].PerSecond != 2 || exits["e1"].PerSecond != 1 || exits["e2"].PerSecond != 1 {
 		t.Errorf("learned: host %v/s, exits %v/s and %v/s; want 2, 1 and 1", hosts["a.example"].PerSecond, exits["e1"].PerSecond, exits["e2"].PerSecond)
+	}
+	// A host that answered nothing learned nothing: its lanes' first
+	// guesses are no capacity (an exit over 8,000 hosts that refused
+	// every connection read 776,194/s learned).
+	s.Hosts = append(s.Hosts, limit.HostSnapshot{Host: "down.example", Counters: limit.Counters{Requests: 19, Errors: 19},
+		Lanes: []limit.LaneSnapshot{{Exit: "e1", Rate: limit.PerSecond(2.74)}}})
+	hosts, exits = capacities(s)
+	if hosts["down.example"].PerSecond != 0 || exits["e1"].PerSecond != 1 {
+		t.Errorf("a host that never answered: host %v/s learned, e1 %v/s; want 0 and e1's 1 of a.example", hosts["down.example"].PerSecond, exits["e1"].PerSecond)
 	}
 }
