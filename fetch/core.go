@@ -1006,8 +1006,16 @@ func pushbackOf(r Response, v verdict.Verdict, sig rlheader.Signal) string {
 		// than the answer said (a Retry-After of a second pushed back
 		// again waits twice as long each time).
 		why = fmt.Sprintf("last answer: status %d", r.Status)
-		if sig.HasRetryAfter {
+		switch {
+		case sig.HasRetryAfter && sig.RetryAfter <= 0:
+			// A date already past: "Retry-After 0s" beside a park of
+			// minutes read as a contradiction (the wait is the
+			// limiter's backoff).
+			why += ", a Retry-After already past"
+		case sig.HasRetryAfter:
 			why += ", " + sayRetryAfter(sig.RetryAfter)
+		case sig.HasRemaining && sig.Remaining == 0 && sig.HasReset:
+			why += ", rate-limit remaining 0, reset in " + sig.Reset.Round(time.Second).String()
 		}
 	case sig.HasRemaining && sig.Remaining == 0:
 		why = fmt.Sprintf("last answer: status %d, rate-limit remaining 0", r.Status)
