@@ -291,8 +291,21 @@ func (r *rules) earlyProbe(h *host, l *lane, o *Outcome, early, now int64) {
 		}
 	}
 	l.q.earlyRead = c.early
-	if c.early == 0 && c.earlyLane == "" && l.q.moving() && l.q.rem < 1 {
-		c.earlyLane = l.exit
+	if c.early == 0 && l.q.moving() && l.q.rem < 1 {
+		// The probe is the lane that runs out while the one before it
+		// has quota again (or none was chosen): lanes in step run out
+		// together and one goes for all, but on a window a lane runs out
+		// of only now and then (flask-limiter's moving 5 per second,
+		// paced under it), the first to have done so waited for a run
+		// out that never came, and every other lane that ran out waited
+		// its whole reset (90.4 / 92.0% where 92.9 / 95.2% before).
+		if p := h.lanes[c.earlyLane]; p == nil || p.q == nil || p.q.rem >= 1 {
+			if p != nil && p.q != nil && p != l {
+				p.q.earlyProbe = false
+				r.rekey(h, p)
+			}
+			c.earlyLane = l.exit
+		}
 	}
 	l.q.earlyProbe = c.earlyLane == l.exit
 }
