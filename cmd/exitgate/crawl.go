@@ -807,8 +807,11 @@ func runCrawl(ctx context.Context, stdout, stderr io.Writer, f crawlFlags, urlFi
 	} else if sum.Queued+sum.Parked > 0 {
 		fmt.Fprintf(stdout, "\n%d URLs still to do (%d parked). Run the same command again to resume.\n", sum.Queued+sum.Parked, sum.Parked)
 	}
-	if sum.Parked > 0 && sum.Queued == 0 {
-		writeParked(wctx, stdout, fr, core.Waiting(time.Now()))
+	if sum.Parked > 0 {
+		// Which hosts wait and until when, whatever else is left (a run
+		// stopped by --duration with URLs queued and parked said nothing
+		// of the parked ones); when to come back, when they are all.
+		writeParked(wctx, stdout, fr, core.Waiting(time.Now()), sum.Queued == 0)
 	}
 	fmt.Fprintf(stdout, "Results: %s\n", filepath.Join(f.out, setup.format.File()))
 	if dist != nil {
@@ -952,14 +955,21 @@ func parseSize(s string) (int64, error) {
 
 // writeParked says, when only parked URLs are left, why they wait and when
 // the first is due, so that the user knows when to run the crawl again.
-func writeParked(ctx context.Context, w io.Writer, fr frontier.Frontier, waiting []fetch.HostWait) {
+func writeParked(ctx context.Context, w io.Writer, fr frontier.Frontier, waiting []fetch.HostWait, due bool) {
 	now := time.Now()
-	for _, hw := range waiting {
+	for i, hw := range waiting {
+		if i == maxParkedShown {
+			fmt.Fprintf(w, "... and %d more hosts parked.\n", len(waiting)-i)
+			break
+		}
 		why := ""
 		if hw.Why != "" {
 			why = " (" + hw.Why + ")"
 		}
 		fmt.Fprintf(w, "Host %s must wait until %s%s, beyond --max-wait: its URLs are parked.\n", hw.Host, hw.Until.Format(time.RFC3339), why)
+	}
+	if !due {
+		return // with URLs still queued, the frontier's next due time is theirs
 	}
 	ready, err := fr.Ready(ctx, now, 1)
 	if err != nil || ready.Next.IsZero() {
@@ -968,6 +978,10 @@ func writeParked(ctx context.Context, w io.Writer, fr frontier.Frontier, waiting
 	fmt.Fprintf(w, "The first parked URL is due at %s (in %s): run the same command again then.\n",
 		ready.Next.Format(time.RFC3339), ready.Next.Sub(now).Round(time.Second))
 }
+
+// maxParkedShown bounds the parked hosts the end report names (each was
+// named, a line a host).
+const maxParkedShown = 10
 
 // resultRow is the results row of a job that finished in this run: what the
 // frontier recorded, and what the answer said (final URL, time, headers) and

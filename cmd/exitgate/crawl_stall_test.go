@@ -287,3 +287,30 @@ func TestProgressETAParked(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlDurationSaysParkedHosts: a run stopped by --duration with URLs
+// both queued and parked names the hosts that wait and until when (it said
+// only how many were parked).
+func TestCrawlDurationSaysParkedHosts(t *testing.T) {
+	parked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer parked.Close()
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		fmt.Fprintln(w, "page")
+	}))
+	defer slow.Close()
+	dir := t.TempDir()
+	urls := append(siteURLs(parked.URL, 2), siteURLs(slow.URL, 40)...)
+	_, crawl := crawlList(t, dir, urls, "--ignore-robots", "--max-wait", "2s", "--duration", "3s", "--lane-rate", "2/s", "--progress", "0")
+	r := crawl()
+	if code := exitCode(r.err); code != exitUnfinished {
+		t.Fatalf("crawl: %v (exit %d), want exit %d\nstderr:\n%s", r.err, code, exitUnfinished, r.stderr)
+	}
+	host := strings.TrimPrefix(parked.URL, "http://")
+	if !strings.Contains(r.stdout, "Host "+host+" must wait until") || strings.Contains(r.stdout, "The first parked URL is due") {
+		t.Errorf("the end report with URLs queued and parked does not name the parked host (or names a due time that is the queued URLs'):\n%s", r.stdout)
+	}
+}
