@@ -138,6 +138,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			// (the header the server's own answers carry; the gateway's
 			// 429 and 503 had none).
 			w.Header().Set(HeaderAttempts, strconv.Itoa(attempt-1))
+			full, most := false, 0 // held by the gateway's own --per-host-concurrency
+			if errors.Is(err, errBudget) && !throttled {
+				full, most = g.lim.HostFull(host)
+			}
 			switch {
 			case ctx.Err() != nil:
 				// Counted: each client request is one "URL" of the
@@ -158,11 +162,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 			case errors.Is(err, errBudget) && last == verdict.ProxyFailure && !throttled:
 				g.giveUp(w, host, http.StatusBadGateway, "no working exit", next,
 					fmt.Sprintf("exitgate: no exit could reach %s: each failed as a proxy, and none recovers within the wait budget (%v)", host, budget))
-			case errors.Is(err, errBudget) && !throttled && g.hostFull(host):
+			case full:
 				// The gateway's own cap held it, not the server: said so
 				// ("its lanes are paced or cooling down" sent the client
 				// to look for a pace the server never set).
-				_, most := g.lim.HostFull(host)
 				g.giveUp(w, host, http.StatusTooManyRequests, "host concurrency full", time.Now().Add(time.Second),
 					fmt.Sprintf("exitgate: %s had %d requests in flight through this gateway, the most --per-host-concurrency allows, and none ended within the wait budget (%v)", host, most, budget))
 			case errors.Is(err, errBudget), errors.Is(err, errExitsDown):
@@ -984,10 +987,4 @@ func (g *Gateway) switchProtocols(w http.ResponseWriter, resp *http.Response, ex
 	}
 	defer g.trackTunnel(conn, false)
 	return splice(conn, brw.Reader, up), nil
-}
-
-// hostFull reports whether host is at the limiter's concurrency cap.
-func (g *Gateway) hostFull(host string) bool {
-	full, _ := g.lim.HostFull(host)
-	return full
 }

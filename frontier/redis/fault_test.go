@@ -12,8 +12,6 @@ import (
 
 	"github.com/exitgate/exitgate/frontier"
 	fr "github.com/exitgate/exitgate/frontier/redis"
-	"github.com/exitgate/exitgate/internal/peers"
-	"github.com/exitgate/exitgate/internal/peertest"
 )
 
 // duringReplay runs fn once, just before the first forced settle (a journal
@@ -47,10 +45,7 @@ func (h *duringReplay) ProcessPipelineHook(next goredis.ProcessPipelineHook) gor
 // another worker fetched the URL again once the lease ran out (a 12-s
 // SIGSTOP of Redis under 3 workers: 1-2 of 400 URLs fetched twice).
 func TestJournaledDuringReplay(t *testing.T) {
-	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	r, rdb := outageRedis(t)
 	ctx := context.Background()
 	// Long enough that the journal is replayed before job 0's lease
 	// (journaled, no longer kept) runs out; the keep-alive ticks each second.

@@ -37,6 +37,18 @@ func newStore(t *testing.T, rdb goredis.UniversalClient, cfg fr.Config) *fr.Stor
 	return s
 }
 
+// outageRedis starts a redis-server that keeps what it is told across a
+// kill (appendonly) and a client that gives up quickly while it is away,
+// for the tests that take Redis down under a Store.
+func outageRedis(t *testing.T) (*peertest.Redis, *goredis.Client) {
+	t.Helper()
+	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
+	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	return r, rdb
+}
+
 func TestConformance(t *testing.T) {
 	r := peertest.StartRedis(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr()})
@@ -176,10 +188,7 @@ func TestLeaseLost(t *testing.T) {
 // return nothing; once Redis is back (with its append-only file), the
 // journal is replayed and nothing is lost.
 func TestJournal(t *testing.T) {
-	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	r, rdb := outageRedis(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, fr.Config{Crawl: "journal", LeaseTTL: 10 * time.Second, KeepAlive: true,
 		Journal: filepath.Join(t.TempDir(), "journal")})
@@ -272,10 +281,7 @@ func TestJournal(t *testing.T) {
 // and the killed worker's config.
 func journalOfAKilledRun(t *testing.T, crawl string) (*goredis.Client, fr.Config) {
 	t.Helper()
-	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	r, rdb := outageRedis(t)
 	ctx := context.Background()
 	cfg := fr.Config{Crawl: crawl, LeaseTTL: 10 * time.Second, Journal: filepath.Join(t.TempDir(), "journal")}
 	s, err := fr.New(rdb, cfg)
@@ -529,10 +535,7 @@ func TestHostKeysGone(t *testing.T) {
 // fetch those URLs again unless this worker runs again first (a worker
 // stopped during an outage said nothing of it).
 func TestCloseSaysJournaled(t *testing.T) {
-	r := peertest.StartRedisWith(t, peers.RedisConfig{AppendOnly: true})
-	rdb := goredis.NewClient(&goredis.Options{Addr: r.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	r, rdb := outageRedis(t)
 	ctx := context.Background()
 	var log syncbuf.Buffer
 	journal := filepath.Join(t.TempDir(), "journal")
