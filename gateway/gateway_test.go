@@ -149,9 +149,28 @@ func bindExits(t testing.TB, addrs ...string) []pool.Exit {
 // sent (a reply that is not HTTP) says through which exit and after how
 // many attempts, as the server's answers do; it said neither.
 func TestGatewayErrorSaysItsAttempt(t *testing.T) {
-	origin := peertest.BrokenProxy(t, peertest.Garbage) // answers bytes of no protocol, to anyone
+	// (Not peertest.BrokenProxy: it answers before the request comes,
+	// which net/http reads as a reply on an idle connection.)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Read(make([]byte, 4096))
+				io.WriteString(c, "SSH-2.0-OpenSSH_9.2\r\n\r\n")
+			}()
+		}
+	}()
 	_, proxy := newGateway(t, Config{AllowPrivate: true})
-	resp, body := get(t, client(proxy, nil), "http://"+origin+"/x", HeaderWait, "2s")
+	resp, body := get(t, client(proxy, nil), "http://"+ln.Addr().String()+"/x", HeaderWait, "2s")
 	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(HeaderExit) != "direct" || resp.Header.Get(HeaderAttempts) != "1" ||
 		resp.Header.Get(HeaderReason) != "upstream malformed response head (not HTTP)" {
 		t.Errorf("the gateway's answer to a reply that is not HTTP: %d, %s %q, %s %q, %s %q (%q); want 502 through direct after 1, its reason named",
