@@ -252,7 +252,55 @@ func Holdouts() []Target {
 		nestTarget("nest-3-per-s-100-per-min", peers.NestConfig{Short: peers.WindowConfig{Limit: 3, Window: time.Second},
 			Long: peers.WindowConfig{Limit: 100, Window: time.Minute}}),
 		nestTarget("nest-10-per-10s", peers.NestConfig{Short: peers.WindowConfig{Limit: 10, Window: 10 * time.Second}}),
+
+		// Run blind by hand on 2026-12-07's forty-fourth session (80.6%
+		// over the run; 3.91% of 429s), then added: two token buckets
+		// on express from npm, set up as their READMEs set them up.
+		npmLimiterTarget("npm-limiter-5-per-s-ra1", peers.NpmLimiterConfig{WindowConfig: peers.WindowConfig{Limit: 5, Window: time.Second}, RetryAfter: time.Second}),
+		npmLimiterTarget("npm-limiter-2-per-s", peers.NpmLimiterConfig{WindowConfig: peers.WindowConfig{Limit: 2, Window: time.Second}}),
+		throttleTarget("express-throttle-6-per-min", peers.ThrottleConfig{Rate: "6/min"}, 6, time.Minute, 6),
+		throttleTarget("express-throttle-3-per-s-burst10", peers.ThrottleConfig{Rate: "3/s", Burst: 10}, 3, time.Second, 10),
 	}
+}
+
+// npmLimiterTarget is the npm package limiter's RateLimiter as cfg sets it:
+// a bucket of cfg.Limit refilled at cfg.Limit per cfg.Window, and at most
+// cfg.Limit let through in a window opened by a client's first request
+// after its last window ended.
+func npmLimiterTarget(name string, cfg peers.NpmLimiterConfig) Target {
+	retryAfter := "none"
+	if cfg.RetryAfter > 0 {
+		retryAfter = fmt.Sprintf("%d (fixed, set by the app)", int(cfg.RetryAfter/time.Second))
+	}
+	t := holdoutTarget(name, "Node limiter 4.1 (RateLimiter, fireImmediately) on express 5.3",
+		fmt.Sprintf("a token bucket of %d and, beside it, at most %d per window opened by the first request after the last one (refusals open it, do not count)", cfg.Limit, cfg.Limit),
+		cfg.Limit, cfg.Window, "none", retryAfter,
+		fmt.Sprintf("new RateLimiter({tokensPerInterval: %d, interval: %d, fireImmediately: true}) per client address; removeTokens(1) < 0 refused", cfg.Limit, cfg.Window.Milliseconds()),
+		func(dir string) (Server, error) {
+			c := cfg
+			c.Dir = dir
+			return peers.StartNpmLimiter(c)
+		})
+	t.Burst = cfg.Limit
+	return t
+}
+
+// throttleTarget is express-throttle as cfg sets it: a token bucket of
+// burst refilled continuously at limit per window (cfg.Rate says the same).
+func throttleTarget(name string, cfg peers.ThrottleConfig, limit int, window time.Duration, burst int) Target {
+	config := fmt.Sprintf("throttle({rate: %q})", cfg.Rate)
+	if cfg.Burst > 0 {
+		config = fmt.Sprintf("throttle({rate: %q, burst: %d})", cfg.Rate, cfg.Burst)
+	}
+	t := holdoutTarget(name, "Node express-throttle 2.0 on express 5.3", "token bucket (fractional tokens; refusals take none)",
+		limit, window, "none", "none", config,
+		func(dir string) (Server, error) {
+			c := cfg
+			c.Dir = dir
+			return peers.StartExpressThrottle(c)
+		})
+	t.Burst = burst
+	return t
 }
 
 // nestTarget is NestJS's @nestjs/throttler as cfg sets it: a sliding log per

@@ -32,6 +32,10 @@ var (
 	hapiApp string
 	//go:embed nest_app.js
 	nestApp string
+	//go:embed limiter_app.js
+	limiterApp string
+	//go:embed throttle_app.js
+	throttleApp string
 	// peerCommon is what the apps share (flags, the access log), written
 	// beside them as peer_common.js.
 	//go:embed peer_common.js
@@ -51,6 +55,8 @@ var NodeModules = []string{
 	// NestJS 11: 12 wants Node 22, Debian's is 20.
 	"@nestjs/common@11.2.12", "@nestjs/core@11.2.12", "@nestjs/platform-express@11.2.12",
 	"@nestjs/throttler@6.7.1", "reflect-metadata@0.2.2", "rxjs@7.8.2",
+	// Two bucket limiters on express, run blind on 2026-12-07.
+	"limiter@4.1.0", "express-throttle@2.0.0",
 }
 
 // NodeApp is a running Node target: every path answers 200 "ok" or 429,

@@ -131,3 +131,49 @@ func startWindowApp(name, file, source string, cfg WindowConfig, more ...string)
 		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
 		args: append([]string{"--limit", strconv.Itoa(cfg.Limit), "--window", windowMillis(cfg.Window)}, more...)})
 }
+
+// NpmLimiterConfig configures an express app limited by the npm package
+// limiter's RateLimiter per client address.
+type NpmLimiterConfig struct {
+	// WindowConfig: a bucket of Limit tokens refilled at Limit per Window,
+	// and at most Limit removals in a window opened by the first request
+	// after the last window ended. Required.
+	WindowConfig
+	// RetryAfter, when above 0, is sent as Retry-After (whole seconds) on
+	// every 429; 0 leaves the 429s bare, as the package's README does.
+	RetryAfter time.Duration
+}
+
+// StartNpmLimiter starts an express 5 app limited by limiter 4.1's
+// RateLimiter (fireImmediately: a removal below zero is refused with a 429).
+func StartNpmLimiter(cfg NpmLimiterConfig) (*NodeApp, error) {
+	if cfg.RetryAfter < 0 || cfg.RetryAfter%time.Second != 0 {
+		return nil, fmt.Errorf("npm limiter: Retry-After %v: want whole seconds, 0 for none", cfg.RetryAfter)
+	}
+	return startWindowApp("npm-limiter", "limiter_app.js", limiterApp, cfg.WindowConfig,
+		"--retry-after", strconv.Itoa(int(cfg.RetryAfter/time.Second)))
+}
+
+// ThrottleConfig configures an express app limited by express-throttle.
+type ThrottleConfig struct {
+	// Rate is express-throttle's rate, "N/unit" or "N/Munit" ("6/min",
+	// "5/s", "10/2min"): a token bucket refilled continuously at it.
+	// Required.
+	Rate string
+	// Burst is the bucket's size; 0 is the package's default, the rate's N.
+	Burst int
+	// Modules, Listen and Dir as in ExpressConfig.
+	Modules, Listen, Dir string
+}
+
+// StartExpressThrottle starts an express 5 app limited by express-throttle
+// 2.0 per client address (fractional tokens, refusals take none), its 429s
+// bare.
+func StartExpressThrottle(cfg ThrottleConfig) (*NodeApp, error) {
+	if cfg.Rate == "" || cfg.Burst < 0 {
+		return nil, fmt.Errorf("express-throttle: rate %q, burst %d: want a rate and a burst of 0 (the default) or more", cfg.Rate, cfg.Burst)
+	}
+	return startNode(nodeSpec{name: "express-throttle", file: "throttle_app.js", source: throttleApp,
+		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
+		args: []string{"--rate", cfg.Rate, "--burst", strconv.Itoa(cfg.Burst)}})
+}

@@ -839,6 +839,31 @@ func TestApacheQoS(t *testing.T) {
 	checkLog(t, waitLog(t, a.AccessLog, len(codes)), codes, "127.0.0.26", start)
 }
 
+// The npm limiter's RateLimiter lets Limit through at once (its bucket
+// starts full) and refuses the next, with the Retry-After the app was given;
+// past the window its bucket has refilled.
+func TestNpmLimiter(t *testing.T) {
+	l := peertest.StartNpmLimiter(t, peertest.NpmLimiterConfig{WindowConfig: peertest.WindowConfig{Limit: 2, Window: 3 * time.Second}, RetryAfter: time.Second})
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.28", l.URL()+"/p/1")
+	if hdr.Get("Retry-After") != "1" {
+		t.Errorf("429 Retry-After = %q, want 1", hdr.Get("Retry-After"))
+	}
+	codes = passesAgain(t, c, l.URL()+"/p/2", start, 3200*time.Millisecond, codes, "past the window, the bucket refilled")
+	checkLog(t, waitLog(t, l.AccessLog, len(codes)), codes, "127.0.0.28", start)
+}
+
+// express-throttle's bucket of 2 at 2 per 3 s: two pass, the third is a
+// bare 429 (no header), and a token later (1.5 s) one passes again.
+func TestExpressThrottle(t *testing.T) {
+	th := peertest.StartExpressThrottle(t, peertest.ThrottleConfig{Rate: "2/3s"})
+	c, start, codes, hdr := twoThenLimited(t, "127.0.0.29", th.URL()+"/p/1")
+	if hdr.Get("Retry-After") != "" || hdr.Get("X-Ratelimit-Limit") != "" || hdr.Get("Ratelimit") != "" {
+		t.Errorf("429 headers %v, want a bare 429", hdr)
+	}
+	codes = passesAgain(t, c, th.URL()+"/p/2", start, 1700*time.Millisecond, codes, "a token refilled")
+	checkLog(t, waitLog(t, th.AccessLog, len(codes)), codes, "127.0.0.29", start)
+}
+
 // A command's exit code listed in Success is not a failure; any other is,
 // and the error carries the tail of its stderr.
 func TestCommandSuccessCodes(t *testing.T) {

@@ -39,6 +39,8 @@ type (
 	HonoConfig       = peers.HonoConfig
 	WindowConfig     = peers.WindowConfig
 	NestConfig       = peers.NestConfig
+	NpmLimiterConfig = peers.NpmLimiterConfig
+	ThrottleConfig   = peers.ThrottleConfig
 	ApacheQoSConfig  = peers.ApacheQoSConfig
 	ApacheQoS        = peers.ApacheQoS
 	RackAttackConfig = peers.RackAttackConfig
@@ -202,6 +204,20 @@ func StartKoa(t testing.TB, cfg WindowConfig) *NodeApp {
 func StartHapi(t testing.TB, cfg WindowConfig) *NodeApp {
 	t.Helper()
 	return start(t, peers.StartHapi, cfg)
+}
+
+// StartNpmLimiter starts an express target limited by the npm package
+// limiter (peers.StartNpmLimiter).
+func StartNpmLimiter(t testing.TB, cfg NpmLimiterConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartNpmLimiter, cfg)
+}
+
+// StartExpressThrottle starts an express-throttle target
+// (peers.StartExpressThrottle).
+func StartExpressThrottle(t testing.TB, cfg ThrottleConfig) *NodeApp {
+	t.Helper()
+	return start(t, peers.StartExpressThrottle, cfg)
 }
 
 // StartNest starts a NestJS @nestjs/throttler target (peers.StartNest).
