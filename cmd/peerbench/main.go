@@ -109,6 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		// ContinueOnError prints nothing itself: exit 2 alone said
+		// nothing of the flag.
+		fmt.Fprintf(stderr, "peerbench: %v; run 'peerbench --help' for the flags\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -50,6 +50,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--crawl-binary", "/nonexistent/exitgate"}, "not an executable file"},
 		{[]string{"--crawl-binary", exe, "--strategies", "exitgate,no-limiter"}, "exitgate strategy only, not no-limiter"},
 		{[]string{"stray"}, "unexpected arguments"},
+		{[]string{"--target", "nginx-1r-s"}, "unknown flag: --target; run 'peerbench --help'"},
+		{[]string{"-targets", "x"}, "unknown shorthand flag"},
 		{[]string{"--calibrate", "--strategies", "exitgate,no-limiter"}, "one --strategies"},
 	} {
 		var out, errOut bytes.Buffer
