@@ -49,6 +49,26 @@ type FasterReporter interface {
 	DoneFaster(t limit.Ticket, o limit.Outcome, now time.Time) bool
 }
 
+// Abandoner is a Limiter that can take back a ticket whose request was sent
+// but whose answer will not be heard (limit.Limiter.Abandon): its slots are
+// freed and its token stays spent. With a Limiter that cannot, such a
+// ticket is canceled (given back as never sent).
+type Abandoner interface {
+	Abandon(t limit.Ticket, now time.Time)
+}
+
+// Abandon gives back t, whose request was sent and whose answer will not be
+// heard, through lim's Abandon when it is an Abandoner, else its Cancel.
+func Abandon(lim interface {
+	Cancel(t limit.Ticket, now time.Time)
+}, t limit.Ticket, now time.Time) {
+	if a, ok := lim.(Abandoner); ok {
+		a.Abandon(t, now)
+		return
+	}
+	lim.Cancel(t, now)
+}
+
 // DoneFaster gives t back to lim with its outcome o and reports whether the
 // host went faster: through lim's DoneFaster when it is a FasterReporter,
 // else through Done (false).
@@ -735,6 +755,9 @@ func (c *Core) refillLocked(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("claim: %w", err)
 	}
 	for _, j := range jobs {
+		if c.reclaimedLocked(j) {
+			continue
+		}
 		c.enqueueLocked(j.Host, pending{job: j, url: j.URL})
 	}
 	c.frDirty = false
@@ -773,6 +796,26 @@ func (c *Core) bufferTarget() int {
 		n = max(1, min(n, c.cfg.Buffer()))
 	}
 	return n
+}
+
+// reclaimedLocked reports whether job j, just claimed, was buffered already
+// (its lease ran out while it waited, and the frontier gave it out again):
+// the buffered copy takes the new lease, and j is not queued twice. Queued
+// twice, a host held past a lease by a robots.txt outage settled each of its
+// URLs twice, and would have fetched each twice. (A first claim, the common
+// case, cannot be one: no scan.)
+func (c *Core) reclaimedLocked(j frontier.Job) bool {
+	h := c.hosts[j.Host]
+	if h == nil || j.Seq <= 1 {
+		return false
+	}
+	for i := range h.queue {
+		if h.queue[i].job.ID == j.ID {
+			h.queue[i].job = j
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Core) enqueueLocked(host string, p pending) {
@@ -859,7 +902,11 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 			h.robotsBusy = false
 		}
 		c.mu.Unlock()
-		c.lim.Cancel(a.Ticket, now)
+		if a.SentAt.IsZero() {
+			c.lim.Cancel(a.Ticket, now)
+		} else {
+			Abandon(c.lim, a.Ticket, now) // the server may have counted it
+		}
 		if c.tally != nil && !a.SentAt.IsZero() {
 			// Sent, and the server may have seen it: counted (the
 			// summary said 1 request where the server saw 11).
@@ -1314,6 +1361,15 @@ func (c *Core) robotsLocked(a Attempt, h *hostState, v verdict.Verdict, r Respon
 		}
 		if now.Sub(h.robotsDown) < c.cfg.Retry.MaxWait {
 			h.notBefore, h.limWait = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0)), false
+			if now.Sub(h.robotsDown) > c.cfg.LeaseTTL/2 && len(h.queue) > 0 {
+				// Held past half a lease, as a limiter's wait hands them
+				// back: kept, their leases ran out under them and the
+				// frontier gave them out again, every URL buffered twice
+				// (the park said 40 URLs of 20).
+				if err := c.handBackLocked(context.Background(), h); err != nil {
+					c.cfg.Logger.Warn("hand back", "host", host, "err", err)
+				}
+			}
 			return
 		}
 		c.cfg.Logger.Warn("robots.txt unreachable: the host's URLs wait", "host", host, "since", h.robotsDown, "status", r.Status, "err", r.Err)

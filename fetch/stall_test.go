@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/exitgate/exitgate/backoff"
 	"github.com/exitgate/exitgate/frontier"
+	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/internal/syncbuf"
 	"github.com/exitgate/exitgate/limit"
 )
@@ -375,5 +377,48 @@ func TestHeldWaitsAddUp(t *testing.T) {
 		if c.Leased != step.leased || c.Queued != 2-step.leased {
 			t.Errorf("at %v: %d leased, %d queued; want %d leased", step.at, c.Leased, c.Queued, step.leased)
 		}
+	}
+}
+
+// TestRobotsOutageBuffersOnce: a host whose robots.txt stays unreachable
+// holds its URLs; past half a lease they go back to the frontier, as a
+// limiter's long wait hands them back, and a job the frontier gives out
+// again while buffered is not buffered twice. Kept past their leases, the
+// frontier gave them out again and each was buffered twice: the park that
+// ended the outage said 40 URLs of 20, and settled each twice.
+func TestRobotsOutageBuffersOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	dir := t.TempDir()
+	fr, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "f.db"), Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	if _, err := fr.Push(ctx, []frontier.NewJob{{URL: srv.URL + "/1"}, {URL: srv.URL + "/2"}, {URL: srv.URL + "/3"}}); err != nil {
+		t.Fatal(err)
+	}
+	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000)}, "direct")
+	var log syncbuf.Buffer
+	retry := RetryPolicy{MaxWait: 3 * time.Second, Backoff: backoff.Policy{Base: 100 * time.Millisecond, Cap: 200 * time.Millisecond}}
+	core := NewCore(CoreConfig{Concurrency: 2, LeaseTTL: time.Second, Robots: true, Retry: retry,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))}, fr, lim, nil)
+	eng, err := NewEngine(EngineConfig{Exits: ExitMap(map[string]http.RoundTripper{"direct": http.DefaultTransport.(*http.Transport).Clone()})}, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := eng.Run(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := fr.Counts(ctx); c.Parked != 3 {
+		t.Errorf("counts %+v, want the 3 URLs parked", c)
+	}
+	if !strings.Contains(log.String(), "its URLs are parked") || !strings.Contains(log.String(), "urls=3") || strings.Contains(log.String(), "lease") {
+		t.Errorf("the park should name 3 URLs, with no lease lost:\n%s", log.String())
 	}
 }

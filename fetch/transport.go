@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -264,18 +266,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w %q", ErrNoExit, ticket.Exit)
 	}
 	sent := time.Now()
-	resp, err := m.Transport.RoundTrip(req)
+	// Whether the request left: a caller that gives up after it did may
+	// have had it counted by the server (abandoned), before it did not
+	// (canceled).
+	var wrote atomic.Bool
+	out := req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaders: func() { wrote.Store(true) },
+	}))
+	resp, err := m.Transport.RoundTrip(out)
 	now := time.Now()
 	if err != nil {
 		v := classify.Error(err)
-		if req.Context().Err() != nil {
-			lim.Cancel(ticket, now) // the caller gave up; the server said nothing
-		} else {
+		switch {
+		case req.Context().Err() != nil && wrote.Load():
+			Abandon(lim, ticket, now) // the caller gave up on an answer the server owes
+		case req.Context().Err() != nil:
+			lim.Cancel(ticket, now) // the caller gave up before it left
+		default:
 			lim.Done(ticket, limit.Outcome{Verdict: v, SentAt: sent}, now)
 		}
 		t.sent(Sent{Request: req, Exit: ticket.Exit, Member: m.ID, Verdict: v, Err: err})
 		return nil, err
 	}
+	resp.Request = req // the caller's, as net/http's own transport answers
 	exits.Observe(m.ID, resp.Header)
 	var prof rlheader.Profile
 	if t.Profile != nil {

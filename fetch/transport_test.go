@@ -401,3 +401,57 @@ func TestTransportConcurrencyCoversBodies(t *testing.T) {
 		t.Errorf("%d requests at once with HostConcurrency 1, want 1", peak)
 	}
 }
+
+// TestTransportAbandonsWhatLeft: a request the server received and whose
+// answer the client's deadline cut off was sent: its token stays spent
+// (abandoned), where one canceled as never sent gave its pace back and the
+// next went at once (a 2/s host held each request 3 s behind a 1-s client
+// timeout got 19 requests in 5 s). Four callers loop for 2 s on a host held
+// to 2/s whose answers take longer than their timeout: the server sees no
+// more than the pace allows.
+func TestTransportAbandonsWhatLeft(t *testing.T) {
+	var mu sync.Mutex
+	got := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got++
+		mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	}))
+	t.Cleanup(srv.Close)
+	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerSecond(2), HostCeiling: limit.PerSecond(2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt, Timeout: 400 * time.Millisecond}
+	defer c.CloseIdleConnections()
+	end := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				if resp, err := c.Get(srv.URL + "/slow"); err == nil {
+					resp.Body.Close()
+					t.Errorf("GET answered %d, want the client's timeout", resp.StatusCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	n := got
+	mu.Unlock()
+	if n > 6 {
+		t.Errorf("the server got %d requests in 2 s at 2/s, want at most 6: abandoned requests were given back as never sent", n)
+	}
+	var abandoned uint64
+	for _, h := range rt.Limiter.(*limit.Limiter).Snapshot(time.Now()).Hosts {
+		abandoned += h.Counters.Abandoned
+	}
+	if abandoned == 0 || int(abandoned) > n {
+		t.Errorf("%d abandoned in the limiter's counters, want between 1 and the %d the server got", abandoned, n)
+	}
+}

@@ -266,7 +266,7 @@ func (h *host) pick(r *rules, pool *exitPool, avoid []string, now int64, exitRea
 // release settles one ticket on h: done with o, or canceled. It reports
 // false when the ticket was unknown or already settled, so every ticket
 // releases its slots exactly once.
-func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u float64) bool {
+func (r *rules) release(h *host, t Ticket, kind releaseKind, o *Outcome, now int64, u float64) bool {
 	rec, ok := h.tickets[t.Seq]
 	if !ok || rec.l.exit != t.Exit {
 		return false
@@ -276,6 +276,15 @@ func (r *rules) release(h *host, t Ticket, cancel bool, o *Outcome, now int64, u
 	l.inFlight--
 	h.inFlight--
 	h.last = max(h.last, now)
+	if kind == relAbandoned {
+		// Sent, its answer never heard: what it took stays spent, and
+		// nothing is read of it.
+		h.c.Requests++
+		h.c.Abandoned++
+		r.rekey(h, l)
+		return true
+	}
+	cancel := kind == relCanceled
 	if cancel || o.Verdict == verdict.ProxyFailure {
 		// Never reached the server: give back exactly what was taken.
 		l.tat -= rec.laneIv

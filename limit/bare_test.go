@@ -469,7 +469,7 @@ func TestProbeHold(t *testing.T) {
 	}
 	// Answered: the lane's pace again.
 	answered := at + 2*iv
-	if !r.release(h, first.ticket, false, &Outcome{Verdict: verdict.OK}, answered, 0.5) {
+	if !r.release(h, first.ticket, relDone, &Outcome{Verdict: verdict.OK}, answered, 0.5) {
 		t.Fatal("release")
 	}
 	if got := r.laneReady(e); got > answered+iv {
@@ -995,6 +995,93 @@ func TestAgain(t *testing.T) {
 	}
 }
 
+// TestSlowed: on a host that counts over a window, the explorer pushed back
+// at 1.84/s within that window of slowing from 3.88/s, with no 429 of its
+// own since (rule slowed): the window still holds what it sent faster, so
+// nothing is read, and it waits until the window holds only its slower
+// requests. flask-limiter's bare 40 per 15 s, read as 40 per 10 s: a
+// follower took the search over from 3.88/s, was pushed back at 1.84/s a
+// second on, and the host settled at 1.73/s, 65% of the limit. Where the
+// lane did not send at the faster pace (it waited out a cooldown), or the
+// window has passed since, or it slowed by a margin that puts no request
+// more into the window, the 429 is read as any other.
+func TestSlowed(t *testing.T) {
+	r := testRules(t, Config{})
+	setup := func(slowFrom float64, serAt int64, serSent int32) (*host, *lane) {
+		h := hostWith(r, "e", "f", "g")
+		c := &h.cap
+		c.windowed, c.careful, c.quotaN, c.quotaW = true, true, 40, int64(10*time.Second)
+		c.safe, c.pass, c.sent, c.follow, c.hi = 1.8, 1.7, 1.7, 1.75, slowFrom
+		h.exp.phase, h.exp.exit = expBisect, "e"
+		for _, l := range h.lanes {
+			r.setPace(h, l, slowFrom)
+			l.hot = true
+		}
+		e := h.lanes["e"]
+		e.serAt, e.serSent, e.serOK = serAt, serSent, serSent
+		r.setExplorerPace(h, e, 1.844, sec(31.6), "bisect", "the search goes on, slower")
+		return h, e
+	}
+	read := func(h *host, e *lane, at float64) bool {
+		hi := h.cap.hi
+		r.throttled(h, e, ticketRec{at: sec(at), laneIv: interval(1.844)}, &Outcome{}, sec(at), sec(at), 0.5)
+		return h.cap.hi != hi
+	}
+
+	h, e := setup(3.88, sec(1), 100)
+	if read(h, e, 32.5) {
+		t.Errorf("pushed back at 1.84/s 0.9 s after slowing from 3.88/s: ceiling %v, want nothing read", h.cap.hi)
+	}
+	if want := sec(31.6) + int64(10*time.Second); e.cool != want {
+		t.Errorf("waits until %v, want a window from the slowing (%v)", time.Duration(e.cool-at0), time.Duration(want-at0))
+	}
+
+	// The followers slowed, and a follower took the search over.
+	h, e = setup(1.9, sec(1), 100)
+	h.exp.fslowAt, h.exp.fslowFrom = sec(31.5), 3.88
+	if read(h, e, 32.5) {
+		t.Errorf("pushed back at 1.84/s a second after the followers slowed from 3.88/s: ceiling %v, want nothing read", h.cap.hi)
+	}
+
+	for _, c := range []struct {
+		why     string
+		from    float64
+		serAt   int64
+		serSent int32
+		at      float64
+	}{
+		{"after waiting out a cooldown: one request since its last 429", 3.88, sec(25), 1, 32.5},
+		{"a window after slowing", 3.88, sec(1), 100, 42},
+		{"slowed by 3%: no request more in the window", 1.9, sec(1), 100, 32.5},
+	} {
+		h, e := setup(c.from, c.serAt, c.serSent)
+		if !read(h, e, c.at) {
+			t.Errorf("%s: nothing read, want the 429 read", c.why)
+		}
+	}
+}
+
+// TestBareQuotaProof: a careful proof on a host that read a window's quota
+// without a header (40 per 10 s) runs until quotaN+1 requests at the pace
+// have passed, whatever the window it read: flask-limiter's bare 40 per 15
+// s, read as 40 per 10 s, passed 3.1/s over the careful span (39 requests)
+// and every lane was pushed back a minute on. A quota its headers told is
+// proven over the careful span alone.
+func TestBareQuotaProof(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e", "f")
+	c := &h.cap
+	c.windowed, c.careful, c.quotaN, c.quotaW, c.span = true, true, 40, int64(10*time.Second), int64(12500*time.Millisecond)
+	h.exp.phase, h.exp.exit = expBisect, "e"
+	if got, want := h.proofSpan(3.1), 40*interval(3.1); got < want {
+		t.Errorf("bare: proof of 3.1/s over %v, want at least 40 intervals (%v)", time.Duration(got), time.Duration(want))
+	}
+	h.lanes["e"].q = &quota{limit: 40, window: int64(10 * time.Second)}
+	if got := h.proofSpan(3.1); got != c.span {
+		t.Errorf("told by headers: proof of 3.1/s over %v, want the careful span %v", time.Duration(got), time.Duration(c.span))
+	}
+}
+
 // TestAwaitHold: a follower pushed back without a Retry-After while the
 // explorer waits to retry its first 429 waits for that retry and a
 // longest usual window more, longer as the explorer is pushed back again,
@@ -1265,7 +1352,7 @@ func TestAwaitCount(t *testing.T) {
 		t.Fatalf("f's 21st request not marked as the one past the count")
 	}
 	// Passed: g and k go on.
-	if !r.release(h, tk, false, &Outcome{Verdict: verdict.OK}, at+int64(time.Second), 0.5) {
+	if !r.release(h, tk, relDone, &Outcome{Verdict: verdict.OK}, at+int64(time.Second), 0.5) {
 		t.Fatal("release")
 	}
 	if held(g) || held(k) || !h.exp.overRead || r.laneReady(g) > at+int64(time.Second)+2*int64(heldStagger) {
@@ -1286,7 +1373,7 @@ func TestAwaitCount(t *testing.T) {
 	take(h, pool, "k", sec(63))
 	tk, at = take(h, pool, "f", sec(63))
 	now := at + int64(time.Second)
-	if !r.release(h, tk, false, &Outcome{Verdict: verdict.Throttled}, now, 0.5) {
+	if !r.release(h, tk, relDone, &Outcome{Verdict: verdict.Throttled}, now, 0.5) {
 		t.Fatal("release")
 	}
 	g, k = h.lanes["g"], h.lanes["k"]

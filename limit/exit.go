@@ -74,18 +74,18 @@ func (s *exitState) take(r *rules, now int64) (ok, probe bool, next int64) {
 
 // release settles one request on s: gives back what take charged (held) and
 // applies health feedback.
-func (s *exitState) release(r *rules, held, probe, cancel bool, v verdict.Verdict, now int64) {
+func (s *exitState) release(r *rules, held, probe bool, kind releaseKind, v verdict.Verdict, now int64) {
 	if held {
 		s.inFlight--
-		if cancel && s.rate > 0 {
+		if kind == relCanceled && s.rate > 0 {
 			s.tat -= int64(1e9 / s.rate)
 		}
 		if probe {
 			s.probeOut = false
 		}
 	}
-	if cancel {
-		return
+	if kind != relDone {
+		return // nothing heard of the exit's health
 	}
 	if v == verdict.ProxyFailure {
 		s.c.ProxyFailures++

@@ -180,6 +180,14 @@ type explorer struct {
 	exit  string // "" = none yet: the next lane taken becomes the explorer
 	phase uint8
 	pace  float64
+	// slowAt is when lane slowExit, exploring, last slowed, from slowFrom
+	// (the fastest pace it slowed from within a counted window), and
+	// fslowAt when the followers last slowed, from fslowFrom: a 429
+	// within that window may answer what a lane sent faster
+	// (slowedFrom).
+	slowAt, fslowAt     int64
+	slowFrom, fslowFrom float64
+	slowExit            string
 	// runRem is the X-RateLimit-Remaining alone the run's first answer
 	// told (runRemOK: it told one): a run's proof (remaining.go).
 	runRem   float64
@@ -420,6 +428,12 @@ func (c *capacity) burstCovered() bool { return c.extra <= 1 || c.windowed }
 func (r *rules) setExplorerPace(h *host, l *lane, m float64, now int64, rule, why string) {
 	m = max(r.minLane, min(r.maxLane, m))
 	h.note(r, now, rule, l.exit, "pace", l.pace, m, why)
+	if e := &h.exp; l.pace > m*(1+tolerance) {
+		if e.slowExit != l.exit || now-e.slowAt >= h.countedWindow() {
+			e.slowFrom = 0
+		}
+		e.slowAt, e.slowFrom, e.slowExit = now, max(e.slowFrom, l.pace), l.exit
+	}
 	h.exp.pace = m
 	r.setPace(h, l, m)
 	if e := &h.exp; e.cAt != 0 && e.cN > 0 && l.exit == e.exit {
@@ -449,7 +463,18 @@ func (h *host) proofSpan(pace float64) int64 {
 		return interval(pace) // no burst: the second request at a pace tells
 	}
 	if h.cap.careful || h.exp.phase == expSettled {
-		return max(h.cap.span, min(carefulIntervals*interval(pace), maxSpan))
+		span := max(h.cap.span, min(carefulIntervals*interval(pace), maxSpan))
+		if c, ex := &h.cap, h.lanes[h.exp.exit]; c.windowed && c.quotaN > 0 && ex != nil && ex.q == nil && !ex.remRead() {
+			// A window of quotaN read bare: a pace passes once quotaN+1
+			// requests at it have, the first quotaN apart, whatever the
+			// window's length: one opened by the first of them would
+			// hold them all. (Read as 40 per 10 s, flask-limiter's bare
+			// 40 per 15 s passed 3.1/s over the careful span, 39 of
+			// them, and every lane was pushed back a minute on.) A
+			// quota told by headers is read on its own.
+			span = max(span, min(int64(c.quotaN)*interval(pace), maxSpan))
+		}
+		return span
 	}
 	if h.exp.reprobe {
 		// A re-probe's first step: the lanes went just under the rate

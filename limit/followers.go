@@ -130,8 +130,45 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 		return
 	}
 	h.note(r, now, rule, "", "follow", c.follow, f, why)
+	if f < c.follow*(1-tolerance) {
+		if now-e.fslowAt >= h.countedWindow() {
+			e.fslowFrom = 0
+		}
+		e.fslowAt, e.fslowFrom = now, max(e.fslowFrom, c.follow)
+	}
 	c.follow, c.followAt = f, now
 	r.paceFollowers(h)
+}
+
+// slowedFrom is the fastest pace lane l, pushed back at x, slowed from
+// within the host's counted window before now, as the explorer or with the
+// followers, with no 429 of its own since (0: none, or no window counted).
+// Only a pace it sent at counts (its series, since its last 429 or first
+// request, holds at least half what the pace sends over a window up to the
+// slowing: a lane that waited out a cooldown there sent nothing at it), and
+// only where it put a request more into the window than x would have (a
+// settled margin's 3% less is no news).
+func (h *host) slowedFrom(l *lane, x float64, now int64) float64 {
+	w := h.countedWindow()
+	if w <= 0 {
+		return 0
+	}
+	e := &h.exp
+	sent := func(at int64, pace float64) bool {
+		if now-at >= w || l.epAt >= at || at <= l.serAt {
+			return false
+		}
+		span := min(at-l.serAt, at-(now-w))
+		return float64(l.serSent) >= pace*secs(min(at-l.serAt, w))/2 && (pace-x)*secs(span) >= 1
+	}
+	var from float64
+	if e.slowExit == l.exit && sent(e.slowAt, e.slowFrom) {
+		from = e.slowFrom
+	}
+	if sent(e.fslowAt, e.fslowFrom) {
+		from = max(from, e.fslowFrom)
+	}
+	return from
 }
 
 // settledPace is the pace every lane of a settled host holds: Settle under

@@ -157,7 +157,7 @@ func (l *Limiter) acquire(host string, want Want, now time.Time) (t Ticket, ok b
 		// and try another exit (or report when the pinned one frees).
 		sh.mu.Lock()
 		if h := sh.hosts[host]; h != nil {
-			r.release(h, t, true, &Outcome{}, n, 0)
+			r.release(h, t, relCanceled, &Outcome{}, n, 0)
 		}
 		sh.mu.Unlock()
 		if want.Pin != "" || try >= 2 {
@@ -251,7 +251,7 @@ func (l *Limiter) jitter() float64 {
 // ticket's slots exactly once (later calls with the same ticket are ignored)
 // and feeds the learning of the lane, the host and the exit.
 func (l *Limiter) Done(t Ticket, o Outcome, now time.Time) {
-	l.release(t, false, o, now)
+	l.release(t, relDone, o, now)
 }
 
 // DoneFaster is Done, and reports whether the outcome made a lane of t's
@@ -259,18 +259,39 @@ func (l *Limiter) Done(t Ticket, o Outcome, now time.Time) {
 // may go sooner than Acquire last said, and a caller holding the host until
 // then should ask again now.
 func (l *Limiter) DoneFaster(t Ticket, o Outcome, now time.Time) bool {
-	return l.release(t, false, o, now)
+	return l.release(t, relDone, o, now)
 }
 
 // Cancel returns a ticket whose request was never sent: its token, quota and
 // slots are given back exactly, and nothing is learned.
 func (l *Limiter) Cancel(t Ticket, now time.Time) {
-	l.release(t, true, Outcome{}, now)
+	l.release(t, relCanceled, Outcome{}, now)
 }
+
+// Abandon returns a ticket whose request was sent but whose answer will not
+// be heard (the caller's deadline ended while the server had it): its slots
+// are given back, its token and quota stay spent (the server may have
+// counted it), and nothing is learned. Given back as never sent, a client
+// timing out on a slow server had its pace refunded and sent again at once:
+// 19 requests reached a host held to 2/s in 5 s.
+func (l *Limiter) Abandon(t Ticket, now time.Time) {
+	l.release(t, relAbandoned, Outcome{}, now)
+}
+
+// releaseKind is how a ticket comes back: with an answer (Done), never sent
+// (Cancel), or sent and its answer never heard (Abandon).
+type releaseKind uint8
+
+const (
+	relDone releaseKind = iota
+	relCanceled
+	relAbandoned
+)
 
 // release gives t back with its outcome o and reports whether a lane of
 // its host went faster.
-func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) (faster bool) {
+func (l *Limiter) release(t Ticket, kind releaseKind, o Outcome, now time.Time) (faster bool) {
+	heard := kind == relDone // else nothing learned, nothing published
 	if t.issuer != 0 && t.issuer != l.id {
 		return false // another Limiter's
 	}
@@ -278,7 +299,7 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) (fast
 	o = o.sane()
 	r := l.rules
 	var u float64
-	if !cancel && (o.Verdict == verdict.Throttled || o.Verdict == verdict.Busy) {
+	if heard && (o.Verdict == verdict.Throttled || o.Verdict == verdict.Busy) {
 		u = l.jitter()
 	}
 	n := now.UnixNano()
@@ -289,14 +310,14 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) (fast
 	if h != nil && l.share != nil {
 		m = h.mark()
 	}
-	ok := h != nil && r.release(h, t, cancel, &o, n, u)
+	ok := h != nil && r.release(h, t, kind, &o, n, u)
 	var changes []Change
 	var pub HostView
 	publish := false
 	if h != nil {
 		faster = h.wakeWaiters()
 		changes = h.log.takeOp()
-		if l.share != nil && !cancel {
+		if l.share != nil && heard {
 			pub, publish = h.changed(m, n)
 		}
 	}
@@ -309,8 +330,8 @@ func (l *Limiter) release(t Ticket, cancel bool, o Outcome, now time.Time) (fast
 		return faster
 	}
 	l.inFlight.Add(-1)
-	if t.ExitHeld || (!cancel && o.Verdict == verdict.ProxyFailure) {
-		l.tab.exit(t.Exit, func(e *exitState) { e.release(r, t.ExitHeld, t.Probe, cancel, o.Verdict, n) })
+	if t.ExitHeld || (heard && o.Verdict == verdict.ProxyFailure) {
+		l.tab.exit(t.Exit, func(e *exitState) { e.release(r, t.ExitHeld, t.Probe, kind, o.Verdict, n) })
 	}
 	return faster
 }

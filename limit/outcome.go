@@ -221,6 +221,22 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	again := o.RetryAfter == 0 && !echo && !spent && rec.first && l.eps > 0 && l.epAt != 0 &&
 		now-l.epAt < h.countedWindow() && (h.led || h.exp.phase != expRamp) && l.exit != h.exp.exit &&
 		l.x != nil && l.x.epPace > x*(1+tolerance)
+	// Rule slowed: again's case on a lane's first 429 since it slowed. On
+	// a host that counts over a window, a lane pushed back at x within
+	// that window of slowing from a pace above it (exploring, or with the
+	// followers), with no 429 of its own since: the window still holds what it sent
+	// faster, so nothing reads x, and the lane waits until the window
+	// holds only its slower requests. Read as x too fast, flask-limiter's
+	// bare 40 per 15 s (read as 40 per 10 s, the followers pushed back at
+	// 3.88/s together) took a follower's 429 at 1.84/s, a second after it
+	// took the search over from 3.88/s, as the ceiling, and settled at
+	// 1.73/s, 65% of the limit, for the rest of the run; a follower's,
+	// read as the followers falling again, held them at 1.2/s.
+	// Not where the lane slowed for a 429 of its own (its retries read
+	// the window: the first 429's recovery, the bisection after it).
+	slowFrom := h.slowedFrom(l, x, now)
+	slowed := o.RetryAfter == 0 && !echo && !spent && !again && h.exp.phase != expRamp && h.exp.awaitAt == 0 &&
+		slowFrom > x*(1+tolerance)
 	if now-h.exp.quietAt <= burstGap && l.epAt >= h.exp.burstAt {
 		h.exp.repeat = true // pushed back twice in one burst of the host's
 	}
@@ -240,6 +256,14 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 		d := max(prevEp+h.countedWindow()-now, int64(r.backoffBase))
 		h.note(r, now, "again", l.exit, "cooldown", 0, secs(d), "pushed back again before the window could end: it still holds what the lane sent before; nothing read")
 		r.coolUntil(h, l, now+d, now, "pushed back again before the window could end: wait the rest of it")
+		r.handOff(h, l, now)
+		return
+	}
+	if slowed {
+		h.readsNothing(l, now)
+		d := max(max(h.exp.slowAt, h.exp.fslowAt)+h.countedWindow()-now, int64(r.backoffBase))
+		h.note(r, now, "slowed", l.exit, "cooldown", 0, secs(d), fmt.Sprintf("pushed back within a window of slowing from %.3g/s: the window still holds what it sent faster; nothing read", slowFrom))
+		r.coolUntil(h, l, now+d, now, "pushed back within a window of slowing: wait until it holds only the slower requests")
 		r.handOff(h, l, now)
 		return
 	}

@@ -546,7 +546,7 @@ func (l *Limiter) admitShared(t Ticket, now time.Time) (bool, time.Time) {
 	if ok {
 		return true, time.Time{}
 	}
-	l.release(t, true, Outcome{}, now)
+	l.release(t, relCanceled, Outcome{}, now)
 	if !next.After(now) {
 		next = now.Add(time.Duration(r.recheck))
 	}

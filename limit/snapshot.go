@@ -28,6 +28,9 @@ type Counters struct {
 	// Forbidden counts bare 403s; only a wave of them bans a lane.
 	Forbidden uint64 `json:"forbidden"`
 	Canceled  uint64 `json:"canceled"`
+	// Abandoned counts requests sent whose answer was never heard (the
+	// caller gave up): in Requests, their tokens spent, nothing learned.
+	Abandoned uint64 `json:"abandoned,omitempty"`
 	// ThrottledNs is the total cooldown and pause time imposed, in ns.
 	ThrottledNs int64 `json:"throttled_ns"`
 }

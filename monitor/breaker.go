@@ -174,6 +174,18 @@ func (g *Gate) breakersDone(t limit.Ticket, o limit.Outcome, now time.Time) {
 // Cancel is inner's Cancel; a probe never sent lets another go.
 func (g *Gate) Cancel(t limit.Ticket, now time.Time) {
 	g.inner.Cancel(t, now)
+	g.probeBack(t)
+}
+
+// Abandon is inner's Abandon (its Cancel where it has none: fetch.Abandon);
+// a probe whose answer was never heard lets another go.
+func (g *Gate) Abandon(t limit.Ticket, now time.Time) {
+	fetch.Abandon(g.inner, t, now)
+	g.probeBack(t)
+}
+
+// probeBack lets another probe of t's host go when t was its probe.
+func (g *Gate) probeBack(t limit.Ticket) {
 	if g.m.open.Load() == 0 {
 		return
 	}

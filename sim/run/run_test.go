@@ -377,14 +377,27 @@ func TestFleetBareAwait(t *testing.T) {
 // fleetWithinTwoPoints runs 8 workers and one limiter on 10 exits for two
 // minutes on each of scs and fails where the fleet uses the pool over the
 // run 2 points or more under one limiter, or draws more 429s than 1% or
-// over429 above its.
+// over429 above its, each the mean of seeds 1-3 (one run is one draw: on
+// flask-limiter's bare 40 per 15 s one limiter read 79.8% on seed 1 and
+// 72.1-72.2% on seeds 2-3, the fleet 73.4-73.8% on all three).
 func fleetWithinTwoPoints(t *testing.T, scs []server.Scenario, over429 float64) {
 	t.Helper()
-	for _, s := range fleetBesideOne(t, scs, Config{Exits: 10, Duration: 2 * time.Minute}) {
-		eg, fl := s.Results[0], s.Results[1]
-		if fl.Utilization < eg.Utilization-0.02 || fl.Ratio429 > max(0.01, eg.Ratio429+over429) {
-			t.Errorf("%s: fleet %.1f%% of the limit over the run at %.2f%% 429s, want within 2 points of one limiter's %.1f%%, 429s at most 1%% or %.1f points over its %.2f%%",
-				s.Name, 100*fl.Utilization, 100*fl.Ratio429, 100*eg.Utilization, 100*over429, 100*eg.Ratio429)
+	const seeds = 3
+	type sum struct{ eg, fl, egR, flR float64 }
+	sums := make([]sum, len(scs))
+	for seed := uint64(1); seed <= seeds; seed++ {
+		for i, s := range fleetBesideOne(t, scs, Config{Exits: 10, Duration: 2 * time.Minute, Seed: seed}) {
+			eg, fl := s.Results[0], s.Results[1]
+			sums[i].eg += eg.Utilization / seeds
+			sums[i].fl += fl.Utilization / seeds
+			sums[i].egR += eg.Ratio429 / seeds
+			sums[i].flR += fl.Ratio429 / seeds
+		}
+	}
+	for i, m := range sums {
+		if m.fl < m.eg-0.02 || m.flR > max(0.01, m.egR+over429) {
+			t.Errorf("%s: fleet %.1f%% of the limit over the run at %.2f%% 429s (seeds 1-3), want within 2 points of one limiter's %.1f%%, 429s at most 1%% or %.1f points over its %.2f%%",
+				scs[i].Name, 100*m.fl, 100*m.flR, 100*m.eg, 100*over429, 100*m.egR)
 		}
 	}
 }

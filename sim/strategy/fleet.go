@@ -116,3 +116,9 @@ func (f *fleetLimiter) Cancel(t limit.Ticket, now time.Time) {
 		f.workers[i].Cancel(t, now)
 	}
 }
+
+func (f *fleetLimiter) Abandon(t limit.Ticket, now time.Time) {
+	if i, ok := f.owner[t.Exit]; ok {
+		f.workers[i].Abandon(t, now)
+	}
+}
