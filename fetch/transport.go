@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,6 +167,11 @@ type WaitError struct {
 	// recovery probe out) when the wait gave up, where the Waiter can
 	// tell (a *limit.Limiter does); both 0 otherwise.
 	ExitsDown, Exits int
+	// Full is the host's concurrency cap when the wait gave up with
+	// every one of its requests in flight (the Waiter's HostConcurrency:
+	// an unread or unclosed body holds its request); 0 otherwise, or
+	// when the Waiter cannot tell.
+	Full int
 }
 
 // ErrExitsDown is what a WaitError wraps when every exit of the pool was
@@ -181,6 +187,11 @@ func (e *WaitError) Error() string {
 		return fmt.Sprintf("fetch: no working exit for %s: all %d exits are failing as proxies (refused, unreachable, wrong credentials; check them with \"exitgate proxies check\"): not sent", e.Host, e.Exits)
 	}
 	msg := fmt.Sprintf("fetch: no lane of %s frees up before the request's deadline: not sent", e.Host)
+	if e.Full > 0 {
+		// The limiter's next time is only a recheck then: "may go in
+		// 0s" to a caller who left bodies open, again and again.
+		return msg + fmt.Sprintf("; all %d of the host's requests allowed at once are in flight (a response body not read to its end or closed holds its request)", e.Full)
+	}
 	if !e.Next.IsZero() {
 		// When it may go: a Retry-After of an hour read as a deadline
 		// a moment too short.
@@ -385,10 +396,22 @@ func (t *Transport) wait(ctx context.Context, lim Waiter, host string, want limi
 			next = n
 		}
 	}
-	if we := exitsDown(lim, host, next, now); we != nil {
-		return limit.Ticket{}, we
+	we := exitsDown(lim, host, next, now)
+	if we == nil {
+		we = &WaitError{Host: host, Next: next}
 	}
-	return limit.Ticket{}, &WaitError{Host: host, Next: next}
+	if f, ok := lim.(hostFuller); ok {
+		if full, cap := f.HostFull(host); full {
+			we.Full = cap
+		}
+	}
+	return limit.Ticket{}, we
+}
+
+// hostFuller says whether a host's requests in flight fill its cap, as
+// *limit.Limiter does.
+type hostFuller interface {
+	HostFull(host string) (full bool, limit int)
 }
 
 // exitsDown is the WaitError for host with the count of exits failing as
@@ -431,6 +454,12 @@ func checkRequest(req *http.Request) error {
 	}
 	if req.URL.Host == "" {
 		return errors.New("fetch: Transport: no host in the request's URL")
+	}
+	if req.Header == nil {
+		return errors.New("fetch: Transport: request with a nil Header (http.NewRequest makes one)")
+	}
+	if m := req.Method; m != "" && (strings.IndexFunc(m, func(r rune) bool { return !httpguts.IsTokenRune(r) }) >= 0) {
+		return fmt.Errorf("fetch: Transport: invalid method %q", m)
 	}
 	for k, vs := range req.Header {
 		if !httpguts.ValidHeaderFieldName(k) {

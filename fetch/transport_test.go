@@ -98,6 +98,8 @@ func TestTransportRefusesUnsendable(t *testing.T) {
 		{Method: http.MethodGet, URL: &url.URL{Scheme: "ftp", Host: "x.example", Path: "/"}, Header: http.Header{}},
 		{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "x.example", Path: "/"}, Header: http.Header{"Bad Name": {"v"}}},
 		{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "x.example", Path: "/"}, Header: http.Header{"X-A": {"a\x01b"}}},
+		{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "x.example", Path: "/"}},
+		{Method: "BAD METHOD", URL: &url.URL{Scheme: "http", Host: "x.example", Path: "/"}, Header: http.Header{}},
 	} {
 		if _, err := rt.RoundTrip(req); err == nil {
 			t.Errorf("RoundTrip(%v %v): no error", req.URL, req.Header)
@@ -453,5 +455,28 @@ func TestTransportAbandonsWhatLeft(t *testing.T) {
 	}
 	if abandoned == 0 || int(abandoned) > n {
 		t.Errorf("%d abandoned in the limiter's counters, want between 1 and the %d the server got", abandoned, n)
+	}
+}
+
+// TestTransportWaitErrorSaysHostFull: a wait given up while every request
+// the host allows at once is in flight (a body held open) says so: it said
+// "the host may go in 0s", the limiter's recheck, again and again.
+func TestTransportWaitErrorSaysHostFull(t *testing.T) {
+	_, srv := newClientsSite(t, nil)
+	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerSecond(100), HostConcurrency: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: rt, Timeout: 400 * time.Millisecond}
+	defer c.CloseIdleConnections()
+	held, err := c.Get(srv.URL + "/held") // its body left open
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Body.Close()
+	_, err = c.Get(srv.URL + "/next")
+	var we *fetch.WaitError
+	if !errors.As(err, &we) || we.Full != 1 || !strings.Contains(err.Error(), "all 1 of the host's requests allowed at once are in flight") {
+		t.Errorf("GET with the host's one request in flight: %v (Full %v), want a WaitError saying the host is full", err, we)
 	}
 }

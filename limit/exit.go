@@ -1,6 +1,8 @@
 package limit
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/exitgate/exitgate/verdict"
@@ -27,10 +29,39 @@ func newExitState(e Exit) *exitState {
 	return s
 }
 
-// configure applies e's provider limits, keeping health.
+// configure applies e's provider limits, keeping health. A rate that is
+// not one (NaN, infinite, negative) is none, and one slower than a year's
+// is a year's, as Config takes them; a cap past int32's is none either way
+// (validExit says so).
 func (s *exitState) configure(e Exit) {
-	s.rate = e.Rate.Hz()
-	s.conc = int32(e.Concurrency)
+	s.rate = exitRate(e.Rate)
+	s.conc = int32(min(max(e.Concurrency, 0), math.MaxInt32))
+}
+
+// exitRate is r as an exit's provider rate: 0 (none) for what is not a
+// rate, at least minRate (1e9/rate must fit an int64: 1e-300/s read as no
+// limit at all).
+func exitRate(r Rate) float64 {
+	hz := r.Hz()
+	if math.IsNaN(hz) || math.IsInf(hz, 0) || hz <= 0 {
+		return 0
+	}
+	return max(hz, minRate)
+}
+
+// validExit says what of e's provider limits is not what it says
+// (configure reads it otherwise), "" when all is.
+func validExit(e Exit) string {
+	if hz := e.Rate.Hz(); e.Rate != (Rate{}) && (math.IsNaN(hz) || math.IsInf(hz, 0) || hz <= 0 || e.Rate.Per < 0) {
+		return fmt.Sprintf("rate %v is not a rate: no provider rate", e.Rate)
+	}
+	if hz := e.Rate.Hz(); hz > 0 && hz < minRate {
+		return fmt.Sprintf("rate %v is below one a year: one a year", e.Rate)
+	}
+	if e.Concurrency < 0 {
+		return fmt.Sprintf("concurrency %d is negative: no provider cap", e.Concurrency)
+	}
+	return ""
 }
 
 // failing reports whether s is held back at now for failing as a proxy:

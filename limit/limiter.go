@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -16,8 +17,8 @@ import (
 
 // Limiter decides when, and through which exit, each request to a host may
 // go, and learns from the outcomes. It is safe for concurrent use. Make one
-// with New: the zero Limiter has no configuration, and its methods other
-// than Acquire panic.
+// with New: the zero Limiter has no configuration; its Acquire returns
+// ErrNotNew and its other methods panic with it.
 type Limiter struct {
 	id       uint64 // tells its tickets from another's (Ticket.issuer)
 	rules    *rules
@@ -25,6 +26,11 @@ type Limiter struct {
 	log      *slog.Logger
 	pool     atomic.Pointer[exitPool]
 	inFlight atomic.Int64
+	// poolChanged is closed, and replaced, when SetExits changes the
+	// pool: a Wait asleep for a lane asks again (an exit added may send
+	// at once; it slept out the old pool's wait, 10 s for one that
+	// could go at 0.2 s).
+	poolChanged atomic.Pointer[chan struct{}]
 
 	mu  sync.Mutex // guards rnd
 	rnd *rand.Rand
@@ -50,18 +56,45 @@ func New(cfg Config) (*Limiter, error) {
 		l.rnd = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	l.pool.Store(newPool(nil))
+	ch := make(chan struct{})
+	l.poolChanged.Store(&ch)
 	return l, nil
 }
 
 // SetExits replaces the pool. Exits are keyed by ID: lanes and health of
 // exits that stay are kept. Calling it again with the same list is harmless.
+// A provider Rate that is not one (NaN, infinite, negative) is read as none
+// and one below a request a year as that, a negative Concurrency as none:
+// logged at warning level, since there is no error to return.
 func (l *Limiter) SetExits(exits []Exit) {
+	l.mustBeNew()
 	p := newPool(exits)
 	if old := l.pool.Load(); old != nil && samePool(old, p) {
 		return
 	}
+	for _, e := range exits {
+		if why := validExit(e); why != "" {
+			l.log.Warn("limit: exit's provider limit read otherwise", "exit", e.ID, "why", why)
+		}
+	}
 	l.tab.setExits(p)
 	l.pool.Store(p)
+	ch := make(chan struct{})
+	if old := l.poolChanged.Swap(&ch); old != nil {
+		close(*old)
+	}
+}
+
+// ErrNotNew is what the zero Limiter's Acquire returns, and what its other
+// methods panic with: a Limiter is made by New.
+var ErrNotNew = errors.New("limit: a Limiter must be made by limit.New (the zero Limiter has no configuration)")
+
+// mustBeNew panics with ErrNotNew on a Limiter New did not make (a nil
+// pointer dereference said nothing of it).
+func (l *Limiter) mustBeNew() {
+	if l.rules == nil {
+		panic(ErrNotNew)
+	}
 }
 
 // HasExit reports whether exit is in the pool now (SetExits): a caller
@@ -82,6 +115,9 @@ func (l *Limiter) HasExit(exit string) bool {
 // concurrency cap blocks), so the caller schedules the host then instead of
 // holding a worker.
 func (l *Limiter) Acquire(host string, want Want, now time.Time) (t Ticket, ok bool, next time.Time, err error) {
+	if l.rules == nil {
+		return Ticket{}, false, time.Time{}, ErrNotNew // (it said ErrNoExits: no exits given)
+	}
 	now = sane(now)
 	t, ok, next, err = l.acquire(host, want, now)
 	if ok && l.share != nil {
@@ -177,6 +213,7 @@ func (l *Limiter) acquire(host string, want Want, now time.Time) (t Ticket, ok b
 // golang.org/x/time/rate does: a caller with a deadline learns now, not at
 // the deadline, that it cannot go in time. Nothing is held then.
 func (l *Limiter) Wait(ctx context.Context, host string, want Want) (Ticket, error) {
+	l.mustBeNew()
 	for {
 		if err := ctx.Err(); err != nil {
 			return Ticket{}, err
@@ -184,6 +221,10 @@ func (l *Limiter) Wait(ctx context.Context, host string, want Want) (Ticket, err
 		// Taken before asking: a pace that rises after the answer ends
 		// the sleep, which was timed at the slower pace.
 		raised := l.raised(host)
+		var changed <-chan struct{}
+		if p := l.poolChanged.Load(); p != nil {
+			changed = *p
+		}
 		now := time.Now()
 		t, ok, next, err := l.Acquire(host, want, now)
 		if err != nil {
@@ -205,6 +246,8 @@ func (l *Limiter) Wait(ctx context.Context, host string, want Want) (Ticket, err
 			tm.Stop()
 			return Ticket{}, ctx.Err()
 		case <-raised:
+			tm.Stop()
+		case <-changed:
 			tm.Stop()
 		case <-tm.C:
 		}

@@ -128,6 +128,7 @@ type ExitSnapshot struct {
 // counters summed over lanes and early warnings attached to exits. It costs
 // O(lanes log lanes): for dashboards and reports, not for every request.
 func (l *Limiter) Snapshot(now time.Time) Snapshot {
+	l.mustBeNew()
 	now = sane(now)
 	r := l.rules
 	s := Snapshot{At: now, InFlight: int(l.inFlight.Load())}

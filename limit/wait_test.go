@@ -1,8 +1,12 @@
 package limit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -172,4 +176,82 @@ func TestWaitWakesOnFasterPace(t *testing.T) {
 			t.Errorf("third Wait returned after %v, want about %v (an interval at the start pace, then one at twice it)", got, want)
 		}
 	})
+}
+
+// TestWaitWakesOnNewExits: a Wait asleep for a lane of a pool of one asks
+// again when SetExits adds exits, and goes on one of them at once; it slept
+// out the old pool's wait (10 s at 6/min).
+func TestWaitWakesOnNewExits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, limit.Config{FirstGuess: limit.PerMinute(6)}, "a")
+		tk, err := l.Wait(context.Background(), "h", limit.Want{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Done(tk, limit.Outcome{}, time.Now())
+		start := time.Now()
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			l.SetExits([]limit.Exit{{ID: "a"}, {ID: "b"}, {ID: "c"}})
+		}()
+		tk, err = l.Wait(context.Background(), "h", limit.Want{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 300*time.Millisecond || tk.Exit == "a" {
+			t.Errorf("Wait returned after %v on exit %q, want at about 200ms on a new exit", d, tk.Exit)
+		}
+	})
+}
+
+// TestExitLimitsRead: an exit's provider rate that is not a rate is none
+// and said so; one below a request a year is one a year, not none (1e-300/s
+// overflowed its interval and let every request through).
+func TestExitLimitsRead(t *testing.T) {
+	var log bytes.Buffer
+	l, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(100), Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetExits([]limit.Exit{{ID: "nan", Rate: limit.Rate{N: math.NaN()}}, {ID: "tiny", Rate: limit.Rate{N: 1e-300}}, {ID: "neg", Concurrency: -1}})
+	for _, want := range []string{"exit=nan", "is not a rate", "exit=tiny", "below one a year", "exit=neg", "negative"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, log.String())
+		}
+	}
+	now := time.Now()
+	granted := 0
+	for range 3 {
+		if tk, ok, _, _ := l.Acquire("h", limit.Want{Pin: "tiny"}, now); ok {
+			granted++
+			l.Done(tk, limit.Outcome{}, now)
+		}
+	}
+	if granted != 1 {
+		t.Errorf("exit at 1e-300/s: %d of 3 granted at once, want 1 (one a year)", granted)
+	}
+}
+
+// TestZeroLimiterSaysNew: the zero Limiter's Acquire says it was not made by
+// New (it said ErrNoExits), and its other methods panic saying so (a nil
+// pointer dereference said nothing).
+func TestZeroLimiterSaysNew(t *testing.T) {
+	var l limit.Limiter
+	if _, _, _, err := l.Acquire("h", limit.Want{}, time.Now()); !errors.Is(err, limit.ErrNotNew) {
+		t.Errorf("zero Limiter's Acquire: %v, want ErrNotNew", err)
+	}
+	for name, f := range map[string]func(){
+		"SetExits": func() { l.SetExits(nil) },
+		"Wait":     func() { l.Wait(context.Background(), "h", limit.Want{}) },
+		"Snapshot": func() { l.Snapshot(time.Now()) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != limit.ErrNotNew {
+					t.Errorf("zero Limiter's %s panicked with %v, want ErrNotNew", name, r)
+				}
+			}()
+			f()
+		}()
+	}
 }

@@ -56,6 +56,7 @@ type result struct {
 	Retries    int      // requests sent again (or asked for again after a WaitError)
 	WaitErrors int      // waits given up before the deadline: nothing sent
 	Throttled  int      // 429s
+	Down       int      // URLs lost because every exit was failing as a proxy
 	Elapsed    time.Duration
 }
 
@@ -91,7 +92,16 @@ func crawl(cfg config) (result, error) {
 		if r.StatusCode == http.StatusTooManyRequests {
 			throttled.Add(1)
 		}
-		if (isWait || r.StatusCode == http.StatusTooManyRequests) && failures(r.Ctx) <= cfg.Retries {
+		// Every exit failing as a proxy: no wait helps (Next is the end
+		// of a quarantine, 30 s and doubling, for every URL of the list),
+		// so the URL is lost at once and said so.
+		down := isWait && we.AllExitsDown()
+		if down {
+			mu.Lock()
+			res.Down++
+			mu.Unlock()
+		}
+		if (isWait || r.StatusCode == http.StatusTooManyRequests) && !down && failures(r.Ctx) <= cfg.Retries {
 			if isWait && !we.Next.IsZero() {
 				// No lane of the host frees up before Next: nothing was
 				// sent, so wait here (not holding any slot) and ask again.
@@ -178,6 +188,9 @@ func main() {
 	}
 	fmt.Printf("%d URLs in %s: %d ok, %d lost; %d retries (%d waits given up before the deadline, %d 429s)\n",
 		len(cfg.URLs), res.Elapsed.Round(100*time.Millisecond), res.OK, len(res.Lost), res.Retries, res.WaitErrors, res.Throttled)
+	if res.Down > 0 {
+		fmt.Printf("%d of them lost because every exit was failing as a proxy: check them with exitgate proxies check\n", res.Down)
+	}
 	if len(res.Lost) > 0 {
 		os.Exit(1)
 	}
