@@ -409,6 +409,10 @@ func (g *Gateway) awaitExits(ctx context.Context, deadline time.Time) (again boo
 	}
 }
 
+// lineRecheck is how often a waiter that entered a line with no reading of
+// its pace looks again.
+const lineRecheck = 250 * time.Millisecond
+
 // wait is limit.Wait bounded by deadline, in line with the host's other
 // waiters (lines): a wait that cannot end in time, by the lane's next free
 // time or by the line ahead, is errBudget at once, with when the host may
@@ -442,14 +446,31 @@ func (g *Gateway) wait(ctx context.Context, host string, want limit.Want, deadli
 	if ahead > 0 {
 		tm := time.NewTimer(time.Until(deadline))
 		defer tm.Stop()
-		select {
-		case <-turn.ready:
-		case <-tm.C:
-			return limit.Ticket{}, time.Now().Add(max(expect, time.Second)), errBudget
-		case <-ctx.Done():
-			return limit.Ticket{}, time.Time{}, ctx.Err()
-		case <-g.closed.Done():
-			return limit.Ticket{}, time.Time{}, errClosing
+		// With no reading of the line's pace on entering, look again as
+		// the line is served: once it has one, a place it cannot reach
+		// in time is said then, not at the budget's end.
+		var recheck <-chan time.Time
+		if expect == 0 {
+			tk := time.NewTicker(lineRecheck)
+			defer tk.Stop()
+			recheck = tk.C
+		}
+	waiting:
+		for {
+			select {
+			case <-turn.ready:
+				break waiting
+			case now := <-recheck:
+				if e := g.lines.expect(host, turn); e > 0 && now.Add(e).After(deadline) {
+					return limit.Ticket{}, now.Add(e), errBudget
+				}
+			case <-tm.C:
+				return limit.Ticket{}, time.Now().Add(max(expect, time.Second)), errBudget
+			case <-ctx.Done():
+				return limit.Ticket{}, time.Time{}, ctx.Err()
+			case <-g.closed.Done():
+				return limit.Ticket{}, time.Time{}, errClosing
+			}
 		}
 	}
 	t, next, err := g.waitLane(ctx, host, want, deadline)

@@ -1975,3 +1975,44 @@ func openTunnel(t *testing.T, proxy *url.URL, target string) (net.Conn, *bufio.R
 	}
 	return c, br
 }
+
+// TestBurstOnFreshHostToldEarly: a burst of 40 at once, budget 2 s, on a
+// host the gateway has no reading of its line's pace for (new, or idle
+// past lineKept) and that is served at 10 a second: those whose place the
+// line cannot reach in time get the gateway's 429 once the line has a
+// reading, not at the budget's end. With no reading on entering, all of
+// them were held the whole budget (a burst after a minute idle: 10 of 80
+// clients held 2 s of their 2, 28 of 150 held 3 s of their 3).
+func TestBurstOnFreshHostToldEarly(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(10), HostCeiling: limit.PerSecond(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim})
+	c := client(proxy, nil)
+	var mu sync.Mutex
+	var late, early, ok int
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			resp, _ := get(t, c, fmt.Sprintf("%s/b/%d", o.URL, i), HeaderWait, "2s")
+			took := time.Since(start)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case resp.StatusCode == 200:
+				ok++
+			case resp.StatusCode == 429 && took < 1500*time.Millisecond:
+				early++
+			default:
+				late++
+			}
+		})
+	}
+	wg.Wait()
+	if ok == 0 || early == 0 || early < late {
+		t.Errorf("40 at once, budget 2 s, at 10/s: %d served, %d told early, %d at the budget's end; want most of those refused told early", ok, early, late)
+	}
+}

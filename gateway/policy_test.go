@@ -174,3 +174,28 @@ func TestAuthorizeNameWithSession(t *testing.T) {
 		}
 	}
 }
+
+// TestLinePaceIgnoresOneLongGap: the line's pace reading moves by four
+// times itself at most on one long gap (every lane cooling a moment): taken
+// whole, a 10-s gap among 100-ms ones made a place in a line of 200 worth
+// 2.6 s, and clients with a minute's budget were refused at once.
+func TestLinePaceIgnoresOneLongGap(t *testing.T) {
+	q := newLines()
+	now := time.Unix(1_800_000_000, 0)
+	var turns []*turn
+	for range 5 {
+		tk, _, _ := q.enter("h")
+		turns = append(turns, tk)
+	}
+	for i, tk := range turns[:4] {
+		gap := 100 * time.Millisecond
+		if i == 3 {
+			gap = 10 * time.Second
+		}
+		now = now.Add(gap)
+		q.leave("h", tk, true, now)
+	}
+	if e := q.hosts["h"].every; e > 200*time.Millisecond {
+		t.Errorf("after gaps of 100 ms and one of 10 s, a place is worth %v, want under 200 ms", e)
+	}
+}

@@ -89,7 +89,11 @@ func (q *lines) leave(host string, t *turn, served bool, now time.Time) {
 			if l.every == 0 {
 				l.every = gap
 			} else {
-				l.every = (3*l.every + gap) / 4
+				// One long gap (every lane cooling a moment) moves the
+				// reading by four times it at most: taken whole, a 10-s
+				// gap made a place in a line of 200 worth 2.6 s, and
+				// clients with a minute's budget were refused at once.
+				l.every = (3*l.every + min(gap, 4*l.every)) / 4
 			}
 		}
 		l.last = now
@@ -108,5 +112,25 @@ func (q *lines) leave(host string, t *turn, served bool, now time.Time) {
 	}
 }
 
-// lineKept is how long a host's line, empty, keeps its pace reading.
-const lineKept = time.Minute
+// expect is how long the requests ahead of t in host's line take to serve
+// at the line's recent pace (0 while it has no reading, or t is first): a
+// waiter that entered with no reading learns it once the line has one.
+func (q *lines) expect(host string, t *turn) time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := q.hosts[host]
+	if l == nil {
+		return 0
+	}
+	for i, w := range l.waiting {
+		if w == t {
+			return time.Duration(i) * l.every
+		}
+	}
+	return 0
+}
+
+// lineKept is how long a host's line, empty, keeps its pace reading: a
+// burst to a host idle for a minute, its reading dropped, waited out every
+// budget before the early 429 could say the line was too long.
+const lineKept = 10 * time.Minute
