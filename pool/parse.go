@@ -516,10 +516,16 @@ func parseHostPort(hp string, defPort int) (string, int, error) {
 		if host == "" {
 			return "", 0, errorf(ErrHost, "missing host")
 		}
-		if !isHostname(host) {
-			return "", 0, errorf(ErrHost, "bad host %q", clip(host))
+		// An internationalised name is its punycode form, as a URL
+		// file's hosts are (it was a bare "bad host").
+		a, err := hostname.ASCII(host)
+		if err != nil {
+			return "", 0, errorf(ErrHost, "%v", err)
 		}
-		host = strings.ToLower(host)
+		if !isHostname(a) {
+			return "", 0, errorf(ErrHost, "bad host %q: a host name has letters, digits, '-', '_' and '.' only", clip(host))
+		}
+		host = a
 	}
 	if !hasPort {
 		if defPort == 0 {

@@ -114,7 +114,7 @@ func TestParseBadLines(t *testing.T) {
 		{"http://h:1/path", `proxies.txt:2: unexpected path after host:port (a proxy URL is scheme://[user:pass@]host:port)`, ErrSyntax},
 		{"http://:pw@h:1", `proxies.txt:2: empty user name before the password`, ErrCredentials},
 		{"http://us%3Ax:pw@h:1", `proxies.txt:2: a colon in the user name (%3A): Basic auth cannot carry it`, ErrCredentials},
-		{"http://h_ost!:1", `proxies.txt:2: bad host "h_ost!"`, ErrHost},
+		{"http://h_ost!:1", `proxies.txt:2: bad host "h_ost!": a host name has letters, digits, '-', '_' and '.' only`, ErrHost},
 		{"http://:1", `proxies.txt:2: missing host`, ErrHost},
 		{"2001:db8::1:8080", `proxies.txt:2: IPv6 address needs brackets ([2001:db8::1]:8080)`, ErrHost},
 		{"[2001:db8::1:8080", `proxies.txt:2: missing ] after IPv6 address`, ErrHost},
@@ -490,5 +490,14 @@ func TestScrubShortPassword(t *testing.T) {
 		if got := exits[0].Scrub(tc.msg); got != tc.want {
 			t.Errorf("Scrub(%q) = %q, want %q", tc.msg, got, tc.want)
 		}
+	}
+}
+
+// An internationalised proxy host is read in its punycode form, as a URL
+// file's hosts are: it was refused as a bare "bad host".
+func TestParseIDNProxy(t *testing.T) {
+	exits, err := Parse(strings.NewReader("http://b\u00fccher.example:20511\n"), "proxies.txt")
+	if err != nil || len(exits) != 1 || !strings.Contains(exits[0].proxy.Host, "xn--bcher-kva.example:20511") {
+		t.Fatalf("Parse(an IDN proxy) = %v, %v; want host xn--bcher-kva.example:20511", exits, err)
 	}
 }

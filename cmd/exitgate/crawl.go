@@ -92,7 +92,8 @@ Exit codes:
   0  every URL is done, or not found (404, 410: counted apart in summary.json)
   1  a failure stopped the crawl (no working exit, a body or the frontier could
      not be written, ...); what was done is kept, the rest stays queued
-  2  bad flags, arguments or input files: nothing was done
+  2  bad flags, arguments, input or config files, an --out or --metrics-addr in use,
+     or an unknown command: nothing was done
   3  the crawl finished, but some URLs were abandoned (reasons in summary.json;
      URLs not found, 404 or 410, do not count)
   4  URLs are left to do: stopped by a signal or --duration, or parked until a

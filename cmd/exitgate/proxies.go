@@ -94,6 +94,11 @@ Exit status: 0 all exits work; 1 some failed (or duplicated, with
 }
 
 func runProxiesCheck(cmd *cobra.Command, file string, f proxiesCheckFlags) error {
+	if file == "" && len(f.proxyURLs) == 0 && f.template == "" {
+		// Nothing to check: it checked "direct" unsaid, and failed on the
+		// echo host of a machine with no way out.
+		fmt.Fprintln(cmd.ErrOrStderr(), "exitgate: warning: no exits given (FILE, -x or --proxy-template): checking this machine's own address (direct)")
+	}
 	exits, err := loadExits(cmd, file, f)
 	if err != nil {
 		return err

@@ -125,6 +125,16 @@ func TestProxiesCheckBadLinesRefused(t *testing.T) {
 	}
 }
 
+// With no FILE, -x or template, proxies check says it checks this
+// machine's own address (it checked "direct" unsaid).
+func TestProxiesCheckNothingGivenSaysDirect(t *testing.T) {
+	srv := echo(t)
+	out, msg, code := run(t, "proxies", "check", "--echo-url", srv.URL)
+	if code != 0 || !strings.Contains(out, "no exits given") || !strings.Contains(out, "direct  ok") {
+		t.Errorf("proxies check with nothing = exit %d (%s), output %q; want direct checked and the warning", code, msg, out)
+	}
+}
+
 func TestProxiesCheckTemplateDuplicates(t *testing.T) {
 	gw := echo(t) // every session comes out from the same IP
 	tmpl := "http://user-session-{session}:SECRETpw@" + gw.Listener.Addr().String()
