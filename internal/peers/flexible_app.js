@@ -5,7 +5,9 @@
 // the limit is refused for that many seconds), and sets the headers the
 // library's README shows: X-RateLimit-Limit, -Remaining, -Reset (epoch
 // seconds, rounded up) on every response, and on 429s Retry-After as
-// msBeforeNext / 1000 (fractional seconds, e.g. "0.734"). Each request is
+// msBeforeNext / 1000 (fractional seconds, e.g. "0.734"); or, with
+// --headers retry-after, Retry-After alone in whole seconds rounded up, or
+// with --headers none, nothing. Each request is
 // logged when its response is finished, as
 // "<unix time with ms> <client address> <status>".
 "use strict";
@@ -17,6 +19,9 @@ const args = flags({
   points: { type: "string" },
   duration: { type: "string" }, // seconds
   block: { type: "string", default: "0" }, // seconds
+  // readme: the headers above; retry-after: Retry-After alone, whole
+  // seconds rounded up; none: bare 429s.
+  headers: { type: "string", default: "readme" },
 });
 
 const log = accessLog(args.log);
@@ -40,7 +45,7 @@ app.use((req, res, next) => {
   rateLimiter
     .consume(req.ip)
     .then((r) => {
-      res.set(headers(r));
+      if (args.headers === "readme") res.set(headers(r));
       next();
     })
     .catch((r) => {
@@ -48,8 +53,12 @@ app.use((req, res, next) => {
         next(r);
         return;
       }
-      res.set(headers(r));
-      res.set("Retry-After", String(r.msBeforeNext / 1000));
+      if (args.headers === "readme") {
+        res.set(headers(r));
+        res.set("Retry-After", String(r.msBeforeNext / 1000));
+      } else if (args.headers === "retry-after") {
+        res.set("Retry-After", String(Math.ceil(r.msBeforeNext / 1000)));
+      }
       res.status(429).send("Too Many Requests");
     });
 });

@@ -4,6 +4,7 @@ package peers
 // rate-limiter-flexible, each an embedded app run by startNode (node.go).
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -82,6 +83,11 @@ type FlexibleConfig struct {
 	// Block is the library's blockDuration: a client that goes over the
 	// limit is refused for this long. Zero: only until the window's end.
 	Block time.Duration
+	// Headers is what the app tells: "" (its README's: X-RateLimit-* on
+	// every response and Retry-After in fractional seconds on 429s),
+	// "retry-after" (Retry-After alone, whole seconds rounded up, as apps
+	// that set no other header write it) or "none" (bare 429s).
+	Headers string
 	// Modules, Listen and Dir as in ExpressConfig.
 	Modules, Listen, Dir string
 }
@@ -97,8 +103,11 @@ func StartFlexible(cfg FlexibleConfig) (*NodeApp, error) {
 	if cfg.Points <= 0 || cfg.Duration < time.Second || cfg.Duration%time.Second != 0 || cfg.Block%time.Second != 0 {
 		return nil, fmt.Errorf("rate-limiter-flexible: %d points per %v, block %v: want points and whole seconds", cfg.Points, cfg.Duration, cfg.Block)
 	}
+	if cfg.Headers != "" && cfg.Headers != "retry-after" && cfg.Headers != "none" {
+		return nil, fmt.Errorf("rate-limiter-flexible: headers %q: want \"\", retry-after or none", cfg.Headers)
+	}
 	return startNode(nodeSpec{name: "rate-limiter-flexible", file: "flexible_app.js", source: flexibleApp,
 		modules: cfg.Modules, listen: cfg.Listen, dir: cfg.Dir,
 		args: []string{"--points", strconv.Itoa(cfg.Points), "--duration", strconv.Itoa(int(cfg.Duration / time.Second)),
-			"--block", strconv.Itoa(int(cfg.Block / time.Second))}})
+			"--block", strconv.Itoa(int(cfg.Block / time.Second)), "--headers", cmp.Or(cfg.Headers, "readme")}})
 }

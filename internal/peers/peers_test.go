@@ -658,6 +658,23 @@ func TestFlexible(t *testing.T) {
 	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.19", start)
 }
 
+// The flexible app as an app that sets no header of its own writes it:
+// Retry-After alone, in whole seconds rounded up; or nothing at all.
+func TestFlexibleHeaders(t *testing.T) {
+	f := peertest.StartFlexible(t, peertest.FlexibleConfig{Points: 2, Duration: 3 * time.Second, Headers: "retry-after"})
+	_, start, codes, hdr := twoThenLimited(t, "127.0.0.33", f.URL()+"/p/1")
+	if hdr.Get("Retry-After") != "3" || hdr.Get("X-Ratelimit-Limit") != "" || hdr.Get("X-Ratelimit-Reset") != "" {
+		t.Errorf("429 headers %v, want Retry-After: 3 alone", hdr)
+	}
+	checkLog(t, waitLog(t, f.AccessLog, len(codes)), codes, "127.0.0.33", start)
+	bare := peertest.StartFlexible(t, peertest.FlexibleConfig{Points: 2, Duration: 3 * time.Second, Headers: "none"})
+	_, start, codes, hdr = twoThenLimited(t, "127.0.0.34", bare.URL()+"/p/1")
+	if hdr.Get("Retry-After") != "" || hdr.Get("X-Ratelimit-Limit") != "" {
+		t.Errorf("429 headers %v, want none", hdr)
+	}
+	checkLog(t, waitLog(t, bare.AccessLog, len(codes)), codes, "127.0.0.34", start)
+}
+
 // Rack::Attack's windows are whole periods of the clock, the same for every
 // client: a client pushed back is let through again at the period's end,
 // not a period after its first request; its Retry-After says the seconds to
