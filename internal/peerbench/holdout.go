@@ -265,18 +265,18 @@ func Holdouts() []Target {
 		// RateLimiterRedis (13.5%, 70.2% and 4.55% of 429s), then added
 		// on the memory store, which counts alike: rate-limiter-flexible
 		// as an app that sets no header of its own writes it.
-		flexibleTarget("flexible-10-per-5s-block30-ra", "fixed window opened by the client's first request; a client over the limit is blocked for 30 s",
+		withScenario(flexibleTarget("flexible-10-per-5s-block30-ra", "fixed window opened by the client's first request; a client over the limit is blocked for 30 s",
 			"none", "ceil(msBeforeNext / 1000): whole seconds to the window's end, or the block's (429s only)",
 			"new RateLimiterMemory({points: 10, duration: 5, blockDuration: 30}); Retry-After alone",
-			peers.FlexibleConfig{Points: 10, Duration: 5 * time.Second, Block: 30 * time.Second, Headers: "retry-after"}),
-		flexibleTarget("flexible-10-per-5s-ra", "fixed window opened by the client's first request",
+			peers.FlexibleConfig{Points: 10, Duration: 5 * time.Second, Block: 30 * time.Second, Headers: "retry-after"}), "flexible-10-per-5s-block30-ra"),
+		withScenario(flexibleTarget("flexible-10-per-5s-ra", "fixed window opened by the client's first request",
 			"none", "ceil(msBeforeNext / 1000): whole seconds to the window's end (429s only)",
 			"new RateLimiterMemory({points: 10, duration: 5}); Retry-After alone",
-			peers.FlexibleConfig{Points: 10, Duration: 5 * time.Second, Headers: "retry-after"}),
-		flexibleTarget("flexible-6-per-min-block60-bare", "fixed window opened by the client's first request; a client over the limit is blocked for 60 s",
+			peers.FlexibleConfig{Points: 10, Duration: 5 * time.Second, Headers: "retry-after"}), "flexible-10-per-5s-ra"),
+		withScenario(flexibleTarget("flexible-6-per-min-block60-bare", "fixed window opened by the client's first request; a client over the limit is blocked for 60 s",
 			"none", "none",
 			"new RateLimiterMemory({points: 6, duration: 60, blockDuration: 60}); bare 429s",
-			peers.FlexibleConfig{Points: 6, Duration: time.Minute, Block: time.Minute, Headers: "none"}),
+			peers.FlexibleConfig{Points: 6, Duration: time.Minute, Block: time.Minute, Headers: "none"}), "flexible-6-per-min-block60-bare"),
 	}
 }
 

@@ -20,7 +20,9 @@ type Policy struct {
 	Window time.Duration
 	Burst  int
 	// Block is how long BlockBucket refuses a key everything after it
-	// ran out (0: never); the other algorithms ignore it.
+	// ran out, and ExpressMemory one that went over its window's limit
+	// (rate-limiter-flexible's blockDuration); 0: never. The other
+	// algorithms ignore it.
 	Block time.Duration
 }
 

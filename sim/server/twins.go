@@ -502,6 +502,13 @@ func (x *xRate) Decide(key string, now time.Time) Decision {
 // response RateLimit and RateLimit-Policy (HeadersIETFDraft8) with
 // remaining = max(limit - totalHits, 0) and t = ceil((resetTime - now)/1000);
 // on 429, Retry-After = the same t.
+//
+// With Policy.Block it is rate-limiter-flexible's RateLimiterMemory with a
+// blockDuration (lib/RateLimiterAbstract.js, RateLimiterStoreAbstract): the
+// same fixed window opened by the key's first request, every request
+// consuming a point, and the first one over the limit setting the key's
+// expiry to Block from then, so that it is refused until then, its
+// msBeforeNext the block's remaining time.
 type expressMemory struct {
 	p    Policy
 	w    int64 // ms
@@ -533,6 +540,11 @@ func (e *expressMemory) Decide(key string, now time.Time) Decision {
 	}
 	c.hits++
 	q := int64(e.p.Quota)
+	if e.p.Block > 0 && c.hits == q+1 {
+		// rate-limiter-flexible's blockDuration: the first request over
+		// the limit blocks the key from now for Block, its window with it.
+		c.reset = ms + int64(e.p.Block/time.Millisecond)
+	}
 	d := Decision{Limit: e.p.Quota, Window: e.p.Window, Allowed: c.hits <= q, Remaining: int(max(q-c.hits, 0))}
 	d.Reset = time.Duration(c.reset-ms) * time.Millisecond
 	if !d.Allowed {

@@ -236,6 +236,22 @@ func TestExpressMemoryTwin(t *testing.T) {
 	}
 }
 
+// rate-limiter-flexible's blockDuration on the same window: 2 per 10 s
+// blocking 30 s. The first request over the limit (at 5 s) blocks the key
+// until 35 s, its Retry-After the block's remaining time; the window
+// opened at 3 s does not free it at 13 s; at 35 s a new window opens.
+func TestExpressMemoryBlock(t *testing.T) {
+	alg := runAllowed(t, "flexible", ExpressMemory, Policy{Quota: 2, Window: 10 * time.Second, Block: 30 * time.Second}, []at{
+		{sec(3), true}, {sec(4), true}, {sec(5), false},
+		{sec(13), false}, {sec(34) + ms(999), false},
+		{sec(35), true}, {sec(36), true}, {sec(37), false},
+	})
+	d := alg.Decide("k", t0.Add(sec(40)))
+	if d.Allowed || d.RetryAfter != sec(27) {
+		t.Errorf("at 40 s, blocked at 37 s for 30 s: %+v, want rejected, Retry-After 27 s", d)
+	}
+}
+
 // Apache mod_qos's QS_ClientEventLimitCount 3 5 (Quota 2 per a steady
 // window of 6 s): the third request in the window is refused and counted;
 // the counter from the second 0 is reset once 5 whole seconds have passed
