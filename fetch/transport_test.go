@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/exitgate/exitgate/fetch"
+	"github.com/exitgate/exitgate/internal/peertest"
 	"github.com/exitgate/exitgate/limit"
 	"github.com/exitgate/exitgate/pool"
 	"github.com/exitgate/exitgate/verdict"
@@ -324,15 +325,7 @@ func TestTransportGivesUpBeforeDeadline(t *testing.T) {
 // until a quarantine ended, the error saying only that no lane freed up.
 func TestTransportAllExitsDown(t *testing.T) {
 	_, srv := newClientsSite(t, nil)
-	var dead []string
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead = append(dead, "http://"+ln.Addr().String())
-		ln.Close() // nothing listens there now: each connection is refused
-	}
+	dead := []string{"http://" + peertest.DeadAddr(t), "http://" + peertest.DeadAddr(t)} // each connection refused
 	exits, err := pool.Parse(strings.NewReader(strings.Join(dead, "\n")+"\n"), "test")
 	if err != nil {
 		t.Fatal(err)

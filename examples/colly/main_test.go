@@ -81,6 +81,8 @@ func TestCollyLosesNoURL(t *testing.T) {
 // rather than retried at the end of each quarantine (30 s and doubling):
 // 20 URLs ran over ten minutes without a word.
 func TestCollyAllExitsDown(t *testing.T) {
+	// (internal/peertest.DeadAddr, written out: importing it would bring
+	// the peers' modules into this example's go.mod.)
 	var dead []string
 	for range 2 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
