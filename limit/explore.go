@@ -370,8 +370,11 @@ type explorer struct {
 	// the host can afford the 429 a step above it would likely cost;
 	// roundHeld: the search settled at such a pace where a 429 is costly,
 	// and only a re-probe goes above it; roundSoon: the search's first
-	// such hold, whose first re-probe comes sooner (reprobeDue).
-	held, roundHeld, roundSoon bool
+	// such hold, whose first re-probe comes sooner (reprobeDue);
+	// shortFits: the quota was read from a told recovery that fits a
+	// shorter usual window as well, which the run outlasted (two windows
+	// of 5 s read as one of 10), and the first re-probe comes as soon.
+	held, roundHeld, roundSoon, shortFits bool
 	// stepW and stepHi: shorterStep's window and the step it tries above
 	// that window's quota; pushed back there, the quota is confirmed.
 	stepW  time.Duration

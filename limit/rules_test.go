@@ -337,6 +337,32 @@ func TestQuotaKnown(t *testing.T) {
 	}
 }
 
+// TestShortFitsReprobesSoon: a told recovery that fits a usual window (15
+// in 7.5 s and Retry-After: 3, read as 15 per 10 s) as well as a shorter
+// one the run outlasted (two windows of 5 s) brings the first re-probe a
+// quarter of the usual time on (rate-limiter-flexible's 10 per 5 s: 75% of
+// it for the 111 s before its re-probe). A run inside the shorter window
+// does not (6 in 4.2 s, Retry-After: 6).
+func TestShortFitsReprobesSoon(t *testing.T) {
+	r := testRules(t, Config{})
+	for _, tc := range []struct {
+		n1   int32
+		t1   float64
+		ra   time.Duration
+		soon bool
+	}{
+		{15, 7.5, 3 * time.Second, true},
+		{6, 4.2, 6 * time.Second, false},
+	} {
+		h := hostWith(r, "e", "f")
+		h.cap.pass, h.exp.ramped = 3.88, 3.88 // the ramp passed 3.88/s
+		r.endRamp(h, h.lanes["e"], 7.76, series{at: sec(0), ok: tc.n1, run: 3}, tc.ra, sec(tc.t1))
+		if h.exp.phase != expSettled || h.exp.shortFits != tc.soon {
+			t.Errorf("%d in %.1f s, Retry-After %v: phase %v, shortFits %v; want settled, %v", tc.n1, tc.t1, tc.ra, phaseNames[h.exp.phase], h.exp.shortFits, tc.soon)
+		}
+	}
+}
+
 // TestQuotaNeedsWindow: a first run that happens to last about 10 s and a
 // quick recovery (2.1 s: a bucket's refill at under 1/s) add up to a 10-s
 // window, but a recovery short against the pace is no window: no quota.
