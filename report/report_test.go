@@ -131,6 +131,13 @@ func TestSummarize(t *testing.T) {
 	if !strings.Contains(buf.String(), "2 retries, no success") {
 		t.Errorf("table of retries without a success:\n%s", buf.String())
 	}
+	// Refusals besides 429 are named beside its ratio (mod_evasive's 403s
+	// read "429 ratio 0.00%" alone).
+	buf.Reset()
+	WriteTable(&buf, Summary{Requests: 10, ResponsesByStatus: map[string]int64{"200": 7, "403": 3}})
+	if !strings.Contains(buf.String(), "429 ratio 0.00% (and 3 403s),") {
+		t.Errorf("table of 403 refusals:\n%s", buf.String())
+	}
 }
 
 // TestBodyPath: a row names its body under the output directory whatever

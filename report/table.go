@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -19,8 +20,8 @@ func WriteTable(w io.Writer, s Summary) {
 	if s.Aborted > 0 {
 		aborted = fmt.Sprintf(" (%d cut short by the stop, unanswered)", s.Aborted)
 	}
-	fmt.Fprintf(w, "Requests %d%s in %.1fs: %.2f successes/s, 429 ratio %.2f%%, %s\n",
-		s.Requests, aborted, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, retries)
+	fmt.Fprintf(w, "Requests %d%s in %.1fs: %.2f successes/s, 429 ratio %.2f%%%s, %s\n",
+		s.Requests, aborted, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, otherRefusals(s.ResponsesByStatus), retries)
 	fmt.Fprintf(w, "Throttled %.1fs (cooldowns and pauses the servers' pushback imposed, summed over lanes); work held back by the limiter %.1fs\n",
 		s.ThrottledSeconds, s.HeldBackSeconds)
 	if len(s.AbandonedByReason) > 0 {
@@ -81,4 +82,21 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// otherRefusals names the refusals besides 429 that a server may push back
+// with, when there were any: " (and 12 403s, 3 503s)". A limiter answering
+// 403 (Apache's mod_evasive) read "429 ratio 0.00%" alone while it refused
+// the crawl's fastest lane.
+func otherRefusals(byStatus map[string]int64) string {
+	var parts []string
+	for _, code := range []string{"403", "503"} {
+		if n := byStatus[code]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %ss", n, code))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (and " + strings.Join(parts, ", ") + ")"
 }
