@@ -280,16 +280,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Whether the request left: a caller that gives up after it did may
 	// have had it counted by the server (abandoned), before it did not
 	// (canceled).
-	var wrote atomic.Bool
-	out := req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		WroteHeaders: func() { wrote.Store(true) },
-	}))
+	out, wrote := TraceWrote(req)
 	resp, err := m.Transport.RoundTrip(out)
 	now := time.Now()
 	if err != nil {
 		v := classify.Error(err)
 		switch {
-		case req.Context().Err() != nil && wrote.Load():
+		case req.Context().Err() != nil && wrote():
 			Abandon(lim, ticket, now) // the caller gave up on an answer the server owes
 		case req.Context().Err() != nil:
 			lim.Cancel(ticket, now) // the caller gave up before it left
@@ -406,6 +403,18 @@ func (t *Transport) wait(ctx context.Context, lim Waiter, host string, want limi
 		}
 	}
 	return limit.Ticket{}, we
+}
+
+// TraceWrote returns req with a client trace that records whether its
+// headers were written (the request left for the server), and the function
+// that tells: a caller that gives up after it did gives its ticket back with
+// Abandon, before with Cancel.
+func TraceWrote(req *http.Request) (*http.Request, func() bool) {
+	var wrote atomic.Bool
+	out := req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaders: func() { wrote.Store(true) },
+	}))
+	return out, wrote.Load
 }
 
 // hostFuller says whether a host's requests in flight fill its cap, as

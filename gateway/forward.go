@@ -196,7 +196,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 				return
 			}
 		}
-		out := outgoing(ctx, r, &u, body, upgrade)
+		out, wrote := fetch.TraceWrote(outgoing(ctx, r, &u, body, upgrade))
 		sent := time.Now()
 		resp, err := member.Transport.RoundTrip(out)
 		now := time.Now()
@@ -209,7 +209,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, tgt target) {
 		canRetry := replay && attempt < g.cfg.MaxAttempts
 		if err != nil {
 			if ctx.Err() != nil {
-				g.lim.Cancel(ticket, now) // the server said nothing
+				if wrote() {
+					g.lim.Abandon(ticket, now) // sent: the server may have counted it
+				} else {
+					g.lim.Cancel(ticket, now) // the server said nothing
+				}
 				// Not done: counted, or a request cut at shutdown went
 				// missing from the summary (1 request, 0 done, 0 not).
 				g.left(host, ticket.Exit, "client left before the answer")

@@ -2016,3 +2016,51 @@ func TestBurstOnFreshHostToldEarly(t *testing.T) {
 		t.Errorf("40 at once, budget 2 s, at 10/s: %d served, %d told early, %d at the budget's end; want most of those refused told early", ok, early, late)
 	}
 }
+
+// TestClientLeftAfterSendingAbandons: a client that gives up on a request
+// the gateway had sent on leaves its token spent (abandoned): given back as
+// never sent, the next waiter went at once, and a slow host held to 2/s
+// was sent more than its pace allows.
+func TestClientLeftAfterSendingAbandons(t *testing.T) {
+	var mu sync.Mutex
+	got := 0
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got++
+		mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	})
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(2), HostCeiling: limit.PerSecond(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim})
+	c := client(proxy, nil)
+	c.Timeout = 400 * time.Millisecond
+	end := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				if resp, err := c.Get(o.URL + "/slow"); err == nil {
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(300 * time.Millisecond) // the gateway hears the last client leave
+	mu.Lock()
+	n := got
+	mu.Unlock()
+	var abandoned uint64
+	for _, h := range lim.Snapshot(time.Now()).Hosts {
+		abandoned += h.Counters.Abandoned
+	}
+	if n > 6 || abandoned == 0 {
+		t.Errorf("the origin got %d requests in 2 s at 2/s (want at most 6), %d abandoned (want some): clients that left were given back as never sent", n, abandoned)
+	}
+}
