@@ -1361,7 +1361,7 @@ func (c *Core) robotsLocked(a Attempt, h *hostState, v verdict.Verdict, r Respon
 		}
 		if now.Sub(h.robotsDown) < c.cfg.Retry.MaxWait {
 			h.notBefore, h.limWait = now.Add(c.cfg.Retry.Backoff.Delay(c.cfg.Rand, h.robotsFails, 0)), false
-			if now.Sub(h.robotsDown) > c.cfg.LeaseTTL/2 && len(h.queue) > 0 {
+			if max(h.notBefore.Sub(now), now.Sub(h.robotsDown)) > c.cfg.LeaseTTL/2 && len(h.queue) > 0 {
 				// Held past half a lease, as a limiter's wait hands them
 				// back: kept, their leases ran out under them and the
 				// frontier gave them out again, every URL buffered twice

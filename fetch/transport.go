@@ -190,9 +190,8 @@ func (e *WaitError) Error() string {
 	if e.Full > 0 {
 		// The limiter's next time is only a recheck then: "may go in
 		// 0s" to a caller who left bodies open, again and again.
-		return msg + fmt.Sprintf("; all %d of the host's requests allowed at once are in flight (a response body not read to its end or closed holds its request)", e.Full)
-	}
-	if !e.Next.IsZero() {
+		msg += fmt.Sprintf("; all %d of the host's requests allowed at once are in flight (a response body not read to its end or closed holds its request)", e.Full)
+	} else if !e.Next.IsZero() {
 		// When it may go: a Retry-After of an hour read as a deadline
 		// a moment too short.
 		msg += fmt.Sprintf("; the host may go at %s, in %v", e.Next.Format(time.RFC3339), time.Until(e.Next).Round(time.Second))

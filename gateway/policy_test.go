@@ -199,3 +199,28 @@ func TestLinePaceIgnoresOneLongGap(t *testing.T) {
 		t.Errorf("after gaps of 100 ms and one of 10 s, a place is worth %v, want under 200 ms", e)
 	}
 }
+
+// TestLineFirstGapNoReading: one gap, taken whole, is no reading to refuse
+// waiters on (the first served after an exit cooled 10 s made a place
+// worth 10 s, and everyone past the fourth with a 40-s budget was refused
+// at the next recheck); two are.
+func TestLineFirstGapNoReading(t *testing.T) {
+	q := newLines()
+	now := time.Unix(1_800_000_000, 0)
+	var turns []*turn
+	for range 6 {
+		tk, _, _ := q.enter("h")
+		turns = append(turns, tk)
+	}
+	q.leave("h", turns[0], true, now)
+	now = now.Add(10 * time.Second)
+	q.leave("h", turns[1], true, now)
+	if e := q.expect("h", turns[5]); e != 0 {
+		t.Errorf("after one gap of 10 s, the last waiter expects %v, want no reading (0)", e)
+	}
+	now = now.Add(100 * time.Millisecond)
+	q.leave("h", turns[2], true, now)
+	if e := q.expect("h", turns[5]); e == 0 {
+		t.Errorf("after two gaps, no reading")
+	}
+}

@@ -28,6 +28,9 @@ type line struct {
 	// the line was last used.
 	every      time.Duration
 	last, seen time.Time
+	// gaps is how many gaps the reading holds (up to 2): one, the first
+	// gap taken whole, refuses no waiter already in line (expect).
+	gaps uint8
 }
 
 // turn is one waiting request; ready is closed when it is first in line.
@@ -61,6 +64,9 @@ func (q *lines) enter(host string) (t *turn, ahead int, expect time.Duration) {
 		close(t.ready)
 	}
 	l.waiting = append(l.waiting, t)
+	if l.gaps < 2 {
+		return t, ahead, 0 // no reading yet (expect)
+	}
 	return t, ahead, time.Duration(ahead) * l.every
 }
 
@@ -86,6 +92,7 @@ func (q *lines) leave(host string, t *turn, served bool, now time.Time) {
 	if served {
 		if !l.last.IsZero() {
 			gap := now.Sub(l.last)
+			l.gaps = min(l.gaps+1, 2)
 			if l.every == 0 {
 				l.every = gap
 			} else {
@@ -119,7 +126,9 @@ func (q *lines) expect(host string, t *turn) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l := q.hosts[host]
-	if l == nil {
+	if l == nil || l.gaps < 2 {
+		// One gap is no reading to refuse on: the first served after
+		// an exit cooled a moment made a place worth ten seconds.
 		return 0
 	}
 	for i, w := range l.waiting {

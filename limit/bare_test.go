@@ -1051,6 +1051,7 @@ func TestSlowed(t *testing.T) {
 		at      float64
 	}{
 		{"after waiting out a cooldown: one request since its last 429", 3.88, sec(25), 1, 32.5},
+		{"after its own 429 at 25 s: the 13 of its series sent at 1.84/s since the slowing", 3.88, sec(25), 13, 37.6},
 		{"a window after slowing", 3.88, sec(1), 100, 42},
 		{"slowed by 3%: no request more in the window", 1.9, sec(1), 100, 32.5},
 	} {

@@ -43,8 +43,8 @@ func (s *exitState) configure(e Exit) {
 // limit at all).
 func exitRate(r Rate) float64 {
 	hz := r.Hz()
-	if math.IsNaN(hz) || math.IsInf(hz, 0) || hz <= 0 {
-		return 0
+	if math.IsNaN(hz) || math.IsInf(hz, 0) || hz <= 0 || r.Per < 0 {
+		return 0 // (a negative period, which Config refuses, is none too)
 	}
 	return max(hz, minRate)
 }
@@ -52,7 +52,7 @@ func exitRate(r Rate) float64 {
 // validExit says what of e's provider limits is not what it says
 // (configure reads it otherwise), "" when all is.
 func validExit(e Exit) string {
-	if hz := e.Rate.Hz(); e.Rate != (Rate{}) && (math.IsNaN(hz) || math.IsInf(hz, 0) || hz <= 0 || e.Rate.Per < 0) {
+	if hz := e.Rate.Hz(); !e.Rate.IsZero() && (math.IsNaN(hz) || math.IsInf(hz, 0) || hz <= 0 || e.Rate.Per < 0) {
 		return fmt.Sprintf("rate %v is not a rate: no provider rate", e.Rate)
 	}
 	if hz := e.Rate.Hz(); hz > 0 && hz < minRate {

@@ -451,6 +451,7 @@ func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
 		// A quota's proof is a settled host's: a search that starts again
 		// (a fall, a re-probe) ends it, and the followers' hold with it.
 		h.exp.proof, h.exp.suspect = 0, false
+		h.exp.shortFits = false // the reading it doubted is searched again
 	}
 }
 

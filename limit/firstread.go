@@ -125,14 +125,14 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		if bracket && !told {
 			e.proveQuota(c.follow, e.okAt-rec, e.okAt)
 		}
-		if told && !bracket {
+		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.quotaN(w), w, how))
+		if told && !bracket && e.phase == expSettled {
 			for _, u := range usualWindows {
 				if u < w && int64(u) > rec && int64(u) < e.t1+e.headD {
 					e.shortFits = true // (reprobeDue)
 				}
 			}
 		}
-		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.quotaN(w), w, how))
 		if ex := h.lanes[e.exit]; bracket && ex != nil {
 			e.shortLo = e.recLo
 			if held := e.proof > 0; r.tryShorter(h, ex, w, now) && held {

@@ -142,16 +142,17 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 
 // slowedFrom is the fastest pace lane l, pushed back at x, slowed from
 // within the host's counted window before now, as the explorer or with the
-// followers, with no 429 of its own since (0: none, or no window counted).
-// Only a pace it sent at counts (its series, since its last 429 or first
-// request, holds at least half what the pace sends over a window up to the
-// slowing: a lane that waited out a cooldown there sent nothing at it), and
-// only where it put a request more into the window than x would have (a
-// settled margin's 3% less is no news).
-func (h *host) slowedFrom(l *lane, x float64, now int64) float64 {
+// followers, with no 429 of its own since, and when it slowed (0, 0: none,
+// or no window counted). Only a pace it sent at counts (its series, since
+// its last 429 or first request, holds at least half what the pace sends
+// over a window up to the slowing, less what it sent at x since: a lane
+// that waited out a cooldown there sent nothing at it), and only where it
+// put a request more into the window than x would have (a settled margin's
+// 3% less is no news).
+func (h *host) slowedFrom(l *lane, x float64, now int64) (float64, int64) {
 	w := h.countedWindow()
 	if w <= 0 {
-		return 0
+		return 0, 0
 	}
 	e := &h.exp
 	sent := func(at int64, pace float64) bool {
@@ -159,16 +160,21 @@ func (h *host) slowedFrom(l *lane, x float64, now int64) float64 {
 			return false
 		}
 		span := min(at-l.serAt, at-(now-w))
-		return float64(l.serSent) >= pace*secs(min(at-l.serAt, w))/2 && (pace-x)*secs(span) >= 1
+		// What the series sent before the slowing: the requests since go
+		// at x (the explorer's first 429 recovered at the slower pace
+		// and its slower requests passed for the faster one's).
+		before := float64(l.serSent) - x*secs(now-at)
+		return before >= pace*secs(min(at-l.serAt, w))/2 && (pace-x)*secs(span) >= 1
 	}
 	var from float64
+	var at int64
 	if e.slowExit == l.exit && sent(e.slowAt, e.slowFrom) {
-		from = e.slowFrom
+		from, at = e.slowFrom, e.slowAt
 	}
-	if sent(e.fslowAt, e.fslowFrom) {
-		from = max(from, e.fslowFrom)
+	if sent(e.fslowAt, e.fslowFrom) && e.fslowFrom > from {
+		from, at = e.fslowFrom, e.fslowAt
 	}
-	return from
+	return from, at
 }
 
 // settledPace is the pace every lane of a settled host holds: Settle under

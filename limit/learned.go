@@ -108,6 +108,7 @@ const (
 
 // Learned returns what the limiter knows about every host at now.
 func (l *Limiter) Learned(now time.Time) Learned {
+	l.mustBeNew()
 	now = sane(now)
 	out := Learned{Saved: now.UTC()}
 	for i := range l.tab.shards {
@@ -220,6 +221,7 @@ func (r *rules) restoreWaits(h *host, ws []LearnedWait, now int64) {
 // restored, and an error naming the first entry it could not use (the
 // others are restored all the same).
 func (l *Limiter) Restore(s Learned, now time.Time) (int, error) {
+	l.mustBeNew()
 	now = sane(now)
 	r := l.rules
 	n := 0

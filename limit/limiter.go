@@ -18,7 +18,7 @@ import (
 // Limiter decides when, and through which exit, each request to a host may
 // go, and learns from the outcomes. It is safe for concurrent use. Make one
 // with New: the zero Limiter has no configuration; its Acquire returns
-// ErrNotNew and its other methods panic with it.
+// ErrNotNew, HasExit false, and its other methods panic with ErrNotNew.
 type Limiter struct {
 	id       uint64 // tells its tickets from another's (Ticket.issuer)
 	rules    *rules
@@ -334,6 +334,7 @@ const (
 // release gives t back with its outcome o and reports whether a lane of
 // its host went faster.
 func (l *Limiter) release(t Ticket, kind releaseKind, o Outcome, now time.Time) (faster bool) {
+	l.mustBeNew()
 	heard := kind == relDone // else nothing learned, nothing published
 	if t.issuer != 0 && t.issuer != l.id {
 		return false // another Limiter's

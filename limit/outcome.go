@@ -234,7 +234,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// read as the followers falling again, held them at 1.2/s.
 	// Not where the lane slowed for a 429 of its own (its retries read
 	// the window: the first 429's recovery, the bisection after it).
-	slowFrom := h.slowedFrom(l, x, now)
+	slowFrom, slowAt := h.slowedFrom(l, x, now)
 	slowed := o.RetryAfter == 0 && !echo && !spent && !again && h.exp.phase != expRamp && h.exp.awaitAt == 0 &&
 		slowFrom > x*(1+tolerance)
 	if now-h.exp.quietAt <= burstGap && l.epAt >= h.exp.burstAt {
@@ -261,7 +261,7 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	}
 	if slowed {
 		h.readsNothing(l, now)
-		d := max(max(h.exp.slowAt, h.exp.fslowAt)+h.countedWindow()-now, int64(r.backoffBase))
+		d := max(slowAt+h.countedWindow()-now, int64(r.backoffBase))
 		h.note(r, now, "slowed", l.exit, "cooldown", 0, secs(d), fmt.Sprintf("pushed back within a window of slowing from %.3g/s: the window still holds what it sent faster; nothing read", slowFrom))
 		r.coolUntil(h, l, now+d, now, "pushed back within a window of slowing: wait until it holds only the slower requests")
 		r.handOff(h, l, now)

@@ -12,6 +12,7 @@ import "time"
 // is recorded as a Change with Rule "reputation" and why. It reports whether
 // the lane exists (a lane is made by the first request through it).
 func (l *Limiter) Quarantine(host, exit string, until time.Time, why string, now time.Time) bool {
+	l.mustBeNew()
 	now = sane(now)
 	r := l.rules
 	n, u := now.UnixNano(), until.UnixNano()
@@ -42,6 +43,7 @@ func (l *Limiter) Quarantine(host, exit string, until time.Time, why string, now
 // how many exits the pool has. When all are down, nothing waits its way to
 // an exit: a caller holding a client for a wait budget can say so at once.
 func (l *Limiter) ExitsDown(now time.Time) (down, total int) {
+	l.mustBeNew()
 	now = sane(now)
 	n := now.UnixNano()
 	pool := l.pool.Load()
@@ -62,6 +64,7 @@ func (l *Limiter) ExitsDown(now time.Time) (down, total int) {
 // answered "wait budget spent" with a Retry-After of ten minutes, and
 // every other path of the host alike).
 func (l *Limiter) BannedEverywhere(host string, now time.Time) (until time.Time, all bool) {
+	l.mustBeNew()
 	n := sane(now).UnixNano()
 	pool := l.pool.Load()
 	if pool.Len() == 0 {
@@ -91,6 +94,7 @@ func (l *Limiter) BannedEverywhere(host string, now time.Time) (until time.Time,
 // Config.HostConcurrency allows, and that cap: a caller that waited its
 // budget for a lane can tell a full host from a paced one.
 func (l *Limiter) HostFull(host string) (full bool, limit int) {
+	l.mustBeNew()
 	sh := l.tab.shard(host)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

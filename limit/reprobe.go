@@ -82,6 +82,9 @@ func (r *rules) reprobeDue(h *host, l *lane, now int64) {
 		// first re-probe comes a quarter of the usual time on
 		// (rate-limiter-flexible's 10 per 5 s told 3 s after 15 in
 		// 7.5 s, read as 15 per 10 s, 75% of it, re-probed 111 s on).
+		// Even where the ramp's 429 made the host costly: the wait a
+		// re-probe's 429 costs is the told recovery, shorter than the
+		// shorter window (shortFits says so), not a block.
 		every /= 4
 	case c.costly:
 		quiet *= costlyQuiet // a failed probe idles its lane for a long Retry-After too

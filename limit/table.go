@@ -163,6 +163,9 @@ func unixNano(t time.Time) int64 {
 
 func samePool(a, b *exitPool) bool {
 	return slices.EqualFunc(a.exits, b.exits, func(x, y Exit) bool {
-		return x.ID == y.ID && x.Rate == y.Rate && x.Concurrency == y.Concurrency && x.Since.Equal(y.Since)
+		// Rates as configure reads them: a NaN one is none on both
+		// sides (compared as given, NaN never equals itself, and every
+		// call with the same list woke every Wait and warned again).
+		return x.ID == y.ID && exitRate(x.Rate) == exitRate(y.Rate) && x.Concurrency == y.Concurrency && x.Since.Equal(y.Since)
 	})
 }

@@ -219,6 +219,13 @@ func TestExitLimitsRead(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}
 	}
+	// The same list again is the same pool: no second warning (NaN never
+	// equals itself, and every call woke every Wait and warned again).
+	n := strings.Count(log.String(), "exit=nan")
+	l.SetExits([]limit.Exit{{ID: "nan", Rate: limit.Rate{N: math.NaN()}}, {ID: "tiny", Rate: limit.Rate{N: 1e-300}}, {ID: "neg", Concurrency: -1}})
+	if m := strings.Count(log.String(), "exit=nan"); m != n {
+		t.Errorf("the same list set again warned again (%d warnings, then %d)", n, m)
+	}
 	now := time.Now()
 	granted := 0
 	for range 3 {
@@ -244,6 +251,10 @@ func TestZeroLimiterSaysNew(t *testing.T) {
 		"SetExits": func() { l.SetExits(nil) },
 		"Wait":     func() { l.Wait(context.Background(), "h", limit.Want{}) },
 		"Snapshot": func() { l.Snapshot(time.Now()) },
+		"Done":     func() { l.Done(limit.Ticket{}, limit.Outcome{}, time.Now()) },
+		"Abandon":  func() { l.Abandon(limit.Ticket{}, time.Now()) },
+		"HostFull": func() { l.HostFull("h") },
+		"Learned":  func() { l.Learned(time.Now()) },
 	} {
 		func() {
 			defer func() {
