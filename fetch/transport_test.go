@@ -405,40 +405,17 @@ func TestTransportConcurrencyCoversBodies(t *testing.T) {
 // to 2/s whose answers take longer than their timeout: the server sees no
 // more than the pace allows.
 func TestTransportAbandonsWhatLeft(t *testing.T) {
-	var mu sync.Mutex
-	got := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got++
-		mu.Unlock()
-		select {
-		case <-r.Context().Done():
-		case <-time.After(2 * time.Second):
-		}
-	}))
-	t.Cleanup(srv.Close)
+	srv, got := peertest.SlowOrigin(t, 2*time.Second)
 	rt, err := fetch.NewTransport(nil, fetch.TransportConfig{Limit: limit.Config{FirstGuess: limit.PerSecond(2), HostCeiling: limit.PerSecond(2)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &http.Client{Transport: rt, Timeout: 400 * time.Millisecond}
 	defer c.CloseIdleConnections()
-	end := time.Now().Add(2 * time.Second)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for time.Now().Before(end) {
-				if resp, err := c.Get(srv.URL + "/slow"); err == nil {
-					resp.Body.Close()
-					t.Errorf("GET answered %d, want the client's timeout", resp.StatusCode)
-				}
-			}
-		})
+	if a := peertest.Impatient(c, srv.URL+"/slow", 4, 2*time.Second); a != 0 {
+		t.Errorf("%d GETs answered, want each cut by the client's timeout", a)
 	}
-	wg.Wait()
-	mu.Lock()
-	n := got
-	mu.Unlock()
+	n := got()
 	if n > 6 {
 		t.Errorf("the server got %d requests in 2 s at 2/s, want at most 6: abandoned requests were given back as never sent", n)
 	}
@@ -446,7 +423,7 @@ func TestTransportAbandonsWhatLeft(t *testing.T) {
 	for _, h := range rt.Limiter.(*limit.Limiter).Snapshot(time.Now()).Hosts {
 		abandoned += h.Counters.Abandoned
 	}
-	if abandoned == 0 || int(abandoned) > n {
+	if abandoned == 0 || int64(abandoned) > n {
 		t.Errorf("%d abandoned in the limiter's counters, want between 1 and the %d the server got", abandoned, n)
 	}
 }

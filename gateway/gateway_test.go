@@ -2022,17 +2022,7 @@ func TestBurstOnFreshHostToldEarly(t *testing.T) {
 // never sent, the next waiter went at once, and a slow host held to 2/s
 // was sent more than its pace allows.
 func TestClientLeftAfterSendingAbandons(t *testing.T) {
-	var mu sync.Mutex
-	got := 0
-	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		got++
-		mu.Unlock()
-		select {
-		case <-r.Context().Done():
-		case <-time.After(2 * time.Second):
-		}
-	})
+	srv, got := peertest.SlowOrigin(t, 2*time.Second)
 	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(2), HostCeiling: limit.PerSecond(2)})
 	if err != nil {
 		t.Fatal(err)
@@ -2040,22 +2030,9 @@ func TestClientLeftAfterSendingAbandons(t *testing.T) {
 	_, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim})
 	c := client(proxy, nil)
 	c.Timeout = 400 * time.Millisecond
-	end := time.Now().Add(2 * time.Second)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for time.Now().Before(end) {
-				if resp, err := c.Get(o.URL + "/slow"); err == nil {
-					resp.Body.Close()
-				}
-			}
-		})
-	}
-	wg.Wait()
+	peertest.Impatient(c, srv.URL+"/slow", 4, 2*time.Second)
 	time.Sleep(300 * time.Millisecond) // the gateway hears the last client leave
-	mu.Lock()
-	n := got
-	mu.Unlock()
+	n := got()
 	var abandoned uint64
 	for _, h := range lim.Snapshot(time.Now()).Hosts {
 		abandoned += h.Counters.Abandoned
