@@ -241,8 +241,10 @@ type Response struct {
 	StoreErr *StoreError
 	At       time.Time
 	// Aborted marks a request cut short by shutdown: the job is handed back
-	// uncharged, and the limiter hears nothing from it.
-	Aborted bool
+	// uncharged, and the limiter hears nothing from it. Unsent says it
+	// had not left yet (its headers unwritten): its ticket is canceled
+	// rather than abandoned (Limiter.Abandon).
+	Aborted, Unsent bool
 	// ViaProxy: the request went whole to an HTTP proxy (Member.ViaProxy),
 	// so a 407 is the proxy's refusal (proxy_failure). Otherwise a 407 is
 	// the server's answer, a 4xx like any other: a page that answers 407
@@ -902,7 +904,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 			h.robotsBusy = false
 		}
 		c.mu.Unlock()
-		if a.SentAt.IsZero() {
+		if r.Unsent {
 			c.lim.Cancel(a.Ticket, now)
 		} else {
 			Abandon(c.lim, a.Ticket, now) // the server may have counted it

@@ -281,6 +281,7 @@ func (r *rules) release(h *host, t Ticket, kind releaseKind, o *Outcome, now int
 		// nothing is read of it.
 		h.c.Requests++
 		h.c.Abandoned++
+		l.c.req++ // (the exit's count too)
 		r.rekey(h, l)
 		return true
 	}
