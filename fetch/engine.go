@@ -367,13 +367,12 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 		pw, _ := u.Password()
 		req.SetBasicAuth(u.Username(), pw)
 	}
-	req, wrote := TraceWrote(req)
 	resp, err := m.Transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.dropBody(a) // no answer, no page
 		}
-		return Response{Err: err, At: time.Now(), Aborted: ctx.Err() != nil, Unsent: !wrote()}
+		return Response{Err: err, At: time.Now(), Aborted: ctx.Err() != nil}
 	}
 	defer resp.Body.Close()
 	e.cfg.Exits.Observe(m.ID, resp.Header)

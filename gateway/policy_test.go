@@ -180,13 +180,8 @@ func TestAuthorizeNameWithSession(t *testing.T) {
 // whole, a 10-s gap among 100-ms ones made a place in a line of 200 worth
 // 2.6 s, and clients with a minute's budget were refused at once.
 func TestLinePaceIgnoresOneLongGap(t *testing.T) {
-	q := newLines()
+	q, turns := lineOf(5)
 	now := time.Unix(1_800_000_000, 0)
-	var turns []*turn
-	for range 5 {
-		tk, _, _ := q.enter("h")
-		turns = append(turns, tk)
-	}
 	for i, tk := range turns[:4] {
 		gap := 100 * time.Millisecond
 		if i == 3 {
@@ -205,13 +200,8 @@ func TestLinePaceIgnoresOneLongGap(t *testing.T) {
 // worth 10 s, and everyone past the fourth with a 40-s budget was refused
 // at the next recheck); two are.
 func TestLineFirstGapNoReading(t *testing.T) {
-	q := newLines()
+	q, turns := lineOf(6)
 	now := time.Unix(1_800_000_000, 0)
-	var turns []*turn
-	for range 6 {
-		tk, _, _ := q.enter("h")
-		turns = append(turns, tk)
-	}
 	q.leave("h", turns[0], true, now)
 	now = now.Add(10 * time.Second)
 	q.leave("h", turns[1], true, now)
@@ -223,4 +213,15 @@ func TestLineFirstGapNoReading(t *testing.T) {
 	if e := q.expect("h", turns[5]); e == 0 {
 		t.Errorf("after two gaps, no reading")
 	}
+}
+
+// lineOf is a line of host "h" with n waiters, oldest first.
+func lineOf(n int) (*lines, []*turn) {
+	q := newLines()
+	var turns []*turn
+	for range n {
+		tk, _, _ := q.enter("h")
+		turns = append(turns, tk)
+	}
+	return q, turns
 }

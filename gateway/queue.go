@@ -28,8 +28,7 @@ type line struct {
 	// the line was last used.
 	every      time.Duration
 	last, seen time.Time
-	// gaps is how many gaps the reading holds (up to 2): one, the first
-	// gap taken whole, refuses no waiter already in line (expect).
+	// gaps is how many gaps the reading holds (up to 2; place).
 	gaps uint8
 }
 
@@ -64,10 +63,18 @@ func (q *lines) enter(host string) (t *turn, ahead int, expect time.Duration) {
 		close(t.ready)
 	}
 	l.waiting = append(l.waiting, t)
+	return t, ahead, l.place(ahead)
+}
+
+// place is what ahead places in l's line take to serve at its recent pace,
+// 0 while it has no reading: one gap, taken whole, is none to refuse on
+// (the first served after an exit cooled a moment made a place worth ten
+// seconds).
+func (l *line) place(ahead int) time.Duration {
 	if l.gaps < 2 {
-		return t, ahead, 0 // no reading yet (expect)
+		return 0
 	}
-	return t, ahead, time.Duration(ahead) * l.every
+	return time.Duration(ahead) * l.every
 }
 
 // leave takes t out of host's line; served says it got its lane. The next
@@ -126,14 +133,12 @@ func (q *lines) expect(host string, t *turn) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l := q.hosts[host]
-	if l == nil || l.gaps < 2 {
-		// One gap is no reading to refuse on: the first served after
-		// an exit cooled a moment made a place worth ten seconds.
+	if l == nil {
 		return 0
 	}
 	for i, w := range l.waiting {
 		if w == t {
-			return time.Duration(i) * l.every
+			return l.place(i)
 		}
 	}
 	return 0

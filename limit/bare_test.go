@@ -1038,7 +1038,7 @@ func TestSlowed(t *testing.T) {
 
 	// The followers slowed, and a follower took the search over.
 	h, e = setup(1.9, sec(1), 100)
-	h.exp.fslowAt, h.exp.fslowFrom = sec(31.5), 3.88
+	h.exp.fslow = slowing{at: sec(31.5), from: 3.88}
 	if read(h, e, 32.5) {
 		t.Errorf("pushed back at 1.84/s a second after the followers slowed from 3.88/s: ceiling %v, want nothing read", h.cap.hi)
 	}

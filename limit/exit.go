@@ -52,10 +52,10 @@ func exitRate(r Rate) float64 {
 // validExit says what of e's provider limits is not what it says
 // (configure reads it otherwise), "" when all is.
 func validExit(e Exit) string {
-	if hz := e.Rate.Hz(); !e.Rate.IsZero() && (math.IsNaN(hz) || math.IsInf(hz, 0) || hz <= 0 || e.Rate.Per < 0) {
+	switch hz := exitRate(e.Rate); {
+	case hz == 0 && !e.Rate.IsZero():
 		return fmt.Sprintf("rate %v is not a rate: no provider rate", e.Rate)
-	}
-	if hz := e.Rate.Hz(); hz > 0 && hz < minRate {
+	case hz > e.Rate.Hz():
 		return fmt.Sprintf("rate %v is below one a year: one a year", e.Rate)
 	}
 	if e.Concurrency < 0 {

@@ -180,14 +180,11 @@ type explorer struct {
 	exit  string // "" = none yet: the next lane taken becomes the explorer
 	phase uint8
 	pace  float64
-	// slowAt is when lane slowExit, exploring, last slowed, from slowFrom
-	// (the fastest pace it slowed from within a counted window), and
-	// fslowAt when the followers last slowed, from fslowFrom: a 429
-	// within that window may answer what a lane sent faster
-	// (slowedFrom).
-	slowAt, fslowAt     int64
-	slowFrom, fslowFrom float64
-	slowExit            string
+	// slow is when lane slowExit, exploring, last slowed, and fslow when
+	// the followers did: a 429 within a counted window of it may answer
+	// what a lane sent faster (slowedFrom).
+	slow, fslow slowing
+	slowExit    string
 	// runRem is the X-RateLimit-Remaining alone the run's first answer
 	// told (runRemOK: it told one): a run's proof (remaining.go).
 	runRem   float64
@@ -432,10 +429,11 @@ func (r *rules) setExplorerPace(h *host, l *lane, m float64, now int64, rule, wh
 	m = max(r.minLane, min(r.maxLane, m))
 	h.note(r, now, rule, l.exit, "pace", l.pace, m, why)
 	if e := &h.exp; l.pace > m*(1+tolerance) {
-		if e.slowExit != l.exit || now-e.slowAt >= h.countedWindow() {
-			e.slowFrom = 0
+		if e.slowExit != l.exit {
+			e.slow = slowing{}
 		}
-		e.slowAt, e.slowFrom, e.slowExit = now, max(e.slowFrom, l.pace), l.exit
+		e.slow.record(l.pace, now, h.countedWindow())
+		e.slowExit = l.exit
 	}
 	h.exp.pace = m
 	r.setPace(h, l, m)

@@ -9,6 +9,7 @@ package limit
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -127,11 +128,9 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		}
 		r.quotaKnown(h, w, now, fmt.Sprintf("%d per %v: the first run's quota over %s", e.quotaN(w), w, how))
 		if told && !bracket && e.phase == expSettled {
-			for _, u := range usualWindows {
-				if u < w && int64(u) > rec && int64(u) < e.t1+e.headD {
-					e.shortFits = true // (reprobeDue)
-				}
-			}
+			e.shortFits = slices.ContainsFunc(usualWindows[:], func(u time.Duration) bool {
+				return u < w && int64(u) > rec && int64(u) < e.t1+e.headD
+			}) // (reprobeDue)
 		}
 		if ex := h.lanes[e.exit]; bracket && ex != nil {
 			e.shortLo = e.recLo

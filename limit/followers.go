@@ -131,50 +131,62 @@ func (r *rules) updateFollow(h *host, now int64, rule, why string) {
 	}
 	h.note(r, now, rule, "", "follow", c.follow, f, why)
 	if f < c.follow*(1-tolerance) {
-		if now-e.fslowAt >= h.countedWindow() {
-			e.fslowFrom = 0
-		}
-		e.fslowAt, e.fslowFrom = now, max(e.fslowFrom, c.follow)
+		e.fslow.record(c.follow, now, h.countedWindow())
 	}
 	c.follow, c.followAt = f, now
 	r.paceFollowers(h)
 }
 
-// slowedFrom is the fastest pace lane l, pushed back at x, slowed from
-// within the host's counted window before now, as the explorer or with the
-// followers, with no 429 of its own since, and when it slowed (0, 0: none,
-// or no window counted). Only a pace it sent at counts (its series, since
-// its last 429 or first request, holds at least half what the pace sends
-// over a window up to the slowing, less what it sent at x since: a lane
-// that waited out a cooldown there sent nothing at it), and only where it
-// put a request more into the window than x would have (a settled margin's
-// 3% less is no news).
-func (h *host) slowedFrom(l *lane, x float64, now int64) (float64, int64) {
+// slowing is a slowing of a lane's pace (or the followers'): when it last
+// came, and the fastest pace slowed from within a counted window before.
+type slowing struct {
+	at   int64
+	from float64
+}
+
+// record notes a slowing from pace at now, on a host counting over w: one
+// more within w keeps the fastest pace slowed from.
+func (s *slowing) record(pace float64, now, w int64) {
+	if now-s.at >= w {
+		s.from = 0
+	}
+	s.at, s.from = now, max(s.from, pace)
+}
+
+// slowedFrom is the slowing lane l, pushed back at x, went through within
+// the host's counted window before now, as the explorer or with the
+// followers, with no 429 of its own since (the faster one when both did;
+// zero: none, or no window counted). Only a pace it sent at counts (its
+// series, since its last 429 or first request, holds at least half what the
+// pace sends over a window up to the slowing, less what it sent at x since:
+// a lane that waited out a cooldown there sent nothing at it), and only
+// where it put a request more into the window than x would have (a settled
+// margin's 3% less is no news).
+func (h *host) slowedFrom(l *lane, x float64, now int64) slowing {
 	w := h.countedWindow()
 	if w <= 0 {
-		return 0, 0
+		return slowing{}
 	}
-	e := &h.exp
-	sent := func(at int64, pace float64) bool {
-		if now-at >= w || l.epAt >= at || at <= l.serAt {
+	sent := func(s slowing) bool {
+		if now-s.at >= w || l.epAt >= s.at || s.at <= l.serAt {
 			return false
 		}
-		span := min(at-l.serAt, at-(now-w))
+		span := min(s.at-l.serAt, s.at-(now-w))
 		// What the series sent before the slowing: the requests since go
 		// at x (the explorer's first 429 recovered at the slower pace
 		// and its slower requests passed for the faster one's).
-		before := float64(l.serSent) - x*secs(now-at)
-		return before >= pace*secs(min(at-l.serAt, w))/2 && (pace-x)*secs(span) >= 1
+		before := float64(l.serSent) - x*secs(now-s.at)
+		return before >= s.from*secs(min(s.at-l.serAt, w))/2 && (s.from-x)*secs(span) >= 1
 	}
-	var from float64
-	var at int64
-	if e.slowExit == l.exit && sent(e.slowAt, e.slowFrom) {
-		from, at = e.slowFrom, e.slowAt
+	e := &h.exp
+	var got slowing
+	if e.slowExit == l.exit && sent(e.slow) {
+		got = e.slow
 	}
-	if sent(e.fslowAt, e.fslowFrom) && e.fslowFrom > from {
-		from, at = e.fslowFrom, e.fslowAt
+	if sent(e.fslow) && e.fslow.from > got.from {
+		got = e.fslow
 	}
-	return from, at
+	return got
 }
 
 // settledPace is the pace every lane of a settled host holds: Settle under

@@ -80,9 +80,7 @@ func (l *Limiter) SetExits(exits []Exit) {
 	l.tab.setExits(p)
 	l.pool.Store(p)
 	ch := make(chan struct{})
-	if old := l.poolChanged.Swap(&ch); old != nil {
-		close(*old)
-	}
+	close(*l.poolChanged.Swap(&ch))
 }
 
 // ErrNotNew is what the zero Limiter's Acquire returns, and what its other
@@ -221,10 +219,7 @@ func (l *Limiter) Wait(ctx context.Context, host string, want Want) (Ticket, err
 		// Taken before asking: a pace that rises after the answer ends
 		// the sleep, which was timed at the slower pace.
 		raised := l.raised(host)
-		var changed <-chan struct{}
-		if p := l.poolChanged.Load(); p != nil {
-			changed = *p
-		}
+		changed := *l.poolChanged.Load() // (New made one)
 		now := time.Now()
 		t, ok, next, err := l.Acquire(host, want, now)
 		if err != nil {

@@ -224,19 +224,21 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	// Rule slowed: again's case on a lane's first 429 since it slowed. On
 	// a host that counts over a window, a lane pushed back at x within
 	// that window of slowing from a pace above it (exploring, or with the
-	// followers), with no 429 of its own since: the window still holds what it sent
-	// faster, so nothing reads x, and the lane waits until the window
-	// holds only its slower requests. Read as x too fast, flask-limiter's
-	// bare 40 per 15 s (read as 40 per 10 s, the followers pushed back at
-	// 3.88/s together) took a follower's 429 at 1.84/s, a second after it
-	// took the search over from 3.88/s, as the ceiling, and settled at
-	// 1.73/s, 65% of the limit, for the rest of the run; a follower's,
-	// read as the followers falling again, held them at 1.2/s.
-	// Not where the lane slowed for a 429 of its own (its retries read
-	// the window: the first 429's recovery, the bisection after it).
-	slowFrom, slowAt := h.slowedFrom(l, x, now)
-	slowed := o.RetryAfter == 0 && !echo && !spent && !again && h.exp.phase != expRamp && h.exp.awaitAt == 0 &&
-		slowFrom > x*(1+tolerance)
+	// followers), with no 429 of its own since: the window still holds
+	// what it sent faster, so nothing reads x, and the lane waits until
+	// the window holds only its slower requests. Read as x too fast,
+	// flask-limiter's bare 40 per 15 s (read as 40 per 10 s, the followers
+	// pushed back at 3.88/s together) took a follower's 429 at 1.84/s, a
+	// second after it took the search over from 3.88/s, as the ceiling,
+	// and settled at 1.73/s, 65% of the limit, for the rest of the run; a
+	// follower's, read as the followers falling again, held them at
+	// 1.2/s. Not where the lane slowed for a 429 of its own (its retries
+	// read the window: the first 429's recovery, the bisection after it).
+	var slow slowing
+	if o.RetryAfter == 0 && !echo && !spent && !again && h.exp.phase != expRamp && h.exp.awaitAt == 0 {
+		slow = h.slowedFrom(l, x, now)
+	}
+	slowed := slow.from > x*(1+tolerance)
 	if now-h.exp.quietAt <= burstGap && l.epAt >= h.exp.burstAt {
 		h.exp.repeat = true // pushed back twice in one burst of the host's
 	}
@@ -261,8 +263,8 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	}
 	if slowed {
 		h.readsNothing(l, now)
-		d := max(slowAt+h.countedWindow()-now, int64(r.backoffBase))
-		h.note(r, now, "slowed", l.exit, "cooldown", 0, secs(d), fmt.Sprintf("pushed back within a window of slowing from %.3g/s: the window still holds what it sent faster; nothing read", slowFrom))
+		d := max(slow.at+h.countedWindow()-now, int64(r.backoffBase))
+		h.note(r, now, "slowed", l.exit, "cooldown", 0, secs(d), fmt.Sprintf("pushed back within a window of slowing from %.3g/s: the window still holds what it sent faster; nothing read", slow.from))
 		r.coolUntil(h, l, now+d, now, "pushed back within a window of slowing: wait until it holds only the slower requests")
 		r.handOff(h, l, now)
 		return
