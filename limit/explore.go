@@ -60,6 +60,14 @@ type capacity struct {
 	// careful: a pace passes only over a careful span (the server counts
 	// windows, or followers were pushed back at what the explorer passed).
 	careful bool
+	// refuses: the host refused a lane in a wave of Forbidden answers
+	// (rule wave): it counts per second of the clock, where a pace a
+	// hundredth over the limit passes a careful run by its phase, and is
+	// refused only once it drifts (mod_evasive's 5 a second passed 5.32/s
+	// for 3.8 s, and the followers, at 5.06/s, were refused one by one for
+	// the rest of the run). The followers keep Settle's margin under what
+	// passed, not a careful run's one request.
+	refuses bool
 	// costly: a 429 on this host makes its lane wait many intervals
 	// (Retry-After of a minute at 0.5/s): each failed step of the search
 	// idles a lane that long, so the search stops within costlyDone.

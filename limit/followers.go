@@ -72,7 +72,7 @@ func (h *host) paceFor(r *rules, exit string) float64 {
 // (it lets a pace above the rate run a careful span), unless the server
 // counts over a window (the careful span covers its first allowance).
 func (r *rules) heldPace(c *capacity) float64 {
-	if c.careful && c.burstCovered() && c.sent > c.pass {
+	if c.careful && c.burstCovered() && c.sent > c.pass && !c.refuses {
 		return min(c.pass, r.settle*c.sent)
 	}
 	return r.settle * c.pass

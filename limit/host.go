@@ -60,6 +60,11 @@ type laneExtra struct {
 	retried bool
 	// epPace is the pace of the lane's last 429 (rule again).
 	epPace float64
+	// waveAt is when rule wave read a wave of Forbidden answers on the
+	// lane as the limit's refusal: answers to what it sent before are the
+	// same refusal. hold is how long it was held out last, while nothing
+	// was let through since (0: it was, or it was never refused).
+	waveAt, hold int64
 	// held: the lane waits for the explorer's first recovery (awaitHold).
 	// counted: held at the first run's count (awaitCount), released too
 	// once another follower is let through past it.
@@ -259,8 +264,11 @@ type host struct {
 	wake   chan struct{}
 	raised bool
 	// waves holds the recent Forbidden answers of lanes that have some
-	// (wave.go); nil until the host answers one.
-	waves map[*lane]*wave
+	// (wave.go); nil until the host answers one. waveHold is the longest
+	// hold after which a lane refused in a wave was let through (rule
+	// wave; 0: none yet).
+	waves    map[*lane]*wave
+	waveHold int64
 }
 
 type ticketRec struct {

@@ -328,38 +328,75 @@ func TestLimiter(t *testing.T) {
 			t.Errorf("exit x00 refused on host b: a ban is per lane")
 		}
 	})
-	t.Run("ForbiddenWaveBansLane", func(t *testing.T) {
-		// One forbidden URL, however often, is no ban; three URLs of the
+	t.Run("ForbiddenWave", func(t *testing.T) {
+		// One forbidden URL, however often, is no wave; three URLs of the
 		// lane forbidden within a minute, with no success between, are.
+		// After a success of the lane's it is the limit refusing its
+		// pace (rule wave): the lane waits 12 s, twice as long when
+		// refused again with nothing let through between, and a later
+		// wave at once as long as the hold that let a lane through. On a
+		// lane with no success it is a ban.
 		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100)}, 2)
 		at := t0
-		send := func(url uint64) {
+		send := func(exit string, url uint64) {
 			t.Helper()
-			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: exit}, at)
 			if !ok {
-				t.Fatalf("lane (a, x00) refused at %v after Forbidden answers", at.Sub(t0))
+				t.Fatalf("lane (a, %s) refused at %v after Forbidden answers", exit, at.Sub(t0))
 			}
 			l.Done(tk, limit.Outcome{Verdict: verdict.Forbidden, URLHash: url}, at)
 			at = at.Add(time.Second)
 		}
-		for range 4 {
-			send(1)
+		goes := func(exit string, after time.Duration) bool {
+			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: exit}, at.Add(after))
+			if ok {
+				l.Cancel(tk, at.Add(after)) // (never sent: nothing spent)
+			}
+			return ok
 		}
-		send(2)
 		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+		at = at.Add(time.Second)
+		for range 4 {
+			send("x00", 1)
+		}
+		send("x00", 2)
+		tk, _, _ = acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
 		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at) // a success ends the run
 		at = at.Add(time.Second)
-		send(3)
-		send(4)
+		send("x00", 3)
+		send("x00", 4)
 		if s := l.Snapshot(at); len(s.Hosts) != 1 || s.Hosts[0].Counters.Forbidden != 7 {
 			t.Errorf("Snapshot counters = %+v, want 7 forbidden", s.Hosts)
 		}
-		send(5) // the third distinct URL since the success: a wave
-		if _, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at.Add(time.Minute)); ok {
-			t.Errorf("lane (a, x00) went a minute after a wave of Forbidden answers")
+		send("x00", 5) // the third distinct URL since the success: a wave, after successes
+		// (at is a second past the wave)
+		if goes("x00", 10*time.Second) || !goes("x00", 12*time.Second) {
+			t.Errorf("lane (a, x00) after a wave of refusals following its successes: want held 12 s, then let go")
 		}
-		if _, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x01"}, at); !ok {
-			t.Errorf("lane (a, x01) refused: a wave bans one lane")
+		if s := l.Snapshot(at); !hasChange(s.Hosts[0].Changes, "wave") || !s.Hosts[0].Lanes[0].BannedUntil.IsZero() {
+			t.Errorf("after the wave: changes %+v, lanes %+v; want a change of rule wave and no ban", s.Hosts[0].Changes, s.Hosts[0].Lanes)
+		}
+		at = at.Add(13 * time.Second)
+		send("x00", 10) // refused again, nothing let through: one answer tells
+		if goes("x00", 22*time.Second) || !goes("x00", 24*time.Second) {
+			t.Errorf("lane (a, x00) refused again after its hold: want held twice as long, 24 s")
+		}
+		at = at.Add(25 * time.Second)
+		tk, _, _ = acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at) // let through: 24 s was enough
+		at = at.Add(time.Second)
+		for url := range uint64(3) {
+			send("x00", 30+url)
+		}
+		if goes("x00", 22*time.Second) || !goes("x00", 24*time.Second) {
+			t.Errorf("lane (a, x00) in a wave after a hold of 24 s let it through: want held 24 s at once")
+		}
+		for url := range uint64(3) {
+			send("x01", 20+url) // a lane that never had a success
+		}
+		if goes("x01", time.Minute) {
+			t.Errorf("lane (a, x01) went a minute after a wave of Forbidden answers on its first requests: want a ban")
 		}
 	})
 	t.Run("ProviderLimits", func(t *testing.T) {
@@ -979,4 +1016,9 @@ func TestLaneShareOfHost(t *testing.T) {
 	if tk, ok, _ := acquire(t, l, "h", limit.Want{}, at); !ok || tk.Exit != "x00" {
 		t.Errorf("with the other lanes banned: %v %v, want x00 over its share", tk.Exit, ok)
 	}
+}
+
+// hasChange reports whether changes hold one made by rule.
+func hasChange(changes []limit.Change, rule string) bool {
+	return slices.ContainsFunc(changes, func(c limit.Change) bool { return c.Rule == rule })
 }

@@ -62,7 +62,13 @@ import (
 //  8. busy       a 503 pauses the host and cuts its own rate; one without
 //                Retry-After while another lane succeeds is this lane's 429
 //                (laneBusy).
-//  9. ban        a block page quarantines the lane.
+//  9. ban        a block page quarantines the lane; so does a wave of
+//                Forbidden answers on a lane that never had a success.
+//     wave       a wave of Forbidden answers on a lane that had successes
+//                is the limit refusing its pace: read as a 429 with a
+//                penalty's wait, the lane held out as long as the block
+//                (12 s, or the host's longest hold that let one through;
+//                twice as long when refused again) (wave.go).
 //     remaining  a success whose X-RateLimit-Remaining alone fell to 0 is
 //                read as the 429 its next request would draw (remaining.go).
 // 10. declared   a declared quota sets every lane's pace (declared.go).
@@ -91,6 +97,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		l.serOK++
 		l.eps = 0
 		h.endWave(l)
+		h.letThrough(r, l, now)
 		if h.okExit != l.exit {
 			h.prevOKAt = h.okAt
 		}
@@ -117,9 +124,20 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		r.banned(h, l, now, "a block page")
 	case verdict.Forbidden:
 		h.c.Forbidden++
-		l.extra().c.forb++
-		if h.forbidden(r, l, o.URLHash, now) {
-			r.banned(h, l, now, fmt.Sprintf("a wave of %d forbidden URLs", r.banWave))
+		x2 := l.extra()
+		x2.c.forb++
+		switch {
+		case sent <= x2.waveAt:
+			// The refusal rule wave read already: its requests still out.
+		case x2.hold > 0:
+			if !r.refusedAgain(h, l, now) {
+				r.banned(h, l, now, "refused after its longest hold")
+			}
+		default:
+			pace := float64(1e9) / float64(max(rec.laneIv, 1))
+			if wave, x := h.forbidden(r, l, o.URLHash, pace, now); wave && !r.limitWave(h, l, x, rec, o, sent, now, u) {
+				r.banned(h, l, now, fmt.Sprintf("a wave of %d forbidden URLs", r.banWave))
+			}
 		}
 	default:
 		h.c.Fatal++
@@ -369,7 +387,9 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	default:
 		r.follow429(h, l, x, ser, now)
 	}
-	if l.exit == h.exp.exit && int64(o.RetryAfter) >= costlyIntervals*interval(x) && !h.cap.costly {
+	// (A wave of refusals read as a 429, rule wave, costs its lane the
+	// hold, not the penalty's wait the reading takes: not costly.)
+	if l.exit == h.exp.exit && o.Verdict != verdict.Forbidden && int64(o.RetryAfter) >= costlyIntervals*interval(x) && !h.cap.costly {
 		h.note(r, now, "explore", l.exit, "ceiling", h.cap.hi, h.cap.hi, fmt.Sprintf("a 429 costs a lane %v: the search stops within %.0f%%", o.RetryAfter, 100*(costlyDone-1)))
 		h.cap.costly = true
 	}

@@ -234,7 +234,7 @@ func (r *rules) explorerLost(h *host, l *lane, now int64) {
 func (h *host) challenger(l *lane, now int64) *lane {
 	var hot, idle *lane // the first of each in the heap's order, whatever its layout
 	for _, c := range h.heap {
-		if c == l || c.own() != 0 || c.cool > now {
+		if c == l || c.own() != 0 || c.cool > now || c.ban > now || h.refusing(c) {
 			continue
 		}
 		if c.hot && (hot == nil || before(c, hot)) {

@@ -27,9 +27,22 @@ func TestForbiddenWave(t *testing.T) {
 	for _, tt := range tests {
 		var w wave
 		for i, h := range tt.hits {
-			if got := forbiddenWave(&w, h.url, h.at, waveSpan, waveURLs); got != tt.want[i] {
+			if got := forbiddenWave(&w, h.url, 1, h.at, waveSpan, waveURLs); got != tt.want[i] {
 				t.Errorf("%s: forbiddenWave(hit %d: url %d at %v) = %v, want %v", tt.name, i, h.url, time.Duration(h.at), got, tt.want[i])
 			}
 		}
+	}
+}
+
+// A wave's pace is the fastest its requests went at: the one that ran the
+// count out, where the lane slowed or took the search while its answers
+// came back refused.
+func TestWavePace(t *testing.T) {
+	var w wave
+	for i, p := range []float64{7.5, 5.4, 5.4} {
+		forbiddenWave(&w, uint64(i+1), p, int64(i)*int64(time.Millisecond), waveSpan, waveURLs)
+	}
+	if got := w.pace(); got != 7.5 {
+		t.Errorf("pace = %v, want 7.5", got)
 	}
 }

@@ -32,9 +32,10 @@ ruby -e 'require "rack/attack"; require "active_support/cache"; require "rack/ha
 # Varnish Cache with varnish-modules' vsthrottle (a held-out limiter of peerbench).
 command -v varnishd >/dev/null 2>&1 || [[ -x /usr/sbin/varnishd ]] || missing+=(varnish)
 compgen -G '/usr/lib/*/varnish/vmods/libvmod_vsthrottle.so' >/dev/null || missing+=(varnish-modules)
-# Apache httpd with mod_qos (a held-out limiter of peerbench).
+# Apache httpd with mod_qos and with mod_evasive (held-out limiters of peerbench).
 command -v apache2 >/dev/null 2>&1 || [[ -x /usr/sbin/apache2 ]] || missing+=(apache2)
 [[ -e /usr/lib/apache2/modules/mod_qos.so ]] || missing+=(libapache2-mod-qos)
+[[ -e /usr/lib/apache2/modules/mod_evasive20.so ]] || missing+=(libapache2-mod-evasive)
 if ((${#missing[@]})); then
 	echo "test.sh: installing ${missing[*]}" >&2
 	sudo=""

@@ -59,7 +59,7 @@ with npm (the Node targets' modules, express-rate-limit, fastify with
 hono-rate-limiter, koa with koa-ratelimit and hapi with hapi-rate-limit,
 pinned, are installed into the user cache once); the held-out targets need
 ruby-rack-attack, ruby-activesupport and puma, varnish and varnish-modules,
-and apache2 with libapache2-mod-qos.
+and apache2 with libapache2-mod-qos and libapache2-mod-evasive.
 
 Usage:
   go run ./cmd/peerbench [flags]

@@ -261,6 +261,12 @@ func Holdouts() []Target {
 		throttleTarget("express-throttle-6-per-min", peers.ThrottleConfig{Rate: "6/min"}, 6, time.Minute, 6),
 		throttleTarget("express-throttle-3-per-s-burst10", peers.ThrottleConfig{Rate: "3/s", Burst: 10}, 3, time.Second, 10),
 
+		// Run blind by a helper on 2026-12-07's forty-fifth session
+		// (28.1%: a 403 wave at the explorer's fresh pace read as a ban),
+		// then added: Apache's anti-flood module as its README sets it up,
+		// the one limiter of the bench that refuses with 403.
+		withScenario(apacheEvasiveTarget("apache-evasive-5-per-s-block10", peers.ApacheEvasiveConfig{SiteCount: 5, Block: 10}), "apache-evasive-5-per-s-block10"),
+
 		// Run blind by hand on 2026-12-07's forty-fifth session against
 		// RateLimiterRedis (13.5%, 70.2% and 4.55% of 429s), then added
 		// on the memory store, which counts alike: rate-limiter-flexible
@@ -361,6 +367,27 @@ func apacheQoSTarget(name string, cfg peers.ApacheQoSConfig) Target {
 			c.Dir = dir
 			return peers.StartApacheQoS(c)
 		}))
+}
+
+// apacheEvasiveTarget is Apache httpd guarded by mod_evasive as cfg sets it
+// with DOSSiteInterval 1: a counter per client address reset by its first
+// request in each whole second of time(NULL), the request that finds it at
+// cfg.SiteCount refused with a bare 403 and the address held: refused
+// until cfg.Block whole seconds pass with no request of it (each refused
+// one holds it on). Its refusals are measured as 429s (Target.Refuses).
+func apacheEvasiveTarget(name string, cfg peers.ApacheEvasiveConfig) Target {
+	cfg.SiteInterval = 1
+	t := countsDenied(holdoutTarget(name, "Apache httpd 2.4 with mod_evasive 1.10",
+		fmt.Sprintf("a counter per client address reset by its first request in each whole second; the request that finds it at %d is refused and the address held %d s past its last refused request", cfg.SiteCount, cfg.Block),
+		cfg.SiteCount, time.Second, "none", "none (a bare 403)",
+		fmt.Sprintf("DOSSiteCount %d; DOSSiteInterval 1; DOSBlockingPeriod %d; DOSPageCount 2; DOSPageInterval 1", cfg.SiteCount, cfg.Block),
+		func(dir string) (Server, error) {
+			c := cfg
+			c.Dir = dir
+			return peers.StartApacheEvasive(c)
+		}))
+	t.Refuses = http.StatusForbidden
+	return t
 }
 
 // restifyTarget is restify's throttle plugin as cfg sets it: a token bucket

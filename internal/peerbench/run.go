@@ -351,10 +351,10 @@ func watch(cfg RunConfig, accessLog string) (stop func()) {
 			case now := <-t.C:
 				entries, _ := tail.Read() // progress only: the final read reports errors
 				for _, e := range entries {
-					switch {
-					case e.Status < 400:
+					switch status := limitedStatus(e, cfg.Target.Refuses); {
+					case status < 400:
 						p.OK++
-					case e.Status == 429:
+					case status == 429:
 						p.Limited++
 					default:
 						p.Other++
@@ -539,7 +539,7 @@ func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start t
 			continue
 		}
 		r.ServerCounts.add(e.RemoteAddr, e.Status, 1)
-		hits = append(hits, measure.Hit{At: e.Time, Key: e.RemoteAddr, Status: limitedStatus(e)})
+		hits = append(hits, measure.Hit{At: e.Time, Key: e.RemoteAddr, Status: limitedStatus(e, cfg.Target.Refuses)})
 		if first.IsZero() || e.Time.Before(first) {
 			first = e.Time
 		}
@@ -573,9 +573,11 @@ func (r *Result) judge(log []peers.AccessEntry, binds map[string]string, start t
 
 // limitedStatus is e's status for the measure: a request nginx's limit
 // rejected (limit=REJECTED in its log) is limited whatever status it was
-// answered with (limit_req_status 503, nginx's default, is no overload).
-func limitedStatus(e peers.AccessEntry) int {
-	if e.Limit == "REJECTED" {
+// answered with (limit_req_status 503, nginx's default, is no overload),
+// and so is one answered with the status the target refuses with
+// (Target.Refuses: mod_evasive's 403).
+func limitedStatus(e peers.AccessEntry, refuses int) int {
+	if e.Limit == "REJECTED" || refuses != 0 && e.Status == refuses {
 		return http.StatusTooManyRequests
 	}
 	return e.Status

@@ -47,6 +47,10 @@ type Target struct {
 	Headers string `json:"headers"`
 	// CountsDenied says whether rejected requests count against the limit.
 	CountsDenied bool `json:"counts_denied"`
+	// Refuses is the status the limiter refuses a client with when it is
+	// not 429 (mod_evasive's bare 403): measured as a 429, a limited
+	// request. 0: 429.
+	Refuses int `json:"refuses,omitempty"`
 	// Config is the limiter's configuration as written.
 	Config string `json:"config"`
 	// Twin is the name of its simulated twin (sim/server.Twins):

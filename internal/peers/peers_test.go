@@ -1045,3 +1045,38 @@ func TestNginxLongZone(t *testing.T) {
 		t.Errorf("statuses = %v, want three 200s, then the long zone's 429", codes)
 	}
 }
+
+// mod_evasive lets SiteCount requests of an address through in a second
+// (its first second, one more: the counter's first request makes it and is
+// not counted), refuses the next with a bare 403 and holds the address:
+// every request within Block whole seconds of the last one refused is
+// refused too, and holds it on. After Block quiet seconds it passes again.
+func TestApacheEvasive(t *testing.T) {
+	a := peertest.StartApacheEvasive(t, peertest.ApacheEvasiveConfig{SiteCount: 3, SiteInterval: 1, Block: 2})
+	c := viaProxy(t, "127.0.0.31")
+	// Warm the counter (its first request is not counted), then start at
+	// the beginning of a whole second so the burst stays within it.
+	warm, _, _ := get(t, c, a.URL()+"/w")
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
+	start := time.Now()
+	codes := []int{warm}
+	for i := range 5 {
+		code, hdr, _ := get(t, c, fmt.Sprintf("%s/p/%d", a.URL(), i))
+		codes = append(codes, code)
+		if code == 403 && hdr.Get("Retry-After") != "" {
+			t.Errorf("403 Retry-After = %q, want none", hdr.Get("Retry-After"))
+		}
+	}
+	if want := []int{200, 200, 200, 200, 403, 403}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Fatalf("statuses = %v, want %v (3 a second, then held)", codes, want)
+	}
+	// Held: a request a second on is refused and holds the address on.
+	time.Sleep(time.Until(start.Truncate(time.Second).Add(1100 * time.Millisecond)))
+	held, _, _ := get(t, c, a.URL()+"/h")
+	time.Sleep(time.Until(start.Truncate(time.Second).Add(3100 * time.Millisecond)))
+	after, _, body := get(t, c, a.URL()+"/a")
+	if codes = append(codes, held, after); held != 403 || after != 200 || body != "ok\n" {
+		t.Errorf("a second into the hold %d, two quiet seconds after it %d (%q); want 403, then 200 ok", held, after, body)
+	}
+	checkLog(t, waitLog(t, a.AccessLog, len(codes)), codes, "127.0.0.31", start.Add(-2*time.Second))
+}

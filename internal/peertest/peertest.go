@@ -28,34 +28,36 @@ const StartTimeout = peers.StartTimeout
 
 // The peers' types, so that tests need import only this package.
 type (
-	NginxConfig      = peers.NginxConfig
-	TinyproxyConfig  = peers.TinyproxyConfig
-	HAProxyConfig    = peers.HAProxyConfig
-	FlaskConfig      = peers.FlaskConfig
-	ExpressConfig    = peers.ExpressConfig
-	FastifyConfig    = peers.FastifyConfig
-	FlexibleConfig   = peers.FlexibleConfig
-	RestifyConfig    = peers.RestifyConfig
-	HonoConfig       = peers.HonoConfig
-	WindowConfig     = peers.WindowConfig
-	NestConfig       = peers.NestConfig
-	NpmLimiterConfig = peers.NpmLimiterConfig
-	ThrottleConfig   = peers.ThrottleConfig
-	ApacheQoSConfig  = peers.ApacheQoSConfig
-	ApacheQoS        = peers.ApacheQoS
-	RackAttackConfig = peers.RackAttackConfig
-	RackAttack       = peers.RackAttack
-	VarnishConfig    = peers.VarnishConfig
-	Varnish          = peers.Varnish
-	NodeApp          = peers.NodeApp
-	GoServerConfig   = peers.GoServerConfig
-	AccessEntry      = peers.AccessEntry
-	Proxy            = peers.Proxy
-	Redis            = peers.Redis
-	HAProxy          = peers.HAProxy
-	Flask            = peers.Flask
-	Express          = peers.Express
-	GoServer         = peers.GoServer
+	NginxConfig         = peers.NginxConfig
+	TinyproxyConfig     = peers.TinyproxyConfig
+	HAProxyConfig       = peers.HAProxyConfig
+	FlaskConfig         = peers.FlaskConfig
+	ExpressConfig       = peers.ExpressConfig
+	FastifyConfig       = peers.FastifyConfig
+	FlexibleConfig      = peers.FlexibleConfig
+	RestifyConfig       = peers.RestifyConfig
+	HonoConfig          = peers.HonoConfig
+	WindowConfig        = peers.WindowConfig
+	NestConfig          = peers.NestConfig
+	NpmLimiterConfig    = peers.NpmLimiterConfig
+	ThrottleConfig      = peers.ThrottleConfig
+	ApacheQoSConfig     = peers.ApacheQoSConfig
+	ApacheQoS           = peers.ApacheQoS
+	ApacheEvasiveConfig = peers.ApacheEvasiveConfig
+	ApacheEvasive       = peers.ApacheEvasive
+	RackAttackConfig    = peers.RackAttackConfig
+	RackAttack          = peers.RackAttack
+	VarnishConfig       = peers.VarnishConfig
+	Varnish             = peers.Varnish
+	NodeApp             = peers.NodeApp
+	GoServerConfig      = peers.GoServerConfig
+	AccessEntry         = peers.AccessEntry
+	Proxy               = peers.Proxy
+	Redis               = peers.Redis
+	HAProxy             = peers.HAProxy
+	Flask               = peers.Flask
+	Express             = peers.Express
+	GoServer            = peers.GoServer
 )
 
 // Check ends the test for err: a missing peer program (peers.ErrNotInstalled)
@@ -231,6 +233,13 @@ func StartNest(t testing.TB, cfg NestConfig) *NodeApp {
 func StartApacheQoS(t testing.TB, cfg ApacheQoSConfig) *ApacheQoS {
 	t.Helper()
 	return start(t, peers.StartApacheQoS, cfg)
+}
+
+// StartApacheEvasive starts an Apache httpd target guarded by mod_evasive
+// (peers.StartApacheEvasive).
+func StartApacheEvasive(t testing.TB, cfg ApacheEvasiveConfig) *ApacheEvasive {
+	t.Helper()
+	return start(t, peers.StartApacheEvasive, cfg)
 }
 
 // StartRackAttack starts a Ruby Rack::Attack target (peers.StartRackAttack).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/exitgate/exitgate/frontier"
@@ -120,9 +121,14 @@ func measureHost(h *host, start, end, settleEnd time.Time, warmup time.Duration)
 		}
 	}
 	hits := make([]measure.Hit, 0, len(raw))
+	refuses := h.site.Refuses() // measured as a 429 (mod_evasive's 403)
 	for _, x := range raw {
 		if h.only == nil || h.only[x.Key] {
-			hits = append(hits, measure.Hit{At: x.At, Key: x.Key, Status: x.Status})
+			status := x.Status
+			if status == refuses {
+				status = http.StatusTooManyRequests
+			}
+			hits = append(hits, measure.Hit{At: x.At, Key: x.Key, Status: status})
 		}
 	}
 	k := float64(h.keys)

@@ -225,7 +225,12 @@ func Virtual(ctx context.Context, cfg Config) (Result, error) {
 		tally = metrics.NewTally(cfg.Start)
 		engineLim = cfg.Watch.Wrap(lim)
 	}
-	core := fetch.NewCore(coreConfig(cfg.Strategy, conc, cfg.Seed, m.finished), fr, engineLim, tally)
+	cc := coreConfig(cfg.Strategy, conc, cfg.Seed, m.finished)
+	// A forbidden URL is tried through the other exits, as the engine's
+	// Core does (NewEngine sets it): without them, every 403 of a
+	// limiter's refusal (mod_evasive's) abandoned its URL at once.
+	cc.Exits = func() []string { return keys }
+	core := fetch.NewCore(cc, fr, engineLim, tally)
 
 	d := &driver{
 		core: core, fr: fr, pool: pool, routes: routes, m: m,

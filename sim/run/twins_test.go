@@ -474,3 +474,42 @@ func TestReprobeBurstCarried(t *testing.T) {
 		t.Errorf("utilization %.3f over the run, %.3f after 30 s; want at least 0.93 and 0.95", res.Utilization, res.UtilizationSteady)
 	}
 }
+
+// TestRefusalsAreNotBans: Apache's mod_evasive answers a client over its
+// count with a bare 403 and holds it while it keeps sending. Its 403 waves
+// read as bans held the exploring lane ten minutes, nothing searched after
+// it, and the host stayed at 1.94/s of 5 a lane (28%, real); read as the
+// limit refusing the pace (rule wave), the search goes on. Each refusal is
+// measured as a 429, and no URL is lost to one: a refused URL goes through
+// another exit. At 7 a second the ramp's quick run passes 7.76/s and every
+// follower that takes it is refused at once: each wave is read at the pace
+// that ran the count out, not at the one its lane took since (read so, the
+// search cascaded to 0.9/s, 9.6% of the limit; 13% real at 5 a second).
+func TestRefusalsAreNotBans(t *testing.T) {
+	eg, _ := strategy.ByName(strategy.Exitgate)
+	for _, tt := range []struct {
+		scenario     string
+		whole, after float64
+	}{
+		{"apache-evasive-5-per-s-block10", 0.8, 0.88},
+		{"apache-evasive-5-per-s-block10:quota=7", 0.6, 0.8},
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			sc, err := server.TwinVariant(tt.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Virtual(context.Background(), Config{Scenario: sc, Strategy: eg, Exits: 10, Seed: 1, Duration: 120 * time.Second, Warmup: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%.1f%% over the run, %.1f%% after 30 s, %.2f%% refused (%d 403s), %d abandoned", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, r.Forbidden, r.Abandoned)
+			if r.Utilization < tt.whole || r.UtilizationSteady < tt.after || r.Ratio429 > 0.01 {
+				t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after 30 s (floor %.0f%%), %.2f%% refused (cap 1%%)", 100*r.Utilization, 100*tt.whole, 100*r.UtilizationSteady, 100*tt.after, 100*r.Ratio429)
+			}
+			if r.Forbidden == 0 || r.Figures.Limited != int(r.Forbidden) || r.Abandoned != 0 {
+				t.Errorf("%d 403s, %d measured as refusals, %d URLs abandoned: want some 403s, each a refusal, none abandoned", r.Forbidden, r.Figures.Limited, r.Abandoned)
+			}
+		})
+	}
+}

@@ -100,6 +100,9 @@ type Decision struct {
 	// serves it (nginx limit_req with a burst and no nodelay); zero for
 	// the others.
 	Delay time.Duration
+	// Status is what a refused request is answered with when it is not
+	// 429 (Evasive's bare 403); 0: 429.
+	Status int
 }
 
 // Algorithm is one rate-limiting algorithm holding state per key.
@@ -201,6 +204,14 @@ const (
 	// counted; its reset is that last request's second plus the window
 	// (see quietReset).
 	QuietReset
+	// Evasive is Apache mod_evasive 1.10's site counter (DOSSiteCount
+	// Quota, DOSSiteInterval Window in whole seconds, DOSBlockingPeriod
+	// Policy.Block): per key a counter that a request Window or more whole
+	// seconds after the key's last one resets, the request that finds it
+	// at Quota refused and the key held, every request within Block whole
+	// seconds of its last refused one refused too and holding it on.
+	// Refused with a bare 403, not a 429 (see evasive).
+	Evasive
 )
 
 var algoNames = [...]string{
@@ -222,6 +233,7 @@ var algoNames = [...]string{
 	BlockBucket:   "block-bucket",
 	QoSEvent:      "qos-event",
 	QuietReset:    "quiet-reset",
+	Evasive:       "evasive",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -274,6 +286,8 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 		alg = &qosEvent{keys: make(map[string]*qosCounter)}
 	case QuietReset:
 		alg = &quietReset{keys: make(map[string]*quietKey)}
+	case Evasive:
+		alg = &evasive{keys: make(map[string]*evasiveKey)}
 	default:
 		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
 	}

@@ -212,8 +212,11 @@ var ErrConfig = errors.New("invalid site config")
 
 // Bodies sent by the site.
 const (
-	BodyOK        = "ok\n"
-	BodyLimited   = "Too Many Requests\n"
+	BodyOK      = "ok\n"
+	BodyLimited = "Too Many Requests\n"
+	// BodyForbidden is Apache's own 403 page, as mod_evasive's refusals
+	// carry it: no block page's marker.
+	BodyForbidden = "<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n<title>403 Forbidden</title>\n</head><body>\n<h1>Forbidden</h1>\n<p>You don't have permission to access this resource.</p>\n</body></html>\n"
 	BodyOverload  = "<html><head><title>503 Service Unavailable</title></head><body><h1>503 Service Unavailable</h1><p>The server is temporarily unable to service your request due to capacity problems. Please try again later.</p></body></html>\n"
 	BodyBlockPage = `<!DOCTYPE html>
 <html lang="en-US"><head><title>Attention Required! | Cloudflare</title></head>
@@ -406,6 +409,15 @@ func validate(c *Config) error {
 	return nil
 }
 
+// Refuses is the status the site's limiter refuses a request with: 429,
+// or mod_evasive's 403 (Evasive). A measure counts it as a 429.
+func (s *Site) Refuses() int {
+	if s.cfg.Algorithm == Evasive {
+		return http.StatusForbidden
+	}
+	return http.StatusTooManyRequests
+}
+
 // KeyOf returns the limiter key the site derives for r.
 func (s *Site) KeyOf(r SimRequest) string { return s.cfg.Key.key(&r) }
 
@@ -446,9 +458,13 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 		d := alg.Decide(key, r.Now)
 		resp.Latency += d.Delay
 		resp.Header = s.headerLocked(d, t, key, ks)
-		if d.Allowed {
+		switch {
+		case d.Allowed:
 			resp.Status, resp.Body = http.StatusOK, BodyOK
-		} else {
+		case d.Status == http.StatusForbidden:
+			resp.Status, resp.Body = http.StatusForbidden, BodyForbidden
+			s.strikeLocked(key, ks, t, d.RetryAfter)
+		default:
 			resp.Status, resp.Body = http.StatusTooManyRequests, BodyLimited
 			s.strikeLocked(key, ks, t, d.RetryAfter)
 		}

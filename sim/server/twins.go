@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -649,6 +650,70 @@ func (q *quietReset) Decide(key string, now time.Time) Decision {
 	d.Reset = time.Duration((k.last+q.seconds)*int64(time.Second) - now.UnixNano())
 	if !d.Allowed {
 		d.RetryAfter = d.Reset
+	}
+	return d
+}
+
+// evasive is Apache mod_evasive 1.10's site counter (mod_evasive20.c,
+// access_checker) on time(NULL)'s whole seconds: a key on hold (refused
+// within Block seconds of its last refused request) is refused and held
+// on; else its counter, made by its first request (which it does not
+// count), is reset when the key's last request was Window or more seconds
+// before, and a request that finds it at Quota within Window is refused
+// and puts the key on hold; every request not on hold counts and moves
+// the last second to now's. So Quota pass in each second (at Window 1 s),
+// Quota+1 in the key's first. Refused with a bare 403, no header: it tells
+// nothing of when. The same page asked twice in a second (its page
+// counter) is not modelled: a crawl asks each URL once.
+type evasive struct {
+	p               Policy
+	interval, block int64 // whole seconds
+	keys            map[string]*evasiveKey
+}
+
+type evasiveKey struct {
+	count, last, held int64 // last, held: Unix seconds
+	holding           bool
+}
+
+func (v *evasive) Policy() Policy { return v.p }
+func (v *evasive) Keys() int      { return len(v.keys) }
+
+func (v *evasive) SetPolicy(p Policy) (err error) {
+	if v.p, err = p.checked(); err != nil {
+		return err
+	}
+	if w := v.p.Window; w < time.Second || w%time.Second != 0 {
+		return fmt.Errorf("evasive: window %v: want whole seconds (DOSSiteInterval)", w)
+	}
+	if b := v.p.Block; b < time.Second || b%time.Second != 0 {
+		return fmt.Errorf("evasive: block %v: want whole seconds, 1 or more (DOSBlockingPeriod)", b)
+	}
+	v.interval, v.block = int64(v.p.Window/time.Second), int64(v.p.Block/time.Second)
+	return nil
+}
+
+func (v *evasive) Decide(key string, now time.Time) Decision {
+	t := floorDiv(now.UnixNano(), int64(time.Second))
+	d := Decision{Limit: v.p.Quota, Window: v.p.Window, Allowed: true}
+	k := v.keys[key]
+	switch {
+	case k != nil && k.holding && t-k.held < v.block:
+		k.held, d.Allowed = t, false
+	case k == nil:
+		v.keys[key] = &evasiveKey{last: t}
+	default:
+		if t-k.last < v.interval && k.count >= int64(v.p.Quota) {
+			k.holding, k.held, d.Allowed = true, t, false
+		} else if t-k.last >= v.interval {
+			k.count = 0
+		}
+		k.last = t
+		k.count++
+	}
+	if !d.Allowed {
+		d.Status = http.StatusForbidden
+		d.RetryAfter = time.Duration(v.block) * time.Second // what a key that sent nothing more would wait, at most
 	}
 	return d
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -393,6 +394,41 @@ func TestTwinVariant(t *testing.T) {
 	} {
 		if _, err := TwinVariant(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("TwinVariant(%q) = %v, want an error with %q", spec, err, want)
+		}
+	}
+}
+
+// Apache mod_evasive, DOSSiteCount 3, DOSSiteInterval 1, DOSBlockingPeriod
+// 2, on whole seconds: the counter's first request is not counted (4 pass
+// in the key's first second), then 3 a second; the next is refused (403)
+// and holds the key, each refused request holding it on until 2 quiet
+// whole seconds have passed.
+func TestEvasiveTwin(t *testing.T) {
+	p := Policy{Quota: 3, Window: time.Second, Block: 2 * time.Second}
+	runAllowed(t, "evasive", Evasive, p, []at{
+		{ms(100), true}, {ms(200), true}, {ms(300), true}, {ms(400), true}, // the first uncounted
+		{sec(1) + ms(100), true}, {sec(1) + ms(200), true}, {sec(1) + ms(300), true},
+		{sec(1) + ms(400), false}, // the fourth in a second: held
+		{sec(2) + ms(900), false}, // held on (its second is 2: within 2 of 1)
+		{sec(4) + ms(100), true},  // 2 whole seconds after the last refused
+		{sec(5), true}, {sec(5) + ms(1), true}, {sec(5) + ms(2), true}, {sec(5) + ms(3), false},
+	})
+	alg, err := NewAlgorithm(Evasive, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := alg.Decide("k", t0); !d.Allowed || d.Status != 0 {
+		t.Errorf("first request: %+v, want allowed", d)
+	}
+	for range 4 {
+		alg.Decide("k", t0)
+	}
+	if d := alg.Decide("k", t0); d.Allowed || d.Status != http.StatusForbidden {
+		t.Errorf("over the count: allowed %v status %d, want refused with 403", d.Allowed, d.Status)
+	}
+	for _, bad := range []Policy{{Quota: 3, Window: 1500 * time.Millisecond, Block: time.Second}, {Quota: 3, Window: time.Second}} {
+		if _, err := NewAlgorithm(Evasive, bad); err == nil {
+			t.Errorf("policy %+v accepted, want whole seconds of window and block", bad)
 		}
 	}
 }
