@@ -360,6 +360,22 @@ func TestShortFitsReprobesSoon(t *testing.T) {
 		if h.exp.phase != expSettled || h.exp.shortFits != tc.soon {
 			t.Errorf("%d in %.1f s, Retry-After %v: phase %v, shortFits %v; want settled, %v", tc.n1, tc.t1, tc.ra, phaseNames[h.exp.phase], h.exp.shortFits, tc.soon)
 		}
+		if !tc.soon {
+			continue
+		}
+		// Due a quarter of the usual time on (15 s), after a quarter of
+		// the usual successes (100): the host's 400 at 14.6/s came 28 s
+		// on.
+		at := sec(tc.t1 + 16)
+		h.exp.okSince = reprobeQuiet/4 - 2
+		r.reprobeDue(h, h.lanes["e"], at)
+		if h.exp.reprobe {
+			t.Errorf("re-probed after %d successes, want %d", h.exp.okSince, reprobeQuiet/4)
+		}
+		r.reprobeDue(h, h.lanes["e"], at)
+		if !h.exp.reprobe {
+			t.Errorf("no re-probe 16 s on after %d successes", h.exp.okSince)
+		}
 	}
 }
 

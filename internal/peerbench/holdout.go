@@ -256,8 +256,8 @@ func Holdouts() []Target {
 		// Run blind by hand on 2026-12-07's forty-fourth session (80.6%
 		// over the run; 3.91% of 429s), then added: two token buckets
 		// on express from npm, set up as their READMEs set them up.
-		npmLimiterTarget("npm-limiter-5-per-s-ra1", peers.NpmLimiterConfig{WindowConfig: peers.WindowConfig{Limit: 5, Window: time.Second}, RetryAfter: time.Second}),
-		npmLimiterTarget("npm-limiter-2-per-s", peers.NpmLimiterConfig{WindowConfig: peers.WindowConfig{Limit: 2, Window: time.Second}}),
+		withScenario(npmLimiterTarget("npm-limiter-5-per-s-ra1", peers.NpmLimiterConfig{WindowConfig: peers.WindowConfig{Limit: 5, Window: time.Second}, RetryAfter: time.Second}), "npm-limiter-5-per-s-ra1"),
+		withScenario(npmLimiterTarget("npm-limiter-2-per-s", peers.NpmLimiterConfig{WindowConfig: peers.WindowConfig{Limit: 2, Window: time.Second}}), "npm-limiter-2-per-s"),
 		throttleTarget("express-throttle-6-per-min", peers.ThrottleConfig{Rate: "6/min"}, 6, time.Minute, 6),
 		throttleTarget("express-throttle-3-per-s-burst10", peers.ThrottleConfig{Rate: "3/s", Burst: 10}, 3, time.Second, 10),
 

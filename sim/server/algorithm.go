@@ -212,6 +212,13 @@ const (
 	// seconds of its last refused one refused too and holding it on.
 	// Refused with a bare 403, not a 429 (see evasive).
 	Evasive
+	// NpmLimiter is the npm package limiter 4.1's RateLimiter with
+	// fireImmediately: a token bucket of Quota refilled at Quota per
+	// Window on a millisecond clock (fractional tokens), full at the key's
+	// first request, and beside it at most Quota taken in a window opened
+	// by the first request after the last window ended, refused requests
+	// opening it too and taking nothing (see npmLimiter).
+	NpmLimiter
 )
 
 var algoNames = [...]string{
@@ -234,6 +241,7 @@ var algoNames = [...]string{
 	QoSEvent:      "qos-event",
 	QuietReset:    "quiet-reset",
 	Evasive:       "evasive",
+	NpmLimiter:    "npm-limiter",
 }
 
 // String returns the kebab-case name used in scenarios and reports.
@@ -288,6 +296,8 @@ func NewAlgorithm(a Algo, p Policy) (Algorithm, error) {
 		alg = &quietReset{keys: make(map[string]*quietKey)}
 	case Evasive:
 		alg = &evasive{keys: make(map[string]*evasiveKey)}
+	case NpmLimiter:
+		alg = &npmLimiter{keys: make(map[string]*npmKey)}
 	default:
 		return nil, fmt.Errorf("%w %v", ErrUnknownAlgo, a)
 	}

@@ -717,3 +717,66 @@ func (v *evasive) Decide(key string, now time.Time) Decision {
 	}
 	return d
 }
+
+// npmLimiter is the npm package limiter 4.1's RateLimiter with
+// fireImmediately (RateLimiter.ts tryRemoveTokens, TokenBucket.ts drip) on
+// a millisecond clock, one per key made at its first request: a request
+// first opens a new window when the current one (from the key's first
+// request, or the window's opening request) is Window or more old; it is
+// refused when Quota were taken in the window already, else when the
+// bucket, filled at Quota/Window a millisecond since its last drip (up to
+// Quota, full when made), holds less than one token; else it takes one
+// and counts in the window. A refused request takes nothing. It answers
+// no header of its own: the app sets Retry-After (Config.RetryAfter).
+type npmLimiter struct {
+	p    Policy
+	keys map[string]*npmKey
+}
+
+type npmKey struct {
+	content          float64 // tokens
+	lastDrip, window int64   // ms
+	taken            int
+}
+
+func (n *npmLimiter) Policy() Policy { return n.p }
+func (n *npmLimiter) Keys() int      { return len(n.keys) }
+
+func (n *npmLimiter) SetPolicy(p Policy) (err error) {
+	n.p, err = p.checked()
+	return err
+}
+
+func (n *npmLimiter) Decide(key string, now time.Time) Decision {
+	ms := floorDiv(now.UnixNano(), int64(time.Millisecond))
+	w := n.p.Window.Milliseconds()
+	q := float64(n.p.Quota)
+	k := n.keys[key]
+	if k == nil {
+		k = &npmKey{content: q, lastDrip: ms, window: ms}
+		n.keys[key] = k
+	}
+	d := Decision{Limit: n.p.Quota, Window: n.p.Window}
+	if ms < k.window || ms-k.window >= w {
+		k.window, k.taken = ms, 0
+	}
+	if k.taken < n.p.Quota {
+		k.content = min(k.content+float64(max(ms-k.lastDrip, 0))*q/float64(w), q)
+		k.lastDrip = ms
+		if k.content >= 1 {
+			k.content--
+			k.taken++
+			d.Allowed = true
+		}
+	}
+	if !d.Allowed {
+		// What a key that sent nothing more would wait: the window's
+		// end, or the next whole token, whichever is later.
+		wait := time.Duration(max(k.window+w-ms, 0)) * time.Millisecond
+		if k.taken < n.p.Quota {
+			wait = time.Duration(math.Ceil((1-k.content)*float64(w)/q)) * time.Millisecond
+		}
+		d.RetryAfter = wait
+	}
+	return d
+}

@@ -432,3 +432,20 @@ func TestEvasiveTwin(t *testing.T) {
 		}
 	}
 }
+
+// The npm limiter's RateLimiter, 2 per second: a bucket of 2 refilled at
+// 2/s (fractional, on milliseconds, full at the key's first request) and at
+// most 2 taken in a window opened by the first request after the last one
+// ended (refused or not). A window spent refuses whatever the bucket holds;
+// a bucket spent refuses in a fresh window.
+func TestNpmLimiterTwin(t *testing.T) {
+	runAllowed(t, "npm-limiter", NpmLimiter, Policy{Quota: 2, Window: time.Second}, []at{
+		{0, true}, {ms(999), true}, // the bucket full at first, refilled nearly so by 999 ms
+		{ms(999), false},          // the window's 2 taken
+		{sec(1), true},            // a window opened: the bucket's last token
+		{sec(1) + ms(1), false},   // the window has room, the bucket has 0.004
+		{sec(1) + ms(600), true},  // refilled 1.2
+		{sec(1) + ms(700), false}, // the window's 2 taken again
+		{sec(2), true},            // a second after the window opened: a new one
+	})
+}

@@ -192,7 +192,7 @@ func TwinByName(target string) (Scenario, bool) {
 func TwinVariant(spec string) (Scenario, error) {
 	name, fields, hasFields := strings.Cut(spec, ":")
 	sc, ok := ScenarioByName(name)
-	if !ok || !strings.HasPrefix(name, "twin-") && !strings.HasPrefix(name, "block-bucket-") && !strings.HasPrefix(name, "apache-evasive-") {
+	if !ok || !strings.HasPrefix(name, "twin-") && !strings.HasPrefix(name, "block-bucket-") && !strings.HasPrefix(name, "apache-evasive-") && !strings.HasPrefix(name, "npm-limiter-") {
 		return Scenario{}, fmt.Errorf("twin variant %q: no twin %q", spec, name)
 	}
 	if !hasFields {
@@ -391,7 +391,16 @@ func Wide() []Scenario {
 	evasive := twin("apache-evasive-5-per-s-block10", "Apache mod_evasive DOSSiteCount 5, DOSSiteInterval 1, DOSBlockingPeriod 10: 5 a client in each whole second, the next refused with a bare 403 and the client held until 10 whole seconds pass with no request of it",
 		Config{Algorithm: Evasive, Policy: Policy{Quota: 5, Window: time.Second, Block: 10 * time.Second}})
 
-	return []Scenario{short, tiers, layered, nginx2, bare10, block30, block10, block60, remaining, sized, clock, nginx40, haproxy50, haproxy4, haproxy12, haproxy30, haproxy10, nginx5, block20, qos20, qos100, quiet, flex10, flex30, flex6, evasive, {
+	// The npm package limiter's RateLimiter on express, as its README
+	// sets it up for a server, beside the held-out npm-limiter-5-per-s-ra1
+	// and npm-limiter-2-per-s (run blind on 2026-12-07: 80.6% over the
+	// run at 5 a second told Retry-After: 1).
+	npm5 := twin("npm-limiter-5-per-s-ra1", "npm limiter 4.1 RateLimiter 5 per second (fireImmediately): a bucket of 5 refilled at 5/s and at most 5 in a second opened by the first request after the last; Retry-After: 1 (set by the app)",
+		Config{Algorithm: NpmLimiter, Policy: Policy{Quota: 5, Window: time.Second}, RetryAfter: time.Second})
+	npm2 := twin("npm-limiter-2-per-s", "npm limiter 4.1 RateLimiter 2 per second (fireImmediately): a bucket of 2 refilled at 2/s and at most 2 in a second opened by the first request after the last; bare 429",
+		Config{Algorithm: NpmLimiter, Policy: Policy{Quota: 2, Window: time.Second}})
+
+	return []Scenario{short, tiers, layered, nginx2, bare10, block30, block10, block60, remaining, sized, clock, nginx40, haproxy50, haproxy4, haproxy12, haproxy30, haproxy10, nginx5, block20, qos20, qos100, quiet, flex10, flex30, flex6, evasive, npm5, npm2, {
 		Name:        "hosts-100",
 		Description: fmt.Sprintf("100 hosts crawled at once, cycling through the %d twins' limiters (6/min to 20/s per IP, Retry-After none to 60 s), 200 URLs each; each host is measured up to its own last request", len(tw)),
 		Kind:        PerIP,
