@@ -63,8 +63,10 @@ type laneExtra struct {
 	// waveAt is when rule wave read a wave of Forbidden answers on the
 	// lane as the limit's refusal: answers to what it sent before are the
 	// same refusal. hold is how long it was held out last, while nothing
-	// was let through since (0: it was, or it was never refused).
+	// was let through since (0: it was, or it was never refused). banned:
+	// it was banned and nothing let through since (no wave is a refusal).
 	waveAt, hold int64
+	banned       bool
 	// held: the lane waits for the explorer's first recovery (awaitHold).
 	// counted: held at the first run's count (awaitCount), released too
 	// once another follower is let through past it.

@@ -399,6 +399,67 @@ func TestLimiter(t *testing.T) {
 			t.Errorf("lane (a, x01) went a minute after a wave of Forbidden answers on its first requests: want a ban")
 		}
 	})
+	t.Run("ForbiddenForGood", func(t *testing.T) {
+		// A site that 403s an IP for good after some successes: read
+		// as refusals first, the lane is held 12, 24, 48 and 96 s, and
+		// refused after that it is banned (7 refusals, not 9 over 12.7
+		// minutes); the ban's end and another wave is a ban again, no
+		// refusal. A lone 403 long after a hold ran out is a URL's own.
+		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100)}, 2)
+		at := t0
+		forbidden, sends := 0, 0
+		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
+		for url := uint64(1); at.Before(t0.Add(10 * time.Minute)); url++ {
+			at = at.Add(time.Second)
+			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+			if !ok {
+				continue
+			}
+			sends++
+			l.Done(tk, limit.Outcome{Verdict: verdict.Forbidden, URLHash: url}, at)
+			forbidden++
+			if s := l.Snapshot(at); !s.Hosts[0].Lanes[0].BannedUntil.IsZero() {
+				break
+			}
+		}
+		if got := at.Sub(t0); forbidden != 7 || got > 4*time.Minute {
+			t.Errorf("banned after %d refusals, %v on; want 7, within 4 minutes (12+24+48+96 s of holds)", forbidden, got)
+		}
+		// The ban's end: a wave again is a ban again.
+		at = at.Add(11 * time.Minute)
+		for url := uint64(100); url < 103; url++ {
+			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+			if !ok {
+				t.Fatalf("lane (a, x00) refused at %v, after its ban", at.Sub(t0))
+			}
+			l.Done(tk, limit.Outcome{Verdict: verdict.Forbidden, URLHash: url}, at)
+			at = at.Add(time.Second)
+		}
+		if s := l.Snapshot(at); s.Hosts[0].Lanes[0].BannedUntil.Before(at.Add(10 * time.Minute)) {
+			t.Errorf("a wave after the ban's end: banned until %v, want a ban (doubled: 20 minutes)", s.Hosts[0].Lanes[0].BannedUntil.Sub(at))
+		}
+
+		// x01: a success, a wave (held 12 s), then, idle half an hour
+		// since, a lone 403: a URL's own, no block still running.
+		at = t0
+		send := func(v verdict.Verdict, url uint64) {
+			t.Helper()
+			tk, ok, _ := acquire(t, l, "b", limit.Want{Pin: "x01"}, at)
+			if !ok {
+				t.Fatalf("lane (b, x01) refused at %v", at.Sub(t0))
+			}
+			l.Done(tk, limit.Outcome{Verdict: v, URLHash: url}, at)
+			at = at.Add(time.Second)
+		}
+		send(verdict.OK, 0)
+		for url := uint64(1); url <= 3; url++ {
+			send(verdict.Forbidden, url)
+		}
+		at = at.Add(30 * time.Minute)
+		send(verdict.Forbidden, 4)
+		send(verdict.OK, 0) // not held: the lone 403 read nothing
+	})
 	t.Run("ProviderLimits", func(t *testing.T) {
 		l := newLimiter(t, limit.Config{}, 0)
 		l.SetExits([]limit.Exit{{ID: "p", Rate: limit.PerSecond(1), Concurrency: 1}})

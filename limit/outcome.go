@@ -63,12 +63,14 @@ import (
 //                Retry-After while another lane succeeds is this lane's 429
 //                (laneBusy).
 //  9. ban        a block page quarantines the lane; so does a wave of
-//                Forbidden answers on a lane that never had a success.
+//                Forbidden answers on a lane that never had a success, or
+//                none since its last ban.
 //     wave       a wave of Forbidden answers on a lane that had successes
 //                is the limit refusing its pace: read as a 429 with a
 //                penalty's wait, the lane held out as long as the block
 //                (12 s, or the host's longest hold that let one through;
-//                twice as long when refused again) (wave.go).
+//                twice as long when refused again, a ban past 96 s)
+//                (wave.go).
 //     remaining  a success whose X-RateLimit-Remaining alone fell to 0 is
 //                read as the 429 its next request would draw (remaining.go).
 // 10. declared   a declared quota sets every lane's pace (declared.go).
@@ -97,7 +99,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		l.serOK++
 		l.eps = 0
 		h.endWave(l)
-		h.letThrough(r, l, now)
+		h.letThrough(r, l, sent, now)
 		if h.okExit != l.exit {
 			h.prevOKAt = h.okAt
 		}
@@ -129,9 +131,9 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		switch {
 		case sent <= x2.waveAt:
 			// The refusal rule wave read already: its requests still out.
-		case x2.hold > 0:
+		case l.refusedStill(sent):
 			if !r.refusedAgain(h, l, now) {
-				r.banned(h, l, now, "refused after its longest hold")
+				r.banned(h, l, now, "refused again after its longest hold")
 			}
 		default:
 			pace := float64(1e9) / float64(max(rec.laneIv, 1))
@@ -793,7 +795,9 @@ func (r *rules) inferScope(h *host, now int64) bool {
 
 // banned quarantines lane l, doubling with each ban.
 func (r *rules) banned(h *host, l *lane, now int64, why string) {
-	l.extra().c.ban++
+	x2 := l.extra()
+	x2.c.ban++
+	x2.banned, x2.hold = true, 0 // (rule wave: no refusal until it is let through again)
 	if l.bans < 62 {
 		l.bans++
 	}

@@ -97,15 +97,25 @@ func (h *host) endWave(l *lane) {
 // out only as long as the block: a block each refused request restarts
 // runs out in silence. It waits waveHold, longer than an anti-flood
 // block's usual length (mod_evasive's DOSBlockingPeriod is 10 s unless
-// set, counted in whole seconds from the last refused request's), or the hold that let a lane of the host through again, if longer.
+// set, counted in whole seconds from the last refused request's), or the
+// longest hold that let a lane of the host through again, if longer.
 // Refused again after it (one answer says so: the lane's first answers
 // are the block's), with nothing let through between, the block is longer:
-// the lane waits twice as long each time, and once that reaches
-// Config.BanBase it is a ban. A lane refused in a wave before any success
-// of its own is banned as before: a ban does not let it through.
+// the lane waits twice as long each time, up to maxWaveHold; refused after
+// that, it is a ban. A lane refused in a wave before any success of its
+// own, or since its last ban, is banned as before: a ban does not let it
+// through.
 const (
 	waveTold = time.Duration(maxRecovery) + time.Second
 	waveHold = int64(12 * time.Second)
+	// maxWaveHold is the longest hold a refused lane waits before a
+	// refusal reads as a ban: anti-flood blocks last seconds to a minute
+	// (mod_evasive's guides set 10 to 60 s). A site that 403s an IP for
+	// good after some successes bans the lane after 7 refusals and 3
+	// minutes (12+24+48+96 s); doubled up to Config.BanBase instead, it
+	// took 9 refusals and 12.7 minutes, and BannedEverywhere said no the
+	// whole time.
+	maxWaveHold = int64(2 * time.Minute)
 )
 
 // limitWave applies rule wave to the wave that lane l completed at pace x
@@ -113,13 +123,13 @@ const (
 // and reports whether it was read as the limit's refusal (false: the
 // caller bans the lane).
 func (r *rules) limitWave(h *host, l *lane, x float64, rec ticketRec, o *Outcome, sent, now int64, u float64) bool {
-	if !h.exploring() || l.c.ok == 0 {
-		return false // (never let through: a ban)
+	x2 := l.extra()
+	if !h.exploring() || l.c.ok == 0 || x2.banned {
+		return false // (never let through, or not since its ban: a ban)
 	}
 	hold := max(waveHold, h.waveHold)
 	h.note(r, now, "wave", l.exit, "cooldown", 0, secs(hold),
 		fmt.Sprintf("a wave of %d forbidden URLs at %.3g/s after successes: the limit refusing the pace, read as a 429 with a penalty's wait", r.banWave, x))
-	x2 := l.extra()
 	x2.waveAt, x2.hold = now, hold
 	if !h.cap.careful {
 		// A refusal counts over a second or more, from the clock's
@@ -141,55 +151,72 @@ func (r *rules) limitWave(h *host, l *lane, x float64, rec ticketRec, o *Outcome
 		rec.laneIv = int64(1e9 / x) // read at the wave's pace
 		r.throttled(h, l, rec, &refusal, sent, now, u)
 	}
-	// The reading waits a penalty's wait; the lane only the block's.
-	l.cool = min(l.cool, now+hold)
+	// The reading waits a penalty's wait; the lane the block's, however
+	// long (cut to the penalty's, a hold the host had learned longer let
+	// the lane go early into a block still running, and it was banned).
+	l.cool = now + hold
 	r.handOff(h, l, now)
 	return true
 }
 
 // refusedAgain applies rule wave to a Forbidden answer on lane l, refused
 // in a wave and let through nothing since, at now: the block outlasted its
-// hold, and the lane waits twice as long. It reports false once that
-// reaches Config.BanBase: a ban (the caller bans the lane).
+// hold, and the lane waits twice as long. It reports false past
+// maxWaveHold: a ban (the caller bans the lane). Nothing of it is the
+// host's: a lane banned for good is refused again too (the host's hold is
+// what let a lane through, letThrough).
 func (r *rules) refusedAgain(h *host, l *lane, now int64) bool {
 	x2 := l.x
 	hold := 2 * x2.hold
-	if hold >= int64(r.banBase) {
-		x2.hold = 0
+	if hold > maxWaveHold {
 		return false
 	}
 	h.note(r, now, "wave", l.exit, "cooldown", 0, secs(hold), "refused again after its hold, nothing let through between: the block lasts longer, wait twice as long")
 	x2.waveAt, x2.hold = now, hold
 	h.readsNothing(l, now)
 	l.cool = max(l.cool, now+hold)
-	h.longBlock(r, l, hold, now)
 	return true
 }
 
-// longBlock notes that the host holds a refused lane longer than
-// waveHold, at least hold: later waves wait that long at once, and the
-// search, each of whose refused steps costs a lane that long, stops
-// within costlyDone (mod_evasive blocking a minute: every wave cost its
-// lane 15, 30 and 60 s refused again before the 120 s that let it
-// through, 64% of the limit over a two-minute run).
-func (h *host) longBlock(r *rules, l *lane, hold, now int64) {
-	h.waveHold = max(h.waveHold, hold)
-	if !h.cap.costly {
-		h.note(r, now, "wave", l.exit, "ceiling", h.cap.hi, h.cap.hi, fmt.Sprintf("a refusal holds a lane %.0fs or more: the search stops within %.0f%%", secs(hold), 100*(costlyDone-1)))
-		h.cap.costly = true
+// refusedStill reports whether lane l's Forbidden answer to a request
+// sent at sent is its block's: its first requests after a hold, with
+// nothing let through since. A 403 long after the hold ran out (the lane
+// idle meanwhile) is a URL's own again, and the hold is forgotten.
+func (l *lane) refusedStill(sent int64) bool {
+	x2 := l.x
+	if x2 == nil || x2.hold == 0 {
+		return false
 	}
+	if sent < x2.waveAt+x2.hold+waveHold {
+		return true
+	}
+	x2.hold = 0
+	return false
 }
 
-// letThrough notes a success of lane l at now: if it had been refused in a
-// wave, the hold it waited was long enough (longBlock, when longer than
-// waveHold).
-func (h *host) letThrough(r *rules, l *lane, now int64) {
-	if l.x != nil && l.x.hold > 0 {
-		if l.x.hold > waveHold {
-			h.longBlock(r, l, l.x.hold, now)
-		}
-		l.x.hold = 0
+// letThrough notes a success of lane l to a request sent at sent, at
+// now: if it had been refused in a wave and sent this after it, the hold
+// it waited was long enough. Longer than waveHold, later waves on the host
+// wait that long at once, and the search, each of whose refused steps
+// costs a lane that long, stops within costlyDone (mod_evasive blocking a
+// minute, simulated: every wave cost its lane 15, 30 and 60 s refused again
+// before the 120 s that let it through, 64% of the limit over a two-minute
+// run). A success clears the ban's mark too: a later wave on the lane is
+// read afresh.
+func (h *host) letThrough(r *rules, l *lane, sent, now int64) {
+	x2 := l.x
+	if x2 == nil || sent <= x2.waveAt {
+		return // (an answer to what it sent before the refusal)
 	}
+	x2.banned = false
+	if x2.hold > waveHold {
+		h.waveHold = max(h.waveHold, x2.hold)
+		if !h.cap.costly {
+			h.note(r, now, "wave", l.exit, "ceiling", h.cap.hi, h.cap.hi, fmt.Sprintf("a refusal held a lane %.0fs: the search stops within %.0f%%", secs(x2.hold), 100*(costlyDone-1)))
+			h.cap.costly = true
+		}
+	}
+	x2.hold = 0
 }
 
 // waveEndsRamp ends the ramp on the explorer l's wave at pace x at now: x
