@@ -376,6 +376,8 @@ func TestLimiter(t *testing.T) {
 		}
 		if s := l.Snapshot(at); !hasChange(s.Hosts[0].Changes, "wave") || !s.Hosts[0].Lanes[0].BannedUntil.IsZero() {
 			t.Errorf("after the wave: changes %+v, lanes %+v; want a change of rule wave and no ban", s.Hosts[0].Changes, s.Hosts[0].Lanes)
+		} else if got := s.Hosts[0].Lanes[0].ThrottledSeconds; got != 12 {
+			t.Errorf("after the wave: %.1f s throttled, want the 12 s hold (not the reading's 61)", got)
 		}
 		at = at.Add(13 * time.Second)
 		send("x00", 10) // refused again, nothing let through: one answer tells

@@ -154,7 +154,11 @@ func (r *rules) limitWave(h *host, l *lane, x float64, rec ticketRec, o *Outcome
 	// The reading waits a penalty's wait; the lane the block's, however
 	// long (cut to the penalty's, a hold the host had learned longer let
 	// the lane go early into a block still running, and it was banned).
-	l.cool = now + hold
+	if l.cool > now+hold {
+		r.releaseAt(h, l, now+hold) // (the time given back is not throttled)
+	} else {
+		h.lengthenCool(l, now+hold, now)
+	}
 	r.handOff(h, l, now)
 	return true
 }
@@ -174,7 +178,7 @@ func (r *rules) refusedAgain(h *host, l *lane, now int64) bool {
 	h.note(r, now, "wave", l.exit, "cooldown", 0, secs(hold), "refused again after its hold, nothing let through between: the block lasts longer, wait twice as long")
 	x2.waveAt, x2.hold = now, hold
 	h.readsNothing(l, now)
-	l.cool = max(l.cool, now+hold)
+	h.lengthenCool(l, now+hold, now) // (counted as time throttled)
 	return true
 }
 
