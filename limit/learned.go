@@ -55,6 +55,11 @@ type LearnedHost struct {
 	// BlockSeconds is how long the server refuses a lane everything once
 	// it ran out, read without a Retry-After (0: none read).
 	BlockSeconds float64 `json:"block_seconds,omitempty"`
+	// Refuses: the server refused lanes with waves of bare 403s read as
+	// its limit (rule wave); RefusalHoldSeconds the longest hold after
+	// which a refused lane was let through (0: the usual 12 s).
+	Refuses            bool    `json:"refuses,omitempty"`
+	RefusalHoldSeconds float64 `json:"refusal_hold_seconds,omitempty"`
 	// SpanSeconds is the careful proof span.
 	SpanSeconds float64 `json:"span_seconds,omitempty"`
 	// HostRate is the host's own rate while it limits site-wide or sheds
@@ -141,7 +146,7 @@ func (h *host) learned(r *rules) (LearnedHost, bool) {
 		LaneRate: h.followPace(r), Pass: c.pass, Ceiling: c.hi, Floor: c.lo, Estimate: c.safe,
 		Declared: min(c.declared, maxLearnedRate), Careful: c.careful, Windowed: c.windowed, Burst: c.extra, SpanSeconds: secs(c.span),
 		Sent: c.sent, Costly: c.costly, DeclaredBucket: c.bucket, DeclaredStrict: c.win.strict,
-		BlockSeconds: secs(c.block),
+		BlockSeconds: secs(c.block), Refuses: c.refuses, RefusalHoldSeconds: secs(h.waveHold),
 	}
 	switch {
 	case c.win.free:
@@ -327,6 +332,8 @@ func (r *rules) restore(h *host, lh LearnedHost, age time.Duration, now int64, i
 	c.room.at = now // a check waits two windows at the restored pace, as on a fresh one
 	c.careful, c.windowed, c.extra = lh.Careful, lh.Windowed, lh.Burst
 	c.block = int64(min(lh.BlockSeconds, maxRetryAfter.Seconds()) * 1e9) // the server's way, however old the rate
+	c.refuses = lh.Refuses                                               // so is a refusal's: the followers keep Settle's margin
+	h.waveHold = int64(min(max(lh.RefusalHoldSeconds, 0), secs(maxWaveHold)) * 1e9)
 	c.span = max(minSpan, min(maxSpan, int64(lh.SpanSeconds*1e9)))
 	c.at = now
 	if lh.HostRate > 0 && lh.Scope.shared() {

@@ -1337,6 +1337,7 @@ func TestLearnedRoundTrip(t *testing.T) {
 	h.cap.extra, h.cap.windowed, h.cap.bucket = 2.5, true, true
 	h.cap.win.free, h.cap.room.done, h.cap.win.strict = true, true, 1.5
 	h.cap.block = int64(30 * time.Second)
+	h.cap.refuses, h.waveHold = true, int64(24*time.Second)
 	r.updateFollow(h, sec(0), "test", "")
 	g := h.lanes["g"]
 	g.extra().own, g.x.tpass = 0.5, 0.45
@@ -1370,6 +1371,9 @@ func TestLearnedRoundTrip(t *testing.T) {
 		}
 		if dh.phase() != tc.phase || !near(dh.followPace(r), tc.rate) {
 			t.Errorf("age %v: phase %s rate %v, want %s at %v", tc.age, dh.phase(), dh.followPace(r), tc.phase, tc.rate)
+		}
+		if !dh.cap.refuses || dh.waveHold != int64(24*time.Second) {
+			t.Errorf("age %v: refuses %v, refusal hold %v; want a host that refuses, held 24 s", tc.age, dh.cap.refuses, time.Duration(dh.waveHold))
 		}
 		if dh.cap.extra != 2.5 || !dh.cap.windowed || !dh.cap.bucket || !dh.cap.win.free || !dh.cap.room.done || dh.cap.win.strict != 1.5 || dh.cap.block != int64(30*time.Second) {
 			t.Errorf("age %v: burst %v windowed %v declared bucket %v, no headroom %v (checked %v), strict %v, block %v, want the measured 2.5, a window, a bucket, no headroom, 1.5 a window stricter and a block of 30 s",
