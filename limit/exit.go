@@ -53,7 +53,7 @@ func exitRate(r Rate) float64 {
 // (configure reads it otherwise), "" when all is.
 func validExit(e Exit) string {
 	switch hz := exitRate(e.Rate); {
-	case hz == 0 && !e.Rate.IsZero():
+	case hz == 0 && (e.Rate.N != 0 || e.Rate.Per < 0): // (given, and none: NaN, negative)
 		return fmt.Sprintf("rate %v is not a rate: no provider rate", e.Rate)
 	case hz > e.Rate.Hz():
 		return fmt.Sprintf("rate %v is below one a year: one a year", e.Rate)

@@ -42,12 +42,13 @@ func round3(x float64) float64 {
 	return math.Round(x*1000) / 1000
 }
 
-// IsZero reports whether r is the zero rate.
-func (r Rate) IsZero() bool { return r.N <= 0 }
+// IsZero reports whether r is no rate: the zero rate, or a count that is
+// not a positive number (negative, NaN), as Hz and Interval read it too.
+func (r Rate) IsZero() bool { return !(r.N > 0) }
 
-// Hz returns r in requests per second; 0 for the zero rate.
+// Hz returns r in requests per second; 0 for no rate (IsZero).
 func (r Rate) Hz() float64 {
-	if r.N <= 0 {
+	if r.IsZero() {
 		return 0
 	}
 	per := r.Per
@@ -57,8 +58,8 @@ func (r Rate) Hz() float64 {
 	return r.N / per.Seconds()
 }
 
-// Interval returns the even spacing between two requests at r; 0 for the
-// zero rate.
+// Interval returns the even spacing between two requests at r; 0 for no
+// rate (IsZero).
 func (r Rate) Interval() time.Duration {
 	hz := r.Hz()
 	if hz <= 0 {
@@ -78,12 +79,13 @@ func (r Rate) String() string {
 	// (A negative rate is said as it is: "HostCeiling -3/s must be a
 	// positive finite rate", where it read "HostCeiling 0".)
 	n := strconv.FormatFloat(r.N, 'g', -1, 64)
-	switch r.Per {
-	case 0, time.Second:
+	switch {
+	case r.Per <= 0 || r.Per == time.Second:
+		// (A period of zero or less is read per second, by Hz too.)
 		return n + "/s"
-	case time.Minute:
+	case r.Per == time.Minute:
 		return n + "/min"
-	case time.Hour:
+	case r.Per == time.Hour:
 		return n + "/h"
 	}
 	return n + "/" + r.Per.String()

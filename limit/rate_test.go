@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,25 @@ func TestNegativeRateSaidAsItIs(t *testing.T) {
 	_, err := New(Config{HostCeiling: PerSecond(-3)})
 	if err == nil || !strings.Contains(err.Error(), "HostCeiling -3/s must be a positive finite rate") {
 		t.Errorf("New(HostCeiling -3/s) = %v, want it refused naming -3/s", err)
+	}
+}
+
+// TestRateAccessorsAgree: IsZero, Hz and Interval read every Rate alike
+// (NaN was not zero but had no rate: Hz NaN, Interval the longest), and a
+// period of zero or less prints per second, as Hz reads it (it printed
+// "5/-1s", which does not parse back).
+func TestRateAccessorsAgree(t *testing.T) {
+	for _, r := range []Rate{{}, {N: -3, Per: time.Second}, {N: math.NaN(), Per: time.Second}, {N: 5, Per: -time.Second}, {N: 5}, {N: 5, Per: time.Minute}, {N: 1e-300, Per: time.Second}} {
+		zero := r.IsZero()
+		if zero != (r.Hz() == 0) || zero != (r.Interval() == 0) {
+			t.Errorf("%#v: IsZero %v, Hz %v, Interval %v: want all to say no rate, or none", r, zero, r.Hz(), r.Interval())
+		}
+		if zero {
+			continue
+		}
+		back, err := ParseRate(r.String())
+		if err != nil || back.Hz() != r.Hz() {
+			t.Errorf("%#v prints %q, which parses to %v, %v", r, r.String(), back, err)
+		}
 	}
 }
