@@ -335,9 +335,13 @@ func TestLimiter(t *testing.T) {
 		// pace (rule wave): the lane waits 12 s, twice as long when
 		// refused again with nothing let through between, and a later
 		// wave at once as long as the hold that let a lane through. On a
-		// lane with no success it is a ban.
-		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100)}, 2)
+		// lane with no success it is a ban. (x02 explores: x00 follows,
+		// whose successes end a run of refusals.) Once the host refused a
+		// lane so, one 403 on a lane that had successes is a refusal.
+		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100)}, 3)
 		at := t0
+		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x02"}, at)
+		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
 		send := func(exit string, url uint64) {
 			t.Helper()
 			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: exit}, at)
@@ -354,7 +358,7 @@ func TestLimiter(t *testing.T) {
 			}
 			return ok
 		}
-		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
+		tk, _, _ = acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
 		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at)
 		at = at.Add(time.Second)
 		for range 4 {
@@ -388,17 +392,55 @@ func TestLimiter(t *testing.T) {
 		tk, _, _ = acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
 		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at) // let through: 24 s was enough
 		at = at.Add(time.Second)
-		for url := range uint64(3) {
-			send("x00", 30+url)
-		}
+		send("x00", 30) // one 403 after a success, on a host that refuses: a refusal
 		if goes("x00", 22*time.Second) || !goes("x00", 24*time.Second) {
-			t.Errorf("lane (a, x00) in a wave after a hold of 24 s let it through: want held 24 s at once")
+			t.Errorf("lane (a, x00) refused after a hold of 24 s let it through: want held 24 s at once")
 		}
 		for url := range uint64(3) {
 			send("x01", 20+url) // a lane that never had a success
 		}
 		if goes("x01", time.Minute) {
 			t.Errorf("lane (a, x01) went a minute after a wave of Forbidden answers on its first requests: want a ban")
+		}
+	})
+	t.Run("ForbiddenBetweenSuccesses", func(t *testing.T) {
+		// nginx's limit_req answering 403 lets its rate through and
+		// refuses the rest: refusals one or two between successes. On
+		// the explorer, searching a pace it has not passed, three of them
+		// are a wave (rule wave); on a follower, whose pace is proven,
+		// three in a row are needed, until the host has refused a lane.
+		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100)}, 2)
+		at := t0
+		answer := func(exit string, v verdict.Verdict, url uint64) bool {
+			t.Helper()
+			tk, ok, _ := acquire(t, l, "a", limit.Want{Pin: exit}, at)
+			if ok {
+				l.Done(tk, limit.Outcome{Verdict: v, URLHash: url}, at)
+			}
+			at = at.Add(100 * time.Millisecond)
+			return ok
+		}
+		answer("x00", verdict.OK, 0) // x00 explores
+		answer("x01", verdict.OK, 0)
+		for url := uint64(1); url <= 3; url++ {
+			answer("x01", verdict.Forbidden, url)
+			answer("x01", verdict.OK, 0)
+		}
+		if s := l.Snapshot(at); hasChange(s.Hosts[0].Changes, "wave") {
+			t.Errorf("a follower's 403s between successes read as a refusal: %+v", s.Hosts[0].Changes)
+		}
+		for url := uint64(11); url <= 3+10; url++ {
+			answer("x00", verdict.Forbidden, url)
+			answer("x00", verdict.OK, 0)
+		}
+		if s := l.Snapshot(at); !hasChange(s.Hosts[0].Changes, "wave") {
+			t.Errorf("the explorer's 403s between successes: no refusal read: %+v", s.Hosts[0].Changes)
+		}
+		// The host refuses now: one 403 on the follower, after its
+		// successes, is a refusal: it is held.
+		answer("x01", verdict.Forbidden, 21)
+		if answer("x01", verdict.OK, 0) {
+			t.Errorf("lane (a, x01) went on after a 403 on a host that refuses: want it held")
 		}
 	})
 	t.Run("ForbiddenForGood", func(t *testing.T) {

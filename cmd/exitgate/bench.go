@@ -87,7 +87,7 @@ Strategies:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.scenario, "scenario", "all", "scenario to run, or all; a comma-separated list works too; a twin at other parameters as twin-NAME:quota=N:window=D:retry-after=D:burst=N (any of the fields; burst is the model's, nginx's burst plus one); a Varnish bucket as block-bucket-NAME:... or mod_evasive as apache-evasive-NAME:..., with block=D too")
+	fl.StringVar(&f.scenario, "scenario", "all", "scenario to run, or all; a comma-separated list works too; a twin at other parameters as twin-NAME:quota=N:window=D:retry-after=D:burst=N (any of the fields; burst is the model's, nginx's burst plus one); a Varnish bucket as block-bucket-NAME:... or mod_evasive as apache-evasive-NAME:..., with block=D too; refuse=403 answers the refusals with a bare 403")
 	fl.StringVar(&f.strategy, "strategy", "all", "strategy to run, or all; a comma-separated list works too")
 	fl.BoolVar(&f.json, "json", false, `print {"scenarios": [{"name", "kind", "headers", "results": [{"strategy", "utilization", "ratio_429", "bans", "retries_per_success", "seconds_to_finish", ...}]}]} instead of tables; utilization and ratio_429 leave out the first --warmup, as the targets do (utilization_whole_run and ratio_429_whole_run include it); settle_seconds (-1: never) and learning_429s; hosts holds per-host figures of a multi-host scenario`)
 	fl.StringVar(&f.out, "out", "", "directory to write bench.md, bench.json and one SVG chart per scenario (rate and 429s over time per strategy)")

@@ -49,6 +49,11 @@ type Config struct {
 	// NoRetryAfter drops Retry-After from 429s in the X-RateLimit and IETF
 	// modes, so a client must use the reset field.
 	NoRetryAfter bool
+	// Refuse, when 403, answers the limiter's refusals with a bare 403
+	// (Apache's 403 page) instead of a 429, as HAProxy's `http-request
+	// deny` does by default and nginx's `limit_req_status 403`; the
+	// Evasive algorithm always does. 0: 429.
+	Refuse int
 	// RetryAfter, when positive, is the constant Retry-After sent on every
 	// 429 in place of the algorithm's own wait, in any header mode (nginx's
 	// `add_header Retry-After 1 always`, HAProxy's `hdr Retry-After 30`).
@@ -377,6 +382,8 @@ func validate(c *Config) error {
 		return errors.New("further limits (Also) cannot be combined with tiers, a schedule or turns")
 	case c.RetryAfter < 0:
 		return fmt.Errorf("retry-after %v is negative", c.RetryAfter)
+	case c.Refuse != 0 && c.Refuse != http.StatusForbidden:
+		return fmt.Errorf("refusal status %d: want 0 (429) or 403", c.Refuse)
 	case c.Uptime < 0:
 		return fmt.Errorf("uptime %v is negative", c.Uptime)
 	case c.RetryAfterAlways && (c.Headers != HeadersXRateLimit || c.ResetFormat != ResetEpoch):
@@ -412,7 +419,7 @@ func validate(c *Config) error {
 // Refuses is the status the site's limiter refuses a request with: 429,
 // or mod_evasive's 403 (Evasive). A measure counts it as a 429.
 func (s *Site) Refuses() int {
-	if s.cfg.Algorithm == Evasive {
+	if s.cfg.Algorithm == Evasive || s.cfg.Refuse == http.StatusForbidden {
 		return http.StatusForbidden
 	}
 	return http.StatusTooManyRequests
@@ -461,7 +468,7 @@ func (s *Site) Handle(r SimRequest) SimResponse {
 		switch {
 		case d.Allowed:
 			resp.Status, resp.Body = http.StatusOK, BodyOK
-		case d.Status == http.StatusForbidden:
+		case d.Status == http.StatusForbidden || s.cfg.Refuse == http.StatusForbidden:
 			resp.Status, resp.Body = http.StatusForbidden, BodyForbidden
 			s.strikeLocked(key, ks, t, d.RetryAfter)
 		default:

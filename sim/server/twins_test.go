@@ -373,6 +373,13 @@ func TestTwinVariant(t *testing.T) {
 		sc.Config.Algorithm != BlockBucket || sc.Config.Policy != (Policy{Quota: 10, Window: time.Second, Block: time.Minute}) {
 		t.Errorf("a Varnish bucket's variant: %+v, %v; want 10/s blocking a minute", sc.Config.Policy, err)
 	}
+	if sc, err := TwinVariant("twin-haproxy-20-per-10s:refuse=403"); err != nil || sc.Config.Refuse != 403 {
+		t.Errorf("a variant refusing with 403: %+v, %v", sc.Config, err)
+	}
+	if sc, err := TwinVariant("apache-evasive-5-per-s-block10:quota=10:block=30s"); err != nil ||
+		sc.Config.Algorithm != Evasive || sc.Config.Policy != (Policy{Quota: 10, Window: time.Second, Block: 30 * time.Second}) {
+		t.Errorf("mod_evasive's variant: %+v, %v; want 10 a second, held 30 s", sc.Config.Policy, err)
+	}
 	if sc, err := TwinVariant("twin-nginx-30r-m"); err != nil || sc.Name != base.Name || sc.Config.Policy != base.Config.Policy {
 		t.Errorf("a twin without fields: %v, %v; want the twin itself", sc.Name, err)
 	}
@@ -391,6 +398,7 @@ func TestTwinVariant(t *testing.T) {
 		"twin-nginx-30r-m:retry-after=-1s": "want 0 (none) or more",
 		"twin-nginx-30r-m:burst=-1":        "want 0 or more",
 		"twin-nginx-30r-m:quota=5:quota=6": "given twice",
+		"twin-nginx-30r-m:refuse=503":      "want 403 or 429",
 	} {
 		if _, err := TwinVariant(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("TwinVariant(%q) = %v, want an error with %q", spec, err, want)

@@ -184,8 +184,10 @@ func TwinByName(target string) (Scenario, bool) {
 // and fields, each key=value after a colon, of quota (requests a window),
 // window (a duration), retry-after (a duration, 0s for none: the constant
 // Retry-After on 429s), burst (the model's Burst: nginx's burst plus one,
-// x/time/rate's burst) and block (a duration: how long a bucket that blocks
-// refuses a client that ran out, or mod_evasive holds one), e.g. "twin-nginx-30r-m:quota=20:retry-after=0s";
+// x/time/rate's burst), block (a duration: how long a bucket that blocks
+// refuses a client that ran out, or mod_evasive holds one) and refuse
+// (403: the refusals are bare 403s, as HAProxy's deny and nginx's
+// limit_req_status 403 answer), e.g. "twin-nginx-30r-m:quota=20:retry-after=0s";
 // a twin's name alone is the twin itself.
 // The model is calibrated at its target's parameters only; a variant finds
 // where to look on a real server, it does not stand for one.
@@ -234,8 +236,13 @@ func TwinVariant(spec string) (Scenario, error) {
 				err = fmt.Errorf("want 0 (none) or more")
 			}
 			sc.Config.Policy.Block = d
+		case k == "refuse":
+			if n, err = strconv.Atoi(v); err == nil && n != 403 && n != 429 {
+				err = fmt.Errorf("want 403 or 429")
+			}
+			sc.Config.Refuse = n % 429 // (429: the default, 0)
 		default:
-			err = fmt.Errorf("unknown field (quota, window, retry-after, burst, block)")
+			err = fmt.Errorf("unknown field (quota, window, retry-after, burst, block, refuse)")
 		}
 		if err != nil {
 			return Scenario{}, fmt.Errorf("twin variant %q: field %q: %w", spec, f, err)
