@@ -337,7 +337,7 @@ func TestLimiter(t *testing.T) {
 		// wave at once as long as the hold that let a lane through. On a
 		// lane with no success it is a ban. (x02 explores: x00 follows,
 		// whose successes end a run of refusals.) Once the host refused a
-		// lane so, one 403 on a lane that had successes is a refusal.
+		// lane so, two 403s within 10 s on a lane that had successes are.
 		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100)}, 3)
 		at := t0
 		tk, _, _ := acquire(t, l, "a", limit.Want{Pin: "x02"}, at)
@@ -392,7 +392,8 @@ func TestLimiter(t *testing.T) {
 		tk, _, _ = acquire(t, l, "a", limit.Want{Pin: "x00"}, at)
 		l.Done(tk, limit.Outcome{Verdict: verdict.OK}, at) // let through: 24 s was enough
 		at = at.Add(time.Second)
-		send("x00", 30) // one 403 after a success, on a host that refuses: a refusal
+		send("x00", 30) // a lone 403 after a success: nothing yet
+		send("x00", 31) // a second within 10 s, on a host that refuses: a refusal
 		if goes("x00", 22*time.Second) || !goes("x00", 24*time.Second) {
 			t.Errorf("lane (a, x00) refused after a hold of 24 s let it through: want held 24 s at once")
 		}
@@ -436,11 +437,16 @@ func TestLimiter(t *testing.T) {
 		if s := l.Snapshot(at); !hasChange(s.Hosts[0].Changes, "wave") {
 			t.Errorf("the explorer's 403s between successes: no refusal read: %+v", s.Hosts[0].Changes)
 		}
-		// The host refuses now: one 403 on the follower, after its
-		// successes, is a refusal: it is held.
+		// The host refuses now: a lone 403 on the follower is nothing
+		// (mod_evasive's first refusal holds nothing); a second within
+		// 10 s, successes between, is a refusal: the lane is held.
 		answer("x01", verdict.Forbidden, 21)
+		if !answer("x01", verdict.OK, 0) {
+			t.Errorf("lane (a, x01) held after a lone 403")
+		}
+		answer("x01", verdict.Forbidden, 22)
 		if answer("x01", verdict.OK, 0) {
-			t.Errorf("lane (a, x01) went on after a 403 on a host that refuses: want it held")
+			t.Errorf("lane (a, x01) went on after a second 403 within 10 s on a host that refuses: want it held")
 		}
 	})
 	t.Run("ForbiddenForGood", func(t *testing.T) {

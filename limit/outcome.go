@@ -138,7 +138,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		default:
 			pace := l.refusedPace(float64(1e9)/float64(max(rec.laneIv, 1)), now)
 			wave, x := h.forbidden(r, l, o.URLHash, pace, now)
-			if !wave && h.refusedOnce(l) {
+			if !wave && h.refusedOnce(l, now) {
 				wave, x = true, h.waves[l].pace()
 				h.endWave(l)
 			}

@@ -92,8 +92,8 @@ func (h *host) endWave(l *lane) {
 // successes came since the last Forbidden answer (thinWave).
 func (h *host) waveOK(r *rules, l *lane) {
 	w := h.waves[l]
-	if w == nil {
-		return
+	if w == nil || h.cap.refuses && h.exploring() {
+		return // (on a host that refuses, its refusals age out: refusedOnce)
 	}
 	if h.thinWave(l) {
 		if w.oks++; w.oks < r.banWave {
@@ -136,18 +136,39 @@ func (l *lane) refusedPace(pace float64, now int64) float64 {
 // trip.
 const refuseSpan = int64(2 * time.Second)
 
-// refusedOnce reports whether one Forbidden answer on lane l is the
+// refusedOnce reports whether lane l's latest Forbidden answer is the
 // limit's refusal: once the host has refused a lane in a wave
-// (capacity.refuses), a 403 on a lane that had successes in its current
-// series (not one idle since: a count does not refuse a first request),
-// and none since a ban, is what a 429 is elsewhere. nginx's limit_req answering 403 let
-// the followers' 3.88/s through a fifth less than they sent, one refusal
-// between three or four successes, no wave ever: the search had settled
-// there on a burst of 5, and every lane was refused for the rest of the
-// run (21% of all requests).
-func (h *host) refusedOnce(l *lane) bool {
-	return h.cap.refuses && h.exploring() && l.serOK > 0 && (l.x == nil || !l.x.banned)
+// (capacity.refuses), a second 403 within refuseOnce of another on a lane
+// that had successes in its current series (not one idle since: a count
+// does not refuse a first request), and none since a ban, is what a 429 is
+// elsewhere. nginx's limit_req answering 403 let the followers' 3.88/s
+// through a fifth less than they sent, one refusal between three or four
+// successes, no wave ever: the search had settled there on a burst of 5,
+// and every lane was refused for the rest of the run (21% of all
+// requests). One alone is not: mod_evasive's first refusal of an address
+// holds nothing, and the next second lets it through (read as a refusal,
+// the search's step above 5 a second was lost to it, and the host settled
+// at 93% where it had at 98%).
+func (h *host) refusedOnce(l *lane, now int64) bool {
+	if !h.cap.refuses || !h.exploring() || l.serOK == 0 || l.x != nil && l.x.banned {
+		return false
+	}
+	w := h.waves[l]
+	if w == nil {
+		return false
+	}
+	n := 0
+	for _, hit := range w.hits {
+		if now-hit.at <= refuseOnce {
+			n++
+		}
+	}
+	return n >= 2
 }
+
+// refuseOnce is how close two refusals on a lane of a host that refuses
+// must come for the second to read as the limit's (refusedOnce).
+const refuseOnce = int64(10 * time.Second)
 
 // Rule wave: a wave of Forbidden answers on a lane that had successes
 // before it, on a host whose lanes search their budget, is the limit

@@ -489,17 +489,17 @@ func TestReprobeBurstCarried(t *testing.T) {
 func TestRefusalsAreNotBans(t *testing.T) {
 	eg, _ := strategy.ByName(strategy.Exitgate)
 	for _, tt := range []struct {
-		scenario     string
-		whole, after float64
+		scenario            string
+		whole, after, ratio float64
 	}{
-		{"apache-evasive-5-per-s-block10", 0.8, 0.88},
-		{"apache-evasive-5-per-s-block10:quota=7", 0.75, 0.88},
+		{"apache-evasive-5-per-s-block10", 0.8, 0.88, 0.01},
+		{"apache-evasive-5-per-s-block10:quota=7", 0.65, 0.85, 0.01},
 		// nginx limit_req answering 403: its refusals come one or two
 		// between successes, never three in a row (18.5% of 403s real,
 		// the same simulated, read so), and HAProxy's deny (403): every
 		// follower refused at the ramp's last pace (2.4%).
-		{"twin-nginx-10r-s-burst5:quota=3:burst=6:refuse=403", 0.6, 0.7},
-		{"twin-haproxy-20-per-10s:refuse=403", 0.55, 0.55},
+		{"twin-nginx-10r-s-burst5:quota=3:burst=6:refuse=403", 0.6, 0.7, 0.02},
+		{"twin-haproxy-20-per-10s:refuse=403", 0.55, 0.55, 0.02},
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
 			sc, err := server.TwinVariant(tt.scenario)
@@ -511,8 +511,8 @@ func TestRefusalsAreNotBans(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%.1f%% over the run, %.1f%% after 30 s, %.2f%% refused (%d 403s), %d abandoned", 100*r.Utilization, 100*r.UtilizationSteady, 100*r.Ratio429, r.Forbidden, r.Abandoned)
-			if r.Utilization < tt.whole || r.UtilizationSteady < tt.after || r.Ratio429 > 0.01 {
-				t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after 30 s (floor %.0f%%), %.2f%% refused (cap 1%%)", 100*r.Utilization, 100*tt.whole, 100*r.UtilizationSteady, 100*tt.after, 100*r.Ratio429)
+			if r.Utilization < tt.whole || r.UtilizationSteady < tt.after || r.Ratio429 > tt.ratio {
+				t.Errorf("%.1f%% over the run (floor %.0f%%), %.1f%% after 30 s (floor %.0f%%), %.2f%% refused (cap %.0f%%)", 100*r.Utilization, 100*tt.whole, 100*r.UtilizationSteady, 100*tt.after, 100*r.Ratio429, 100*tt.ratio)
 			}
 			if r.Forbidden == 0 || r.Figures.Limited != int(r.Forbidden) || r.Abandoned != 0 {
 				t.Errorf("%d 403s, %d measured as refusals, %d URLs abandoned: want some 403s, each a refusal, none abandoned", r.Forbidden, r.Figures.Limited, r.Abandoned)
