@@ -135,9 +135,12 @@ func startApache(bin, name, listen, dir0, module string, vars ...string) (server
 // request that finds it at SiteCount is refused and puts the address on
 // hold: every request of it within Block whole seconds of the last one
 // refused is refused too, and holds it longer. Refused with a bare 403
-// (the module's default), nothing said of when. The same page asked
-// twice within a second (DOSPageCount 2, DOSPageInterval 1, the module's
-// defaults) does the same. mod_evasive keeps its counters in each httpd
+// (the module's default), nothing said of when. An address's first
+// refusal may hold nothing: the access log shows a lone 403 at times, the
+// next second let through (the hold's node, made by that refusal, keeps no
+// time), and a refusal after it holds. The same page asked twice within a
+// second (DOSPageCount 2, DOSPageInterval 1, the module's defaults) does
+// the same. mod_evasive keeps its counters in each httpd
 // process: the target runs one process, as a small site's does.
 type ApacheEvasiveConfig struct {
 	// SiteCount, SiteInterval and Block are DOSSiteCount,

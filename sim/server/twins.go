@@ -663,7 +663,11 @@ func (q *quietReset) Decide(key string, now time.Time) Decision {
 // and puts the key on hold; every request not on hold counts and moves
 // the last second to now's. So Quota pass in each second (at Window 1 s),
 // Quota+1 in the key's first. Refused with a bare 403, no header: it tells
-// nothing of when. The same page asked twice in a second (its page
+// nothing of when. A gap: the real module's first refusal of an address
+// may hold nothing (a lone 403, the next second let through: its log shows
+// it); this model holds from the first, which reads the real 5 a second
+// blocking 10 s within three points, where holding nothing at first read
+// it 17 points low. The same page asked twice in a second (its page
 // counter) is not modelled: a crawl asks each URL once.
 type evasive struct {
 	p               Policy
