@@ -98,7 +98,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		l.c.ok++
 		l.serOK++
 		l.eps = 0
-		h.waveOK(r, l)
+		h.endWave(l)
 		h.letThrough(r, l, sent, now)
 		if h.okExit != l.exit {
 			h.prevOKAt = h.okAt
@@ -137,12 +137,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 			}
 		default:
 			pace := l.refusedPace(float64(1e9)/float64(max(rec.laneIv, 1)), now)
-			wave, x := h.forbidden(r, l, o.URLHash, pace, now)
-			if !wave && h.refusedOnce(l, now) {
-				wave, x = true, h.waves[l].pace()
-				h.endWave(l)
-			}
-			if wave && !r.limitWave(h, l, x, rec, o, sent, now, u) {
+			if wave, x := h.forbidden(r, l, o.URLHash, pace, now); wave && !r.limitWave(h, l, x, rec, o, sent, now, u) {
 				r.banned(h, l, now, fmt.Sprintf("a wave of %d forbidden URLs", r.banWave))
 			}
 		}

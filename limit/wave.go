@@ -16,11 +16,9 @@ const (
 )
 
 // wave is a lane's recent Forbidden answers since its last success, one per
-// URL (hits), and the successes since the last of them (oks: thinWave).
-// The host keeps one only for lanes that have some (host.waves).
+// URL. The host keeps one only for lanes that have some (host.waves).
 type wave struct {
 	hits []waveHit
-	oks  int
 }
 
 type waveHit struct {
@@ -40,7 +38,7 @@ func forbiddenWave(w *wave, url uint64, pace float64, now, span int64, n int) bo
 			kept = append(kept, h)
 		}
 	}
-	w.hits, w.oks = append(kept, waveHit{url: url, at: now, pace: pace}), 0
+	w.hits = append(kept, waveHit{url: url, at: now, pace: pace})
 	return len(w.hits) >= n
 }
 
@@ -80,42 +78,11 @@ func (h *host) refusing(l *lane) bool {
 	return w != nil && len(w.hits) > 0
 }
 
-// endWave forgets lane l's Forbidden answers (it is gone).
+// endWave forgets lane l's Forbidden answers (it succeeded, or is gone).
 func (h *host) endWave(l *lane) {
 	if h.waves != nil {
 		delete(h.waves, l)
 	}
-}
-
-// waveOK notes a success of lane l: it ends the lane's wave, but on the
-// explorer searching a pace it has not passed only once Config.BanWave
-// successes came since the last Forbidden answer (thinWave).
-func (h *host) waveOK(r *rules, l *lane) {
-	w := h.waves[l]
-	if w == nil || h.cap.refuses && h.exploring() {
-		return // (on a host that refuses, its refusals age out: refusedOnce)
-	}
-	if h.thinWave(l) {
-		if w.oks++; w.oks < r.banWave {
-			return
-		}
-	}
-	delete(h.waves, l)
-}
-
-// thinWave reports whether lane l's refusals make a wave with successes
-// between them: on the explorer searching a pace it has not passed. A
-// limiter that lets its rate through and refuses the rest, as nginx's
-// limit_req with nodelay answering 403 does (limit_req_status 403), mixes
-// its refusals with successes, one or two between each: read only after
-// three refusals with no success between, the explorer held 7.76/s against
-// 3/s for the whole run, 61% of it refused (18.5% of all requests), and
-// its search never ended, the followers held at 1.94/s. A forbidden URL's
-// own 403s come as often at any pace, on every lane alike: elsewhere a wave
-// still needs three in a row (but see refusedOnce).
-func (h *host) thinWave(l *lane) bool {
-	e := &h.exp
-	return l.exit == e.exit && h.exploring() && !h.led && e.phase != expSettled && !atLeast(h.cap.pass, l.pace)
 }
 
 // refusedPace is the pace a refusal on lane l of a request sent at pace
@@ -135,40 +102,6 @@ func (l *lane) refusedPace(pace float64, now int64) float64 {
 // slowed from: a count per second of the clock and the answers' round
 // trip.
 const refuseSpan = int64(2 * time.Second)
-
-// refusedOnce reports whether lane l's latest Forbidden answer is the
-// limit's refusal: once the host has refused a lane in a wave
-// (capacity.refuses), a second 403 within refuseOnce of another on a lane
-// that had successes in its current series (not one idle since: a count
-// does not refuse a first request), and none since a ban, is what a 429 is
-// elsewhere. nginx's limit_req answering 403 let the followers' 3.88/s
-// through a fifth less than they sent, one refusal between three or four
-// successes, no wave ever: the search had settled there on a burst of 5,
-// and every lane was refused for the rest of the run (21% of all
-// requests). One alone is not: mod_evasive's first refusal of an address
-// holds nothing, and the next second lets it through (read as a refusal,
-// the search's step above 5 a second was lost to it, and the host settled
-// at 93% where it had at 98%).
-func (h *host) refusedOnce(l *lane, now int64) bool {
-	if !h.cap.refuses || !h.exploring() || l.serOK == 0 || l.x != nil && l.x.banned {
-		return false
-	}
-	w := h.waves[l]
-	if w == nil {
-		return false
-	}
-	n := 0
-	for _, hit := range w.hits {
-		if now-hit.at <= refuseOnce {
-			n++
-		}
-	}
-	return n >= 2
-}
-
-// refuseOnce is how close two refusals on a lane of a host that refuses
-// must come for the second to read as the limit's (refusedOnce).
-const refuseOnce = int64(10 * time.Second)
 
 // Rule wave: a wave of Forbidden answers on a lane that had successes
 // before it, on a host whose lanes search their budget, is the limit
