@@ -67,10 +67,6 @@ type laneExtra struct {
 	// it was banned and nothing let through since (no wave is a refusal).
 	waveAt, hold int64
 	banned       bool
-	// fastPace is the pace the lane slowed from at fastAt, on a host that
-	// refuses (refusedPace).
-	fastPace float64
-	fastAt   int64
 	// held: the lane waits for the explorer's first recovery (awaitHold).
 	// counted: held at the first run's count (awaitCount), released too
 	// once another follower is let through past it.
@@ -432,11 +428,6 @@ func (r *rules) setPace(h *host, l *lane, pace float64) {
 			// no more).
 			l.tat = min(l.tat, max(l.serAt+int64(float64(l.serSent)*1e9/pace), h.last)+interval(pace))
 		}
-	}
-	if pace < l.pace && h.cap.refuses {
-		// (rule wave: a refusal soon after reads the faster pace, refusedPace)
-		x := l.extra()
-		x.fastPace, x.fastAt = l.pace, h.last
 	}
 	l.pace = pace
 	if h.exp.exit == l.exit {

@@ -407,10 +407,10 @@ func TestLimiter(t *testing.T) {
 	t.Run("ForbiddenURLsAmongSuccesses", func(t *testing.T) {
 		// A site where some URLs answer a bare 403 to everyone: 403s
 		// between successes are those URLs' own, on the explorer and on
-		// a follower alike, before and after the host refused a lane in
-		// a wave. (Read as refusals when mixed with successes, as nginx's
-		// limit_req_status 403 mixes them, a site with one URL in five
-		// forbidden fell to a tenth of its pace: a helper's review.)
+		// a follower alike. (Read as refusals when mixed with successes,
+		// as nginx's limit_req_status 403 mixes them, a site with one URL
+		// in five forbidden fell to a tenth of its pace in a reviewer's
+		// scratch test of the limiter.)
 		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(100)}, 2)
 		at := t0
 		answer := func(exit string, v verdict.Verdict, url uint64) bool {

@@ -136,7 +136,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 				r.banned(h, l, now, "refused again after its longest hold")
 			}
 		default:
-			pace := l.refusedPace(float64(1e9)/float64(max(rec.laneIv, 1)), now)
+			pace := float64(1e9) / float64(max(rec.laneIv, 1))
 			if wave, x := h.forbidden(r, l, o.URLHash, pace, now); wave && !r.limitWave(h, l, x, rec, o, sent, now, u) {
 				r.banned(h, l, now, fmt.Sprintf("a wave of %d forbidden URLs", r.banWave))
 			}

@@ -17,9 +17,7 @@ const (
 
 // wave is a lane's recent Forbidden answers since its last success, one per
 // URL. The host keeps one only for lanes that have some (host.waves).
-type wave struct {
-	hits []waveHit
-}
+type wave []waveHit
 
 type waveHit struct {
 	url  uint64 // Outcome.URLHash; 0 (unknown) is always a URL of its own
@@ -32,14 +30,14 @@ type waveHit struct {
 // span. Answers older than span are dropped; the same URL again counts once,
 // at its latest time. The caller drops w on a success and once it is a wave.
 func forbiddenWave(w *wave, url uint64, pace float64, now, span int64, n int) bool {
-	kept := w.hits[:0]
-	for _, h := range w.hits {
+	kept := (*w)[:0]
+	for _, h := range *w {
 		if now-h.at <= span && (url == 0 || h.url != url) {
 			kept = append(kept, h)
 		}
 	}
-	w.hits = append(kept, waveHit{url: url, at: now, pace: pace})
-	return len(w.hits) >= n
+	*w = append(kept, waveHit{url: url, at: now, pace: pace})
+	return len(*w) >= n
 }
 
 // pace is the fastest pace a request of the wave was sent at: the one that
@@ -47,7 +45,7 @@ func forbiddenWave(w *wave, url uint64, pace float64, now, span int64, n int) bo
 // answers came back refused.
 func (w wave) pace() float64 {
 	p := 0.0
-	for _, h := range w.hits {
+	for _, h := range w {
 		p = max(p, h.pace)
 	}
 	return p
@@ -75,7 +73,7 @@ func (h *host) forbidden(r *rules, l *lane, url uint64, pace float64, now int64)
 // a wave: it is no lane to hand the search to.
 func (h *host) refusing(l *lane) bool {
 	w := h.waves[l]
-	return w != nil && len(w.hits) > 0
+	return w != nil && len(*w) > 0
 }
 
 // endWave forgets lane l's Forbidden answers (it succeeded, or is gone).
@@ -84,24 +82,6 @@ func (h *host) endWave(l *lane) {
 		delete(h.waves, l)
 	}
 }
-
-// refusedPace is the pace a refusal on lane l of a request sent at pace
-// reads, at now: the pace it slowed from, if it slowed within refuseSpan
-// (a count over the clock's second still holds what it sent faster). A
-// follower that took the search at 5.43/s a moment after going 7.53/s was
-// refused at once for what it had sent at 7.53/s, read as 5.43/s refused,
-// and the search fell to 3.8/s (mod_evasive at 7 a second, simulated).
-func (l *lane) refusedPace(pace float64, now int64) float64 {
-	if x := l.x; x != nil && now-x.fastAt <= refuseSpan {
-		return max(pace, x.fastPace)
-	}
-	return pace
-}
-
-// refuseSpan is how long after a lane slowed a refusal reads the pace it
-// slowed from: a count per second of the clock and the answers' round
-// trip.
-const refuseSpan = int64(2 * time.Second)
 
 // Rule wave: a wave of Forbidden answers on a lane that had successes
 // before it, on a host whose lanes search their budget, is the limit

@@ -484,8 +484,7 @@ func TestReprobeBurstCarried(t *testing.T) {
 // another exit. At 7 a second the ramp's quick run passes 7.76/s and every
 // follower that takes it is refused at once: each wave is read at the pace
 // that ran the count out, not at the one its lane took since (read so, the
-// search cascaded to 0.9/s, 9.6% of the limit; 13% real at 5 a second), and
-// a lane refused a moment after it slowed reads the pace it slowed from.
+// search cascaded to 0.9/s, 9.6% of the limit; 13% real at 5 a second).
 func TestRefusalsAreNotBans(t *testing.T) {
 	eg, _ := strategy.ByName(strategy.Exitgate)
 	for _, tt := range []struct {

@@ -666,8 +666,8 @@ func (q *quietReset) Decide(key string, now time.Time) Decision {
 // nothing of when. A gap: the real module's first refusal of an address
 // may hold nothing (a lone 403, the next second let through: its log shows
 // it); this model holds from the first, which reads the real 5 a second
-// blocking 10 s within three points, where holding nothing at first read
-// it 17 points low. The same page asked twice in a second (its page
+// blocking 10 s within three points (a trial build holding nothing at
+// first, not kept, read it 17 points low). The same page asked twice in a second (its page
 // counter) is not modelled: a crawl asks each URL once.
 type evasive struct {
 	p               Policy
