@@ -913,6 +913,29 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		short = time.Duration(e.shorterHolds(ok, serAt, now))
 	}
 	switch {
+	case e.refutedShort(ok, serAt, now):
+		// Under the run's count over a series longer than the run and
+		// shorter than the window read: a window that long, opened by
+		// the series' first request or sliding, would have let the
+		// run's count through here as it did on the explorer. The
+		// window is shorter than the run, the told wait a block
+		// (rate-limiter-flexible's 10 per 5 s blocking 30 s: 15 in 7.5 s
+		// read as 15 per minute, a follower's 12 in 9.5 s pushed back,
+		// and the lanes held at a minute's window a step, 13.5% of the
+		// limit over the run). As past the run's count: the search
+		// bisects under the test's pace with a bucket's proofs.
+		r.asBucket(h, now)
+		c.careful, c.span = true, max(minSpan, min(maxSpan, e.t1+e.headD))
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, fmt.Sprintf("%d in a series of %.1fs, fewer than the run's %d in %.1fs: the window is shorter than the run, the told wait a block", ok, secs(now-serAt), e.n1, secs(e.t1)))
+		c.ceil(x, now)
+		if p := float64(e.n1) / secs(2*(e.t1+e.headD)); p > c.pass && p < x {
+			// The run spanned two such windows at most: their rate is
+			// at least half its own.
+			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d in %.1fs fit in two windows shorter than the run: at least half its rate", e.n1, secs(e.t1+e.headD)))
+			c.pass, c.sent, c.safe = p, p, max(c.safe, p)
+		}
+		r.nextBisect(h, l, now)
+		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back under the run's count")
 	case e.ptestW > 0:
 		// Where the first recovery fitted a usual window, the window is
 		// read as it would have been (a bucket of 100 refilled at 100 a
@@ -1006,6 +1029,15 @@ func (r *rules) shorterStep(h *host, l *lane, w time.Duration, x float64, now in
 		r.setExplorerPace(h, l, step, now, "bisect", fmt.Sprintf("%d per %v read: try a step above it, a bucket's rate or the window's", e.quotaN(w), w))
 	}
 	r.updateFollow(h, now, phaseNames[e.phase], "a shorter window's quota")
+}
+
+// refutedShort reports whether a penalty's test pushed back after ok
+// successes in the lane's series since serAt refutes the window read from
+// the run and its told recovery (ptestU): fewer than the run's count, over
+// a series longer than the run took and shorter than that window.
+func (e *explorer) refutedShort(ok int32, serAt, now int64) bool {
+	d := now - serAt
+	return serAt > 0 && e.ptestU > 0 && e.n1 >= fewRun && ok < e.n1 && d > e.t1+e.headD && d < e.ptestU
 }
 
 // shorterHolds returns the shortest usual window the first run fits in, if

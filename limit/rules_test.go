@@ -2837,3 +2837,37 @@ func TestLongRunRemainingHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestRefutedShort: a penalty's test pushed back on a follower under the
+// first run's count, over a series longer than the run and shorter than
+// the window read from the run and its told recovery, refutes that window:
+// rate-limiter-flexible's 10 per 5 s blocking 30 s passed 15 in 7.5 s
+// (read 15 per minute) and a follower 12 in 9.5 s.
+func TestRefutedShort(t *testing.T) {
+	e := explorer{n1: 15, t1: sec(7.5) - at0, ptestU: int64(time.Minute)}
+	for _, tc := range []struct {
+		name      string
+		ok        int32
+		serAt, at float64 // seconds
+		want      bool
+	}{
+		{"12 in 9.5 s", 12, 0.5, 10, true},
+		{"the run's count", 15, 0.5, 10, false},
+		{"a series no longer than the run", 12, 3, 10, false},
+		{"a series as long as the window read", 12, 0.5, 61, false},
+		{"no series", 12, -1, 10, false},
+	} {
+		serAt := sec(tc.serAt)
+		if tc.serAt < 0 {
+			serAt = 0
+		}
+		if got := e.refutedShort(tc.ok, serAt, sec(tc.at)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	few := e
+	few.n1 = fewRun - 1
+	if few.refutedShort(fewRun-3, sec(0.5), sec(10)) {
+		t.Error("a run of fewer than fewRun: refuted, want the reading kept")
+	}
+}

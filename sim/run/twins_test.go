@@ -317,6 +317,43 @@ func TestPenaltyFloors(t *testing.T) {
 	}
 }
 
+// A fixed window that blocks a client over it, the block told by
+// Retry-After (wide's flexible-10-per-5s-block30-ra: rate-limiter-flexible's
+// blockDuration): the first run spans two windows and its recovery is the
+// block, read as a window as long as both (15 per minute for 10 per 5 s
+// blocking 30 s); the penalty's test on a follower that had spent part of
+// its window was pushed back under the run's count and the reading stood,
+// a minute's window a step (13.5% over the run, real the same). Refuted so
+// (refutedShort), the search bisects under the test's pace from half the
+// run's rate with proofs as long as the run.
+func TestBlockedWindowFloors(t *testing.T) {
+	base, ok := server.ScenarioByName("flexible-10-per-5s-block30-ra")
+	if !ok {
+		t.Fatal("no scenario flexible-10-per-5s-block30-ra")
+	}
+	sec, minute := time.Second, time.Minute
+	for _, tc := range []struct {
+		name         string
+		policy       server.Policy
+		whole, after float64 // utilization floors
+		ratio        float64 // 429 ratio cap, whole run
+	}{
+		// 13.5 / 13.0% before (after the first minute, as every floor here).
+		{"10 per 5 s, block 30 s", server.Policy{Quota: 10, Window: 5 * sec, Block: 30 * sec}, 0.70, 0.88, 0.004},
+		// 15.4 / 15.1% before: the run and the block fit a minute, read
+		// as 10 per minute once the test was pushed back.
+		{"5 per 5 s, block 1 min", server.Policy{Quota: 5, Window: 5 * sec, Block: minute}, 0.62, 0.73, 0.007},
+		// 60.1 / 68.5% before.
+		{"10 per 5 s, block 10 s", server.Policy{Quota: 10, Window: 5 * sec, Block: 10 * sec}, 0.78, 0.89, 0.004},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := base
+			sc.Config.Policy = tc.policy
+			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
+		})
+	}
+}
+
 // X-RateLimit-Remaining alone (wide's block-bucket-30-per-min-remaining:
 // Varnish's vsthrottle.remaining, no limit, no reset) on buckets and
 // windows (limit/remaining.go): its fall to 0 is read as the 429 the next
