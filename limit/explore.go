@@ -463,6 +463,28 @@ func (r *rules) setPhase(h *host, l *lane, p uint8, now int64, why string) {
 
 // proofSpan is how long the explorer must sustain a pace for it to pass.
 func (h *host) proofSpan(pace float64) int64 {
+	span := h.paceSpan(pace)
+	if e := &h.exp; e.stepW > 0 && e.rec1 > int64(e.stepW) && atLeast(pace, e.stepHi) {
+		// shorterStep's step above a window's quota, where the told
+		// recovery outlasts the window (a block: a lane pushed back
+		// waits longer than a window): the window the step began in had
+		// counted the slower requests before it, and the next, opened by
+		// a request of the step, may end past a span of fewer
+		// (rate-limiter-flexible's 30 per 10 s blocking 20 s: 3.6/s
+		// held 12.5 s across two windows, 28 and 29 of it, was read as
+		// a bucket's rate, and every lane was pushed back above the
+		// limit, 20 s each). A window opened within the window's length
+		// holds the quota and one more at the step's pace, all of the
+		// step's. (nginx's 5r/s with a burst of 10 told 10 s, a bucket
+		// whose told wait is the window read, proves the step as
+		// before: two points of its run went with the longer proof.)
+		span = max(span, min(maxSpan, int64(e.stepW)+int64(e.quotaN(e.stepW)+1)*interval(pace)))
+	}
+	return span
+}
+
+// paceSpan is proofSpan before a shorter window's step.
+func (h *host) paceSpan(pace float64) int64 {
 	if e := &h.exp; e.qtry {
 		// A quota's try: a longer window of the same quota pushes back
 		// within the quota's next request but one, and a rate estimated

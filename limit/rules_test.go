@@ -2871,3 +2871,30 @@ func TestRefutedShort(t *testing.T) {
 		t.Error("a run of fewer than fewRun: refuted, want the reading kept")
 	}
 }
+
+// TestShorterStepSpan: shorterStep's step above a window's quota, told a
+// wait longer than the window, is held until a window opened within it
+// could have held the quota and one more at the step's pace
+// (rate-limiter-flexible's 30 per 10 s blocking 20 s:
+// 3.6/s held 12.5 s across two windows, 28 and 29 of it, read as a bucket).
+func TestShorterStepSpan(t *testing.T) {
+	r := testRules(t, Config{})
+	h := hostWith(r, "e")
+	h.exp.n1, h.exp.t1, h.exp.rec1 = 30, int64(8800*time.Millisecond), int64(20*time.Second)
+	h.exp.phase = expBisect
+	before, under := h.proofSpan(3.6), h.proofSpan(3.0)
+	h.exp.stepW, h.exp.stepHi = 10*time.Second, 3.6
+	want := int64(10*time.Second) + 31*interval(3.6)
+	if got := h.proofSpan(3.6); got < want {
+		t.Errorf("the step at 3.6/s is proven over %v, want at least %v (%v before it was set)", time.Duration(got), time.Duration(want), time.Duration(before))
+	}
+	if got := h.proofSpan(3.0); got != under {
+		t.Errorf("a pace under the step is proven over %v, want %v as any other", time.Duration(got), time.Duration(under))
+	}
+	// Told a wait no longer than the window (nginx's 5r/s with a burst of
+	// 10 told 10 s): proven as any other pace.
+	h.exp.rec1 = int64(10 * time.Second)
+	if got := h.proofSpan(3.6); got != before {
+		t.Errorf("told 10 s, the step is proven over %v, want %v as any other", time.Duration(got), time.Duration(before))
+	}
+}

@@ -345,6 +345,15 @@ func TestBlockedWindowFloors(t *testing.T) {
 		{"5 per 5 s, block 1 min", server.Policy{Quota: 5, Window: 5 * sec, Block: minute}, 0.62, 0.73, 0.007},
 		// 60.1 / 68.5% before.
 		{"10 per 5 s, block 10 s", server.Policy{Quota: 10, Window: 5 * sec, Block: 10 * sec}, 0.78, 0.89, 0.004},
+		// A first run of 7 told 10 s: no penalty's test under 8 before
+		// (penaltyRun), the ceiling the run's own rate, 1.18/s of 2, and a
+		// window's proof a step (39.7 / 45.3%).
+		{"4 per 2 s, block 10 s", server.Policy{Quota: 4, Window: 2 * sec, Block: 10 * sec}, 0.85, 0.94, 0.002},
+		// The step above the window's quota passed across two windows and
+		// was read as a bucket's rate; every lane pushed back above the
+		// limit, 20 s each (54.6 / 51.1%, 9 learning 429s; shorterStep's
+		// proof in proofSpan).
+		{"30 per 10 s, block 20 s", server.Policy{Quota: 30, Window: 10 * sec, Block: 20 * sec}, 0.81, 0.92, 0.003},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := base
