@@ -1043,6 +1043,13 @@ func (r *rules) shorterStep(h *host, l *lane, w time.Duration, x float64, now in
 	h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, "the penalty's test was pushed back")
 	c.ceil(x, now)
 	e.quotaW = w
+	if e.readW > int64(w) {
+		// The lanes pushed back from now wait out a series at this
+		// window's pace, not the longer one's (seriesWindow: a lane of
+		// rate-limiter-flexible's 20 per 10 s blocking 30 s, pushed back
+		// at the step, was held 60 s, twice its block, at 20 per minute).
+		e.readW = int64(w)
+	}
 	step := q * shortStep
 	e.stepW, e.stepHi = w, step
 	if step >= c.hi {
