@@ -2853,6 +2853,8 @@ func TestRefutedShort(t *testing.T) {
 	}{
 		{"12 in 9.5 s", 12, 0.5, 10, true},
 		{"the run's count", 15, 0.5, 10, false},
+		{"one fewer: a bucket's refill missed by a moment", 14, 0.5, 10, false},
+		{"two fewer", 13, 0.5, 10, true},
 		{"a series no longer than the run", 12, 3, 10, false},
 		{"a series as long as the window read", 12, 0.5, 61, false},
 		{"no series", 12, -1, 10, false},

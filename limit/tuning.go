@@ -327,6 +327,14 @@ const staggerMax = int64(2500 * time.Millisecond)
 // shortest common window.
 const fewRun = 10
 
+// refuteMargin is how many fewer than the first run's count a penalty's
+// test pushed back on a follower must have passed to refute the window
+// read (refutedShort): one fewer is a bucket's refill missed by a moment
+// (a block bucket of 20 per 10 s told 10 s: 25 against the run's 26, read
+// so, and the search stepped to 5.2/s of 2, each step a lane blocked a
+// minute, 52.8 -> 28.3% in a helper's review).
+const refuteMargin = 2
+
 // penaltyRun is the shortest first run after which a told recovery is
 // tested as a penalty (penaltyTest): under it, a quota of a few a window
 // (haproxy's 6 per minute told a minute) pays the test's 429 out of 120

@@ -20,8 +20,10 @@ type Policy struct {
 	Window time.Duration
 	Burst  int
 	// Block is how long BlockBucket refuses a key everything after it
-	// ran out, and ExpressMemory one that went over its window's limit
-	// (rate-limiter-flexible's blockDuration); 0: never. The other
+	// ran out, ExpressMemory one that went over its window's limit
+	// (rate-limiter-flexible's blockDuration), and HAProxy one whose rate
+	// went over (a gpc0 ban in a stick table that expires Block after the
+	// key's last request, every refused one too); 0: never. The other
 	// algorithms ignore it.
 	Block time.Duration
 }

@@ -157,6 +157,20 @@ func (n *nginxLeaky) waitLocked(excess, lastMs, msNow int64, now time.Time) time
 // What it answers: deny_status (403 by default, 429 when configured) with
 // HAProxy's canned body; no rate-limit header; a Retry-After only if the
 // rule adds one (`hdr Retry-After 30`), a constant.
+//
+// With Policy.Block it is a ban kept in the same stick table, as HAProxy's
+// configuration manual sets one against abusers:
+//
+//	stick-table type ip size 100k expire 30s store gpc0,http_req_rate(10s)
+//	http-request track-sc0 src
+//	http-request sc-inc-gpc0(0) if { sc_http_req_rate(0) gt 20 }
+//	http-request deny deny_status 429 if { sc_get_gpc0(0) gt 0 }
+//
+// A key whose rate goes over is refused while gpc0 is set, and gpc0 goes
+// only with the whole entry, which expires Block (the table's expire) after
+// the key's last request: every request, refused ones too, touches it, so
+// a client that keeps trying stays banned until it has been silent that
+// long.
 type haproxyRate struct {
 	p      Policy
 	period int64 // ms
@@ -164,7 +178,11 @@ type haproxyRate struct {
 	keys   map[string]*freqCtr
 }
 
-type freqCtr struct{ tick, curr, prev int64 }
+type freqCtr struct {
+	tick, curr, prev int64
+	banned           bool  // gpc0 > 0 (Policy.Block)
+	seen             int64 // ms of the last request, for the entry's expiry
+}
 
 func (h *haproxyRate) Policy() Policy { return h.p }
 func (h *haproxyRate) Keys() int      { return len(h.keys) }
@@ -214,15 +232,27 @@ func (c *freqCtr) read(now, period int64) int64 {
 func (h *haproxyRate) Decide(key string, now time.Time) Decision {
 	ms := floorDiv(now.UnixNano(), int64(time.Millisecond))
 	c := h.keys[key]
+	if block := int64(h.p.Block / time.Millisecond); c != nil && block > 0 && ms-c.seen >= block {
+		c = nil // the entry expired, its ban with it
+	}
 	if c == nil {
 		// A new entry is a zeroed area: its first update starts the
 		// period at now.
 		c = &freqCtr{tick: ms - 2*h.period}
 		h.keys[key] = c
 	}
+	c.seen = ms
 	c.update(ms, h.period)
 	r := c.read(ms, h.period)
-	d := Decision{Limit: h.p.Quota, Window: h.p.Window, Allowed: r <= h.q, Remaining: int(max(h.q-r, 0))}
+	if h.p.Block > 0 && r > h.q {
+		c.banned = true
+	}
+	d := Decision{Limit: h.p.Quota, Window: h.p.Window, Allowed: r <= h.q && !c.banned, Remaining: int(max(h.q-r, 0))}
+	if h.p.Block > 0 && c.banned {
+		d.Reset = h.p.Block
+		d.RetryAfter = h.p.Block
+		return d
+	}
 	d.Reset = time.Duration(c.tick+h.period-ms) * time.Millisecond
 	if !d.Allowed {
 		d.RetryAfter = h.wait(c, ms, now)

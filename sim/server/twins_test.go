@@ -128,6 +128,28 @@ func TestHAProxyTwin(t *testing.T) {
 		Policy{Quota: 20, Window: 10 * time.Second}, append(repeat(20, true), at{0, false}))
 }
 
+// HAProxy's ban (Policy.Block): gpc0 set once the rate goes over, refused
+// while the stick table's entry lives, every request touching it, so a
+// client is let back only after Block without a request.
+func TestHAProxyBan(t *testing.T) {
+	p := Policy{Quota: 2, Window: 10 * time.Second, Block: 30 * time.Second}
+	runAllowed(t, "retries inside the ban keep it; silence as long as the expiry ends it", HAProxy, p, []at{
+		{0, true}, {sec(1), true},
+		{sec(2), false}, // rate 3 > 2: banned
+		// The plain rate has aged out by 25 s; the ban has not: each
+		// retry touched the entry.
+		{sec(25), false},
+		{sec(54), false}, // 29 s after the last: the entry lives
+		// 30 s after the last request the entry expired, the ban with it.
+		{sec(84), true},
+		{sec(85), true},
+		{sec(86), false}, // a fresh entry, its own rate again
+	})
+	runAllowed(t, "without Block it is the plain rate", HAProxy, Policy{Quota: 2, Window: 10 * time.Second}, []at{
+		{0, true}, {sec(1), true}, {sec(2), false}, {sec(25), true},
+	})
+}
+
 func repeat(n int, allowed bool) []at {
 	out := make([]at, n)
 	for i := range out {
