@@ -282,17 +282,8 @@ func TestLayeredFloors(t *testing.T) {
 // drops the fraction at each request let through), so the test at the
 // ramp's pace passes no more than a window would.
 func TestPenaltyFloors(t *testing.T) {
-	base, ok := server.ScenarioByName("block-bucket-4-per-s-block10-ra")
-	if !ok {
-		t.Fatal("no scenario block-bucket-4-per-s-block10-ra")
-	}
 	sec, minute := time.Second, time.Minute
-	for _, tc := range []struct {
-		name         string
-		policy       server.Policy
-		whole, after float64 // utilization floors
-		ratio        float64 // 429 ratio cap, whole run
-	}{
+	policyFloors(t, "block-bucket-4-per-s-block10-ra", []policyFloor{
 		// 35.4 / 50.2% before (real Varnish the same: 35.4% over the run).
 		{"4/s, block 10 s", server.Policy{Quota: 4, Window: sec, Block: 10 * sec}, 0.84, 0.94, 0.002},
 		// 38.5 / 50.2% before.
@@ -308,13 +299,7 @@ func TestPenaltyFloors(t *testing.T) {
 		// on the grid of 10 s and no test ran, by chance, as at one
 		// start in five).
 		{"100 per min, block 1 min", server.Policy{Quota: 100, Window: minute, Block: minute}, 0.93, 0.87, 0.002},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sc := base
-			sc.Config.Policy = tc.policy
-			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
-		})
-	}
+	})
 }
 
 // A fixed window that blocks a client over it, the block told by
@@ -327,17 +312,8 @@ func TestPenaltyFloors(t *testing.T) {
 // (refutedShort), the search bisects under the test's pace from half the
 // run's rate with proofs as long as the run.
 func TestBlockedWindowFloors(t *testing.T) {
-	base, ok := server.ScenarioByName("flexible-10-per-5s-block30-ra")
-	if !ok {
-		t.Fatal("no scenario flexible-10-per-5s-block30-ra")
-	}
 	sec, minute := time.Second, time.Minute
-	for _, tc := range []struct {
-		name         string
-		policy       server.Policy
-		whole, after float64 // utilization floors
-		ratio        float64 // 429 ratio cap, whole run
-	}{
+	policyFloors(t, "flexible-10-per-5s-block30-ra", []policyFloor{
 		// 13.5 / 13.0% before (after the first minute, as every floor here).
 		{"10 per 5 s, block 30 s", server.Policy{Quota: 10, Window: 5 * sec, Block: 30 * sec}, 0.70, 0.88, 0.004},
 		// 15.4 / 15.1% before: the run and the block fit a minute, read
@@ -358,13 +334,7 @@ func TestBlockedWindowFloors(t *testing.T) {
 		// held at the longer one's pace, 60-90 s for a block of 30
 		// (72.7 / 79.3%; shorterStep's readW).
 		{"20 per 10 s, block 30 s", server.Policy{Quota: 20, Window: 10 * sec, Block: 30 * sec}, 0.77, 0.94, 0.003},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sc := base
-			sc.Config.Policy = tc.policy
-			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
-		})
-	}
+	})
 }
 
 // What a penalty's test pushed back under the first run's count does not
@@ -389,6 +359,32 @@ func TestRefutedShortGuards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
+		})
+	}
+}
+
+// policyFloor is a case of policyFloors: the scenario's limiter at another
+// policy, and the floors it must hold.
+type policyFloor struct {
+	name         string
+	policy       server.Policy
+	whole, after float64 // utilization floors
+	ratio        float64 // 429 ratio cap, whole run
+}
+
+// policyFloors runs the scenario named at each case's policy on 10 exits
+// and holds each to its floors.
+func policyFloors(t *testing.T, name string, cases []policyFloor) {
+	t.Helper()
+	base, ok := server.ScenarioByName(name)
+	if !ok {
+		t.Fatalf("no scenario %s", name)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := base
+			sc.Config.Policy = tc.policy
 			holdsFloors(t, sc, 10, tc.whole, tc.after, tc.ratio)
 		})
 	}
