@@ -334,6 +334,10 @@ func TestBlockedWindowFloors(t *testing.T) {
 		// held at the longer one's pace, 60-90 s for a block of 30
 		// (72.7 / 79.3%; shorterStep's readW).
 		{"20 per 10 s, block 30 s", server.Policy{Quota: 20, Window: 10 * sec, Block: 30 * sec}, 0.77, 0.94, 0.003},
+		// The run and the block fit a minute, and a follower's 69 in
+		// 13.3 s, more than a minute's 50 let through, were read as 50 per
+		// minute all the same (16.1 / 14.5%).
+		{"50 per 10 s, block 1 min", server.Policy{Quota: 50, Window: 10 * sec, Block: minute}, 0.66, 0.78, 0.002},
 	})
 }
 
