@@ -1255,6 +1255,9 @@ func (c *Core) writeFate(ctx context.Context, j frontier.Job, fate Fate, status 
 		case FateDone:
 			if err == nil {
 				c.tally.Done(j.Host, res.Exit)
+				if res.Truncated {
+					c.tally.Truncated(j.Host, res.Exit)
+				}
 			}
 		}
 	}

@@ -48,7 +48,10 @@ type Counters struct {
 	// Done counts URLs finished with a response worth keeping, Retries the
 	// requests sent again for a URL (robots.txt and redirect hops are
 	// neither).
-	Done       int64            `json:"done"`
+	Done int64 `json:"done"`
+	// Truncated counts the done URLs whose body was cut at the body
+	// limit (--max-body).
+	Truncated  int64            `json:"truncated,omitempty"`
 	Retries    int64            `json:"retries"`
 	Abandoned  map[string]int64 `json:"abandoned"`
 	latencySum time.Duration
@@ -198,6 +201,17 @@ func (t *Tally) Done(host, exit string) {
 	t.host(host).Done++
 	if exit != "" {
 		counter(t.exits, exit).Done++
+	}
+	t.mu.Unlock()
+}
+
+// Truncated counts one done URL whose body was cut at the body limit.
+func (t *Tally) Truncated(host, exit string) {
+	t.mu.Lock()
+	t.total.Truncated++
+	t.host(host).Truncated++
+	if exit != "" {
+		counter(t.exits, exit).Truncated++
 	}
 	t.mu.Unlock()
 }

@@ -221,7 +221,10 @@ type Summary struct {
 	Aborted int64 `json:"aborted,omitempty"`
 	// Fetched is the URLs the run (or runs) finished done; Retries the
 	// requests they sent again for a URL.
-	Fetched           int64    `json:"fetched"`
+	Fetched int64 `json:"fetched"`
+	// Truncated is the URLs of Fetched whose body was cut at --max-body
+	// (each one's row in results.jsonl says so too).
+	Truncated         int64    `json:"truncated"`
 	Retries           int64    `json:"retries"`
 	Ratio429          float64  `json:"ratio_429"`
 	RetriesPerSuccess float64  `json:"retries_per_success"`
@@ -245,7 +248,7 @@ const MaxEvents = 500
 func Summarize(c frontier.Counts, s metrics.Snapshot, hosts, exits map[string]Capacity) Summary {
 	sum := Summary{
 		Runs: 1, Started: s.Start,
-		Fetched: s.Total.Done, Retries: s.Total.Retries,
+		Fetched: s.Total.Done, Truncated: s.Total.Truncated, Retries: s.Total.Retries,
 		URLs: c.Total(), Done: c.Done, Abandoned: c.Abandoned,
 		AbandonedByReason: c.AbandonedByReason,
 		Parked:            c.Parked, Queued: c.Queued + c.Leased,

@@ -183,6 +183,7 @@ func Cumulative(runs []Summary) Summary {
 		c.TransportErrors += r.TransportErrors
 		c.Aborted += r.Aborted
 		c.Fetched += r.Fetched
+		c.Truncated += r.Truncated
 		c.Retries += r.Retries
 		c.ThrottledSeconds += r.ThrottledSeconds
 		c.HeldBackSeconds += r.HeldBackSeconds

@@ -22,6 +22,9 @@ func WriteTable(w io.Writer, s Summary) {
 	}
 	fmt.Fprintf(w, "Requests %d%s in %.1fs: %.2f successes/s, 429 ratio %.2f%%%s, %s\n",
 		s.Requests, aborted, s.ElapsedSeconds, s.EffectiveRate, 100*s.Ratio429, otherRefusals(s.ResponsesByStatus), retries)
+	if s.Truncated > 0 {
+		fmt.Fprintf(w, "Truncated %d: bodies cut at --max-body, each marked truncated in results.jsonl\n", s.Truncated)
+	}
 	fmt.Fprintf(w, "Throttled %.1fs (cooldowns and pauses the servers' pushback imposed, summed over lanes); work held back by the limiter %.1fs\n",
 		s.ThrottledSeconds, s.HeldBackSeconds)
 	if len(s.AbandonedByReason) > 0 {

@@ -152,6 +152,15 @@ func TestCrawlMaxBodyTruncated(t *testing.T) {
 	if n := strings.Count(string(raw), `"truncated":true`); n != 3 {
 		t.Errorf("results.jsonl has %d truncated: true, want 3:\n%s", n, raw)
 	}
+	// The summary and the closing table count them too: a crawl whose
+	// every body was cut read "4 done" and exit 0 with nothing else to
+	// tell (a helper's blind run).
+	if sum := readSummary(t, out); sum.Truncated != 3 {
+		t.Errorf("summary.json: truncated %d, want 3", sum.Truncated)
+	}
+	if !strings.Contains(r.stdout, "Truncated 3: bodies cut at --max-body") {
+		t.Errorf("stdout does not count the truncated bodies:\n%s", r.stdout)
+	}
 }
 
 func TestParseSize(t *testing.T) {
