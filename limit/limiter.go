@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -375,16 +376,32 @@ func (l *Limiter) release(t Ticket, kind releaseKind, o Outcome, now time.Time) 
 	return faster
 }
 
-// logChanges logs the change records of one operation at debug level,
-// each timed when it was made (the caller's clock: virtual in a
+// logChanges logs the change records of one operation at debug level (a
+// host's rate taking over at a warning), each timed when it was made (the caller's clock: virtual in a
 // simulation), not when it is logged.
 func (l *Limiter) logChanges(host string, cs []Change) {
 	ctx := context.Background()
-	if len(cs) == 0 || !l.log.Enabled(ctx, slog.LevelDebug) {
+	if len(cs) == 0 {
 		return
 	}
+	debug := l.log.Enabled(ctx, slog.LevelDebug)
 	for _, c := range cs {
-		rec := slog.NewRecord(c.At, slog.LevelDebug, "limit: "+c.Why, 0)
+		level := slog.LevelDebug
+		if c.Rule == "host-rate" && c.What == "host-rate" && c.From == 0 && c.To > 0 {
+			// One rate for the whole host, whatever the exits: what a
+			// user sees as a crawl slowed to a crawl, said once at a
+			// warning (a flaky URL's 503s held a host at 2/s of its
+			// --host-rate of 40 with nothing said but the ETA).
+			level = slog.LevelWarn
+		}
+		if level == slog.LevelDebug && !debug {
+			continue
+		}
+		msg := "limit: " + c.Why
+		if level == slog.LevelWarn {
+			msg += fmt.Sprintf(": the whole host held to %.3g/s", c.To)
+		}
+		rec := slog.NewRecord(c.At, level, msg, 0)
 		rec.AddAttrs(slog.String("host", host), slog.String("lane", c.Lane), slog.String("rule", c.Rule),
 			slog.String("what", c.What), slog.Float64("from", c.From), slog.Float64("to", c.To))
 		_ = l.log.Handler().Handle(ctx, rec) // a handler's error is its own: the change is kept in the ring anyway

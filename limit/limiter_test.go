@@ -3,9 +3,11 @@ package limit_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -567,8 +569,12 @@ func TestLimiter(t *testing.T) {
 	})
 	t.Run("OverloadRatesHost", func(t *testing.T) {
 		// A 503 overload pauses the host and puts it under a host rate,
-		// cut from what it was sent: one capacity for all exits.
-		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(10)}, 4)
+		// cut from what it was sent: one capacity for all exits. Said at
+		// a warning, whatever the log level's debug (a flaky URL's 503s
+		// held a host at 2/s of 40 with nothing said but the ETA).
+		var logged strings.Builder
+		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(10),
+			Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))}, 4)
 		at := t0
 		for i := range 8 {
 			tk, ok, next := acquire(t, l, "h", limit.Want{}, at)
@@ -589,6 +595,9 @@ func TestLimiter(t *testing.T) {
 		hs := l.Snapshot(at.Add(time.Second)).Hosts[0]
 		if hs.Rate.IsZero() || !hs.PausedUntil.Equal(at.Add(3*time.Second)) {
 			t.Errorf("after a 503 with Retry-After 2s: rate %v paused until %v, want a host rate and a pause until +3s", hs.Rate, hs.PausedUntil.Sub(t0))
+		}
+		if got := logged.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "503 overload") || !strings.Contains(got, "the whole host held to") || !strings.Contains(got, "host=h") {
+			t.Errorf("logged at warn:\n%s\nwant one warning that the host is held to one rate for its 503s", got)
 		}
 		if _, ok, _ := acquire(t, l, "h", limit.Want{}, at.Add(2*time.Second)); ok {
 			t.Errorf("Acquire during the pause ok")
