@@ -117,6 +117,10 @@ Exit codes:
 				return usageError(errors.New("crawl needs a URL file: exitgate crawl [flags] URLFILE (one URL per line; - reads standard input; see exitgate crawl --help)"))
 			}
 			if err := check(cmd, args); err != nil {
+				if len(args) > 1 {
+					// cobra's "accepts 1 arg(s), received 2" named neither.
+					return usageError(fmt.Errorf("crawl takes one URL file, given %d: %q (put the URLs of several files in one, or run a crawl each)", len(args), args))
+				}
 				return usageError(err)
 			}
 			return nil

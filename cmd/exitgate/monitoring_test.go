@@ -125,6 +125,10 @@ func TestStatusBadArguments(t *testing.T) {
 		{[]string{"status"}, "status needs what to show"},
 		{[]string{"crawl"}, "crawl needs a URL file"},
 		{[]string{"crawl", "/nonexistent/urls.txt"}, "URLFILE: stat /nonexistent/urls.txt"},
+		// Two files: both named (cobra's "accepts 1 arg(s), received 2").
+		{[]string{"crawl", "a.txt", "b.txt"}, `crawl takes one URL file, given 2: ["a.txt" "b.txt"]`},
+		// A directory as the exits' file: the flag named.
+		{[]string{"crawl", "--proxies", os.TempDir(), "--out", filepath.Join(t.TempDir(), "o"), "/dev/null"}, "--proxies: read " + os.TempDir()},
 		{[]string{"headers", "/dev/null"}, "no response head in /dev/null"},
 	} {
 		_, msg, code := run(t, tc.args...)
@@ -135,7 +139,7 @@ func TestStatusBadArguments(t *testing.T) {
 }
 
 // TestStatusCrawlWithoutRuns: a crawl's --out before its first run
-// summary (its first 5 s) is said to be one, exit 1; a directory that is
+// summary (its first second) is said to be one, exit 1; a directory that is
 // no crawl's is a usage error. (Both were "a directory without runs",
 // exit 2.)
 func TestStatusCrawlWithoutRuns(t *testing.T) {

@@ -163,7 +163,7 @@ func printOutSummary(w, stderr io.Writer, dir string, asJSON bool) error {
 			if _, cerr := os.Stat(filepath.Join(dir, crawlRecordFile)); cerr == nil {
 				// A crawl in its first seconds, or killed in them: it was
 				// "a directory without runs", exit 2, as if not a crawl's.
-				return fmt.Errorf("%s holds a crawl with no run summary yet (a run writes its first 5 s in, then every 30 s, and at its end): try again in a moment", dir)
+				return fmt.Errorf("%s holds a crawl with no run summary yet (a run writes its first a second in, then every second for half a minute, every 30 s after, and at its end): try again in a moment", dir)
 			}
 			return usageError(fmt.Errorf("%s is a directory without runs: give a crawl's --out, or the --ui ADDR of a running one", dir))
 		}
