@@ -190,8 +190,11 @@ type host struct {
 	// (laneBusy), not an overload, whichever lane's success came last.
 	okAt, prevOKAt int64
 	okExit         string
-	pause          int64 // shared not-before (busy, host-scoped Retry-After)
-	ceilTat        int64
+	// busyAt is when the host's last 503 without Retry-After came that was
+	// read as nothing yet (loneBusy).
+	busyAt  int64
+	pause   int64 // shared not-before (busy, host-scoped Retry-After)
+	ceilTat int64
 	// thrAt is when the host's first 429 came (its lanes' send rings count
 	// from then: clockSend).
 	thrAt int64

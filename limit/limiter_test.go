@@ -611,11 +611,46 @@ func TestLimiter(t *testing.T) {
 			t.Errorf("after a 503 with Retry-After of ten years: paused for %v, want 24h", got)
 		}
 	})
+	t.Run("LoneBusy", func(t *testing.T) {
+		// A 503 without Retry-After, alone among successes, is its URL's
+		// own transient error: no host rate (every tenth URL of a direct
+		// crawl answering 503 half the time held the host at 2/s of 40).
+		// A second within 5 s is an overload, as before.
+		l := newLimiter(t, limit.Config{FirstGuess: limit.PerSecond(10)}, 1)
+		at := t0
+		step := func(v verdict.Verdict) {
+			t.Helper()
+			tk, ok, next := acquire(t, l, "h", limit.Want{}, at)
+			if !ok {
+				at = next
+				if tk, ok, _ = acquire(t, l, "h", limit.Want{}, at); !ok {
+					t.Fatalf("acquire refused at its next time")
+				}
+			}
+			l.Done(tk, limit.Outcome{Verdict: v}, at)
+			at = at.Add(200 * time.Millisecond)
+		}
+		for range 5 {
+			step(verdict.OK)
+		}
+		step(verdict.Busy)
+		if r := l.Snapshot(at).Hosts[0].Rate; !r.IsZero() {
+			t.Fatalf("host rate %v after one 503 among successes, want none", r)
+		}
+		for range 3 {
+			step(verdict.OK)
+		}
+		step(verdict.Busy)
+		if r := l.Snapshot(at).Hosts[0].Rate; r.IsZero() {
+			t.Errorf("no host rate after a second 503 within 5 s, want the overload's")
+		}
+	})
 	t.Run("LaneBusy", func(t *testing.T) {
 		// A 503 without Retry-After while another lane succeeds is a
 		// per-IP limit's (nginx's limit_req answers 503 by default): the
 		// lane's 429, no host rate, no pause. Alone, or with Retry-After,
-		// it is an overload.
+		// it is an overload; right after the lane's own success, a lone
+		// one is its URL's transient error (LoneBusy).
 		for _, tc := range []struct {
 			name    string
 			peerOK  bool
@@ -628,7 +663,7 @@ func TestLimiter(t *testing.T) {
 			{"another lane succeeds, then this one, no Retry-After", true, true, 0, false, false},
 			{"another lane succeeds, Retry-After", true, false, 2 * time.Second, true, false},
 			{"no other lane succeeds", false, false, 0, true, false},
-			{"only this lane succeeds", false, true, 0, true, false},
+			{"only this lane succeeds: the URL's own, once", false, true, 0, false, false},
 			// connect-ratelimit's 503 with X-RateLimit-Remaining: -1: the
 			// quota's refusal, with or without a peer's success.
 			{"no other lane succeeds, nothing remaining", false, false, 0, false, true},

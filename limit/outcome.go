@@ -116,6 +116,11 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 			r.throttled(h, l, rec, o, sent, now, u)
 			break
 		}
+		if r.loneBusy(h, o, now) {
+			h.c.Errors++
+			l.extra().c.err++
+			break
+		}
 		h.c.Busy++
 		r.busy(h, o, sent, now, u)
 	case verdict.Retryable:

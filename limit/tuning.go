@@ -298,6 +298,10 @@ const maxEdges = 2
 // keep under 82% of it).
 const longEdgeRoom = 0.85
 
+// loneBusySpan is how long after one 503 without Retry-After the next reads
+// as an overload with it (loneBusy).
+const loneBusySpan = int64(5 * time.Second)
+
 // busyPeerSpan is how recently another lane must have succeeded for a 503
 // without Retry-After to read as a per-IP limit's (laneBusy).
 const busyPeerSpan = int64(2 * time.Second)
