@@ -196,22 +196,21 @@ func (t *Tally) Abandon(host, exit, reason string) {
 
 // Done counts one URL finished through exit.
 func (t *Tally) Done(host, exit string) {
-	t.mu.Lock()
-	t.total.Done++
-	t.host(host).Done++
-	if exit != "" {
-		counter(t.exits, exit).Done++
-	}
-	t.mu.Unlock()
+	t.add(host, exit, func(c *Counters) { c.Done++ })
 }
 
 // Truncated counts one done URL whose body was cut at the body limit.
 func (t *Tally) Truncated(host, exit string) {
+	t.add(host, exit, func(c *Counters) { c.Truncated++ })
+}
+
+// add applies inc to the totals, host's counters and exit's ("": none).
+func (t *Tally) add(host, exit string, inc func(*Counters)) {
 	t.mu.Lock()
-	t.total.Truncated++
-	t.host(host).Truncated++
+	inc(&t.total)
+	inc(t.host(host))
 	if exit != "" {
-		counter(t.exits, exit).Truncated++
+		inc(counter(t.exits, exit))
 	}
 	t.mu.Unlock()
 }

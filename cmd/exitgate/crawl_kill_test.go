@@ -282,40 +282,9 @@ func TestCrawlKillResume(t *testing.T) {
 // held the 1404 URLs the killed run had done.
 func TestCrawlKillKeepsRunCounts(t *testing.T) {
 	const nURLs = 200
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Service time, so that the crawl lasts past a checkpoint.
-		select {
-		case <-time.After(10 * time.Millisecond):
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprintf(w, "page %s\n", r.URL.Path)
-	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	urls := siteURLs(srv.URL, nURLs)
-	out := filepath.Join(dir, "out")
-	args := []string{"crawl", "--out", out, "--concurrency", "2", "--lane-rate", "50/s", "--ignore-robots", "--progress", "0",
-		writeLines(t, dir, "urls.txt", urls)}
+	out, args := slowCrawlArgs(t, nURLs, 10*time.Millisecond)
 	first := startCrawlHelperEnv(t, []string{crawlHelperSaveEnv + "=300ms"}, args...)
-	var checkpoint report.Summary
-	deadline := time.Now().Add(30 * time.Second)
-	for checkpoint.Requests < 20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint of 20 requests or more in runs/ within 30 s\nstderr:\n%s", first.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling for the helper's checkpoint; bounded above
-		names, _ := filepath.Glob(filepath.Join(out, report.RunsDir, "*.json"))
-		if len(names) == 1 {
-			if b, err := os.ReadFile(names[0]); err == nil {
-				json.Unmarshal(b, &checkpoint) // (a file being replaced reads as before or after)
-			}
-		}
-	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	first.wait(t, 10*time.Second)
+	checkpoint := killAtCheckpoint(t, first, out, 20, 30*time.Second)
 	names, _ := filepath.Glob(filepath.Join(out, report.RunsDir, "*.json"))
 	if len(names) != 1 {
 		t.Fatalf("runs/ after the kill holds %v, want the killed run's checkpoint", names)
@@ -360,25 +329,29 @@ func TestCrawlKillKeepsRunCounts(t *testing.T) {
 // requests for 800 URLs done.
 func TestCrawlKillEarlyKeepsRunCounts(t *testing.T) {
 	const nURLs = 400
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-r.Context().Done():
-			return
-		}
-		fmt.Fprintf(w, "page %s\n", r.URL.Path)
-	}))
-	defer srv.Close()
-	dir := t.TempDir()
-	out := filepath.Join(dir, "out")
-	args := []string{"crawl", "--out", out, "--concurrency", "2", "--lane-rate", "50/s", "--ignore-robots", "--progress", "0",
-		writeLines(t, dir, "urls.txt", siteURLs(srv.URL, nURLs))}
+	out, args := slowCrawlArgs(t, nURLs, 20*time.Millisecond)
 	first := startCrawlHelper(t, args...)
+	checkpoint := killAtCheckpoint(t, first, out, 1, 3*time.Second) // under learnedFirst: the early cadence or nothing
+	second := startCrawlHelper(t, args...)
+	if err := second.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("resumed crawl: %v\nstderr:\n%s", err, second.stderr.String())
+	}
+	sum := readSummary(t, out)
+	if sum.Runs != 2 || sum.Done != nURLs || sum.Requests < checkpoint.Requests+1 {
+		t.Errorf("summary: %d runs, %d done, %d requests; want 2 runs, all %d done, the killed run's %d requests and the second's", sum.Runs, sum.Done, sum.Requests, nURLs, checkpoint.Requests)
+	}
+}
+
+// killAtCheckpoint waits, up to within, for the run of p writing to out to
+// checkpoint a summary of at least requests requests in runs/, then kills it
+// with -9 and returns that checkpoint.
+func killAtCheckpoint(t *testing.T, p *helperProc, out string, requests int64, within time.Duration) report.Summary {
+	t.Helper()
 	var checkpoint report.Summary
-	deadline := time.Now().Add(3 * time.Second) // under learnedFirst: the early cadence or nothing
-	for checkpoint.Requests == 0 {
+	deadline := time.Now().Add(within)
+	for checkpoint.Requests < requests {
 		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint with a request in runs/ within 3 s of the start\nstderr:\n%s", first.stderr.String())
+			t.Fatalf("no checkpoint of %d requests or more in runs/ within %v\nstderr:\n%s", requests, within, p.stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond) // polling for the helper's checkpoint; bounded above
 		names, _ := filepath.Glob(filepath.Join(out, report.RunsDir, "*.json"))
@@ -388,16 +361,29 @@ func TestCrawlKillEarlyKeepsRunCounts(t *testing.T) {
 			}
 		}
 	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	first.wait(t, 10*time.Second)
-	second := startCrawlHelper(t, args...)
-	if err := second.wait(t, 60*time.Second); err != nil {
-		t.Fatalf("resumed crawl: %v\nstderr:\n%s", err, second.stderr.String())
-	}
-	sum := readSummary(t, out)
-	if sum.Runs != 2 || sum.Done != nURLs || sum.Requests < checkpoint.Requests+1 {
-		t.Errorf("summary: %d runs, %d done, %d requests; want 2 runs, all %d done, the killed run's %d requests and the second's", sum.Runs, sum.Done, sum.Requests, nURLs, checkpoint.Requests)
-	}
+	p.wait(t, 10*time.Second)
+	return checkpoint
+}
+
+// slowCrawlArgs starts a server that answers each of its n pages after
+// service (so that a crawl of them lasts past a checkpoint) and returns the
+// crawl's --out and its arguments, two at a time at 50/s.
+func slowCrawlArgs(t *testing.T, n int, service time.Duration) (out string, args []string) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(service):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "page %s\n", r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	out = filepath.Join(dir, "out")
+	return out, []string{"crawl", "--out", out, "--concurrency", "2", "--lane-rate", "50/s", "--ignore-robots", "--progress", "0",
+		writeLines(t, dir, "urls.txt", siteURLs(srv.URL, n))}
 }
