@@ -251,6 +251,9 @@ type Response struct {
 	// the server's answer, a 4xx like any other: a page that answers 407
 	// took every exit out of service as a failed proxy.
 	ViaProxy bool
+	// Unconditional: the request carried no If-None-Match nor
+	// If-Modified-Since, so a 304 answers nothing it asked.
+	Unconditional bool
 }
 
 // SniffBytes is how much of each body the executor keeps for classification.
@@ -999,6 +1002,12 @@ func (c *Core) Complete(ctx context.Context, a Attempt, r Response) error {
 		fate = Fate{Kind: FateAbandon, Reason: refused}
 	case redirect:
 		fate = Fate{Kind: FateAbandon, Reason: fmt.Sprintf("too many redirects (%d)", a.Hops)}
+	}
+	if r.Status == http.StatusNotModified && r.Unconditional && fate.Kind == FateDone {
+		// A 304 to a request that asked for nothing conditional has no
+		// page to keep: recorded done with an empty body, it read as
+		// fetched (a helper's blind run). Abandoned, said why.
+		fate = Fate{Kind: FateAbandon, Reason: "304 Not Modified to a request that was not conditional: no page"}
 	}
 	if r.StoreErr != nil && fate.Kind == FateDone {
 		// Never done without its body: queued again, uncharged, for a run

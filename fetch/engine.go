@@ -376,7 +376,8 @@ func (e *Engine) do(ctx context.Context, a Attempt) Response {
 	}
 	defer resp.Body.Close()
 	e.cfg.Exits.Observe(m.ID, resp.Header)
-	r := Response{Status: resp.StatusCode, Header: resp.Header, HeaderAt: time.Now(), ViaProxy: m.ViaProxy(req.URL.Scheme)}
+	r := Response{Status: resp.StatusCode, Header: resp.Header, HeaderAt: time.Now(), ViaProxy: m.ViaProxy(req.URL.Scheme),
+		Unconditional: req.Header.Get("If-None-Match") == "" && req.Header.Get("If-Modified-Since") == ""}
 	keep := SniffBytes
 	if a.Robots {
 		keep = 512 << 10

@@ -132,7 +132,13 @@ func TestEngineFinal3xxKeepsBody(t *testing.T) {
 	want := map[string]string{"/choices": "choose /a or /b", "/not-modified": "", "/use-proxy": "use a proxy", "/moved": "page /a"}
 	var jobs []frontier.NewJob
 	for _, p := range []string{"/choices", "/not-modified", "/use-proxy", "/moved"} {
-		jobs = append(jobs, frontier.NewJob{URL: srv.URL + p})
+		j := frontier.NewJob{URL: srv.URL + p}
+		if p == "/not-modified" {
+			// A 304 answers a conditional request (unasked, it is
+			// abandoned: TestCrawlUnconditional304).
+			j.Header = http.Header{"If-None-Match": {`"v1"`}}
+		}
+		jobs = append(jobs, j)
 	}
 	fr := sqliteFrontier(t, dir, jobs...)
 	lim := limiterWith(t, limit.Config{FirstGuess: limit.PerSecond(1000), LaneBurst: 10}, "e1")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/exitgate/exitgate/frontier/sqlite"
 	"github.com/exitgate/exitgate/internal/peertest"
+	"github.com/exitgate/exitgate/report"
 )
 
 // TestCrawlURLTheFrontierRefusesIsSkipped: a line that parses as a URL but
@@ -536,5 +537,42 @@ func TestCrawlEchoUnknownIPsCounted(t *testing.T) {
 	}
 	if want := "exitgate: 2 exits: 0 resolve to 0 distinct IPs, 2 of unknown IP keyed by their ids"; !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+}
+
+// TestCrawlUnconditional304: a 304 to a request that asked for nothing
+// conditional has no page: abandoned with its reason (it was recorded done
+// with an empty body); asked with If-None-Match (-H), a 304 is the answer
+// asked for, done.
+func TestCrawlUnconditional304(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/304" {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		io.WriteString(w, "page")
+	}))
+	defer srv.Close()
+	urls := []string{srv.URL + "/304", srv.URL + "/ok"}
+	out, crawl := crawlList(t, t.TempDir(), urls, "--ignore-robots", "--progress", "0")
+	if r := crawl(); r.err == nil {
+		t.Errorf("crawl with a URL abandoned: exit 0, want the abandoned URLs' exit code")
+	}
+	byURL := map[string]report.Result{}
+	for _, r := range readResults(t, out) {
+		byURL[r.URL] = r
+	}
+	if r := byURL[srv.URL+"/304"]; r.Outcome != "abandoned" || !strings.Contains(r.Reason, "304 Not Modified to a request that was not conditional") {
+		t.Errorf("unconditional 304: %s %q, want abandoned, said why", r.Outcome, r.Reason)
+	}
+	if r := byURL[srv.URL+"/ok"]; r.Outcome != "done" {
+		t.Errorf("the page beside it: %s, want done", r.Outcome)
+	}
+	out, crawl = crawlList(t, t.TempDir(), urls[:1], "--ignore-robots", "--progress", "0", "-H", `If-None-Match: "v1"`)
+	if r := crawl(); r.err != nil {
+		t.Fatalf("conditional crawl: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	if res := readResults(t, out); len(res) != 1 || res[0].Outcome != "done" || res[0].Status != http.StatusNotModified {
+		t.Errorf("conditional 304: %+v, want done 304", res)
 	}
 }

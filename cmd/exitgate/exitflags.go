@@ -113,8 +113,11 @@ func (f exitFlags) exits() ([]pool.Exit, error) {
 		if errors.Is(err, errNoExits) && f.proxyTemplate != "" {
 			err = nil // the template's exits, and -x's if any
 		}
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			err = fmt.Errorf("--proxies: %w", err) // (bad lines name the file and line already)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			// Not there, not readable, a directory ("read DIR: is a
+			// directory" named no flag). (Bad lines name the file and
+			// line already.)
+			err = fmt.Errorf("--proxies: %w", err)
 		}
 		if err != nil {
 			return nil, err

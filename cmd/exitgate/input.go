@@ -193,7 +193,7 @@ func loadProxies(file string, urls []string) ([]pool.Exit, error) {
 	if file != "" {
 		var err error
 		if data, err = os.ReadFile(file); err != nil {
-			return nil, fmt.Errorf("--proxies: %w", err) // ("read DIR: is a directory" named no flag)
+			return nil, err
 		}
 	}
 	return parseProxies(file, data, urls)
