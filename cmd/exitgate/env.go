@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func applyEnv(cmd *cobra.Command, warn io.Writer) error {
 		}
 		for _, v := range vals {
 			if err := cmd.Flags().Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+				errs = append(errs, fmt.Errorf("%s: %w", name, plainValueError(err)))
 				return
 			}
 		}
@@ -245,8 +246,31 @@ func flagError(code int) func(*cobra.Command, error) error {
 				err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(s, " or "))
 			}
 		}
-		return &exitError{code: code, err: err}
+		return &exitError{code: code, err: plainValueError(err)}
 	}
+}
+
+// plainValueError says what a number or boolean flag wants where pflag
+// passed on strconv's words (`invalid argument "abc" for "--concurrency"
+// flag: strconv.ParseInt: parsing "abc": invalid syntax`); any other error
+// is returned as it is.
+func plainValueError(err error) error {
+	var ive *pflag.InvalidValueError
+	var ne *strconv.NumError
+	if !errors.As(err, &ive) || !errors.As(err, &ne) {
+		return err
+	}
+	want := "a whole number"
+	switch {
+	case strings.HasPrefix(ne.Func, "ParseFloat"):
+		want = "a number"
+	case ne.Func == "ParseBool":
+		want = "true or false"
+	}
+	if errors.Is(ne.Err, strconv.ErrRange) {
+		want += " in range"
+	}
+	return fmt.Errorf("--%s %q: want %s", ive.GetFlag().Name, ive.GetValue(), want)
 }
 
 // suggest returns the candidates closest to name: at most two edits away

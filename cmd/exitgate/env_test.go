@@ -126,7 +126,10 @@ func TestEnvBadValueNamesVariable(t *testing.T) {
 		env, value string
 		want       []string
 	}{
-		{"EXITGATE_CONCURRENCY", "lots", []string{`EXITGATE_CONCURRENCY: invalid argument "lots" for "--concurrency" flag`}},
+		// What the flag wants, not strconv's words ("strconv.ParseInt:
+		// parsing \"lots\": invalid syntax").
+		{"EXITGATE_CONCURRENCY", "lots", []string{`EXITGATE_CONCURRENCY: --concurrency "lots": want a whole number`}},
+		{"EXITGATE_IGNORE_ROBOTS", "perhaps", []string{`EXITGATE_IGNORE_ROBOTS: --ignore-robots "perhaps": want true or false`}},
 		{"EXITGATE_CONCURRENCY", "0", []string{"--concurrency 0: want 1 to 10000", "(set by EXITGATE_CONCURRENCY)"}},
 		{"EXITGATE_IGNORE_ROBOTS", "perhaps", []string{"EXITGATE_IGNORE_ROBOTS"}},
 		{"EXITGATE_TIMEOUT", "30", []string{"EXITGATE_TIMEOUT", "missing unit"}},

@@ -125,6 +125,8 @@ func TestStatusBadArguments(t *testing.T) {
 		{[]string{"status"}, "status needs what to show"},
 		{[]string{"crawl"}, "crawl needs a URL file"},
 		{[]string{"crawl", "/nonexistent/urls.txt"}, "URLFILE: stat /nonexistent/urls.txt"},
+		// A number flag's bad value: what it wants, not strconv's words.
+		{[]string{"crawl", "--concurrency", "abc", "/dev/null"}, `--concurrency "abc": want a whole number`},
 		// Two files: both named (cobra's "accepts 1 arg(s), received 2").
 		{[]string{"crawl", "a.txt", "b.txt"}, `crawl takes one URL file, given 2: ["a.txt" "b.txt"]`},
 		// A directory as the exits' file: the flag named.
