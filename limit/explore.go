@@ -951,8 +951,9 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		// (rate-limiter-flexible's 10 per 5 s blocking 30 s: 15 in 7.5 s
 		// read as 15 per minute, a follower's 12 in 9.5 s pushed back,
 		// and the lanes held at a minute's window a step, 13.5% of the
-		// limit over the run). As past the run's count: the search
-		// bisects under the test's pace with a bucket's proofs.
+		// limit over the run). The window read is dropped (asBucket), and
+		// the search bisects under the test's pace with careful proofs as
+		// long as the run: a window shorter than it holds its quota there.
 		r.asBucket(h, now)
 		c.careful, c.span = true, max(minSpan, min(maxSpan, e.t1+e.headD))
 		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, fmt.Sprintf("%d in a series of %.1fs, fewer than the run's %d in %.1fs: the window is shorter than the run, the told wait a block", ok, secs(now-serAt), e.n1, secs(e.t1)))

@@ -242,10 +242,10 @@ func (r *rules) laneBusy(h *host, l *lane, o *Outcome, now int64) bool {
 }
 
 // loneBusy reports whether a 503 without Retry-After on host h at now is
-// read as its URL's transient error, not yet an overload: the host is not
-// rated, it succeeded since its last such 503 and within busyPeerSpan
-// (any lane: a direct crawl has one), and that 503 was longer than
-// loneBusySpan ago. A second soon after is an overload, as before: a site
+// read as its URL's transient error, not yet an overload, and records it
+// (busyAt) for the next one's reading: the host is not rated, it
+// succeeded since its last such 503 and within busyPeerSpan (any lane: a
+// direct crawl has one), and that 503 was longer than loneBusySpan ago. A second soon after is an overload, as before: a site
 // that sheds load sheds it from many requests, where a flaky page answers
 // 503 alone among pages that pass (every tenth URL of a direct crawl 503
 // half the time: each read as an overload cut the host to 2/s of the 40

@@ -377,8 +377,8 @@ func (l *Limiter) release(t Ticket, kind releaseKind, o Outcome, now time.Time) 
 }
 
 // logChanges logs the change records of one operation at debug level (a
-// host's rate taking over at a warning), each timed when it was made (the caller's clock: virtual in a
-// simulation), not when it is logged.
+// host's rate taking over at a warning), each timed when it was made (the
+// caller's clock: virtual in a simulation), not when it is logged.
 func (l *Limiter) logChanges(host string, cs []Change) {
 	ctx := context.Background()
 	if len(cs) == 0 {

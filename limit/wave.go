@@ -92,10 +92,10 @@ func (h *host) endWave(l *lane) {
 // host held 1.94/s a lane for the rest of the run (28% of the limit);
 // followers that took a pace a lucky quick run had passed were banned all
 // at once. So the wave is read as a 429 at the fastest pace its requests
-// were sent at (wave.pace), told to wait waveTold: longer than any window's
-// recovery, a penalty's wait, which says nothing of the limit. The lane itself is held
-// out only as long as the block: a block each refused request restarts
-// runs out in silence. It waits waveHold, longer than an anti-flood
+// were sent at (wave.pace), told to wait waveTold: longer than any
+// window's recovery, a penalty's wait, which says nothing of the limit. The
+// lane itself is held out only as long as the block: a block each refused
+// request restarts runs out in silence. It waits waveHold, longer than an anti-flood
 // block's usual length (mod_evasive's DOSBlockingPeriod is 10 s unless
 // set, counted in whole seconds from the last refused request's), or the
 // longest hold that let a lane of the host through again, if longer.

@@ -248,7 +248,7 @@ func (h *haproxyRate) Decide(key string, now time.Time) Decision {
 		c.banned = true
 	}
 	d := Decision{Limit: h.p.Quota, Window: h.p.Window, Allowed: r <= h.q && !c.banned, Remaining: int(max(h.q-r, 0))}
-	if h.p.Block > 0 && c.banned {
+	if c.banned { // (only with Policy.Block)
 		d.Reset = h.p.Block
 		d.RetryAfter = h.p.Block
 		return d
@@ -697,8 +697,8 @@ func (q *quietReset) Decide(key string, now time.Time) Decision {
 // may hold nothing (a lone 403, the next second let through: its log shows
 // it); this model holds from the first, which reads the real 5 a second
 // blocking 10 s within three points (a trial build holding nothing at
-// first, not kept, read it 17 points low). The same page asked twice in a second (its page
-// counter) is not modelled: a crawl asks each URL once.
+// first, not kept, read it 17 points low). The same page asked twice in a
+// second (its page counter) is not modelled: a crawl asks each URL once.
 type evasive struct {
 	p               Policy
 	interval, block int64 // whole seconds

@@ -240,7 +240,10 @@ func TwinVariant(spec string) (Scenario, error) {
 			if n, err = strconv.Atoi(v); err == nil && n != 403 && n != 429 {
 				err = fmt.Errorf("want 403 or 429")
 			}
-			sc.Config.Refuse = n % 429 // (429: the default, 0)
+			sc.Config.Refuse = 0 // 429, the default
+			if n == 403 {
+				sc.Config.Refuse = n
+			}
 		default:
 			err = fmt.Errorf("unknown field (quota, window, retry-after, burst, block, refuse)")
 		}
