@@ -403,6 +403,15 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if l.x != nil {
 		l.x.toldEnd, l.x.echoed = 0, false // the holds of the wait before are over
 	}
+	if c := &h.cap; c.block > 0 && c.block < int64(maxBlock) && o.RetryAfter == 0 && rec.first && l.eps > 0 {
+		// Pushed back at its first request after waiting a block out: the
+		// block is longer (a ban longer than the usual window overBlock
+		// took, renewed by the retry). Without it the lane would wait the
+		// same block and be pushed back again, for good.
+		b := min(2*c.block, int64(maxBlock))
+		h.note(r, now, "cooldown", l.exit, "cooldown", secs(c.block), secs(b), "pushed back at its first request after waiting the block out: the block is longer")
+		c.block = b
+	}
 	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
 	if o.RetryAfter > 0 && !echo && !told {
 		r.seriesWindow(h, l, ser, now)

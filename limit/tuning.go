@@ -248,6 +248,11 @@ func hostSlop(iv int64) int64 { return min(iv, int64(2*time.Millisecond)) }
 // absurd values, and a day is longer than any limit a crawl waits out.
 const maxRetryAfter = 24 * time.Hour
 
+// maxBlock is the longest a bare block read grows to when a lane that waited
+// it out is pushed back at its first request: a ban longer than that is read
+// no further (its lanes retry each maxBlock).
+const maxBlock = 16 * time.Minute
+
 // ledRecheck bounds how long a worker that follows another's search waits
 // before asking again about a host: the leader's pace may change meanwhile,
 // and nothing here wakes the caller when it does (redisstate refreshes the

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -24,7 +26,7 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
+		return yamlError(path, data, err)
 	}
 	if len(doc.Content) == 0 { // empty file
 		return nil
@@ -99,7 +101,11 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 				continue
 			}
 			if err := flags.Set(k.Value, val); err != nil {
-				errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
+				if want, ok := valueWant(err); ok {
+					errs = append(errs, fmt.Sprintf("%s:%d: %s %q: want %s", path, v.Line, k.Value, val, want))
+				} else {
+					errs = append(errs, fmt.Sprintf("%s:%d: %s: %v", path, v.Line, k.Value, err))
+				}
 				continue
 			}
 		}
@@ -114,6 +120,26 @@ func applyConfigFile(flags *pflag.FlagSet, path string) error {
 		return fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// yamlError says where the YAML in data (read from path) is broken, as
+// path:line: what. A fault found at the end of the input is said on the
+// file's last line: the parser counts a line past it ("line 2" of a file
+// of one line without its newline).
+func yamlError(path string, data []byte, err error) error {
+	var le *yaml.LoadError
+	if !errors.As(err, &le) || le.Mark.Line <= 0 {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	line, lines := le.Mark.Line, bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		lines++ // the last line, without its newline
+	}
+	where := ""
+	if line > lines {
+		line, where = max(lines, 1), " (at the end of the file)"
+	}
+	return fmt.Errorf("%s:%d: %s%s", path, line, le.Message, where)
 }
 
 // repeatable reports whether a flag takes one value each time it is given

@@ -489,6 +489,11 @@ func TestCrawlConfigFile(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"format: csv\nformat: bogus", `crawl.yaml:2: "format" given twice (first at line 1)`},
 		{"ignore-robots: true\ntimeout: 0s", "--timeout 0s: want above 0 (set at "},
+		// A number's bad value says what the flag wants, not strconv's
+		// words, and a fault at the end of the file is said on its last
+		// line (the parser's count said line 2 of a file of one).
+		{"ignore-robots: true\nconcurrency: abc", `crawl.yaml:2: concurrency "abc": want a whole number`},
+		{"concurrency: [", "crawl.yaml:1: did not find expected node content (at the end of the file)"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			dir := t.TempDir()

@@ -256,9 +256,19 @@ func flagError(code int) func(*cobra.Command, error) error {
 // is returned as it is.
 func plainValueError(err error) error {
 	var ive *pflag.InvalidValueError
-	var ne *strconv.NumError
-	if !errors.As(err, &ive) || !errors.As(err, &ne) {
+	want, ok := valueWant(err)
+	if !ok || !errors.As(err, &ive) {
 		return err
+	}
+	return fmt.Errorf("--%s %q: want %s", ive.GetFlag().Name, ive.GetValue(), want)
+}
+
+// valueWant returns what a number or boolean flag wants, said plainly, if
+// err is strconv's refusal of its value.
+func valueWant(err error) (string, bool) {
+	var ne *strconv.NumError
+	if !errors.As(err, &ne) {
+		return "", false
 	}
 	want := "a whole number"
 	switch {
@@ -270,7 +280,7 @@ func plainValueError(err error) error {
 	if errors.Is(ne.Err, strconv.ErrRange) {
 		want += " in range"
 	}
-	return fmt.Errorf("--%s %q: want %s", ive.GetFlag().Name, ive.GetValue(), want)
+	return want, true
 }
 
 // suggest returns the candidates closest to name: at most two edits away

@@ -283,7 +283,35 @@ func Holdouts() []Target {
 			"none", "none",
 			"new RateLimiterMemory({points: 6, duration: 60, blockDuration: 60}); bare 429s",
 			peers.FlexibleConfig{Points: 6, Duration: time.Minute, Block: time.Minute, Headers: "none"}), "flexible-6-per-min-block60-bare"),
+
+		// Run blind by a helper on 2026-12-07's forty-seventh session
+		// (bare: 13.6%, its explorer's retries renewing its ban), modelled
+		// (server.HAProxy with a Block), and the learner mended on the
+		// model on 2026-12-08's forty-eighth, then added: HAProxy's ban
+		// as its manual sets one up. Held out from tuning on the real
+		// server only.
+		withScenario(haproxyBanTarget("haproxy-ban-20-per-10s-30s-bare", 20, 10*time.Second, 30*time.Second, ""), "haproxy-ban-20-per-10s-30s-bare"),
+		withScenario(haproxyBanTarget("haproxy-ban-20-per-10s-30s-ra30", 20, 10*time.Second, 30*time.Second, "30"), "haproxy-ban-20-per-10s-30s-ra30"),
 	}
+}
+
+// haproxyBanTarget is HAProxy banning a client address whose
+// http_req_rate over period goes over limit: gpc0 set, every request
+// denied while the stick table's entry lives, ban after its last request
+// (denied ones too).
+func haproxyBanTarget(name string, limit int, period, ban time.Duration, retryAfter string) Target {
+	ra, hdr := "none", ""
+	if retryAfter != "" {
+		ra, hdr = retryAfter+" (fixed)", " hdr Retry-After "+retryAfter
+	}
+	sec := period.Seconds()
+	return countsDenied(holdoutTarget(name, "haproxy 2.6 stick table",
+		fmt.Sprintf("http_req_rate(%gs) over %d sets gpc0; denied while set, the entry expiring %v after the client's last request", sec, limit, ban),
+		limit, period, "none", ra,
+		fmt.Sprintf("stick-table type ip expire %v store gpc0,http_req_rate(%gs); http-request track-sc0 src; http-request sc-inc-gpc0(0) if { sc_http_req_rate(0) gt %d }; http-request deny deny_status 429%s if { sc_get_gpc0(0) gt 0 }", ban, sec, limit, hdr),
+		func(dir string) (Server, error) {
+			return peers.StartHAProxy(peers.HAProxyConfig{Limit: limit, Period: period, Ban: ban, RetryAfter: retryAfter, Dir: dir})
+		}))
 }
 
 // npmLimiterTarget is the npm package limiter's RateLimiter as cfg sets it:

@@ -18,6 +18,13 @@ type HAProxyConfig struct {
 	// Period is the stick table's http_req_rate period. Default 10s; whole
 	// seconds.
 	Period time.Duration
+	// Ban, when set, bans a client once its rate is over Limit, as
+	// HAProxy's manual sets one up: sc-inc-gpc0 marks the stick table's
+	// entry, every request of a marked client is denied, and the entry
+	// expires Ban after the client's last request (denied ones too, so a
+	// client that keeps sending stays banned). Whole seconds; 0: no ban,
+	// the rate alone denies.
+	Ban time.Duration
 	// RetryAfter, when set, is sent as the fixed Retry-After of every 429.
 	// Empty: no header.
 	RetryAfter string
@@ -50,11 +57,17 @@ defaults
 frontend target
     bind {{listen}}
     log-format "%Ts.%ms %ci %ST"
-    stick-table type ip size 100k expire {{expire}} store http_req_rate({{period}})
+    stick-table type ip size 100k expire {{expire}} store {{store}}http_req_rate({{period}})
     http-request track-sc0 src
-    http-request deny deny_status 429{{hdr}} if { sc_http_req_rate(0) gt {{limit}} }
-    http-request return status 200 content-type text/plain string "ok"
+{{rules}}    http-request return status 200 content-type text/plain string "ok"
 `
+
+// The deny rules: over the rate, or (with a ban) once marked over it.
+const (
+	haproxyRateRule = "    http-request deny deny_status 429{{hdr}} if { sc_http_req_rate(0) gt {{limit}} }\n"
+	haproxyBanRules = "    http-request sc-inc-gpc0(0) if { sc_http_req_rate(0) gt {{limit}} }\n" +
+		"    http-request deny deny_status 429{{hdr}} if { sc_get_gpc0(0) gt 0 }\n"
+)
 
 // StartHAProxy starts haproxy with cfg and returns once it accepts
 // connections.
@@ -86,10 +99,20 @@ func StartHAProxy(cfg HAProxyConfig) (*HAProxy, error) {
 		hdr = " hdr Retry-After " + cfg.RetryAfter
 	}
 	sec := int(cfg.Period / time.Second)
+	expire, store, rules := strconv.Itoa(3*sec)+"s", "", haproxyRateRule
+	if cfg.Ban != 0 {
+		if cfg.Ban < time.Second || cfg.Ban%time.Second != 0 {
+			return nil, fmt.Errorf("haproxy: Ban %v, want whole seconds", cfg.Ban)
+		}
+		expire, store, rules = strconv.Itoa(int(cfg.Ban/time.Second))+"s", "gpc0,", haproxyBanRules
+	}
 	conf := strings.NewReplacer(
-		"{{listen}}", cfg.Listen, "{{period}}", strconv.Itoa(sec)+"s",
-		"{{expire}}", strconv.Itoa(3*sec)+"s", "{{limit}}", strconv.Itoa(cfg.Limit), "{{hdr}}", hdr,
+		"{{rules}}", rules, "{{store}}", store, "{{expire}}", expire,
 	).Replace(haproxyConf)
+	conf = strings.NewReplacer(
+		"{{listen}}", cfg.Listen, "{{period}}", strconv.Itoa(sec)+"s",
+		"{{limit}}", strconv.Itoa(cfg.Limit), "{{hdr}}", hdr,
+	).Replace(conf)
 	dir, err := newWorkDir(cfg.Dir, "haproxy")
 	if err != nil {
 		return nil, fmt.Errorf("haproxy: %w", err)

@@ -328,6 +328,24 @@ func TestHAProxyCountsDenied(t *testing.T) {
 	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.15", start)
 }
 
+// haproxy's ban (gpc0 set over the rate) denies a client while it keeps
+// sending, long after its rate fell under the limit, and lets it through
+// once it was quiet for the ban's length.
+func TestHAProxyBan(t *testing.T) {
+	h := peertest.StartHAProxy(t, peertest.HAProxyConfig{Limit: 2, Period: time.Second, Ban: 2 * time.Second})
+	c, start, codes, _ := twoThenLimited(t, "127.0.0.35", h.URL()+"/p/1")
+	// 1.5 s on, the rate over a second is under the limit: the ban alone
+	// denies it, and renews itself.
+	time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
+	code, _, _ := get(t, c, h.URL()+"/p/2")
+	if code != 429 {
+		t.Errorf("1.5 s after the 429, under the rate: %d, want 429 (banned)", code)
+	}
+	codes = append(codes, code)
+	codes = passesAgain(t, c, h.URL()+"/p/3", start, 4*time.Second, codes, "2.5 s after the last denied request, the ban expired")
+	checkLog(t, waitLog(t, h.AccessLog, len(codes)), codes, "127.0.0.35", start)
+}
+
 // flask-limiter's moving window sends its headers on every response,
 // Retry-After included.
 func TestFlaskMovingWindow(t *testing.T) {
