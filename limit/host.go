@@ -192,9 +192,17 @@ type host struct {
 	okExit         string
 	// busyAt is when the host's last 503 without Retry-After came that was
 	// read as nothing yet (loneBusy).
-	busyAt  int64
-	pause   int64 // shared not-before (busy, host-scoped Retry-After)
-	ceilTat int64
+	busyAt int64
+	// mix is the host's last answers' 503s; busyTest tests a rate cut for
+	// them; busyNoise is their share read as the pages' own errors (0:
+	// none read): busymix.go.
+	mix       busyMix
+	busyTest  busyTest
+	busyURLs  busyURLs
+	busyNoise float64
+	busy429   uint64 // 503s read as a lane's 429 (laneBusy), of c.Throttled
+	pause     int64  // shared not-before (busy, host-scoped Retry-After)
+	ceilTat   int64
 	// thrAt is when the host's first 429 came (its lanes' send rings count
 	// from then: clockSend).
 	thrAt int64

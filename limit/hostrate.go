@@ -44,9 +44,12 @@ func (h *host) rated() bool { return h.rate.on }
 // exits evenly, and so the host's requests).
 func (h *host) sendAll(now int64) float64 { return h.send.current(now) * h.sharedBy() }
 
-// startRate starts the host rate at what the host was actually sent.
+// startRate starts the host rate at what the host was actually sent: its
+// answers a second lately where they came faster than its send rate, an
+// average over about ten seconds, reads (a ramp doubling each second read
+// 2/s at 15.5/s, and the host's overload cut it to a sixteenth).
 func (r *rules) startRate(h *host, now int64, why string) {
-	base := h.sendAll(now)
+	base := max(h.sendAll(now), h.mix.rate(now)*h.sharedBy())
 	if base <= 0 {
 		base = r.first
 	}
@@ -267,6 +270,9 @@ func (r *rules) busy(h *host, o *Outcome, sent, now int64, u float64) {
 		h.rate.overloaded = true
 	}
 	r.hostDecrease(h, sent, now, "503 overload")
+	if o.RetryAfter == 0 {
+		h.busyTestStart(now) // (a told wait is the server's own word)
+	}
 	d, why := int64(o.RetryAfter), "503 with "+sayRetryAfter(o.RetryAfter)
 	if d <= 0 {
 		// (Said as a Retry-After the server never sent before.)

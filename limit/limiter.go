@@ -394,11 +394,15 @@ func (l *Limiter) logChanges(host string, cs []Change) {
 			// --host-rate of 40 with nothing said but the ETA).
 			level = slog.LevelWarn
 		}
+		if c.Rule == "busy" && c.What == "host-rate" {
+			// Its letting go is said as loud (busyNoiseRead).
+			level = slog.LevelWarn
+		}
 		if level == slog.LevelDebug && !debug {
 			continue
 		}
 		msg := "limit: " + c.Why
-		if level == slog.LevelWarn {
+		if level == slog.LevelWarn && c.To > 0 {
 			msg += fmt.Sprintf(": the whole host held to %.3g/s", c.To)
 		}
 		rec := slog.NewRecord(c.At, level, msg, 0)

@@ -94,6 +94,8 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 	spent := l.remainingSpent(o, now) // (before the rules: the recovery's reading reads it)
 	switch o.Verdict {
 	case verdict.OK:
+		r.mixAnswer(h, false, now)
+		r.urlAnswer(h, o.URLHash, false, now)
 		h.c.OK++
 		l.c.ok++
 		l.serOK++
@@ -108,10 +110,24 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 		r.wallOK(h, l, sent, now)
 		r.okRules(h, l, sent, now)
 	case verdict.Throttled:
+		r.mixAnswer(h, false, now)
 		h.count429(l, now)
 		r.throttled(h, l, rec, o, sent, now, u)
 	case verdict.Busy:
+		r.mixAnswer(h, o.RetryAfter == 0, now)
+		r.urlAnswer(h, o.URLHash, o.RetryAfter == 0, now)
+		if o.RetryAfter == 0 && !(o.HasRemaining && o.Remaining < 1) && h.busyNoiseStands() {
+			// The site's pages' own error, by the share of them read
+			// (busymix.go), whatever lane it came on.
+			h.c.Errors++
+			l.extra().c.err++
+			break
+		}
 		if r.laneBusy(h, l, o, now) {
+			if o.RetryAfter == 0 && !(o.HasRemaining && o.Remaining < 1) {
+				h.busy429++
+				h.busyTestStart(now)
+			}
 			h.count429(l, now)
 			r.throttled(h, l, rec, o, sent, now, u)
 			break

@@ -1,0 +1,254 @@
+package limit
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// A site that sheds load answers more 503s the faster it is sent, and to
+// any URL alike; a site with flaky pages answers a steady share of them
+// whatever the pace, and to the same URLs again. Two readings tell them
+// apart once a 503 without Retry-After was read as load: the share of 503s
+// at the slowest and the fastest pace since (busyTest), and the 503s to
+// URLs that had one before against those to others (busyURLs). Either
+// finding the pages' own errors lets go of what the 503s taught, and from
+// then on a 503 without Retry-After is its URL's transient error while
+// their share stays near what it was (every tenth URL of a direct crawl
+// answering 503 half the time held a host at 2/s of the 40 it was allowed,
+// each pair of 503s read as an overload and the rate cut again; through
+// ten exits each was a lane's 429, 2.6/s of 36).
+
+// busyMix is a host's last answers: which were 503s without Retry-After,
+// and how fast they came lately.
+type busyMix struct {
+	bits uint64 // 1: a 503 without Retry-After; the newest at bit 0
+	n    uint8  // answers in bits, up to 64
+	// ans is the answers a second, decayed over busyRateTau, at ansAt.
+	ans   float64
+	ansAt int64
+}
+
+// busyRateTau is how fast the mix's answer rate forgets: a few seconds,
+// where the host's send rate averages ten and reads a ramp's doubling
+// late (15.5/s sent, 2/s read).
+const busyRateTau = 2 * time.Second
+
+func (m *busyMix) add(busy bool, now int64) {
+	m.bits <<= 1
+	if busy {
+		m.bits |= 1
+	}
+	if m.n < 64 {
+		m.n++
+	}
+	m.ans = m.rate(now) + 1/busyRateTau.Seconds()
+	m.ansAt = now
+}
+
+// rate is the answers a second lately.
+func (m *busyMix) rate(now int64) float64 {
+	if m.ansAt == 0 {
+		return 0
+	}
+	return m.ans * math.Exp(-secs(max(now-m.ansAt, 0))/busyRateTau.Seconds())
+}
+
+// share is the part of the last answers that were 503s without Retry-After.
+func (m *busyMix) share() float64 {
+	if m.n == 0 {
+		return 0
+	}
+	b := m.bits
+	if m.n < 64 {
+		b &= 1<<m.n - 1
+	}
+	return float64(bits.OnesCount64(b)) / float64(m.n)
+}
+
+// busyTest compares the 503s at the slowest and the fastest the host was
+// sent since its first 503 read as load (a host's overload, or a lane's 429
+// from a per-IP limit that answers 503): samples of at least busySample
+// answers over at least busySampleSpan each, their rate and share of 503s.
+type busyTest struct {
+	on, done bool // done: read as the pages' own errors
+	last     int64
+	n, b     int32 // answers and 503s without Retry-After since last
+	lo, hi   busyPoint
+}
+
+// busyPoint is a sample: the host's answers a second and their share of
+// 503s.
+type busyPoint struct{ rate, share float64 }
+
+const (
+	busySample     = 32
+	busySampleSpan = int64(4 * time.Second)
+	// busyTestSlower is how far under the fastest sample the slowest must
+	// be for the test to read them.
+	busyTestSlower = 0.6
+	// busyTestKept is the part of the share at the fastest that the share
+	// at the slowest keeps where the 503s are not load: an overload's
+	// share falls to nothing once the host is sent under its capacity.
+	busyTestKept = 0.4
+	// busyTestOK is how much more of the answers at the slowest may pass
+	// than at the fastest where the 503s are not load: an overload passes
+	// its capacity at any pace over it, the slowest pace's share as much
+	// more as the fastest is faster (40/s on a capacity of 10 refuse 75%,
+	// 20/s 50%: twice as much passes), where a flaky page's share stays.
+	busyTestOK = 1.3
+	// busyNoiseRise is how far over the share read as the pages' own the
+	// 503s may rise before they are load again: twice it and this.
+	busyNoiseRise = 0.1
+)
+
+// mixAnswer records an answer of host h (busy: a 503 without Retry-After)
+// and samples the share test when one is due.
+func (r *rules) mixAnswer(h *host, busy bool, now int64) {
+	h.mix.add(busy, now)
+	t := &h.busyTest
+	if !t.on || t.done {
+		return
+	}
+	t.n++
+	if busy {
+		t.b++
+	}
+	if t.n < busySample || now-t.last < busySampleSpan {
+		return
+	}
+	p := busyPoint{float64(t.n) / secs(now-t.last), float64(t.b) / float64(t.n)}
+	t.n, t.b, t.last = 0, 0, now
+	if t.lo.rate == 0 || p.rate < t.lo.rate {
+		t.lo = p
+	}
+	if p.rate > t.hi.rate {
+		t.hi = p
+	}
+	if t.lo.rate > busyTestSlower*t.hi.rate || t.hi.share == 0 {
+		return
+	}
+	if t.lo.share < busyTestKept*t.hi.share || 1-t.lo.share > busyTestOK*(1-t.hi.share) {
+		// Fell with the pace: load. Read again from here (a share
+		// read from a few answers may have fallen by chance).
+		t.lo, t.hi = p, p
+		return
+	}
+	r.busyNoiseRead(h, max(t.lo.share, t.hi.share), now, fmt.Sprintf("503s at %.0f%% of the answers at %.3g/s and %.0f%% at %.3g/s", 100*t.lo.share, t.lo.rate, 100*t.hi.share, t.hi.rate))
+}
+
+// busyURLs counts the answers to URLs recently answered 503 without
+// Retry-After (again) and to the others (fresh), and the 503s of each.
+type busyURLs struct {
+	ring             [16]uint64 // the URLs of the last 503s; 0: none
+	next             uint8
+	againN, again503 int32
+	freshN, fresh503 int32
+}
+
+const (
+	// busyAgainMin and busyFreshMin are the answers the URL reading needs
+	// of each kind, and busyAgainBusy the 503s among those again.
+	busyAgainMin, busyFreshMin, busyAgainBusy = 6, 30, 3
+	// busyAgainOdds is how much likelier a 503 is to a URL that had one
+	// than to another where the 503s are the pages' own: a flaky tenth
+	// answering 503 half the time is ten times likelier; load sheds any
+	// URL alike, and a retry that waited out its backoff less.
+	busyAgainOdds = 4
+)
+
+// urlAnswer records an answer to URL u (0: unknown) of host h and reads the
+// URLs' odds once there are enough answers and a 503 was read as load.
+func (r *rules) urlAnswer(h *host, u uint64, busy bool, now int64) {
+	if u == 0 || h.busyNoise > 0 {
+		return
+	}
+	b := &h.busyURLs
+	if slices.Contains(b.ring[:], u) {
+		b.againN++
+		if busy {
+			b.again503++
+		}
+	} else {
+		b.freshN++
+		if busy {
+			b.fresh503++
+			b.ring[b.next%uint8(len(b.ring))] = u
+			b.next++
+		}
+	}
+	if !h.busyTest.on || h.busyTest.done || b.againN < busyAgainMin || b.freshN < busyFreshMin || b.again503 < busyAgainBusy {
+		return
+	}
+	again := float64(b.again503) / float64(b.againN)
+	fresh := float64(b.fresh503+1) / float64(b.freshN+1)
+	if again < busyAgainOdds*fresh {
+		return
+	}
+	r.busyNoiseRead(h, max(fresh, h.mix.share()), now, fmt.Sprintf("%d of %d answers to URLs that had a 503 were 503s, %d of %d to others", b.again503, b.againN, b.fresh503, b.freshN))
+}
+
+// busyNoiseRead takes the 503s of host h for its pages' own errors: the
+// host's rate for them is let go, and what its lanes learned, if 503s
+// were all they learned from, is forgotten (each was read as a lane's 429:
+// ten exits on a site whose tenth pages answer 503 held at 2.6/s of 36).
+func (r *rules) busyNoiseRead(h *host, share float64, now int64, why string) {
+	h.busyNoise = max(share, 1.0/busySample)
+	h.note(r, now, "busy", "", "host-rate", h.rate.now, 0, why+": the site's pages' own errors, not load; what they taught is let go")
+	h.busyTest = busyTest{done: true}
+	if h.rate.overloaded && !h.scope.shared() {
+		h.rate, h.pause = hostRate{}, 0
+	} else if h.rate.overloaded {
+		// A host that limits site-wide keeps its rate, less the 503s'
+		// ceiling.
+		h.rate.hi, h.rate.overloaded = 0, false
+	}
+	if h.busy429 == 0 || h.c.Throttled > h.busy429 || !h.exploring() {
+		// None read as a lane's 429: the lanes learned nothing of them
+		// (a direct crawl's ramp goes on where the host's rate held it).
+		// A 429 taught them too: a re-probe finds what the 503s cut.
+		return
+	}
+	h.cap = capacity{}
+	h.exp = explorer{quietAt: now}
+	for _, l := range h.lanes {
+		if l.x != nil {
+			l.x.own = 0
+		}
+		l.cool, l.eps = min(l.cool, now), 0
+		l.serAt, l.serSent, l.serOK = now, 0, 0
+		r.setPace(h, l, h.paceFor(r, l.exit))
+	}
+}
+
+// busyTestStart starts the share test at host h's first 503 read as load,
+// its first sample the answers before (their share of 503s is the one or
+// two that made it load, a share of a mix no larger than the true one).
+func (h *host) busyTestStart(now int64) {
+	if t := &h.busyTest; !t.on && !t.done {
+		*t = busyTest{on: true, last: now}
+		if h.mix.n >= busySample/2 {
+			t.hi = busyPoint{h.mix.rate(now), h.mix.share()}
+			t.lo = t.hi
+		}
+	}
+}
+
+// busyNoiseStands reports whether a 503 without Retry-After on host h is
+// its URL's own error by the share read before (busyNoise): the last
+// answers hold no more of them than twice that share and busyNoiseRise.
+// Past that they are load again, and the reading is dropped.
+func (h *host) busyNoiseStands() bool {
+	if h.busyNoise == 0 {
+		return false
+	}
+	if h.mix.share() <= 2*h.busyNoise+busyNoiseRise {
+		return true
+	}
+	// Load, or more of the pages' errors than read: read afresh.
+	h.busyNoise, h.busyTest = 0, busyTest{}
+	h.busyURLs.againN, h.busyURLs.again503, h.busyURLs.freshN, h.busyURLs.fresh503 = 0, 0, 0, 0
+	return false
+}
