@@ -1407,76 +1407,10 @@ func awaitCountHost(r *rules, n1 int32) (*host, *exitPool, *lane) {
 	return h, pool, e
 }
 
-// TestOverBlock: the follower past the first run's count passes while the
-// explorer's retries are still pushed back long after its run's start: no
-// window that held the explorer so long lets the follower's count through
-// in less, and the recovery reads as a block's, renewed by each retry
-// (HAProxy's gpc0 ban without a header: the lanes held at the cautious
-// reading 2 minutes, 13.6% of the limit). The search goes on on another
-// lane under the run's rate from half of it, careful, and a lane pushed
-// back waits a block out. Retries pushed back only a little after the run
-// (a window the follower's series outlasts) read nothing then; the
-// recovery, read later as a window the follower's count refutes, reads the
-// block.
-func TestOverBlock(t *testing.T) {
-	r := testRules(t, Config{})
-	for _, tc := range []struct {
-		name  string
-		until int64 // the explorer's retries pushed back to here
-		block bool
-	}{
-		{"retries pushed back 60 s after the run", sec(75), true},
-		{"retries pushed back 20 s after the run", sec(20), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h, pool, e := awaitCountHost(r, 20)
-			for e.cool < tc.until {
-				r.cooldown(h, e, 7.76, 0, false, e.cool, 0.5) // the explorer's retries, pushed back
-			}
-			f := h.lanes["f"]
-			f.serOK = 19
-			takeLane(t, r, h, pool, "f", sec(66))
-			f.serOK++
-			tk, at := takeLane(t, r, h, pool, "f", sec(66)) // past the count
-			f.serOK++
-			if !r.release(h, tk, relDone, &Outcome{Verdict: verdict.OK}, at+int64(time.Second), 0.5) {
-				t.Fatal("release")
-			}
-			c := &h.cap
-			if !tc.block {
-				if c.block != 0 || h.exp.awaitAt == 0 {
-					t.Fatalf("block %v, recovery awaited %v; want no block read, the recovery still awaited", time.Duration(c.block), h.exp.awaitAt != 0)
-				}
-				// The explorer's retries go on being pushed back, and its
-				// recovery reads a window of 2 minutes, which the
-				// follower's count refuted too: a block's, as long as the
-				// quiet before the retry that passed.
-				for e.cool < sec(75) {
-					r.cooldown(h, e, 7.76, 0, false, e.cool, 0.5)
-				}
-				last := h.exp.awaitAt + h.exp.recLast
-				r.exploreOK(h, e, e.cool, e.cool)
-				if want := e.cool - last; c.block != want || !c.careful || h.exp.phase != expBisect {
-					t.Errorf("recovered: block %v, careful %v, phase %d; want a block of the quiet before the retry (%v), the careful bisection", time.Duration(c.block), c.careful, h.exp.phase, time.Duration(want))
-				}
-				return
-			}
-			if c.block != maxRecovery || h.exp.awaitAt != 0 || h.exp.phase != expBisect || !c.careful {
-				t.Fatalf("block %v, recovery awaited %v, phase %d, careful %v; want a block of a minute, no recovery awaited, the careful bisection", time.Duration(c.block), h.exp.awaitAt != 0, h.exp.phase, c.careful)
-			}
-			if want := 20 / 16.2; !near(c.pass, want) || !near(c.hi, 20/8.1) {
-				t.Errorf("pass %v, ceiling %v; want half the run's rate (%v) and its rate (%v)", c.pass, c.hi, want, 20/8.1)
-			}
-			if h.exp.exit == "e" || e.cool < at {
-				t.Errorf("the search on %q, the explorer banned until %v; want it on another lane while the explorer waits", h.exp.exit, time.Duration(e.cool-at0))
-			}
-		})
-	}
-}
-
 // TestBlockGrows: a lane pushed back at its first request after waiting a
-// bare block out doubles the host's block, up to maxBlock (a ban longer
-// than the minute overBlock took would push every lane back for good);
+// bare block out doubles the host's block, up to maxBlock (a block longer
+// than the one read would push every lane back for good), once a block:
+// the lanes back from the shorter one meanwhile double nothing more;
 // pushed back after it passed, the block stands.
 func TestBlockGrows(t *testing.T) {
 	r := testRules(t, Config{})
@@ -1491,6 +1425,14 @@ func TestBlockGrows(t *testing.T) {
 	pushBare(r, h, f, at) // its first request after the block
 	if h.cap.block != 2*int64(maxRecovery) || f.cool < sec(at)+2*int64(maxRecovery) {
 		t.Errorf("pushed back after the block: block %v, f waits until %v; want twice the block, waited out", time.Duration(h.cap.block), time.Duration(f.cool-at0))
+	}
+	// e, back from the shorter block meanwhile, is pushed back by the
+	// same one: nothing more.
+	e := h.lanes["e"]
+	pushBare(r, h, e, 11)
+	pushBare(r, h, e, secs(e.cool-at0)+0.1)
+	if h.cap.block != 2*int64(maxRecovery) {
+		t.Errorf("a second lane back from the shorter block: block %v, want it as doubled (%v)", time.Duration(h.cap.block), 2*maxRecovery)
 	}
 	for range 6 {
 		pushBare(r, h, f, secs(f.cool-at0)+0.1)

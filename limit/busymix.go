@@ -99,9 +99,21 @@ const (
 	// more as the fastest is faster (40/s on a capacity of 10 refuse 75%,
 	// 20/s 50%: twice as much passes), where a flaky page's share stays.
 	busyTestOK = 1.3
+	// busyTestRise is how much more of the answers at the slowest may be
+	// 503s than at the fastest, and half busyNoiseRise more: a share that
+	// rose as the pace fell is load that grew (a site's capacity falling
+	// from 45/s to 10/s: 2% at 40/s before, 56% at 6.7/s after).
+	busyTestRise = 1.5
+	// busyNoiseMax is the most 503s read as the pages' own: a site that
+	// fails more of them is in trouble, whatever the pace.
+	busyNoiseMax = 0.25
 	// busyNoiseRise is how far over the share read as the pages' own the
 	// 503s may rise before they are load again: twice it and this.
 	busyNoiseRise = 0.1
+	// busyNoiseOff is how long a host whose 503s were read as its pages'
+	// own, then as load again, waits before they are read so again: a
+	// capacity that comes and goes reset the lanes' learning at each turn.
+	busyNoiseOff = int64(5 * time.Minute)
 )
 
 // mixAnswer records an answer of host h (busy: a 503 without Retry-After)
@@ -128,9 +140,11 @@ func (r *rules) mixAnswer(h *host, busy bool, now int64) {
 		t.hi = p
 	}
 	if t.lo.rate > busyTestSlower*t.hi.rate || t.hi.share == 0 {
+		r.busyProbe(h, p, now)
 		return
 	}
-	if t.lo.share < busyTestKept*t.hi.share || 1-t.lo.share > busyTestOK*(1-t.hi.share) {
+	if t.lo.share < busyTestKept*t.hi.share || 1-t.lo.share > busyTestOK*(1-t.hi.share) ||
+		t.lo.share > busyTestRise*t.hi.share+busyNoiseRise/2 || t.lo.share > busyNoiseMax || now < h.busyQuiet {
 		// Fell with the pace: load. Read again from here (a share
 		// read from a few answers may have fallen by chance).
 		t.lo, t.hi = p, p
@@ -139,13 +153,45 @@ func (r *rules) mixAnswer(h *host, busy bool, now int64) {
 	r.busyNoiseRead(h, max(t.lo.share, t.hi.share), now, fmt.Sprintf("503s at %.0f%% of the answers at %.3g/s and %.0f%% at %.3g/s", 100*t.lo.share, t.lo.rate, 100*t.hi.share, t.hi.rate))
 }
 
+// busyProbe lets the host's rate for 503s climb past the pace that drew
+// them when a sample at its rate still holds some, no more than
+// busyProbeShare, and no cut came over it (an overload's share is nothing
+// under its capacity): the share test needs paces apart, and the rate
+// held under the pace of the first cut gives none (a flaky tenth of a
+// direct crawl, its first pair at 2.5/s, held the host at 1.2/s with a
+// steady 5% for minutes). A flaky page's share stays as it climbs; load's
+// rises, and the next cut reads it.
+func (r *rules) busyProbe(h *host, p busyPoint, now int64) {
+	hr := &h.rate
+	if !hr.overloaded || h.scope.shared() || hr.hi == 0 || p.share == 0 || p.share > busyProbeShare || now-hr.epAt < busySampleSpan {
+		return
+	}
+	hi := hr.hi * busyProbeStep
+	h.note(r, now, "busy", "", "ceiling", hr.hi, hi, fmt.Sprintf("503s at a steady %.0f%% at %.3g/s: the host is tried faster (a flaky page's share stays, load's rises)", 100*p.share, p.rate))
+	hr.hi = hi
+}
+
+const (
+	// busyProbeShare is the most 503s a sample may hold for the probe.
+	busyProbeShare = 0.2
+	// busyProbeStep is how far above the pace that drew the 503s the
+	// host's rate may climb for a probe.
+	busyProbeStep = 1.5
+)
+
 // busyURLs counts the answers to URLs recently answered 503 without
-// Retry-After (again) and to the others (fresh), and the 503s of each.
+// Retry-After (again) and to the others (fresh), and the 503s of each;
+// expect sums the share of 503s among the host's last answers at each
+// answer again: what load then would have refused of them (a retry comes
+// soon after its 503, in the same spell of load, and the host's 503s since
+// the test began, spells and calm alike, read a capacity that fell from
+// 45/s to 10/s as flaky pages: 26% of the answers again, 6% of the others).
 type busyURLs struct {
 	ring             [16]uint64 // the URLs of the last 503s; 0: none
 	next             uint8
 	againN, again503 int32
 	freshN, fresh503 int32
+	expect           float64
 }
 
 const (
@@ -168,6 +214,7 @@ func (r *rules) urlAnswer(h *host, u uint64, busy bool, now int64) {
 	b := &h.busyURLs
 	if slices.Contains(b.ring[:], u) {
 		b.againN++
+		b.expect += h.mix.share()
 		if busy {
 			b.again503++
 		}
@@ -184,7 +231,8 @@ func (r *rules) urlAnswer(h *host, u uint64, busy bool, now int64) {
 	}
 	again := float64(b.again503) / float64(b.againN)
 	fresh := float64(b.fresh503+1) / float64(b.freshN+1)
-	if again < busyAgainOdds*fresh {
+	local := b.expect / float64(b.againN) // the host's share of 503s when they were asked again
+	if again < busyAgainOdds*max(fresh, local) || fresh > busyNoiseMax || now < h.busyQuiet {
 		return
 	}
 	r.busyNoiseRead(h, max(fresh, h.mix.share()), now, fmt.Sprintf("%d of %d answers to URLs that had a 503 were 503s, %d of %d to others", b.again503, b.againN, b.fresh503, b.freshN))
@@ -196,7 +244,7 @@ func (r *rules) urlAnswer(h *host, u uint64, busy bool, now int64) {
 // ten exits on a site whose tenth pages answer 503 held at 2.6/s of 36).
 func (r *rules) busyNoiseRead(h *host, share float64, now int64, why string) {
 	h.busyNoise = max(share, 1.0/busySample)
-	h.note(r, now, "busy", "", "host-rate", h.rate.now, 0, why+": the site's pages' own errors, not load; what they taught is let go")
+	h.note(r, now, "busy", "", "noise", 0, h.busyNoise, why+": the site's pages' own errors, not load; what they taught is let go")
 	h.busyTest = busyTest{done: true}
 	if h.rate.overloaded && !h.scope.shared() {
 		h.rate, h.pause = hostRate{}, 0
@@ -205,10 +253,11 @@ func (r *rules) busyNoiseRead(h *host, share float64, now int64, why string) {
 		// ceiling.
 		h.rate.hi, h.rate.overloaded = 0, false
 	}
-	if h.busy429 == 0 || h.c.Throttled > h.busy429 || !h.exploring() {
+	if h.busy429 == 0 || h.c.Throttled > h.busy429 || !h.exploring() || h.busyQuiet != 0 {
 		// None read as a lane's 429: the lanes learned nothing of them
 		// (a direct crawl's ramp goes on where the host's rate held it).
 		// A 429 taught them too: a re-probe finds what the 503s cut.
+		// (Read so once before: not again.)
 		return
 	}
 	h.cap = capacity{}
@@ -229,6 +278,10 @@ func (r *rules) busyNoiseRead(h *host, share float64, now int64, why string) {
 func (h *host) busyTestStart(now int64) {
 	if t := &h.busyTest; !t.on && !t.done {
 		*t = busyTest{on: true, last: now}
+		// The URLs' counts from here: the host's healthy answers before
+		// would make any 503 after read as a page's own.
+		u := &h.busyURLs
+		u.againN, u.again503, u.freshN, u.fresh503, u.expect = 0, 0, 0, 0, 0
 		if h.mix.n >= busySample/2 {
 			t.hi = busyPoint{h.mix.rate(now), h.mix.share()}
 			t.lo = t.hi
@@ -240,15 +293,15 @@ func (h *host) busyTestStart(now int64) {
 // its URL's own error by the share read before (busyNoise): the last
 // answers hold no more of them than twice that share and busyNoiseRise.
 // Past that they are load again, and the reading is dropped.
-func (h *host) busyNoiseStands() bool {
+func (h *host) busyNoiseStands(now int64) bool {
 	if h.busyNoise == 0 {
 		return false
 	}
 	if h.mix.share() <= 2*h.busyNoise+busyNoiseRise {
 		return true
 	}
-	// Load, or more of the pages' errors than read: read afresh.
-	h.busyNoise, h.busyTest = 0, busyTest{}
-	h.busyURLs.againN, h.busyURLs.again503, h.busyURLs.freshN, h.busyURLs.fresh503 = 0, 0, 0, 0
+	// Load, or more of the pages' errors than read: read afresh, not
+	// before busyNoiseOff.
+	h.busyNoise, h.busyTest, h.busyQuiet = 0, busyTest{}, now+busyNoiseOff
 	return false
 }

@@ -96,6 +96,38 @@ func TestBusyMix(t *testing.T) {
 			t.Errorf("host rate %v, %d successes and %d 503s in the last 30 s; want the overload's rate kept, at 10/s or so, and a 503 in ten at most", h.Rate, ok, busy)
 		}
 	})
+	t.Run("capacity falls, ten exits", func(t *testing.T) {
+		// 45/s, then 10/s from 60 s on, its 503s' URLs asked again now
+		// and then (a reviewer's: read as the pages' own once the share
+		// rose as the pace fell, then 40 503s a second, all of them).
+		l := newLimiter(t, cfg, 10)
+		var sent []time.Time
+		var again []uint64
+		ok, busy := busyRun(t, l, 90*time.Second, func(i int, at time.Time) limit.Outcome {
+			u := uint64(i + 1)
+			if len(again) > 0 && i%3 == 0 {
+				u, again = again[0], again[1:]
+			}
+			sent = append(sent, at)
+			n := 0
+			for j := len(sent) - 1; j >= 0 && at.Sub(sent[j]) < time.Second; j-- {
+				n++
+			}
+			capacity := 45
+			if at.Sub(t0) >= 60*time.Second {
+				capacity = 10
+			}
+			if n > capacity {
+				again = append(again, u)
+				return limit.Outcome{Verdict: verdict.Busy, URLHash: u}
+			}
+			return limit.Outcome{Verdict: verdict.OK, URLHash: u}
+		})
+		t.Logf("%d successes and %d 503s in the last 30 s", ok, busy)
+		if busy > ok/4 {
+			t.Errorf("%d successes and %d 503s in the last 30 s; want a 503 to four successes at most (228 and 20 before the share test)", ok, busy)
+		}
+	})
 	t.Run("load, ten exits", func(t *testing.T) {
 		l := newLimiter(t, cfg, 10)
 		var sent []time.Time

@@ -85,7 +85,10 @@ type capacity struct {
 	// out, read without a Retry-After (a penalty's test refuted the
 	// window the recovery fitted; 0: none read): a lane pushed back waits
 	// it out at once, and no wall is read from lanes stuck in one.
-	block int64
+	// blockAt is when it was last doubled (0: never): lanes that waited
+	// the shorter one out before it are pushed back again by it, and
+	// double nothing more.
+	block, blockAt int64
 	// windowed: the first 429's recovery was long against the pace, as a
 	// window's is: even pacing sustained over one window (span) proves its
 	// pace, whatever the window let through at first.
@@ -215,12 +218,6 @@ type explorer struct {
 	over             string
 	overAt           int64
 	overOn, overRead bool
-	// overOK and overSpan are the series of the follower that passed past
-	// the count, when it did (overRead): a window that held the explorer's
-	// run longer than overSpan could not have let overOK through
-	// (overRefutes).
-	overOK   int32
-	overSpan int64
 	// secAt is when a retry a second's window after the 429 passed
 	// (secTry: that retry is out): a recovery to confirm over
 	// secondConfirm at the lane's pace, as a sliding counter of a longer
@@ -1071,9 +1068,8 @@ func (r *rules) shorterStep(h *host, l *lane, w time.Duration, x float64, now in
 	r.updateFollow(h, now, phaseNames[e.phase], "a shorter window's quota")
 }
 
-// notWindow drops the window read from the first run and its recovery: the
-// window is shorter than the run, and the recovery was a block's (told, or
-// renewed by the retries that measured it). The search bisects under x, from
+// notWindow drops the window read from the first run and its told recovery:
+// the window is shorter than the run, and the told wait a block's. The search bisects under x, from
 // half the run's rate, with careful proofs as long as the run: a window
 // shorter than it holds its quota there.
 func (r *rules) notWindow(h *host, l *lane, x float64, now int64, why, follow string) {
@@ -1090,13 +1086,6 @@ func (r *rules) notWindow(h *host, l *lane, x float64, now int64, why, follow st
 	}
 	r.nextBisect(h, l, now)
 	r.updateFollow(h, now, phaseNames[e.phase], follow)
-}
-
-// overRefutes reports whether the follower that passed past the first run's
-// count while the explorer's recovery was unknown refutes a window w read
-// from that recovery: more than w's quota over a series shorter than w.
-func (e *explorer) overRefutes(w time.Duration) bool {
-	return e.overRead && e.overSpan > 0 && e.overSpan < int64(w) && e.overOK > e.quotaN(w)
 }
 
 // refutedShort reports whether a penalty's test pushed back after ok

@@ -121,24 +121,6 @@ func (r *rules) firstEstimate(h *host, l *lane, rec int64, told bool, now int64,
 		how = fmt.Sprintf("the shortest usual window between a retry pushed back %.1fs after the 429 and one passed %.1fs after it", secs(e.recLo), secs(rec))
 	}
 	readable := fits // the window read, if a penalty's test is pushed back
-	if bracket && fits && !told && windowed && e.n1 >= minQuota && e.overRefutes(w) {
-		// A follower passed more than the window's quota in less than it
-		// while the explorer's retries were pushed back: the recovery
-		// was a block's, renewed by the retries (HAProxy's gpc0 ban
-		// without a header, each request touching its entry: 20 per 10 s
-		// banning for half a minute read as 20 per 2 minutes, 12% of it
-		// over 10 minutes, while the followers had sent 34 in 2 minutes).
-		r.setPhase(h, l, expBisect, now, "the recovery was a block's")
-		if quiet := rec - e.recLast; e.recLast > 0 && quiet > 0 {
-			// The lane came through after this long without a request:
-			// a lane pushed back waits as long (a retry within the block
-			// renews it).
-			c.block = quiet
-			h.note(r, now, "explore", l.exit, "cooldown", 0, secs(c.block), fmt.Sprintf("a block of %v at most, renewed by each retry within it: a lane pushed back waits it out", time.Duration(quiet).Round(time.Second)))
-		}
-		r.notWindow(h, l, c.hi, now, fmt.Sprintf("%d per %v refuted: a follower passed %d in %.1fs while the explorer's retries were pushed back; the window is shorter than the run, the recovery a block's", e.quotaN(w), w, e.overOK, secs(e.overSpan)), "the recovery was a block's")
-		return
-	}
 	fits = fits && !paceTest && !c.careful
 	if fits && windowed && e.n1 >= minQuota {
 		if bracket && !told {
@@ -771,7 +753,7 @@ func (r *rules) endRamp(h *host, l *lane, x float64, ser series, ra time.Duratio
 		// quick retry that succeeds reads as a bucket (the wait is only an
 		// upper bound on the recovery); one pushed back again, as a window.
 		e.awaitAt, e.awaitBroke, e.thirdTry, e.recLast = now, false, false, 0
-		e.overOn, e.over, e.overAt, e.overRead, e.overOK, e.overSpan = true, "", 0, false, 0, 0
+		e.overOn, e.over, e.overAt, e.overRead = true, "", 0, false
 		rec, told = maxRecovery, false
 	}
 	r.firstEstimate(h, l, rec, told, now, fmt.Sprintf("recovery %v", time.Duration(rec)))

@@ -7,7 +7,6 @@ package limit
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/exitgate/exitgate/verdict"
 )
@@ -382,50 +381,12 @@ func (r *rules) overAnswered(h *host, l *lane, v verdict.Verdict, now int64) {
 	switch v {
 	case verdict.OK:
 		e.overRead = true
-		if l.cool <= l.serAt {
-			e.overOK, e.overSpan = l.serOK, now-l.serAt
-		}
 		h.note(r, now, "follow", l.exit, "count", float64(e.n1), 0, fmt.Sprintf("passed past the %d the first run held: the followers' windows end within what they sent; they go on", e.n1))
 		r.releaseLanes(h, now, true)
-		r.overBlock(h, now)
 	case verdict.Throttled:
 		h.note(r, now, "follow", l.exit, "count", float64(e.n1), float64(e.n1), fmt.Sprintf("pushed back past the %d the first run held: the followers wait for the explorer's recovery", e.n1))
 	default:
 		e.over, e.overAt = "", 0
 		r.releaseLanes(h, now, true)
 	}
-}
-
-// overBlock reads the explorer's recovery, still unknown, as a block's once
-// the follower past the first run's count refutes the window its retries
-// pushed back read: a usual window as long as the run's start to the last
-// of them held the explorer's run, and would not have let the follower's
-// count through in less (HAProxy's gpc0 ban without a header, every request
-// renewing it: the explorer's retries were pushed back 68 s after its run's
-// start, the follower passed 21 in 68 s, and the lanes held at the cautious
-// reading until its recovery 2 minutes on read 20 per 2 minutes). The
-// search goes on under the first run's rate (notWindow) on another lane;
-// the explorer and every lane pushed back wait out a block as long as the
-// longest usual window, which its own retry tests.
-func (r *rules) overBlock(h *host, now int64) {
-	e, c := &h.exp, &h.cap
-	ex := h.lanes[e.exit]
-	if e.awaitAt == 0 || e.recLast <= 0 || ex == nil || e.n1 < minQuota {
-		return
-	}
-	w := time.Duration(usualWindow(e.awaitAt + e.recLast - e.runStart()))
-	if w <= 0 || !e.overRefutes(w) {
-		return
-	}
-	r.releaseHeld(h, now)
-	e.awaitAt, e.rec1 = 0, 0
-	c.careful, c.pass, c.sent = true, c.safe, c.safe
-	c.block = max(c.block, maxRecovery)
-	h.note(r, now, "explore", ex.exit, "cooldown", 0, secs(c.block), fmt.Sprintf("%d per %v refuted: a follower passed %d in %.1fs while the explorer's retries were pushed back; a block renewed by each retry within it, a lane pushed back waits it out", e.quotaN(w), w, e.overOK, secs(e.overSpan)))
-	if hi := float64(e.n1) / secs(e.t1); hi < c.hi {
-		c.ceil(hi, now)
-	}
-	r.setPhase(h, ex, expBisect, now, "the recovery is a block's")
-	r.notWindow(h, ex, c.hi, now, "a window holds no more than the first run fitted into it", "the recovery is a block's")
-	r.handOff(h, ex, now)
 }

@@ -200,6 +200,7 @@ type host struct {
 	busyTest  busyTest
 	busyURLs  busyURLs
 	busyNoise float64
+	busyQuiet int64  // no reading of busyNoise before (0: none dropped yet)
 	busy429   uint64 // 503s read as a lane's 429 (laneBusy), of c.Throttled
 	pause     int64  // shared not-before (busy, host-scoped Retry-After)
 	ceilTat   int64

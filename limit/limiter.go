@@ -394,7 +394,7 @@ func (l *Limiter) logChanges(host string, cs []Change) {
 			// --host-rate of 40 with nothing said but the ETA).
 			level = slog.LevelWarn
 		}
-		if c.Rule == "busy" && c.What == "host-rate" {
+		if c.Rule == "busy" && c.What == "noise" {
 			// Its letting go is said as loud (busyNoiseRead).
 			level = slog.LevelWarn
 		}
@@ -402,7 +402,7 @@ func (l *Limiter) logChanges(host string, cs []Change) {
 			continue
 		}
 		msg := "limit: " + c.Why
-		if level == slog.LevelWarn && c.To > 0 {
+		if level == slog.LevelWarn && c.Rule == "host-rate" {
 			msg += fmt.Sprintf(": the whole host held to %.3g/s", c.To)
 		}
 		rec := slog.NewRecord(c.At, level, msg, 0)

@@ -116,7 +116,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 	case verdict.Busy:
 		r.mixAnswer(h, o.RetryAfter == 0, now)
 		r.urlAnswer(h, o.URLHash, o.RetryAfter == 0, now)
-		if o.RetryAfter == 0 && !(o.HasRemaining && o.Remaining < 1) && h.busyNoiseStands() {
+		if o.RetryAfter == 0 && !(o.HasRemaining && o.Remaining < 1) && h.busyNoiseStands(now) {
 			// The site's pages' own error, by the share of them read
 			// (busymix.go), whatever lane it came on.
 			h.c.Errors++
@@ -419,14 +419,17 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if l.x != nil {
 		l.x.toldEnd, l.x.echoed = 0, false // the holds of the wait before are over
 	}
-	if c := &h.cap; c.block > 0 && c.block < int64(maxBlock) && o.RetryAfter == 0 && rec.first && l.eps > 0 {
+	if c := &h.cap; c.block > 0 && c.block < int64(maxBlock) && o.RetryAfter == 0 && rec.first && l.eps > 0 && (c.blockAt == 0 || now-c.blockAt >= c.block) {
 		// Pushed back at its first request after waiting a block out: the
-		// block is longer (a ban longer than the usual window overBlock
-		// took, renewed by the retry). Without it the lane would wait the
-		// same block and be pushed back again, for good.
+		// block is longer (vsthrottle blocking longer than the bare
+		// retries read, or a ban each retry renews). Without it the lane
+		// would wait the same block and be pushed back again, for good.
+		// Once a block: the lanes that waited the shorter one out meanwhile
+		// are pushed back by the same block (doubled by each of them, a
+		// block of 5 minutes read 16 in 15 s).
 		b := min(2*c.block, int64(maxBlock))
 		h.note(r, now, "cooldown", l.exit, "cooldown", secs(c.block), secs(b), "pushed back at its first request after waiting the block out: the block is longer")
-		c.block = b
+		c.block, c.blockAt = b, now
 	}
 	r.cooldown(h, l, x, o.RetryAfter, echo, now, u)
 	if o.RetryAfter > 0 && !echo && !told {

@@ -249,8 +249,8 @@ func hostSlop(iv int64) int64 { return min(iv, int64(2*time.Millisecond)) }
 const maxRetryAfter = 24 * time.Hour
 
 // maxBlock is the longest a bare block read grows to when a lane that waited
-// it out is pushed back at its first request: a ban longer than that is read
-// no further (its lanes retry each maxBlock).
+// it out is pushed back at its first request: a block longer than that is
+// read no further (its lanes retry each maxBlock).
 const maxBlock = 16 * time.Minute
 
 // ledRecheck bounds how long a worker that follows another's search waits

@@ -285,11 +285,11 @@ func Holdouts() []Target {
 			peers.FlexibleConfig{Points: 6, Duration: time.Minute, Block: time.Minute, Headers: "none"}), "flexible-6-per-min-block60-bare"),
 
 		// Run blind by a helper on 2026-12-07's forty-seventh session
-		// (bare: 13.6%, its explorer's retries renewing its ban), modelled
-		// (server.HAProxy with a Block), and the learner mended on the
-		// model on 2026-12-08's forty-eighth, then added: HAProxy's ban
-		// as its manual sets one up. Held out from tuning on the real
-		// server only.
+		// (bare: 13.6%, its explorer's retries renewing its ban) and
+		// modelled (server.HAProxy with a Block), then added on
+		// 2026-12-08's forty-eighth: HAProxy's ban as its manual sets one
+		// up. (A mending tried on the model was taken back: the learner
+		// is as it was for them.)
 		withScenario(haproxyBanTarget("haproxy-ban-20-per-10s-30s-bare", 20, 10*time.Second, 30*time.Second, ""), "haproxy-ban-20-per-10s-30s-bare"),
 		withScenario(haproxyBanTarget("haproxy-ban-20-per-10s-30s-ra30", 20, 10*time.Second, 30*time.Second, "30"), "haproxy-ban-20-per-10s-30s-ra30"),
 	}

@@ -341,27 +341,6 @@ func TestBlockedWindowFloors(t *testing.T) {
 	})
 }
 
-// HAProxy's ban without a header (wide's haproxy-ban-20-per-10s-30s-bare:
-// gpc0 set over the rate, every request denied while the stick table's
-// entry lives, each renewing it): the explorer's retries, none a ban's
-// length apart, kept it banned, and its recovery two minutes on read the
-// run's quota over 2 minutes while the followers had sent more at the
-// cautious reading (13.6% over 120 s, real the same; 12% over 10 minutes).
-// The follower past the run's count refutes it (overBlock): the search
-// bisects under the run's rate, and a lane pushed back waits a minute's
-// block out. Floors after the first minute, as policyFloors measures.
-func TestBanFloors(t *testing.T) {
-	sec := time.Second
-	policyFloors(t, "haproxy-ban-20-per-10s-30s-bare", []policyFloor{
-		// 13.6 / 12.1 / 2.10% before (real 37.8 / 40.3% after 30 s now).
-		{"20 per 10 s, ban 30 s", server.Policy{Quota: 20, Window: 10 * sec, Block: 30 * sec}, 0.36, 0.58, 0.010},
-		// 27.3 / 24.2 / 2.10% before.
-		{"20 per 20 s, ban 30 s", server.Policy{Quota: 20, Window: 20 * sec, Block: 30 * sec}, 0.39, 0.49, 0.027},
-		// 8.8 / 7.6 / 3.64% before.
-		{"10 per 5 s, ban 30 s", server.Policy{Quota: 10, Window: 5 * sec, Block: 30 * sec}, 0.27, 0.46, 0.012},
-	})
-}
-
 // What a penalty's test pushed back under the first run's count does not
 // refute (refutedShort, found by a helper's review of it): a series that
 // began at the explorer's own refused retry, mostly the wait after it, while
