@@ -39,6 +39,30 @@ func busyRun(t *testing.T, l *limit.Limiter, d time.Duration, answer func(i int,
 	return ok, busy
 }
 
+// shedding answers as a site of capacity(at) requests a second does: a 503
+// past it, counted over the last second; a URL answered 503 is asked again
+// as every third request, as a crawl retries it.
+func shedding(capacity func(at time.Time) int) func(int, time.Time) limit.Outcome {
+	var sent []time.Time
+	var again []uint64
+	return func(i int, at time.Time) limit.Outcome {
+		u := uint64(i + 1)
+		if len(again) > 0 && i%3 == 0 {
+			u, again = again[0], again[1:]
+		}
+		sent = append(sent, at)
+		n := 0
+		for j := len(sent) - 1; j >= 0 && at.Sub(sent[j]) < time.Second; j-- {
+			n++
+		}
+		if n > capacity(at) {
+			again = append(again, u)
+			return limit.Outcome{Verdict: verdict.Busy, URLHash: u}
+		}
+		return limit.Outcome{Verdict: verdict.OK, URLHash: u}
+	}
+}
+
 // TestBusyMix: a site whose tenth pages answer 503 without Retry-After,
 // whatever the pace, is not overloaded: what its 503s taught (a host's rate
 // on a direct crawl, each lane's pace through ten exits, where each read as
@@ -78,18 +102,7 @@ func TestBusyMix(t *testing.T) {
 	})
 	t.Run("load", func(t *testing.T) {
 		l := newLimiter(t, cfg, 1)
-		var sent []time.Time
-		ok, busy := busyRun(t, l, 90*time.Second, func(_ int, at time.Time) limit.Outcome {
-			sent = append(sent, at)
-			n := 0
-			for j := len(sent) - 1; j >= 0 && at.Sub(sent[j]) < time.Second; j-- {
-				n++
-			}
-			if n > 10 {
-				return limit.Outcome{Verdict: verdict.Busy}
-			}
-			return limit.Outcome{Verdict: verdict.OK}
-		})
+		ok, busy := busyRun(t, l, 90*time.Second, shedding(func(time.Time) int { return 10 }))
 		h := hostOf(l.Snapshot(t0.Add(90*time.Second)), "h")
 		t.Logf("host rate %v, %d successes and %d 503s in the last 30 s", h.Rate, ok, busy)
 		if r := h.Rate.Hz(); r == 0 || r > 12 || busy > ok/10 {
@@ -97,32 +110,16 @@ func TestBusyMix(t *testing.T) {
 		}
 	})
 	t.Run("capacity falls, ten exits", func(t *testing.T) {
-		// 45/s, then 10/s from 60 s on, its 503s' URLs asked again now
-		// and then (a reviewer's: read as the pages' own once the share
-		// rose as the pace fell, then 40 503s a second, all of them).
+		// 45/s, then 10/s from 60 s on (a reviewer's: read as the pages'
+		// own once the share rose as the pace fell, then 40 503s a
+		// second, all of them).
 		l := newLimiter(t, cfg, 10)
-		var sent []time.Time
-		var again []uint64
-		ok, busy := busyRun(t, l, 90*time.Second, func(i int, at time.Time) limit.Outcome {
-			u := uint64(i + 1)
-			if len(again) > 0 && i%3 == 0 {
-				u, again = again[0], again[1:]
-			}
-			sent = append(sent, at)
-			n := 0
-			for j := len(sent) - 1; j >= 0 && at.Sub(sent[j]) < time.Second; j-- {
-				n++
-			}
-			capacity := 45
+		ok, busy := busyRun(t, l, 90*time.Second, shedding(func(at time.Time) int {
 			if at.Sub(t0) >= 60*time.Second {
-				capacity = 10
+				return 10
 			}
-			if n > capacity {
-				again = append(again, u)
-				return limit.Outcome{Verdict: verdict.Busy, URLHash: u}
-			}
-			return limit.Outcome{Verdict: verdict.OK, URLHash: u}
-		})
+			return 45
+		}))
 		t.Logf("%d successes and %d 503s in the last 30 s", ok, busy)
 		if busy > ok/4 {
 			t.Errorf("%d successes and %d 503s in the last 30 s; want a 503 to four successes at most (228 and 20 before the share test)", ok, busy)
@@ -130,18 +127,7 @@ func TestBusyMix(t *testing.T) {
 	})
 	t.Run("load, ten exits", func(t *testing.T) {
 		l := newLimiter(t, cfg, 10)
-		var sent []time.Time
-		ok, busy := busyRun(t, l, 90*time.Second, func(_ int, at time.Time) limit.Outcome {
-			sent = append(sent, at)
-			n := 0
-			for j := len(sent) - 1; j >= 0 && at.Sub(sent[j]) < time.Second; j-- {
-				n++
-			}
-			if n > 10 {
-				return limit.Outcome{Verdict: verdict.Busy}
-			}
-			return limit.Outcome{Verdict: verdict.OK}
-		})
+		ok, busy := busyRun(t, l, 90*time.Second, shedding(func(time.Time) int { return 10 }))
 		h := hostOf(l.Snapshot(t0.Add(90*time.Second)), "h")
 		t.Logf("host rate %v, %d successes and %d 503s in the last 30 s", h.Rate, ok, busy)
 		// (Its lanes read the 503s as per-IP limits, each lane a share
