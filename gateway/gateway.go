@@ -184,9 +184,11 @@ type Gateway struct {
 	innerOnce    sync.Once
 
 	self atomic.Pointer[selfAddrs]
-	mu   sync.Mutex // guards listeners and tunnels
-	lns  []net.Listener
-	tuns map[net.Conn]struct{}
+	// names is the private-name check's cache (privateName).
+	names nameCache
+	mu    sync.Mutex // guards listeners and tunnels
+	lns   []net.Listener
+	tuns  map[net.Conn]struct{}
 	// passing maps each passed-through tunnel to the member (exit) it
 	// holds: one whose exit leaves the limiter's pool (a fleet's
 	// handover) is closed, or it went on through an exit another gateway

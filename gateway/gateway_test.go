@@ -2017,6 +2017,87 @@ func TestBurstOnFreshHostToldEarly(t *testing.T) {
 	}
 }
 
+// TestBurstWhileRampingNotRefusedEarly: a burst at a host whose lanes are
+// still in slow start is not refused early by the line's pace: served twice
+// as fast each second, a line read from the last second's gaps refused 31
+// of 100 requests at 2.5 s of a 10-s budget that all the others met by 5 s
+// (a helper's blind run through ten tinyproxy exits; here ten bound
+// addresses).
+func TestBurstWhileRampingNotRefusedEarly(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	lim, err := limit.New(limit.Config{FirstGuess: limit.PerSecond(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for i := range 10 {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.%d", 61+i))
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Limiter: lim, Exits: bindExits(t, addrs...)})
+	c := client(proxy, nil)
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			resp, _ := get(t, c, fmt.Sprintf("%s/r/%d", o.URL, i), HeaderWait, "10s")
+			mu.Lock()
+			codes[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[200] != 100 {
+		t.Errorf("100 at once, budget 10 s, lanes ramping from 2/s: %v, want all 200", codes)
+	}
+}
+
+// TestBlackHoledExitBesideAWorkingOne: an exit whose proxy accepts and
+// never answers, beside one that works, is no "no working exit": a request
+// whose budget ran out after its attempt through the black hole failed as a
+// proxy gets the gateway's 429 (a helper's blind run: 502 "no working exit"
+// while the other exit served the requests before and after).
+func TestBlackHoledExitBesideAWorkingOne(t *testing.T) {
+	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	exits, err := pool.Parse(strings.NewReader("http://"+hole.Addr().String()+"\nbind:127.0.0.71\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, proxy := newGateway(t, Config{AllowPrivate: true, Exits: exits})
+	c := client(proxy, nil)
+	for i := range 4 {
+		resp, _ := get(t, c, fmt.Sprintf("%s/bh/%d", o.URL, i), HeaderWait, "1s")
+		if resp.StatusCode == http.StatusBadGateway {
+			t.Errorf("request %d: 502 %q, want 200 or the gateway's 429: one exit works", i, resp.Header.Get(HeaderReason))
+		}
+	}
+}
+
 // TestClientLeftAfterSendingAbandons: a client that gives up on a request
 // the gateway had sent on leaves its token spent (abandoned): given back as
 // never sent, the next waiter went at once, and a slow host held to 2/s

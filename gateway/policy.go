@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -232,7 +233,78 @@ func (g *Gateway) checkTarget(ctx context.Context, host string, port int) (why s
 	if !g.cfg.AllowPrivate && fetch.IsPrivateHost(host) {
 		return fmt.Sprintf("%s is a private, loopback or link-local address (allow with --allow-private)", host), http.StatusForbidden, "private target"
 	}
+	if !g.cfg.AllowPrivate {
+		if a, ok := g.names.private(ctx, host); ok {
+			return fmt.Sprintf("%s resolves to %s, a private, loopback or link-local address (allow with --allow-private)", host, a), http.StatusForbidden, "private target"
+		}
+	}
 	return "", 0, ""
+}
+
+// nameCache answers whether a target's name resolves, here, to a private,
+// loopback or link-local address, for a minute a name. A proxy exit
+// resolves the name itself, and one on this machine (tinyproxy, squid)
+// reaches what the name says: a name for 127.0.0.1 in /etc/hosts fetched
+// the gateway's own metrics through it, in a helper's blind run. A name
+// this machine cannot resolve is let through to the exit's resolver.
+type nameCache struct {
+	mu sync.Mutex
+	m  map[string]nameSeen
+	// lookup resolves a name (nil: the system's resolver); tests set it.
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+type nameSeen struct {
+	private netip.Addr // the private address it resolved to; invalid: none
+	at      time.Time
+}
+
+const (
+	nameKept    = time.Minute
+	nameMax     = 4096 // names kept at most: past it the cache starts over
+	nameTimeout = 2 * time.Second
+)
+
+// private reports the private address host resolves to, if it does. IP
+// literals are judged by the caller.
+func (c *nameCache) private(ctx context.Context, host string) (netip.Addr, bool) {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if _, err := netip.ParseAddr(h); err == nil || h == "" {
+		return netip.Addr{}, false
+	}
+	now := time.Now()
+	c.mu.Lock()
+	if s, ok := c.m[h]; ok && now.Sub(s.at) < nameKept {
+		c.mu.Unlock()
+		return s.private, s.private.IsValid()
+	}
+	lookup := c.lookup
+	c.mu.Unlock()
+	if lookup == nil {
+		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, nameTimeout)
+	defer cancel()
+	addrs, err := lookup(ctx, h)
+	var seen nameSeen
+	seen.at = now
+	if err == nil {
+		for _, a := range addrs {
+			if fetch.IsPrivateHost(a.Unmap().String()) {
+				seen.private = a.Unmap()
+				break
+			}
+		}
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= nameMax {
+		c.m = map[string]nameSeen{}
+	}
+	c.m[h] = seen
+	c.mu.Unlock()
+	return seen.private, seen.private.IsValid()
 }
 
 // badPorts are the ports the Fetch standard forbids browsers to send HTTP

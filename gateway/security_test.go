@@ -155,6 +155,47 @@ func TestNotAnOpenRelay(t *testing.T) {
 	}
 }
 
+// A name that resolves to a private address here is refused when the exit
+// is a proxy, which resolves the name itself (and, on this machine, reaches
+// what it says: a name for 127.0.0.1 fetched the gateway's own metrics
+// through a tinyproxy exit, GET and CONNECT alike, in a helper's blind run).
+// The machine's own name is used where it resolves to loopback; a name no
+// resolver here knows goes through a resolver the test sets (a mock: no DNS
+// server to run here), to check the refusal on every machine.
+func TestPrivateNameThroughProxyExit(t *testing.T) {
+	spyAddr, spied := listenerSpy(t)
+	_, spyPort, _ := net.SplitHostPort(spyAddr)
+	exits, err := pool.Parse(strings.NewReader("http://"+spyAddr+"\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, proxy := newGateway(t, Config{Exits: exits})
+	g.names.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if host == "inside.test" {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.7")}, nil
+		}
+		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}
+	names := []string{"inside.test"}
+	if name := loopbackName(); name != "" {
+		names = append(names, name)
+	}
+	for _, name := range names {
+		for _, head := range []string{
+			"GET http://" + name + ":" + spyPort + "/metrics HTTP/1.1\r\nHost: " + name + "\r\n\r\n",
+			"CONNECT " + name + ":443 HTTP/1.1\r\nHost: " + name + ":443\r\n\r\n",
+		} {
+			status, h, body := rawRequest(t, proxy, head)
+			if status != 403 || h.Get(HeaderReason) != "private target" {
+				t.Errorf("%q: %d (%s) %q, want 403 private target", strings.SplitN(head, "\r", 2)[0], status, h.Get(HeaderReason), body)
+			}
+		}
+	}
+	if n := spied.Load(); n != 0 {
+		t.Errorf("the proxy exit was asked %d times, want 0: nothing sent", n)
+	}
+}
+
 // A request that would come back to the gateway is refused, even with
 // private targets allowed: by address, by localhost, by a name, and
 // through CONNECT.

@@ -101,3 +101,25 @@ func (l *Limiter) HostFull(host string) (full bool, limit int) {
 	h := sh.hosts[host]
 	return h != nil && h.inFlight >= int32(l.rules.hostConc), l.rules.hostConc
 }
+
+// Ramping reports whether host's lanes are still in slow start and may go
+// faster: nothing pushed them back yet, their pace doubles as they pass, and
+// neither the lanes' most (MaxLaneRate) nor the host's ceiling holds them.
+// How fast a queue for it was served lately says little of how fast it
+// will be.
+func (l *Limiter) Ramping(host string) bool {
+	l.mustBeNew()
+	sh := l.tab.shard(host)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	h := sh.hosts[host]
+	if h == nil || h.exp.phase != expRamp || !h.exploring() || h.rated() {
+		return false
+	}
+	r := l.rules
+	if r.ceiling > 0 && h.sendAll(h.last) >= r.settle*r.ceiling {
+		return false
+	}
+	ex := h.lanes[h.exp.exit]
+	return ex != nil && ex.pace*rampStep <= r.maxLane // (3% short of it is no ramp)
+}
