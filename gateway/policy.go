@@ -265,6 +265,13 @@ const (
 	nameTimeout = 2 * time.Second
 )
 
+// resolve is the system resolver's answer for a name, within nameTimeout.
+func resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, nameTimeout)
+	defer cancel()
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
 // private reports the private address host resolves to, if it does. IP
 // literals are judged by the caller.
 func (c *nameCache) private(ctx context.Context, host string) (netip.Addr, bool) {
@@ -281,12 +288,8 @@ func (c *nameCache) private(ctx context.Context, host string) (netip.Addr, bool)
 	lookup := c.lookup
 	c.mu.Unlock()
 	if lookup == nil {
-		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}
+		lookup = resolve
 	}
-	ctx, cancel := context.WithTimeout(ctx, nameTimeout)
-	defer cancel()
 	addrs, err := lookup(ctx, h)
 	var seen nameSeen
 	seen.at = now
@@ -429,9 +432,7 @@ func (s *selfAddrs) host(ctx context.Context, host string) bool {
 	if a, err := netip.ParseAddr(h); err == nil {
 		return s.isAnyPort(a.Unmap())
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+	addrs, err := resolve(ctx, h)
 	if err != nil {
 		return false
 	}

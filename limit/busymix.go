@@ -73,10 +73,10 @@ func (m *busyMix) share() float64 {
 // from a per-IP limit that answers 503): samples of at least busySample
 // answers over at least busySampleSpan each, their rate and share of 503s.
 type busyTest struct {
-	on, done bool // done: read as the pages' own errors
-	last     int64
-	n, b     int32 // answers and 503s without Retry-After since last
-	lo, hi   busyPoint
+	on     bool
+	last   int64
+	n, b   int32 // answers and 503s without Retry-After since last
+	lo, hi busyPoint
 }
 
 // busyPoint is a sample: the host's answers a second and their share of
@@ -121,7 +121,7 @@ const (
 func (r *rules) mixAnswer(h *host, busy bool, now int64) {
 	h.mix.add(busy, now)
 	t := &h.busyTest
-	if !t.on || t.done {
+	if !t.on || h.busyNoise > 0 {
 		return
 	}
 	t.n++
@@ -143,10 +143,11 @@ func (r *rules) mixAnswer(h *host, busy bool, now int64) {
 		r.busyProbe(h, p, now)
 		return
 	}
-	if t.lo.share < busyTestKept*t.hi.share || 1-t.lo.share > busyTestOK*(1-t.hi.share) ||
-		t.lo.share > busyTestRise*t.hi.share+busyNoiseRise/2 || t.lo.share > busyNoiseMax || now < h.busyQuiet {
-		// Fell with the pace: load. Read again from here (a share
-		// read from a few answers may have fallen by chance).
+	if now < h.busyQuiet || t.lo.share < busyTestKept*t.hi.share || 1-t.lo.share > busyTestOK*(1-t.hi.share) ||
+		t.lo.share > busyTestRise*t.hi.share+busyNoiseRise/2 || t.lo.share > busyNoiseMax {
+		// Load (or no reading yet since one was dropped, busyQuiet).
+		// Read again from here: a share read from a few answers may
+		// have moved by chance.
 		t.lo, t.hi = p, p
 		return
 	}
@@ -226,7 +227,7 @@ func (r *rules) urlAnswer(h *host, u uint64, busy bool, now int64) {
 			b.next++
 		}
 	}
-	if !h.busyTest.on || h.busyTest.done || b.againN < busyAgainMin || b.freshN < busyFreshMin || b.again503 < busyAgainBusy {
+	if !h.busyTest.on || b.againN < busyAgainMin || b.freshN < busyFreshMin || b.again503 < busyAgainBusy {
 		return
 	}
 	again := float64(b.again503) / float64(b.againN)
@@ -245,7 +246,7 @@ func (r *rules) urlAnswer(h *host, u uint64, busy bool, now int64) {
 func (r *rules) busyNoiseRead(h *host, share float64, now int64, why string) {
 	h.busyNoise = max(share, 1.0/busySample)
 	h.note(r, now, "busy", "", "noise", 0, h.busyNoise, why+": the site's pages' own errors, not load; what they taught is let go")
-	h.busyTest = busyTest{done: true}
+	h.busyTest = busyTest{}
 	if h.rate.overloaded && !h.scope.shared() {
 		h.rate, h.pause = hostRate{}, 0
 	} else if h.rate.overloaded {
@@ -276,7 +277,7 @@ func (r *rules) busyNoiseRead(h *host, share float64, now int64, why string) {
 // its first sample the answers before (their share of 503s is the one or
 // two that made it load, a share of a mix no larger than the true one).
 func (h *host) busyTestStart(now int64) {
-	if t := &h.busyTest; !t.on && !t.done {
+	if t := &h.busyTest; !t.on && h.busyNoise == 0 {
 		*t = busyTest{on: true, last: now}
 		// The URLs' counts from here: the host's healthy answers before
 		// would make any 503 after read as a page's own.
@@ -302,6 +303,6 @@ func (h *host) busyNoiseStands(now int64) bool {
 	}
 	// Load, or more of the pages' errors than read: read afresh, not
 	// before busyNoiseOff.
-	h.busyNoise, h.busyTest, h.busyQuiet = 0, busyTest{}, now+busyNoiseOff
+	h.busyNoise, h.busyQuiet = 0, now+busyNoiseOff
 	return false
 }

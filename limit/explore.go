@@ -957,7 +957,18 @@ func (r *rules) penaltyPushed(h *host, l *lane, x float64, k, ok int32, serAt, n
 		// limit over the run). The window read is dropped (asBucket), and
 		// the search bisects under the test's pace with careful proofs as
 		// long as the run: a window shorter than it holds its quota there.
-		r.notWindow(h, l, x, now, fmt.Sprintf("%d in a series of %.1fs, fewer than the run's %d in %.1fs: the window is shorter than the run, the told wait a block", ok, secs(now-serAt), e.n1, secs(e.t1)), "the penalty's test was pushed back under the run's count")
+		r.asBucket(h, now)
+		c.careful, c.span = true, max(minSpan, min(maxSpan, e.t1+e.headD))
+		h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, fmt.Sprintf("%d in a series of %.1fs, fewer than the run's %d in %.1fs: the window is shorter than the run, the told wait a block", ok, secs(now-serAt), e.n1, secs(e.t1)))
+		c.ceil(x, now)
+		if p := float64(e.n1) / secs(2*(e.t1+e.headD)); p > c.pass && p < x {
+			// The run spanned two such windows at most: their rate is
+			// at least half its own.
+			h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d in %.1fs fit in two windows shorter than the run: at least half its rate", e.n1, secs(e.t1+e.headD)))
+			c.pass, c.sent, c.safe = p, p, max(c.safe, p)
+		}
+		r.nextBisect(h, l, now)
+		r.updateFollow(h, now, phaseNames[e.phase], "the penalty's test was pushed back under the run's count")
 	case e.ptestW > 0 && short > 0 && l.cool <= serAt && now-serAt < int64(e.ptestW) && ok > e.quotaN(e.ptestW)+1:
 		// More than the fitted window's quota and one, over a series
 		// from the lane's first request shorter than that window: no
@@ -1066,26 +1077,6 @@ func (r *rules) shorterStep(h *host, l *lane, w time.Duration, x float64, now in
 		r.setExplorerPace(h, l, step, now, "bisect", fmt.Sprintf("%d per %v read: try a step above it, a bucket's rate or the window's", e.quotaN(w), w))
 	}
 	r.updateFollow(h, now, phaseNames[e.phase], "a shorter window's quota")
-}
-
-// notWindow drops the window read from the first run and its told recovery:
-// the window is shorter than the run, and the told wait a block's. The search bisects under x, from
-// half the run's rate, with careful proofs as long as the run: a window
-// shorter than it holds its quota there.
-func (r *rules) notWindow(h *host, l *lane, x float64, now int64, why, follow string) {
-	e, c := &h.exp, &h.cap
-	r.asBucket(h, now)
-	c.careful, c.span = true, max(minSpan, min(maxSpan, e.t1+e.headD))
-	h.note(r, now, phaseNames[e.phase], l.exit, "ceiling", c.hi, x, why)
-	c.ceil(x, now)
-	if p := float64(e.n1) / secs(2*(e.t1+e.headD)); p > c.pass && p < x {
-		// The run spanned two such windows at most: their rate is
-		// at least half its own.
-		h.note(r, now, phaseNames[e.phase], l.exit, "floor", c.pass, p, fmt.Sprintf("%d in %.1fs fit in two windows shorter than the run: at least half its rate", e.n1, secs(e.t1+e.headD)))
-		c.pass, c.sent, c.safe = p, p, max(c.safe, p)
-	}
-	r.nextBisect(h, l, now)
-	r.updateFollow(h, now, phaseNames[e.phase], follow)
 }
 
 // refutedShort reports whether a penalty's test pushed back after ok

@@ -248,11 +248,13 @@ func (r *rules) laneBusy(h *host, l *lane, o *Outcome, now int64) bool {
 // read as its URL's transient error, not yet an overload, and records it
 // (busyAt) for the next one's reading: the host is not rated, it
 // succeeded since its last such 503 and within busyPeerSpan (any lane: a
-// direct crawl has one), and that 503 was longer than loneBusySpan ago. A second soon after is an overload, as before: a site
-// that sheds load sheds it from many requests, where a flaky page answers
-// 503 alone among pages that pass (every tenth URL of a direct crawl 503
-// half the time: each read as an overload cut the host to 2/s of the 40
-// it was allowed, 600 URLs in 16 minutes, in a helper's blind run).
+// direct crawl has one), and that 503 was longer than loneBusySpan ago. A
+// second soon after is an overload, as before: a site that sheds load
+// sheds it from many requests, where a flaky page answers 503 alone among
+// pages that pass (every tenth URL of a direct crawl 503 half the time:
+// each read as an overload cut the host to 2/s of the 40 it was allowed,
+// 600 URLs in 16 minutes, in a helper's blind run; what is left of it,
+// busymix.go reads).
 func (r *rules) loneBusy(h *host, o *Outcome, now int64) bool {
 	if h.rated() || o.RetryAfter > 0 || h.okAt == 0 || now-h.okAt > busyPeerSpan || h.okAt < h.busyAt {
 		return false

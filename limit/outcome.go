@@ -116,7 +116,10 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 	case verdict.Busy:
 		r.mixAnswer(h, o.RetryAfter == 0, now)
 		r.urlAnswer(h, o.URLHash, o.RetryAfter == 0, now)
-		if o.RetryAfter == 0 && !(o.HasRemaining && o.Remaining < 1) && h.busyNoiseStands(now) {
+		// A 503 that says nothing of a wait or a quota spent: load, a
+		// per-IP limit's, or a page's own error (busymix.go).
+		bare := o.RetryAfter == 0 && !(o.HasRemaining && o.Remaining < 1)
+		if bare && h.busyNoiseStands(now) {
 			// The site's pages' own error, by the share of them read
 			// (busymix.go), whatever lane it came on.
 			h.c.Errors++
@@ -124,7 +127,7 @@ func (r *rules) outcome(h *host, l *lane, rec ticketRec, o *Outcome, now int64, 
 			break
 		}
 		if r.laneBusy(h, l, o, now) {
-			if o.RetryAfter == 0 && !(o.HasRemaining && o.Remaining < 1) {
+			if bare {
 				h.busy429++
 				h.busyTestStart(now)
 			}
@@ -422,8 +425,8 @@ func (r *rules) throttled(h *host, l *lane, rec ticketRec, o *Outcome, sent, now
 	if c := &h.cap; c.block > 0 && c.block < int64(maxBlock) && o.RetryAfter == 0 && rec.first && l.eps > 0 && (c.blockAt == 0 || now-c.blockAt >= c.block) {
 		// Pushed back at its first request after waiting a block out: the
 		// block is longer (vsthrottle blocking longer than the bare
-		// retries read, or a ban each retry renews). Without it the lane
-		// would wait the same block and be pushed back again, for good.
+		// retries read). Without it the lane would wait the same block
+		// and be pushed back again, for good.
 		// Once a block: the lanes that waited the shorter one out meanwhile
 		// are pushed back by the same block (doubled by each of them, a
 		// block of 5 minutes read 16 in 15 s).
